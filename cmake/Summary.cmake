@@ -1,0 +1,6 @@
+message(STATUS "llmrepro ${PROJECT_VERSION} configuration")
+message(STATUS "  build type:    ${CMAKE_BUILD_TYPE}")
+message(STATUS "  dependencies:  ${LLMREPRO_DEP_VERSIONS}")
+message(STATUS "  CUDA backend:  ${LLMREPRO_HAVE_CUDA}")
+message(STATUS "  sanitizers:    ${LLMREPRO_SANITIZE}")
+message(STATUS "  warnings as errors: ${LLMREPRO_WERROR}")

@@ -1,0 +1,99 @@
+// Analysis of an audit: distinct completions, divergence, gaps, fragility and its predictive power.
+// Definitions follow DESIGN.md "Analysis: definitions" word for word; see analysis.cpp.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/audit.hpp"
+#include "core/completion.hpp"
+
+namespace llmrepro::core {
+
+struct AnalysisConfig {
+  double fragile_gap = 0.05; // τ, nats
+  int fragile_window = 50;   // W, tokens
+};
+
+// One distinct completion of a prompt and how often it came back.
+struct DistinctCompletion {
+  std::string text;
+  std::vector<TokenLogprob> tokens; // of the first occurrence
+  int count = 0;
+  std::map<int, int> count_by_concurrency;
+  bool is_reference = false;
+  // Leading tokens shared with the reference; empty for the reference itself.
+  std::optional<int> divergence;
+};
+
+struct LevelAnalysis {
+  int concurrency = 1;
+  int runs = 0;   // successful completions at this level
+  int failed = 0;
+  int unique_completions = 0;
+  std::optional<int> first_divergence; // against the prompt's overall reference
+};
+
+struct PromptAnalysis {
+  std::string id;
+  int prompt_index = 0;
+  int runs = 0;   // successful completions
+  int failed = 0; // failed logical requests
+  int unique_completions = 0;
+  std::optional<int> first_divergence;
+  std::optional<double> gap_at_divergence;
+  std::optional<double> min_gap;
+  std::optional<int> min_gap_position;
+  bool fragile = false;
+  bool unstable = false;
+  bool has_logprobs = false; // every successful completion carried logprobs
+  // The candidates of the reference completion at first_divergence (top-1 first), for reports.
+  std::vector<TokenCandidate> candidates_at_divergence;
+  std::vector<LevelAnalysis> by_concurrency;
+  std::vector<DistinctCompletion> completions; // reference first, then by count, then first seen
+};
+
+// Fragile (predicted) against unstable (observed), over prompts.
+struct ConfusionMatrix {
+  int true_positive = 0;  // fragile and unstable
+  int false_positive = 0; // fragile, stable
+  int false_negative = 0; // not fragile, unstable
+  int true_negative = 0;  // not fragile, stable
+  std::optional<double> precision;
+  std::optional<double> recall;
+};
+
+struct LevelSummary {
+  int concurrency = 1;
+  int runs = 0;
+  int unique_completions = 0; // summed over prompts
+  int unstable_prompts = 0;   // prompts with more than one completion at this level
+};
+
+struct AuditSummary {
+  int prompts = 0;
+  int requests = 0;         // logical requests recorded
+  int failed_requests = 0;
+  int unstable_prompts = 0;
+  int fragile_prompts = 0;
+  int prompts_without_logprobs = 0;
+  double tarr = 0.0;        // TARr@N
+  ConfusionMatrix predictor;
+  std::vector<LevelSummary> by_concurrency;
+};
+
+struct AuditAnalysis {
+  AuditSummary summary;
+  std::vector<PromptAnalysis> prompts; // suite order
+};
+
+// Analyses the records of one endpoint against the suite's prompts.
+AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& records,
+                      const AnalysisConfig& config);
+
+// Leading tokens two completions share (token strings; texts' characters when either lacks tokens).
+int shared_prefix_length(const Completion& a, const Completion& b);
+
+} // namespace llmrepro::core

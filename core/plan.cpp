@@ -1,0 +1,59 @@
+#include "core/plan.hpp"
+
+#include "core/random.hpp"
+
+namespace llmrepro::core {
+
+const char* to_string(ProbeKind kind) {
+  switch (kind) {
+  case ProbeKind::sweep: return "sweep";
+  case ProbeKind::mixed: return "mixed";
+  case ProbeKind::prefix: return "prefix";
+  case ProbeKind::long_prompt: return "long";
+  }
+  return "sweep";
+}
+
+Result<ProbeKind> parse_probe_kind(const std::string& text) {
+  if (text == "sweep") return ProbeKind::sweep;
+  if (text == "mixed") return ProbeKind::mixed;
+  if (text == "prefix") return ProbeKind::prefix;
+  if (text == "long") return ProbeKind::long_prompt;
+  return make_error(ErrorCode::usage,
+                    "unknown probe kind '" + text + "' (expected sweep, mixed, prefix or long)");
+}
+
+std::size_t Plan::size() const {
+  std::size_t total = 0;
+  for (const auto& wave : waves) total += wave.requests.size();
+  return total;
+}
+
+Plan make_plan(const Suite& suite, const PlanConfig& config) {
+  Plan plan;
+  // One generator for the whole plan: the same seed and suite give the same order every time.
+  SplitMix64 random(config.seed ^ 0x6C6C6D726570726FULL);
+  const int shard_count = config.shard_count < 1 ? 1 : config.shard_count;
+  for (int endpoint = 0; endpoint < config.endpoints; ++endpoint) {
+    for (ProbeKind probe : config.probes) {
+      for (int level : config.levels) {
+        Wave wave{endpoint, level, probe, {}};
+        for (std::size_t p = 0; p < suite.prompts.size(); ++p) {
+          if (static_cast<int>(p % static_cast<std::size_t>(shard_count)) != config.shard_index)
+            continue;
+          for (int repeat = 0; repeat < config.runs; ++repeat)
+            wave.requests.push_back({endpoint, static_cast<int>(p), level, probe, repeat});
+        }
+        // Fisher-Yates with our own generator: std::shuffle's algorithm is unspecified.
+        for (std::size_t i = wave.requests.size(); i > 1; --i) {
+          const auto j = static_cast<std::size_t>(random.below(i));
+          std::swap(wave.requests[i - 1], wave.requests[j]);
+        }
+        plan.waves.push_back(std::move(wave));
+      }
+    }
+  }
+  return plan;
+}
+
+} // namespace llmrepro::core

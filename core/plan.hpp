@@ -1,0 +1,59 @@
+// The plan: which requests an audit sends, in which waves, in which shuffled order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "core/suite.hpp"
+
+namespace llmrepro::core {
+
+enum class ProbeKind { sweep, mixed, prefix, long_prompt };
+
+const char* to_string(ProbeKind kind);
+Result<ProbeKind> parse_probe_kind(const std::string& text);
+
+// One logical request of the plan. Its identity (endpoint, prompt, concurrency, probe, repeat)
+// is unique within an audit, which is what lets --resume run exactly what is missing.
+struct PlannedRequest {
+  int endpoint_index = 0;
+  int prompt_index = 0;
+  int concurrency = 1;
+  ProbeKind probe = ProbeKind::sweep;
+  int repeat = 0;
+
+  friend bool operator==(const PlannedRequest&, const PlannedRequest&) = default;
+};
+
+// All requests of one endpoint at one concurrency level and probe kind; the scheduler keeps
+// exactly `concurrency` of them in flight.
+struct Wave {
+  int endpoint_index = 0;
+  int concurrency = 1;
+  ProbeKind probe = ProbeKind::sweep;
+  std::vector<PlannedRequest> requests; // already shuffled
+};
+
+struct PlanConfig {
+  int endpoints = 1;
+  std::vector<int> levels{1, 8, 32};
+  std::vector<ProbeKind> probes{ProbeKind::sweep};
+  int runs = 5;
+  std::uint64_t seed = 0;
+  // Shard i of n (0-based i): only prompts whose index % n == i are planned.
+  int shard_index = 0;
+  int shard_count = 1;
+};
+
+struct Plan {
+  std::vector<Wave> waves;
+  std::size_t size() const;
+};
+
+// Builds the plan: for each endpoint, probe kind and level in order, every prompt's repeats
+// shuffled together so that batches mix prompts the way production traffic does.
+Plan make_plan(const Suite& suite, const PlanConfig& config);
+
+} // namespace llmrepro::core

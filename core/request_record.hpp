@@ -1,0 +1,36 @@
+// What an audit records for each logical request, and the sink it records into.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/completion.hpp"
+#include "core/plan.hpp"
+#include "core/result.hpp"
+
+namespace llmrepro::core {
+
+struct RequestOutcome {
+  bool ok = false;
+  int http_status = 0;   // last HTTP status seen; 0 when no response arrived
+  std::string error;     // why it failed, after the last attempt; empty on success
+  int attempts = 0;      // 1 plus the retries spent
+  std::int64_t started_ms = 0;
+  std::int64_t finished_ms = 0;
+  Completion completion; // meaningful when ok
+};
+
+struct RequestRecord {
+  PlannedRequest planned;
+  RequestOutcome outcome;
+};
+
+// Where finished requests go as they finish. core declares it; report implements it with SQLite.
+class RecordSink {
+public:
+  virtual ~RecordSink() = default;
+  // Called once per logical request, after its last attempt. A failure here stops the audit.
+  virtual Result<void> record(const RequestRecord& record) = 0;
+};
+
+} // namespace llmrepro::core

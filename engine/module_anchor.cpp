@@ -1,0 +1,2 @@
+// Build anchor: the engine module's library is never empty.
+namespace llmrepro::engine {}

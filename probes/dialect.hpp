@@ -1,0 +1,57 @@
+// API dialects: how each kind of endpoint is asked for a completion, and how its answer maps to
+// the canonical core::Completion. Everything dialect-specific stays behind this header.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/completion.hpp"
+#include "core/result.hpp"
+#include "core/suite.hpp"
+
+namespace llmrepro::probes {
+
+enum class Dialect {
+  openai_chat,        // POST /v1/chat/completions (OpenAI, vLLM, SGLang, llama.cpp, Ollama, TGI)
+  openai_completions, // POST /v1/completions (legacy shape; llama.cpp answers in the chat shape)
+  llamacpp,           // POST /completion (llama.cpp native, old and new probability shapes)
+  sglang,             // POST /generate (SGLang native, meta_info triples)
+  ollama,             // POST /api/chat or /api/generate (Ollama native)
+  tgi,                // POST /generate (TGI native, details.top_tokens)
+};
+
+// "openai-chat", "openai-completions", "llamacpp", "sglang", "ollama", "tgi".
+const char* to_string(Dialect dialect);
+core::Result<Dialect> parse_dialect(const std::string& text);
+std::vector<Dialect> all_dialects();
+
+struct GenerationParams {
+  std::string model;      // may be empty where the API allows
+  int max_tokens = 128;
+  int top_logprobs = 2;   // 0..20
+  std::uint64_t seed = 0; // sent where the API takes one
+  bool stream = false;
+};
+
+// The HTTP request to send: POST `path` (appended to the base URL) with a JSON `body`.
+struct DialectRequest {
+  std::string path;
+  std::string body;
+};
+
+// Builds the request for one prompt: temperature 0, logprobs with top_logprobs candidates,
+// the seed where accepted, max_tokens (from the prompt when it sets one, else params).
+DialectRequest build_request(Dialect dialect, const core::Prompt& prompt,
+                             const GenerationParams& params);
+
+// Parses a 2xx response body (an SSE stream when `stream`) into a Completion with candidates
+// sorted. Malformed or truncated bodies are an ErrorCode::endpoint error naming what was wrong.
+core::Result<core::Completion> parse_response(Dialect dialect, std::string_view body, bool stream);
+
+// A one-line reason from an error body of any dialect (OpenAI envelope, vLLM flat, TGI, Ollama),
+// falling back to a bounded, sanitised prefix of the body.
+std::string describe_error_body(std::string_view body);
+
+} // namespace llmrepro::probes

@@ -1,0 +1,2 @@
+// Build anchor: the report module's library is never empty.
+namespace llmrepro::report {}

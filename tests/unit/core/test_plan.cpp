@@ -1,0 +1,56 @@
+#include <doctest/doctest.h>
+
+#include <set>
+#include <tuple>
+
+#include "core/plan.hpp"
+
+using namespace llmrepro::core;
+
+namespace {
+Suite suite_of(int prompts) {
+  Suite suite;
+  for (int i = 0; i < prompts; ++i) suite.prompts.push_back(Prompt{.id = "p" + std::to_string(i), .text = "x"});
+  return suite;
+}
+} // namespace
+
+TEST_CASE("make_plan") {
+  const Suite suite = suite_of(4);
+  PlanConfig config;
+  config.levels = {1, 8};
+  config.runs = 3;
+  config.seed = 7;
+
+  SUBCASE("one wave per level, every repeat exactly once") {
+    const Plan plan = make_plan(suite, config);
+    REQUIRE(plan.waves.size() == 2);
+    CHECK(plan.size() == 24);
+    for (const auto& wave : plan.waves) {
+      std::set<std::tuple<int, int>> seen;
+      for (const auto& r : wave.requests) {
+        CHECK(r.concurrency == wave.concurrency);
+        seen.insert({r.prompt_index, r.repeat});
+      }
+      CHECK(seen.size() == 12);
+    }
+  }
+  SUBCASE("the same seed gives the same order, another seed another") {
+    const Plan a = make_plan(suite, config);
+    const Plan b = make_plan(suite, config);
+    CHECK(a.waves[0].requests == b.waves[0].requests);
+    config.seed = 8;
+    const Plan c = make_plan(suite, config);
+    CHECK_FALSE(a.waves[0].requests == c.waves[0].requests);
+  }
+  SUBCASE("shards partition the prompts") {
+    config.shard_count = 3;
+    std::multiset<int> prompts;
+    for (int i = 0; i < 3; ++i) {
+      config.shard_index = i;
+      for (const auto& r : make_plan(suite, config).waves[0].requests)
+        if (r.repeat == 0) prompts.insert(r.prompt_index);
+    }
+    CHECK(prompts == std::multiset<int>{0, 1, 2, 3});
+  }
+}
