@@ -1,0 +1,41 @@
+// The subcommands of `llmrepro`. Each registers itself on the CLI11 app; its callback runs the
+// command and stores the exit code. The commands wire modules together and hold no domain logic.
+#pragma once
+
+#include <string>
+
+#include "core/audit.hpp"
+#include "core/result.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace llmrepro::cli {
+
+// The documented exit codes (DESIGN.md "Gates").
+inline constexpr int k_exit_pass = 0;
+inline constexpr int k_exit_gate_failed = 1;
+inline constexpr int k_exit_usage = 2;
+inline constexpr int k_exit_endpoint = 3;
+inline constexpr int k_exit_internal = 70;
+
+// Set by whichever subcommand ran.
+struct CommandResult {
+  int exit_code = k_exit_pass;
+};
+
+// Prints "llmrepro: error: <message>" to stderr and returns the exit code for the error's kind.
+int report_error(const core::Error& error);
+
+// The tool's identity, for --version and every report.
+core::ToolInfo tool_info();
+
+void register_audit_command(CLI::App& app, CommandResult& result);
+void register_report_command(CLI::App& app, CommandResult& result);
+void register_diff_command(CLI::App& app, CommandResult& result);
+void register_merge_command(CLI::App& app, CommandResult& result);
+void register_serve_command(CLI::App& app, CommandResult& result);
+void register_gpu_probe_command(CLI::App& app, CommandResult& result);
+
+} // namespace llmrepro::cli

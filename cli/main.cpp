@@ -1,0 +1,56 @@
+// llmrepro: audits how reproducible an LLM inference endpoint is at temperature 0.
+// Thin main: the subcommands live in their own files; this is the one last-resort catch.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.hpp"
+
+namespace llmrepro::cli {
+
+int report_error(const core::Error& error) {
+  std::fprintf(stderr, "llmrepro: error: %s\n", error.message.c_str());
+  switch (error.code) {
+  case core::ErrorCode::usage:
+  case core::ErrorCode::input: return k_exit_usage;
+  case core::ErrorCode::endpoint:
+  case core::ErrorCode::environment: return k_exit_endpoint;
+  case core::ErrorCode::internal: return k_exit_internal;
+  }
+  return k_exit_internal;
+}
+
+core::ToolInfo tool_info() {
+  return {LLMREPRO_VERSION, LLMREPRO_BUILD_INFO, LLMREPRO_CUDA_STATE};
+}
+
+} // namespace llmrepro::cli
+
+int main(int argc, char** argv) {
+  using namespace llmrepro::cli;
+  CLI::App app{"llmrepro: audit how reproducible an LLM inference endpoint is at temperature 0"};
+  app.require_subcommand(1);
+  const auto info = tool_info();
+  app.set_version_flag("--version",
+                       fmt::format("llmrepro {}\nbuilt with {}\nCUDA backend: {}", info.version,
+                                   info.build, info.cuda));
+  CommandResult result;
+  register_audit_command(app, result);
+  register_report_command(app, result);
+  register_diff_command(app, result);
+  register_merge_command(app, result);
+  register_serve_command(app, result);
+  register_gpu_probe_command(app, result);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : k_exit_usage;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "llmrepro: internal error: %s\n", error.what());
+    return k_exit_internal;
+  }
+  return result.exit_code;
+}
