@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli/build_info.hpp"
 #include "cli/commands.hpp"
 
 namespace llmrepro::cli {
