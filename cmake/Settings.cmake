@@ -2,7 +2,7 @@
 add_library(llmrepro_settings INTERFACE)
 target_compile_options(llmrepro_settings INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion
-    -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual -Wnull-dereference
+    -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual
     -Wdouble-promotion -Wimplicit-fallthrough
     -Wno-missing-field-initializers>
   # Rounding order matters in the engine and the probe: never contract a*b+c into an FMA.
