@@ -2,7 +2,8 @@
 # Globbing keeps the module list in one place: adding a file needs no CMake edit.
 function(llmrepro_module name)
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
-  list(FILTER sources EXCLUDE REGEX "/cuda/")
+  # Folders holding executables (tools/) or CUDA sources (cuda/) are built by their own targets.
+  list(FILTER sources EXCLUDE REGEX "/(cuda|tools)/")
   add_library(llmrepro_${name} STATIC ${sources})
   target_link_libraries(llmrepro_${name} PUBLIC llmrepro_settings ${ARGN})
 endfunction()

@@ -70,6 +70,11 @@ struct LevelSummary {
   int runs = 0;
   int unique_completions = 0; // summed over prompts
   int unstable_prompts = 0;   // prompts with more than one completion at this level
+  int failed = 0;
+  // Completion tokens per second of wall time from the level's first start to its last finish,
+  // and the mean request latency: the cost of each level beside its stability.
+  double tokens_per_second = 0.0;
+  double mean_latency_ms = 0.0;
 };
 
 struct AuditSummary {
@@ -85,13 +90,15 @@ struct AuditSummary {
 };
 
 struct AuditAnalysis {
+  int endpoint_index = 0;
   AuditSummary summary;
   std::vector<PromptAnalysis> prompts; // suite order
 };
 
-// Analyses the records of one endpoint against the suite's prompts.
+// Analyses the records of one endpoint (records of other endpoints are ignored) against the
+// suite's prompts.
 AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& records,
-                      const AnalysisConfig& config);
+                      const AnalysisConfig& config, int endpoint_index = 0);
 
 // Leading tokens two completions share (token strings; texts' characters when either lacks tokens).
 int shared_prefix_length(const Completion& a, const Completion& b);

@@ -1,0 +1,21 @@
+// Everything a renderer needs for one audit: the stored data, its analysis, the verdict, the tool.
+#pragma once
+
+#include <optional>
+
+#include "core/analysis.hpp"
+#include "core/audit.hpp"
+#include "core/verdict.hpp"
+
+namespace llmrepro::core {
+
+struct AuditReport {
+  const AuditData* data = nullptr; // not owned; outlives the report
+  AuditAnalysis analysis;          // of endpoint 0
+  Verdict verdict;
+  ToolInfo tool;
+  std::size_t planned_requests = 0;
+  std::optional<double> tara;      // TARa@N where answers were extracted
+};
+
+} // namespace llmrepro::core
