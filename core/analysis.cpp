@@ -1,6 +1,280 @@
+// The analysis of an audit, exactly as DESIGN.md "Analysis: definitions" states it.
+//
+// For one prompt we look at its successful completions and ask: how many distinct ones came
+// back, which one is the reference (the modal completion; ties go to the one seen first at the
+// lowest concurrency level), and where do the others leave it. A completion's divergence
+// position is the number of leading tokens it shares with the reference, so `first_divergence`
+// is the index of the first token where any completion differs. The top-1/top-2 gap of the
+// reference at that index says how close the model was to a tie there: a small gap explains a
+// flip by rounding; a large one points at something else (a different prompt, cache, or model).
+//
+// Identity is by token sequence when every completion of the prompt carries tokens, by text
+// otherwise (endpoints without logprobs): two completions with the same text but different
+// tokenisations are different completions, because the logits that produced them differed.
+// Fragility is computed from the reference alone, so it is a prediction that the observed
+// instability (unique_completions > 1) can confirm or refute: the confusion matrix over prompts
+// lets each audit validate its own threshold τ.
 #include "core/analysis.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
 namespace llmrepro::core {
-// Placeholder while the analysis is being written.
-AuditAnalysis analyse(const Suite&, const std::vector<RequestRecord>&, const AnalysisConfig&, int) { return {}; }
-int shared_prefix_length(const Completion&, const Completion&) { return 0; }
+
+namespace {
+
+enum class IdentityMode { tokens, text };
+
+// A collision-free key for a completion: length-prefixed token strings, or the text.
+std::string identity_key(const Completion& completion, IdentityMode mode) {
+  if (mode == IdentityMode::text) return completion.text;
+  std::string key;
+  for (const auto& token : completion.tokens) {
+    key += std::to_string(token.token.size());
+    key += ':';
+    key += token.token;
+  }
+  return key;
 }
+
+int shared_prefix(const Completion& a, const Completion& b, IdentityMode mode) {
+  if (mode == IdentityMode::text) {
+    const auto limit = std::min(a.text.size(), b.text.size());
+    std::size_t i = 0;
+    while (i < limit && a.text[i] == b.text[i]) ++i;
+    return static_cast<int>(i);
+  }
+  const auto limit = std::min(a.tokens.size(), b.tokens.size());
+  std::size_t i = 0;
+  while (i < limit && a.tokens[i].token == b.tokens[i].token) ++i;
+  return static_cast<int>(i);
+}
+
+long completion_tokens(const Completion& completion) {
+  return completion.completion_tokens > 0 ? completion.completion_tokens
+                                          : static_cast<long>(completion.tokens.size());
+}
+
+struct Distinct {
+  const Completion* first = nullptr;
+  int count = 0;
+  std::map<int, int> count_by_concurrency;
+  std::size_t first_seen = 0;
+};
+
+PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
+                              const std::vector<const RequestRecord*>& records,
+                              const AnalysisConfig& config) {
+  PromptAnalysis result;
+  result.id = prompt.id;
+  result.prompt_index = prompt_index;
+
+  // Lowest level first, recording order within a level: "first seen at the lowest level".
+  std::vector<const RequestRecord*> ordered = records;
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto* a, const auto* b) {
+    return a->planned.concurrency < b->planned.concurrency;
+  });
+
+  bool all_have_tokens = true;
+  bool all_have_logprobs = true;
+  for (const auto* record : ordered) {
+    if (!record->outcome.ok) continue;
+    if (record->outcome.completion.tokens.empty()) all_have_tokens = false;
+    if (!record->outcome.completion.has_logprobs) all_have_logprobs = false;
+  }
+  const IdentityMode mode = all_have_tokens ? IdentityMode::tokens : IdentityMode::text;
+
+  std::vector<Distinct> distinct;
+  std::unordered_map<std::string, std::size_t> index_of;
+  std::map<int, LevelAnalysis> levels;
+  // Per level, which distinct completions appeared (by index), to count unique per level.
+  std::map<int, std::vector<std::size_t>> seen_at_level;
+
+  for (const auto* record : ordered) {
+    auto& level = levels[record->planned.concurrency];
+    level.concurrency = record->planned.concurrency;
+    if (!record->outcome.ok) {
+      ++result.failed;
+      ++level.failed;
+      continue;
+    }
+    ++result.runs;
+    ++level.runs;
+    const Completion& completion = record->outcome.completion;
+    auto [it, inserted] = index_of.try_emplace(identity_key(completion, mode), distinct.size());
+    if (inserted) distinct.push_back(Distinct{&completion, 0, {}, distinct.size()});
+    Distinct& entry = distinct[it->second];
+    ++entry.count;
+    ++entry.count_by_concurrency[record->planned.concurrency];
+    auto& seen = seen_at_level[record->planned.concurrency];
+    if (std::find(seen.begin(), seen.end(), it->second) == seen.end()) seen.push_back(it->second);
+  }
+
+  result.unique_completions = static_cast<int>(distinct.size());
+  result.unstable = result.unique_completions > 1;
+  result.has_logprobs = result.runs > 0 && all_have_logprobs;
+
+  std::size_t reference = 0;
+  for (std::size_t i = 1; i < distinct.size(); ++i)
+    if (distinct[i].count > distinct[reference].count) reference = i; // ties keep the earlier
+
+  std::vector<std::optional<int>> divergence(distinct.size());
+  if (!distinct.empty()) {
+    const Completion& ref = *distinct[reference].first;
+    for (std::size_t i = 0; i < distinct.size(); ++i) {
+      if (i == reference) continue;
+      divergence[i] = shared_prefix(ref, *distinct[i].first, mode);
+      if (!result.first_divergence || *divergence[i] < *result.first_divergence)
+        result.first_divergence = divergence[i];
+    }
+
+    // Gaps are read off the reference's own candidates.
+    if (mode == IdentityMode::tokens && result.has_logprobs) {
+      if (result.first_divergence &&
+          static_cast<std::size_t>(*result.first_divergence) < ref.tokens.size()) {
+        const auto& token = ref.tokens[static_cast<std::size_t>(*result.first_divergence)];
+        result.gap_at_divergence = token.gap();
+        result.candidates_at_divergence = token.top;
+      }
+      const auto window = std::min(ref.tokens.size(),
+                                   static_cast<std::size_t>(std::max(config.fragile_window, 0)));
+      for (std::size_t position = 0; position < window; ++position) {
+        const auto gap = ref.tokens[position].gap();
+        if (gap && (!result.min_gap || *gap < *result.min_gap)) {
+          result.min_gap = gap;
+          result.min_gap_position = static_cast<int>(position);
+        }
+      }
+      result.fragile = result.min_gap && *result.min_gap < config.fragile_gap;
+    }
+
+    for (auto& [concurrency, level] : levels) {
+      const auto& seen = seen_at_level[concurrency];
+      level.unique_completions = static_cast<int>(seen.size());
+      for (std::size_t index : seen) {
+        if (!divergence[index]) continue;
+        if (!level.first_divergence || *divergence[index] < *level.first_divergence)
+          level.first_divergence = divergence[index];
+      }
+    }
+  }
+
+  for (auto& [concurrency, level] : levels) result.by_concurrency.push_back(level);
+
+  // Reference first, then the most frequent, then the earliest seen.
+  std::vector<std::size_t> order(distinct.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if ((a == reference) != (b == reference)) return a == reference;
+    return distinct[a].count > distinct[b].count;
+  });
+  for (std::size_t index : order) {
+    const Distinct& entry = distinct[index];
+    DistinctCompletion out;
+    out.text = entry.first->text;
+    out.tokens = entry.first->tokens;
+    out.count = entry.count;
+    out.count_by_concurrency = entry.count_by_concurrency;
+    out.is_reference = index == reference;
+    out.divergence = divergence[index];
+    result.completions.push_back(std::move(out));
+  }
+  return result;
+}
+
+} // namespace
+
+int shared_prefix_length(const Completion& a, const Completion& b) {
+  const bool tokens = !a.tokens.empty() && !b.tokens.empty();
+  return shared_prefix(a, b, tokens ? IdentityMode::tokens : IdentityMode::text);
+}
+
+AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& records,
+                      const AnalysisConfig& config, int endpoint_index) {
+  AuditAnalysis analysis;
+  analysis.endpoint_index = endpoint_index;
+
+  std::vector<std::vector<const RequestRecord*>> by_prompt(suite.prompts.size());
+  for (const auto& record : records) {
+    if (record.planned.endpoint_index != endpoint_index) continue;
+    const auto index = static_cast<std::size_t>(record.planned.prompt_index);
+    if (record.planned.prompt_index < 0 || index >= by_prompt.size()) continue;
+    by_prompt[index].push_back(&record);
+  }
+
+  AuditSummary& summary = analysis.summary;
+  int agreeing = 0;
+  for (std::size_t p = 0; p < by_prompt.size(); ++p) {
+    if (by_prompt[p].empty()) continue;
+    PromptAnalysis prompt =
+        analyse_prompt(suite.prompts[p], static_cast<int>(p), by_prompt[p], config);
+    ++summary.prompts;
+    summary.requests += prompt.runs + prompt.failed;
+    summary.failed_requests += prompt.failed;
+    if (prompt.unstable) ++summary.unstable_prompts;
+    if (prompt.fragile) ++summary.fragile_prompts;
+    if (prompt.runs > 0 && !prompt.has_logprobs) ++summary.prompts_without_logprobs;
+    if (prompt.unique_completions == 1 && prompt.failed == 0) ++agreeing;
+
+    // Only prompts whose fragility could be computed take part in the predictor.
+    if (prompt.has_logprobs) {
+      ConfusionMatrix& m = summary.predictor;
+      if (prompt.fragile && prompt.unstable) ++m.true_positive;
+      else if (prompt.fragile) ++m.false_positive;
+      else if (prompt.unstable) ++m.false_negative;
+      else ++m.true_negative;
+    }
+    analysis.prompts.push_back(std::move(prompt));
+  }
+  summary.tarr = summary.prompts > 0 ? static_cast<double>(agreeing) / summary.prompts : 0.0;
+  ConfusionMatrix& m = summary.predictor;
+  if (m.true_positive + m.false_positive > 0)
+    m.precision = static_cast<double>(m.true_positive) / (m.true_positive + m.false_positive);
+  if (m.true_positive + m.false_negative > 0)
+    m.recall = static_cast<double>(m.true_positive) / (m.true_positive + m.false_negative);
+
+  // Per level: stability from the prompt analyses, cost from the raw records.
+  std::map<int, LevelSummary> levels;
+  for (const auto& prompt : analysis.prompts) {
+    for (const auto& level : prompt.by_concurrency) {
+      LevelSummary& out = levels[level.concurrency];
+      out.concurrency = level.concurrency;
+      out.runs += level.runs;
+      out.failed += level.failed;
+      out.unique_completions += level.unique_completions;
+      if (level.unique_completions > 1) ++out.unstable_prompts;
+    }
+  }
+  struct Cost {
+    std::int64_t first_start = std::numeric_limits<std::int64_t>::max();
+    std::int64_t last_finish = std::numeric_limits<std::int64_t>::min();
+    long tokens = 0;
+    double latency_sum = 0.0;
+    int ok = 0;
+  };
+  std::map<int, Cost> costs;
+  for (const auto& prompt_records : by_prompt) {
+    for (const auto* record : prompt_records) {
+      Cost& cost = costs[record->planned.concurrency];
+      cost.first_start = std::min(cost.first_start, record->outcome.started_ms);
+      cost.last_finish = std::max(cost.last_finish, record->outcome.finished_ms);
+      if (!record->outcome.ok) continue;
+      cost.tokens += completion_tokens(record->outcome.completion);
+      cost.latency_sum +=
+          static_cast<double>(record->outcome.finished_ms - record->outcome.started_ms);
+      ++cost.ok;
+    }
+  }
+  for (auto& [concurrency, level] : levels) {
+    const Cost& cost = costs[concurrency];
+    const auto wall_ms = cost.last_finish - cost.first_start;
+    if (wall_ms > 0) level.tokens_per_second = static_cast<double>(cost.tokens) * 1000.0 / static_cast<double>(wall_ms);
+    if (cost.ok > 0) level.mean_latency_ms = cost.latency_sum / cost.ok;
+    summary.by_concurrency.push_back(level);
+  }
+  return analysis;
+}
+
+} // namespace llmrepro::core
