@@ -3,7 +3,6 @@
 #include "cli/commands.hpp"
 
 namespace llmrepro::cli {
-void register_audit_command(CLI::App&, CommandResult&) {}
 void register_report_command(CLI::App&, CommandResult&) {}
 void register_diff_command(CLI::App&, CommandResult&) {}
 void register_merge_command(CLI::App&, CommandResult&) {}

@@ -19,4 +19,16 @@ Result<FailOn> parse_fail_on(const std::string& text) {
                     "unknown --fail-on value '" + text + "' (expected none, unstable or fragile)");
 }
 
+PlanConfig plan_config_of(const AuditConfig& config, int endpoints) {
+  PlanConfig plan;
+  plan.endpoints = endpoints < 1 ? 1 : endpoints;
+  plan.levels = config.levels;
+  plan.probes = config.probes;
+  plan.runs = config.runs;
+  plan.seed = config.seed;
+  plan.shard_index = config.shard_index;
+  plan.shard_count = config.shard_count;
+  return plan;
+}
+
 } // namespace llmrepro::core

@@ -72,6 +72,9 @@ struct AuditData {
   std::vector<std::string> errors;    // audit-level problems worth reporting (not per request)
 };
 
+// The plan an audit configuration implies for `endpoints` endpoints.
+PlanConfig plan_config_of(const AuditConfig& config, int endpoints);
+
 // The tool's own identity, printed by --version and written into every report.
 struct ToolInfo {
   std::string version;

@@ -19,3 +19,11 @@ struct AuditReport {
 };
 
 } // namespace llmrepro::core
+
+namespace llmrepro::core {
+
+// Analyses the stored audit (endpoint 0), counts its planned requests, and applies its gates.
+// `data` must outlive the returned report.
+AuditReport make_audit_report(const AuditData& data, const ToolInfo& tool);
+
+} // namespace llmrepro::core

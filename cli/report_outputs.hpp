@@ -1,0 +1,31 @@
+// The report files an audit, `report` or `diff` can write, and the flags that name them.
+#pragma once
+
+#include <string>
+
+#include "core/audit_report.hpp"
+#include "core/result.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace llmrepro::cli {
+
+struct ReportOutputs {
+  std::string json;
+  std::string html;
+  std::string junit;
+  std::string markdown;
+};
+
+// Adds --json, --html, --junit and --markdown to a subcommand.
+void add_report_output_options(CLI::App& command, ReportOutputs& outputs);
+
+// Renders and writes each report that has a path; each file is written whole or not at all.
+core::Result<void> write_report_outputs(const core::AuditReport& report, const ReportOutputs& outputs);
+
+// Writes `content` to `path` through a temporary file and a rename.
+core::Result<void> write_file_atomically(const std::string& path, const std::string& content);
+
+} // namespace llmrepro::cli

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The README's first command: installs what is missing, builds, and audits the embedded reference
+# engine on the demo suite, writing the reports under out/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh build
+scripts/build.sh build >/dev/null
+mkdir -p out
+exec build/cli/llmrepro audit --suite examples/suites/demo.jsonl --runs 5 --concurrency 1,16 \
+  --db out/demo-audit.db --overwrite --json out/demo-audit.json "$@"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Configures and builds llmrepro: scripts/build.sh [BUILD_DIR] [extra CMake arguments...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build}
+shift || true
+if [[ ! -f $dir/build.ninja ]]; then
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; exit 1; }
+fi
+ninja -C "$dir" ${LLMREPRO_JOBS:+-j "$LLMREPRO_JOBS"}
