@@ -16,6 +16,8 @@
 // lets each audit validate its own threshold τ.
 #include "core/analysis.hpp"
 
+#include "core/answer_check.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -163,6 +165,25 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
 
   for (auto& [concurrency, level] : levels) result.by_concurrency.push_back(level);
 
+  // Answers and checks: every logical request is one run; a failed request never agrees and
+  // never passes.
+  std::map<std::string, int> answer_counts;
+  const bool has_checker = prompt.expect.kind != Expectation::Kind::none;
+  int passes = 0;
+  for (const auto* record : ordered) {
+    if (has_checker) ++result.checked_runs;
+    if (!record->outcome.ok) continue;
+    const std::string& text = record->outcome.completion.text;
+    if (const auto answer = extract_answer(prompt.extract, text)) ++answer_counts[*answer];
+    else ++result.answer_failures;
+    if (has_checker && check_answer(prompt.expect, text).value_or(false)) ++passes;
+  }
+  for (const auto& entry : answer_counts) result.answers.push_back(entry);
+  std::stable_sort(result.answers.begin(), result.answers.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  result.answers_agree = result.failed == 0 && result.answer_failures == 0 && result.answers.size() == 1;
+  if (has_checker) result.passes = passes;
+
   // Reference first, then the most frequent, then the earliest seen.
   std::vector<std::size_t> order(distinct.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -182,6 +203,47 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     result.completions.push_back(std::move(out));
   }
   return result;
+}
+
+// Per-run accuracy and the best/worst-possible accuracy over prompts with checkers.
+std::optional<CheckerSummary> summarise_checks(
+    const Suite& suite, const std::vector<std::vector<const RequestRecord*>>& by_prompt) {
+  CheckerSummary summary;
+  std::map<std::pair<int, int>, RunAccuracy> runs;
+  int best = 0;
+  int worst = 0;
+  for (std::size_t p = 0; p < by_prompt.size(); ++p) {
+    const Prompt& prompt = suite.prompts[p];
+    if (prompt.expect.kind == Expectation::Kind::none || by_prompt[p].empty()) continue;
+    ++summary.prompts_checked;
+    int passed_runs = 0;
+    for (const auto* record : by_prompt[p]) {
+      const bool passed = record->outcome.ok &&
+                          check_answer(prompt.expect, record->outcome.completion.text).value_or(false);
+      RunAccuracy& run = runs[{record->planned.concurrency, record->planned.repeat}];
+      run.concurrency = record->planned.concurrency;
+      run.repeat = record->planned.repeat;
+      ++run.checked;
+      if (passed) {
+        ++run.passed;
+        ++passed_runs;
+      }
+    }
+    if (passed_runs > 0) ++best;
+    if (passed_runs == static_cast<int>(by_prompt[p].size())) ++worst;
+  }
+  if (summary.prompts_checked == 0) return std::nullopt;
+  double total = 0.0;
+  for (auto& [key, run] : runs) {
+    run.accuracy = static_cast<double>(run.passed) / run.checked;
+    total += run.accuracy;
+    summary.per_run.push_back(run);
+  }
+  summary.mean_accuracy = runs.empty() ? 0.0 : total / static_cast<double>(runs.size());
+  summary.best_possible = static_cast<double>(best) / summary.prompts_checked;
+  summary.worst_possible = static_cast<double>(worst) / summary.prompts_checked;
+  summary.spread = summary.best_possible - summary.worst_possible;
+  return summary;
 }
 
 } // namespace
@@ -206,6 +268,7 @@ AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& reco
 
   AuditSummary& summary = analysis.summary;
   int agreeing = 0;
+  int answers_agreeing = 0;
   for (std::size_t p = 0; p < by_prompt.size(); ++p) {
     if (by_prompt[p].empty()) continue;
     PromptAnalysis prompt =
@@ -217,6 +280,7 @@ AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& reco
     if (prompt.fragile) ++summary.fragile_prompts;
     if (prompt.runs > 0 && !prompt.has_logprobs) ++summary.prompts_without_logprobs;
     if (prompt.unique_completions == 1 && prompt.failed == 0) ++agreeing;
+    if (prompt.answers_agree) ++answers_agreeing;
 
     // Only prompts whose fragility could be computed take part in the predictor.
     if (prompt.has_logprobs) {
@@ -229,6 +293,8 @@ AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& reco
     analysis.prompts.push_back(std::move(prompt));
   }
   summary.tarr = summary.prompts > 0 ? static_cast<double>(agreeing) / summary.prompts : 0.0;
+  summary.tara = summary.prompts > 0 ? static_cast<double>(answers_agreeing) / summary.prompts : 0.0;
+  summary.checks = summarise_checks(suite, by_prompt);
   ConfusionMatrix& m = summary.predictor;
   if (m.true_positive + m.false_positive > 0)
     m.precision = static_cast<double>(m.true_positive) / (m.true_positive + m.false_positive);

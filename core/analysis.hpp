@@ -53,6 +53,17 @@ struct PromptAnalysis {
   std::vector<TokenCandidate> candidates_at_divergence;
   std::vector<LevelAnalysis> by_concurrency;
   std::vector<DistinctCompletion> completions; // reference first, then by count, then first seen
+
+  // Answers (the suite's `extract`, or the trimmed text): distinct answers with their counts,
+  // most frequent first; runs whose answer could not be parsed are counted in answer_failures.
+  std::vector<std::pair<std::string, int>> answers;
+  int answer_failures = 0;
+  // All runs succeeded, parsed, and gave one answer: what TARa@N counts.
+  bool answers_agree = false;
+  // The checker (`expect`): k passing runs of n; empty when the prompt has no checker.
+  // A failed request counts as a run that did not pass.
+  std::optional<int> passes;
+  int checked_runs = 0;
 };
 
 // Fragile (predicted) against unstable (observed), over prompts.
@@ -77,6 +88,26 @@ struct LevelSummary {
   double mean_latency_ms = 0.0;
 };
 
+// One run of the whole suite, (concurrency, repeat), judged by the checkers.
+struct RunAccuracy {
+  int concurrency = 1;
+  int repeat = 0;
+  int passed = 0;
+  int checked = 0; // prompts with a checker planned in this run
+  double accuracy = 0.0;
+};
+
+// Accuracy over prompts with checkers, per run and at its extremes: best-possible counts a prompt
+// right if it passed in at least one run, worst-possible only if it passed in every run.
+struct CheckerSummary {
+  int prompts_checked = 0;
+  std::vector<RunAccuracy> per_run;
+  double mean_accuracy = 0.0;
+  double best_possible = 0.0;
+  double worst_possible = 0.0;
+  double spread = 0.0; // best_possible - worst_possible
+};
+
 struct AuditSummary {
   int prompts = 0;
   int requests = 0;         // logical requests recorded
@@ -85,6 +116,8 @@ struct AuditSummary {
   int fragile_prompts = 0;
   int prompts_without_logprobs = 0;
   double tarr = 0.0;        // TARr@N
+  double tara = 0.0;        // TARa@N
+  std::optional<CheckerSummary> checks; // empty when no prompt has a checker
   ConfusionMatrix predictor;
   std::vector<LevelSummary> by_concurrency;
 };

@@ -11,6 +11,7 @@ AuditReport make_audit_report(const AuditData& data, const ToolInfo& tool) {
   report.planned_requests =
       make_plan(data.suite, plan_config_of(data.config, static_cast<int>(data.endpoints.size())))
           .size();
+  report.tara = report.analysis.summary.tara;
   report.verdict = judge(report.analysis, data.config.gates, report.tara);
   return report;
 }
