@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The README's second command and what CI runs: every test of the project.
+#   1. the layering check and the format check;
+#   2. an ASan+UBSan build running the unit and end-to-end tests;
+#   3. a TSan build running the tests where threads meet (scheduler, engine);
+#   4. each fuzz target for a bounded time;
+#   5. the main build (warnings as errors, CUDA backend compiled when nvcc is present) running
+#      every test: unit, e2e, browser, and gpu (skipped without a device).
+# LLMREPRO_TEST_QUICK=1 skips 2-4.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export LLMREPRO_JOBS=${LLMREPRO_JOBS:-$(nproc)}
+step() { printf '\n== %s\n' "$*"; }
+
+step "dependencies"
+scripts/install-deps.sh test
+
+step "layering"
+scripts/check-layering.sh
+
+if [[ ${LLMREPRO_TEST_QUICK:-0} != 1 ]]; then
+  step "ASan+UBSan build and tests"
+  scripts/build.sh build-asan -DLLMREPRO_WERROR=ON -DLLMREPRO_CUDA=OFF \
+    -DLLMREPRO_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug >/dev/null
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$LLMREPRO_JOBS" -L 'unit|e2e' -LE 'slow'
+
+  step "TSan build and tests"
+  scripts/build.sh build-tsan -DLLMREPRO_WERROR=ON -DLLMREPRO_CUDA=OFF \
+    -DLLMREPRO_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir build-tsan --output-on-failure -j "$LLMREPRO_JOBS" -L tsan
+
+  if [[ -x fuzz/run.sh ]]; then
+    step "fuzzing"
+    fuzz/run.sh
+  fi
+fi
+
+step "build (warnings as errors) and every test"
+scripts/build.sh build -DLLMREPRO_WERROR=ON >/dev/null
+ctest --test-dir build --output-on-failure -j "$LLMREPRO_JOBS"
