@@ -6,6 +6,4 @@ namespace llmrepro::cli {
 void register_report_command(CLI::App&, CommandResult&) {}
 void register_diff_command(CLI::App&, CommandResult&) {}
 void register_merge_command(CLI::App&, CommandResult&) {}
-void register_serve_command(CLI::App&, CommandResult&) {}
-void register_gpu_probe_command(CLI::App&, CommandResult&) {}
 } // namespace llmrepro::cli

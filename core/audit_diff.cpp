@@ -1,0 +1,282 @@
+// The diff of two audits. Prompts pair by id; a prompt without a successful completion on
+// either side has nothing to compare and is left out of every statistic (it is still listed).
+// Overall figures use paired tests (McNemar for "stable"/"fragile", a paired bootstrap for
+// means); per-prompt figures compare two independent samples of runs with Fisher's exact test
+// and correct for the number of prompts with Holm's method. See statistics.cpp for the tests.
+#include "core/audit_diff.hpp"
+
+#include <map>
+
+namespace llmrepro::core {
+namespace {
+
+PromptSide side_of(const AuditReport &report, const PromptAnalysis &prompt,
+                   const PassCountSource &pass_counts) {
+  PromptSide side;
+  side.runs = prompt.runs;
+  side.failed = prompt.failed;
+  side.unique_completions = prompt.unique_completions;
+  for (const DistinctCompletion &completion : prompt.completions) {
+    if (completion.is_reference) side.reference_count = completion.count;
+  }
+  side.unstable = prompt.unstable;
+  side.fragile = prompt.fragile;
+  side.has_logprobs = prompt.has_logprobs;
+  side.first_divergence = prompt.first_divergence;
+  side.min_gap = prompt.min_gap;
+  if (pass_counts) side.pass = pass_counts(report, prompt);
+  return side;
+}
+
+AuditSide audit_side(const AuditReport &report) {
+  AuditSide side;
+  side.prompts = static_cast<int>(report.analysis.prompts.size());
+  if (report.data == nullptr) return side;
+  side.audit_id = report.data->info.id;
+  side.runs = report.data->config.runs;
+  const auto endpoint = static_cast<std::size_t>(report.analysis.endpoint_index);
+  if (endpoint < report.data->endpoints.size()) {
+    const EndpointInfo &info = report.data->endpoints[endpoint];
+    side.endpoint = info.url;
+    side.model = info.model;
+    side.fingerprints = info.fingerprints;
+  }
+  return side;
+}
+
+std::string agreement_change(const PromptSide &a, const PromptSide &b) {
+  if (a.runs == 0 || b.runs == 0) return "no completions";
+  if (a.unstable == b.unstable) return a.unstable ? "unstable" : "stable";
+  return b.unstable ? "newly unstable" : "newly stable";
+}
+
+void judge(MetricDiff &metric, double alpha) {
+  metric.beyond_noise = metric.p_value < alpha;
+  if (metric.sign_test_p && !(*metric.sign_test_p < alpha)) metric.beyond_noise = false;
+  const bool better = metric.higher_is_better ? metric.delta > 0.0 : metric.delta < 0.0;
+  const bool worse = metric.higher_is_better ? metric.delta < 0.0 : metric.delta > 0.0;
+  metric.regression = metric.beyond_noise && worse;
+  metric.improvement = metric.beyond_noise && better;
+}
+
+// A rate over paired prompts ("the event held"), tested with McNemar.
+MetricDiff paired_rate(std::string name, std::string description, bool higher_is_better,
+                       const std::vector<std::pair<bool, bool>> &events, double alpha) {
+  MetricDiff metric;
+  metric.name = std::move(name);
+  metric.description = std::move(description);
+  metric.higher_is_better = higher_is_better;
+  metric.test = "mcnemar_exact";
+  metric.pairs = static_cast<int>(events.size());
+  int in_a = 0;
+  int in_b = 0;
+  int only_a = 0;
+  int only_b = 0;
+  for (const auto &[event_a, event_b] : events) {
+    in_a += event_a ? 1 : 0;
+    in_b += event_b ? 1 : 0;
+    only_a += event_a && !event_b ? 1 : 0;
+    only_b += event_b && !event_a ? 1 : 0;
+  }
+  if (metric.pairs > 0) {
+    metric.a = static_cast<double>(in_a) / metric.pairs;
+    metric.b = static_cast<double>(in_b) / metric.pairs;
+  }
+  metric.delta = metric.b - metric.a;
+  metric.a_interval = wilson_interval(in_a, metric.pairs, alpha);
+  metric.b_interval = wilson_interval(in_b, metric.pairs, alpha);
+  metric.only_a = only_a;
+  metric.only_b = only_b;
+  metric.p_value = mcnemar_exact_p(only_a, only_b);
+  judge(metric, alpha);
+  return metric;
+}
+
+// A mean over paired prompts, tested with the paired bootstrap (and the sign test as a guard).
+MetricDiff paired_mean(std::string name, std::string description, bool higher_is_better,
+                       const std::vector<std::pair<double, double>> &values,
+                       const DiffConfig &config) {
+  MetricDiff metric;
+  metric.name = std::move(name);
+  metric.description = std::move(description);
+  metric.higher_is_better = higher_is_better;
+  metric.test = "paired_bootstrap";
+  metric.pairs = static_cast<int>(values.size());
+  std::vector<double> differences;
+  double sum_a = 0.0;
+  double sum_b = 0.0;
+  for (const auto &[a, b] : values) {
+    sum_a += a;
+    sum_b += b;
+    differences.push_back(b - a);
+  }
+  if (metric.pairs > 0) {
+    metric.a = sum_a / metric.pairs;
+    metric.b = sum_b / metric.pairs;
+  }
+  const BootstrapResult boot =
+      paired_bootstrap_mean(differences, config.bootstrap_resamples, config.seed, config.alpha);
+  metric.delta = boot.mean;
+  metric.delta_interval = boot.interval;
+  metric.p_value = boot.p_value;
+  metric.sign_test_p = sign_test_p(differences);
+  judge(metric, config.alpha);
+  return metric;
+}
+
+double rate(const PassCount &pass) {
+  return pass.runs > 0 ? static_cast<double>(pass.passed) / pass.runs : 0.0;
+}
+
+} // namespace
+
+std::optional<PassCount> checker_pass_count(const AuditReport &, const PromptAnalysis &prompt) {
+  if (!prompt.passes) return std::nullopt;
+  return PassCount{*prompt.passes, prompt.checked_runs};
+}
+
+double PromptSide::agreement() const {
+  return runs > 0 ? static_cast<double>(reference_count) / runs : 0.0;
+}
+
+bool AuditDiff::regression() const {
+  for (const MetricDiff &metric : metrics) {
+    if (metric.regression) return true;
+  }
+  for (const PromptDiff &prompt : prompts) {
+    if (prompt.regression) return true;
+  }
+  return false;
+}
+
+bool AuditDiff::improvement() const {
+  for (const MetricDiff &metric : metrics) {
+    if (metric.improvement) return true;
+  }
+  for (const PromptDiff &prompt : prompts) {
+    if (prompt.improvement) return true;
+  }
+  return false;
+}
+
+AuditDiff diff_audits(const AuditReport &a, const AuditReport &b, const DiffConfig &config) {
+  AuditDiff diff;
+  diff.a = audit_side(a);
+  diff.b = audit_side(b);
+  diff.alpha = config.alpha;
+  diff.bootstrap_resamples = config.bootstrap_resamples;
+  diff.seed = config.seed;
+
+  std::map<std::string, const PromptAnalysis *> in_b;
+  for (const PromptAnalysis &prompt : b.analysis.prompts)
+    in_b.emplace(prompt.id, &prompt);
+  std::map<std::string, bool> seen_in_a;
+  for (const PromptAnalysis &prompt : a.analysis.prompts) {
+    seen_in_a[prompt.id] = true;
+    const auto found = in_b.find(prompt.id);
+    if (found == in_b.end()) {
+      diff.only_in_a.push_back(prompt.id);
+      continue;
+    }
+    PromptDiff prompt_diff;
+    prompt_diff.id = prompt.id;
+    prompt_diff.a = side_of(a, prompt, config.pass_counts);
+    prompt_diff.b = side_of(b, *found->second, config.pass_counts);
+    prompt_diff.agreement_change = agreement_change(prompt_diff.a, prompt_diff.b);
+    diff.prompts.push_back(std::move(prompt_diff));
+  }
+  for (const PromptAnalysis &prompt : b.analysis.prompts) {
+    if (!seen_in_a.contains(prompt.id)) diff.only_in_b.push_back(prompt.id);
+  }
+
+  // Per prompt: Fisher on agreement and on pass counts, Holm-corrected over prompts.
+  std::vector<double> agreement_p;
+  std::vector<double> pass_p;
+  std::vector<std::size_t> with_pass;
+  for (std::size_t i = 0; i < diff.prompts.size(); ++i) {
+    PromptDiff &p = diff.prompts[i];
+    p.agreement_p = fisher_exact_p(p.a.reference_count, p.a.runs, p.b.reference_count, p.b.runs);
+    agreement_p.push_back(p.agreement_p);
+    if (p.a.pass && p.b.pass) {
+      p.pass_p = fisher_exact_p(p.a.pass->passed, p.a.pass->runs, p.b.pass->passed, p.b.pass->runs);
+      pass_p.push_back(*p.pass_p);
+      with_pass.push_back(i);
+    }
+  }
+  const std::vector<double> agreement_adjusted = holm_adjust(agreement_p);
+  const std::vector<double> pass_adjusted = holm_adjust(pass_p);
+  for (std::size_t k = 0; k < with_pass.size(); ++k) {
+    diff.prompts[with_pass[k]].pass_p_adjusted = pass_adjusted[k];
+  }
+  for (std::size_t i = 0; i < diff.prompts.size(); ++i) {
+    PromptDiff &p = diff.prompts[i];
+    p.agreement_p_adjusted = agreement_adjusted[i];
+    bool worse = false;
+    bool better = false;
+    if (p.agreement_p_adjusted < config.alpha) {
+      p.beyond_noise = true;
+      worse = worse || p.b.agreement() < p.a.agreement();
+      better = better || p.b.agreement() > p.a.agreement();
+    }
+    if (p.pass_p_adjusted && *p.pass_p_adjusted < config.alpha) {
+      p.beyond_noise = true;
+      worse = worse || rate(*p.b.pass) < rate(*p.a.pass);
+      better = better || rate(*p.b.pass) > rate(*p.a.pass);
+    }
+    p.regression = worse;
+    p.improvement = better;
+  }
+
+  // Overall, over the prompts with completions on both sides.
+  std::vector<std::pair<bool, bool>> stable;
+  std::vector<std::pair<bool, bool>> fragile;
+  std::vector<std::pair<double, double>> unique;
+  std::vector<std::pair<double, double>> agreement;
+  std::vector<std::pair<double, double>> pass_rates;
+  int passed_a = 0;
+  int runs_a = 0;
+  int passed_b = 0;
+  int runs_b = 0;
+  for (const PromptDiff &p : diff.prompts) {
+    if (p.a.runs == 0 || p.b.runs == 0) continue;
+    stable.emplace_back(!p.a.unstable, !p.b.unstable);
+    if (p.a.has_logprobs && p.b.has_logprobs) fragile.emplace_back(p.a.fragile, p.b.fragile);
+    unique.emplace_back(p.a.unique_completions, p.b.unique_completions);
+    agreement.emplace_back(p.a.agreement(), p.b.agreement());
+    if (p.a.pass && p.b.pass && p.a.pass->runs > 0 && p.b.pass->runs > 0) {
+      pass_rates.emplace_back(rate(*p.a.pass), rate(*p.b.pass));
+      passed_a += p.a.pass->passed;
+      runs_a += p.a.pass->runs;
+      passed_b += p.b.pass->passed;
+      runs_b += p.b.pass->runs;
+    }
+  }
+  diff.paired_prompts = static_cast<int>(stable.size());
+  if (diff.paired_prompts == 0) return diff;
+
+  diff.metrics.push_back(paired_rate("tarr",
+                                     "share of prompts whose runs were all identical (TARr@N)",
+                                     true, stable, config.alpha));
+  if (!fragile.empty()) {
+    diff.metrics.push_back(paired_rate(
+        "fragile_rate", "share of prompts with a near-tie (min gap below the threshold)", false,
+        fragile, config.alpha));
+  }
+  diff.metrics.push_back(paired_mean(
+      "mean_unique_completions", "distinct completions per prompt, mean", false, unique, config));
+  diff.metrics.push_back(paired_mean("mean_agreement",
+                                     "share of runs returning the prompt's modal completion, mean",
+                                     true, agreement, config));
+  if (!pass_rates.empty()) {
+    MetricDiff pass =
+        paired_mean("pass_rate", "share of runs the checker accepted", true, pass_rates, config);
+    // The rates are means over prompts (what the bootstrap resamples); the Wilson intervals
+    // are over pooled runs. The two coincide when every prompt ran equally often, as planned.
+    pass.a_interval = wilson_interval(passed_a, runs_a, config.alpha);
+    pass.b_interval = wilson_interval(passed_b, runs_b, config.alpha);
+    diff.metrics.push_back(std::move(pass));
+  }
+  return diff;
+}
+
+} // namespace llmrepro::core

@@ -1,0 +1,133 @@
+// `llmrepro diff`: two audits of the same prompts (a prompt or model change, A against B),
+// compared prompt by prompt with paired statistics, each difference judged beyond or within
+// the run-to-run noise and, when beyond it, a regression or an improvement.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/audit_report.hpp"
+#include "core/statistics.hpp"
+
+namespace llmrepro::core {
+
+// Runs of a prompt that a checker (`expect`) accepted.
+struct PassCount {
+  int passed = 0;
+  int runs = 0;
+};
+
+// Where pass counts come from: the prompt's checker results, or nothing where none ran.
+using PassCountSource =
+    std::function<std::optional<PassCount>(const AuditReport &, const PromptAnalysis &)>;
+
+// The default pass-count source: the prompt's checker results (PromptAnalysis::passes of
+// checked_runs), nothing for a prompt without a checker. Pass-rate figures of a diff exist
+// only for prompts with pass counts on both sides.
+std::optional<PassCount> checker_pass_count(const AuditReport &report,
+                                            const PromptAnalysis &prompt);
+
+struct DiffConfig {
+  double alpha = 0.05; // significance level of every test
+  int bootstrap_resamples = 10000;
+  std::uint64_t seed = 0; // of the paired bootstrap
+  PassCountSource pass_counts = checker_pass_count;
+};
+
+// One side of a prompt's comparison.
+struct PromptSide {
+  int runs = 0; // successful completions
+  int failed = 0;
+  int unique_completions = 0;
+  int reference_count = 0; // runs that returned the modal completion
+  bool unstable = false;
+  bool fragile = false;
+  bool has_logprobs = false;
+  std::optional<int> first_divergence;
+  std::optional<double> min_gap;
+  std::optional<PassCount> pass;
+
+  // Share of runs that returned the modal completion; 0 without runs.
+  double agreement() const;
+};
+
+// A prompt present in both audits.
+struct PromptDiff {
+  std::string id;
+  PromptSide a;
+  PromptSide b;
+  // "stable", "unstable", "newly unstable", "newly stable", or "no completions" when either
+  // side has no successful run (such prompts are left out of every statistic).
+  std::string agreement_change;
+  // Fisher's exact test of agreement (reference_count of runs) A against B, then Holm's
+  // correction over all prompts so that a long suite does not raise false alarms.
+  double agreement_p = 1.0;
+  double agreement_p_adjusted = 1.0;
+  // The same for pass counts, where the pass-count source gave both sides.
+  std::optional<double> pass_p;
+  std::optional<double> pass_p_adjusted;
+  bool beyond_noise = false; // an adjusted p below alpha
+  bool regression = false;   // beyond noise and worse in B (lower agreement or pass rate)
+  bool improvement = false;  // beyond noise and better in B
+};
+
+// One overall difference between the audits, over the paired prompts.
+struct MetricDiff {
+  std::string name;        // tarr, fragile_rate, mean_unique_completions, mean_agreement, pass_rate
+  std::string description; // one line a reviewer reads
+  bool higher_is_better = true;
+  int pairs = 0; // prompts the metric was computed over
+  double a = 0.0;
+  double b = 0.0;
+  double delta = 0.0;                 // b - a
+  std::optional<Interval> a_interval; // Wilson, for rates
+  std::optional<Interval> b_interval;
+  std::optional<Interval> delta_interval; // bootstrap percentile interval, for means
+  std::string test;                       // "mcnemar_exact" or "paired_bootstrap"
+  double p_value = 1.0;
+  // McNemar only: prompts where the event (stable, fragile) held in A only and in B only.
+  std::optional<int> only_a;
+  std::optional<int> only_b;
+  // Bootstrap only: the exact sign test of the same differences. A bootstrap on a handful of
+  // prompts can give a zero-width interval; a mean is only called beyond noise when the sign
+  // test agrees.
+  std::optional<double> sign_test_p;
+  bool beyond_noise = false;
+  bool regression = false;
+  bool improvement = false;
+};
+
+struct AuditSide {
+  std::string audit_id;
+  std::string endpoint;
+  std::string model;
+  std::vector<std::string> fingerprints;
+  int prompts = 0;
+  int runs = 0; // runs per prompt per level, from the audit's configuration
+};
+
+struct AuditDiff {
+  AuditSide a;
+  AuditSide b;
+  double alpha = 0.05;
+  int bootstrap_resamples = 0;
+  std::uint64_t seed = 0;
+  std::vector<std::string> only_in_a; // prompt ids, suite order
+  std::vector<std::string> only_in_b;
+  int paired_prompts = 0; // ids in both with completions on both sides
+  std::vector<MetricDiff> metrics;
+  std::vector<PromptDiff> prompts; // ids in both, in A's suite order
+
+  // True when any difference beyond noise is a regression: what `llmrepro diff` exits 1 on.
+  bool regression() const;
+  // True when some difference beyond noise is an improvement.
+  bool improvement() const;
+};
+
+// Compares B against A over the prompt ids present in both (A's order).
+AuditDiff diff_audits(const AuditReport &a, const AuditReport &b, const DiffConfig &config);
+
+} // namespace llmrepro::core

@@ -1,0 +1,22 @@
+// UTF-8 hygiene for model text on its way into reports: completions and BPE tokens may hold
+// invalid or partial sequences, and every output format needs well-formed text.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace llmrepro::core {
+
+// Returns `text` with every invalid UTF-8 sequence (stray continuation bytes, truncated or
+// overlong sequences, surrogates, code points above U+10FFFF) replaced by U+FFFD.
+std::string sanitize_utf8(std::string_view text);
+
+// Splits well-formed UTF-8 into code points, one string each (invalid bytes become U+FFFD).
+std::vector<std::string> utf8_code_points(std::string_view text);
+
+// At most `max_code_points` code points of `text` (sanitized), with "…" appended when cut.
+std::string truncate_utf8(std::string_view text, std::size_t max_code_points);
+
+} // namespace llmrepro::core

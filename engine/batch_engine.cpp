@@ -1,0 +1,94 @@
+#include "engine/batch_engine.hpp"
+
+#include <algorithm>
+
+namespace llmrepro::engine {
+
+BatchEngine::BatchEngine(const Model& model, const EngineOptions& options)
+    : m_model(model), m_options(options), m_policy(options.batch_invariant),
+      m_pool(options.threads), m_prefix_cache(model.config().d_model) {}
+
+void BatchEngine::add(std::shared_ptr<Generation> generation) {
+  m_waiting.push_back(std::move(generation));
+}
+
+void BatchEngine::admit(std::shared_ptr<Generation> generation) {
+  Sequence sequence;
+  sequence.tokens = generation->request().prompt;
+  sequence.prompt_length = sequence.tokens.size();
+  sequence.cache = m_model.make_cache(sequence.prompt_length + generation->request().max_tokens);
+  if (m_options.prefix_cache) {
+    // At least the last prompt token is always run, since its logits give the first token.
+    sequence.computed =
+        m_prefix_cache.lookup(sequence.tokens, sequence.prompt_length - 1, sequence.cache);
+    generation->set_cached_tokens(sequence.computed);
+  }
+  sequence.generation = std::move(generation);
+  m_active.push_back(std::move(sequence));
+}
+
+StepStats BatchEngine::step() {
+  StepStats stats;
+  std::erase_if(m_active, [&](const Sequence& sequence) {
+    if (!sequence.generation->cancelled()) return false;
+    sequence.generation->finish("abort");
+    ++stats.retired;
+    return true;
+  });
+  while (!m_waiting.empty() && m_active.size() < static_cast<std::size_t>(m_options.max_num_seqs)) {
+    std::shared_ptr<Generation> generation = std::move(m_waiting.front());
+    m_waiting.pop_front();
+    if (generation->cancelled()) {
+      generation->finish("abort");
+      continue;
+    }
+    admit(std::move(generation));
+    ++stats.admitted;
+  }
+  if (m_active.empty()) return stats;
+
+  std::vector<StepItem> items;
+  for (Sequence& sequence : m_active) {
+    std::size_t count = sequence.tokens.size() - sequence.computed;
+    if (sequence.computed < sequence.prompt_length && m_options.chunked_prefill > 0)
+      count = std::min(count, static_cast<std::size_t>(m_options.chunked_prefill));
+    const bool wants_logits = sequence.computed + count == sequence.tokens.size();
+    items.push_back({&sequence.tokens, &sequence.cache, sequence.computed, count, wants_logits});
+    stats.rows += count;
+  }
+  stats.sequences = items.size();
+  const std::vector<TokenChoice> choices = m_model.step(items, m_policy, m_pool);
+
+  std::size_t next_choice = 0;
+  for (std::size_t i = 0; i < m_active.size(); ++i) {
+    Sequence& sequence = m_active[i];
+    sequence.computed += items[i].count;
+    if (m_options.prefix_cache && !sequence.cached &&
+        sequence.computed >= sequence.prompt_length) {
+      m_prefix_cache.insert(sequence.tokens, sequence.prompt_length, sequence.cache);
+      sequence.cached = true;
+    }
+    if (!items[i].wants_logits) continue;
+    const TokenChoice& choice = choices[next_choice++];
+    sequence.generation->push(choice);
+    sequence.tokens.push_back(choice.token);
+    ++sequence.generated;
+    if (sequence.generated >= sequence.generation->request().max_tokens)
+      sequence.generation->finish("length");
+  }
+  const std::size_t before = m_active.size();
+  std::erase_if(m_active, [](const Sequence& sequence) {
+    return sequence.generated >= sequence.generation->request().max_tokens;
+  });
+  stats.retired += before - m_active.size();
+  return stats;
+}
+
+void BatchEngine::abort_all(const std::string& reason) {
+  for (auto& generation : m_waiting) generation->finish(reason);
+  for (auto& sequence : m_active) sequence.generation->finish(reason);
+  m_waiting.clear();
+  m_active.clear();
+}
+
+} // namespace llmrepro::engine

@@ -1,2 +1,0 @@
-// Build anchor: the engine module's library is never empty.
-namespace llmrepro::engine {}

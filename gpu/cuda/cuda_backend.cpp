@@ -1,0 +1,623 @@
+// The device side of the probe. Inputs are made on the host by the same generator as the CPU
+// emulation and copied, so the CPU and GPU see bit-identical data; the probe's own kernels take
+// fp32 arrays of dtype-exact values, cuBLASLt takes the dtype itself.
+#include "gpu/cuda/cuda_backend.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "core/reduction.hpp"
+#include "gpu/cuda/kernels.hpp"
+#include "gpu/cuda/lt_gemm.hpp"
+#include "gpu/drift_metrics.hpp"
+
+namespace llmrepro::gpu::cuda {
+
+namespace {
+
+using core::ProbeParam;
+using core::ProbeValue;
+
+ProbeParam param(const char* name, std::int64_t value) { return {name, ProbeValue{value}}; }
+ProbeParam param(const char* name, int value) {
+  return {name, ProbeValue{static_cast<std::int64_t>(value)}};
+}
+ProbeParam param(const char* name, const char* value) {
+  return {name, ProbeValue{std::string(value)}};
+}
+
+core::Error cuda_error(const char* what, int status) {
+  return core::make_error(core::ErrorCode::environment,
+                          std::string(what) + ": " +
+                              cudaGetErrorString(static_cast<cudaError_t>(status)));
+}
+
+// Device memory released on scope exit.
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes) {
+    if (cudaMalloc(&m_ptr, bytes) != cudaSuccess) m_ptr = nullptr;
+  }
+  ~DeviceBuffer() {
+    if (m_ptr) cudaFree(m_ptr);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return m_ptr; }
+  float* floats() const { return static_cast<float*>(m_ptr); }
+  explicit operator bool() const { return m_ptr != nullptr; }
+
+private:
+  void* m_ptr = nullptr;
+};
+
+std::size_t element_bytes(core::Precision precision) {
+  return precision == core::Precision::fp32 ? 4 : 2;
+}
+
+// Host floats (already exact in the dtype) encoded as the dtype's bytes.
+std::vector<unsigned char> encode(core::Precision precision, const std::vector<float>& values) {
+  std::vector<unsigned char> bytes(values.size() * element_bytes(precision));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (precision == core::Precision::fp32) {
+      std::memcpy(bytes.data() + 4 * i, &values[i], 4);
+      continue;
+    }
+    const std::uint16_t bits = precision == core::Precision::bf16
+                                   ? core::bf16_bits_from_float(values[i])
+                                   : core::fp16_bits_from_float(values[i]);
+    std::memcpy(bytes.data() + 2 * i, &bits, 2);
+  }
+  return bytes;
+}
+
+std::vector<float> decode(core::Precision precision, const unsigned char* bytes, std::size_t n) {
+  std::vector<float> values(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (precision == core::Precision::fp32) {
+      std::memcpy(&values[i], bytes + 4 * i, 4);
+      continue;
+    }
+    std::uint16_t bits = 0;
+    std::memcpy(&bits, bytes + 2 * i, 2);
+    values[i] = precision == core::Precision::bf16 ? core::float_from_bf16_bits(bits)
+                                                   : core::float_from_fp16_bits(bits);
+  }
+  return values;
+}
+
+core::Result<void> upload(void* device, const void* host, std::size_t bytes) {
+  const int status = static_cast<int>(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice));
+  if (status != 0) return cuda_error("copy to device", status);
+  return {};
+}
+
+core::Result<std::vector<unsigned char>> download(const void* device, std::size_t bytes) {
+  std::vector<unsigned char> host(bytes);
+  const int status =
+      static_cast<int>(cudaMemcpy(host.data(), device, bytes, cudaMemcpyDeviceToHost));
+  if (status != 0) return cuda_error("copy from device", status);
+  return host;
+}
+
+core::Result<std::vector<float>> download_floats(const float* device, std::size_t n) {
+  auto bytes = download(device, n * sizeof(float));
+  if (!bytes) return bytes.error();
+  std::vector<float> values(n);
+  std::memcpy(values.data(), bytes->data(), n * sizeof(float));
+  return values;
+}
+
+std::vector<float> rounded(core::Precision precision, const std::vector<float>& values) {
+  std::vector<float> out(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = core::round_to(precision, values[i]);
+  return out;
+}
+
+std::string version_text(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+constexpr std::size_t k_workspace_bytes = 32u << 20;
+
+// The anchor row's outputs at one batch size M for one variant, fp32 (before rounding) where
+// the kernel exposes it.
+struct AnchorOutputs {
+  std::vector<float> first;      // anchor at row 0, rounded to the dtype
+  std::vector<float> last;       // anchor at row M-1
+  std::vector<float> first_fp32; // empty for cuBLASLt (it rounds inside)
+  std::vector<float> last_fp32;
+  LtAlgoInfo algo;
+};
+
+} // namespace
+
+core::Result<std::string> visible_device_name() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0)
+    return core::make_error(core::ErrorCode::environment,
+                            status != cudaSuccess
+                                ? std::string("no CUDA device: ") + cudaGetErrorString(status)
+                                : std::string("no CUDA device is visible"));
+  cudaDeviceProp properties{};
+  cudaGetDeviceProperties(&properties, 0);
+  return std::string(properties.name);
+}
+
+core::Result<core::ProbeExperiment> run_device_self_test(const ExperimentConfig& config) {
+  core::ProbeExperiment experiment = run_self_test(config);
+  experiment.title = "Self-test: rounding, CPU vs GPU reference kernels, batch invariance";
+  const int n = 256;
+  for (const int k : {4096, 1000}) {
+    const int m = 4;
+    const auto x = random_values(static_cast<std::size_t>(m * k), config.seed + 3, config.precision);
+    const auto w = random_values(static_cast<std::size_t>(n * k), config.seed + 4, config.precision);
+    DeviceBuffer x_device(x.size() * 4);
+    DeviceBuffer w_device(w.size() * 4);
+    DeviceBuffer out_device(static_cast<std::size_t>(m * n) * 4);
+    if (!x_device || !w_device || !out_device)
+      return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
+    if (auto r = upload(x_device.get(), x.data(), x.size() * 4); !r) return r.error();
+    if (auto r = upload(w_device.get(), w.data(), w.size() * 4); !r) return r.error();
+    for (const int splits : {1, 2, 3, 8}) {
+      const bool fixed = splits == 1;
+      const int status =
+          fixed ? launch_fixed_order_gemm(x_device.floats(), w_device.floats(), out_device.floats(),
+                                          m, n, k)
+                : launch_split_k_gemm(x_device.floats(), w_device.floats(), out_device.floats(), m,
+                                      n, k, splits);
+      if (status != 0) return cuda_error("reference kernel", status);
+      auto gpu_out = download_floats(out_device.floats(), static_cast<std::size_t>(m * n));
+      if (!gpu_out) return gpu_out.error();
+      std::vector<float> cpu_out(static_cast<std::size_t>(m * n));
+      for (int r = 0; r < m; ++r)
+        for (int j = 0; j < n; ++j)
+          cpu_out[static_cast<std::size_t>(r * n + j)] =
+              core::dot_split_k(x.data() + r * k, w.data() + j * k, static_cast<std::size_t>(k),
+                                splits);
+      experiment.rows.push_back(compare_outputs(
+          fixed ? "fixed_order_kernel_vs_cpu" : "split_k_kernel_vs_cpu",
+          {param("check", "cpu_vs_gpu"), param("K", k), param("split", splits)}, cpu_out.data(),
+          gpu_out->data(), cpu_out.size(), core::Precision::fp32));
+    }
+  }
+  // The fixed-order kernel: the anchor row's bits may not depend on M.
+  const int k = 4096;
+  const auto anchor = random_values(static_cast<std::size_t>(k), config.seed + 5, config.precision);
+  const auto w = random_values(static_cast<std::size_t>(n * k), config.seed + 6, config.precision);
+  DeviceBuffer w_device(w.size() * 4);
+  if (!w_device) return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
+  if (auto r = upload(w_device.get(), w.data(), w.size() * 4); !r) return r.error();
+  std::vector<float> reference;
+  std::vector<std::uint64_t> digests;
+  for (const int m : {1, 2, 17, 128, 257}) {
+    auto x = random_values(static_cast<std::size_t>(m * k), config.seed + 7 + static_cast<unsigned>(m),
+                           config.precision);
+    std::copy(anchor.begin(), anchor.end(), x.begin());
+    DeviceBuffer x_device(x.size() * 4);
+    DeviceBuffer out_device(static_cast<std::size_t>(m * n) * 4);
+    if (!x_device || !out_device)
+      return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
+    if (auto r = upload(x_device.get(), x.data(), x.size() * 4); !r) return r.error();
+    const int repeats = m == 1 ? 20 : 1;
+    std::vector<float> row;
+    for (int repeat = 0; repeat < repeats; ++repeat) {
+      const int status =
+          launch_fixed_order_gemm(x_device.floats(), w_device.floats(), out_device.floats(), m, n, k);
+      if (status != 0) return cuda_error("fixed-order kernel", status);
+      auto out = download_floats(out_device.floats(), static_cast<std::size_t>(n));
+      if (!out) return out.error();
+      row = *out;
+      if (m == 1) digests.push_back(output_digest(row.data(), row.size()));
+    }
+    if (reference.empty()) reference = row;
+    experiment.rows.push_back(compare_outputs("fixed_order_kernel_batch_invariance",
+                                              {param("check", "batch_invariance"), param("M", m)},
+                                              reference.data(), row.data(), row.size(),
+                                              core::Precision::fp32));
+  }
+  auto repeat_row = compare_outputs("fixed_order_kernel_repeats", {param("check", "repeats")},
+                                    reference.data(), reference.data(), reference.size(),
+                                    core::Precision::fp32);
+  add_measure(repeat_row, "runs", 20);
+  add_measure(repeat_row, "distinct_digests", static_cast<double>(distinct_count(digests)));
+  experiment.rows.push_back(repeat_row);
+
+  bool passed = true;
+  for (const auto& row : experiment.rows) {
+    if (row.changed_frac != 0.0) passed = false;
+    for (const auto& measure : row.measures)
+      if (measure.name == "distinct_digests" && measure.value != 1.0) passed = false;
+  }
+  experiment.status = passed ? core::ProbeStatus::ok : core::ProbeStatus::failed;
+  experiment.notes.clear();
+  experiment.notes.push_back(passed ? "CPU orders and GPU reference kernels agree bit for bit; the "
+                                      "fixed-order kernel is batch-invariant and repeatable."
+                                    : "A self-test check failed: CPU and GPU disagree for the same "
+                                      "order (contraction, FTZ or an order bug).");
+  return experiment;
+}
+
+namespace {
+
+core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfig& config) {
+  core::ProbeExperiment experiment;
+  experiment.id = "E1";
+  experiment.title = "Matmul: the anchor row alone (M = 1) vs inside a batch of M rows";
+  experiment.held = {param("workspace_bytes", static_cast<std::int64_t>(k_workspace_bytes)),
+                     param("anchor_positions", "first, last"),
+                     {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
+  experiment.varied = {"shape", "M", "variant", "position"};
+  struct Shape {
+    const char* name;
+    int k;
+    int n;
+  };
+  std::vector<Shape> shapes = {{"qkv_o", 4096, 4096}};
+  if (!config.quick) {
+    shapes.push_back({"gate_up", 4096, 14336});
+    shapes.push_back({"down", 14336, 4096});
+  }
+  const std::vector<int> batch_sizes =
+      config.quick ? std::vector<int>{1, 2, 16, 128, 129, 256, 257, 1024}
+                   : std::vector<int>{1, 2, 3, 4, 8, 16, 17, 32, 33, 64, 128, 256, 257, 512, 1024,
+                                      2048};
+  DeviceBuffer workspace(k_workspace_bytes);
+  if (!workspace) return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
+  const core::Precision precision = config.precision;
+  const std::size_t bytes = element_bytes(precision);
+  int lt_default_differs = 0;
+  int cases = 0;
+  for (std::size_t s = 0; s < shapes.size(); ++s) {
+    const Shape& shape = shapes[s];
+    const auto nk = static_cast<std::size_t>(shape.n) * static_cast<std::size_t>(shape.k);
+    const auto w = random_values(nk, config.seed + 20 + s, precision);
+    const auto anchor =
+        random_values(static_cast<std::size_t>(shape.k), config.seed + 10 + s, precision);
+    DeviceBuffer w_float(nk * 4);
+    DeviceBuffer w_typed(nk * bytes);
+    if (!w_float || !w_typed) return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
+    if (auto r = upload(w_float.get(), w.data(), nk * 4); !r) return r.error();
+    const auto w_encoded = encode(precision, w);
+    if (auto r = upload(w_typed.get(), w_encoded.data(), w_encoded.size()); !r) return r.error();
+    const char* variants[] = {"lt_default", "lt_no_split_k", "fixed_order_kernel"};
+    std::vector<AnchorOutputs> references(3);
+    for (const int m : batch_sizes) {
+      const std::size_t rows = static_cast<std::size_t>(m);
+      auto x = random_values(rows * static_cast<std::size_t>(shape.k),
+                             config.seed + 1000 + static_cast<std::uint64_t>(m), precision);
+      std::copy(anchor.begin(), anchor.end(), x.begin());
+      std::copy(anchor.begin(), anchor.end(), x.end() - shape.k);
+      // Separate allocations per M, as a server's buffers would be (cudaMalloc aligns to 256 B).
+      DeviceBuffer x_float(x.size() * 4);
+      DeviceBuffer x_typed(x.size() * bytes);
+      DeviceBuffer d_float(rows * static_cast<std::size_t>(shape.n) * 4);
+      DeviceBuffer d_typed(rows * static_cast<std::size_t>(shape.n) * bytes);
+      if (!x_float || !x_typed || !d_float || !d_typed)
+        return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
+      if (auto r = upload(x_float.get(), x.data(), x.size() * 4); !r) return r.error();
+      const auto x_encoded = encode(precision, x);
+      if (auto r = upload(x_typed.get(), x_encoded.data(), x_encoded.size()); !r) return r.error();
+      const std::size_t row_bytes = static_cast<std::size_t>(shape.n) * bytes;
+      const std::size_t last_offset = (rows - 1) * static_cast<std::size_t>(shape.n);
+      for (int v = 0; v < 3; ++v) {
+        AnchorOutputs out;
+        if (v < 2) {
+          auto gemm = LtGemm::create(precision, m, shape.n, shape.k, v == 1, workspace.get(),
+                                     k_workspace_bytes);
+          if (!gemm) return gemm.error();
+          if (auto r = (*gemm)->run(x_typed.get(), w_typed.get(), d_typed.get()); !r)
+            return r.error();
+          out.algo = (*gemm)->algo();
+          const auto* base = static_cast<const unsigned char*>(d_typed.get());
+          auto first = download(base, row_bytes);
+          auto last = download(base + last_offset * bytes, row_bytes);
+          if (!first || !last) return core::make_error(core::ErrorCode::environment, "copy failed");
+          out.first = decode(precision, first->data(), static_cast<std::size_t>(shape.n));
+          out.last = decode(precision, last->data(), static_cast<std::size_t>(shape.n));
+        } else {
+          const int status = launch_fixed_order_gemm(x_float.floats(), w_float.floats(),
+                                                     d_float.floats(), m, shape.n, shape.k);
+          if (status != 0) return cuda_error("fixed-order kernel", status);
+          auto first = download_floats(d_float.floats(), static_cast<std::size_t>(shape.n));
+          auto last = download_floats(d_float.floats() + last_offset, static_cast<std::size_t>(shape.n));
+          if (!first || !last) return core::make_error(core::ErrorCode::environment, "copy failed");
+          out.first_fp32 = *first;
+          out.last_fp32 = *last;
+          out.first = rounded(precision, out.first_fp32);
+          out.last = rounded(precision, out.last_fp32);
+        }
+        if (m == 1) references[static_cast<std::size_t>(v)] = out;
+        const AnchorOutputs& reference = references[static_cast<std::size_t>(v)];
+        for (const bool last_position : {false, true}) {
+          const auto& test = last_position ? out.last : out.first;
+          const auto& test_fp32 = last_position ? out.last_fp32 : out.first_fp32;
+          const bool fp32 = !test_fp32.empty();
+          auto row = compare_outputs(
+              variants[v],
+              {param("shape", shape.name), param("K", shape.k), param("N", shape.n), param("M", m),
+               param("position", last_position ? "last" : "first")},
+              reference.first.data(), test.data(), test.size(), precision,
+              fp32 ? reference.first_fp32.data() : nullptr, fp32 ? test_fp32.data() : nullptr);
+          if (v < 2) {
+            add_measure(row, "split_k", out.algo.split_k);
+            add_measure(row, "algo_id", out.algo.algo_id);
+            add_measure(row, "tile_id", out.algo.tile_id);
+            add_measure(row, "reduction_scheme", out.algo.reduction_scheme);
+            add_measure(row, "waves", static_cast<double>(out.algo.waves));
+          }
+          if (v == 0 && m != 1 && !last_position) {
+            ++cases;
+            if (row.changed_frac > 0.0) ++lt_default_differs;
+          }
+          experiment.rows.push_back(std::move(row));
+        }
+      }
+    }
+  }
+  experiment.notes.push_back(std::to_string(lt_default_differs) + " of " + std::to_string(cases) +
+                             " (shape, M) cases of the default cuBLASLt heuristic differ from "
+                             "M = 1 at the first row position.");
+  experiment.notes.push_back(
+      "lt_no_split_k forbids split-K (REDUCTION_SCHEME_MASK = NONE); any change it still shows "
+      "comes from tile or instruction choice moving with M. fixed_order_kernel is the probe's "
+      "own SIMT kernel (sequential K order, --fmad=false): it must show 0 everywhere.");
+  return experiment;
+}
+
+core::Result<core::ProbeExperiment> run_device_atomics(const ExperimentConfig& config) {
+  core::ProbeExperiment experiment;
+  experiment.id = "E3";
+  experiment.title = "Atomics: split-K partials combined with atomicAdd, run to run";
+  const int n = 512;
+  const int k = 4096;
+  const int splits = 8;
+  const int runs = config.quick ? 20 : 100;
+  experiment.held = {param("outputs", n), param("K", k), param("split", splits), param("runs", runs),
+                     {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
+  experiment.varied = {"variant"};
+  const auto x = random_values(static_cast<std::size_t>(k), config.seed + 50, config.precision);
+  const auto w = random_values(static_cast<std::size_t>(n * k), config.seed + 51, config.precision);
+  DeviceBuffer x_device(x.size() * 4);
+  DeviceBuffer w_device(w.size() * 4);
+  DeviceBuffer out_device(static_cast<std::size_t>(n) * 4);
+  if (!x_device || !w_device || !out_device)
+    return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
+  if (auto r = upload(x_device.get(), x.data(), x.size() * 4); !r) return r.error();
+  if (auto r = upload(w_device.get(), w.data(), w.size() * 4); !r) return r.error();
+  std::vector<float> serial_fp32;
+  for (const char* variant : {"serial_split_k", "atomic_fp32"}) {
+    const bool atomic = std::string(variant) == "atomic_fp32";
+    std::vector<std::uint64_t> digests;
+    std::vector<std::uint64_t> digests_fp32;
+    core::ProbeRow worst;
+    bool have_worst = false;
+    for (int run = 0; run < runs; ++run) {
+      const int status =
+          atomic ? launch_atomic_split_k(x_device.floats(), w_device.floats(), out_device.floats(),
+                                         n, k, splits)
+                 : launch_split_k_gemm(x_device.floats(), w_device.floats(), out_device.floats(), 1,
+                                       n, k, splits);
+      if (status != 0) return cuda_error("split-K kernel", status);
+      auto out_fp32 = download_floats(out_device.floats(), static_cast<std::size_t>(n));
+      if (!out_fp32) return out_fp32.error();
+      if (serial_fp32.empty()) serial_fp32 = *out_fp32;
+      const auto out = rounded(config.precision, *out_fp32);
+      const auto serial = rounded(config.precision, serial_fp32);
+      digests.push_back(output_digest(out.data(), out.size()));
+      digests_fp32.push_back(output_digest(out_fp32->data(), out_fp32->size()));
+      auto row = compare_outputs(variant, {}, serial.data(), out.data(), out.size(),
+                                 config.precision, serial_fp32.data(), out_fp32->data());
+      if (!have_worst || row.changed_frac > worst.changed_frac ||
+          (row.changed_frac == worst.changed_frac && row.max_abs > worst.max_abs)) {
+        worst = row;
+        have_worst = true;
+      }
+    }
+    add_measure(worst, "runs", runs);
+    add_measure(worst, "distinct_digests", static_cast<double>(distinct_count(digests)));
+    add_measure(worst, "distinct_digests_fp32", static_cast<double>(distinct_count(digests_fp32)));
+    experiment.rows.push_back(std::move(worst));
+  }
+  experiment.notes.push_back("Each row is the worst run against the first serial run. The "
+                             "output-dtype atomics variant is only emulated (CPU backend).");
+  return experiment;
+}
+
+// Median per-launch time in microseconds of `launch`, over `samples` batches of `repeats`.
+template <typename Launch>
+core::Result<double> time_launches(Launch&& launch, int repeats, int samples) {
+  cudaEvent_t start = nullptr;
+  cudaEvent_t stop = nullptr;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::vector<double> times;
+  for (int sample = 0; sample < samples; ++sample) {
+    cudaEventRecord(start);
+    for (int i = 0; i < repeats; ++i)
+      if (auto r = launch(); !r) return r.error();
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0.0f;
+    cudaEventElapsedTime(&ms, start, stop);
+    times.push_back(static_cast<double>(ms) * 1000.0 / repeats);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+core::Result<core::ProbeExperiment> run_device_cost(const ExperimentConfig& config) {
+  core::ProbeExperiment experiment;
+  experiment.id = "E7";
+  experiment.title = "Cost of batch invariance: GEMM time vs the default cuBLASLt heuristic";
+  const int n = 4096;
+  const int k = 4096;
+  const int samples = config.quick ? 5 : 15;
+  experiment.held = {param("N", n), param("K", k), param("samples", samples),
+                     param("timing", "CUDA events, median of batches >= 1 ms, warm L2"),
+                     {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
+  experiment.varied = {"M", "variant"};
+  const core::Precision precision = config.precision;
+  const std::size_t bytes = element_bytes(precision);
+  const auto nk = static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
+  const auto w = random_values(nk, config.seed + 70, precision);
+  DeviceBuffer w_float(nk * 4);
+  DeviceBuffer w_typed(nk * bytes);
+  DeviceBuffer workspace(k_workspace_bytes);
+  if (!w_float || !w_typed || !workspace)
+    return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
+  if (auto r = upload(w_float.get(), w.data(), nk * 4); !r) return r.error();
+  const auto w_encoded = encode(precision, w);
+  if (auto r = upload(w_typed.get(), w_encoded.data(), w_encoded.size()); !r) return r.error();
+  for (const int m : {1, 16, 64, 256, 1024}) {
+    const std::size_t mk = static_cast<std::size_t>(m) * static_cast<std::size_t>(k);
+    const std::size_t mn = static_cast<std::size_t>(m) * static_cast<std::size_t>(n);
+    const auto x = random_values(mk, config.seed + 71 + static_cast<std::uint64_t>(m), precision);
+    DeviceBuffer x_float(mk * 4);
+    DeviceBuffer x_typed(mk * bytes);
+    DeviceBuffer d_float(mn * 4);
+    DeviceBuffer d_typed(mn * bytes);
+    if (!x_float || !x_typed || !d_float || !d_typed)
+      return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
+    if (auto r = upload(x_float.get(), x.data(), mk * 4); !r) return r.error();
+    const auto x_encoded = encode(precision, x);
+    if (auto r = upload(x_typed.get(), x_encoded.data(), x_encoded.size()); !r) return r.error();
+    auto lt_default = LtGemm::create(precision, m, n, k, false, workspace.get(), k_workspace_bytes);
+    auto lt_no_split = LtGemm::create(precision, m, n, k, true, workspace.get(), k_workspace_bytes);
+    if (!lt_default) return lt_default.error();
+    if (!lt_no_split) return lt_no_split.error();
+    LtGemm* gemms[] = {lt_default->get(), lt_no_split->get()};
+    const char* names[] = {"lt_default", "lt_no_split_k", "fixed_order_kernel"};
+    const auto launch_variant = [&](int v) -> core::Result<void> {
+      if (v < 2) return gemms[v]->run(x_typed.get(), w_typed.get(), d_typed.get());
+      const int status =
+          launch_fixed_order_gemm(x_float.floats(), w_float.floats(), d_float.floats(), m, n, k);
+      if (status != 0) return cuda_error("fixed-order kernel", status);
+      return {};
+    };
+    // Numerics run of each variant: the timed output must match it (a fast wrong kernel loses).
+    std::vector<std::vector<unsigned char>> numerics(3);
+    std::vector<int> repeats(3, 1);
+    for (int v = 0; v < 3; ++v) {
+      for (int warm = 0; warm < 5; ++warm)
+        if (auto r = launch_variant(v); !r) return r.error();
+      cudaDeviceSynchronize();
+      auto out = v < 2 ? download(d_typed.get(), mn * bytes) : download(d_float.get(), mn * 4);
+      if (!out) return out.error();
+      numerics[static_cast<std::size_t>(v)] = *out;
+      auto estimate = time_launches([&] { return launch_variant(v); }, 3, 1);
+      if (!estimate) return estimate.error();
+      repeats[static_cast<std::size_t>(v)] =
+          std::max(1, static_cast<int>(1000.0 / std::max(*estimate, 1.0)));
+    }
+    std::vector<std::vector<double>> samples_us(3);
+    // Interleaved A B C A B C... so clock drift spreads over all variants.
+    for (int sample = 0; sample < samples; ++sample)
+      for (int v = 0; v < 3; ++v) {
+        auto time = time_launches([&] { return launch_variant(v); },
+                                  repeats[static_cast<std::size_t>(v)], 1);
+        if (!time) return time.error();
+        samples_us[static_cast<std::size_t>(v)].push_back(*time);
+      }
+    double default_us = 0.0;
+    for (int v = 0; v < 3; ++v) {
+      auto& times = samples_us[static_cast<std::size_t>(v)];
+      std::sort(times.begin(), times.end());
+      const double median = times[times.size() / 2];
+      if (v == 0) default_us = median;
+      auto out = v < 2 ? download(d_typed.get(), mn * bytes) : download(d_float.get(), mn * 4);
+      if (!out) return out.error();
+      const auto& expected = numerics[static_cast<std::size_t>(v)];
+      const auto reference = v < 2 ? decode(precision, expected.data(), mn)
+                                   : decode(core::Precision::fp32, expected.data(), mn);
+      const auto timed = v < 2 ? decode(precision, out->data(), mn)
+                               : decode(core::Precision::fp32, out->data(), mn);
+      auto row = compare_outputs(names[v], {param("M", m)}, reference.data(), timed.data(), mn,
+                                 v < 2 ? precision : core::Precision::fp32);
+      add_measure(row, "time_us", median);
+      add_measure(row, "p25_us", times[times.size() / 4]);
+      add_measure(row, "p75_us", times[times.size() * 3 / 4]);
+      add_measure(row, "tflops", 2.0 * m * n * k / (median * 1e-6) / 1e12);
+      add_measure(row, "slowdown_vs_lt_default", median / default_us);
+      experiment.rows.push_back(std::move(row));
+    }
+  }
+  experiment.notes.push_back(
+      "slowdown_vs_lt_default is time / time of the default heuristic at the same M. "
+      "lt_no_split_k is the practical batch-invariant GEMM (vLLM's Hopper setting); "
+      "fixed_order_kernel is the probe's untuned SIMT reference, shown for scale. The drift "
+      "columns compare each timed output with its own numerics run (must be 0). Weights stay in "
+      "L2 between launches, which flatters small M.");
+  return experiment;
+}
+
+void mark_emulated(core::ProbeExperiment& experiment) {
+  experiment.notes.push_back("Computed by the CPU emulation on the host: this version has no GPU "
+                             "kernel for this experiment.");
+}
+
+} // namespace
+
+core::Result<core::ProbeResult> run_cuda_backend(const ExperimentConfig& config) {
+  auto name = visible_device_name();
+  if (!name) return name.error();
+  core::ProbeResult result;
+  result.backend = "cuda";
+  result.dtype = core::to_string(config.precision);
+  result.quick = config.quick;
+  cudaDeviceProp properties{};
+  cudaGetDeviceProperties(&properties, 0);
+  int driver = 0;
+  int runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  result.device.name = *name;
+  result.device.sm_count = properties.multiProcessorCount;
+  result.device.driver = "CUDA driver API " + version_text(driver);
+  result.device.cuda = version_text(runtime);
+  result.device.cublas = lt_version();
+
+  const auto progress = [](const char* id) { std::fprintf(stderr, "gpu-probe: %s\n", id); };
+  progress("E0 self-test");
+  auto self_test = run_device_self_test(config);
+  if (!self_test) return self_test.error();
+  result.experiments.push_back(std::move(*self_test));
+  progress("E1 batch sweep");
+  auto sweep = run_device_batch_sweep(config);
+  if (!sweep) return sweep.error();
+  result.experiments.push_back(std::move(*sweep));
+  progress("E2 forced split-K (host emulation)");
+  result.experiments.push_back(run_forced_split_k(config));
+  mark_emulated(result.experiments.back());
+  progress("E3 atomics");
+  auto atomics = run_device_atomics(config);
+  if (!atomics) return atomics.error();
+  result.experiments.push_back(std::move(*atomics));
+  progress("E4 RMSNorm (host emulation)");
+  result.experiments.push_back(run_rmsnorm(config));
+  mark_emulated(result.experiments.back());
+  progress("E5 attention (host emulation)");
+  result.experiments.push_back(run_attention(config));
+  mark_emulated(result.experiments.back());
+  progress("E6 flips (host emulation)");
+  FlipOutcome flip = run_flip(config);
+  result.experiments.push_back(std::move(flip.experiment));
+  mark_emulated(result.experiments.back());
+  result.recommendation = std::move(flip.recommendation);
+  progress("E7 cost");
+  auto cost = run_device_cost(config);
+  if (!cost) return cost.error();
+  result.experiments.push_back(std::move(*cost));
+  return result;
+}
+
+} // namespace llmrepro::gpu::cuda

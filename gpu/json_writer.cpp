@@ -1,0 +1,110 @@
+#include "gpu/json_writer.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace llmrepro::gpu {
+
+std::string json_quote(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out.push_back('"');
+  for (const char c : text) {
+    switch (c) {
+    case '"': out += "\\\""; break;
+    case '\\': out += "\\\\"; break;
+    case '\n': out += "\\n"; break;
+    case '\r': out += "\\r"; break;
+    case '\t': out += "\\t"; break;
+    case '\b': out += "\\b"; break;
+    case '\f': out += "\\f"; break;
+    default:
+      if (static_cast<unsigned char>(c) < 0x20) {
+        char buffer[8];
+        std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(c));
+        out += buffer;
+      } else {
+        out.push_back(c);
+      }
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+void JsonWriter::before_value() {
+  if (m_after_key) {
+    m_after_key = false;
+    return;
+  }
+  if (!m_first.empty()) {
+    if (!m_first.back()) m_out.push_back(',');
+    m_first.back() = false;
+  }
+}
+
+void JsonWriter::begin_object() {
+  before_value();
+  m_out.push_back('{');
+  m_first.push_back(true);
+}
+
+void JsonWriter::end_object() {
+  m_out.push_back('}');
+  m_first.pop_back();
+}
+
+void JsonWriter::begin_array() {
+  before_value();
+  m_out.push_back('[');
+  m_first.push_back(true);
+}
+
+void JsonWriter::end_array() {
+  m_out.push_back(']');
+  m_first.pop_back();
+}
+
+void JsonWriter::key(std::string_view name) {
+  before_value();
+  m_out += json_quote(name);
+  m_out.push_back(':');
+  m_after_key = true;
+}
+
+void JsonWriter::value(std::string_view text) {
+  before_value();
+  m_out += json_quote(text);
+}
+
+void JsonWriter::value(double number) {
+  before_value();
+  if (!std::isfinite(number)) {
+    m_out += "null";
+    return;
+  }
+  char buffer[64];
+  const auto written = std::to_chars(buffer, buffer + sizeof buffer, number);
+  std::string text(buffer, written.ptr);
+  // Keep reals distinguishable from integers when read back.
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  m_out += text;
+}
+
+void JsonWriter::value(std::int64_t number) {
+  before_value();
+  m_out += std::to_string(number);
+}
+
+void JsonWriter::value(bool flag) {
+  before_value();
+  m_out += flag ? "true" : "false";
+}
+
+void JsonWriter::null() {
+  before_value();
+  m_out += "null";
+}
+
+} // namespace llmrepro::gpu

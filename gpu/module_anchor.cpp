@@ -1,2 +1,0 @@
-// Build anchor: the gpu module's library is never empty.
-namespace llmrepro::gpu {}

@@ -1,0 +1,115 @@
+#include "probes/dialect.hpp"
+
+#include <new>
+#include <optional>
+
+#include "probes/dialect_adapters.hpp"
+
+namespace llmrepro::probes {
+
+namespace {
+
+// Bounds on what describe_error_body() returns: a reason, not a dump of the body.
+constexpr std::size_t k_fallback_prefix_bytes = 200;
+constexpr std::size_t k_max_reason_bytes = 1000;
+
+// Control characters (newlines included) become spaces so the reason stays on one line; the
+// cut never splits a UTF-8 sequence.
+std::string one_line(std::string_view text, std::size_t max_bytes) {
+  bool cut = text.size() > max_bytes;
+  if (cut) {
+    std::size_t end = max_bytes;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0U) == 0x80U)
+      --end;
+    text = text.substr(0, end);
+  }
+  std::string line;
+  line.reserve(text.size() + 3);
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    line.push_back(byte < 0x20U || byte == 0x7FU ? ' ' : c);
+  }
+  if (cut) line += "...";
+  return line;
+}
+
+// The message of an error envelope, or nullopt when `body` is not one.
+std::optional<std::string> envelope_message(std::string_view body) {
+  detail::Json root;
+  try {
+    root = detail::parse_json(body);
+  } catch (const detail::ParseFailure &) {
+    return std::nullopt;
+  }
+  if (!root.is_object()) return std::nullopt;
+  auto error = root.find("error");
+  if (error != root.end()) {
+    // OpenAI, llama.cpp, vLLM >= 0.10.1, Ollama's OpenAI routes: {"error": {"message": ...}}.
+    if (error->is_object()) {
+      auto message = error->find("message");
+      if (message != error->end() && message->is_string()) return message->get<std::string>();
+    }
+    // TGI {"error": "...", "error_type": ...} and Ollama native {"error": "..."}.
+    if (error->is_string()) return error->get<std::string>();
+  }
+  // vLLM before 0.10.1 and SGLang's OpenAI routes: {"object": "error", "message": ...}.
+  auto object = root.find("object");
+  auto message = root.find("message");
+  if (object != root.end() && *object == "error" && message != root.end() && message->is_string())
+    return message->get<std::string>();
+  return std::nullopt;
+}
+
+template <typename Parse> core::Result<core::Completion> guarded(Dialect dialect, Parse &&parse) {
+  std::string prefix = std::string(to_string(dialect)) + ": ";
+  try {
+    core::Completion completion = parse();
+    core::sort_candidates(completion);
+    return completion;
+  } catch (const detail::ParseFailure &failure) {
+    return core::make_error(core::ErrorCode::endpoint, prefix + failure.what());
+  } catch (const std::bad_alloc &) {
+    return core::make_error(core::ErrorCode::endpoint, prefix + "response too large to parse");
+  } catch (const std::exception &error) {
+    // A JSON library error the typed getters did not anticipate: still data, not a crash.
+    return core::make_error(core::ErrorCode::endpoint,
+                            prefix + "unreadable response: " + one_line(error.what(), 200));
+  }
+}
+
+} // namespace
+
+DialectRequest build_request(Dialect dialect, const core::Prompt &prompt,
+                             const GenerationParams &params) {
+  switch (dialect) {
+  case Dialect::openai_chat: return detail::build_openai_chat_request(prompt, params);
+  case Dialect::openai_completions: return detail::build_openai_completions_request(prompt, params);
+  case Dialect::llamacpp: return detail::build_llamacpp_request(prompt, params);
+  case Dialect::sglang: return detail::build_sglang_request(prompt, params);
+  case Dialect::ollama: return detail::build_ollama_request(prompt, params);
+  case Dialect::tgi: return detail::build_tgi_request(prompt, params);
+  }
+  return detail::build_openai_chat_request(prompt, params);
+}
+
+core::Result<core::Completion> parse_response(Dialect dialect, std::string_view body, bool stream) {
+  return guarded(dialect, [&]() -> core::Completion {
+    switch (dialect) {
+    case Dialect::openai_chat: return detail::parse_openai_chat(body, stream);
+    case Dialect::openai_completions: return detail::parse_openai_completions(body, stream);
+    case Dialect::llamacpp: return detail::parse_llamacpp(body, stream);
+    case Dialect::sglang: return detail::parse_sglang(body, stream);
+    case Dialect::ollama: return detail::parse_ollama(body, stream);
+    case Dialect::tgi: return detail::parse_tgi(body, stream);
+    }
+    detail::fail("unknown dialect");
+  });
+}
+
+std::string describe_error_body(std::string_view body) {
+  if (auto message = envelope_message(body)) return one_line(*message, k_max_reason_bytes);
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return "empty body";
+  return one_line(body, k_fallback_prefix_bytes);
+}
+
+} // namespace llmrepro::probes

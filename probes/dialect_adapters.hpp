@@ -1,0 +1,73 @@
+// Private to probes: the per-dialect halves of dialect.hpp and the shapes they share.
+// Parsers throw detail::ParseFailure (json_access.hpp); parse_response() catches it.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/completion.hpp"
+#include "core/suite.hpp"
+#include "probes/dialect.hpp"
+#include "probes/json_access.hpp"
+
+namespace llmrepro::probes::detail {
+
+DialectRequest build_openai_chat_request(const core::Prompt &prompt,
+                                         const GenerationParams &params);
+DialectRequest build_openai_completions_request(const core::Prompt &prompt,
+                                                const GenerationParams &params);
+DialectRequest build_llamacpp_request(const core::Prompt &prompt, const GenerationParams &params);
+DialectRequest build_sglang_request(const core::Prompt &prompt, const GenerationParams &params);
+DialectRequest build_ollama_request(const core::Prompt &prompt, const GenerationParams &params);
+DialectRequest build_tgi_request(const core::Prompt &prompt, const GenerationParams &params);
+
+// Each returns the completion with candidates not yet sorted; parse_response() sorts.
+core::Completion parse_openai_chat(std::string_view body, bool stream);
+core::Completion parse_openai_completions(std::string_view body, bool stream);
+core::Completion parse_llamacpp(std::string_view body, bool stream);
+core::Completion parse_sglang(std::string_view body, bool stream);
+core::Completion parse_ollama(std::string_view body, bool stream);
+core::Completion parse_tgi(std::string_view body, bool stream);
+
+// max_tokens from the prompt when it sets one, else from the parameters.
+int effective_max_tokens(const core::Prompt &prompt, const GenerationParams &params);
+
+// The prompt's response_format as JSON. The suite loader only lets valid JSON through; text
+// that does not parse is sent as a JSON string, so the endpoint rejects it visibly.
+Json response_format(const core::Prompt &prompt);
+
+// Serialises a request body; invalid UTF-8 in prompt text is replaced, never thrown on.
+std::string dump_body(const Json &body);
+
+// One token in the OpenAI chat shape, also used by llama.cpp and Ollama:
+// {token, logprob, top_logprobs?: [{token, logprob}]}. Extra keys (id, bytes) are ignored;
+// an absent or null top_logprobs means no candidates (Ollama omits it when empty).
+core::TokenLogprob read_openai_token(const JsonView &entry);
+
+// A candidate or token logprob, with every -inf spelling mapped to core::k_logprob_floor.
+double read_logprob(const JsonView &value);
+
+// log(p) for probability shapes; p == 0 maps to the floor, p outside [0, 1] is an error.
+double read_probability_as_logprob(const JsonView &value);
+
+// Throws "endpoint error: <reason>" when `root` is an error envelope ({"error": ...} or
+// vLLM's flat {"object": "error", ...}) instead of a completion.
+void fail_on_error_envelope(const JsonView &root, std::string_view text, const std::string &what);
+
+// The data of every event of an SSE body, the unterminated last one included.
+std::vector<std::string> sse_events(std::string_view body);
+
+// Runs `step`, prefixing any ParseFailure it throws with `prefix` ("stream event 3: ").
+template <typename Step> void with_prefix(const std::string &prefix, Step &&step) {
+  try {
+    step();
+  } catch (const ParseFailure &failure) {
+    fail(prefix + failure.what());
+  }
+}
+
+// "stream event <n>: " for the 0-based event index `index`.
+std::string event_prefix(std::size_t index);
+
+} // namespace llmrepro::probes::detail

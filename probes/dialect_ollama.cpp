@@ -1,0 +1,117 @@
+// Ollama's native POST /api/chat (chat prompts) and /api/generate (text prompts), with
+// logprobs (Ollama >= 0.12.11): a top-level logprobs[] of {token, logprob, bytes,
+// top_logprobs[]} beside message.content (chat) or response (generate). Options go in
+// "options"; "stream" defaults to true there, so it is always sent. Streams are NDJSON, one
+// object per line, each with the logprobs of its own tokens; the last has "done": true with
+// done_reason and eval_count. An error comes as {"error": "..."}, also mid-stream.
+#include "probes/dialect_adapters.hpp"
+
+namespace llmrepro::probes::detail {
+
+namespace {
+
+// Suites give OpenAI's response_format; Ollama's "format" takes "json" or a JSON schema.
+Json ollama_format(const core::Prompt &prompt) {
+  Json format = response_format(prompt);
+  if (format.is_object()) {
+    auto type = format.find("type");
+    if (type != format.end() && *type == "json_object") return "json";
+    auto schema = format.find("json_schema");
+    if (type != format.end() && *type == "json_schema" && schema != format.end() &&
+        schema->is_object() && schema->contains("schema"))
+      return schema->at("schema");
+  }
+  return format;
+}
+
+// The text of one object: message.content for /api/chat, response for /api/generate.
+std::string read_text(const JsonView &root) {
+  if (root.contains("message")) return root.at("message").at("content").string();
+  if (root.contains("response")) return root.at("response").string();
+  fail("missing field message.content (chat) or response (generate)");
+}
+
+// Reads one object into `completion`; returns its "done" flag.
+bool read_object(const JsonView &root, std::string_view text, core::Completion &completion) {
+  fail_on_error_envelope(root, text, "");
+  completion.text += read_text(root);
+  if (auto logprobs = root.find("logprobs")) {
+    completion.has_logprobs = true;
+    std::size_t count = logprobs->size();
+    for (std::size_t i = 0; i < count; ++i)
+      completion.tokens.push_back(read_openai_token(logprobs->at(i)));
+  }
+  std::string model = root.optional_string("model");
+  if (!model.empty()) completion.model = std::move(model);
+  bool done = root.at("done").boolean();
+  if (done) {
+    completion.finish_reason = root.optional_string("done_reason");
+    if (auto count = root.find("eval_count"))
+      completion.completion_tokens = count->integer();
+    else
+      completion.completion_tokens = static_cast<long>(completion.tokens.size());
+  }
+  return done;
+}
+
+core::Completion parse_whole(std::string_view body) {
+  Json document = parse_json(body);
+  JsonView root(document, "");
+  core::Completion completion;
+  if (!read_object(root, body, completion)) fail("field done is false in a non-streamed answer");
+  return completion;
+}
+
+core::Completion parse_stream(std::string_view body) {
+  core::Completion completion;
+  bool done = false;
+  std::size_t at = 0;
+  std::size_t line_number = 0;
+  while (at < body.size() && !done) {
+    std::size_t end = body.find('\n', at);
+    std::string_view line = body.substr(at, end == std::string_view::npos ? end : end - at);
+    at = end == std::string_view::npos ? body.size() : end + 1;
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    with_prefix("stream line " + std::to_string(line_number) + ": ", [&] {
+      Json document = parse_json(line);
+      JsonView object(document, "");
+      done = read_object(object, line, completion);
+    });
+  }
+  if (!done) fail("stream ended without a final object (\"done\": true): truncated");
+  return completion;
+}
+
+} // namespace
+
+DialectRequest build_ollama_request(const core::Prompt &prompt, const GenerationParams &params) {
+  Json body;
+  if (!params.model.empty()) body["model"] = params.model;
+  std::string path;
+  if (prompt.is_chat()) {
+    Json messages = Json::array();
+    for (const auto &message : prompt.messages)
+      messages.push_back(Json{{"role", message.role}, {"content", message.content}});
+    body["messages"] = std::move(messages);
+    path = "/api/chat";
+  } else {
+    body["prompt"] = *prompt.text;
+    path = "/api/generate";
+  }
+  body["options"] = Json{{"temperature", 0.0},
+                         {"seed", params.seed},
+                         {"num_predict", effective_max_tokens(prompt, params)}};
+  body["logprobs"] = true;
+  body["top_logprobs"] = params.top_logprobs;
+  body["stream"] = params.stream;
+  if (!prompt.response_format_json.empty()) body["format"] = ollama_format(prompt);
+  return {path, dump_body(body)};
+}
+
+core::Completion parse_ollama(std::string_view body, bool stream) {
+  return stream ? parse_stream(body) : parse_whole(body);
+}
+
+} // namespace llmrepro::probes::detail

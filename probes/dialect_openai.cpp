@@ -1,0 +1,180 @@
+// OpenAI-compatible /v1/chat/completions and /v1/completions, as served by OpenAI, vLLM,
+// SGLang, llama.cpp, Ollama and TGI, with their deviations:
+// - vLLM spells -inf as -9999.0 and lists the sampled token first in top_logprobs (we sort);
+//   with return_tokens_as_token_ids the tokens read "token_id:N" and are kept as given.
+// - Legacy completions carry parallel tokens / token_logprobs / top_logprobs, the last a list
+//   of {token: logprob} maps (insertion order kept; duplicate keys have already collapsed).
+// - llama.cpp answers /v1/completions in the chat `logprobs.content[]` shape.
+// - Streams: the first chunk has delta.role and logprobs null, a chunk may carry several
+//   tokens, system_fingerprint may come on the last chunk only, usage comes in a final chunk
+//   with choices [], an error arrives as `data: {"error": ...}`, and `data: [DONE]` ends it.
+#include "probes/dialect_adapters.hpp"
+#include "probes/prompt_text.hpp"
+
+namespace llmrepro::probes::detail {
+
+namespace {
+
+void add_common_fields(Json &body, const core::Prompt &prompt, const GenerationParams &params) {
+  if (!params.model.empty()) body["model"] = params.model;
+  body["temperature"] = 0.0;
+  body["max_tokens"] = effective_max_tokens(prompt, params);
+  body["seed"] = params.seed;
+  body["stream"] = params.stream;
+  // Without include_usage a stream never says how many tokens it produced.
+  if (params.stream) body["stream_options"] = Json{{"include_usage", true}};
+  if (!prompt.response_format_json.empty()) body["response_format"] = response_format(prompt);
+}
+
+// Appends `logprobs.content[]` (chat shape) or the legacy parallel arrays to `completion`.
+// Returns false when `logprobs` carries neither (content null: a refusal, say).
+bool append_logprobs(const JsonView &logprobs, core::Completion &completion) {
+  if (logprobs.contains("content")) {
+    auto content = logprobs.find("content");
+    if (!content) return false;
+    std::size_t count = content->size();
+    for (std::size_t i = 0; i < count; ++i)
+      completion.tokens.push_back(read_openai_token(content->at(i)));
+    return true;
+  }
+  JsonView tokens = logprobs.at("tokens");
+  JsonView token_logprobs = logprobs.at("token_logprobs");
+  std::size_t count = tokens.size();
+  if (token_logprobs.size() != count)
+    fail(token_logprobs.describe() + " has " + std::to_string(token_logprobs.size()) +
+         " entries but " + tokens.path() + " has " + std::to_string(count));
+  auto top_logprobs = logprobs.find("top_logprobs");
+  if (top_logprobs && top_logprobs->size() != count)
+    fail(top_logprobs->describe() + " has " + std::to_string(top_logprobs->size()) +
+         " entries but " + tokens.path() + " has " + std::to_string(count));
+  for (std::size_t i = 0; i < count; ++i) {
+    core::TokenLogprob token;
+    token.token = tokens.at(i).string();
+    token.logprob = read_logprob(token_logprobs.at(i));
+    if (top_logprobs) {
+      JsonView candidates = top_logprobs->at(i);
+      if (!candidates.is_null()) {
+        if (!candidates.is_object()) fail(candidates.describe() + " must be an object");
+        const Json &map = candidates.json();
+        for (auto it = map.begin(); it != map.end(); ++it) {
+          JsonView candidate(it.value(), candidates.path() + "[\"" + it.key() + "\"]");
+          token.top.push_back({it.key(), read_logprob(candidate)});
+        }
+      }
+    }
+    completion.tokens.push_back(std::move(token));
+  }
+  return true;
+}
+
+void read_usage(const JsonView &root, core::Completion &completion) {
+  if (auto usage = root.find("usage"))
+    completion.completion_tokens = usage->at("completion_tokens").integer();
+}
+
+// Fields every OpenAI-shaped response or chunk may carry at the top level.
+void read_envelope(const JsonView &root, core::Completion &completion) {
+  std::string model = root.optional_string("model");
+  if (!model.empty()) completion.model = std::move(model);
+  std::string fingerprint = root.optional_string("system_fingerprint");
+  if (!fingerprint.empty()) completion.system_fingerprint = std::move(fingerprint);
+  read_usage(root, completion);
+}
+
+// Chat `message.content` or completions `text`; a null chat content (a refusal or a tool
+// call) is empty text.
+std::string read_text(const JsonView &choice, bool chat) {
+  if (!chat) return choice.at("text").string();
+  JsonView content = choice.at("message").at("content");
+  return content.is_null() ? std::string() : content.string();
+}
+
+core::Completion parse_whole(std::string_view body, bool chat) {
+  Json document = parse_json(body);
+  JsonView root(document, "");
+  fail_on_error_envelope(root, body, "");
+  core::Completion completion;
+  JsonView choices = root.at("choices");
+  if (choices.size() == 0) fail("field choices is empty");
+  JsonView choice = choices.at(0);
+  completion.text = read_text(choice, chat);
+  if (auto logprobs = choice.find("logprobs"))
+    completion.has_logprobs = append_logprobs(*logprobs, completion);
+  completion.finish_reason = choice.optional_string("finish_reason");
+  read_envelope(root, completion);
+  if (!root.find("usage"))
+    completion.completion_tokens = static_cast<long>(completion.tokens.size());
+  return completion;
+}
+
+core::Completion parse_stream(std::string_view body, bool chat) {
+  core::Completion completion;
+  bool done = false;
+  bool saw_usage = false;
+  std::vector<std::string> events = sse_events(body);
+  for (std::size_t index = 0; index < events.size(); ++index) {
+    const std::string &data = events[index];
+    if (data == "[DONE]") {
+      done = true;
+      break;
+    }
+    with_prefix(event_prefix(index), [&] {
+      Json document = parse_json(data);
+      JsonView chunk(document, "");
+      fail_on_error_envelope(chunk, data, "");
+      read_envelope(chunk, completion);
+      saw_usage = saw_usage || chunk.find("usage").has_value();
+      JsonView choices = chunk.at("choices");
+      if (choices.size() == 0) return; // the usage chunk
+      JsonView choice = choices.at(0);
+      if (chat) {
+        JsonView delta = choice.at("delta");
+        completion.text += delta.optional_string("content");
+      } else {
+        completion.text += choice.at("text").string();
+      }
+      if (auto logprobs = choice.find("logprobs"))
+        completion.has_logprobs = append_logprobs(*logprobs, completion) || completion.has_logprobs;
+      std::string finish = choice.optional_string("finish_reason");
+      if (!finish.empty()) completion.finish_reason = std::move(finish);
+    });
+  }
+  if (!done) fail("stream ended without data: [DONE] (truncated)");
+  if (!saw_usage) completion.completion_tokens = static_cast<long>(completion.tokens.size());
+  return completion;
+}
+
+} // namespace
+
+DialectRequest build_openai_chat_request(const core::Prompt &prompt,
+                                         const GenerationParams &params) {
+  Json body;
+  Json messages = Json::array();
+  for (const auto &message : prompt_as_messages(prompt))
+    messages.push_back(Json{{"role", message.role}, {"content", message.content}});
+  body["messages"] = std::move(messages);
+  add_common_fields(body, prompt, params);
+  body["logprobs"] = true;
+  body["top_logprobs"] = params.top_logprobs;
+  return {"/v1/chat/completions", dump_body(body)};
+}
+
+DialectRequest build_openai_completions_request(const core::Prompt &prompt,
+                                                const GenerationParams &params) {
+  Json body;
+  body["prompt"] = prompt_as_text(prompt);
+  add_common_fields(body, prompt, params);
+  // Legacy completions take the candidate count itself in `logprobs`.
+  body["logprobs"] = params.top_logprobs;
+  return {"/v1/completions", dump_body(body)};
+}
+
+core::Completion parse_openai_chat(std::string_view body, bool stream) {
+  return stream ? parse_stream(body, true) : parse_whole(body, true);
+}
+
+core::Completion parse_openai_completions(std::string_view body, bool stream) {
+  return stream ? parse_stream(body, false) : parse_whole(body, false);
+}
+
+} // namespace llmrepro::probes::detail

@@ -1,0 +1,105 @@
+// Text Generation Inference's native POST /generate and /generate_stream. Non-streamed:
+// generated_text plus details.tokens[] = {id, text, logprob, special} and, with top_n_tokens,
+// details.top_tokens[position][] of the same shape. Native /generate rejects temperature 0,
+// so greedy decoding is asked for with do_sample false. Streams are SSE: each event carries one
+// `token` and its `top_tokens`; the last has generated_text and details (finish_reason,
+// generated_tokens); there is no [DONE]. Special tokens (such as </s>) appear among the tokens
+// but not in generated_text.
+#include "probes/dialect_adapters.hpp"
+#include "probes/prompt_text.hpp"
+
+namespace llmrepro::probes::detail {
+
+namespace {
+
+core::TokenCandidate read_tgi_token(const JsonView &token) {
+  return {token.at("text").string(), read_logprob(token.at("logprob"))};
+}
+
+void read_candidates(const JsonView &candidates, core::TokenLogprob &token) {
+  std::size_t count = candidates.size();
+  for (std::size_t i = 0; i < count; ++i)
+    token.top.push_back(read_tgi_token(candidates.at(i)));
+}
+
+void read_details_summary(const JsonView &details, core::Completion &completion) {
+  completion.finish_reason = details.optional_string("finish_reason");
+  if (auto generated = details.find("generated_tokens"))
+    completion.completion_tokens = generated->integer();
+  else
+    completion.completion_tokens = static_cast<long>(completion.tokens.size());
+}
+
+core::Completion parse_whole(std::string_view body) {
+  Json document = parse_json(body);
+  JsonView root(document, "");
+  fail_on_error_envelope(root, body, "");
+  core::Completion completion;
+  completion.text = root.at("generated_text").string();
+  auto details = root.find("details");
+  if (!details) return completion;
+  completion.has_logprobs = true;
+  JsonView tokens = details->at("tokens");
+  std::size_t count = tokens.size();
+  auto top_tokens = details->find("top_tokens");
+  // Without top_n_tokens the list is omitted or empty: tokens without candidates.
+  if (top_tokens && top_tokens->size() == 0) top_tokens.reset();
+  if (top_tokens && top_tokens->size() != count)
+    fail(top_tokens->describe() + " has " + std::to_string(top_tokens->size()) + " entries but " +
+         tokens.path() + " has " + std::to_string(count));
+  for (std::size_t i = 0; i < count; ++i) {
+    core::TokenCandidate sampled = read_tgi_token(tokens.at(i));
+    core::TokenLogprob token{sampled.token, sampled.logprob, {}};
+    if (top_tokens) read_candidates(top_tokens->at(i), token);
+    completion.tokens.push_back(std::move(token));
+  }
+  read_details_summary(*details, completion);
+  return completion;
+}
+
+core::Completion parse_stream(std::string_view body) {
+  core::Completion completion;
+  bool done = false;
+  std::vector<std::string> events = sse_events(body);
+  for (std::size_t index = 0; index < events.size() && !done; ++index) {
+    if (events[index] == "[DONE]") continue;
+    with_prefix(event_prefix(index), [&] {
+      Json document = parse_json(events[index]);
+      JsonView event(document, "");
+      fail_on_error_envelope(event, events[index], "");
+      core::TokenCandidate sampled = read_tgi_token(event.at("token"));
+      core::TokenLogprob token{sampled.token, sampled.logprob, {}};
+      if (auto top_tokens = event.find("top_tokens")) read_candidates(*top_tokens, token);
+      completion.tokens.push_back(std::move(token));
+      completion.has_logprobs = true;
+      if (auto text = event.find("generated_text")) {
+        completion.text = text->string();
+        done = true;
+        if (auto details = event.find("details"))
+          read_details_summary(*details, completion);
+        else
+          completion.completion_tokens = static_cast<long>(completion.tokens.size());
+      }
+    });
+  }
+  if (!done) fail("stream ended without a final event (generated_text): truncated");
+  return completion;
+}
+
+} // namespace
+
+DialectRequest build_tgi_request(const core::Prompt &prompt, const GenerationParams &params) {
+  Json parameters{{"details", true},
+                  {"top_n_tokens", params.top_logprobs},
+                  {"do_sample", false},
+                  {"max_new_tokens", effective_max_tokens(prompt, params)},
+                  {"seed", params.seed}};
+  Json body{{"inputs", prompt_as_text(prompt)}, {"parameters", std::move(parameters)}};
+  return {params.stream ? "/generate_stream" : "/generate", dump_body(body)};
+}
+
+core::Completion parse_tgi(std::string_view body, bool stream) {
+  return stream ? parse_stream(body) : parse_whole(body);
+}
+
+} // namespace llmrepro::probes::detail

@@ -1,0 +1,146 @@
+#include "probes/endpoint_url.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string_view>
+
+namespace llmrepro::probes {
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// Where the parts of an absolute URL start: scheme "://" authority path ["?" query] ["#" frag].
+struct UrlParts {
+  std::size_t authority_begin = std::string::npos; // after "://"
+  std::size_t authority_end = 0;                   // first '/', '?' or '#' after it, or size
+  std::size_t query_begin = std::string::npos;     // index of '?'
+  std::size_t fragment_begin = std::string::npos;  // index of '#'
+};
+
+UrlParts split(const std::string &url) {
+  UrlParts parts;
+  const std::size_t scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return parts;
+  parts.authority_begin = scheme_end + 3;
+  parts.authority_end = url.find_first_of("/?#", parts.authority_begin);
+  if (parts.authority_end == std::string::npos) parts.authority_end = url.size();
+  parts.fragment_begin = url.find('#', parts.authority_end);
+  const std::size_t query = url.find('?', parts.authority_end);
+  if (query != std::string::npos &&
+      (parts.fragment_begin == std::string::npos || query < parts.fragment_begin))
+    parts.query_begin = query;
+  return parts;
+}
+
+bool is_secret_name(std::string_view name) {
+  const std::string lowered = lower(name);
+  static constexpr std::array<std::string_view, 6> k_exact{"key",     "token", "api_key",
+                                                           "api-key", "sig",   "access_token"};
+  static constexpr std::array<std::string_view, 6> k_contains{"key",      "token",     "secret",
+                                                              "password", "signature", "auth"};
+  for (std::string_view exact : k_exact)
+    if (lowered == exact) return true;
+  for (std::string_view part : k_contains)
+    if (lowered.find(part) != std::string::npos) return true;
+  return false;
+}
+
+std::string strip_query(std::string_view query) {
+  std::string kept;
+  std::size_t begin = 0;
+  while (begin <= query.size()) {
+    std::size_t end = query.find('&', begin);
+    if (end == std::string_view::npos) end = query.size();
+    const std::string_view parameter = query.substr(begin, end - begin);
+    const std::string_view name = parameter.substr(0, parameter.find('='));
+    if (!parameter.empty() && !is_secret_name(name)) {
+      if (!kept.empty()) kept += '&';
+      kept += parameter;
+    }
+    begin = end + 1;
+  }
+  return kept;
+}
+
+} // namespace
+
+std::string strip_credentials(const std::string &url) {
+  const UrlParts parts = split(url);
+  if (parts.authority_begin == std::string::npos) return url;
+  std::string authority =
+      url.substr(parts.authority_begin, parts.authority_end - parts.authority_begin);
+  const std::size_t at = authority.rfind('@');
+  if (at != std::string::npos) authority.erase(0, at + 1);
+
+  std::string out = url.substr(0, parts.authority_begin) + authority;
+  const std::size_t path_end = parts.query_begin != std::string::npos      ? parts.query_begin
+                               : parts.fragment_begin != std::string::npos ? parts.fragment_begin
+                                                                           : url.size();
+  out += url.substr(parts.authority_end, path_end - parts.authority_end);
+  if (parts.query_begin != std::string::npos) {
+    const std::size_t query_end =
+        parts.fragment_begin != std::string::npos ? parts.fragment_begin : url.size();
+    const std::string kept = strip_query(
+        std::string_view(url).substr(parts.query_begin + 1, query_end - parts.query_begin - 1));
+    if (!kept.empty()) out += "?" + kept;
+  }
+  if (parts.fragment_begin != std::string::npos) out += url.substr(parts.fragment_begin);
+  return out;
+}
+
+core::Result<std::string> validate_base_url(const std::string &url) {
+  const auto fail = [&](const std::string &why) {
+    return core::make_error(core::ErrorCode::usage,
+                            "endpoint '" + strip_credentials(url) + "': " + why);
+  };
+  if (url.empty()) return fail("empty URL (expected http://host:port or https://host)");
+  for (char c : url)
+    if (std::isspace(static_cast<unsigned char>(c)) != 0 ||
+        std::iscntrl(static_cast<unsigned char>(c)) != 0)
+      return fail("contains whitespace or control characters");
+  const std::string lowered = lower(url);
+  if (lowered.rfind("http://", 0) != 0 && lowered.rfind("https://", 0) != 0)
+    return fail("only http:// and https:// URLs are supported");
+  const UrlParts parts = split(url);
+  std::string authority =
+      url.substr(parts.authority_begin, parts.authority_end - parts.authority_begin);
+  const std::size_t at = authority.rfind('@');
+  if (at != std::string::npos) authority.erase(0, at + 1);
+  if (authority.empty() || authority[0] == ':') return fail("no host name");
+  if (parts.fragment_begin != std::string::npos) return fail("a fragment ('#...') is not allowed");
+
+  // Trailing slashes of the path go, so that join_url never produces "//v1/...".
+  const std::size_t path_end =
+      parts.query_begin != std::string::npos ? parts.query_begin : url.size();
+  std::size_t trimmed_end = path_end;
+  while (trimmed_end > parts.authority_end && url[trimmed_end - 1] == '/')
+    --trimmed_end;
+  return url.substr(0, trimmed_end) + url.substr(path_end);
+}
+
+std::string join_url(const std::string &base_url, const std::string &path) {
+  const UrlParts parts = split(base_url);
+  std::size_t path_end = base_url.size();
+  if (parts.authority_begin != std::string::npos) {
+    if (parts.query_begin != std::string::npos)
+      path_end = parts.query_begin;
+    else if (parts.fragment_begin != std::string::npos)
+      path_end = parts.fragment_begin;
+  }
+  std::string prefix = base_url.substr(0, path_end);
+  while (!prefix.empty() && prefix.back() == '/' &&
+         (parts.authority_begin == std::string::npos || prefix.size() > parts.authority_end))
+    prefix.pop_back();
+  std::string tail = path;
+  const bool base_has_v1 = prefix.size() >= 3 && prefix.compare(prefix.size() - 3, 3, "/v1") == 0;
+  if (base_has_v1 && (tail == "/v1" || tail.rfind("/v1/", 0) == 0)) tail.erase(0, 3);
+  return prefix + tail + base_url.substr(path_end);
+}
+
+} // namespace llmrepro::probes

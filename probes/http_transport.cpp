@@ -1,0 +1,302 @@
+#include "probes/http_transport.hpp"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+
+namespace llmrepro::probes {
+namespace {
+
+void global_init_once() {
+  static std::once_flag flag;
+  std::call_once(flag, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// Per-transfer state; heap-allocated so that the pointers handed to libcurl stay valid.
+struct Transfer {
+  HttpTransport::RequestId id = 0;
+  CURL *easy = nullptr;
+  curl_slist *headers = nullptr;
+  std::string request_body;
+  std::string response_body;
+  std::size_t cap = 0;
+  bool too_large = false;
+  std::optional<double> retry_after_s;
+  char error_buffer[CURL_ERROR_SIZE] = {};
+
+  ~Transfer() {
+    if (headers != nullptr) curl_slist_free_all(headers);
+    if (easy != nullptr) curl_easy_cleanup(easy);
+  }
+};
+
+std::string trim(std::string_view text) {
+  std::size_t begin = 0;
+  std::size_t end = text.size();
+  while (begin < end && std::isspace(static_cast<unsigned char>(text[begin])) != 0)
+    ++begin;
+  while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1])) != 0)
+    --end;
+  return std::string(text.substr(begin, end - begin));
+}
+
+// Retry-After is either delta-seconds or an HTTP date (RFC 9110 section 10.2.3).
+std::optional<double> parse_retry_after(const std::string &value) {
+  if (value.empty()) return std::nullopt;
+  if (std::all_of(value.begin(), value.end(),
+                  [](unsigned char c) { return std::isdigit(c) != 0; })) {
+    if (value.size() > 9) return 1e9; // absurdly long: callers cap it anyway
+    return static_cast<double>(std::stol(value));
+  }
+  const time_t when = curl_getdate(value.c_str(), nullptr);
+  if (when < 0) return std::nullopt;
+  const double delta = std::difftime(when, std::time(nullptr));
+  return delta > 0 ? delta : 0.0;
+}
+
+size_t on_body(char *data, size_t size, size_t count, void *user) {
+  auto *transfer = static_cast<Transfer *>(user);
+  const size_t bytes = size * count;
+  if (transfer->response_body.size() + bytes > transfer->cap) {
+    // Returning less than `bytes` makes libcurl abort with CURLE_WRITE_ERROR: the rest of an
+    // oversize body is never read into memory.
+    transfer->too_large = true;
+    transfer->response_body.clear();
+    transfer->response_body.shrink_to_fit();
+    return 0;
+  }
+  transfer->response_body.append(data, bytes);
+  return bytes;
+}
+
+size_t on_header(char *data, size_t size, size_t count, void *user) {
+  auto *transfer = static_cast<Transfer *>(user);
+  const size_t bytes = size * count;
+  const std::string_view line(data, bytes);
+  // A new status line (after a 100 Continue, say) starts a new header block.
+  if (line.rfind("HTTP/", 0) == 0) transfer->retry_after_s.reset();
+  const std::size_t colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    std::string name = trim(line.substr(0, colon));
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (name == "retry-after")
+      transfer->retry_after_s = parse_retry_after(trim(line.substr(colon + 1)));
+  }
+  return bytes;
+}
+
+TransportFailure classify(CURLcode code, bool too_large) {
+  if (too_large) return TransportFailure::too_large;
+  switch (code) {
+  case CURLE_OK: return TransportFailure::none;
+  case CURLE_COULDNT_CONNECT:
+  case CURLE_COULDNT_RESOLVE_HOST:
+  case CURLE_COULDNT_RESOLVE_PROXY: return TransportFailure::connect;
+  case CURLE_OPERATION_TIMEDOUT: return TransportFailure::timeout;
+  case CURLE_SSL_CONNECT_ERROR:
+  case CURLE_PEER_FAILED_VERIFICATION:
+  case CURLE_SSL_CERTPROBLEM:
+  case CURLE_SSL_CIPHER:
+  case CURLE_SSL_CACERT_BADFILE:
+  case CURLE_SSL_ISSUER_ERROR:
+  case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+  case CURLE_SSL_INVALIDCERTSTATUS:
+  case CURLE_USE_SSL_FAILED:
+  case CURLE_SSL_ENGINE_INITFAILED: return TransportFailure::tls;
+  case CURLE_GOT_NOTHING:
+  case CURLE_PARTIAL_FILE:
+  case CURLE_RECV_ERROR:
+  case CURLE_SEND_ERROR:
+  case CURLE_HTTP2:
+  case CURLE_HTTP2_STREAM: return TransportFailure::closed;
+  default: return TransportFailure::other;
+  }
+}
+
+std::string cap_text(std::size_t cap) {
+  if (cap >= (1u << 20) && cap % (1u << 20) == 0) return std::to_string(cap >> 20) + " MiB";
+  return std::to_string(cap) + " bytes";
+}
+
+} // namespace
+
+const char *to_string(TransportFailure failure) {
+  switch (failure) {
+  case TransportFailure::none: return "none";
+  case TransportFailure::connect: return "connection failed";
+  case TransportFailure::tls: return "TLS error";
+  case TransportFailure::timeout: return "timeout";
+  case TransportFailure::closed: return "connection closed";
+  case TransportFailure::too_large: return "response too large";
+  case TransportFailure::other: return "transport error";
+  }
+  return "transport error";
+}
+
+struct HttpTransport::Impl {
+  CURLM *multi = nullptr;
+  RequestId next_id = 1;
+  std::unordered_map<CURL *, std::unique_ptr<Transfer>> transfers;
+  // Finished transfers that perform() collected on behalf of a later poll().
+  std::deque<Finished> stashed;
+
+  Impl() {
+    global_init_once();
+    multi = curl_multi_init();
+  }
+
+  ~Impl() {
+    remove_all();
+    if (multi != nullptr) curl_multi_cleanup(multi);
+  }
+
+  void remove_all() {
+    for (auto &[easy, transfer] : transfers)
+      curl_multi_remove_handle(multi, easy);
+    transfers.clear();
+  }
+
+  // Moves every finished transfer out of the multi handle into `out`.
+  void collect(std::vector<Finished> &out) {
+    int queued = 0;
+    while (CURLMsg *message = curl_multi_info_read(multi, &queued)) {
+      if (message->msg != CURLMSG_DONE) continue;
+      CURL *easy = message->easy_handle;
+      const CURLcode code = message->data.result;
+      auto found = transfers.find(easy);
+      if (found == transfers.end()) continue;
+      Transfer &transfer = *found->second;
+
+      Finished finished;
+      finished.id = transfer.id;
+      long status = 0;
+      curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+      finished.response.http_status = static_cast<int>(status);
+      finished.response.retry_after_s = transfer.retry_after_s;
+      finished.response.failure = classify(code, transfer.too_large);
+      if (finished.response.failure == TransportFailure::too_large) {
+        finished.response.error =
+            "response exceeded the " + cap_text(transfer.cap) + " cap (--max-response-bytes)";
+      } else if (finished.response.failure != TransportFailure::none) {
+        finished.response.error = transfer.error_buffer[0] != '\0'
+                                      ? std::string(transfer.error_buffer)
+                                      : std::string(curl_easy_strerror(code));
+        finished.response.body = std::move(transfer.response_body);
+      } else {
+        finished.response.body = std::move(transfer.response_body);
+      }
+      curl_multi_remove_handle(multi, easy);
+      transfers.erase(found);
+      out.push_back(std::move(finished));
+    }
+  }
+};
+
+HttpTransport::HttpTransport() : m_impl(std::make_unique<Impl>()) {}
+HttpTransport::~HttpTransport() = default;
+
+HttpTransport::RequestId HttpTransport::submit(const HttpRequest &request) {
+  auto transfer = std::make_unique<Transfer>();
+  transfer->id = m_impl->next_id++;
+  transfer->cap = request.max_response_bytes;
+  transfer->easy = curl_easy_init();
+  CURL *easy = transfer->easy;
+
+  curl_easy_setopt(easy, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(easy, CURLOPT_USERAGENT, "llmrepro");
+  curl_easy_setopt(easy, CURLOPT_PRIVATE, transfer.get());
+  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, transfer->error_buffer);
+  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, transfer.get());
+  curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(easy, CURLOPT_HEADERDATA, transfer.get());
+  const double timeout_ms = std::max(1.0, request.timeout_s * 1000.0);
+  curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
+  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, request.insecure ? 0L : 1L);
+  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, request.insecure ? 0L : 2L);
+
+  for (const std::string &header : request.headers)
+    transfer->headers = curl_slist_append(transfer->headers, header.c_str());
+  if (!request.api_key.empty())
+    transfer->headers =
+        curl_slist_append(transfer->headers, ("Authorization: Bearer " + request.api_key).c_str());
+  // libcurl would otherwise send "Expect: 100-continue" for large bodies and wait for a
+  // go-ahead that some servers never send.
+  transfer->headers = curl_slist_append(transfer->headers, "Expect:");
+  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, transfer->headers);
+
+  if (request.method == HttpRequest::Method::post) {
+    transfer->request_body = request.body;
+    curl_easy_setopt(easy, CURLOPT_POST, 1L);
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, transfer->request_body.c_str());
+    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(transfer->request_body.size()));
+  } else {
+    curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+  }
+
+  const RequestId id = transfer->id;
+  curl_multi_add_handle(m_impl->multi, easy);
+  m_impl->transfers.emplace(easy, std::move(transfer));
+  return id;
+}
+
+std::vector<HttpTransport::Finished> HttpTransport::poll(double max_wait_s) {
+  std::vector<Finished> out;
+  while (!m_impl->stashed.empty()) {
+    out.push_back(std::move(m_impl->stashed.front()));
+    m_impl->stashed.pop_front();
+  }
+  int running = 0;
+  curl_multi_perform(m_impl->multi, &running);
+  m_impl->collect(out);
+  if (!out.empty()) return out;
+
+  const double wait_ms = std::clamp(max_wait_s * 1000.0, 0.0, 3600.0 * 1000.0);
+  curl_multi_poll(m_impl->multi, nullptr, 0, static_cast<int>(wait_ms), nullptr);
+  curl_multi_perform(m_impl->multi, &running);
+  m_impl->collect(out);
+  return out;
+}
+
+void HttpTransport::cancel_all() {
+  m_impl->remove_all();
+  m_impl->stashed.clear();
+}
+
+std::size_t HttpTransport::in_flight() const {
+  return m_impl->transfers.size();
+}
+
+HttpResponse HttpTransport::perform(const HttpRequest &request) {
+  const RequestId id = submit(request);
+  for (;;) {
+    // Drives the multi handle directly rather than through poll(), which would hand back the
+    // stashed transfers of other callers and never wait.
+    int running = 0;
+    curl_multi_perform(m_impl->multi, &running);
+    std::vector<Finished> finished;
+    m_impl->collect(finished);
+    std::optional<HttpResponse> mine;
+    for (Finished &item : finished) {
+      if (item.id == id)
+        mine = std::move(item.response);
+      else
+        m_impl->stashed.push_back(std::move(item));
+    }
+    if (mine) return std::move(*mine);
+    curl_multi_poll(m_impl->multi, nullptr, 0, 1000, nullptr);
+  }
+}
+
+} // namespace llmrepro::probes

@@ -1,0 +1,84 @@
+// The audit's request loop: sends a plan's waves through HttpTransport, keeping exactly each
+// wave's concurrency in flight, retrying what is worth retrying, and recording every request.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "core/request_record.hpp"
+#include "core/result.hpp"
+#include "core/suite.hpp"
+#include "probes/dialect.hpp"
+
+namespace llmrepro::probes {
+
+// One endpoint of the audit; Wave::endpoint_index indexes a vector of these.
+struct EndpointTarget {
+  std::string base_url; // validated (validate_base_url); API paths are joined onto it
+  Dialect dialect = Dialect::openai_chat;
+  std::vector<std::string> headers; // extra "Name: value" lines
+  std::string api_key;              // sent as a bearer token; never recorded
+  bool insecure = false;
+};
+
+struct SchedulerConfig {
+  GenerationParams params;
+  double timeout_s = 120;         // per attempt
+  int retries = 3;                // attempts = 1 + retries at most
+  double backoff_initial_s = 0.5; // doubled per retry, capped at backoff_max_s, plus <10% jitter
+  double backoff_max_s = 8;
+  double rate_limit = 0; // attempt starts per second over the whole run; 0 = unlimited
+  std::size_t max_response_bytes = 16u << 20;
+};
+
+struct SchedulerProgress {
+  std::size_t done = 0;   // recorded, successes and failures
+  std::size_t failed = 0; // recorded as failed
+  std::size_t total = 0;  // to run in this call (already recorded ones excluded)
+  int concurrency = 0;    // the level of the wave running now
+};
+
+// Runs every wave of `plan` in order against targets[wave.endpoint_index] and hands each
+// request's RequestRecord to `sink` on this thread as it finishes.
+//
+// Concurrency: exactly wave.concurrency logical requests are active at once (fewer only at the
+// wave's tail). A request waiting out its backoff keeps its slot, so the endpoint sees exactly
+// the load the level names. Requests start in the wave's order; already_recorded ones are skipped.
+//
+// Outcomes: 2xx parsed by parse_response is a success. A 2xx that does not parse, a 429
+// (waiting Retry-After when given, at most 60 s), a 5xx, a connection failure, a timeout or a
+// connection closed mid-response is retried with backoff, up to config.retries times; another
+// 4xx, a TLS failure or an oversize response fails at once. A failure is recorded once, after
+// its last attempt, with error "<reason> after N attempts".
+//
+// Unreachable endpoint: the first wave that has work is watched until either min(8, A) of its
+// attempts have completed (A = the most attempts that wave may make) or one of its requests
+// has spent all its attempts. If every attempt until then failed to connect (connection
+// refused, host not found, TLS failure), the run starts nothing more, records every request
+// that made an attempt as failed, and returns ErrorCode::endpoint "cannot reach <url>: <error>".
+// At level >= 8 that is one round trip; at level 1 it is one request's retries (about 3.5 s
+// with the default backoff), which also gives a server that is still starting a chance.
+// A server that answers anything, even an error status, is reachable: the rule is then off.
+//
+// Stop: once stop_requested is true nothing new starts; transfers in flight finish (bounded by
+// their timeout) and are recorded if they succeeded or failed for good; a request that would
+// still retry is abandoned unrecorded, so that --resume runs it again. Returns success.
+//
+// A sink error aborts the transfers in flight and is returned.
+core::Result<void>
+run_plan(const core::Plan &plan, const core::Suite &suite,
+         const std::vector<EndpointTarget> &targets, const SchedulerConfig &config,
+         core::RecordSink &sink,
+         const std::function<bool(const core::PlannedRequest &)> &already_recorded,
+         const std::function<void(const SchedulerProgress &)> &on_progress,
+         const std::atomic<bool> &stop_requested);
+
+// The delay before retry number `retry` (1-based): backoff_initial_s * 2^(retry-1), capped at
+// backoff_max_s, times (1 + 0.1 * jitter) with jitter in [0, 1). Exposed for tests.
+double backoff_delay_s(const SchedulerConfig &config, int retry, double jitter);
+
+} // namespace llmrepro::probes

@@ -1,0 +1,70 @@
+// The audit database: one SQLite file per audit, committed request by request so that a crash
+// loses at most the requests in flight, and complete enough that `report` and `--resume` need
+// nothing else (configuration, suite and endpoints are stored beside the records).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/audit.hpp"
+#include "core/plan.hpp"
+#include "core/request_record.hpp"
+#include "core/result.hpp"
+
+namespace llmrepro::report {
+
+class AuditDatabase {
+public:
+  // The version of the table layout this build writes and reads; open() refuses any other.
+  static constexpr int k_schema_version = 1;
+
+  // Creates a new audit database at `path` (the file may be absent or an empty SQLite file)
+  // and stores the header: info, config, suite, endpoints and any records and errors it holds.
+  // ErrorCode::input when the file already holds an audit or is not an SQLite database;
+  // ErrorCode::environment when the file cannot be created or written.
+  static core::Result<AuditDatabase> create(const std::string& path, const core::AuditData& header);
+
+  // Opens an existing audit database for reading, recording and resuming. ErrorCode::input when
+  // the file is missing, not an SQLite database, not an audit, or of another schema version.
+  static core::Result<AuditDatabase> open(const std::string& path);
+
+  AuditDatabase(AuditDatabase&& other) noexcept;
+  AuditDatabase& operator=(AuditDatabase&& other) noexcept;
+  AuditDatabase(const AuditDatabase&) = delete;
+  AuditDatabase& operator=(const AuditDatabase&) = delete;
+  ~AuditDatabase();
+
+  // Everything stored, records in the order they were recorded (a replaced record counts as
+  // recorded when it was replaced). Each endpoint's fingerprints are the distinct non-empty
+  // system_fingerprint values of its successful records, sorted.
+  core::Result<core::AuditData> load() const;
+
+  // Stores one finished request with its tokens in one transaction. A record whose key
+  // (endpoint, prompt, concurrency, probe, repeat) is already stored replaces the old record and
+  // its tokens, so every planned request is stored exactly once. Safe to call from any thread.
+  core::Result<void> record(const core::RequestRecord& record);
+
+  // The keys of the successful records, in recorded order: what --resume need not send again.
+  core::Result<std::vector<core::PlannedRequest>> recorded_successes() const;
+
+  // Marks the audit "partial" or "complete" and stores when it finished. ErrorCode::internal for
+  // any other status.
+  core::Result<void> set_status(const std::string& status, std::int64_t finished_ms);
+
+  // Replaces what is known about endpoint `index` (the dialect and model are learned at run time).
+  // Fingerprints are not stored: load() derives them from the records. ErrorCode::internal when
+  // no endpoint has that index.
+  core::Result<void> update_endpoint(int index, const core::EndpointInfo& endpoint);
+
+  // The file this database was opened or created at, for messages.
+  const std::string& path() const;
+
+private:
+  struct Impl;
+  explicit AuditDatabase(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace llmrepro::report

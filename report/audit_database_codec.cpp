@@ -1,0 +1,339 @@
+#include "report/audit_database_codec.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+namespace llmrepro::report {
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+using core::Result;
+using Json = nlohmann::json;
+
+// Logprobs inside the `more` JSON: JSON has no infinities, so non-finite values become strings.
+Json logprob_to_json(double logprob) {
+  if (std::isfinite(logprob)) return logprob;
+  if (std::isnan(logprob)) return "nan";
+  return logprob > 0 ? "inf" : "-inf";
+}
+
+// Reads the JSON documents stored in the database; every missing or mistyped field is an error
+// naming it and the document it belongs to.
+class JsonReader {
+public:
+  JsonReader(std::string where) : m_where(std::move(where)) {}
+
+  Error error(const std::string& field, const char* expected) const {
+    return core::make_error(ErrorCode::input, m_where + ": field '" + field +
+                                                  "' is missing or not " + expected);
+  }
+
+  const Json* find(const Json& object, const std::string& field) const {
+    if (!object.is_object()) return nullptr;
+    const auto it = object.find(field);
+    return it == object.end() ? nullptr : &*it;
+  }
+
+  Result<std::string> string(const Json& object, const std::string& field) const {
+    const Json* value = find(object, field);
+    if (value == nullptr || !value->is_string()) return error(field, "a string");
+    return value->get<std::string>();
+  }
+
+  Result<std::int64_t> integer(const Json& object, const std::string& field) const {
+    const Json* value = find(object, field);
+    if (value == nullptr || !value->is_number_integer()) return error(field, "an integer");
+    if (value->is_number_unsigned() &&
+        value->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+      return error(field, "an integer in range");
+    return value->get<std::int64_t>();
+  }
+
+  Result<int> small_integer(const Json& object, const std::string& field) const {
+    auto value = integer(object, field);
+    if (!value) return value.error();
+    if (*value < INT32_MIN || *value > INT32_MAX) return error(field, "an integer in range");
+    return static_cast<int>(*value);
+  }
+
+  Result<std::uint64_t> unsigned_integer(const Json& object, const std::string& field) const {
+    const Json* value = find(object, field);
+    if (value == nullptr || !value->is_number_unsigned()) return error(field, "an unsigned integer");
+    return value->get<std::uint64_t>();
+  }
+
+  Result<double> number(const Json& object, const std::string& field) const {
+    const Json* value = find(object, field);
+    if (value == nullptr || !value->is_number()) return error(field, "a number");
+    return value->get<double>();
+  }
+
+  Result<bool> boolean(const Json& object, const std::string& field) const {
+    const Json* value = find(object, field);
+    if (value == nullptr || !value->is_boolean()) return error(field, "a boolean");
+    return value->get<bool>();
+  }
+
+  // Present and either null or of the type; null is the absent optional.
+  Result<std::optional<int>> optional_int(const Json& object, const std::string& field) const {
+    const Json* value = find(object, field);
+    if (value == nullptr) return error(field, "null or an integer");
+    if (value->is_null()) return std::optional<int>{};
+    auto parsed = small_integer(object, field);
+    if (!parsed) return parsed.error();
+    return std::optional<int>{*parsed};
+  }
+
+  Result<std::optional<double>> optional_number(const Json& object,
+                                                const std::string& field) const {
+    const Json* value = find(object, field);
+    if (value == nullptr) return error(field, "null or a number");
+    if (value->is_null()) return std::optional<double>{};
+    if (!value->is_number()) return error(field, "null or a number");
+    return std::optional<double>{value->get<double>()};
+  }
+
+  Result<const Json*> array(const Json& object, const std::string& field) const {
+    const Json* value = find(object, field);
+    if (value == nullptr || !value->is_array()) return error(field, "an array");
+    return value;
+  }
+
+private:
+  std::string m_where;
+};
+
+// Assigns a Result's value to `target` or returns its error from the enclosing function.
+#define LLMREPRO_ASSIGN_OR_RETURN(target, expression)                                              \
+  do {                                                                                             \
+    auto llmrepro_result = (expression);                                                           \
+    if (!llmrepro_result) return llmrepro_result.error();                                          \
+    target = std::move(*llmrepro_result);                                                          \
+  } while (false)
+
+Json config_to_json(const core::AuditConfig& config) {
+  Json probes = Json::array();
+  for (const auto probe : config.probes) probes.push_back(core::to_string(probe));
+  const auto& gates = config.gates;
+  Json gates_json = {
+      {"fail_on", core::to_string(gates.fail_on)},
+      {"max_unique", gates.max_unique ? Json(*gates.max_unique) : Json(nullptr)},
+      {"max_unstable_rate", gates.max_unstable_rate ? Json(*gates.max_unstable_rate) : Json(nullptr)},
+      {"min_tara", gates.min_tara ? Json(*gates.min_tara) : Json(nullptr)},
+  };
+  return Json{{"api", config.api},
+              {"model", config.model},
+              {"runs", config.runs},
+              {"levels", config.levels},
+              {"probes", probes},
+              {"max_tokens", config.max_tokens},
+              {"top_logprobs", config.top_logprobs},
+              {"seed", config.seed},
+              {"stream", config.stream},
+              {"timeout_s", config.timeout_s},
+              {"retries", config.retries},
+              {"fragile_gap", config.fragile_gap},
+              {"fragile_window", config.fragile_window},
+              {"rate_limit", config.rate_limit},
+              {"shard_index", config.shard_index},
+              {"shard_count", config.shard_count},
+              {"gates", gates_json}};
+}
+
+Result<core::AuditConfig> config_from_json(const Json& json, const std::string& where) {
+  const JsonReader read(where + ": config");
+  core::AuditConfig config;
+  LLMREPRO_ASSIGN_OR_RETURN(config.api, read.string(json, "api"));
+  LLMREPRO_ASSIGN_OR_RETURN(config.model, read.string(json, "model"));
+  LLMREPRO_ASSIGN_OR_RETURN(config.runs, read.small_integer(json, "runs"));
+  const Json* levels = nullptr;
+  LLMREPRO_ASSIGN_OR_RETURN(levels, read.array(json, "levels"));
+  config.levels.clear();
+  for (const auto& level : *levels) {
+    if (!level.is_number_integer()) return read.error("levels", "an array of integers");
+    config.levels.push_back(level.get<int>());
+  }
+  const Json* probes = nullptr;
+  LLMREPRO_ASSIGN_OR_RETURN(probes, read.array(json, "probes"));
+  config.probes.clear();
+  for (const auto& probe : *probes) {
+    if (!probe.is_string()) return read.error("probes", "an array of probe names");
+    auto kind = core::parse_probe_kind(probe.get<std::string>());
+    if (!kind) return read.error("probes", "an array of probe names");
+    config.probes.push_back(*kind);
+  }
+  LLMREPRO_ASSIGN_OR_RETURN(config.max_tokens, read.small_integer(json, "max_tokens"));
+  LLMREPRO_ASSIGN_OR_RETURN(config.top_logprobs, read.small_integer(json, "top_logprobs"));
+  LLMREPRO_ASSIGN_OR_RETURN(config.seed, read.unsigned_integer(json, "seed"));
+  LLMREPRO_ASSIGN_OR_RETURN(config.stream, read.boolean(json, "stream"));
+  LLMREPRO_ASSIGN_OR_RETURN(config.timeout_s, read.number(json, "timeout_s"));
+  LLMREPRO_ASSIGN_OR_RETURN(config.retries, read.small_integer(json, "retries"));
+  LLMREPRO_ASSIGN_OR_RETURN(config.fragile_gap, read.number(json, "fragile_gap"));
+  LLMREPRO_ASSIGN_OR_RETURN(config.fragile_window, read.small_integer(json, "fragile_window"));
+  LLMREPRO_ASSIGN_OR_RETURN(config.rate_limit, read.number(json, "rate_limit"));
+  LLMREPRO_ASSIGN_OR_RETURN(config.shard_index, read.small_integer(json, "shard_index"));
+  LLMREPRO_ASSIGN_OR_RETURN(config.shard_count, read.small_integer(json, "shard_count"));
+  const Json* gates = read.find(json, "gates");
+  if (gates == nullptr || !gates->is_object()) return read.error("gates", "an object");
+  const JsonReader read_gates(where + ": config.gates");
+  std::string fail_on;
+  LLMREPRO_ASSIGN_OR_RETURN(fail_on, read_gates.string(*gates, "fail_on"));
+  auto parsed_fail_on = core::parse_fail_on(fail_on);
+  if (!parsed_fail_on) return read_gates.error("fail_on", "none, unstable or fragile");
+  config.gates.fail_on = *parsed_fail_on;
+  LLMREPRO_ASSIGN_OR_RETURN(config.gates.max_unique, read_gates.optional_int(*gates, "max_unique"));
+  LLMREPRO_ASSIGN_OR_RETURN(config.gates.max_unstable_rate,
+                            read_gates.optional_number(*gates, "max_unstable_rate"));
+  LLMREPRO_ASSIGN_OR_RETURN(config.gates.min_tara, read_gates.optional_number(*gates, "min_tara"));
+  return config;
+}
+
+template <typename Kind>
+Result<Kind> parse_kind(const std::string& text, Kind last, const JsonReader& read,
+                        const char* field) {
+  for (int value = 0; value <= static_cast<int>(last); ++value) {
+    const auto kind = static_cast<Kind>(value);
+    if (text == core::to_string(kind)) return kind;
+  }
+  return read.error(field, "a known kind");
+}
+
+// Tokens from any endpoint went through a JSON parser, so they are valid UTF-8; the replace
+// handler only keeps a malformed byte from aborting the audit.
+std::string dump(const Json& json) {
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+
+// Parses a stored document; a malformed one is an input error naming it.
+Result<Json> parse(const std::string& text, const std::string& where) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::exception& error) {
+    return core::make_error(ErrorCode::input, where + ": malformed JSON (" + error.what() + ")");
+  }
+}
+
+double logprob_from_json(const Json& json, bool& ok) {
+  ok = true;
+  if (json.is_number()) return json.get<double>();
+  if (json.is_string()) {
+    const auto text = json.get<std::string>();
+    if (text == "-inf") return -std::numeric_limits<double>::infinity();
+    if (text == "inf") return std::numeric_limits<double>::infinity();
+    if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
+  }
+  ok = false;
+  return 0.0;
+}
+
+} // namespace
+
+std::string encode_config(const core::AuditConfig& config) { return dump(config_to_json(config)); }
+
+Result<core::AuditConfig> decode_config(const std::string& text, const std::string& where) {
+  auto json = parse(text, where + ": config");
+  if (!json) return json.error();
+  return config_from_json(*json, where);
+}
+
+PromptJsonColumns encode_prompt_columns(const core::Prompt& prompt) {
+  Json messages = Json::array();
+  for (const auto& message : prompt.messages)
+    messages.push_back({{"role", message.role}, {"content", message.content}});
+  const auto& expect = prompt.expect;
+  const Json expect_json = {{"kind", core::to_string(expect.kind)},
+                            {"value", expect.value},
+                            {"path", expect.path},
+                            {"number", expect.number},
+                            {"tolerance", expect.tolerance}};
+  const Json extract_json = {{"kind", core::to_string(prompt.extract.kind)},
+                             {"pattern", prompt.extract.pattern}};
+  return {dump(messages), dump(Json(prompt.tags)), dump(expect_json), dump(extract_json)};
+}
+
+Result<void> decode_prompt_columns(const PromptJsonColumns& columns, core::Prompt& prompt,
+                                   const std::string& where) {
+  const JsonReader read(where);
+  Json messages;
+  LLMREPRO_ASSIGN_OR_RETURN(messages, parse(columns.messages, where + ": messages"));
+  if (!messages.is_array()) return read.error("messages", "an array");
+  prompt.messages.clear();
+  const JsonReader read_message(where + ": messages[]");
+  for (const auto& message : messages) {
+    core::Message decoded;
+    LLMREPRO_ASSIGN_OR_RETURN(decoded.role, read_message.string(message, "role"));
+    LLMREPRO_ASSIGN_OR_RETURN(decoded.content, read_message.string(message, "content"));
+    prompt.messages.push_back(std::move(decoded));
+  }
+  LLMREPRO_ASSIGN_OR_RETURN(prompt.tags, decode_strings(columns.tags, where + ": tags"));
+
+  Json expect;
+  LLMREPRO_ASSIGN_OR_RETURN(expect, parse(columns.expect, where + ": expect"));
+  const JsonReader read_expect(where + ": expect");
+  std::string kind;
+  LLMREPRO_ASSIGN_OR_RETURN(kind, read_expect.string(expect, "kind"));
+  LLMREPRO_ASSIGN_OR_RETURN(prompt.expect.kind,
+                            parse_kind(kind, core::Expectation::Kind::number, read_expect, "kind"));
+  LLMREPRO_ASSIGN_OR_RETURN(prompt.expect.value, read_expect.string(expect, "value"));
+  LLMREPRO_ASSIGN_OR_RETURN(prompt.expect.path, read_expect.string(expect, "path"));
+  LLMREPRO_ASSIGN_OR_RETURN(prompt.expect.number, read_expect.number(expect, "number"));
+  LLMREPRO_ASSIGN_OR_RETURN(prompt.expect.tolerance, read_expect.number(expect, "tolerance"));
+
+  Json extract;
+  LLMREPRO_ASSIGN_OR_RETURN(extract, parse(columns.extract, where + ": extract"));
+  const JsonReader read_extract(where + ": extract");
+  LLMREPRO_ASSIGN_OR_RETURN(kind, read_extract.string(extract, "kind"));
+  LLMREPRO_ASSIGN_OR_RETURN(
+      prompt.extract.kind, parse_kind(kind, core::Extraction::Kind::last_line, read_extract, "kind"));
+  LLMREPRO_ASSIGN_OR_RETURN(prompt.extract.pattern, read_extract.string(extract, "pattern"));
+  return {};
+}
+
+std::string encode_strings(const std::vector<std::string>& strings) { return dump(Json(strings)); }
+
+Result<std::vector<std::string>> decode_strings(const std::string& text, const std::string& where) {
+  auto json = parse(text, where);
+  if (!json) return json.error();
+  if (!json->is_array())
+    return core::make_error(ErrorCode::input, where + ": not an array of strings");
+  std::vector<std::string> strings;
+  for (const auto& item : *json) {
+    if (!item.is_string())
+      return core::make_error(ErrorCode::input, where + ": not an array of strings");
+    strings.push_back(item.get<std::string>());
+  }
+  return strings;
+}
+
+std::string encode_candidates(const std::vector<core::TokenCandidate>& top, std::size_t first) {
+  Json rest = Json::array();
+  for (std::size_t i = first; i < top.size(); ++i)
+    rest.push_back(Json::array({top[i].token, logprob_to_json(top[i].logprob)}));
+  return dump(rest);
+}
+
+Result<void> decode_candidates(const std::string& text, std::vector<core::TokenCandidate>& top,
+                               const std::string& where) {
+  auto json = parse(text, where);
+  if (!json) return json.error();
+  const auto bad = [&] {
+    return core::make_error(ErrorCode::input,
+                            where + ": not an array of [token, logprob] pairs");
+  };
+  if (!json->is_array()) return bad();
+  for (const auto& pair : *json) {
+    if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string()) return bad();
+    bool ok = false;
+    const double logprob = logprob_from_json(pair[1], ok);
+    if (!ok) return bad();
+    top.push_back({pair[0].get<std::string>(), logprob});
+  }
+  return {};
+}
+
+} // namespace llmrepro::report

@@ -1,0 +1,282 @@
+// Renderings of an AuditDiff. The JSON is built with nlohmann/json here (never in a header);
+// the Markdown and HTML escape every prompt id, endpoint and model name they print.
+#include "report/diff_report.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "report/html_style.hpp"
+#include "report/markdown_report.hpp"
+
+namespace llmrepro::report {
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json number_or_null(double value) {
+  return std::isfinite(value) ? ordered_json(value) : ordered_json(nullptr);
+}
+
+template <typename T> ordered_json optional_json(const std::optional<T> &value) {
+  if (!value) return nullptr;
+  if constexpr (std::is_floating_point_v<T>)
+    return number_or_null(*value);
+  else
+    return *value;
+}
+
+ordered_json interval_json(const std::optional<core::Interval> &interval) {
+  if (!interval) return nullptr;
+  return ordered_json::array({number_or_null(interval->low), number_or_null(interval->high)});
+}
+
+ordered_json side_json(const core::AuditSide &side) {
+  ordered_json out;
+  out["audit_id"] = side.audit_id;
+  out["endpoint"] = side.endpoint;
+  out["model"] = side.model;
+  out["fingerprints"] = side.fingerprints;
+  out["prompts"] = side.prompts;
+  out["runs"] = side.runs;
+  return out;
+}
+
+ordered_json prompt_side_json(const core::PromptSide &side) {
+  ordered_json out;
+  out["runs"] = side.runs;
+  out["failed"] = side.failed;
+  out["unique_completions"] = side.unique_completions;
+  out["reference_count"] = side.reference_count;
+  out["agreement"] = number_or_null(side.agreement());
+  out["unstable"] = side.unstable;
+  out["fragile"] = side.fragile;
+  out["first_divergence"] = optional_json(side.first_divergence);
+  out["min_gap"] = optional_json(side.min_gap);
+  if (side.pass)
+    out["pass"] = {{"passed", side.pass->passed}, {"runs", side.pass->runs}};
+  else
+    out["pass"] = nullptr;
+  return out;
+}
+
+std::string verdict_status(const core::AuditDiff &diff) {
+  if (diff.regression()) return "regression";
+  if (diff.improvement()) return "improvement";
+  return "no_change";
+}
+
+std::string p_text(double p) {
+  return p < 0.001 ? std::string("<0.001") : fmt::format("{:.3f}", p);
+}
+
+// A metric's value: rates in %, means with two decimals.
+std::string value_text(const core::MetricDiff &m, double v) {
+  if (m.test == "mcnemar_exact" || m.name == "pass_rate" || m.name == "mean_agreement") {
+    return fmt::format("{:.1f}%", 100.0 * v);
+  }
+  return fmt::format("{:.2f}", v);
+}
+
+std::string delta_text(const core::MetricDiff &m) {
+  if (m.test == "mcnemar_exact" || m.name == "pass_rate" || m.name == "mean_agreement") {
+    return fmt::format("{:+.1f} pp", 100.0 * m.delta);
+  }
+  return fmt::format("{:+.2f}", m.delta);
+}
+
+std::string metric_verdict(const core::MetricDiff &m) {
+  if (m.regression) return "regression (beyond noise)";
+  if (m.improvement) return "improvement (beyond noise)";
+  return "within noise";
+}
+
+std::string prompt_verdict(const core::PromptDiff &p) {
+  if (p.regression && p.improvement) return "changed (beyond noise)";
+  if (p.regression) return "regression (beyond noise)";
+  if (p.improvement) return "improvement (beyond noise)";
+  return "within noise";
+}
+
+bool notable(const core::PromptDiff &p) {
+  return p.beyond_noise || p.agreement_change == "newly unstable" ||
+         p.agreement_change == "newly stable";
+}
+
+} // namespace
+
+std::string render_diff_json(const core::AuditDiff &diff) {
+  ordered_json out;
+  out["schema"] = "llmrepro.diff.v1";
+  out["a"] = side_json(diff.a);
+  out["b"] = side_json(diff.b);
+  out["config"] = {{"alpha", diff.alpha},
+                   {"bootstrap_resamples", diff.bootstrap_resamples},
+                   {"seed", diff.seed}};
+  out["paired_prompts"] = diff.paired_prompts;
+  out["only_in_a"] = diff.only_in_a;
+  out["only_in_b"] = diff.only_in_b;
+  out["metrics"] = ordered_json::array();
+  for (const core::MetricDiff &m : diff.metrics) {
+    ordered_json j;
+    j["name"] = m.name;
+    j["description"] = m.description;
+    j["higher_is_better"] = m.higher_is_better;
+    j["pairs"] = m.pairs;
+    j["a"] = number_or_null(m.a);
+    j["b"] = number_or_null(m.b);
+    j["delta"] = number_or_null(m.delta);
+    j["a_interval"] = interval_json(m.a_interval);
+    j["b_interval"] = interval_json(m.b_interval);
+    j["delta_interval"] = interval_json(m.delta_interval);
+    j["test"] = m.test;
+    j["p_value"] = number_or_null(m.p_value);
+    j["only_a"] = optional_json(m.only_a);
+    j["only_b"] = optional_json(m.only_b);
+    j["sign_test_p"] = optional_json(m.sign_test_p);
+    j["beyond_noise"] = m.beyond_noise;
+    j["regression"] = m.regression;
+    j["improvement"] = m.improvement;
+    out["metrics"].push_back(std::move(j));
+  }
+  out["prompts"] = ordered_json::array();
+  for (const core::PromptDiff &p : diff.prompts) {
+    ordered_json j;
+    j["id"] = p.id;
+    j["a"] = prompt_side_json(p.a);
+    j["b"] = prompt_side_json(p.b);
+    j["agreement_change"] = p.agreement_change;
+    j["agreement_p"] = number_or_null(p.agreement_p);
+    j["agreement_p_adjusted"] = number_or_null(p.agreement_p_adjusted);
+    j["pass_p"] = optional_json(p.pass_p);
+    j["pass_p_adjusted"] = optional_json(p.pass_p_adjusted);
+    j["beyond_noise"] = p.beyond_noise;
+    j["regression"] = p.regression;
+    j["improvement"] = p.improvement;
+    out["prompts"].push_back(std::move(j));
+  }
+  out["verdict"] = {{"status", verdict_status(diff)},
+                    {"regression", diff.regression()},
+                    {"improvement", diff.improvement()}};
+  // Model text can hold invalid UTF-8; replace it rather than throw.
+  return out.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
+}
+
+std::string render_diff_markdown(const core::AuditDiff &diff) {
+  const std::string status = verdict_status(diff);
+  std::string out = fmt::format("## llmrepro diff: {}\n\n",
+                                status == "regression"    ? "\u274c regression beyond noise"
+                                : status == "improvement" ? "\u2705 improvement beyond noise"
+                                                          : "\u2705 no difference beyond noise");
+  out += fmt::format("A {} ({}) \u2192 B {} ({}) \u00b7 {} paired prompts \u00b7 \u03b1 = {:g}\n\n",
+                     markdown_escape(diff.a.audit_id, 40), markdown_escape(diff.a.model, 40),
+                     markdown_escape(diff.b.audit_id, 40), markdown_escape(diff.b.model, 40),
+                     diff.paired_prompts, diff.alpha);
+  if (!diff.only_in_a.empty() || !diff.only_in_b.empty()) {
+    out += fmt::format("{} prompts only in A, {} only in B (not compared).\n\n",
+                       diff.only_in_a.size(), diff.only_in_b.size());
+  }
+  if (!diff.metrics.empty()) {
+    out += "| metric | A | B | change | p | verdict |\n|---|---:|---:|---:|---:|---|\n";
+    for (const core::MetricDiff &m : diff.metrics) {
+      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", m.name, value_text(m, m.a),
+                         value_text(m, m.b), delta_text(m), p_text(m.p_value), metric_verdict(m));
+    }
+  }
+  std::string rows;
+  int shown = 0;
+  for (const core::PromptDiff &p : diff.prompts) {
+    if (!notable(p) || shown == 10) continue;
+    ++shown;
+    rows += fmt::format("| {} | {} | {} \u2192 {} | {:.0f}% \u2192 {:.0f}% | {} | {} |\n",
+                        markdown_escape(p.id, 60), p.agreement_change, p.a.unique_completions,
+                        p.b.unique_completions, 100.0 * p.a.agreement(), 100.0 * p.b.agreement(),
+                        p_text(p.agreement_p_adjusted), prompt_verdict(p));
+  }
+  if (!rows.empty()) {
+    out += "\n### Prompts that changed\n\n| prompt | stability | distinct | agreement | p (Holm) | "
+           "verdict |\n"
+           "|---|---|---:|---:|---:|---|\n" +
+           rows;
+  }
+  return out;
+}
+
+std::string render_diff_html(const core::AuditDiff &diff) {
+  const std::string status = verdict_status(diff);
+  std::string out =
+      html_document_head("llmrepro diff " + diff.a.audit_id + " vs " + diff.b.audit_id);
+  out += "<main>\n<header class=\"page\"><h1>llmrepro diff</h1><span class=\"meta\">";
+  out += fmt::format(
+      "A <code>{}</code> ({}) \u2192 B <code>{}</code> ({}) \u00b7 {} paired prompts \u00b7 "
+      "\u03b1 = {:g} \u00b7 bootstrap {} resamples, seed {}",
+      html_escape(diff.a.audit_id), html_escape(diff.a.model), html_escape(diff.b.audit_id),
+      html_escape(diff.b.model), diff.paired_prompts, diff.alpha, diff.bootstrap_resamples,
+      diff.seed);
+  out += "</span></header>\n";
+  const bool bad = status == "regression";
+  out += fmt::format(
+      "<section class=\"verdict {}\" id=\"verdict\"><span class=\"badge\">{}</span><div><strong>{}"
+      "</strong><div class=\"muted\">{} prompts only in A, {} only in B (not compared)</div></div>"
+      "</section>\n",
+      bad ? "fail" : "pass",
+      bad                       ? "REGRESSION"
+      : status == "improvement" ? "IMPROVED"
+                                : "NO CHANGE",
+      bad                       ? "A difference beyond run-to-run noise is a regression."
+      : status == "improvement" ? "Differences beyond noise are improvements."
+                                : "Every difference is within run-to-run noise.",
+      diff.only_in_a.size(), diff.only_in_b.size());
+  out += "<section class=\"panel\" id=\"metrics\"><h2>Overall</h2><table><thead><tr><th>metric</th>"
+         "<th class=\"num\">A</th><th class=\"num\">B</th><th "
+         "class=\"num\">change</th><th>interval</th>"
+         "<th>test</th><th class=\"num\">p</th><th>verdict</th></tr></thead><tbody>";
+  for (const core::MetricDiff &m : diff.metrics) {
+    std::string interval;
+    if (m.a_interval && m.b_interval) {
+      interval = fmt::format("A [{}, {}] \u00b7 B [{}, {}]", value_text(m, m.a_interval->low),
+                             value_text(m, m.a_interval->high), value_text(m, m.b_interval->low),
+                             value_text(m, m.b_interval->high));
+    }
+    if (m.delta_interval) {
+      interval += fmt::format("{}change [{:+.3f}, {:+.3f}]", interval.empty() ? "" : " \u00b7 ",
+                              m.delta_interval->low, m.delta_interval->high);
+    }
+    const char *tag = m.regression ? "fail" : m.improvement ? "pass" : "info";
+    out += fmt::format(
+        "<tr><td><strong>{}</strong><div class=\"muted\">{}</div></td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"muted\">{}</td><td>{}</td>"
+        "<td class=\"num\">{}</td><td><span class=\"tag {}\">{}</span></td></tr>",
+        html_escape(m.name), html_escape(m.description), value_text(m, m.a), value_text(m, m.b),
+        delta_text(m), interval, html_escape(m.test), html_escape(p_text(m.p_value)), tag,
+        metric_verdict(m));
+  }
+  out += "</tbody></table></section>\n";
+  out += "<section class=\"panel\" "
+         "id=\"prompts\"><h2>Prompts</h2><table><thead><tr><th>prompt</th><th>stability</th>"
+         "<th class=\"num\">distinct A \u2192 B</th><th class=\"num\">agreement A \u2192 B</th>"
+         "<th class=\"num\">pass A \u2192 B</th><th class=\"num\">p "
+         "(Holm)</th><th>verdict</th></tr></thead><tbody>";
+  for (const core::PromptDiff &p : diff.prompts) {
+    const char *tag = p.regression ? "fail" : p.improvement ? "pass" : "info";
+    std::string pass = "\u2013";
+    if (p.a.pass && p.b.pass) {
+      pass = fmt::format("{}/{} \u2192 {}/{}", p.a.pass->passed, p.a.pass->runs, p.b.pass->passed,
+                         p.b.pass->runs);
+    }
+    out += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td class=\"num\">{} \u2192 {}</td>"
+                       "<td class=\"num\">{}/{} \u2192 {}/{}</td><td class=\"num\">{}</td><td "
+                       "class=\"num\">{}</td>"
+                       "<td><span class=\"tag {}\">{}</span></td></tr>",
+                       html_escape(p.id), html_escape(p.agreement_change), p.a.unique_completions,
+                       p.b.unique_completions, p.a.reference_count, p.a.runs, p.b.reference_count,
+                       p.b.runs, pass, html_escape(p_text(p.agreement_p_adjusted)), tag,
+                       prompt_verdict(p));
+  }
+  out += "</tbody></table></section>\n<footer>Written by llmrepro. Self-contained: this page "
+         "fetches nothing."
+         "</footer>\n</main>\n</body>\n</html>\n";
+  return out;
+}
+
+} // namespace llmrepro::report

@@ -1,0 +1,16 @@
+// The HTML audit report: one self-contained page for reviewers (no script, style or font is
+// fetched when it opens), with the verdict and the worst prompts above the fold.
+#pragma once
+
+#include <string>
+
+#include "core/audit_report.hpp"
+
+namespace llmrepro::report {
+
+// The whole page. Summary cards, inline SVG charts, a sortable and filterable prompt table
+// (one small inline script, no framework) and a section per prompt. All model text is escaped;
+// the page holds exactly one <script> element, ours, and no model text inside it.
+std::string render_html(const core::AuditReport &report);
+
+} // namespace llmrepro::report

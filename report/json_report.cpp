@@ -1,0 +1,226 @@
+#include "report/json_report.hpp"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "report/iso_time.hpp"
+
+namespace llmrepro::report {
+namespace {
+
+// Insertion order is the documented key order.
+using Json = nlohmann::ordered_json;
+
+Json number(double value) { return std::isfinite(value) ? Json(value) : Json(nullptr); }
+
+Json optional_number(const std::optional<double>& value) {
+  return value ? number(*value) : Json(nullptr);
+}
+
+Json optional_int(const std::optional<int>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+Json candidates(const std::vector<core::TokenCandidate>& top) {
+  Json json = Json::array();
+  for (const auto& candidate : top)
+    json.push_back({{"token", candidate.token}, {"logprob", number(candidate.logprob)}});
+  return json;
+}
+
+Json tool_json(const core::ToolInfo& tool) {
+  return {{"version", tool.version}, {"build", tool.build}, {"cuda", tool.cuda}};
+}
+
+Json audit_json(const core::AuditReport& report, const core::AuditData& data) {
+  const bool complete = data.info.status == "complete";
+  return {{"id", data.info.id},
+          {"started", format_iso_utc_ms(data.info.started_ms)},
+          {"finished", complete ? Json(format_iso_utc_ms(data.info.finished_ms)) : Json(nullptr)},
+          {"status", complete ? "complete" : "partial"},
+          {"planned_requests", report.planned_requests},
+          {"recorded_requests", data.records.size()}};
+}
+
+Json endpoints_json(const core::AuditData& data) {
+  Json json = Json::array();
+  for (const auto& endpoint : data.endpoints)
+    json.push_back({{"url", endpoint.url},
+                    {"dialect", endpoint.dialect},
+                    {"model", endpoint.model},
+                    {"embedded", endpoint.embedded},
+                    {"fingerprints", endpoint.fingerprints}});
+  return json;
+}
+
+Json config_json(const core::AuditConfig& config) {
+  Json probes = Json::array();
+  for (const auto probe : config.probes) probes.push_back(core::to_string(probe));
+  return {{"api", config.api},
+          {"model", config.model},
+          {"runs", config.runs},
+          {"concurrency", config.levels},
+          {"probes", probes},
+          {"max_tokens", config.max_tokens},
+          {"top_logprobs", config.top_logprobs},
+          {"seed", config.seed},
+          {"stream", config.stream},
+          {"timeout_s", number(config.timeout_s)},
+          {"retries", config.retries},
+          {"fragile_gap", number(config.fragile_gap)},
+          {"fragile_window", config.fragile_window},
+          {"rate_limit", number(config.rate_limit)},
+          {"shard", std::to_string(config.shard_index) + "/" + std::to_string(config.shard_count)},
+          {"gates",
+           {{"fail_on", core::to_string(config.gates.fail_on)},
+            {"max_unique", optional_int(config.gates.max_unique)},
+            {"max_unstable_rate", optional_number(config.gates.max_unstable_rate)},
+            {"min_tara", optional_number(config.gates.min_tara)}}}};
+}
+
+Json checks_json(const std::optional<core::CheckerSummary>& checks) {
+  if (!checks) return nullptr;
+  Json per_run = Json::array();
+  for (const auto& run : checks->per_run)
+    per_run.push_back({{"concurrency", run.concurrency},
+                       {"repeat", run.repeat},
+                       {"passed", run.passed},
+                       {"checked", run.checked},
+                       {"accuracy", number(run.accuracy)}});
+  return {{"prompts_checked", checks->prompts_checked},
+          {"mean_accuracy", number(checks->mean_accuracy)},
+          {"best_possible", number(checks->best_possible)},
+          {"worst_possible", number(checks->worst_possible)},
+          {"spread", number(checks->spread)},
+          {"per_run", per_run}};
+}
+
+Json summary_json(const core::AuditReport& report) {
+  const auto& summary = report.analysis.summary;
+  const auto& predictor = summary.predictor;
+  Json levels = Json::array();
+  for (const auto& level : summary.by_concurrency)
+    levels.push_back({{"concurrency", level.concurrency},
+                      {"runs", level.runs},
+                      {"unique_completions", level.unique_completions},
+                      {"unstable_prompts", level.unstable_prompts},
+                      {"failed", level.failed},
+                      {"tokens_per_second", number(level.tokens_per_second)},
+                      {"mean_latency_ms", number(level.mean_latency_ms)}});
+  Json gates = Json::array();
+  for (const auto& gate : report.verdict.gates)
+    gates.push_back({{"name", gate.name}, {"passed", gate.passed}, {"message", gate.message}});
+  return {{"prompts", summary.prompts},
+          {"requests", summary.requests},
+          {"failed_requests", summary.failed_requests},
+          {"unstable_prompts", summary.unstable_prompts},
+          {"fragile_prompts", summary.fragile_prompts},
+          {"prompts_without_logprobs", summary.prompts_without_logprobs},
+          {"tarr", number(summary.tarr)},
+          {"tara", optional_number(report.tara)},
+          {"predictor",
+           {{"true_positive", predictor.true_positive},
+            {"false_positive", predictor.false_positive},
+            {"false_negative", predictor.false_negative},
+            {"true_negative", predictor.true_negative},
+            {"precision", optional_number(predictor.precision)},
+            {"recall", optional_number(predictor.recall)}}},
+          {"checks", checks_json(summary.checks)},
+          {"by_concurrency", levels},
+          {"verdict",
+           {{"status", report.verdict.passed ? "pass" : "fail"}, {"gates", gates}}}};
+}
+
+Json completion_json(const core::DistinctCompletion& completion) {
+  Json counts = Json::object();
+  for (const auto& [level, count] : completion.count_by_concurrency)
+    counts[std::to_string(level)] = count;
+  Json tokens = Json::array();
+  for (const auto& token : completion.tokens)
+    tokens.push_back({{"token", token.token},
+                      {"logprob", number(token.logprob)},
+                      {"top", candidates(token.top)}});
+  return {{"text", completion.text},
+          {"count", completion.count},
+          {"reference", completion.is_reference},
+          {"divergence", optional_int(completion.divergence)},
+          {"count_by_concurrency", counts},
+          {"tokens", tokens}};
+}
+
+Json prompt_json(const core::PromptAnalysis& prompt) {
+  Json levels = Json::array();
+  for (const auto& level : prompt.by_concurrency)
+    levels.push_back({{"concurrency", level.concurrency},
+                      {"runs", level.runs},
+                      {"failed", level.failed},
+                      {"unique_completions", level.unique_completions},
+                      {"first_divergence", optional_int(level.first_divergence)}});
+  Json completions = Json::array();
+  for (const auto& completion : prompt.completions) completions.push_back(completion_json(completion));
+  Json answers = Json::array();
+  for (const auto& [answer, count] : prompt.answers)
+    answers.push_back({{"answer", answer}, {"count", count}});
+  return {{"id", prompt.id},
+          {"runs", prompt.runs},
+          {"failed", prompt.failed},
+          {"unique_completions", prompt.unique_completions},
+          {"first_divergence", optional_int(prompt.first_divergence)},
+          {"gap_at_divergence", optional_number(prompt.gap_at_divergence)},
+          {"min_gap", optional_number(prompt.min_gap)},
+          {"min_gap_position", optional_int(prompt.min_gap_position)},
+          {"fragile", prompt.fragile},
+          {"unstable", prompt.unstable},
+          {"has_logprobs", prompt.has_logprobs},
+          {"candidates_at_divergence", candidates(prompt.candidates_at_divergence)},
+          {"answers", answers},
+          {"answer_failures", prompt.answer_failures},
+          {"answers_agree", prompt.answers_agree},
+          {"passes", optional_int(prompt.passes)},
+          {"checked_runs", prompt.checked_runs},
+          {"by_concurrency", levels},
+          {"completions", completions}};
+}
+
+// Failed records of the analysed endpoint: the requests that never produced a completion.
+Json errors_json(const core::AuditReport& report, const core::AuditData& data) {
+  Json errors = Json::array();
+  for (const auto& record : data.records) {
+    const auto& planned = record.planned;
+    if (record.outcome.ok || planned.endpoint_index != report.analysis.endpoint_index) continue;
+    const auto index = static_cast<std::size_t>(planned.prompt_index);
+    const std::string prompt = index < data.suite.prompts.size()
+                                   ? data.suite.prompts[index].id
+                                   : "#" + std::to_string(planned.prompt_index);
+    errors.push_back({{"prompt", prompt},
+                      {"concurrency", planned.concurrency},
+                      {"probe", core::to_string(planned.probe)},
+                      {"repeat", planned.repeat},
+                      {"http_status", record.outcome.http_status},
+                      {"attempts", record.outcome.attempts},
+                      {"error", record.outcome.error}});
+  }
+  return errors;
+}
+
+} // namespace
+
+std::string render_json(const core::AuditReport& report) {
+  static const core::AuditData k_empty;
+  const core::AuditData& data = report.data != nullptr ? *report.data : k_empty;
+  Json prompts = Json::array();
+  for (const auto& prompt : report.analysis.prompts) prompts.push_back(prompt_json(prompt));
+  const Json json = {{"schema", k_json_report_schema},
+                     {"tool", tool_json(report.tool)},
+                     {"audit", audit_json(report, data)},
+                     {"endpoints", endpoints_json(data)},
+                     {"config", config_json(data.config)},
+                     {"summary", summary_json(report)},
+                     {"prompts", prompts},
+                     {"errors", errors_json(report, data)}};
+  // Model text may hold invalid UTF-8 (a BPE token can split a character); the replace handler
+  // writes U+FFFD instead of throwing.
+  return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+} // namespace llmrepro::report

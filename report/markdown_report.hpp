@@ -1,0 +1,23 @@
+// The Markdown summary of an audit: short enough for a pull-request comment or a CI job
+// summary, with the verdict, the key numbers and the worst prompts.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "core/audit_report.hpp"
+
+namespace llmrepro::report {
+
+// Verdict line, a table of key numbers, the gates, and up to five worst prompts with their
+// divergence position, gap and candidates. Model text is escaped (markdown_escape).
+std::string render_markdown(const core::AuditReport &report);
+
+// Text safe inside a GitHub-flavoured Markdown table cell: at most `max_code_points` code
+// points, newlines shown as ⏎, control characters dropped, HTML and the characters that
+// start Markdown syntax (| ` * _ [ ] < > & \ ~ # !) written as character references, so the
+// text renders as itself and cannot close the cell, open a code span or inject HTML.
+std::string markdown_escape(std::string_view text, std::size_t max_code_points = 80);
+
+} // namespace llmrepro::report

@@ -1,0 +1,241 @@
+#include "report/terminal_summary.hpp"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "core/prompt_ranking.hpp"
+
+namespace llmrepro::report {
+namespace {
+
+constexpr std::size_t k_id_width = 24;
+constexpr std::size_t k_token_width = 16;
+constexpr std::size_t k_field_width = 60;
+constexpr std::size_t k_worst = 5;
+
+// Decodes one UTF-8 code point at `at`; returns its length, or 0 when the bytes there are not a
+// well-formed sequence (overlong forms and surrogates included).
+std::size_t decode_utf8(std::string_view text, std::size_t at, char32_t& code_point) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[at + i]); };
+  const unsigned char lead = byte(0);
+  std::size_t length = 0;
+  char32_t minimum = 0;
+  if (lead < 0x80) {
+    code_point = lead;
+    return 1;
+  }
+  if ((lead & 0xE0) == 0xC0) {
+    length = 2;
+    minimum = 0x80;
+    code_point = lead & 0x1Fu;
+  } else if ((lead & 0xF0) == 0xE0) {
+    length = 3;
+    minimum = 0x800;
+    code_point = lead & 0x0Fu;
+  } else if ((lead & 0xF8) == 0xF0) {
+    length = 4;
+    minimum = 0x10000;
+    code_point = lead & 0x07u;
+  } else {
+    return 0;
+  }
+  if (at + length > text.size()) return 0;
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+    code_point = (code_point << 6) | (byte(i) & 0x3Fu);
+  }
+  if (code_point < minimum || code_point > 0x10FFFF ||
+      (code_point >= 0xD800 && code_point <= 0xDFFF))
+    return 0;
+  return length;
+}
+
+// Code points that change how the terminal lays out or reorders the text around them.
+bool is_layout_control(char32_t code_point) {
+  return (code_point >= 0x80 && code_point <= 0x9F) ||
+         (code_point >= 0x202A && code_point <= 0x202E) ||
+         (code_point >= 0x2066 && code_point <= 0x2069);
+}
+
+// One visible piece of escaped text and the columns it takes.
+struct Piece {
+  std::string text;
+  std::size_t columns;
+};
+
+std::vector<Piece> escape_pieces(std::string_view text) {
+  std::vector<Piece> pieces;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    char32_t code_point = 0;
+    const std::size_t length = decode_utf8(text, at, code_point);
+    if (length == 0) {
+      pieces.push_back({fmt::format("\\x{:02x}", static_cast<unsigned char>(text[at])), 4});
+      ++at;
+      continue;
+    }
+    std::string piece;
+    switch (code_point) {
+    case '\\': piece = "\\\\"; break;
+    case '\n': piece = "\\n"; break;
+    case '\t': piece = "\\t"; break;
+    case '\r': piece = "\\r"; break;
+    default:
+      if (code_point < 0x20 || code_point == 0x7F)
+        piece = fmt::format("\\x{:02x}", static_cast<unsigned>(code_point));
+      else if (is_layout_control(code_point))
+        piece = fmt::format("\\u{{{:04x}}}", static_cast<unsigned>(code_point));
+    }
+    if (piece.empty())
+      pieces.push_back({std::string(text.substr(at, length)), 1});
+    else
+      pieces.push_back({piece, piece.size()});
+    at += length;
+  }
+  return pieces;
+}
+
+class Painter {
+public:
+  explicit Painter(bool color) : m_color(color) {}
+  std::string bold(const std::string& text) const { return paint(text, "1"); }
+  std::string red(const std::string& text) const { return paint(text, "1;31"); }
+  std::string green(const std::string& text) const { return paint(text, "1;32"); }
+  std::string yellow(const std::string& text) const { return paint(text, "33"); }
+
+private:
+  std::string paint(const std::string& text, const char* code) const {
+    if (!m_color) return text;
+    return fmt::format("\x1b[{}m{}\x1b[0m", code, text);
+  }
+  bool m_color;
+};
+
+std::string quoted(const std::string& token) {
+  return "\"" + escape_terminal_text(token, k_token_width) + "\"";
+}
+
+std::string percent(double share) { return fmt::format("{:.1f}%", share * 100.0); }
+
+std::string optional_ratio(const std::optional<double>& value) {
+  return value ? fmt::format("{:.2f}", *value) : std::string("n/a");
+}
+
+std::string endpoint_line(const core::AuditData& data) {
+  if (data.endpoints.empty()) return "endpoint   (none recorded)";
+  const auto& endpoint = data.endpoints[0];
+  std::string where = endpoint.embedded ? "embedded reference engine"
+                                        : escape_terminal_text(endpoint.url, k_field_width);
+  std::string model = !endpoint.model.empty() ? endpoint.model : data.config.model;
+  if (model.empty()) model = "(unknown)";
+  return fmt::format("endpoint   {}   model {}   dialect {}", where,
+                     escape_terminal_text(model, k_id_width),
+                     endpoint.dialect.empty() ? std::string("(unknown)")
+                                              : escape_terminal_text(endpoint.dialect, k_id_width));
+}
+
+std::string worst_line(const core::PromptAnalysis& prompt) {
+  std::string line = fmt::format("  {:<{}} {} unique", escape_terminal_text(prompt.id, k_id_width),
+                                 k_id_width, prompt.unique_completions);
+  if (prompt.first_divergence) {
+    line += fmt::format("  diverges at token {}", *prompt.first_divergence);
+    if (prompt.gap_at_divergence) line += fmt::format("  gap {:.4f}", *prompt.gap_at_divergence);
+    const auto& candidates = prompt.candidates_at_divergence;
+    if (candidates.size() >= 2)
+      line += fmt::format("  {} ({:.4f}) vs {} ({:.4f})", quoted(candidates[0].token),
+                          candidates[0].logprob, quoted(candidates[1].token),
+                          candidates[1].logprob);
+  } else if (prompt.min_gap && prompt.min_gap_position) {
+    line += fmt::format("  stable, min gap {:.4f} at token {}", *prompt.min_gap,
+                        *prompt.min_gap_position);
+  }
+  if (!prompt.has_logprobs) line += "  (no logprobs)";
+  return line;
+}
+
+} // namespace
+
+std::string escape_terminal_text(std::string_view text, std::size_t width) {
+  const std::vector<Piece> pieces = escape_pieces(text);
+  std::size_t total = 0;
+  for (const auto& piece : pieces) total += piece.columns;
+  std::string out;
+  if (width == 0 || total <= width) {
+    for (const auto& piece : pieces) out += piece.text;
+    return out;
+  }
+  // One column is kept for the ellipsis.
+  std::size_t used = 0;
+  for (const auto& piece : pieces) {
+    if (used + piece.columns > width - 1) break;
+    out += piece.text;
+    used += piece.columns;
+  }
+  return out + "\u2026";
+}
+
+std::string render_terminal_summary(const core::AuditReport& report, bool color) {
+  static const core::AuditData k_empty;
+  const core::AuditData& data = report.data != nullptr ? *report.data : k_empty;
+  const auto& summary = report.analysis.summary;
+  const Painter paint(color);
+  std::string out;
+  const auto line = [&out](const std::string& text) { out += text + "\n"; };
+
+  std::string status = data.info.status == "complete" ? std::string("complete")
+                                                      : fmt::format("partial: {} of {} planned "
+                                                                    "requests recorded",
+                                                                    data.records.size(),
+                                                                    report.planned_requests);
+  line(paint.bold("llmrepro audit " + escape_terminal_text(data.info.id, k_field_width)) + "  (" +
+       status + ")");
+  line(endpoint_line(data));
+  line(fmt::format("prompts    {}   requests {}   failed {}", summary.prompts, summary.requests,
+                   summary.failed_requests));
+
+  std::string levels;
+  for (const auto& level : summary.by_concurrency)
+    levels += fmt::format("{}c={}: {}", levels.empty() ? "   " : "  ", level.concurrency,
+                          level.unstable_prompts);
+  const std::string unstable = fmt::format("{} of {}", summary.unstable_prompts, summary.prompts);
+  line("unstable   " + (summary.unstable_prompts > 0 ? paint.yellow(unstable) : unstable) + levels);
+  line(fmt::format("fragile    {} of {}   (top-2 gap < {} nats within the first {} tokens)",
+                   summary.fragile_prompts, summary.prompts, data.config.fragile_gap,
+                   data.config.fragile_window));
+  if (summary.prompts_without_logprobs > 0)
+    line(fmt::format("           prompts without logprobs: {} (judged on text alone)",
+                     summary.prompts_without_logprobs));
+  line(fmt::format("TARr       {}   TARa {}", percent(summary.tarr),
+                   report.tara ? percent(*report.tara) : std::string("n/a")));
+  const auto& predictor = summary.predictor;
+  line(fmt::format("predictor  precision {}  recall {}  (tp {} fp {} fn {} tn {})",
+                   optional_ratio(predictor.precision), optional_ratio(predictor.recall),
+                   predictor.true_positive, predictor.false_positive, predictor.false_negative,
+                   predictor.true_negative));
+
+  const auto worst = core::worst_prompts(report.analysis, k_worst);
+  if (worst.empty()) {
+    line("worst      none: every prompt stable and none fragile");
+  } else {
+    line("worst prompts");
+    for (const auto* prompt : worst) line(worst_line(*prompt));
+  }
+
+  if (report.verdict.passed) {
+    std::string names;
+    for (const auto& gate : report.verdict.gates)
+      names += (names.empty() ? "" : ", ") + escape_terminal_text(gate.name, k_id_width);
+    line(paint.green("PASS") +
+         (names.empty() ? "  (no gates configured)" : "  (gates passed: " + names + ")"));
+  } else {
+    line(paint.red("FAIL"));
+    for (const auto& gate : report.verdict.gates)
+      if (!gate.passed)
+        line("  " + escape_terminal_text(gate.name, k_id_width) + ": " +
+             escape_terminal_text(gate.message, 0));
+  }
+  return out;
+}
+
+} // namespace llmrepro::report

@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""Renders an llmrepro HTML report in headless Chromium and checks the DOM after its script ran.
+
+usage: check_report_html.py HTML_FILE SCREENSHOT_PNG
+
+Asserts that the summary, the verdict, the prompt table rows and the SVG charts are there,
+that the table script ran (it writes the "N of M shown" count), and that hostile model text
+stayed text: no <img> element, exactly one <script> element (ours). Saves a 1280-wide
+screenshot. Exits 0 when every check holds, 1 with a message otherwise, 77 (skip) when no
+Chromium is installed.
+"""
+import html.parser
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-extensions", "--hide-scrollbars"]
+
+
+def find_chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def run_chromium(chromium, extra, url):
+    with tempfile.TemporaryDirectory(prefix="llmrepro-chromium-") as profile:
+        command = [chromium, *FLAGS, f"--user-data-dir={profile}", *extra, url]
+        result = subprocess.run(command, capture_output=True, timeout=120, check=False)
+    if result.returncode != 0:
+        sys.exit(f"chromium failed ({result.returncode}): {result.stderr.decode(errors='replace')[-2000:]}")
+    return result.stdout.decode("utf-8", errors="replace")
+
+
+class Dom(html.parser.HTMLParser):
+    """Counts the elements of the dumped DOM by tag, id and class."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags = {}
+        self.ids = set()
+        self.classes = {}
+        self.text = []
+        self.rows_in_prompt_table = 0
+        self._in_prompt_table = False
+        self._in_body = False
+        self._shown_count = None
+        self._capture = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        if "id" in attrs:
+            self.ids.add(attrs["id"])
+        for cls in (attrs.get("class") or "").split():
+            self.classes[cls] = self.classes.get(cls, 0) + 1
+        if tag == "table" and attrs.get("id") == "prompt-table":
+            self._in_prompt_table = True
+        if self._in_prompt_table and tag == "tbody":
+            self._in_body = True
+        if self._in_body and tag == "tr":
+            self.rows_in_prompt_table += 1
+        if attrs.get("id") == "shown-count":
+            self._capture = "shown"
+            self._shown_count = ""
+
+    def handle_endtag(self, tag):
+        if tag == "table" and self._in_prompt_table:
+            self._in_prompt_table = False
+            self._in_body = False
+        if self._capture == "shown" and tag == "span":
+            self._capture = None
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self._capture == "shown":
+            self._shown_count += data
+
+    @property
+    def shown_count(self):
+        return (self._shown_count or "").strip()
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    html_file, screenshot = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    chromium = find_chromium()
+    if chromium is None:
+        print("SKIP: no chromium installed (apt-get install -y chromium)")
+        sys.exit(77)
+    url = "file://" + html_file
+    dom_text = run_chromium(chromium, ["--dump-dom", "--virtual-time-budget=2000"], url)
+    dom = Dom()
+    dom.feed(dom_text)
+    text = "".join(dom.text)
+    failures = []
+
+    def check(condition, message):
+        if not condition:
+            failures.append(message)
+
+    for element_id in ("verdict", "summary", "worst", "charts", "prompt-table", "details"):
+        check(element_id in dom.ids, f"no element with id {element_id}")
+    check(dom.classes.get("card", 0) >= 11, f"expected at least 11 summary cards, found {dom.classes.get('card', 0)}")
+    check(dom.rows_in_prompt_table >= 1, "the prompt table has no rows")
+    check(dom.tags.get("svg", 0) >= 4, f"expected at least 4 inline SVG charts, found {dom.tags.get('svg', 0)}")
+    check(dom.tags.get("script", 0) == 1, f"expected exactly one script element, found {dom.tags.get('script', 0)}")
+    check(dom.tags.get("img", 0) == 0, f"model text produced {dom.tags.get('img', 0)} <img> element(s)")
+    check(dom.tags.get("iframe", 0) == 0, "an iframe appeared")
+    expected_count = f"{dom.rows_in_prompt_table} of {dom.rows_in_prompt_table} shown"
+    check(dom.shown_count == expected_count,
+          f"the table script did not run: shown-count is {dom.shown_count!r}, expected {expected_count!r}")
+    if os.environ.get("LLMREPRO_EXPECT_HOSTILE") == "1":
+        check("<img src=x onerror=alert(1)>" in text, "the hostile <img> text is not shown as text")
+        check("</script><script>alert(1)</script>" in text, "the hostile </script> text is not shown as text")
+
+    run_chromium(chromium, [f"--screenshot={screenshot}", "--window-size=1280,2000"], url)
+    check(os.path.exists(screenshot) and os.path.getsize(screenshot) > 10000,
+          f"no screenshot written to {screenshot}")
+
+    if failures:
+        for failure in failures:
+            print("FAIL:", failure, file=sys.stderr)
+        sys.exit(1)
+    print(f"ok: {dom.rows_in_prompt_table} prompt rows, {dom.tags.get('svg', 0)} svg, screenshot {screenshot}")
+
+
+if __name__ == "__main__":
+    main()

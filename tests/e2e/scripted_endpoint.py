@@ -1,0 +1,914 @@
+#!/usr/bin/python3
+"""A loopback inference endpoint scripted by a JSON file, for the end-to-end tests.
+
+It speaks one API dialect (detection GETs and completion POSTs, streamed or not) and answers
+each prompt with the entries the script lists for it, consumed in arrival order and cycling
+when exhausted, so that every number an audit reports follows from the script. Entries are
+completions or faults (HTTP 500, 429, a connection closed mid-response, a truncated or
+malformed body, an oversize body, a completion without logprobs). Every request received is
+appended to a JSON Lines log so that tests can assert what the tool sent, with the number of
+completion requests in flight when it arrived.
+
+Script:
+  {"model": "scripted-model", "fingerprint": "fp_scripted",       (both optional)
+   "token_ids": false,                                             (vllm: "token_id:N" tokens)
+   "prompts": {"<prompt text or last user message>": [entry, ...]}}
+entry: {"tokens": [["tok", logprob, [["cand", lp], ...]], ...], "finish_reason": "length",
+        "fingerprint": "...", "delay_ms": N}
+    or {"fault": "500"|"429"|"close"|"truncate"|"malformed"|"oversize"|"no_logprobs",
+        "retry_after": 1, "delay_ms": N, "tokens": [...] (no_logprobs: the text's tokens)}
+
+Usage: scripted_endpoint.py --script S.json --port 0 --port-file F [--dialect D] [--log L]
+Standard library only.
+"""
+
+import argparse
+import json
+import math
+import os
+import socket
+import sys
+import threading
+import time
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DIALECTS = ("openai-chat", "openai-completions", "vllm", "llamacpp", "llamacpp-old", "sglang",
+            "ollama", "tgi")
+FAULTS = ("500", "429", "close", "truncate", "malformed", "oversize", "no_logprobs")
+# Above the tool's default response cap (16 MiB).
+OVERSIZE_BYTES = 17 * 1024 * 1024
+CREATED = 1755000000
+CREATED_AT = "2025-12-01T10:00:01.654321Z"
+VLLM_FLOOR = -9999.0
+
+
+class ScriptError(Exception):
+    pass
+
+
+class Token:
+    def __init__(self, text, logprob, candidates):
+        self.text = text
+        self.logprob = logprob
+        self.candidates = candidates  # [(text, logprob)], in the script's order
+
+    @property
+    def id(self):
+        return token_id(self.text)
+
+
+def token_id(text):
+    # A stable id per token string, as a tokenizer would give.
+    return zlib.crc32(text.encode("utf-8")) % 150000 + 1
+
+
+def utf8_bytes(text):
+    return list(text.encode("utf-8"))
+
+
+def parse_tokens(raw, where):
+    if not isinstance(raw, list):
+        raise ScriptError(f"{where}: 'tokens' must be a list")
+    tokens = []
+    for i, item in enumerate(raw):
+        if (not isinstance(item, list) or len(item) != 3 or not isinstance(item[0], str)
+                or not isinstance(item[1], (int, float)) or not isinstance(item[2], list)):
+            raise ScriptError(f"{where}: token {i} must be [\"tok\", logprob, [[\"cand\", lp], ...]]")
+        candidates = []
+        for cand in item[2]:
+            if (not isinstance(cand, list) or len(cand) != 2 or not isinstance(cand[0], str)
+                    or not isinstance(cand[1], (int, float))):
+                raise ScriptError(f"{where}: token {i} candidates must be [\"cand\", lp] pairs")
+            candidates.append((cand[0], float(cand[1])))
+        tokens.append(Token(item[0], float(item[1]), candidates))
+    return tokens
+
+
+def parse_entry(raw, where):
+    if not isinstance(raw, dict):
+        raise ScriptError(f"{where}: entry must be an object")
+    known = {"tokens", "finish_reason", "fingerprint", "delay_ms", "fault", "retry_after",
+             "oversize_bytes"}
+    unknown = set(raw) - known
+    if unknown:
+        raise ScriptError(f"{where}: unknown fields {sorted(unknown)}")
+    entry = {"delay_ms": raw.get("delay_ms", 0), "fault": raw.get("fault"),
+             "retry_after": raw.get("retry_after", 1),
+             "finish_reason": raw.get("finish_reason", "length"),
+             "fingerprint": raw.get("fingerprint"),
+             "oversize_bytes": raw.get("oversize_bytes", OVERSIZE_BYTES), "tokens": None}
+    if entry["fault"] is not None and entry["fault"] not in FAULTS:
+        raise ScriptError(f"{where}: unknown fault {entry['fault']!r}")
+    if entry["finish_reason"] not in ("length", "stop"):
+        raise ScriptError(f"{where}: finish_reason must be 'length' or 'stop'")
+    if "tokens" in raw:
+        entry["tokens"] = parse_tokens(raw["tokens"], where)
+    elif entry["fault"] in (None, "no_logprobs", "close", "truncate"):
+        raise ScriptError(f"{where}: 'tokens' missing")
+    return entry
+
+
+def load_script(path):
+    with open(path, encoding="utf-8") as f:
+        raw = json.load(f)
+    if not isinstance(raw.get("prompts"), dict) or not raw["prompts"]:
+        raise ScriptError("script: 'prompts' must be a non-empty object")
+    prompts = {}
+    for key, entries in raw["prompts"].items():
+        if not isinstance(entries, list) or not entries:
+            raise ScriptError(f"script: prompt {key!r} needs a non-empty list of entries")
+        prompts[key] = [parse_entry(e, f"prompt {key!r} entry {i}") for i, e in enumerate(entries)]
+    return {"model": raw.get("model", "scripted-model"),
+            "fingerprint": raw.get("fingerprint"),
+            "token_ids": bool(raw.get("token_ids", False)),
+            "prompts": prompts}
+
+
+def message_text(content):
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return None
+
+
+def prompt_of(body):
+    """The prompt a request carries: the last user message, else the text field."""
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        for message in reversed(messages):
+            if isinstance(message, dict) and message.get("role") == "user":
+                return message_text(message.get("content"))
+        return None
+    for field in ("prompt", "text", "inputs"):
+        value = body.get(field)
+        if isinstance(value, list) and value:
+            value = value[0]
+        if isinstance(value, str):
+            return value
+    return None
+
+
+class State:
+    """The script, the per-prompt cursors and the request log, shared by handler threads."""
+
+    def __init__(self, script, dialect, log_path):
+        self.script = script
+        self.dialect = dialect
+        self.lock = threading.Lock()
+        self.cursors = {}
+        self.counter = 0
+        self.in_flight = 0  # completion POSTs being answered now
+        self.log = open(log_path, "a", encoding="utf-8") if log_path else None
+
+    def match(self, prompt):
+        if prompt is None:
+            return None
+        prompts = self.script["prompts"]
+        if prompt in prompts:
+            return prompt
+        # A chat prompt flattened for a text dialect ("user: <text>\nassistant:") still matches.
+        inside = [k for k in prompts if k and k in prompt]
+        return max(inside, key=len) if inside else None
+
+    def next_entry(self, key):
+        with self.lock:
+            entries = self.script["prompts"][key]
+            index = self.cursors.get(key, 0)
+            self.cursors[key] = index + 1
+            self.counter += 1
+            return index % len(entries), entries[index % len(entries)], self.counter
+
+    def record(self, item):
+        if self.log is None:
+            return
+        with self.lock:
+            self.log.write(json.dumps(item) + "\n")
+            self.log.flush()
+
+
+# ----------------------------------------------------------------------------------------------
+# Payload builders: one per dialect, each following reference/formats exactly.
+
+def usage(n):
+    return {"prompt_tokens": 12, "completion_tokens": n, "total_tokens": 12 + n}
+
+
+def clamp(lp):
+    return max(lp, VLLM_FLOOR)
+
+
+def oa_candidates(tok, k, vllm):
+    """OpenAI-style top_logprobs of one position. vLLM builds its dict sampled token first."""
+    if not vllm:
+        return tok.candidates[:k]
+    ordered = [(tok.text, tok.logprob)]
+    for text, lp in sorted(tok.candidates, key=lambda c: -c[1]):
+        if text not in {t for t, _ in ordered}:
+            ordered.append((text, lp))
+    return ordered
+
+
+def vllm_text(text, script):
+    return f"token_id:{token_id(text)}" if script["token_ids"] else text
+
+
+def chat_logprob_entry(tok, k, dialect, script):
+    vllm = dialect == "vllm"
+    if not vllm:
+        return {"token": tok.text, "logprob": tok.logprob, "bytes": utf8_bytes(tok.text),
+                "top_logprobs": [{"token": t, "logprob": lp, "bytes": utf8_bytes(t)}
+                                 for t, lp in oa_candidates(tok, k, False)]}
+    top = []
+    for i, (t, lp) in enumerate(oa_candidates(tok, k, True)):
+        if i < k:  # chat keeps the first top_logprobs items of the sampled-first dict
+            shown = vllm_text(t, script)
+            top.append({"token": shown, "logprob": clamp(lp), "bytes": utf8_bytes(shown)})
+    shown = vllm_text(tok.text, script)
+    return {"token": shown, "logprob": clamp(tok.logprob), "bytes": utf8_bytes(shown),
+            "top_logprobs": top}
+
+
+def completion_top_map(tok, k, dialect, script):
+    if dialect == "vllm":
+        # Completions keep i <= logprobs keys: k or k+1 of them.
+        items = [(vllm_text(t, script), clamp(lp))
+                 for i, (t, lp) in enumerate(oa_candidates(tok, k, True)) if i <= k]
+    else:
+        items = oa_candidates(tok, k, False)
+    top = {}
+    for t, lp in items:
+        top.setdefault(t, lp)
+    return top
+
+
+def fingerprint(entry, script, dialect):
+    if entry["fingerprint"] is not None:
+        return entry["fingerprint"]
+    if script["fingerprint"] is not None:
+        return script["fingerprint"]
+    return "vllm-0.31.0-5c1a7e2d" if dialect == "vllm" else "fp_5c1a7e2d"
+
+
+def openai_chat(gen, stream):
+    d, script, toks, entry = gen["dialect"], gen["script"], gen["tokens"], gen["entry"]
+    vllm = d == "vllm"
+    fp = fingerprint(entry, script, d)
+    text = "".join(t.text for t in toks)
+    base = {"id": f"chatcmpl-scripted{gen['n']}", "object": "chat.completion", "created": CREATED,
+            "model": script["model"]}
+    if not stream:
+        content = ([chat_logprob_entry(t, gen["k"], d, script) for t in toks]
+                   if gen["logprobs"] else None)
+        if vllm:
+            message = {"role": "assistant", "content": text, "refusal": None, "annotations": None,
+                       "audio": None, "function_call": None, "reasoning": None}
+            logprobs = {"content": content} if content is not None else None
+            choice = {"index": 0, "message": message, "logprobs": logprobs,
+                      "finish_reason": gen["finish"], "stop_reason": None, "token_ids": None,
+                      "routed_experts": None}
+            return dict(base, choices=[choice], service_tier=None, system_fingerprint=fp,
+                        usage=dict(usage(len(toks)), prompt_tokens_details=None),
+                        prompt_logprobs=None, prompt_token_ids=None, prompt_text=None,
+                        kv_transfer_params=None, ec_transfer_params=None, metrics=None)
+        message = {"role": "assistant", "content": text, "refusal": None, "annotations": []}
+        logprobs = {"content": content, "refusal": None} if content is not None else None
+        choice = {"index": 0, "message": message, "logprobs": logprobs,
+                  "finish_reason": gen["finish"]}
+        details = {"prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                   "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                                 "accepted_prediction_tokens": 0,
+                                                 "rejected_prediction_tokens": 0}}
+        return dict(base, choices=[choice], usage=dict(usage(len(toks)), **details),
+                    service_tier="default", system_fingerprint=fp)
+    chunk = dict(base, object="chat.completion.chunk")
+    events = []
+    if vllm:
+        # vLLM: exclude_unset, several tokens per chunk, fingerprint on the final chunk only.
+        events.append(dict(chunk, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                            "logprobs": None, "finish_reason": None}]))
+        groups = [toks[i:i + 2] for i in range(0, len(toks), 2)]
+        for gi, group in enumerate(groups):
+            last = gi == len(groups) - 1
+            lp = ({"content": [chat_logprob_entry(t, gen["k"], d, script) for t in group]}
+                  if gen["logprobs"] else None)
+            choice = {"index": 0, "delta": {"content": "".join(t.text for t in group)},
+                      "logprobs": lp, "finish_reason": gen["finish"] if last else None,
+                      "token_ids": None}
+            event = dict(chunk, choices=[choice])
+            if last:
+                choice["stop_reason"] = None
+                event["system_fingerprint"] = fp
+            events.append(event)
+        if not groups:
+            events.append(dict(chunk, choices=[{"index": 0, "delta": {}, "logprobs": None,
+                                                "finish_reason": gen["finish"],
+                                                "stop_reason": None}], system_fingerprint=fp))
+    else:
+        chunk = dict(chunk, service_tier="default", system_fingerprint=fp)
+        events.append(dict(chunk, choices=[{"index": 0, "delta": {"role": "assistant", "content": "",
+                                                                  "refusal": None},
+                                            "logprobs": None, "finish_reason": None}],
+                           obfuscation="q8Zk"))
+        for t in toks:
+            lp = ({"content": [chat_logprob_entry(t, gen["k"], d, script)], "refusal": None}
+                  if gen["logprobs"] else None)
+            events.append(dict(chunk, choices=[{"index": 0, "delta": {"content": t.text},
+                                                "logprobs": lp, "finish_reason": None}],
+                               obfuscation="x1"))
+        events.append(dict(chunk, choices=[{"index": 0, "delta": {}, "logprobs": None,
+                                            "finish_reason": gen["finish"]}], obfuscation="Ab3"))
+    if gen["include_usage"]:
+        events.append(dict(chunk, choices=[], usage=usage(len(toks))))
+    return events
+
+
+def openai_completion(gen, stream):
+    d, script, toks, entry = gen["dialect"], gen["script"], gen["tokens"], gen["entry"]
+    vllm = d == "vllm"
+    fp = fingerprint(entry, script, d)
+
+    def logprobs_of(part, offset):
+        if not gen["logprobs"]:
+            return None
+        offsets, pos = [], offset
+        for t in part:
+            offsets.append(pos)
+            pos += len(t.text)
+        return {"tokens": [vllm_text(t.text, script) if vllm else t.text for t in part],
+                "token_logprobs": [clamp(t.logprob) if vllm else t.logprob for t in part],
+                "top_logprobs": [completion_top_map(t, gen["k"], d, script) for t in part],
+                "text_offset": offsets}
+
+    base = {"id": f"cmpl-scripted{gen['n']}", "object": "text_completion", "created": CREATED,
+            "model": script["model"]}
+    if not stream:
+        choice = {"index": 0, "text": "".join(t.text for t in toks), "logprobs": logprobs_of(toks, 0),
+                  "finish_reason": gen["finish"]}
+        if vllm:
+            choice.update(stop_reason=None, token_ids=None, prompt_logprobs=None,
+                          prompt_token_ids=None)
+            return dict(base, choices=[choice], service_tier=None, system_fingerprint=fp,
+                        usage=dict(usage(len(toks)), prompt_tokens_details=None),
+                        kv_transfer_params=None)
+        return dict(base, choices=[choice], usage=usage(len(toks)), system_fingerprint=fp)
+    events, offset = [], 0
+    for i, t in enumerate(toks):
+        last = i == len(toks) - 1
+        choice = {"index": 0, "text": t.text, "logprobs": logprobs_of([t], offset),
+                  "finish_reason": gen["finish"] if last else None}
+        offset += len(t.text)
+        events.append(dict(base, choices=[choice], system_fingerprint=fp))
+    if not toks:
+        events.append(dict(base, choices=[{"index": 0, "text": "", "logprobs": None,
+                                           "finish_reason": gen["finish"]}], system_fingerprint=fp))
+    if gen["include_usage"]:
+        events.append(dict(base, choices=[], usage=usage(len(toks))))
+    return events
+
+
+def llamacpp_settings(gen):
+    return {"n_predict": gen["max_tokens"] or -1, "seed": gen["seed"], "temperature": 0.0,
+            "top_k": 40, "top_p": 0.95, "min_p": 0.05, "n_probs": gen["k"] if gen["logprobs"] else 0,
+            "post_sampling_probs": False,
+            "samplers": ["penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p", "min_p",
+                         "xtc", "temperature"]}
+
+
+def timings(n):
+    return {"prompt_n": 12, "prompt_ms": 21.4, "prompt_per_token_ms": 1.78,
+            "prompt_per_second": 560.7, "predicted_n": n, "predicted_ms": 41.2,
+            "predicted_per_token_ms": 13.7, "predicted_per_second": 72.8}
+
+
+def llamacpp_prob_entry(t, gen):
+    if gen["dialect"] == "llamacpp-old":
+        return {"content": t.text,
+                "probs": [{"tok_str": c, "prob": math.exp(lp)} for c, lp in t.candidates[:gen["k"]]]}
+    return {"id": t.id, "token": t.text, "bytes": utf8_bytes(t.text), "logprob": t.logprob,
+            "top_logprobs": [{"id": token_id(c), "token": c, "bytes": utf8_bytes(c), "logprob": lp}
+                             for c, lp in t.candidates[:gen["k"]]]}
+
+
+def llamacpp_final(gen, content, with_probs):
+    toks, old = gen["tokens"], gen["dialect"] == "llamacpp-old"
+    final = {"content": content}
+    if old:
+        final.update(id_slot=0, stop=True, model=gen["script"]["model"],
+                     tokens_predicted=len(toks), tokens_evaluated=12, prompt=gen["prompt"],
+                     truncated=False, stopped_eos=gen["finish"] == "stop", stopped_word=False,
+                     stopped_limit=gen["finish"] == "length", stopping_word="", tokens_cached=12)
+    else:
+        final = {"index": 0, "content": content, "tokens": [], "id_slot": 0, "stop": True,
+                 "model": gen["script"]["model"], "tokens_predicted": len(toks),
+                 "tokens_evaluated": 12, "generation_settings": llamacpp_settings(gen),
+                 "prompt": gen["prompt"], "has_new_line": False, "truncated": False,
+                 "stop_type": "limit" if gen["finish"] == "length" else "eos",
+                 "stopping_word": "", "tokens_cached": 12 + len(toks), "timings": timings(len(toks))}
+    if with_probs and gen["logprobs"]:
+        final["completion_probabilities"] = [llamacpp_prob_entry(t, gen) for t in toks]
+    return final
+
+
+def llamacpp(gen, stream):
+    toks = gen["tokens"]
+    if not stream:
+        return llamacpp_final(gen, "".join(t.text for t in toks), True)
+    events = []
+    for i, t in enumerate(toks):
+        if gen["dialect"] == "llamacpp-old":
+            event = {"content": t.text, "stop": False, "id_slot": 0, "multimodal": False}
+        else:
+            event = {"index": 0, "content": t.text, "tokens": [], "stop": False, "id_slot": -1,
+                     "tokens_predicted": i + 1, "tokens_evaluated": 12}
+        if gen["logprobs"]:
+            event["completion_probabilities"] = [llamacpp_prob_entry(t, gen)]
+        events.append(event)
+    events.append(llamacpp_final(gen, "", False))
+    return events
+
+
+def sglang(gen, stream):
+    toks = gen["tokens"]
+
+    def triple(text, lp):
+        return [lp, token_id(text), text]
+
+    def payload(part, finished):
+        meta = {"id": f"scripted{gen['n']}",
+                "finish_reason": None, "prompt_tokens": 12, "reasoning_tokens": 0,
+                "completion_tokens": len(part), "cached_tokens": 0, "e2e_latency": 0.0873}
+        if finished:
+            meta["finish_reason"] = ({"type": "length", "length": len(part)}
+                                     if gen["finish"] == "length"
+                                     else {"type": "stop", "matched": 151645})
+        if gen["logprobs"]:
+            meta.update(input_token_logprobs=[],
+                        output_token_logprobs=[triple(t.text, t.logprob) for t in part],
+                        input_top_logprobs=[],
+                        output_top_logprobs=[[triple(c, lp) for c, lp in t.candidates[:gen["k"]]]
+                                             for t in part])
+        return {"text": "".join(t.text for t in part), "output_ids": [t.id for t in part],
+                "meta_info": meta}
+
+    if not stream:
+        return payload(toks, True)
+    # Streamed /generate answers are cumulative: each event repeats everything so far.
+    events = [payload(toks[:i + 1], i == len(toks) - 1) for i in range(len(toks))]
+    return events or [payload([], True)]
+
+
+def ollama_entry(t, k):
+    return {"token": t.text, "logprob": t.logprob, "bytes": utf8_bytes(t.text),
+            "top_logprobs": [{"token": c, "logprob": lp, "bytes": utf8_bytes(c)}
+                             for c, lp in t.candidates[:k]]}
+
+
+def ollama(gen, stream):
+    toks, chat = gen["tokens"], gen["path"] == "/api/chat"
+
+    def with_text(obj, text):
+        if chat:
+            obj["message"] = {"role": "assistant", "content": text}
+        else:
+            obj["response"] = text
+        return obj
+
+    def final(text):
+        obj = with_text({"model": gen["script"]["model"], "created_at": CREATED_AT}, text)
+        obj.update(done=True, done_reason=gen["finish"], total_duration=398765432,
+                   load_duration=18765432, prompt_eval_count=12, prompt_eval_duration=29876543,
+                   eval_count=len(toks), eval_duration=88765432)
+        if not chat:
+            obj["context"] = [151644, 872, 198]
+        return obj
+
+    if not stream:
+        obj = final("".join(t.text for t in toks))
+        if gen["logprobs"]:
+            obj["logprobs"] = [ollama_entry(t, gen["k"]) for t in toks]
+        return obj
+    events = []
+    for t in toks:
+        obj = with_text({"model": gen["script"]["model"], "created_at": CREATED_AT}, t.text)
+        obj["done"] = False
+        if gen["logprobs"]:
+            obj["logprobs"] = [ollama_entry(t, gen["k"])]
+        events.append(obj)
+    events.append(final(""))
+    return events
+
+
+def tgi(gen, stream):
+    toks = gen["tokens"]
+    finish = "length" if gen["finish"] == "length" else "eos_token"
+
+    def tok(text, lp):
+        return {"id": token_id(text), "text": text, "logprob": lp, "special": False}
+
+    top_tokens = [[tok(c, lp) for c, lp in t.candidates[:gen["k"]]] for t in toks]
+    if not stream:
+        out = {"generated_text": "".join(t.text for t in toks)}
+        if gen["logprobs"]:
+            details = {"finish_reason": finish, "generated_tokens": len(toks), "seed": None,
+                       "prefill": [], "tokens": [tok(t.text, t.logprob) for t in toks]}
+            if gen["k"] > 0:
+                details["top_tokens"] = top_tokens
+            out["details"] = details
+        return out
+    events = []
+    for i, t in enumerate(toks):
+        last = i == len(toks) - 1
+        event = {"index": i + 1, "token": tok(t.text, t.logprob)}
+        if gen["logprobs"] and gen["k"] > 0:
+            event["top_tokens"] = top_tokens[i]
+        event["generated_text"] = "".join(x.text for x in toks) if last else None
+        event["details"] = ({"finish_reason": finish, "generated_tokens": len(toks), "seed": None}
+                            if last else None)
+        events.append(event)
+    return events
+
+
+# ----------------------------------------------------------------------------------------------
+# Request side: what each dialect asks for.
+
+def as_int(value, default):
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def request_params(dialect, path, body):
+    """(logprobs wanted, k, max_tokens, seed, include_usage) as the server would read them."""
+    if path in ("/v1/chat/completions",):
+        k = as_int(body.get("top_logprobs"), 0)
+        want = body.get("logprobs") is True
+        if dialect in ("llamacpp", "llamacpp-old") and want and "top_logprobs" not in body:
+            k = 20
+        max_tokens = as_int(body.get("max_tokens", body.get("max_completion_tokens")), None)
+        seed = body.get("seed")
+    elif path == "/v1/completions":
+        k = as_int(body.get("logprobs"), 0)
+        want = "logprobs" in body and body.get("logprobs") is not None
+        max_tokens = as_int(body.get("max_tokens"), 16)
+        seed = body.get("seed")
+    elif dialect in ("llamacpp", "llamacpp-old"):
+        k = as_int(body.get("n_probs"), 0)
+        want = k > 0
+        max_tokens = as_int(body.get("n_predict"), None)
+        seed = body.get("seed", 4294967295)
+    elif dialect == "sglang":
+        sp = body.get("sampling_params") or {}
+        k = as_int(body.get("top_logprobs_num"), 0)
+        want = body.get("return_logprob") is True
+        max_tokens = as_int(sp.get("max_new_tokens"), 128)
+        seed = sp.get("sampling_seed")
+    elif dialect == "ollama":
+        opts = body.get("options") or {}
+        k = as_int(body.get("top_logprobs"), 0)
+        want = body.get("logprobs") is True
+        max_tokens = as_int(opts.get("num_predict"), None)
+        seed = opts.get("seed")
+    else:  # tgi
+        params = body.get("parameters") or {}
+        k = as_int(params.get("top_n_tokens"), 0)
+        want = params.get("details") is True
+        max_tokens = as_int(params.get("max_new_tokens"), 100)
+        seed = params.get("seed")
+    stream_options = body.get("stream_options") or {}
+    include_usage = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
+    if max_tokens is not None and max_tokens < 0:
+        max_tokens = None
+    return want, k, max_tokens, seed, include_usage
+
+
+def completion_route(dialect, path):
+    """The payload builder serving `path` in this dialect, or None (404)."""
+    if dialect in ("openai-chat", "openai-completions", "vllm"):
+        return {"/v1/chat/completions": openai_chat, "/v1/completions": openai_completion}.get(path)
+    if dialect in ("llamacpp", "llamacpp-old"):
+        return llamacpp if path == "/completion" else None
+    if dialect == "sglang":
+        return sglang if path == "/generate" else None
+    if dialect == "ollama":
+        return ollama if path in ("/api/chat", "/api/generate") else None
+    return tgi if path in ("/generate", "/generate_stream") else None
+
+
+def detection_get(dialect, path, model):
+    """(status, JSON body) for the GETs an auto-detecting client sends."""
+    models = {"object": "list", "data": [{"id": model, "object": "model", "created": CREATED,
+                                          "owned_by": "scripted"}]}
+    if dialect in ("openai-chat", "openai-completions"):
+        if path == "/v1/models":
+            return 200, models
+    elif dialect == "vllm":
+        if path == "/v1/models":
+            models["data"][0].update(owned_by="vllm", root=model, parent=None, max_model_len=32768,
+                                     permission=[])
+            return 200, models
+        if path == "/health":
+            return 200, None
+        if path == "/version":
+            return 200, {"version": "0.31.0"}
+    elif dialect in ("llamacpp", "llamacpp-old"):
+        if path == "/health":
+            return 200, {"status": "ok"}
+        if path == "/props":
+            return 200, {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 4,
+                         "model_path": f"models/{model}.gguf", "chat_template": ""}
+        if path == "/v1/models":
+            models["data"][0].update(owned_by="llamacpp", meta={"n_vocab": 151936})
+            return 200, models
+    elif dialect == "sglang":
+        if path == "/get_model_info":
+            return 200, {"model_path": model, "tokenizer_path": model, "is_generation": True}
+        if path == "/health":
+            return 200, None
+        if path == "/v1/models":
+            models["data"][0].update(owned_by="sglang", root=model, max_model_len=32768)
+            return 200, models
+    elif dialect == "ollama":
+        if path == "/api/tags":
+            return 200, {"models": [{"name": model, "model": model,
+                                     "modified_at": CREATED_AT, "size": 5225388164,
+                                     "digest": "500a1f067a9f", "details": {"format": "gguf",
+                                                                          "family": "qwen3"}}]}
+        if path == "/api/version":
+            return 200, {"version": "0.13.0"}
+        if path == "/v1/models":
+            models["data"][0].update(owned_by="library")
+            return 200, models
+    else:  # tgi
+        if path == "/info":
+            return 200, {"model_id": model, "model_sha": None, "model_pipeline_tag": None,
+                         "max_concurrent_requests": 128, "max_best_of": 2,
+                         "max_stop_sequences": 4, "max_input_tokens": 4095,
+                         "max_total_tokens": 4096, "validation_workers": 2,
+                         "max_client_batch_size": 4, "router": "text-generation-router",
+                         "version": "3.3.6", "sha": None, "docker_label": None}
+        if path == "/health":
+            return 200, None
+        if path == "/v1/models":
+            models["data"][0].update(owned_by="text-generation-inference")
+            return 200, models
+    return 404, None
+
+
+def error_body(dialect, status, message, kind):
+    if dialect == "tgi":
+        return {"error": message, "error_type": kind}
+    if dialect == "ollama":
+        return {"error": message}
+    return {"error": {"message": message, "type": kind, "param": None, "code": status}}
+
+
+def encode_stream(dialect, events):
+    if dialect == "ollama":
+        return [json.dumps(e).encode() + b"\n" for e in events]
+    # TGI's router writes "data:" without the optional space; the SSE parser must accept both.
+    prefix = b"data:" if dialect == "tgi" else b"data: "
+    out = [prefix + json.dumps(e).encode() + b"\n\n" for e in events]
+    if dialect in ("openai-chat", "openai-completions", "vllm", "sglang"):
+        out.append(b"data: [DONE]\n\n")
+    return out
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "scripted-endpoint/1"
+
+    def log_message(self, format, *args):  # noqa: A002 (base-class signature)
+        pass
+
+    @property
+    def state(self):
+        return self.server.state
+
+    def read_body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = b""
+            while True:
+                size = int(self.rfile.readline().strip().split(b";")[0], 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def log_request_item(self, body, **extra):
+        item = {"t": time.time(), "method": self.command, "path": self.path,
+                "in_flight": getattr(self, "in_flight", 0),
+                "headers": [[k, v] for k, v in self.headers.items()],
+                "body": body.decode("utf-8", "replace")}
+        item.update(extra)
+        self.state.record(item)
+
+    def send_json(self, status, obj, extra_headers=()):
+        data = b"" if obj is None else json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in extra_headers:
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self.in_flight = 0
+        self.log_request_item(b"")
+        status, obj = detection_get(self.state.dialect, self.path.split("?")[0],
+                                    self.state.script["model"])
+        if status == 404:
+            obj = error_body(self.state.dialect, 404, f"no route for GET {self.path}", "not_found")
+        self.send_json(status, obj)
+
+    def do_POST(self):
+        # In flight from arrival until the answer starts: counted down before the first byte of
+        # the response, so a client reusing the slot can never be seen as one more.
+        with self.state.lock:
+            self.state.in_flight += 1
+            self.in_flight = self.state.in_flight
+        self.counted = True
+        try:
+            self.answer_post()
+        finally:
+            self.leave_flight()
+
+    def leave_flight(self):
+        if self.counted:
+            self.counted = False
+            with self.state.lock:
+                self.state.in_flight -= 1
+
+    def answer_post(self):
+        raw = self.read_body()
+        dialect = self.state.dialect
+        path = self.path.split("?")[0]
+        try:
+            body = json.loads(raw.decode("utf-8"))
+            if not isinstance(body, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            self.log_request_item(raw, outcome="bad_request")
+            self.send_json(400, error_body(dialect, 400, "request body is not a JSON object",
+                                           "invalid_request_error"))
+            return
+        builder = completion_route(dialect, path)
+        key = self.state.match(prompt_of(body))
+        if builder is None or key is None:
+            self.log_request_item(raw, outcome="not_found", prompt=key)
+            what = f"no route for POST {path}" if builder is None else "no script for this prompt"
+            self.send_json(404 if builder is None else 400,
+                           error_body(dialect, 400, what, "invalid_request_error"))
+            return
+        index, entry, n = self.state.next_entry(key)
+        fault = entry["fault"]
+        self.log_request_item(raw, prompt=key, entry=index, outcome=fault or "completion")
+        if entry["delay_ms"]:
+            time.sleep(entry["delay_ms"] / 1000.0)
+        self.leave_flight()
+        stream = body.get("stream") is True or path == "/generate_stream"
+        if dialect == "ollama" and "stream" not in body:
+            stream = True  # Ollama streams unless told not to
+        want, k, max_tokens, seed, include_usage = request_params(dialect, path, body)
+        if fault == "500":
+            self.send_json(500, error_body(dialect, 500, "scripted internal error",
+                                           "InternalServerError"))
+            return
+        if fault == "429":
+            extra = [] if entry["retry_after"] is None else [("Retry-After",
+                                                               str(entry["retry_after"]))]
+            self.send_json(429, error_body(dialect, 429, "Rate limit reached (scripted)",
+                                           "rate_limit_exceeded"), extra)
+            return
+        if fault == "oversize":
+            self.send_oversize(entry["oversize_bytes"])
+            return
+        tokens = entry["tokens"] or []
+        finish = entry["finish_reason"]
+        if max_tokens is not None and len(tokens) > max_tokens:
+            tokens, finish = tokens[:max_tokens], "length"
+        gen = {"dialect": dialect, "script": self.state.script, "entry": entry, "tokens": tokens,
+               "finish": finish, "k": k, "logprobs": want and fault != "no_logprobs",
+               "max_tokens": max_tokens, "seed": seed, "include_usage": include_usage,
+               "prompt": prompt_of(body), "path": path, "n": n}
+        payload = builder(gen, stream)
+        if fault == "malformed":
+            self.send_malformed(stream)
+        elif stream:
+            self.send_stream(encode_stream(dialect, payload), fault)
+        else:
+            self.send_whole(json.dumps(payload).encode(), fault)
+
+    def send_whole(self, data, fault):
+        if fault == "truncate":
+            data = data[:len(data) // 2]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if fault == "close":
+            self.wfile.write(data[:len(data) // 2])
+            self.abort_connection()
+            return
+        self.wfile.write(data)
+
+    def send_stream(self, chunks, fault):
+        self.send_response(200)
+        ctype = "application/x-ndjson" if self.state.dialect == "ollama" else "text/event-stream"
+        self.send_header("Content-Type", ctype)
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if fault in ("close", "truncate"):
+            chunks = chunks[:max(1, len(chunks) // 2)]
+        for piece in chunks:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.flush()
+        if fault == "close":
+            self.abort_connection()
+            return
+        self.wfile.write(b"0\r\n\r\n")
+
+    def send_malformed(self, stream):
+        if stream:
+            line = b'{"choices": [ not json' + (b"\n" if self.state.dialect == "ollama" else b"")
+            chunks = ([line] if self.state.dialect == "ollama"
+                      else [b"data: " + line + b"\n\n", b"data: [DONE]\n\n"])
+            self.send_stream(chunks, None)
+        else:
+            data = b'{"choices": [ this is not json'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    def send_oversize(self, size):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        piece = b'{"padding":"' + b"x" * (1 << 20)
+        try:
+            sent = 0
+            while sent < size:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                sent += len(piece)
+                piece = b"x" * (1 << 20)
+            tail = b'"}'
+            self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(tail), tail))
+        except OSError:
+            pass  # the client gave up at its cap: the point of this fault
+        self.close_connection = True
+
+    def abort_connection(self):
+        self.wfile.flush()
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def handle_error(self, request, client_address):
+        # A client that hung up (timeouts, caps) is expected here; keep stderr quiet for it.
+        if isinstance(sys.exc_info()[1], (ConnectionError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--script", required=True)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--port-file", required=True)
+    parser.add_argument("--dialect", choices=DIALECTS, default="openai-chat")
+    parser.add_argument("--log", help="JSON Lines file receiving every request")
+    args = parser.parse_args(argv)
+    try:
+        script = load_script(args.script)
+    except (OSError, ValueError, ScriptError) as error:
+        print(f"scripted_endpoint: {error}", file=sys.stderr)
+        return 2
+    server = Server(("127.0.0.1", args.port), Handler)
+    server.state = State(script, args.dialect, args.log)
+    tmp = args.port_file + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(str(server.server_address[1]))
+    os.replace(tmp, args.port_file)
+    try:
+        server.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

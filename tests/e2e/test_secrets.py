@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""Scenario: credentials reach the endpoint and nothing else. The API key from OPENAI_API_KEY
+(or the variable --api-key-env names) is sent as a bearer token on every request, detection
+probes included; it, a password in the endpoint URL and a secret --header value never appear
+in the database files, the JSON report, stdout or stderr, also when the audit fails."""
+
+import glob
+
+import e2e_harness as h
+import standard_audit as std
+
+KEY = "sk-test-SECRET123"
+CUSTOM_KEY = "sk-custom-SECRET456"
+PASSWORD = "pw-SECRET789"
+HEADER_SECRET = "hdr-SECRET000"
+
+
+class Secrets(h.E2ETestCase):
+    def audit(self, tag, url, *extra, env=None):
+        suite = self.write_suite(f"{tag}.jsonl", std.suite()[:2])
+        report = self.path(f"{tag}.json")
+        run = self.run_llmrepro(["audit", "--suite", suite, "--endpoint", url, "--api", "auto",
+                                 "--runs", "2", "--concurrency", "1,2",
+                                 "--db", self.path(f"{tag}.db"), "--json", report, *extra],
+                                env=env)
+        return run, report
+
+    def assert_nowhere(self, tag, run, *secrets):
+        files = glob.glob(self.path(f"{tag}.db*")) + glob.glob(self.path(f"{tag}.json"))
+        self.assertTrue(any(f.endswith(".db") for f in files), "the database exists")
+        for secret in secrets:
+            for path in files:
+                with open(path, "rb") as f:
+                    self.assertNotIn(secret.encode(), f.read(), f"{secret} in {path}")
+            self.assertNotIn(secret, run.stdout, "stdout")
+            self.assertNotIn(secret, run.stderr, "stderr")
+
+    def bearer_on_every_request(self, endpoint, key):
+        log = endpoint.requests()
+        self.assertGreater(len(log), 0)
+        for item in log:
+            auth = [v for k, v in item["headers"] if k.lower() == "authorization"]
+            self.assertEqual(auth, [f"Bearer {key}"], f"{item['method']} {item['path']}")
+
+    def test_default_key_variable(self):
+        endpoint = self.start_endpoint(std.script(), name="default")
+        run, report = self.audit("default", endpoint.url, env={"OPENAI_API_KEY": KEY})
+        self.assert_exit(run, 0)
+        self.load_report(report)
+        self.bearer_on_every_request(endpoint, KEY)
+        self.assert_nowhere("default", run, KEY)
+
+    def test_custom_key_variable_and_header(self):
+        endpoint = self.start_endpoint(std.script(), name="custom")
+        run, report = self.audit("custom", endpoint.url, "--api-key-env", "LLMREPRO_TEST_KEY",
+                                 "--header", f"X-Upstream-Token: {HEADER_SECRET}",
+                                 env={"LLMREPRO_TEST_KEY": CUSTOM_KEY, "OPENAI_API_KEY": KEY})
+        self.assert_exit(run, 0)
+        self.load_report(report)
+        self.bearer_on_every_request(endpoint, CUSTOM_KEY)
+        for item in endpoint.requests():
+            sent = [v for k, v in item["headers"] if k.lower() == "x-upstream-token"]
+            self.assertEqual(sent, [HEADER_SECRET], f"{item['method']} {item['path']}")
+        self.assert_nowhere("custom", run, CUSTOM_KEY, HEADER_SECRET, KEY)
+
+    def test_url_credentials_stripped(self):
+        endpoint = self.start_endpoint(std.script(), name="userinfo")
+        url = f"http://user:{PASSWORD}@127.0.0.1:{endpoint.port}"
+        run, report_path = self.audit("userinfo", url)
+        self.assert_exit(run, 0)
+        report = self.load_report(report_path)
+        self.assertEqual(report["endpoints"][0]["url"], endpoint.url)
+        self.assert_nowhere("userinfo", run, PASSWORD)
+
+    def test_failing_audit_does_not_leak(self):
+        url = f"http://user:{PASSWORD}@127.0.0.1:{h.free_port()}"
+        run, _ = self.audit("dead", url, "--header", f"X-Upstream-Token: {HEADER_SECRET}",
+                            env={"OPENAI_API_KEY": KEY})
+        self.assert_exit(run, 3)
+        self.assertNotIn(KEY, run.stdout + run.stderr)
+        self.assertNotIn(PASSWORD, run.stdout + run.stderr)
+        self.assertNotIn(HEADER_SECRET, run.stdout + run.stderr)
+
+
+if __name__ == "__main__":
+    h.main()

@@ -1,0 +1,178 @@
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/batched_matmul.hpp"
+#include "core/float_format.hpp"
+#include "core/random.hpp"
+#include "core/reduction.hpp"
+#include "core/rms_norm.hpp"
+#include "core/split_kv_attention.hpp"
+#include "engine/kernel_policy.hpp"
+
+using namespace llmrepro;
+
+namespace {
+
+// bf16 values in [-scale, scale), as the engine's activations and weights are.
+std::vector<float> bf16_values(std::uint64_t seed, std::size_t count, double scale = 1.0) {
+  core::SplitMix64 rng(seed);
+  std::vector<float> values(count);
+  for (float& value : values)
+    value = core::round_to(core::Precision::bf16,
+                           static_cast<float>((2.0 * rng.uniform() - 1.0) * scale));
+  return values;
+}
+
+std::size_t differing_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    count += core::float_bits(a[i]) != core::float_bits(b[i]);
+  return count;
+}
+
+} // namespace
+
+TEST_CASE("matmul_split_k") {
+  const std::size_t rows = 3, k = 192, n = 130;
+  const auto x = bf16_values(1, rows * k);
+  const auto w = bf16_values(2, k * n, 0.1);
+  SUBCASE("each output is summed in the order of dot_split_k") {
+    for (int splits : {1, 2, 3, 4, 8}) {
+      std::vector<float> out(rows * n);
+      core::matmul_split_k(x.data(), rows, k, w.data(), n, splits, out.data(), 0, n);
+      std::vector<float> column(k);
+      std::size_t mismatches = 0;
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t j = 0; j < n; ++j) {
+          for (std::size_t i = 0; i < k; ++i) column[i] = w[i * n + j];
+          const float expected = core::dot_split_k(x.data() + r * k, column.data(), k, splits);
+          mismatches += core::float_bits(expected) != core::float_bits(out[r * n + j]);
+        }
+      CHECK_MESSAGE(mismatches == 0, "splits " << splits);
+    }
+  }
+  SUBCASE("the split count changes fp32 bits, and some bf16 outputs") {
+    std::vector<float> one(rows * n), four(rows * n);
+    core::matmul_split_k(x.data(), rows, k, w.data(), n, 1, one.data(), 0, n);
+    core::matmul_split_k(x.data(), rows, k, w.data(), n, 4, four.data(), 0, n);
+    const std::size_t fp32_changed = differing_bits(one, four);
+    CHECK(fp32_changed > rows * n / 4);
+    // Over many outputs, a few also change after rounding to bf16.
+    const auto big_x = bf16_values(3, 64 * k);
+    std::vector<float> a(64 * n), b(64 * n);
+    core::matmul_split_k(big_x.data(), 64, k, w.data(), n, 1, a.data(), 0, n);
+    core::matmul_split_k(big_x.data(), 64, k, w.data(), n, 4, b.data(), 0, n);
+    core::round_bf16_inplace(a.data(), a.size());
+    core::round_bf16_inplace(b.data(), b.size());
+    const std::size_t bf16_changed = differing_bits(a, b);
+    CHECK(bf16_changed > 0);
+    CHECK(bf16_changed < a.size() / 10);
+  }
+  SUBCASE("a row's result does not depend on the other rows at a fixed split count") {
+    std::vector<float> alone(n), batched(rows * n);
+    core::matmul_split_k(x.data() + k, 1, k, w.data(), n, 2, alone.data(), 0, n);
+    core::matmul_split_k(x.data(), rows, k, w.data(), n, 2, batched.data(), 0, n);
+    const std::vector<float> second(batched.begin() + static_cast<std::ptrdiff_t>(n),
+                                    batched.begin() + static_cast<std::ptrdiff_t>(2 * n));
+    CHECK(differing_bits(alone, second) == 0);
+  }
+  SUBCASE("column ranges compute the same bits as the whole") {
+    std::vector<float> whole(rows * n), parts(rows * n);
+    core::matmul_split_k(x.data(), rows, k, w.data(), n, 3, whole.data(), 0, n);
+    core::matmul_split_k(x.data(), rows, k, w.data(), n, 3, parts.data(), 0, 64);
+    core::matmul_split_k(x.data(), rows, k, w.data(), n, 3, parts.data(), 64, n);
+    CHECK(differing_bits(whole, parts) == 0);
+  }
+}
+
+TEST_CASE("round_bf16_inplace") {
+  std::vector<float> values{core::float_from_bits(0x3F808000u), core::float_from_bits(0x3F818000u),
+                            core::float_from_bits(0x3F808001u)};
+  core::round_bf16_inplace(values.data(), values.size());
+  CHECK(core::float_bits(values[0]) == 0x3F800000u);
+  CHECK(core::float_bits(values[1]) == 0x3F820000u);
+  CHECK(core::float_bits(values[2]) == 0x3F810000u);
+}
+
+TEST_CASE("rms_norm_row") {
+  const std::size_t d = 192;
+  const auto gain = bf16_values(9, d, 1.0);
+  SUBCASE("the reduction strategy changes inv_rms bits for some rows") {
+    std::size_t changed = 0;
+    std::vector<float> out(d);
+    for (std::uint64_t seed = 0; seed < 200; ++seed) {
+      const auto x = bf16_values(100 + seed, d, 3.0);
+      const float sequential = core::rms_norm_row(x.data(), gain.data(), d, 1e-5f,
+                                                  {core::RmsReduction::Kind::split_k, 1}, out.data());
+      const float tree = core::rms_norm_row(x.data(), gain.data(), d, 1e-5f,
+                                            {core::RmsReduction::Kind::strided_tree, 64}, out.data());
+      changed += core::float_bits(sequential) != core::float_bits(tree);
+    }
+    CHECK(changed > 10);
+  }
+  SUBCASE("outputs are bf16 values and match a direct computation") {
+    const auto x = bf16_values(5, d, 2.0);
+    std::vector<float> out(d);
+    const float inv = core::rms_norm_row(x.data(), gain.data(), d, 1e-5f,
+                                         {core::RmsReduction::Kind::split_k, 1}, out.data());
+    for (std::size_t i = 0; i < d; ++i) {
+      CHECK((core::float_bits(out[i]) & 0xFFFFu) == 0u);
+      const float expected = core::round_to(
+          core::Precision::bf16, core::round_to(core::Precision::bf16, x[i] * inv) * gain[i]);
+      CHECK(out[i] == expected);
+    }
+  }
+}
+
+TEST_CASE("attention_split_kv") {
+  const std::size_t length = 100, head_dim = 48, stride = 192;
+  const auto keys = bf16_values(11, length * stride);
+  const auto values = bf16_values(12, length * stride);
+  const auto q = bf16_values(13, head_dim, 2.0);
+  std::vector<float> one(head_dim), four(head_dim), again(head_dim);
+  core::attention_split_kv(q.data(), keys.data(), values.data(), length, head_dim, stride, 0.3f, 1,
+                           one.data());
+  core::attention_split_kv(q.data(), keys.data(), values.data(), length, head_dim, stride, 0.3f, 4,
+                           four.data());
+  core::attention_split_kv(q.data(), keys.data(), values.data(), length, head_dim, stride, 0.3f, 4,
+                           again.data());
+  SUBCASE("the split count changes bits, a fixed count repeats them") {
+    CHECK(differing_bits(one, four) > 0);
+    CHECK(differing_bits(four, again) == 0);
+  }
+  SUBCASE("every split count computes the same attention up to rounding") {
+    for (std::size_t d = 0; d < head_dim; ++d) CHECK(one[d] == doctest::Approx(four[d]).epsilon(1e-5));
+  }
+  SUBCASE("one position returns its value") {
+    std::vector<float> out(head_dim);
+    core::attention_split_kv(q.data(), keys.data(), values.data(), 1, head_dim, stride, 0.3f, 8,
+                             out.data());
+    for (std::size_t d = 0; d < head_dim; ++d) CHECK(out[d] == values[d]);
+  }
+}
+
+TEST_CASE("KernelPolicy") {
+  SUBCASE("adaptive mode picks orders from the shape") {
+    const engine::KernelPolicy policy(false);
+    CHECK(policy.matmul_splits(1, 192, 192) == 8);
+    CHECK(policy.matmul_splits(16, 192, 192) == 2);
+    CHECK(policy.matmul_splits(32, 192, 192) == 1);
+    CHECK(policy.rms_reduction(1).kind == core::RmsReduction::Kind::strided_tree);
+    CHECK(policy.rms_reduction(100).kind == core::RmsReduction::Kind::split_k);
+    CHECK(policy.attention_splits(1, 4, 64) == 4);
+    CHECK(policy.attention_splits(1, 4, 1000) == 8);
+    CHECK(policy.attention_splits(16, 4, 1000) == 2);
+    CHECK(policy.attention_splits(32, 4, 1000) == 1);
+  }
+  SUBCASE("batch-invariant mode fixes every order") {
+    const engine::KernelPolicy policy(true);
+    for (std::size_t rows : {1u, 2u, 7u, 16u, 100u}) {
+      CHECK(policy.matmul_splits(rows, 192, 192) == 1);
+      CHECK(policy.rms_reduction(rows).kind == core::RmsReduction::Kind::split_k);
+      CHECK(policy.rms_reduction(rows).parameter == 1);
+      CHECK(policy.attention_splits(rows, 4, 500) == 1);
+    }
+  }
+}

@@ -1,0 +1,47 @@
+// Shared by the dialect tests: the reference payloads and the stream bodies built from them.
+#pragma once
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/completion.hpp"
+
+namespace llmrepro::probes::test {
+
+// The text of reference/formats/<name>; throws when it is missing so the case fails loudly.
+inline std::string read_format(const std::string &name) {
+  std::string path = std::string(LLMREPRO_SHARED_DIR) + "/reference/formats/" + name;
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw std::runtime_error("missing reference payload " + path);
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// An SSE body with one `data:` event per JSON value, in order, then `data: [DONE]` if `done`.
+inline std::string sse_body(const nlohmann::ordered_json &events, bool done = true) {
+  std::string body;
+  for (const auto &event : events)
+    body += "data: " + event.dump() + "\n\n";
+  if (done) body += "data: [DONE]\n\n";
+  return body;
+}
+
+// True when both completions carry the same text, tokens, logprobs and candidates.
+inline bool same_tokens(const core::Completion &a, const core::Completion &b) {
+  if (a.text != b.text || a.tokens.size() != b.tokens.size()) return false;
+  for (std::size_t i = 0; i < a.tokens.size(); ++i) {
+    const auto &x = a.tokens[i];
+    const auto &y = b.tokens[i];
+    if (x.token != y.token || x.logprob != y.logprob || x.top.size() != y.top.size()) return false;
+    for (std::size_t j = 0; j < x.top.size(); ++j)
+      if (x.top[j].token != y.top[j].token || x.top[j].logprob != y.top[j].logprob) return false;
+  }
+  return true;
+}
+
+} // namespace llmrepro::probes::test

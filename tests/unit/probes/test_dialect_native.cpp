@@ -1,0 +1,241 @@
+// parse_response() for the native dialects (llama.cpp, SGLang, Ollama, TGI), whole and streamed.
+#include <cmath>
+
+#include <doctest/doctest.h>
+
+#include "core/logprob_floor.hpp"
+#include "probes/dialect.hpp"
+#include "tests/unit/probes/dialect_test_support.hpp"
+
+using namespace llmrepro;
+using probes::Dialect;
+using probes::parse_response;
+using probes::test::read_format;
+using probes::test::same_tokens;
+using probes::test::sse_body;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+core::Completion parse_ok(Dialect dialect, const std::string &body, bool stream = false) {
+  auto result = parse_response(dialect, body, stream);
+  INFO((result ? std::string() : result.error().message));
+  REQUIRE(result.has_value());
+  return *result;
+}
+
+} // namespace
+
+TEST_CASE("parse_response llamacpp") {
+  SUBCASE("current logprob shape") {
+    auto completion =
+        parse_ok(Dialect::llamacpp, read_format("llamacpp_completion_native_n_probs.json"));
+    REQUIRE(completion.tokens.size() == 3);
+    CHECK(completion.text == "The capital of");
+    CHECK(completion.tokens[1].token == " capital");
+    CHECK(completion.tokens[1].top[1].token == " French");
+    CHECK(*completion.tokens[2].gap() == -1.19e-06 - -14.0926);
+    CHECK(completion.finish_reason == "limit");
+    CHECK(completion.model == "qwen3-8b-q4_k_m.gguf");
+    CHECK(completion.completion_tokens == 3);
+    CHECK(completion.has_logprobs);
+  }
+  SUBCASE("post-sampling probabilities") {
+    auto completion = parse_ok(Dialect::llamacpp,
+                               read_format("llamacpp_completion_native_post_sampling_probs.json"));
+    REQUIRE(completion.tokens.size() == 2);
+    CHECK(completion.text == "The capital");
+    CHECK(completion.tokens[0].logprob == 0.0);
+    REQUIRE(completion.tokens[0].top.size() == 1);
+    CHECK_FALSE(completion.tokens[0].gap().has_value());
+    CHECK(completion.completion_tokens == 2);
+  }
+  SUBCASE("old probs/tok_str shape") {
+    auto completion = parse_ok(Dialect::llamacpp,
+                               read_format("llamacpp_completion_native_old_probs_tok_str.json"));
+    REQUIRE(completion.tokens.size() == 2);
+    CHECK(completion.text == " to find");
+    CHECK(completion.tokens[0].token == " to");
+    CHECK(completion.tokens[0].logprob == std::log(0.9832262396812439));
+    CHECK(completion.tokens[0].top[1].token == " different");
+    CHECK(*completion.tokens[0].gap() ==
+          std::log(0.9832262396812439) - std::log(0.01389230228960514));
+    CHECK(completion.tokens[1].token == " find");
+    CHECK(completion.finish_reason == "limit");
+    CHECK(completion.model == "models/llama-2-7b.Q4_K_M.gguf");
+  }
+  SUBCASE("float lowest and p == 0 become the floor") {
+    std::string body = R"({"content":"a","stop":true,"stop_type":"eos","completion_probabilities":[
+        {"token":"a","logprob":-0.1,"top_logprobs":[{"token":"a","logprob":-0.1},
+                                                   {"token":"b","logprob":-3.4028234663852886e38}]},
+        {"token":"c","prob":0.0,"top_probs":[{"token":"c","prob":0.0}]}]})";
+    auto completion = parse_ok(Dialect::llamacpp, body);
+    CHECK(completion.tokens[0].top[1].logprob == core::k_logprob_floor);
+    CHECK(completion.tokens[1].logprob == core::k_logprob_floor);
+    CHECK(completion.finish_reason == "eos");
+    CHECK(completion.completion_tokens == 2);
+  }
+  SUBCASE("stream, one token per event") {
+    auto whole =
+        parse_ok(Dialect::llamacpp, read_format("llamacpp_completion_native_n_probs.json"));
+    Json response = Json::parse(read_format("llamacpp_completion_native_n_probs.json"));
+    Json events = Json::array();
+    for (const auto &probability : response["completion_probabilities"])
+      events.push_back(Json{{"content", probability["token"]},
+                            {"stop", false},
+                            {"completion_probabilities", Json::array({probability})}});
+    events.push_back(Json{{"content", ""},
+                          {"stop", true},
+                          {"stop_type", "limit"},
+                          {"model", "qwen3-8b-q4_k_m.gguf"},
+                          {"tokens_predicted", 3}});
+    auto streamed = parse_ok(Dialect::llamacpp, sse_body(events, false), true);
+    CHECK(same_tokens(whole, streamed));
+    CHECK(streamed.finish_reason == "limit");
+    CHECK(streamed.completion_tokens == 3);
+    SUBCASE("an old server's final event repeating every token is not counted twice") {
+      events.back()["completion_probabilities"] = response["completion_probabilities"];
+      auto repeated = parse_ok(Dialect::llamacpp, sse_body(events, false), true);
+      CHECK(same_tokens(whole, repeated));
+    }
+  }
+}
+
+TEST_CASE("parse_response sglang") {
+  auto whole = parse_ok(Dialect::sglang, read_format("sglang_generate_logprobs.json"));
+  SUBCASE("meta_info triples") {
+    REQUIRE(whole.tokens.size() == 6);
+    CHECK(whole.text == " He was an American theoretical physicist");
+    CHECK(whole.tokens[0].token == " He");
+    CHECK(whole.tokens[0].top[1].token == " Richard");
+    CHECK(*whole.tokens[0].gap() == -0.912 - -1.0504);
+    CHECK(whole.tokens[5].token == " physicist");
+    CHECK(whole.finish_reason == "length");
+    CHECK(whole.completion_tokens == 6);
+    CHECK(whole.has_logprobs);
+  }
+  Json response = Json::parse(read_format("sglang_generate_logprobs.json"));
+  const Json &meta = response["meta_info"];
+  SUBCASE("cumulative stream: the last event is the completion") {
+    Json events = Json::array();
+    std::string text;
+    for (std::size_t i = 0; i < 6; ++i) {
+      text += meta["output_token_logprobs"][i][2].get<std::string>();
+      Json event{{"text", text}};
+      event["meta_info"]["finish_reason"] = i == 5 ? meta["finish_reason"] : Json();
+      event["meta_info"]["completion_tokens"] = i + 1;
+      event["meta_info"]["output_token_logprobs"] = Json::array();
+      event["meta_info"]["output_top_logprobs"] = Json::array();
+      for (std::size_t j = 0; j <= i; ++j) {
+        event["meta_info"]["output_token_logprobs"].push_back(meta["output_token_logprobs"][j]);
+        event["meta_info"]["output_top_logprobs"].push_back(meta["output_top_logprobs"][j]);
+      }
+      events.push_back(event);
+    }
+    auto streamed = parse_ok(Dialect::sglang, sse_body(events), true);
+    CHECK(same_tokens(whole, streamed));
+    CHECK(streamed.finish_reason == "length");
+  }
+  SUBCASE("incremental stream: events are joined") {
+    Json events = Json::array();
+    for (std::size_t i = 0; i < 6; ++i) {
+      Json event{{"text", meta["output_token_logprobs"][i][2]}};
+      event["meta_info"]["finish_reason"] = i == 5 ? meta["finish_reason"] : Json();
+      event["meta_info"]["completion_tokens"] = i + 1;
+      event["meta_info"]["output_token_logprobs"] = Json::array({meta["output_token_logprobs"][i]});
+      event["meta_info"]["output_top_logprobs"] = Json::array({meta["output_top_logprobs"][i]});
+      events.push_back(event);
+    }
+    auto streamed = parse_ok(Dialect::sglang, sse_body(events), true);
+    CHECK(same_tokens(whole, streamed));
+  }
+  SUBCASE("text absent from the triples: token ids") {
+    response["meta_info"]["output_token_logprobs"][0][2] = nullptr;
+    auto completion = parse_ok(Dialect::sglang, response.dump());
+    CHECK(completion.tokens[0].token == "token_id:1260");
+  }
+}
+
+TEST_CASE("parse_response ollama") {
+  SUBCASE("/api/chat") {
+    auto completion = parse_ok(Dialect::ollama, read_format("ollama_chat_logprobs.json"));
+    REQUIRE(completion.tokens.size() == 7);
+    CHECK(completion.text == "The capital of France is Paris.");
+    CHECK(*completion.tokens[0].gap() == -0.0041 - -5.6312);
+    CHECK(completion.finish_reason == "stop");
+    CHECK(completion.model == "qwen3:8b");
+    CHECK(completion.completion_tokens == 7);
+  }
+  SUBCASE("/api/generate") {
+    auto completion = parse_ok(Dialect::ollama, read_format("ollama_generate_logprobs.json"));
+    REQUIRE(completion.tokens.size() == 7);
+    CHECK(completion.text == "The capital of France is Paris.");
+    CHECK(completion.tokens[4].token == " is");
+    CHECK(completion.tokens[4].top[1].token == ",");
+  }
+  SUBCASE("NDJSON stream") {
+    auto whole = parse_ok(Dialect::ollama, read_format("ollama_chat_logprobs.json"));
+    Json response = Json::parse(read_format("ollama_chat_logprobs.json"));
+    std::string body;
+    for (const auto &entry : response["logprobs"]) {
+      Json line{{"model", "qwen3:8b"}, {"done", false}, {"logprobs", Json::array({entry})}};
+      line["message"] = Json{{"role", "assistant"}, {"content", entry["token"]}};
+      body += line.dump() + "\r\n";
+    }
+    Json last{{"model", "qwen3:8b"}, {"done", true}, {"done_reason", "stop"}, {"eval_count", 7}};
+    last["message"] = Json{{"role", "assistant"}, {"content", ""}};
+    body += last.dump() + "\n";
+    auto streamed = parse_ok(Dialect::ollama, body, true);
+    CHECK(same_tokens(whole, streamed));
+    CHECK(streamed.finish_reason == "stop");
+    CHECK(streamed.completion_tokens == 7);
+  }
+}
+
+TEST_CASE("parse_response tgi") {
+  auto whole = parse_ok(Dialect::tgi, read_format("tgi_generate_details_top_tokens.json"));
+  SUBCASE("details.top_tokens") {
+    REQUIRE(whole.tokens.size() == 3);
+    CHECK(whole.text == " Paris.");
+    CHECK(whole.tokens[0].token == " Paris");
+    CHECK(whole.tokens[0].top[1].token == " the");
+    CHECK(*whole.tokens[0].gap() == -0.0213 - -4.1022);
+    CHECK(whole.tokens[2].token == "</s>");
+    CHECK(whole.finish_reason == "eos_token");
+    CHECK(whole.completion_tokens == 3);
+  }
+  SUBCASE("stream") {
+    Json response = Json::parse(read_format("tgi_generate_details_top_tokens.json"));
+    const Json &details = response["details"];
+    Json events = Json::array();
+    for (std::size_t i = 0; i < 3; ++i) {
+      Json event{{"index", i + 1},
+                 {"token", details["tokens"][i]},
+                 {"top_tokens", details["top_tokens"][i]},
+                 {"generated_text", nullptr},
+                 {"details", nullptr}};
+      if (i == 2) {
+        event["generated_text"] = response["generated_text"];
+        event["details"] =
+            Json{{"finish_reason", "eos_token"}, {"generated_tokens", 3}, {"seed", nullptr}};
+      }
+      events.push_back(event);
+    }
+    auto streamed = parse_ok(Dialect::tgi, sse_body(events, false), true);
+    CHECK(same_tokens(whole, streamed));
+    CHECK(streamed.finish_reason == "eos_token");
+  }
+  SUBCASE("without top_n_tokens: no candidates") {
+    Json response = Json::parse(read_format("tgi_generate_details_top_tokens.json"));
+    response["details"]["top_tokens"] = Json::array();
+    auto completion = parse_ok(Dialect::tgi, response.dump());
+    REQUIRE(completion.tokens.size() == 3);
+    CHECK(completion.tokens[0].top.empty());
+    CHECK(completion.has_logprobs);
+  }
+  SUBCASE("without details: text only") {
+    auto completion = parse_ok(Dialect::tgi, R"({"generated_text":" Paris."})");
+    CHECK_FALSE(completion.has_logprobs);
+    CHECK(completion.text == " Paris.");
+  }
+}

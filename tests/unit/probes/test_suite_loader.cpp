@@ -1,0 +1,222 @@
+// load_suite() / parse_suite(): good suites, text files, and each kind of bad line.
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+
+#include "probes/suite_loader.hpp"
+
+using namespace llmrepro;
+using probes::load_suite;
+using probes::parse_suite;
+
+namespace {
+
+// A fresh directory removed with everything in it when the test ends.
+class TempDir {
+public:
+  TempDir() {
+    static int counter = 0;
+    m_path = std::filesystem::temp_directory_path() /
+             ("llmrepro-suite-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
+    std::filesystem::create_directories(m_path);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(m_path, ignored);
+  }
+  TempDir(const TempDir &) = delete;
+  TempDir &operator=(const TempDir &) = delete;
+
+  std::string write(const std::string &name, const std::string &text) const {
+    std::ofstream(m_path / name, std::ios::binary) << text;
+    return (m_path / name).string();
+  }
+  std::string path(const std::string &name) const { return (m_path / name).string(); }
+
+private:
+  std::filesystem::path m_path;
+};
+
+core::Suite parse_ok(const std::string &text) {
+  auto suite = parse_suite(text, "suite.jsonl");
+  INFO((suite ? std::string() : suite.error().message));
+  REQUIRE(suite.has_value());
+  return *suite;
+}
+
+std::string parse_error(const std::string &text) {
+  auto suite = parse_suite(text, "suite.jsonl");
+  REQUIRE_FALSE(suite.has_value());
+  CHECK(suite.error().code == core::ErrorCode::input);
+  return suite.error().message;
+}
+
+// A good first line, so the error under test sits on line 2.
+std::string second_line(const std::string &line) {
+  return "{\"id\":\"ok\",\"prompt\":\"hi\"}\n" + line + "\n";
+}
+
+} // namespace
+
+TEST_CASE("parse_suite JSON Lines") {
+  auto suite = parse_ok(
+      "# a comment\n"
+      "{\"id\":\"q1\",\"prompt\":\"2+2=\",\"max_tokens\":8,\"tags\":[\"math\",\"tiny\"],"
+      "\"expect\":{\"type\":\"number\",\"value\":4,\"tolerance\":0.5},\"extract\":{\"type\":"
+      "\"number\"}}\n"
+      "\r\n"
+      "{\"id\":\"q2\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"
+      "{\"role\":\"user\",\"content\":\"Capital?\"}],\"response_format\":{\"type\": "
+      "\"json_object\"},"
+      "\"expect\":{\"type\":\"json_path\",\"path\":\"$.city\",\"value\":{\"name\":\"Paris\"}},"
+      "\"extract\":{\"type\":\"regex\",\"pattern\":\"(\\\\w+)\"}}\r\n"
+      "{\"id\":\"q3\",\"prompt\":\"Pick\",\"expect\":{\"type\":\"choice\",\"value\":\"B\"},"
+      "\"extract\":{\"type\":\"last_line\"}}");
+  CHECK(suite.source == "suite.jsonl");
+  REQUIRE(suite.prompts.size() == 3);
+  const auto &q1 = suite.prompts[0];
+  CHECK(q1.id == "q1");
+  CHECK(q1.text == std::optional<std::string>("2+2="));
+  CHECK_FALSE(q1.is_chat());
+  CHECK(q1.max_tokens == std::optional<int>(8));
+  CHECK(q1.tags == std::vector<std::string>{"math", "tiny"});
+  CHECK(q1.expect.kind == core::Expectation::Kind::number);
+  CHECK(q1.expect.number == 4.0);
+  CHECK(q1.expect.tolerance == 0.5);
+  CHECK(q1.extract.kind == core::Extraction::Kind::number);
+  CHECK(q1.source_line == 2);
+  const auto &q2 = suite.prompts[1];
+  CHECK(q2.is_chat());
+  REQUIRE(q2.messages.size() == 2);
+  CHECK(q2.messages[1].role == "user");
+  CHECK(q2.messages[1].content == "Capital?");
+  CHECK(q2.response_format_json == "{\"type\":\"json_object\"}");
+  CHECK(q2.expect.kind == core::Expectation::Kind::json_path);
+  CHECK(q2.expect.path == "$.city");
+  CHECK(q2.expect.value == "{\"name\":\"Paris\"}");
+  CHECK(q2.extract.kind == core::Extraction::Kind::regex);
+  CHECK(q2.extract.pattern == "(\\w+)");
+  CHECK_FALSE(q2.max_tokens.has_value());
+  CHECK(q2.source_line == 4);
+  CHECK(suite.prompts[2].expect.kind == core::Expectation::Kind::choice);
+  CHECK(suite.prompts[2].expect.value == "B");
+  CHECK(suite.prompts[2].extract.kind == core::Extraction::Kind::last_line);
+}
+
+TEST_CASE("parse_suite plain text") {
+  auto suite = parse_suite("\nWhat is 2+2?\r\n# skipped\n  \nName a colour.", "prompts.txt");
+  REQUIRE(suite.has_value());
+  REQUIRE(suite->prompts.size() == 2);
+  CHECK(suite->prompts[0].id == "line-2");
+  CHECK(suite->prompts[0].text == std::optional<std::string>("What is 2+2?"));
+  CHECK(suite->prompts[0].source_line == 2);
+  CHECK(suite->prompts[1].id == "line-5");
+  CHECK(suite->prompts[1].text == std::optional<std::string>("Name a colour."));
+}
+
+TEST_CASE("parse_suite bad lines") {
+  CHECK(parse_error(second_line("{\"id\":\"a\",\"prompt\":3}")) ==
+        "suite.jsonl:2: field 'prompt' must be a string");
+  CHECK(parse_error(second_line("{\"id\":\"a\",\"prompt\":\"x\"")) ==
+        "suite.jsonl:2: invalid JSON at column 23");
+  CHECK(parse_error(second_line("[1]")) == "suite.jsonl:2: expected a JSON object");
+  CHECK(parse_error(second_line("{\"prompt\":\"x\"}")) == "suite.jsonl:2: missing field 'id'");
+  CHECK(parse_error(second_line("{\"id\":7,\"prompt\":\"x\"}")) ==
+        "suite.jsonl:2: field 'id' must be a string");
+  CHECK(parse_error(second_line("{\"id\":\"\",\"prompt\":\"x\"}")) ==
+        "suite.jsonl:2: field 'id' must not be empty");
+  CHECK(parse_error(second_line("{\"id\":\"a\",\"promt\":\"x\"}")) ==
+        "suite.jsonl:2: unknown field 'promt'");
+  CHECK(parse_error(second_line("{\"id\":\"a\"}")) ==
+        "suite.jsonl:2: missing field 'prompt' or 'messages'");
+  CHECK(parse_error(second_line("{\"id\":\"a\",\"prompt\":\"x\",\"messages\":[]}")) ==
+        "suite.jsonl:2: give either field 'prompt' or 'messages', not both");
+  CHECK(parse_error(second_line("{\"id\":\"a\",\"messages\":[]}")) ==
+        "suite.jsonl:2: field 'messages' must not be empty");
+  CHECK(parse_error(second_line("{\"id\":\"a\",\"messages\":[{\"role\":\"user\"}]}")) ==
+        "suite.jsonl:2: missing field 'messages[0].content'");
+  CHECK(
+      parse_error(second_line(
+          "{\"id\":\"a\",\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"name\":\"n\"}]}")) ==
+      "suite.jsonl:2: unknown field 'messages[0].name'");
+  for (const char *bad : {"0", "-3", "2.5", "\"8\"", "3000000000"})
+    CHECK(parse_error(second_line(std::string("{\"id\":\"a\",\"prompt\":\"x\",\"max_tokens\":") +
+                                  bad + "}")) ==
+          "suite.jsonl:2: field 'max_tokens' must be a positive integer");
+  CHECK(parse_error(second_line("{\"id\":\"a\",\"prompt\":\"x\",\"tags\":[\"t\",1]}")) ==
+        "suite.jsonl:2: field 'tags' must be an array of strings");
+  CHECK(parse_error(second_line("{\"id\":\"a\",\"prompt\":\"x\",\"response_format\":\"json\"}")) ==
+        "suite.jsonl:2: field 'response_format' must be an object");
+  CHECK(parse_error(second_line("{\"id\":\"ok\",\"prompt\":\"again\"}")) ==
+        "suite.jsonl:2: duplicate id 'ok' (first on line 1)");
+}
+
+TEST_CASE("parse_suite bad expect and extract") {
+  auto line = [](const std::string &field) {
+    return second_line("{\"id\":\"a\",\"prompt\":\"x\"," + field + "}");
+  };
+  CHECK(parse_error(line("\"expect\":\"4\"")) == "suite.jsonl:2: field 'expect' must be an object");
+  CHECK(parse_error(line("\"expect\":{\"value\":\"4\"}")) ==
+        "suite.jsonl:2: missing field 'expect.type'");
+  CHECK(parse_error(line("\"expect\":{\"type\":\"fuzzy\",\"value\":\"4\"}")) ==
+        "suite.jsonl:2: field 'expect.type' must be one of regex, contains, equals, json_path, "
+        "choice, number (got 'fuzzy')");
+  CHECK(parse_error(line("\"expect\":{\"type\":\"contains\"}")) ==
+        "suite.jsonl:2: missing field 'expect.value'");
+  CHECK(parse_error(line("\"expect\":{\"type\":\"regex\",\"value\":\"(\"}"))
+            .rfind("suite.jsonl:2: field 'expect.value' is not a valid regular expression: ", 0) ==
+        0);
+  CHECK(parse_error(line("\"expect\":{\"type\":\"equals\",\"value\":\"4\",\"tolerance\":1}")) ==
+        "suite.jsonl:2: unknown field 'expect.tolerance'");
+  CHECK(parse_error(line("\"expect\":{\"type\":\"number\",\"value\":\"4\"}")) ==
+        "suite.jsonl:2: field 'expect.value' must be a number");
+  CHECK(parse_error(line("\"expect\":{\"type\":\"number\",\"value\":4,\"tolerance\":-1}")) ==
+        "suite.jsonl:2: field 'expect.tolerance' must be a non-negative number");
+  CHECK(parse_error(line("\"expect\":{\"type\":\"json_path\",\"path\":\"city\",\"value\":1}")) ==
+        "suite.jsonl:2: field 'expect.path' must be a JSON path starting with '$'");
+  CHECK(parse_error(line("\"extract\":{\"type\":\"regex\"}")) ==
+        "suite.jsonl:2: missing field 'extract.pattern'");
+  CHECK(parse_error(line("\"extract\":{\"type\":\"choice\",\"pattern\":\"x\"}")) ==
+        "suite.jsonl:2: unknown field 'extract.pattern'");
+  CHECK(parse_error(line("\"extract\":{\"type\":\"words\"}")) ==
+        "suite.jsonl:2: field 'extract.type' must be one of regex, json_path, choice, number, "
+        "last_line (got 'words')");
+}
+
+TEST_CASE("load_suite files") {
+  TempDir dir;
+  SUBCASE("a JSON Lines file") {
+    std::string path = dir.write(
+        "suite.jsonl", "{\"id\":\"a\",\"prompt\":\"x\"}\n{\"id\":\"b\",\"prompt\":\"y\"}\n");
+    auto suite = load_suite(path);
+    REQUIRE(suite.has_value());
+    CHECK(suite->source == path);
+    CHECK(suite->prompts.size() == 2);
+  }
+  SUBCASE("errors name the file as given") {
+    std::string path =
+        dir.write("bad.jsonl", "{\"id\":\"a\",\"prompt\":\"x\"}\n{\"id\":\"a\",\"prompt\":[]}\n");
+    auto suite = load_suite(path);
+    REQUIRE_FALSE(suite.has_value());
+    CHECK(suite.error().message == path + ":2: field 'prompt' must be a string");
+  }
+  SUBCASE("missing file") {
+    auto suite = load_suite(dir.path("x"));
+    REQUIRE_FALSE(suite.has_value());
+    CHECK(suite.error().code == core::ErrorCode::input);
+    CHECK(suite.error().message ==
+          "cannot open suite '" + dir.path("x") + "': No such file or directory");
+  }
+  SUBCASE("a directory") {
+    auto suite = load_suite(dir.path(""));
+    REQUIRE_FALSE(suite.has_value());
+    CHECK(suite.error().message == "cannot read suite '" + dir.path("") + "': Is a directory");
+  }
+  SUBCASE("empty suites") {
+    auto suite = load_suite(dir.write("empty.jsonl", "\n# nothing\n\n"));
+    REQUIRE_FALSE(suite.has_value());
+    CHECK(suite.error().message == "suite '" + dir.path("empty.jsonl") + "' has no prompts");
+  }
+}

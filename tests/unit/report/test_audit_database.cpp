@@ -1,0 +1,535 @@
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <thread>
+
+#include "report/audit_database.hpp"
+#include "report/database_sink.hpp"
+
+using namespace llmrepro;
+using core::ErrorCode;
+using report::AuditDatabase;
+
+namespace {
+
+// A fresh directory per test, removed with everything in it.
+class TempDir {
+public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "llmrepro-db-XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    m_path = pattern;
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(m_path, ignored);
+  }
+  std::string file(const std::string& name) const { return (m_path / name).string(); }
+
+private:
+  std::filesystem::path m_path;
+};
+
+core::AuditData make_header() {
+  core::AuditData header;
+  header.info = {"audit-7f3a", 1714567890123, 0, "partial"};
+  auto& config = header.config;
+  config.api = "openai-chat";
+  config.model = "qwen-7b";
+  config.runs = 7;
+  config.levels = {1, 4, 64};
+  config.probes = {core::ProbeKind::sweep, core::ProbeKind::long_prompt, core::ProbeKind::prefix};
+  config.max_tokens = 96;
+  config.top_logprobs = 5;
+  config.seed = 18446744073709551557ULL;
+  config.stream = true;
+  config.timeout_s = 12.5;
+  config.retries = 9;
+  config.fragile_gap = 0.1 + 0.2; // not exactly 0.3: the double must survive the JSON column
+  config.fragile_window = 33;
+  config.rate_limit = 2.75;
+  config.shard_index = 1;
+  config.shard_count = 3;
+  config.gates = {core::FailOn::fragile, 2, 0.125, 0.9};
+  header.endpoints = {{"http://127.0.0.1:8000", "openai-chat", "m-a", false, {}},
+                      {"embedded", "llamacpp", "m-b", true, {}}};
+  header.suite.source = "suites/smoke.jsonl";
+  core::Prompt chat;
+  chat.id = "chat-1";
+  chat.messages = {{"system", "Be terse."}, {"user", "Say \"hi\"\n\ttwice"}};
+  chat.max_tokens = 12;
+  chat.tags = {"smoke", "ünïcode"};
+  chat.expect = {core::Expectation::Kind::number, "", "", 3.25, 0.001};
+  chat.extract = {core::Extraction::Kind::regex, "(\\d+)"};
+  chat.response_format_json = R"({"type":"json_object"})";
+  chat.source_line = 4;
+  core::Prompt text;
+  text.id = "text-2";
+  text.text = "";
+  text.expect = {core::Expectation::Kind::json_path, "\"x\"", "$.a[0]", 0.0, 0.0};
+  text.extract = {core::Extraction::Kind::last_line, ""};
+  text.source_line = 9;
+  header.suite.prompts = {chat, text};
+  header.errors = {"endpoint 1 ignored the seed"};
+  return header;
+}
+
+core::TokenLogprob token(std::string text, double logprob, std::vector<core::TokenCandidate> top) {
+  return core::TokenLogprob{std::move(text), logprob, std::move(top)};
+}
+
+core::RequestRecord make_record(int prompt, int concurrency, int repeat, bool ok,
+                                std::string fingerprint = "fp_a") {
+  core::RequestRecord record;
+  record.planned = {0, prompt, concurrency, core::ProbeKind::sweep, repeat};
+  auto& outcome = record.outcome;
+  outcome.ok = ok;
+  outcome.http_status = ok ? 200 : 503;
+  outcome.error = ok ? "" : "HTTP 503: queue full";
+  outcome.attempts = ok ? 1 : 4;
+  outcome.started_ms = 1714567890200 + repeat;
+  outcome.finished_ms = 1714567890950 + repeat;
+  if (ok) {
+    auto& completion = outcome.completion;
+    completion.text = "The answer\x01 is 42";
+    completion.has_logprobs = true;
+    completion.finish_reason = "length";
+    completion.system_fingerprint = std::move(fingerprint);
+    completion.model = "m-a";
+    completion.completion_tokens = 4;
+    completion.tokens = {
+        token("The", -0.1234567890123456789, {}),
+        token(" answer", -1e-300, {{" answer", -1e-300}}),
+        token(" is", -0.5, {{" is", -0.5}, {" was", -0.9162907318741551}}),
+        token(" 42", -0.7, {{" 42", -0.7}, {" 41", -0.7000000000000001},
+                            {" 43", -3.0}, {"\"q\"", -std::numeric_limits<double>::infinity()},
+                            {"\xe2\x80\xae", -20.25}}),
+    };
+  }
+  return record;
+}
+
+void check_same(const core::RequestRecord& a, const core::RequestRecord& b) {
+  CHECK(a.planned == b.planned);
+  CHECK(a.outcome.ok == b.outcome.ok);
+  CHECK(a.outcome.http_status == b.outcome.http_status);
+  CHECK(a.outcome.error == b.outcome.error);
+  CHECK(a.outcome.attempts == b.outcome.attempts);
+  CHECK(a.outcome.started_ms == b.outcome.started_ms);
+  CHECK(a.outcome.finished_ms == b.outcome.finished_ms);
+  const auto& x = a.outcome.completion;
+  const auto& y = b.outcome.completion;
+  CHECK(x.text == y.text);
+  CHECK(x.has_logprobs == y.has_logprobs);
+  CHECK(x.finish_reason == y.finish_reason);
+  CHECK(x.system_fingerprint == y.system_fingerprint);
+  CHECK(x.model == y.model);
+  CHECK(x.completion_tokens == y.completion_tokens);
+  REQUIRE(x.tokens.size() == y.tokens.size());
+  for (std::size_t i = 0; i < x.tokens.size(); ++i) {
+    CAPTURE(i);
+    CHECK(x.tokens[i].token == y.tokens[i].token);
+    CHECK(x.tokens[i].logprob == y.tokens[i].logprob);
+    REQUIRE(x.tokens[i].top.size() == y.tokens[i].top.size());
+    for (std::size_t k = 0; k < x.tokens[i].top.size(); ++k) {
+      CHECK(x.tokens[i].top[k].token == y.tokens[i].top[k].token);
+      CHECK(x.tokens[i].top[k].logprob == y.tokens[i].top[k].logprob);
+    }
+  }
+}
+
+void check_same_prompt(const core::Prompt& a, const core::Prompt& b) {
+  CHECK(a.id == b.id);
+  CHECK(a.text == b.text);
+  REQUIRE(a.messages.size() == b.messages.size());
+  for (std::size_t i = 0; i < a.messages.size(); ++i) {
+    CHECK(a.messages[i].role == b.messages[i].role);
+    CHECK(a.messages[i].content == b.messages[i].content);
+  }
+  CHECK(a.max_tokens == b.max_tokens);
+  CHECK(a.tags == b.tags);
+  CHECK(a.expect.kind == b.expect.kind);
+  CHECK(a.expect.value == b.expect.value);
+  CHECK(a.expect.path == b.expect.path);
+  CHECK(a.expect.number == b.expect.number);
+  CHECK(a.expect.tolerance == b.expect.tolerance);
+  CHECK(a.extract.kind == b.extract.kind);
+  CHECK(a.extract.pattern == b.extract.pattern);
+  CHECK(a.response_format_json == b.response_format_json);
+  CHECK(a.source_line == b.source_line);
+}
+
+void check_same_config(const core::AuditConfig& a, const core::AuditConfig& b) {
+  CHECK(a.api == b.api);
+  CHECK(a.model == b.model);
+  CHECK(a.runs == b.runs);
+  CHECK(a.levels == b.levels);
+  CHECK(a.probes == b.probes);
+  CHECK(a.max_tokens == b.max_tokens);
+  CHECK(a.top_logprobs == b.top_logprobs);
+  CHECK(a.seed == b.seed);
+  CHECK(a.stream == b.stream);
+  CHECK(a.timeout_s == b.timeout_s);
+  CHECK(a.retries == b.retries);
+  CHECK(a.fragile_gap == b.fragile_gap);
+  CHECK(a.fragile_window == b.fragile_window);
+  CHECK(a.rate_limit == b.rate_limit);
+  CHECK(a.shard_index == b.shard_index);
+  CHECK(a.shard_count == b.shard_count);
+  CHECK(a.gates.fail_on == b.gates.fail_on);
+  CHECK(a.gates.max_unique == b.gates.max_unique);
+  CHECK(a.gates.max_unstable_rate == b.gates.max_unstable_rate);
+  CHECK(a.gates.min_tara == b.gates.min_tara);
+}
+
+AuditDatabase create_or_fail(const std::string& path, const core::AuditData& header) {
+  auto created = AuditDatabase::create(path, header);
+  if (!created) FAIL("create failed: " << created.error().message);
+  return std::move(*created);
+}
+
+core::AuditData load_or_fail(const AuditDatabase& database) {
+  auto loaded = database.load();
+  if (!loaded) FAIL("load failed: " << loaded.error().message);
+  return std::move(*loaded);
+}
+
+// Runs SQL on the file through a separate connection, as another program would.
+void run_sql(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  char* message = nullptr;
+  const int status = sqlite3_exec(db, sql, nullptr, nullptr, &message);
+  INFO((message != nullptr ? message : ""));
+  sqlite3_free(message);
+  sqlite3_close(db);
+  REQUIRE(status == SQLITE_OK);
+}
+
+// The first column of the first row of a query, through a separate connection.
+std::string query_text(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* statement = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(statement) == SQLITE_ROW);
+  std::string text(reinterpret_cast<const char*>(sqlite3_column_text(statement, 0)));
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return text;
+}
+
+} // namespace
+
+TEST_CASE("AuditDatabase::load") {
+  TempDir dir;
+  const auto header = make_header();
+  const std::string path = dir.file("audit.db");
+  const std::vector<core::RequestRecord> records = {
+      make_record(0, 1, 0, true, "fp_b"), make_record(1, 1, 0, false),
+      make_record(0, 4, 0, true, "fp_a"), make_record(0, 4, 1, true, ""),
+      make_record(1, 4, 2, true, "fp_a")};
+  {
+    auto database = create_or_fail(path, header);
+    for (const auto& record : records) REQUIRE(database.record(record));
+  }
+  // A failed record's fingerprint never counts, and neither does another endpoint's.
+  auto stray = make_record(1, 64, 0, false);
+  stray.outcome.completion.system_fingerprint = "fp_failed";
+  auto other = make_record(1, 64, 1, true, "fp_other");
+  other.planned.endpoint_index = 1;
+
+  auto database = AuditDatabase::open(path);
+  REQUIRE_MESSAGE(database, (database ? "" : database.error().message));
+  REQUIRE(database->record(stray));
+  REQUIRE(database->record(other));
+  const auto loaded = load_or_fail(*database);
+
+  SUBCASE("info, config, suite, endpoints and errors round-trip") {
+    CHECK(loaded.info.id == header.info.id);
+    CHECK(loaded.info.started_ms == header.info.started_ms);
+    CHECK(loaded.info.finished_ms == 0);
+    CHECK(loaded.info.status == "partial");
+    check_same_config(loaded.config, header.config);
+    CHECK(loaded.suite.source == header.suite.source);
+    REQUIRE(loaded.suite.prompts.size() == 2);
+    check_same_prompt(loaded.suite.prompts[0], header.suite.prompts[0]);
+    check_same_prompt(loaded.suite.prompts[1], header.suite.prompts[1]);
+    CHECK(loaded.suite.prompts[0].is_chat());
+    CHECK_FALSE(loaded.suite.prompts[1].is_chat());
+    CHECK(loaded.errors == header.errors);
+    REQUIRE(loaded.endpoints.size() == 2);
+    CHECK(loaded.endpoints[0].url == "http://127.0.0.1:8000");
+    CHECK(loaded.endpoints[0].dialect == "openai-chat");
+    CHECK(loaded.endpoints[0].model == "m-a");
+    CHECK_FALSE(loaded.endpoints[0].embedded);
+    CHECK(loaded.endpoints[1].embedded);
+  }
+  SUBCASE("records come back in recorded order with every token and candidate") {
+    REQUIRE(loaded.records.size() == 7);
+    for (std::size_t i = 0; i < records.size(); ++i) check_same(loaded.records[i], records[i]);
+    check_same(loaded.records[5], stray);
+    check_same(loaded.records[6], other);
+    CHECK(std::isinf(loaded.records[0].outcome.completion.tokens[3].top[3].logprob));
+  }
+  SUBCASE("fingerprints are the distinct ones of successful records, per endpoint, sorted") {
+    CHECK(loaded.endpoints[0].fingerprints == std::vector<std::string>{"fp_a", "fp_b"});
+    CHECK(loaded.endpoints[1].fingerprints == std::vector<std::string>{"fp_other"});
+  }
+  SUBCASE("absent optional gates stay absent") {
+    auto bare = make_header();
+    bare.config.gates = {};
+    const auto bare_path = dir.file("bare.db");
+    const auto bare_loaded = load_or_fail(create_or_fail(bare_path, bare));
+    CHECK_FALSE(bare_loaded.config.gates.max_unique.has_value());
+    CHECK_FALSE(bare_loaded.config.gates.max_unstable_rate.has_value());
+    CHECK_FALSE(bare_loaded.config.gates.min_tara.has_value());
+    CHECK(bare_loaded.config.gates.fail_on == core::FailOn::none);
+    CHECK(bare_loaded.records.empty());
+  }
+}
+
+TEST_CASE("AuditDatabase::record") {
+  TempDir dir;
+  auto database = create_or_fail(dir.file("audit.db"), make_header());
+
+  SUBCASE("a record with a stored key replaces it and its tokens") {
+    auto first = make_record(0, 4, 2, true);
+    REQUIRE(database.record(first));
+    REQUIRE(database.record(make_record(1, 1, 0, true)));
+    auto retry = make_record(0, 4, 2, true, "fp_retry");
+    retry.outcome.completion.tokens.resize(2);
+    retry.outcome.completion.text = "The answer";
+    REQUIRE(database.record(retry));
+    const auto loaded = load_or_fail(database);
+    REQUIRE(loaded.records.size() == 2);
+    check_same(loaded.records[0], make_record(1, 1, 0, true));
+    check_same(loaded.records[1], retry);
+  }
+  SUBCASE("a failed record is replaced by the successful retry of --resume") {
+    REQUIRE(database.record(make_record(1, 4, 0, false)));
+    REQUIRE(database.record(make_record(1, 4, 0, true)));
+    const auto loaded = load_or_fail(database);
+    REQUIRE(loaded.records.size() == 1);
+    check_same(loaded.records[0], make_record(1, 4, 0, true));
+  }
+  SUBCASE("keys differing only in probe or endpoint are distinct") {
+    auto a = make_record(0, 1, 0, true);
+    auto b = a;
+    b.planned.probe = core::ProbeKind::mixed;
+    auto c = a;
+    c.planned.endpoint_index = 1;
+    REQUIRE(database.record(a));
+    REQUIRE(database.record(b));
+    REQUIRE(database.record(c));
+    CHECK(load_or_fail(database).records.size() == 3);
+  }
+  SUBCASE("through the DatabaseSink") {
+    report::DatabaseSink sink(database);
+    core::RecordSink& as_sink = sink;
+    REQUIRE(as_sink.record(make_record(0, 8, 3, true)));
+    const auto loaded = load_or_fail(database);
+    REQUIRE(loaded.records.size() == 1);
+    check_same(loaded.records[0], make_record(0, 8, 3, true));
+  }
+}
+
+TEST_CASE("AuditDatabase::recorded_successes") {
+  TempDir dir;
+  auto database = create_or_fail(dir.file("audit.db"), make_header());
+  REQUIRE(database.record(make_record(0, 1, 1, true)));
+  REQUIRE(database.record(make_record(1, 1, 0, false)));
+  auto prefix = make_record(1, 8, 4, true);
+  prefix.planned.probe = core::ProbeKind::prefix;
+  REQUIRE(database.record(prefix));
+  const auto keys = database.recorded_successes();
+  REQUIRE(keys);
+  REQUIRE(keys->size() == 2);
+  CHECK((*keys)[0] == core::PlannedRequest{0, 0, 1, core::ProbeKind::sweep, 1});
+  CHECK((*keys)[1] == core::PlannedRequest{0, 1, 8, core::ProbeKind::prefix, 4});
+}
+
+TEST_CASE("AuditDatabase::set_status") {
+  TempDir dir;
+  auto database = create_or_fail(dir.file("audit.db"), make_header());
+  REQUIRE(database.set_status("complete", 1714567999000));
+  auto loaded = load_or_fail(database);
+  CHECK(loaded.info.status == "complete");
+  CHECK(loaded.info.finished_ms == 1714567999000);
+  const auto bad = database.set_status("done", 1);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().code == ErrorCode::internal);
+  CHECK(bad.error().message.find("'done'") != std::string::npos);
+  CHECK(load_or_fail(database).info.status == "complete");
+}
+
+TEST_CASE("AuditDatabase::update_endpoint") {
+  TempDir dir;
+  auto database = create_or_fail(dir.file("audit.db"), make_header());
+  REQUIRE(database.update_endpoint(1, {"http://127.0.0.1:9/v1", "sglang", "m-c", false, {"x"}}));
+  const auto loaded = load_or_fail(database);
+  CHECK(loaded.endpoints[1].url == "http://127.0.0.1:9/v1");
+  CHECK(loaded.endpoints[1].dialect == "sglang");
+  CHECK(loaded.endpoints[1].model == "m-c");
+  CHECK_FALSE(loaded.endpoints[1].embedded);
+  // Fingerprints come from the records, never from what the caller passed.
+  CHECK(loaded.endpoints[1].fingerprints.empty());
+  CHECK(loaded.endpoints[0].dialect == "openai-chat");
+  const auto missing = database.update_endpoint(2, {});
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == ErrorCode::internal);
+  CHECK(missing.error().message.find("no endpoint 2") != std::string::npos);
+}
+
+TEST_CASE("AuditDatabase::create") {
+  TempDir dir;
+  const std::string path = dir.file("audit.db");
+
+  SUBCASE("refuses a file that already holds an audit") {
+    { create_or_fail(path, make_header()); }
+    const auto again = AuditDatabase::create(path, make_header());
+    REQUIRE_FALSE(again);
+    CHECK(again.error().code == ErrorCode::input);
+    CHECK(again.error().message.find("already holds an audit") != std::string::npos);
+  }
+  SUBCASE("refuses a file that is not SQLite") {
+    std::ofstream(path) << "id,prompt\n1,hello\n";
+    const auto created = AuditDatabase::create(path, make_header());
+    REQUIRE_FALSE(created);
+    CHECK(created.error().code == ErrorCode::input);
+    CHECK(created.error().message.find("not an SQLite database") != std::string::npos);
+  }
+  SUBCASE("refuses another program's database") {
+    run_sql(path, "CREATE TABLE users (name TEXT);");
+    const auto created = AuditDatabase::create(path, make_header());
+    REQUIRE_FALSE(created);
+    CHECK(created.error().code == ErrorCode::input);
+    CHECK(created.error().message.find("another program") != std::string::npos);
+  }
+  SUBCASE("accepts an empty file and writes WAL mode") {
+    std::ofstream{path};
+    create_or_fail(path, make_header());
+    CHECK(query_text(path, "PRAGMA journal_mode") == "wal");
+    CHECK(query_text(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "1");
+  }
+}
+
+TEST_CASE("AuditDatabase::open") {
+  TempDir dir;
+  const std::string path = dir.file("audit.db");
+
+  SUBCASE("a missing file") {
+    const auto opened = AuditDatabase::open(path);
+    REQUIRE_FALSE(opened);
+    CHECK(opened.error().code == ErrorCode::input);
+    CHECK(opened.error().message == "no audit database at '" + path + "'");
+    CHECK_FALSE(std::filesystem::exists(path));
+  }
+  SUBCASE("a file that is not SQLite") {
+    std::ofstream(path) << std::string(4096, 'x');
+    const auto opened = AuditDatabase::open(path);
+    REQUIRE_FALSE(opened);
+    CHECK(opened.error().code == ErrorCode::input);
+    CHECK(opened.error().message.find("not an SQLite database") != std::string::npos);
+  }
+  SUBCASE("an SQLite file without an audit") {
+    run_sql(path, "CREATE TABLE users (name TEXT);");
+    const auto opened = AuditDatabase::open(path);
+    REQUIRE_FALSE(opened);
+    CHECK(opened.error().code == ErrorCode::input);
+    CHECK(opened.error().message.find("not an llmrepro audit database") != std::string::npos);
+  }
+  SUBCASE("another schema version") {
+    { create_or_fail(path, make_header()); }
+    run_sql(path, "UPDATE meta SET value = '2' WHERE key = 'schema_version';");
+    const auto opened = AuditDatabase::open(path);
+    REQUIRE_FALSE(opened);
+    CHECK(opened.error().code == ErrorCode::input);
+    CHECK(opened.error().message.find("has schema version 2; this build reads version 1") !=
+          std::string::npos);
+  }
+  SUBCASE("a mistyped config field is named") {
+    { create_or_fail(path, make_header()); }
+    run_sql(path, "UPDATE audit SET config = json_set(config, '$.runs', 'five');");
+    const auto opened = AuditDatabase::open(path);
+    REQUIRE(opened);
+    const auto loaded = opened->load();
+    REQUIRE_FALSE(loaded);
+    CHECK(loaded.error().code == ErrorCode::input);
+    CHECK(loaded.error().message.find("field 'runs' is missing or not an integer") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("AuditDatabase::record survives kill -9") {
+  TempDir dir;
+  const std::string path = dir.file("audit.db");
+  { create_or_fail(path, make_header()); }
+  constexpr int k_tokens = 40;
+  // Every token's values derive from its repeat and position, so a torn write would show.
+  const auto scripted = [](int repeat) {
+    core::RequestRecord record;
+    record.planned = {0, repeat % 2, 1, core::ProbeKind::sweep, repeat};
+    record.outcome.ok = true;
+    record.outcome.attempts = 1;
+    record.outcome.completion.has_logprobs = true;
+    for (int position = 0; position < k_tokens; ++position) {
+      const double logprob = -(repeat * 1000 + position) / 7.0;
+      record.outcome.completion.tokens.push_back(
+          token("t" + std::to_string(position), logprob,
+                {{"a", logprob}, {"b", logprob - 1.0}, {"c", logprob - 2.0}}));
+    }
+    return record;
+  };
+
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // The child opens its own connection and records until it is killed.
+    auto database = AuditDatabase::open(path);
+    if (!database) _exit(2);
+    for (int repeat = 0; repeat < 1000000; ++repeat)
+      if (!database->record(scripted(repeat))) _exit(3);
+    _exit(0);
+  }
+  int recorded = 0;
+  {
+    auto watcher = AuditDatabase::open(path);
+    REQUIRE(watcher);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (recorded < 200 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      const auto keys = watcher->recorded_successes();
+      REQUIRE(keys);
+      recorded = static_cast<int>(keys->size());
+    }
+  }
+  REQUIRE(kill(child, SIGKILL) == 0);
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE_MESSAGE(WIFSIGNALED(status), "the writer ended before it was killed");
+  REQUIRE(recorded >= 200);
+
+  auto reopened = AuditDatabase::open(path);
+  REQUIRE_MESSAGE(reopened, (reopened ? "" : reopened.error().message));
+  const auto loaded = load_or_fail(*reopened);
+  REQUIRE(static_cast<int>(loaded.records.size()) >= recorded);
+  for (std::size_t i = 0; i < loaded.records.size(); ++i) {
+    CAPTURE(i);
+    check_same(loaded.records[i], scripted(static_cast<int>(i)));
+  }
+  // And the file itself is sound.
+  CHECK(query_text(path, "PRAGMA integrity_check") == "ok");
+}

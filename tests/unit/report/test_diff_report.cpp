@@ -1,0 +1,100 @@
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "report/diff_report.hpp"
+
+using namespace llmrepro;
+
+namespace {
+
+core::PromptAnalysis prompt(const std::string &id, std::vector<int> counts) {
+  core::PromptAnalysis p;
+  p.id = id;
+  p.has_logprobs = true;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    core::DistinctCompletion c;
+    c.count = counts[i];
+    c.is_reference = i == 0;
+    p.completions.push_back(c);
+    p.runs += counts[i];
+  }
+  p.unique_completions = static_cast<int>(counts.size());
+  p.unstable = counts.size() > 1;
+  p.min_gap = 1.0;
+  return p;
+}
+
+// A: twelve stable prompts. B: the first ten unstable, one of them with a hostile id.
+core::AuditDiff regression_diff() {
+  core::AuditReport a;
+  core::AuditReport b;
+  for (int i = 0; i < 12; ++i) {
+    const std::string id =
+        i == 0 ? std::string("<img src=x onerror=alert(1)>|`") : "p" + std::to_string(i);
+    a.analysis.prompts.push_back(prompt(id, {10}));
+    b.analysis.prompts.push_back(i < 10 ? prompt(id, {9, 1}) : prompt(id, {10}));
+  }
+  a.analysis.prompts.push_back(prompt("gone", {10}));
+  core::DiffConfig config;
+  config.bootstrap_resamples = 1000;
+  config.seed = 5;
+  return core::diff_audits(a, b, config);
+}
+
+} // namespace
+
+TEST_CASE("render_diff_json") {
+  const nlohmann::json j = nlohmann::json::parse(report::render_diff_json(regression_diff()));
+  CHECK(j.at("schema") == "llmrepro.diff.v1");
+  CHECK(j.at("paired_prompts") == 12);
+  CHECK(j.at("only_in_a") == nlohmann::json::array({"gone"}));
+  CHECK(j.at("config").at("bootstrap_resamples") == 1000);
+  CHECK(j.at("config").at("seed") == 5);
+  CHECK(j.at("verdict").at("status") == "regression");
+  CHECK(j.at("verdict").at("regression") == true);
+  const nlohmann::json &tarr = j.at("metrics").at(0);
+  CHECK(tarr.at("name") == "tarr");
+  CHECK(tarr.at("test") == "mcnemar_exact");
+  CHECK(tarr.at("only_a") == 10);
+  CHECK(tarr.at("only_b") == 0);
+  CHECK(tarr.at("a_interval").at(1) == 1.0);
+  CHECK(tarr.at("delta_interval").is_null());
+  CHECK(tarr.at("sign_test_p").is_null());
+  CHECK(tarr.at("beyond_noise") == true);
+  CHECK(tarr.at("regression") == true);
+  const nlohmann::json &unique = j.at("metrics").at(2);
+  CHECK(unique.at("name") == "mean_unique_completions");
+  CHECK(unique.at("delta_interval").is_array());
+  CHECK(unique.at("a_interval").is_null());
+  const nlohmann::json &first = j.at("prompts").at(0);
+  CHECK(first.at("id") == "<img src=x onerror=alert(1)>|`");
+  CHECK(first.at("agreement_change") == "newly unstable");
+  CHECK(first.at("a").at("agreement") == 1.0);
+  CHECK(first.at("b").at("agreement") == 0.9);
+  CHECK(first.at("b").at("pass").is_null());
+  CHECK(first.at("pass_p").is_null());
+}
+
+TEST_CASE("render_diff_markdown") {
+  const std::string md = report::render_diff_markdown(regression_diff());
+  CHECK(md.rfind("## llmrepro diff: \u274c regression beyond noise\n", 0) == 0);
+  CHECK(md.find("| tarr | 100.0% | 16.7% | -83.3 pp | 0.002 | regression (beyond noise) |") !=
+        std::string::npos);
+  CHECK(md.find("1 prompts only in A, 0 only in B (not compared).") != std::string::npos);
+  CHECK(md.find("| &#60;img src=x onerror=alert(1)&#62;&#124;&#96; | newly unstable | 1 \u2192 2 | "
+                "100% \u2192 90% |") != std::string::npos);
+  CHECK(md.find('<') == std::string::npos);
+}
+
+TEST_CASE("render_diff_html") {
+  const std::string html = report::render_diff_html(regression_diff());
+  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(html.find("<span class=\"badge\">REGRESSION</span>") != std::string::npos);
+  CHECK(html.find("<img") == std::string::npos);
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("<code>&lt;img src=x onerror=alert(1)&gt;|`</code>") != std::string::npos);
+  CHECK(html.find("<td class=\"num\">10/10 \u2192 9/10</td>") != std::string::npos);
+}

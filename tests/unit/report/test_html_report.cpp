@@ -1,0 +1,178 @@
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "report/html_prompt_detail.hpp"
+#include "report/html_report.hpp"
+#include "report/html_style.hpp"
+#include "report/svg_chart.hpp"
+#include "tests/unit/report/reviewer_fixture.hpp"
+
+using namespace llmrepro;
+
+namespace {
+
+std::size_t count_of(const std::string &haystack, const std::string &needle) {
+  std::size_t count = 0;
+  for (std::size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + 1))
+    ++count;
+  return count;
+}
+
+} // namespace
+
+TEST_CASE("html_escape") {
+  SUBCASE("markup and quotes become entities") {
+    CHECK(report::html_escape("<a href='x'>&\"</a>") ==
+          "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;");
+  }
+  SUBCASE("control characters become visible pictures, tab and newline stay") {
+    CHECK(report::html_escape(std::string("a\x1b[0m\tb\nc\x00", 10)) == "a\u241b[0m\tb\nc\u2400");
+    CHECK(report::html_escape("\x7f") == "\u2421");
+  }
+  SUBCASE("invalid UTF-8 becomes U+FFFD, valid multibyte text is kept") {
+    CHECK(report::html_escape("\xff\xe2\x80 \xc3\xa9") == "\ufffd\ufffd\ufffd \u00e9");
+  }
+}
+
+TEST_CASE("render_divergence_tree") {
+  const auto fixture = test::make_fixture();
+  const core::PromptAnalysis &capital = fixture->report.analysis.prompts.at(0);
+  const std::string tree = report::render_divergence_tree(capital);
+  // Shared "The capital is" for all 8 runs; then " Queens, ..." 7 vs " New York City" 1; then
+  // " New York" 6 vs " NY" 1 at token 5.
+  CHECK(tree.find("The capital is</span><span class=\"muted\">(3 tokens)</span><span class=\"count "
+                  "major\">8 runs "
+                  "100.0%</span>") != std::string::npos);
+  CHECK(tree.find("at token 3</span><span class=\"completion\"><mark> Queens</mark>,</span>"
+                  "<span class=\"muted\">(2 tokens)</span><span class=\"count major\">7 runs "
+                  "87.5%</span>") != std::string::npos);
+  CHECK(tree.find("<mark> New</mark> York City</span><span class=\"muted\">(3 tokens)</span>"
+                  "<span class=\"count minor\">1 run 12.5%</span>") != std::string::npos);
+  CHECK(tree.find("at token 5</span><span class=\"completion\"><mark> New</mark> York</span>"
+                  "<span class=\"muted\">(2 tokens)</span><span class=\"count major\">6 runs "
+                  "75.0%</span>") != std::string::npos);
+  CHECK(tree.find("<mark> NY</mark></span><span class=\"muted\">(1 tokens)</span><span "
+                  "class=\"count minor\">1 run "
+                  "12.5%</span>") != std::string::npos);
+  CHECK(count_of(tree, "<li>") == 5);
+}
+
+TEST_CASE("render_prompt_detail") {
+  const auto fixture = test::make_fixture();
+  const core::PromptAnalysis &capital = fixture->report.analysis.prompts.at(0);
+  const std::string detail = report::render_prompt_detail(capital, 0.05);
+  SUBCASE("the reference's token at the divergence carries both candidates on hover") {
+    CHECK(detail.find("<span class=\"shared\">The capital is</span><mark class=\"ref\" "
+                      "title=\"token 3: \u201c "
+                      "Queens\u201d logprob -0.6800\ntop-1: \u201c Queens\u201d -0.6800\ntop-2: "
+                      "\u201c New\u201d "
+                      "-0.7100\ngap 0.03 nats\"> Queens</mark>") != std::string::npos);
+  }
+  SUBCASE("each variant is shown beside the reference with its divergence") {
+    CHECK(count_of(detail, "<div class=\"pair\">") == 2);
+    CHECK(detail.find("variant 1 \u00b7 1 run (c=8: 1) \u00b7 diverges at token 3") !=
+          std::string::npos);
+    CHECK(detail.find("variant 2 \u00b7 1 run (c=8: 1) \u00b7 diverges at token 5") !=
+          std::string::npos);
+  }
+  SUBCASE("the gap line marks tau and the first divergence") {
+    CHECK(detail.find("class=\"chart-threshold\"") != std::string::npos);
+    CHECK(detail.find("first divergence @3") != std::string::npos);
+  }
+}
+
+TEST_CASE("render_bar_chart") {
+  report::BarChart chart;
+  chart.title = "t<i>";
+  chart.categories = {"a", "b"};
+  chart.series.push_back({"s", {1.0, 3.0}});
+  chart.threshold_edge = 1.0;
+  chart.threshold_label = "tau";
+  const std::string svg = report::render_bar_chart(chart);
+  CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 560 250\"", 0) == 0);
+  CHECK(svg.find("t&lt;i&gt;") != std::string::npos);
+  CHECK(count_of(svg, "<rect class=\"chart-bar-0\"") == 2);
+  // Plot is 494 px wide from x=52: the boundary between the two categories is at 52 + 247.
+  CHECK(svg.find("<line class=\"chart-threshold\" x1=\"299.0\"") != std::string::npos);
+  SUBCASE("an empty chart says why") {
+    report::BarChart empty;
+    empty.title = "none";
+    empty.empty_message = "nothing to draw";
+    CHECK(report::render_bar_chart(empty).find(">nothing to draw</text>") != std::string::npos);
+  }
+}
+
+TEST_CASE("render_html") {
+  const auto fixture = test::make_fixture();
+  const std::string html = report::render_html(fixture->report);
+
+  SUBCASE("one self-contained page: nothing fetched, one script, ours") {
+    CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+    CHECK(count_of(html, "<script") == 1);
+    CHECK(count_of(html, "</script") == 1);
+    CHECK(html.find("<script id=\"llmrepro-script\">") != std::string::npos);
+    CHECK(html.find("src=\"") == std::string::npos);
+    CHECK(html.find("<link") == std::string::npos);
+    CHECK(html.find("@import") == std::string::npos);
+    CHECK(html.find("url(") == std::string::npos);
+  }
+  SUBCASE("hostile model text stays text") {
+    CHECK(html.find("<img") == std::string::npos);
+    CHECK(html.find("&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+    CHECK(html.find("&lt;img src=x onerror=alert(1)&gt;") != std::string::npos);
+    CHECK(html.find("&quot;quoted&quot; &amp; &#39;single&#39; \u241b[31m\ufffd") !=
+          std::string::npos);
+    CHECK(html.find("hostile&lt;b&gt;&quot;id&quot;&lt;/b&gt;") != std::string::npos);
+    CHECK(html.find("<b>") == std::string::npos);
+    CHECK(html.find('\x1b') == std::string::npos);
+  }
+  SUBCASE("verdict, summary cards and worst prompts come first") {
+    const auto verdict = html.find(
+        "<section class=\"verdict fail\" id=\"verdict\"><span class=\"badge\">FAIL</span>");
+    const auto cards = html.find("id=\"summary\"");
+    const auto worst = html.find("id=\"worst\"");
+    const auto charts = html.find("id=\"charts\"");
+    REQUIRE(verdict != std::string::npos);
+    CHECK(verdict < cards);
+    CHECK(cards < worst);
+    CHECK(worst < charts);
+    CHECK(html.find("<strong>2 of 5 prompts unstable</strong> \u00b7 3 fragile") !=
+          std::string::npos);
+    for (const char *label :
+         {"endpoint", "model", "fingerprints", "prompts", "requests", "failures", "unstable",
+          "fragile", "TARr", "predictor P / R", "verdict"}) {
+      CHECK_MESSAGE(html.find(std::string("<div class=\"label\">") + label + "</div>") !=
+                        std::string::npos,
+                    label);
+    }
+    CHECK(html.find("fp_a, fp_b") != std::string::npos);
+    // Worst first: both unstable prompts have 3 and 2 distinct completions.
+    const auto capital_row =
+        html.find("<a href=\"#prompt-0\"><code>capital</code></a></td><td class=\"num\">3</td>");
+    const auto hostile_row = html.find("<a href=\"#prompt-1\"><code>hostile");
+    CHECK(capital_row < hostile_row);
+  }
+  SUBCASE("four charts and a gap line per prompt with logprobs") {
+    CHECK(count_of(html, "<svg") == 4 + 4);
+    CHECK(html.find("Distinct completions by concurrency level") != std::string::npos);
+    CHECK(html.find("First-divergence positions") != std::string::npos);
+    CHECK(html.find("at divergence (n=2)") != std::string::npos);
+    CHECK(html.find("Throughput by concurrency level") != std::string::npos);
+  }
+  SUBCASE("one table row and one section per prompt; the worst one open") {
+    CHECK(count_of(html, "<tr data-problem=") == 5);
+    CHECK(count_of(html, "<details class=\"prompt\"") == 5);
+    CHECK(html.find("<details class=\"prompt\" id=\"prompt-0\" open>") != std::string::npos);
+  }
+
+  // The browser test (tests/browser) renders this page in headless Chromium.
+  if (const char *path = std::getenv("LLMREPRO_HTML_FIXTURE_OUT")) {
+    std::ofstream out(path, std::ios::binary);
+    out << html;
+    REQUIRE_MESSAGE(out.good(), "cannot write " << path);
+  }
+}

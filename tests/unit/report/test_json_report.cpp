@@ -1,0 +1,263 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "audit_report_fixture.hpp"
+#include "report/iso_time.hpp"
+#include "report/json_report.hpp"
+
+using namespace llmrepro;
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+namespace {
+
+Json load_schema() {
+  std::ifstream in(std::string(LLMREPRO_SOURCE_DIR) + "/schemas/llmrepro.audit.v1.schema.json");
+  REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  return Json::parse(text.str());
+}
+
+bool has_type(const Json& value, const std::string& type) {
+  if (type == "null") return value.is_null();
+  if (type == "boolean") return value.is_boolean();
+  if (type == "integer") return value.is_number_integer();
+  if (type == "number") return value.is_number();
+  if (type == "string") return value.is_string();
+  if (type == "array") return value.is_array();
+  if (type == "object") return value.is_object();
+  return false;
+}
+
+// The subset of JSON Schema 2020-12 our schema uses; returns the first violation, empty if none.
+// (End-to-end tests validate with a full implementation; this keeps the unit tests offline.)
+std::string violation(const Json& value, const Json& schema, const Json& root,
+                      const std::string& at) {
+  if (schema.contains("$ref")) {
+    const std::string ref = schema["$ref"];
+    REQUIRE(ref.rfind("#/$defs/", 0) == 0);
+    return violation(value, root["$defs"][ref.substr(8)], root, at);
+  }
+  if (schema.contains("const") && value != schema["const"]) return at + ": not the constant";
+  if (schema.contains("enum")) {
+    bool found = false;
+    for (const auto& option : schema["enum"]) found = found || option == value;
+    if (!found) return at + ": not in the enum";
+  }
+  if (schema.contains("type")) {
+    bool ok = false;
+    if (schema["type"].is_string()) ok = has_type(value, schema["type"]);
+    else
+      for (const auto& type : schema["type"]) ok = ok || has_type(value, type);
+    if (!ok) return at + ": wrong type";
+  }
+  if (schema.contains("oneOf")) {
+    int matches = 0;
+    for (const auto& option : schema["oneOf"]) matches += violation(value, option, root, at).empty();
+    if (matches != 1) return at + ": matches " + std::to_string(matches) + " of oneOf";
+  }
+  if (schema.contains("pattern") && value.is_string() &&
+      !std::regex_search(value.get<std::string>(), std::regex(schema["pattern"].get<std::string>())))
+    return at + ": does not match the pattern";
+  if (schema.contains("minimum") && value.is_number() && value.get<double>() < schema["minimum"])
+    return at + ": below the minimum";
+  if (value.is_array() && schema.contains("items"))
+    for (std::size_t i = 0; i < value.size(); ++i)
+      if (auto v = violation(value[i], schema["items"], root, at + "[" + std::to_string(i) + "]");
+          !v.empty())
+        return v;
+  if (value.is_object()) {
+    if (schema.contains("required"))
+      for (const auto& key : schema["required"])
+        if (!value.contains(key)) return at + ": missing " + key.get<std::string>();
+    for (const auto& [key, item] : value.items()) {
+      if (schema.contains("propertyNames"))
+        if (auto v = violation(key, schema["propertyNames"], root, at + "." + key); !v.empty())
+          return v;
+      if (schema.contains("properties") && schema["properties"].contains(key)) {
+        if (auto v = violation(item, schema["properties"][key], root, at + "." + key); !v.empty())
+          return v;
+      } else if (schema.contains("additionalProperties")) {
+        const Json& extra = schema["additionalProperties"];
+        if (extra.is_boolean() && !extra.get<bool>()) return at + ": unexpected " + key;
+        if (extra.is_object())
+          if (auto v = violation(item, extra, root, at + "." + key); !v.empty()) return v;
+      }
+    }
+  }
+  return {};
+}
+
+std::vector<std::string> keys_of(const OrderedJson& object) {
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : object.items()) keys.push_back(key);
+  return keys;
+}
+
+} // namespace
+
+TEST_CASE("format_iso_utc_ms") {
+  CHECK(report::format_iso_utc_ms(0) == "1970-01-01T00:00:00.000Z");
+  CHECK(report::format_iso_utc_ms(1700000000123) == "2023-11-14T22:13:20.123Z");
+  CHECK(report::format_iso_utc_ms(951782400999) == "2000-02-29T00:00:00.999Z");
+  CHECK(report::format_iso_utc_ms(-1) == "1969-12-31T23:59:59.999Z");
+}
+
+TEST_CASE("render_json") {
+  const auto fixture = test::make_report_fixture();
+  const std::string text = report::render_json(fixture->report);
+  const OrderedJson json = OrderedJson::parse(text);
+
+  SUBCASE("layout: 2-space indent, documented key order, trailing newline") {
+    CHECK(text.rfind("{\n  \"schema\": \"llmrepro.audit.v1\",\n  \"tool\": {\n    \"version\": "
+                     "\"0.1.0\",",
+                     0) == 0);
+    CHECK(text.back() == '\n');
+    CHECK(keys_of(json) == std::vector<std::string>{"schema", "tool", "audit", "endpoints",
+                                                    "config", "summary", "prompts", "errors"});
+    CHECK(keys_of(json["audit"]) ==
+          std::vector<std::string>{"id", "started", "finished", "status", "planned_requests",
+                                   "recorded_requests"});
+    CHECK(keys_of(json["summary"]) ==
+          std::vector<std::string>{"prompts", "requests", "failed_requests", "unstable_prompts",
+                                   "fragile_prompts", "prompts_without_logprobs", "tarr", "tara",
+                                   "predictor", "checks", "by_concurrency", "verdict"});
+  }
+  SUBCASE("tool, audit and endpoints") {
+    CHECK(json["tool"] == OrderedJson{{"version", "0.1.0"},
+                                      {"build", "g++ 12, RelWithDebInfo"},
+                                      {"cuda", "not compiled"}});
+    CHECK(json["audit"]["id"] == "audit-1700000000123");
+    CHECK(json["audit"]["started"] == "2023-11-14T22:13:20.123Z");
+    CHECK(json["audit"]["finished"] == "2023-11-14T22:14:20.456Z");
+    CHECK(json["audit"]["status"] == "complete");
+    CHECK(json["audit"]["planned_requests"] == 18);
+    CHECK(json["audit"]["recorded_requests"] == 2);
+    REQUIRE(json["endpoints"].size() == 1);
+    CHECK(json["endpoints"][0] == OrderedJson{{"url", "http://127.0.0.1:8000"},
+                                              {"dialect", "openai-chat"},
+                                              {"model", "tiny-model"},
+                                              {"embedded", false},
+                                              {"fingerprints", {"fp1", "fp2"}}});
+  }
+  SUBCASE("a partial audit has no finish time") {
+    fixture->data.info.status = "partial";
+    const auto partial = OrderedJson::parse(report::render_json(fixture->report));
+    CHECK(partial["audit"]["status"] == "partial");
+    CHECK(partial["audit"]["finished"].is_null());
+  }
+  SUBCASE("config, with absent gates as null") {
+    const auto& config = json["config"];
+    CHECK(config["model"] == "tiny");
+    CHECK(config["concurrency"] == OrderedJson{1, 8});
+    CHECK(config["probes"] == OrderedJson{"sweep"});
+    CHECK(config["seed"] == 42);
+    CHECK(config["shard"] == "0/2");
+    CHECK(config["timeout_s"] == 120.0);
+    CHECK(config["gates"] == OrderedJson{{"fail_on", "unstable"},
+                                         {"max_unique", 2},
+                                         {"max_unstable_rate", nullptr},
+                                         {"min_tara", nullptr}});
+  }
+  SUBCASE("summary: exact doubles, nulls for absent and non-finite values") {
+    const auto& summary = json["summary"];
+    CHECK(summary["tarr"].get<double>() == 1.0 / 3.0);
+    CHECK(summary["tara"].is_null());
+    CHECK(summary["checks"].is_null());
+    CHECK(summary["predictor"] == OrderedJson{{"true_positive", 1},
+                                              {"false_positive", 1},
+                                              {"false_negative", 1},
+                                              {"true_negative", 0},
+                                              {"precision", 0.5},
+                                              {"recall", nullptr}});
+    REQUIRE(summary["by_concurrency"].size() == 2);
+    CHECK(summary["by_concurrency"][0]["tokens_per_second"] == 812.5);
+    CHECK(summary["by_concurrency"][1]["tokens_per_second"].is_null());
+    CHECK(summary["by_concurrency"][1]["unstable_prompts"] == 2);
+    CHECK(summary["verdict"]["status"] == "fail");
+    REQUIRE(summary["verdict"]["gates"].size() == 2);
+    CHECK(summary["verdict"]["gates"][1] ==
+          OrderedJson{{"name", "max_unique"},
+                      {"passed", false},
+                      {"message", "prompt 'queens' has 3 distinct completions, more than 2"}});
+  }
+  SUBCASE("prompts with divergence, candidates and distinct completions") {
+    REQUIRE(json["prompts"].size() == 3);
+    const auto& queens = json["prompts"][0];
+    CHECK(queens["first_divergence"] == 102);
+    CHECK(queens["gap_at_divergence"].get<double>() == 0.0123456789012345678);
+    CHECK(queens["candidates_at_divergence"][0]["logprob"].get<double>() == -0.6931471805599453);
+    CHECK(queens["candidates_at_divergence"][1]["token"] == " Manhattan");
+    CHECK(queens["passes"].is_null());
+    CHECK(queens["by_concurrency"][0]["first_divergence"].is_null());
+    CHECK(queens["by_concurrency"][1]["first_divergence"] == 102);
+    REQUIRE(queens["completions"].size() == 2);
+    CHECK(queens["completions"][0]["reference"] == true);
+    CHECK(queens["completions"][0]["divergence"].is_null());
+    CHECK(queens["completions"][0]["count_by_concurrency"] == OrderedJson{{"1", 3}, {"8", 1}});
+    CHECK(queens["completions"][0]["tokens"][0] ==
+          OrderedJson{{"token", "Born"},
+                      {"logprob", -0.01},
+                      {"top", {{{"token", "Born"}, {"logprob", -0.01}},
+                               {{"token", "Raised"}, {"logprob", -4.5}}}}});
+    CHECK(queens["completions"][1]["divergence"] == 102);
+    const auto& stable = json["prompts"][1];
+    CHECK(stable["first_divergence"].is_null());
+    CHECK(stable["gap_at_divergence"].is_null());
+    CHECK(stable["min_gap_position"] == 7);
+    CHECK(stable["passes"] == 5);
+    CHECK(stable["answers"] == OrderedJson{{{"answer", "42"}, {"count", 5}}});
+  }
+  SUBCASE("model text: control characters JSON-escaped, invalid UTF-8 replaced") {
+    CHECK(text.find("\x1b") == std::string::npos);
+    CHECK(text.find("\"text\": \"\\u001b[31mred\\r\\n\xef\xbf\xbd\"") != std::string::npos);
+    CHECK(json["prompts"][2]["id"] == "hostile\x1b[2J\x1b]0;pwned\x07");
+  }
+  SUBCASE("errors: the failed records of the analysed endpoint") {
+    REQUIRE(json["errors"].size() == 1);
+    CHECK(json["errors"][0] == OrderedJson{{"prompt", "stable"},
+                                           {"concurrency", 8},
+                                           {"probe", "sweep"},
+                                           {"repeat", 2},
+                                           {"http_status", 503},
+                                           {"attempts", 4},
+                                           {"error", "HTTP 503: queue full"}});
+  }
+}
+
+TEST_CASE("llmrepro.audit.v1.schema.json") {
+  const Json schema = load_schema();
+  CHECK(schema["$schema"] == "https://json-schema.org/draft/2020-12/schema");
+  CHECK(schema["additionalProperties"] == false);
+
+  const auto fixture = test::make_report_fixture();
+  Json rendered = Json::parse(report::render_json(fixture->report));
+  SUBCASE("the fixture's report validates") { CHECK(violation(rendered, schema, schema, "$") == ""); }
+  SUBCASE("a partial report with checks validates") {
+    fixture->data.info.status = "partial";
+    core::CheckerSummary checks;
+    checks.prompts_checked = 1;
+    checks.per_run = {{1, 0, 1, 1, 1.0}};
+    fixture->report.analysis.summary.checks = checks;
+    fixture->report.tara = 0.5;
+    const Json partial = Json::parse(report::render_json(fixture->report));
+    CHECK(violation(partial, schema, schema, "$") == "");
+  }
+  SUBCASE("an unknown field is rejected") {
+    rendered["summary"]["predictor"]["f1"] = 0.5;
+    CHECK(violation(rendered, schema, schema, "$") == "$.summary.predictor: unexpected f1");
+  }
+  SUBCASE("a missing field is rejected") {
+    rendered["prompts"][0].erase("min_gap");
+    CHECK(violation(rendered, schema, schema, "$") == "$.prompts[0]: missing min_gap");
+  }
+  SUBCASE("a wrongly typed field is rejected") {
+    rendered["audit"]["status"] = "done";
+    CHECK(violation(rendered, schema, schema, "$") == "$.audit.status: not in the enum");
+  }
+}
