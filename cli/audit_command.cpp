@@ -44,6 +44,7 @@ struct AuditOptions {
   bool stream = false;
   double timeout_s = 120.0;
   int retries = 3;
+  std::size_t max_response_bytes = 16u << 20;
   std::string api_key_env = "OPENAI_API_KEY";
   std::vector<std::string> headers;
   bool insecure = false;
@@ -257,6 +258,7 @@ int run_audit(const AuditOptions& options) {
   scheduler.timeout_s = config.timeout_s;
   scheduler.retries = config.retries;
   scheduler.rate_limit = config.rate_limit;
+  scheduler.max_response_bytes = options.max_response_bytes;
 
   const bool show_progress = !options.quiet && isatty(STDERR_FILENO);
   const auto progress = [&](const probes::SchedulerProgress& p) {
@@ -334,6 +336,10 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
       ->capture_default_str();
   audit->add_option("--retries", options->retries, "Retries for connection errors, 429 and 5xx")
       ->capture_default_str();
+  audit->add_option("--max-response-bytes", options->max_response_bytes,
+                    "Reject a response larger than this, without buffering it")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 34));
   audit->add_option("--api-key-env", options->api_key_env,
                     "Environment variable holding the API key (sent as a bearer token)")
       ->capture_default_str();

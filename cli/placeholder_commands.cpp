@@ -3,7 +3,5 @@
 #include "cli/commands.hpp"
 
 namespace llmrepro::cli {
-void register_report_command(CLI::App&, CommandResult&) {}
-void register_diff_command(CLI::App&, CommandResult&) {}
 void register_merge_command(CLI::App&, CommandResult&) {}
 } // namespace llmrepro::cli

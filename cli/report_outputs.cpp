@@ -7,12 +7,18 @@
 #include <filesystem>
 #include <fstream>
 
+#include "report/html_report.hpp"
 #include "report/json_report.hpp"
+#include "report/junit_report.hpp"
+#include "report/markdown_report.hpp"
 
 namespace llmrepro::cli {
 
 void add_report_output_options(CLI::App& command, ReportOutputs& outputs) {
   command.add_option("--json", outputs.json, "Write the JSON report (llmrepro.audit.v1) here");
+  command.add_option("--html", outputs.html, "Write the self-contained HTML report here");
+  command.add_option("--junit", outputs.junit, "Write JUnit XML (one test case per prompt) here");
+  command.add_option("--markdown", outputs.markdown, "Write a Markdown summary (for a PR comment) here");
 }
 
 core::Result<void> write_file_atomically(const std::string& path, const std::string& content) {
@@ -35,9 +41,18 @@ core::Result<void> write_file_atomically(const std::string& path, const std::str
 }
 
 core::Result<void> write_report_outputs(const core::AuditReport& report, const ReportOutputs& outputs) {
-  if (!outputs.json.empty())
-    if (auto written = write_file_atomically(outputs.json, report::render_json(report)); !written)
+  const struct {
+    const std::string& path;
+    std::string (*render)(const core::AuditReport&);
+  } files[] = {{outputs.json, report::render_json},
+               {outputs.html, report::render_html},
+               {outputs.junit, report::render_junit},
+               {outputs.markdown, report::render_markdown}};
+  for (const auto& file : files) {
+    if (file.path.empty()) continue;
+    if (auto written = write_file_atomically(file.path, file.render(report)); !written)
       return written;
+  }
   return {};
 }
 

@@ -181,7 +181,8 @@ core::ProbeExperiment run_attention(const ExperimentConfig& config) {
       "Reference: the anchor sequence decoded alone (B = 1) under the same policy. fa2_heuristic "
       "re-derives the split count from B (FlashAttention-2's num_splits_heuristic with 2 x 132 "
       "slots and 128-key blocks); fixed split sizes put boundaries at absolute KV positions and "
-      "never change with B.");
+      "never change with B. Outputs near zero (values that nearly cancel) can move by many ULP "
+      "of their own tiny magnitude: see the histogram's last bins.");
   return experiment;
 }
 

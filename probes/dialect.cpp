@@ -3,7 +3,7 @@
 #include <new>
 #include <optional>
 
-#include "probes/dialect_adapters.hpp"
+#include "probes/detail/dialect_adapters.hpp"
 
 namespace llmrepro::probes {
 

@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "core/logprob_floor.hpp"
-#include "probes/dialect_adapters.hpp"
+#include "probes/detail/dialect_adapters.hpp"
 #include "probes/sse_parser.hpp"
 
 namespace llmrepro::probes::detail {

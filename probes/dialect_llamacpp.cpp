@@ -7,7 +7,7 @@
 // Streams are SSE with one partial result per event carrying its token's probabilities and
 // a last event with "stop": true (no [DONE]); errors mid-stream come as an `error:` line.
 #include "core/logprob_floor.hpp"
-#include "probes/dialect_adapters.hpp"
+#include "probes/detail/dialect_adapters.hpp"
 #include "probes/prompt_text.hpp"
 
 namespace llmrepro::probes::detail {

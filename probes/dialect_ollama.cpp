@@ -4,7 +4,7 @@
 // "options"; "stream" defaults to true there, so it is always sent. Streams are NDJSON, one
 // object per line, each with the logprobs of its own tokens; the last has "done": true with
 // done_reason and eval_count. An error comes as {"error": "..."}, also mid-stream.
-#include "probes/dialect_adapters.hpp"
+#include "probes/detail/dialect_adapters.hpp"
 
 namespace llmrepro::probes::detail {
 

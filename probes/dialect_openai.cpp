@@ -8,7 +8,7 @@
 // - Streams: the first chunk has delta.role and logprobs null, a chunk may carry several
 //   tokens, system_fingerprint may come on the last chunk only, usage comes in a final chunk
 //   with choices [], an error arrives as `data: {"error": ...}`, and `data: [DONE]` ends it.
-#include "probes/dialect_adapters.hpp"
+#include "probes/detail/dialect_adapters.hpp"
 #include "probes/prompt_text.hpp"
 
 namespace llmrepro::probes::detail {

@@ -9,7 +9,7 @@
 // with incremental stream output send only the new part each time; we tell the two apart by
 // meta_info.completion_tokens: when the last event's token list is shorter than that count and
 // the lists of all events add up to it, the events are concatenated instead.
-#include "probes/dialect_adapters.hpp"
+#include "probes/detail/dialect_adapters.hpp"
 #include "probes/prompt_text.hpp"
 
 namespace llmrepro::probes::detail {

@@ -5,7 +5,7 @@
 // `token` and its `top_tokens`; the last has generated_text and details (finish_reason,
 // generated_tokens); there is no [DONE]. Special tokens (such as </s>) appear among the tokens
 // but not in generated_text.
-#include "probes/dialect_adapters.hpp"
+#include "probes/detail/dialect_adapters.hpp"
 #include "probes/prompt_text.hpp"
 
 namespace llmrepro::probes::detail {

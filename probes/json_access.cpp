@@ -1,4 +1,4 @@
-#include "probes/json_access.hpp"
+#include "probes/detail/json_access.hpp"
 
 #include <cstdint>
 #include <limits>

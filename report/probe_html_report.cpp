@@ -178,12 +178,12 @@ std::string render_probe_html(const core::ProbeResult& result) {
   out += "<li>" + html_escape(result.recommendation.text) + "</li></ul></div>\n";
 
   out += "<div class=\"cards\">";
-  out += card("device", result.device.name);
+  out += "<div class=\"card wide\"><div class=\"label\">device</div><div class=\"value small\">" +
+         html_escape(result.device.name) + "</div></div>";
   out += card("SMs", std::to_string(result.device.sm_count));
   out += card("driver", result.device.driver);
   out += card("CUDA", result.device.cuda);
   out += card("cuBLAS", result.device.cublas);
-  out += card("schema", result.schema);
   out += "</div>\n";
 
   out += "<h2>Flip rate against gap</h2>\n";

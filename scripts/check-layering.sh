@@ -25,9 +25,10 @@ for module in "${!allowed[@]}"; do
   done < <(grep -rHE '^\s*#\s*include\s+"[a-z_]+/' "$module" --include='*.hpp' --include='*.cpp' --include='*.cu' --include='*.cuh' || true)
 done
 
-# Third-party headers stay out of public headers (pimpl the handles).
+# Third-party headers stay out of public headers (pimpl the handles). A module's detail/ folder
+# holds private headers shared by its own .cpp files only.
 if grep -rnE '^\s*#\s*include\s*<(curl/|sqlite3|nlohmann/|httplib|CLI/|fmt/|cuda|cublas|doctest)' \
-    core probes report gpu engine --include='*.hpp' --include='*.cuh'; then
+    core probes report gpu engine --include='*.hpp' --include='*.cuh' --exclude-dir=detail; then
   echo "layering: third-party header in a public header (above)"
   status=1
 fi
@@ -36,5 +37,15 @@ if grep -rnE '^\s*#\s*include\s*<(curl/|sqlite3|nlohmann/|httplib|CLI/)' core; t
   echo "layering: core includes a third-party library (above)"
   status=1
 fi
+# A detail/ header is private to its module.
+while IFS= read -r line; do
+  file=${line%%:*}
+  module=${file%%/*}
+  header=$(sed -E 's/.*#include "([a-z_]+)\/detail\/.*/\1/' <<<"$line")
+  if [[ $module != "$header" && ! $file =~ ^tests/unit/$header/ ]]; then
+    echo "layering: $file includes a private header of $header/"
+    status=1
+  fi
+done < <(grep -rHE '^\s*#\s*include\s+"[a-z_]+/detail/' core probes report gpu engine cli tests || true)
 [[ $status == 0 ]] && echo "layering: ok"
 exit $status

@@ -54,6 +54,11 @@ TEST_CASE("check_answer") {
   Expectation path{Expectation::Kind::json_path, "Tokyo", "$.answer", 0, 0};
   CHECK(*check_answer(path, "{\"answer\": \"Tokyo\"}"));
   CHECK_FALSE(*check_answer(path, "{\"answer\": \"Kyoto\"}"));
+  // The suite loader stores the expected value as compact JSON text.
+  Expectation quoted{Expectation::Kind::json_path, "\"Tokyo\"", "$.answer", 0, 0};
+  CHECK(*check_answer(quoted, "```json\n{\"answer\": \"Tokyo\"}\n```"));
+  Expectation number_path{Expectation::Kind::json_path, "3", "$.n", 0, 0};
+  CHECK(*check_answer(number_path, "{\"n\": 3}"));
 }
 
 TEST_CASE("analyse answers and checks") {

@@ -9,7 +9,7 @@
 #include "core/completion.hpp"
 #include "core/suite.hpp"
 #include "probes/dialect.hpp"
-#include "probes/json_access.hpp"
+#include "probes/detail/json_access.hpp"
 
 namespace llmrepro::probes::detail {
 

@@ -1,0 +1,87 @@
+// `llmrepro diff`: A/B comparison of two audits, saying which differences exceed the noise.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/report_outputs.hpp"
+#include "core/audit_diff.hpp"
+#include "report/audit_database.hpp"
+#include "report/diff_report.hpp"
+
+namespace llmrepro::cli {
+
+namespace {
+
+struct DiffOptions {
+  std::string a;
+  std::string b;
+  std::string json;
+  std::string html;
+  std::string markdown;
+  double alpha = 0.05;
+  int resamples = 10000;
+  std::uint64_t seed = 0;
+  bool quiet = false;
+};
+
+core::Result<core::AuditData> load_audit(const std::string& path) {
+  auto database = report::AuditDatabase::open(path);
+  if (!database) return database.error();
+  return database->load();
+}
+
+int run_diff(const DiffOptions& options) {
+  if (options.alpha <= 0 || options.alpha >= 1)
+    return report_error(core::make_error(core::ErrorCode::usage, "--alpha must be in (0, 1)"));
+  if (options.resamples < 100)
+    return report_error(core::make_error(core::ErrorCode::usage, "--resamples must be at least 100"));
+  auto a = load_audit(options.a);
+  if (!a) return report_error(a.error());
+  auto b = load_audit(options.b);
+  if (!b) return report_error(b.error());
+  const core::AuditReport report_a = core::make_audit_report(*a, tool_info());
+  const core::AuditReport report_b = core::make_audit_report(*b, tool_info());
+
+  core::DiffConfig config;
+  config.alpha = options.alpha;
+  config.bootstrap_resamples = options.resamples;
+  config.seed = options.seed;
+  const core::AuditDiff diff = core::diff_audits(report_a, report_b, config);
+
+  const struct {
+    const std::string& path;
+    std::string (*render)(const core::AuditDiff&);
+  } files[] = {{options.json, report::render_diff_json},
+               {options.html, report::render_diff_html},
+               {options.markdown, report::render_diff_markdown}};
+  for (const auto& file : files) {
+    if (file.path.empty()) continue;
+    if (auto written = write_file_atomically(file.path, file.render(diff)); !written)
+      return report_error(written.error());
+  }
+  if (!options.quiet) fmt::print("{}", report::render_diff_markdown(diff));
+  return diff.regression() ? k_exit_gate_failed : k_exit_pass;
+}
+
+} // namespace
+
+void register_diff_command(CLI::App& app, CommandResult& result) {
+  auto options = std::make_shared<DiffOptions>();
+  CLI::App* command = app.add_subcommand(
+      "diff", "Compare two audits (A, then B) and say which differences exceed run-to-run noise");
+  command->add_option("a", options->a, "Audit database A (the baseline)")->required();
+  command->add_option("b", options->b, "Audit database B (the change)")->required();
+  command->add_option("--json", options->json, "Write the diff as JSON (llmrepro.diff.v1)");
+  command->add_option("--html", options->html, "Write the diff as a self-contained HTML page");
+  command->add_option("--markdown", options->markdown, "Write the diff as Markdown");
+  command->add_option("--alpha", options->alpha, "Significance level")->capture_default_str();
+  command->add_option("--resamples", options->resamples, "Paired bootstrap resamples")
+      ->capture_default_str();
+  command->add_option("--seed", options->seed, "Seed of the bootstrap")->capture_default_str();
+  command->add_flag("--quiet", options->quiet, "Print nothing but errors");
+  command->callback([options, &result] { result.exit_code = run_diff(*options); });
+}
+
+} // namespace llmrepro::cli
