@@ -1,11 +1,14 @@
 #include "gpu/probe_json.hpp"
 
-#include "gpu/json_value.hpp"
+#include "core/json_value.hpp"
 #include "gpu/json_writer.hpp"
 
 namespace llmrepro::gpu {
 
 namespace {
+
+using core::JsonValue;
+using core::parse_json;
 
 void write_value(JsonWriter& out, const core::ProbeValue& value) {
   if (const auto* integer = std::get_if<std::int64_t>(&value)) out.value(*integer);

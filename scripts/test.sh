@@ -26,7 +26,7 @@ if [[ ${LLMREPRO_TEST_QUICK:-0} != 1 ]]; then
     ctest --test-dir build-asan --output-on-failure -j "$LLMREPRO_JOBS" -L 'unit|e2e' -LE 'slow'
 
   step "TSan build and tests"
-  scripts/build.sh build-tsan -DLLMREPRO_WERROR=ON -DLLMREPRO_CUDA=OFF \
+  LLMREPRO_TARGETS="test_probes test_engine" scripts/build.sh build-tsan -DLLMREPRO_WERROR=ON -DLLMREPRO_CUDA=OFF \
     -DLLMREPRO_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest --test-dir build-tsan --output-on-failure -j "$LLMREPRO_JOBS" -L tsan
