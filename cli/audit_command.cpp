@@ -4,13 +4,17 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <tuple>
+#include <utility>
 #include <unistd.h>
 
 #include "cli/commands.hpp"
@@ -18,6 +22,7 @@
 #include "core/audit_report.hpp"
 #include "core/clock.hpp"
 #include "engine/engine_server.hpp"
+#include "probes/embeddings_client.hpp"
 #include "probes/endpoint_detector.hpp"
 #include "probes/endpoint_url.hpp"
 #include "probes/scheduler.hpp"
@@ -32,7 +37,9 @@ namespace {
 
 struct AuditOptions {
   std::string suite;
-  std::string endpoint;
+  std::vector<std::string> endpoints; // --endpoint, repeatable
+  std::vector<std::string> compare;   // --compare, after the endpoints
+  std::vector<std::string> probes{"sweep"};
   std::string api = "auto";
   std::string model;
   int runs = 5;
@@ -56,11 +63,17 @@ struct AuditOptions {
   std::optional<double> max_unstable_rate;
   std::optional<double> min_tara;
   std::uint64_t seed = 0;
+  std::string shard = "1/1";
+  double rate = 0.0;
+  std::string embeddings;
+  std::string embeddings_model;
+  double semantic_threshold = 0.9;
   ReportOutputs outputs;
   bool quiet = false;
   // The embedded reference engine, used when no --endpoint is given.
   int engine_max_num_seqs = 16;
   bool engine_batch_invariant = false;
+  bool engine_prefix_cache = false;
   std::uint64_t engine_seed = 0;
 };
 
@@ -72,6 +85,29 @@ extern "C" void on_interrupt(int) {
   // Second: leave at once; every recorded request is already committed.
   if (g_interrupts.fetch_add(1) >= 1) std::_Exit(130);
   g_stop_requested.store(true);
+}
+
+// "i/n" with 1 <= i <= n, as the 0-based index and the count.
+core::Result<std::pair<int, int>> parse_shard(const std::string& text) {
+  const auto bad = [&] {
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--shard '{}' is not i/n with 1 <= i <= n, e.g. 2/4", text));
+  };
+  const auto slash = text.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == text.size()) return bad();
+  int index = 0;
+  int count = 0;
+  try {
+    std::size_t used_index = 0;
+    std::size_t used_count = 0;
+    index = std::stoi(text.substr(0, slash), &used_index);
+    count = std::stoi(text.substr(slash + 1), &used_count);
+    if (used_index != slash || used_count != text.size() - slash - 1) return bad();
+  } catch (const std::exception&) {
+    return bad();
+  }
+  if (count < 1 || index < 1 || index > count) return bad();
+  return std::pair<int, int>{index - 1, count};
 }
 
 core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
@@ -95,6 +131,28 @@ core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
                             "--top-logprobs must be between 2 and 20 (the gap needs two candidates)");
   config.top_logprobs = options.top_logprobs;
   config.seed = options.seed;
+  config.probes.clear();
+  for (const auto& name : options.probes) {
+    auto probe = core::parse_probe_kind(name);
+    if (!probe) return probe.error();
+    if (std::find(config.probes.begin(), config.probes.end(), *probe) != config.probes.end())
+      return core::make_error(core::ErrorCode::usage,
+                              fmt::format("--probe names '{}' twice", name));
+    config.probes.push_back(*probe);
+  }
+  if (config.probes.empty())
+    return core::make_error(core::ErrorCode::usage, "--probe needs at least one probe kind");
+  auto shard = parse_shard(options.shard);
+  if (!shard) return shard.error();
+  std::tie(config.shard_index, config.shard_count) = *shard;
+  if (!(options.rate >= 0.0))
+    return core::make_error(core::ErrorCode::usage, "--rate must be >= 0 (0: unlimited)");
+  config.rate_limit = options.rate;
+  if (!(options.semantic_threshold >= -1.0 && options.semantic_threshold <= 1.0))
+    return core::make_error(core::ErrorCode::usage, "--semantic-threshold must be within -1..1");
+  if (!options.embeddings.empty())
+    if (auto valid = probes::validate_base_url(options.embeddings); !valid)
+      return core::make_error(core::ErrorCode::usage, "--embeddings: " + valid.error().message);
   config.stream = options.stream;
   if (options.timeout_s <= 0)
     return core::make_error(core::ErrorCode::usage, "--timeout must be positive");
@@ -123,13 +181,16 @@ struct Target {
   std::unique_ptr<engine::EngineServer> embedded;
 };
 
-core::Result<Target> connect(const AuditOptions& options, const core::AuditConfig& config) {
+// `endpoint` empty: the embedded reference engine.
+core::Result<Target> connect(const AuditOptions& options, const core::AuditConfig& config,
+                             const std::string& endpoint) {
   Target result;
-  if (options.endpoint.empty()) {
+  if (endpoint.empty()) {
     engine::ServeConfig serve;
     serve.port = 0;
     serve.max_num_seqs = options.engine_max_num_seqs;
     serve.batch_invariant = options.engine_batch_invariant;
+    serve.prefix_cache = options.engine_prefix_cache;
     serve.seed = options.engine_seed;
     auto server = engine::EngineServer::start(serve);
     if (!server) return server.error();
@@ -143,18 +204,18 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
     return result;
   }
 
-  auto valid = probes::validate_base_url(options.endpoint);
+  auto valid = probes::validate_base_url(endpoint);
   if (!valid) return valid.error();
-  result.target.base_url = options.endpoint;
+  result.target.base_url = endpoint;
   result.target.headers = options.headers;
   result.target.insecure = options.insecure;
   if (const char* key = std::getenv(options.api_key_env.c_str()); key && *key)
     result.target.api_key = key;
-  result.info.url = probes::strip_credentials(options.endpoint);
+  result.info.url = probes::strip_credentials(endpoint);
 
   if (config.api == "auto") {
     std::string explanation;
-    auto dialect = probes::detect_dialect(options.endpoint, result.target.headers,
+    auto dialect = probes::detect_dialect(endpoint, result.target.headers,
                                           result.target.api_key, options.insecure,
                                           std::min(config.timeout_s, 10.0), &explanation);
     if (!dialect) return dialect.error();
@@ -170,6 +231,34 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
   result.info.dialect = probes::to_string(result.target.dialect);
   result.info.model = config.model;
   return result;
+}
+
+// Semantic agreement of the distinct completions (--embeddings): measured, stored beside the
+// audit, and summarized on the terminal.
+core::Result<void> measure_and_store_semantics(const AuditOptions& options,
+                                               const core::AuditReport& audit_report,
+                                               report::AuditDatabase& database) {
+  probes::EmbeddingsTarget target;
+  target.url = options.embeddings;
+  target.model = options.embeddings_model;
+  target.headers = options.headers;
+  target.insecure = options.insecure;
+  target.timeout_s = options.timeout_s;
+  if (const char* key = std::getenv(options.api_key_env.c_str()); key && *key) target.api_key = key;
+  auto agreement =
+      probes::measure_semantic_agreement(target, audit_report.analysis, options.semantic_threshold);
+  if (!agreement) return agreement.error();
+  if (auto stored = database.store_semantic(*agreement); !stored) return stored.error();
+  if (!options.quiet && agreement->agreeing_share) {
+    double mean = 0.0;
+    for (const auto& prompt : agreement->prompts) mean += prompt.mean;
+    mean /= static_cast<double>(agreement->prompts.size());
+    fmt::print("semantic agreement: {:.1f}% of {} prompts have every pair of distinct completions "
+               "at cosine >= {} (mean pairwise similarity {:.4f})\n",
+               *agreement->agreeing_share * 100.0, agreement->prompts.size(),
+               agreement->threshold, mean);
+  }
+  return {};
 }
 
 int run_audit(const AuditOptions& options) {
@@ -210,14 +299,35 @@ int run_audit(const AuditOptions& options) {
   const core::AuditConfig& config = header.config;
 
   // 2. Endpoint: the user's, or the embedded reference engine.
-  auto target_or = connect(options, config);
-  if (!target_or) return report_error(target_or.error());
-  Target& target = *target_or;
-  if (target.info.model.empty() && !target.embedded) {
-    auto model = probes::detect_model(options.endpoint, target.target.headers,
-                                      target.target.api_key, options.insecure,
-                                      std::min(config.timeout_s, 10.0));
-    if (model) target.info.model = *model;
+  //    Several (--endpoint repeated, --compare): the same plan runs against each; endpoint 0's
+  //    analysis stays the top-level one. --compare alone compares the embedded engine with them.
+  std::vector<std::string> urls = options.endpoints;
+  if (urls.empty()) urls.push_back("");
+  urls.insert(urls.end(), options.compare.begin(), options.compare.end());
+  if (options.resume && urls.size() != header.endpoints.size())
+    return report_error(core::make_error(
+        core::ErrorCode::usage,
+        fmt::format("--resume: the audit in '{}' has {} endpoints but {} were given", options.db,
+                    header.endpoints.size(), urls.size())));
+  std::vector<Target> targets;
+  for (const auto& url : urls) {
+    auto target_or = connect(options, config, url);
+    if (!target_or) return report_error(target_or.error());
+    Target& target = *target_or;
+    if (target.info.model.empty() && !target.embedded) {
+      auto model = probes::detect_model(url, target.target.headers, target.target.api_key,
+                                        options.insecure, std::min(config.timeout_s, 10.0));
+      if (model) target.info.model = *model;
+    }
+    target.target.model = target.info.model;
+    targets.push_back(std::move(target));
+  }
+  const Target& target = targets.front();
+  std::vector<core::EndpointInfo> infos;
+  std::vector<probes::EndpointTarget> endpoint_targets;
+  for (const auto& each : targets) {
+    infos.push_back(each.info);
+    endpoint_targets.push_back(each.target);
   }
 
   // 3. Database: created with the header, so that a crash leaves a resumable audit.
@@ -226,18 +336,20 @@ int run_audit(const AuditOptions& options) {
     header.info.id = fmt::format("audit-{}", clock.now_ms());
     header.info.started_ms = clock.now_ms();
     header.info.status = "partial";
-    header.endpoints = {target.info};
+    header.endpoints = infos;
     auto created = report::AuditDatabase::create(options.db, header);
     if (!created) return report_error(created.error());
     database.emplace(std::move(*created));
   } else {
-    if (auto updated = database->update_endpoint(0, target.info); !updated)
-      return report_error(updated.error());
+    for (std::size_t e = 0; e < infos.size(); ++e)
+      if (auto updated = database->update_endpoint(static_cast<int>(e), infos[e]); !updated)
+        return report_error(updated.error());
   }
 
   // 4. Plan and run: exactly c requests in flight per level; finished requests are committed
   //    as they arrive; --resume skips what is already recorded.
-  const core::Plan plan = core::make_plan(header.suite, core::plan_config_of(config, 1));
+  const core::Plan plan = core::make_plan(
+      header.suite, core::plan_config_of(config, static_cast<int>(endpoint_targets.size())));
   auto done = database->recorded_successes();
   if (!done) return report_error(done.error());
   std::set<std::tuple<int, int, int, int, int>> recorded;
@@ -274,8 +386,9 @@ int run_audit(const AuditOptions& options) {
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
   report::DatabaseSink sink(*database);
-  auto ran = probes::run_plan(plan, header.suite, {target.target}, scheduler, sink,
-                              already_recorded, progress, g_stop_requested);
+  std::vector<core::ProbeActivity> activity;
+  auto ran = probes::run_plan(plan, header.suite, endpoint_targets, scheduler, sink,
+                              already_recorded, progress, g_stop_requested, activity);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (show_progress) fmt::print(stderr, "\r\033[K");
@@ -284,15 +397,23 @@ int run_audit(const AuditOptions& options) {
   auto data = database->load();
   if (!data) return report_error(data.error());
   const bool complete = data->records.size() >= plan.size() && !g_stop_requested.load();
-  if (auto status = database->set_status(complete ? "complete" : "partial", clock.now_ms()); !status)
+  const std::int64_t finished_ms = clock.now_ms();
+  if (auto status = database->set_status(complete ? "complete" : "partial", finished_ms); !status)
     return report_error(status.error());
   data->info.status = complete ? "complete" : "partial";
-  data->info.finished_ms = clock.now_ms();
+  data->info.finished_ms = finished_ms;
 
   // 6. Analyse, judge, and write every report asked for.
   const core::AuditReport audit_report = core::make_audit_report(*data, tool_info());
+  if (!options.embeddings.empty()) {
+    auto measured = measure_and_store_semantics(options, audit_report, *database);
+    if (!measured) return report_error(measured.error());
+  }
   if (auto written = write_report_outputs(audit_report, options.outputs); !written)
     return report_error(written.error());
+  // The filler and flush counts of this run are not stored, so the files (which `llmrepro
+  // report` must reproduce from the database) leave them out; the terminal shows them.
+  data->probe_activity = activity;
   if (!options.quiet)
     fmt::print("{}", report::render_terminal_summary(audit_report, isatty(STDOUT_FILENO) != 0));
 
@@ -313,8 +434,16 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
   CLI::App* audit = app.add_subcommand(
       "audit", "Send each prompt of a suite N times at each concurrency level and analyse the drift");
   audit->add_option("--suite", options->suite, "JSON Lines suite (or one prompt per line)");
-  audit->add_option("--endpoint", options->endpoint,
-                    "Base URL of the server; omitted: the embedded reference engine");
+  audit->add_option("--endpoint", options->endpoints,
+                    "Base URL of the server (repeatable: the same plan runs against each and the "
+                    "report compares them); omitted: the embedded reference engine");
+  audit->add_option("--compare", options->compare,
+                    "Another endpoint to run the same plan against and compare (repeatable)");
+  audit->add_option("--probe", options->probes,
+                    "Probe kinds: sweep, mixed (filler traffic), prefix (warm vs cold shared "
+                    "prefix), long (long prompts)")
+      ->delimiter(',')
+      ->capture_default_str();
   audit->add_option("--api", options->api,
                     "auto|openai-chat|openai-completions|llamacpp|sglang|ollama|tgi")
       ->capture_default_str();
@@ -350,6 +479,20 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
   audit->add_flag("--overwrite", options->overwrite, "Replace an existing --db");
   audit->add_option("--seed", options->seed, "Seed sent to the endpoint and used for the shuffle")
       ->capture_default_str();
+  audit->add_option("--shard", options->shard,
+                    "Audit only slice i of n of the suite (every n-th prompt from the i-th); "
+                    "join the slices with `llmrepro merge`")
+      ->capture_default_str();
+  audit->add_option("--rate", options->rate, "Cap on requests per second (0: unlimited)")
+      ->capture_default_str();
+  audit->add_option("--embeddings", options->embeddings,
+                    "After the run, embed each prompt's distinct completions with this "
+                    "OpenAI-compatible /v1/embeddings server and report their cosine similarity");
+  audit->add_option("--embeddings-model", options->embeddings_model,
+                    "Embedding model to request (default: the server's)");
+  audit->add_option("--semantic-threshold", options->semantic_threshold,
+                    "A prompt agrees semantically when its least similar pair reaches this cosine")
+      ->capture_default_str();
   audit->add_option("--fail-on", options->fail_on, "none|unstable|fragile")->capture_default_str();
   audit->add_option("--max-unique", options->max_unique, "Fail when a prompt has more distinct completions");
   audit->add_option("--max-unstable-rate", options->max_unstable_rate, "Fail when the unstable share exceeds it");
@@ -361,6 +504,8 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
       ->capture_default_str();
   audit->add_flag("--engine-batch-invariant", options->engine_batch_invariant,
                   "Embedded engine: fix every reduction order");
+  audit->add_flag("--engine-prefix-cache", options->engine_prefix_cache,
+                  "Embedded engine: reuse cached prompt prefixes");
   audit->add_option("--engine-seed", options->engine_seed, "Embedded engine: weight seed");
   audit->callback([options, &result] { result.exit_code = run_audit(*options); });
 }

@@ -3,5 +3,4 @@
 #include "cli/commands.hpp"
 
 namespace llmrepro::cli {
-void register_merge_command(CLI::App&, CommandResult&) {}
 } // namespace llmrepro::cli

@@ -15,4 +15,9 @@ target_include_directories(llmrepro_settings INTERFACE ${PROJECT_SOURCE_DIR})
 if(LLMREPRO_SANITIZE)
   add_compile_options(-fsanitize=${LLMREPRO_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${LLMREPRO_SANITIZE})
+  # GCC's sanitizer instrumentation makes -Wmaybe-uninitialized report libstdc++ internals
+  # (std::regex) that the unsanitized build compiles cleanly.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>)
+  endif()
 endif()

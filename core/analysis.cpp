@@ -254,13 +254,15 @@ int shared_prefix_length(const Completion& a, const Completion& b) {
 }
 
 AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& records,
-                      const AnalysisConfig& config, int endpoint_index) {
+                      const AnalysisConfig& config, int endpoint_index,
+                      std::optional<ProbeKind> probe) {
   AuditAnalysis analysis;
   analysis.endpoint_index = endpoint_index;
 
   std::vector<std::vector<const RequestRecord*>> by_prompt(suite.prompts.size());
   for (const auto& record : records) {
     if (record.planned.endpoint_index != endpoint_index) continue;
+    if (probe && record.planned.probe != *probe) continue;
     const auto index = static_cast<std::size_t>(record.planned.prompt_index);
     if (record.planned.prompt_index < 0 || index >= by_prompt.size()) continue;
     by_prompt[index].push_back(&record);

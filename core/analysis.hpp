@@ -129,9 +129,11 @@ struct AuditAnalysis {
 };
 
 // Analyses the records of one endpoint (records of other endpoints are ignored) against the
-// suite's prompts.
+// suite's prompts; with `probe`, only that probe kind's records, so that one probe's drift is
+// never mixed with another's.
 AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& records,
-                      const AnalysisConfig& config, int endpoint_index = 0);
+                      const AnalysisConfig& config, int endpoint_index = 0,
+                      std::optional<ProbeKind> probe = std::nullopt);
 
 // Leading tokens two completions share (token strings; texts' characters when either lacks tokens).
 int shared_prefix_length(const Completion& a, const Completion& b);

@@ -168,7 +168,10 @@ void write_compact(const JsonValue& value, std::string& out) {
     out += '{';
     for (std::size_t i = 0; i < value.object.size(); ++i) {
       if (i) out += ',';
-      write_compact(JsonValue{JsonValue::Type::string, false, 0, false, value.object[i].first, {}, {}}, out);
+      JsonValue key;
+      key.type = JsonValue::Type::string;
+      key.string = value.object[i].first;
+      write_compact(key, out);
       out += ':';
       write_compact(value.object[i].second, out);
     }

@@ -62,6 +62,20 @@ struct AuditInfo {
   std::string status = "partial"; // "complete" once every planned request is recorded
 };
 
+// What the probes sent to one endpoint besides the audited requests: the mixed probe's filler,
+// the prefix probe's priming requests and cache flushes. Counted by the run that sent them; an
+// audit loaded from its database has none.
+struct ProbeActivity {
+  int filler_sent = 0;
+  int filler_failed = 0;
+  int primes_sent = 0;
+  int primes_failed = 0;
+  int flushes_sent = 0;
+  int flushes_failed = 0;
+  bool flush_looked_up = false; // the prefix probe ran and looked for a flush route
+  std::string flush_route;      // the route that flushed ("/flush_cache"); empty: none answered
+};
+
 // The whole audit in memory: what the database holds and what the renderers read.
 struct AuditData {
   AuditInfo info;
@@ -70,6 +84,7 @@ struct AuditData {
   Suite suite;
   std::vector<RequestRecord> records; // in the order they were recorded
   std::vector<std::string> errors;    // audit-level problems worth reporting (not per request)
+  std::vector<ProbeActivity> probe_activity; // per endpoint, by the run that just ended; not stored
 };
 
 // The plan an audit configuration implies for `endpoints` endpoints.

@@ -4,6 +4,8 @@
 
 namespace llmrepro::core {
 
+JsonValue::JsonValue() = default;
+
 const JsonValue* JsonValue::find(std::string_view name) const {
   for (const auto& [member, value] : object)
     if (member == name) return &value;

@@ -22,6 +22,10 @@ struct JsonValue {
   std::vector<JsonValue> array;
   std::vector<std::pair<std::string, JsonValue>> object;
 
+  // Declared, and defaulted in the .cpp, so that clang 14 with libstdc++ 12 does not instantiate
+  // the members' constructors while JsonValue is still incomplete (Result<JsonValue> failed).
+  JsonValue();
+
   // The member named `name`, or nullptr (also when this is not an object).
   const JsonValue* find(std::string_view name) const;
 };

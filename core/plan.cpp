@@ -36,12 +36,15 @@ Plan make_plan(const Suite& suite, const PlanConfig& config) {
   const int shard_count = config.shard_count < 1 ? 1 : config.shard_count;
   for (int endpoint = 0; endpoint < config.endpoints; ++endpoint) {
     for (ProbeKind probe : config.probes) {
-      for (int level : config.levels) {
+      const bool serial = probe == ProbeKind::prefix;
+      const std::vector<int> levels = serial ? std::vector<int>{1} : config.levels;
+      const int repeats = serial ? 2 * config.runs : config.runs;
+      for (int level : levels) {
         Wave wave{endpoint, level, probe, {}};
         for (std::size_t p = 0; p < suite.prompts.size(); ++p) {
           if (static_cast<int>(p % static_cast<std::size_t>(shard_count)) != config.shard_index)
             continue;
-          for (int repeat = 0; repeat < config.runs; ++repeat)
+          for (int repeat = 0; repeat < repeats; ++repeat)
             wave.requests.push_back({endpoint, static_cast<int>(p), level, probe, repeat});
         }
         // Fisher-Yates with our own generator: std::shuffle's algorithm is unspecified.

@@ -54,6 +54,9 @@ struct Plan {
 
 // Builds the plan: for each endpoint, probe kind and level in order, every prompt's repeats
 // shuffled together so that batches mix prompts the way production traffic does.
+// The prefix probe is serial by design (warm against cold at concurrency 1, whatever the
+// levels): one wave at level 1 with 2 x runs repeats per prompt, even repeats cold and odd ones
+// warm (prefix_trial_is_warm), so each prompt has `runs` trials of each.
 Plan make_plan(const Suite& suite, const PlanConfig& config);
 
 } // namespace llmrepro::core

@@ -7,7 +7,9 @@ namespace llmrepro::engine {
 namespace {
 
 constexpr std::size_t k_matmul_sms = 32;
-constexpr std::size_t k_tile_rows = 4;
+// Rows of an output tile: a step of up to 64 rows fills one row of tiles, so decode batches up
+// to 64 sequences share one order; only prefill rows beyond that move the split count.
+constexpr std::size_t k_tile_rows = 64;
 constexpr std::size_t k_tile_cols = 64;
 constexpr std::size_t k_attention_sms = 132;
 constexpr std::size_t k_kv_block = 16;

@@ -86,8 +86,8 @@ void Model::linear(const std::vector<float>& x, std::size_t rows, const std::vec
   const std::size_t blocks = (n + block - 1) / block;
   pool.parallel_for(blocks, [&](std::size_t b0, std::size_t b1) {
     if (b0 < b1)
-      core::matmul_split_k(x.data(), rows, k, w.data(), n, splits, out.data(), b0 * block,
-                           std::min(b1 * block, n));
+      core::matmul_split_k(x.data(), rows, k, w.data(), n, splits, core::SplitPartials::bf16,
+                           out.data(), b0 * block, std::min(b1 * block, n));
   });
   core::round_bf16_inplace(out.data(), out.size());
 }
@@ -213,7 +213,8 @@ std::vector<TokenChoice> Model::step(const std::vector<StepItem>& items,
   pool.parallel_for((v + block - 1) / block, [&](std::size_t b0, std::size_t b1) {
     if (b0 < b1)
       core::matmul_split_k(selected.data(), rows, d, m_unembedding.data(), v, splits,
-                           sums.data(), b0 * block, std::min(b1 * block, v));
+                           core::SplitPartials::bf16, sums.data(), b0 * block,
+                           std::min(b1 * block, v));
   });
 
   std::vector<TokenChoice> choices(rows);

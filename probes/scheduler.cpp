@@ -5,8 +5,10 @@
 #include <cmath>
 #include <deque>
 #include <optional>
+#include <set>
 
 #include "core/clock.hpp"
+#include "core/probe_text.hpp"
 #include "core/random.hpp"
 #include "probes/endpoint_url.hpp"
 #include "probes/http_transport.hpp"
@@ -109,10 +111,12 @@ public:
   Runner(const core::Suite &suite, const std::vector<EndpointTarget> &targets,
          const SchedulerConfig &config, core::RecordSink &sink,
          const std::function<void(const SchedulerProgress &)> &on_progress,
-         const std::atomic<bool> &stop_requested)
+         const std::atomic<bool> &stop_requested, std::vector<core::ProbeActivity> &activity)
       : m_suite(suite), m_targets(targets), m_config(config), m_sink(sink),
-        m_on_progress(on_progress), m_stop(stop_requested),
-        m_rng(config.params.seed ^ 0x6A09E667F3BCC908ULL) {}
+        m_on_progress(on_progress), m_stop(stop_requested), m_activity(activity),
+        m_rng(config.params.seed ^ 0x6A09E667F3BCC908ULL) {
+    m_activity.resize(targets.size());
+  }
 
   void set_total(std::size_t total) { m_progress.total = total; }
 
@@ -125,7 +129,12 @@ public:
                               "plan names endpoint " + std::to_string(wave.endpoint_index) +
                                   " but only " + std::to_string(m_targets.size()) + " were given");
     const EndpointTarget &target = m_targets[static_cast<std::size_t>(wave.endpoint_index)];
-    const std::size_t concurrency = static_cast<std::size_t>(std::max(1, wave.concurrency));
+    core::ProbeActivity &activity = m_activity[static_cast<std::size_t>(wave.endpoint_index)];
+    const bool serial_prefix = wave.probe == core::ProbeKind::prefix;
+    const std::size_t concurrency =
+        serial_prefix ? 1 : static_cast<std::size_t>(std::max(1, wave.concurrency));
+    const std::size_t filler_target = wave.probe == core::ProbeKind::mixed ? concurrency : 0;
+    std::set<HttpTransport::RequestId> fillers;
     m_progress.concurrency = wave.concurrency;
     report_progress();
 
@@ -148,8 +157,10 @@ public:
       // Fill free slots, in the wave's order, as the rate limit allows.
       while (!draining && slots.size() < concurrency && !queue.empty() && may_start(now)) {
         Slot slot;
-        core::Result<void> prepared = prepare(slot, *queue.front(), target);
+        core::Result<void> prepared = prepare(slot, *queue.front(), target, wave.probe);
         if (!prepared) return prepared;
+        // Nothing else is in flight here (one slot, no filler), so a blocking call is safe.
+        if (serial_prefix) prepare_prefix_trial(*queue.front(), target, activity);
         queue.pop_front();
         slot.started_ms = m_clock.now_ms();
         start(slot, now);
@@ -176,7 +187,14 @@ public:
         ++i;
       }
 
-      if (slots.empty() && (queue.empty() || draining)) break;
+      // Filler runs only while audited work of the wave is active.
+      const bool audited_active = !slots.empty() || (!queue.empty() && !draining);
+      while (audited_active && !draining && fillers.size() < filler_target) {
+        fillers.insert(m_transport.submit(filler_request(target)));
+        ++activity.filler_sent;
+      }
+
+      if (slots.empty() && (queue.empty() || draining) && fillers.empty()) break;
 
       double wait_s = k_max_idle_s;
       for (const Slot &slot : slots)
@@ -187,6 +205,12 @@ public:
 
       now = Steady::now();
       for (HttpTransport::Finished &done : finished) {
+        if (fillers.erase(done.id) > 0) {
+          if (done.response.failure != TransportFailure::none || done.response.http_status < 200 ||
+              done.response.http_status >= 300)
+            ++activity.filler_failed;
+          continue;
+        }
         auto found = std::find_if(slots.begin(), slots.end(), [&](const Slot &slot) {
           return slot.in_flight && slot.transfer == done.id;
         });
@@ -248,15 +272,82 @@ private:
     return m_config.rate_limit <= 0 || now >= m_next_start;
   }
 
+  HttpRequest post_request(const EndpointTarget &target, const std::string &path,
+                           std::string body) const {
+    HttpRequest request;
+    request.method = HttpRequest::Method::post;
+    request.url = join_url(target.base_url, path);
+    request.body = std::move(body);
+    request.headers.push_back("Content-Type: application/json");
+    request.headers.insert(request.headers.end(), target.headers.begin(), target.headers.end());
+    request.api_key = target.api_key;
+    request.timeout_s = m_config.timeout_s;
+    request.max_response_bytes = m_config.max_response_bytes;
+    request.insecure = target.insecure;
+    return request;
+  }
+
+  GenerationParams params_for(const EndpointTarget &target) const {
+    GenerationParams params = m_config.params;
+    if (!target.model.empty()) params.model = target.model;
+    return params;
+  }
+
+  static bool answered_2xx(const HttpResponse &response) {
+    return response.failure == TransportFailure::none && response.http_status >= 200 &&
+           response.http_status < 300;
+  }
+
+  HttpRequest filler_request(const EndpointTarget &target) {
+    const std::uint64_t index = m_filler_index++;
+    GenerationParams params = params_for(target);
+    params.max_tokens = core::filler_max_tokens(index);
+    params.stream = false;
+    DialectRequest built = build_request(target.dialect, core::filler_prompt(index), params);
+    return post_request(target, built.path, std::move(built.body));
+  }
+
+  // Warm trial: prime the prefix. Cold trial: flush the cache where the engine offers a route.
+  void prepare_prefix_trial(const core::PlannedRequest &planned, const EndpointTarget &target,
+                            core::ProbeActivity &activity) {
+    if (core::prefix_trial_is_warm(planned.repeat)) {
+      GenerationParams params = params_for(target);
+      params.max_tokens = 1;
+      params.stream = false;
+      DialectRequest built = build_request(target.dialect, core::prefix_priming_prompt(), params);
+      ++activity.primes_sent;
+      if (!answered_2xx(m_transport.perform(post_request(target, built.path, built.body))))
+        ++activity.primes_failed;
+      return;
+    }
+    if (!activity.flush_looked_up) {
+      activity.flush_looked_up = true;
+      for (const char *route : k_flush_routes) {
+        ++activity.flushes_sent;
+        if (answered_2xx(m_transport.perform(post_request(target, route, "{}")))) {
+          activity.flush_route = route;
+          return;
+        }
+        ++activity.flushes_failed;
+      }
+      return;
+    }
+    if (activity.flush_route.empty()) return;
+    ++activity.flushes_sent;
+    if (!answered_2xx(m_transport.perform(post_request(target, activity.flush_route, "{}"))))
+      ++activity.flushes_failed;
+  }
+
   core::Result<void> prepare(Slot &slot, const core::PlannedRequest &planned,
-                             const EndpointTarget &target) const {
+                             const EndpointTarget &target, core::ProbeKind probe) const {
     if (planned.prompt_index < 0 ||
         static_cast<std::size_t>(planned.prompt_index) >= m_suite.prompts.size())
       return core::make_error(core::ErrorCode::internal,
                               "plan names prompt " + std::to_string(planned.prompt_index) +
                                   " but the suite has " + std::to_string(m_suite.prompts.size()));
-    const core::Prompt &prompt = m_suite.prompts[static_cast<std::size_t>(planned.prompt_index)];
-    DialectRequest built = build_request(target.dialect, prompt, m_config.params);
+    const core::Prompt prompt =
+        core::probe_prompt(m_suite.prompts[static_cast<std::size_t>(planned.prompt_index)], probe);
+    DialectRequest built = build_request(target.dialect, prompt, params_for(target));
     slot.planned = &planned;
     slot.request.method = HttpRequest::Method::post;
     slot.request.url = join_url(target.base_url, built.path);
@@ -328,7 +419,9 @@ private:
   core::RecordSink &m_sink;
   const std::function<void(const SchedulerProgress &)> &m_on_progress;
   const std::atomic<bool> &m_stop;
+  std::vector<core::ProbeActivity> &m_activity;
   core::SplitMix64 m_rng;
+  std::uint64_t m_filler_index = 0;
   core::SystemClock m_clock;
   HttpTransport m_transport; // one for the whole run, so connections are reused across waves
   SchedulerProgress m_progress;
@@ -351,6 +444,18 @@ run_plan(const core::Plan &plan, const core::Suite &suite,
          const std::function<bool(const core::PlannedRequest &)> &already_recorded,
          const std::function<void(const SchedulerProgress &)> &on_progress,
          const std::atomic<bool> &stop_requested) {
+  std::vector<core::ProbeActivity> activity;
+  return run_plan(plan, suite, targets, config, sink, already_recorded, on_progress,
+                  stop_requested, activity);
+}
+
+core::Result<void>
+run_plan(const core::Plan &plan, const core::Suite &suite,
+         const std::vector<EndpointTarget> &targets, const SchedulerConfig &config,
+         core::RecordSink &sink,
+         const std::function<bool(const core::PlannedRequest &)> &already_recorded,
+         const std::function<void(const SchedulerProgress &)> &on_progress,
+         const std::atomic<bool> &stop_requested, std::vector<core::ProbeActivity> &activity) {
   // Decide the work up front so that progress has a true total.
   std::vector<std::deque<const core::PlannedRequest *>> queues;
   std::size_t total = 0;
@@ -362,7 +467,7 @@ run_plan(const core::Plan &plan, const core::Suite &suite,
     queues.push_back(std::move(queue));
   }
 
-  Runner runner(suite, targets, config, sink, on_progress, stop_requested);
+  Runner runner(suite, targets, config, sink, on_progress, stop_requested, activity);
   runner.set_total(total);
   for (std::size_t i = 0; i < plan.waves.size(); ++i) {
     if (stop_requested.load()) break;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/audit.hpp"
 #include "core/plan.hpp"
 #include "core/request_record.hpp"
 #include "core/result.hpp"
@@ -23,6 +24,7 @@ struct EndpointTarget {
   std::vector<std::string> headers; // extra "Name: value" lines
   std::string api_key;              // sent as a bearer token; never recorded
   bool insecure = false;
+  std::string model; // the model requested here; empty: SchedulerConfig::params.model
 };
 
 struct SchedulerConfig {
@@ -76,6 +78,27 @@ run_plan(const core::Plan &plan, const core::Suite &suite,
          const std::function<bool(const core::PlannedRequest &)> &already_recorded,
          const std::function<void(const SchedulerProgress &)> &on_progress,
          const std::atomic<bool> &stop_requested);
+
+// As above, and the probe kinds' side traffic, counted per endpoint into `activity` (resized to
+// the number of targets):
+// - each request is sent as core::probe_prompt(prompt, wave.probe) gives it;
+// - mixed waves keep wave.concurrency filler requests (core::filler_prompt) in flight beside the
+//   audited ones while any audited request of the wave is active; fillers are never recorded,
+//   retried or judged beyond counting failures, and the wave ends when its last filler returns;
+// - prefix waves run their requests one at a time: before a warm trial (prefix_trial_is_warm) a
+//   priming request with the shared prefix; before a cold trial a cache flush, by the first of
+//   POST /flush_cache (SGLang) and POST /reset_prefix_cache (vLLM) that answers 2xx, looked up
+//   once per endpoint; when none does, cold trials run without a flush and activity says so.
+core::Result<void>
+run_plan(const core::Plan &plan, const core::Suite &suite,
+         const std::vector<EndpointTarget> &targets, const SchedulerConfig &config,
+         core::RecordSink &sink,
+         const std::function<bool(const core::PlannedRequest &)> &already_recorded,
+         const std::function<void(const SchedulerProgress &)> &on_progress,
+         const std::atomic<bool> &stop_requested, std::vector<core::ProbeActivity> &activity);
+
+// The cache-flush routes tried, in order.
+inline constexpr const char *k_flush_routes[] = {"/flush_cache", "/reset_prefix_cache"};
 
 // The delay before retry number `retry` (1-based): backoff_initial_s * 2^(retry-1), capped at
 // backoff_max_s, times (1 + 0.1 * jitter) with jitter in [0, 1). Exposed for tests.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "core/plan.hpp"
 #include "core/request_record.hpp"
 #include "core/result.hpp"
+#include "core/semantic_agreement.hpp"
 
 namespace llmrepro::report {
 
@@ -57,6 +59,14 @@ public:
   // Fingerprints are not stored: load() derives them from the records. ErrorCode::internal when
   // no endpoint has that index.
   core::Result<void> update_endpoint(int index, const core::EndpointInfo& endpoint);
+
+  // Stores the semantic agreement measured after the run (`--embeddings`), replacing any stored
+  // before, in one transaction.
+  core::Result<void> store_semantic(const core::SemanticAgreement& agreement);
+
+  // The stored semantic agreement, summarized; empty when none was measured. ErrorCode::input
+  // when its rows are unreadable.
+  core::Result<std::optional<core::SemanticAgreement>> load_semantic() const;
 
   // The file this database was opened or created at, for messages.
   const std::string& path() const;

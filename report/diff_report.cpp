@@ -5,6 +5,8 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "report/html_style.hpp"
 #include "report/markdown_report.hpp"
@@ -103,6 +105,52 @@ bool notable(const core::PromptDiff &p) {
          p.agreement_change == "newly stable";
 }
 
+// Names what regressed (metrics, then prompt ids, at most k_named_prompts of them), so the
+// verdict line alone tells a reviewer where to look; empty without a regression.
+constexpr std::size_t k_named_prompts = 8;
+
+std::string regression_summary(const core::AuditDiff &diff, bool markdown) {
+  const auto escape = [markdown](const std::string &text) {
+    return markdown ? markdown_escape(text, 60) : html_escape(text);
+  };
+  std::string metrics;
+  for (const core::MetricDiff &m : diff.metrics) {
+    if (!m.regression) continue;
+    // Metric names are the tool's own identifiers, printed as the metric table prints them.
+    metrics += fmt::format("{}{} {} \u2192 {}", metrics.empty() ? "" : ", ",
+                           markdown ? m.name : html_escape(m.name), value_text(m, m.a),
+                           value_text(m, m.b));
+  }
+  std::vector<std::string> ids;
+  for (const core::PromptDiff &p : diff.prompts) {
+    if (p.regression) ids.push_back(p.id);
+  }
+  std::string prompts;
+  for (std::size_t i = 0; i < ids.size() && i < k_named_prompts; ++i) {
+    prompts += (i == 0 ? "" : ", ") + escape(ids[i]);
+  }
+  if (ids.size() > k_named_prompts) prompts += ", \u2026";
+  std::string out = metrics;
+  if (!ids.empty()) {
+    out += fmt::format("{}{} prompt{} ({})", out.empty() ? "" : "; ", ids.size(),
+                       ids.size() == 1 ? "" : "s", prompts);
+  }
+  return out;
+}
+
+// Prompts a reviewer acts on come first: regressions, then improvements, then the rest, each
+// in A's suite order.
+std::vector<const core::PromptDiff *> prompts_by_concern(const core::AuditDiff &diff) {
+  std::vector<const core::PromptDiff *> out;
+  for (int rank = 0; rank < 3; ++rank) {
+    for (const core::PromptDiff &p : diff.prompts) {
+      const int own = p.regression ? 0 : p.improvement ? 1 : 2;
+      if (own == rank) out.push_back(&p);
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 std::string render_diff_json(const core::AuditDiff &diff) {
@@ -172,6 +220,9 @@ std::string render_diff_markdown(const core::AuditDiff &diff) {
                      markdown_escape(diff.a.audit_id, 40), markdown_escape(diff.a.model, 40),
                      markdown_escape(diff.b.audit_id, 40), markdown_escape(diff.b.model, 40),
                      diff.paired_prompts, diff.alpha);
+  if (const std::string named = regression_summary(diff, true); !named.empty()) {
+    out += "**Regressed:** " + named + "\n\n";
+  }
   if (!diff.only_in_a.empty() || !diff.only_in_b.empty()) {
     out += fmt::format("{} prompts only in A, {} only in B (not compared).\n\n",
                        diff.only_in_a.size(), diff.only_in_b.size());
@@ -217,7 +268,8 @@ std::string render_diff_html(const core::AuditDiff &diff) {
   const bool bad = status == "regression";
   out += fmt::format(
       "<section class=\"verdict {}\" id=\"verdict\"><span class=\"badge\">{}</span><div><strong>{}"
-      "</strong><div class=\"muted\">{} prompts only in A, {} only in B (not compared)</div></div>"
+      "</strong>{}<div class=\"muted\">{} prompts only in A, {} only in B (not "
+      "compared)</div></div>"
       "</section>\n",
       bad ? "fail" : "pass",
       bad                       ? "REGRESSION"
@@ -226,6 +278,7 @@ std::string render_diff_html(const core::AuditDiff &diff) {
       bad                       ? "A difference beyond run-to-run noise is a regression."
       : status == "improvement" ? "Differences beyond noise are improvements."
                                 : "Every difference is within run-to-run noise.",
+      bad ? "<div>Regressed: " + regression_summary(diff, false) + "</div>" : std::string(),
       diff.only_in_a.size(), diff.only_in_b.size());
   out += "<section class=\"panel\" id=\"metrics\"><h2>Overall</h2><table><thead><tr><th>metric</th>"
          "<th class=\"num\">A</th><th class=\"num\">B</th><th "
@@ -245,8 +298,9 @@ std::string render_diff_html(const core::AuditDiff &diff) {
     const char *tag = m.regression ? "fail" : m.improvement ? "pass" : "info";
     out += fmt::format(
         "<tr><td><strong>{}</strong><div class=\"muted\">{}</div></td><td class=\"num\">{}</td>"
-        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"muted\">{}</td><td>{}</td>"
-        "<td class=\"num\">{}</td><td><span class=\"tag {}\">{}</span></td></tr>",
+        "<td class=\"num\">{}</td><td class=\"num nowrap\">{}</td><td class=\"muted\">{}</td>"
+        "<td>{}</td><td class=\"num\">{}</td><td class=\"nowrap\"><span class=\"tag {}\">{}</span>"
+        "</td></tr>",
         html_escape(m.name), html_escape(m.description), value_text(m, m.a), value_text(m, m.b),
         delta_text(m), interval, html_escape(m.test), html_escape(p_text(m.p_value)), tag,
         metric_verdict(m));
@@ -257,7 +311,8 @@ std::string render_diff_html(const core::AuditDiff &diff) {
          "<th class=\"num\">distinct A \u2192 B</th><th class=\"num\">agreement A \u2192 B</th>"
          "<th class=\"num\">pass A \u2192 B</th><th class=\"num\">p "
          "(Holm)</th><th>verdict</th></tr></thead><tbody>";
-  for (const core::PromptDiff &p : diff.prompts) {
+  for (const core::PromptDiff *prompt : prompts_by_concern(diff)) {
+    const core::PromptDiff &p = *prompt;
     const char *tag = p.regression ? "fail" : p.improvement ? "pass" : "info";
     std::string pass = "\u2013";
     if (p.a.pass && p.b.pass) {

@@ -183,6 +183,108 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
 }
 
 // Failed records of the analysed endpoint: the requests that never produced a completion.
+Json levels_json(const std::vector<core::LevelSummary>& by_concurrency) {
+  Json levels = Json::array();
+  for (const auto& level : by_concurrency)
+    levels.push_back({{"concurrency", level.concurrency},
+                      {"runs", level.runs},
+                      {"unique_completions", level.unique_completions},
+                      {"unstable_prompts", level.unstable_prompts},
+                      {"failed", level.failed},
+                      {"tokens_per_second", number(level.tokens_per_second)},
+                      {"mean_latency_ms", number(level.mean_latency_ms)}});
+  return levels;
+}
+
+// The stability and cost of one analysis, without its prompts.
+Json brief_summary_json(const core::AuditSummary& summary) {
+  return {{"prompts", summary.prompts},
+          {"requests", summary.requests},
+          {"failed_requests", summary.failed_requests},
+          {"unstable_prompts", summary.unstable_prompts},
+          {"fragile_prompts", summary.fragile_prompts},
+          {"tarr", number(summary.tarr)},
+          {"tara", number(summary.tara)},
+          {"by_concurrency", levels_json(summary.by_concurrency)}};
+}
+
+Json activity_json(const core::AuditData& data, core::ProbeKind probe) {
+  if (data.probe_activity.empty()) return nullptr;
+  const core::ProbeActivity& activity = data.probe_activity.front();
+  switch (probe) {
+  case core::ProbeKind::mixed:
+    return {{"filler_sent", activity.filler_sent}, {"filler_failed", activity.filler_failed}};
+  case core::ProbeKind::prefix:
+    return {{"primes_sent", activity.primes_sent},
+            {"primes_failed", activity.primes_failed},
+            {"flushes_sent", activity.flushes_sent},
+            {"flushes_failed", activity.flushes_failed},
+            {"flush_route", activity.flush_looked_up && !activity.flush_route.empty()
+                                ? Json(activity.flush_route)
+                                : Json(nullptr)}};
+  case core::ProbeKind::sweep:
+  case core::ProbeKind::long_prompt: break;
+  }
+  return Json::object();
+}
+
+Json probes_json(const core::AuditReport& report, const core::AuditData& data) {
+  Json probes = Json::array();
+  for (const auto& probe : report.probes) {
+    Json prompts = Json::array();
+    for (const auto& prompt : probe.analysis.prompts)
+      prompts.push_back({{"id", prompt.id},
+                         {"runs", prompt.runs},
+                         {"failed", prompt.failed},
+                         {"unique_completions", prompt.unique_completions},
+                         {"first_divergence", optional_int(prompt.first_divergence)},
+                         {"unstable", prompt.unstable}});
+    Json prefix = nullptr;
+    if (probe.probe == core::ProbeKind::prefix) {
+      Json rows = Json::array();
+      for (const auto& drift : probe.prefix)
+        rows.push_back({{"id", drift.id},
+                        {"cold_runs", drift.cold_runs},
+                        {"warm_runs", drift.warm_runs},
+                        {"cold_unique", drift.cold_unique},
+                        {"warm_unique", drift.warm_unique},
+                        {"drift", drift.drift},
+                        {"divergence", optional_int(drift.divergence)}});
+      prefix = {{"drift_prompts", probe.prefix_drift_prompts}, {"prompts", rows}};
+    }
+    probes.push_back({{"probe", core::to_string(probe.probe)},
+                      {"summary", brief_summary_json(probe.analysis.summary)},
+                      {"activity", activity_json(data, probe.probe)},
+                      {"prefix", prefix},
+                      {"prompts", prompts}});
+  }
+  return probes;
+}
+
+Json comparison_json(const core::AuditReport& report, const core::AuditData& data) {
+  if (!report.comparison) return nullptr;
+  Json endpoints = Json::array();
+  for (std::size_t e = 0; e < report.endpoints.size(); ++e)
+    endpoints.push_back(
+        {{"index", static_cast<int>(e)},
+         {"url", e < data.endpoints.size() ? Json(data.endpoints[e].url) : Json(nullptr)},
+         {"summary", brief_summary_json(report.endpoints[e].summary)}});
+  Json prompts = Json::array();
+  for (const auto& prompt : report.comparison->prompts) {
+    Json others = Json::array();
+    for (const auto& other : prompt.endpoints)
+      others.push_back({{"endpoint", other.endpoint_index},
+                        {"has_reference", other.has_reference},
+                        {"agrees", other.agrees},
+                        {"first_difference", optional_int(other.first_difference)}});
+    prompts.push_back({{"id", prompt.id}, {"all_agree", prompt.all_agree}, {"endpoints", others}});
+  }
+  return {{"probe", core::to_string(report.primary_probe)},
+          {"agreeing_prompts", report.comparison->agreeing_prompts},
+          {"endpoints", endpoints},
+          {"prompts", prompts}};
+}
+
 Json errors_json(const core::AuditReport& report, const core::AuditData& data) {
   Json errors = Json::array();
   for (const auto& record : data.records) {
@@ -217,7 +319,10 @@ std::string render_json(const core::AuditReport& report) {
                      {"config", config_json(data.config)},
                      {"summary", summary_json(report)},
                      {"prompts", prompts},
-                     {"errors", errors_json(report, data)}};
+                     {"errors", errors_json(report, data)},
+                     {"probe", core::to_string(report.primary_probe)},
+                     {"probes", probes_json(report, data)},
+                     {"comparison", comparison_json(report, data)}};
   // Model text may hold invalid UTF-8 (a BPE token can split a character); the replace handler
   // writes U+FFFD instead of throwing.
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

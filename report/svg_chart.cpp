@@ -196,9 +196,15 @@ std::string render_bar_chart(const BarChart &chart) {
     const double y = y_of(*chart.reference_y);
     out += fmt::format("<line class=\"chart-reference\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>",
                        num(frame.left), num(y), num(frame.width - frame.right), num(y));
+    // The label goes on the title line, keyed by a dash of the same line: drawn beside the line
+    // itself it would run over any bar that reaches it.
+    const double end = frame.width - frame.right;
+    const double text_width = 6.2 * static_cast<double>(chart.reference_label.size());
+    out += fmt::format("<line class=\"chart-reference\" x1=\"{}\" y1=\"14\" x2=\"{}\" y2=\"14\"/>",
+                       num(end - text_width - 24.0), num(end - text_width - 6.0));
     out += fmt::format(
-        "<text class=\"chart-reference-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-        num(frame.width - frame.right - 2.0), num(y - 4.0), html_escape(chart.reference_label));
+        "<text class=\"chart-reference-label\" x=\"{}\" y=\"18\" text-anchor=\"end\">{}</text>",
+        num(end), html_escape(chart.reference_label));
   }
   if (chart.threshold_edge) {
     const double x = frame.left + slot * *chart.threshold_edge;

@@ -214,6 +214,42 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
                    predictor.true_positive, predictor.false_positive, predictor.false_negative,
                    predictor.true_negative));
 
+  // Each probe kind on its own (only when more than the sweep ran), then the endpoints side by side.
+  if (report.probes.size() > 1 || report.primary_probe != core::ProbeKind::sweep) {
+    for (const auto& probe : report.probes) {
+      const auto& s = probe.analysis.summary;
+      std::string extra;
+      if (probe.probe == core::ProbeKind::prefix) {
+        extra = fmt::format("   warm vs cold drift {} of {}", probe.prefix_drift_prompts,
+                            probe.prefix.size());
+        if (!data.probe_activity.empty() && data.probe_activity.front().flush_looked_up)
+          extra += data.probe_activity.front().flush_route.empty()
+                       ? "   (no cache flush available)"
+                       : "   (flushed via " + data.probe_activity.front().flush_route + ")";
+      } else if (probe.probe == core::ProbeKind::mixed && !data.probe_activity.empty()) {
+        extra = fmt::format("   filler {} sent, {} failed", data.probe_activity.front().filler_sent,
+                            data.probe_activity.front().filler_failed);
+      }
+      line(fmt::format("probe {:<6} unstable {} of {}   TARr {}{}", core::to_string(probe.probe),
+                       s.unstable_prompts, s.prompts, percent(s.tarr), extra));
+    }
+  }
+  if (report.comparison) {
+    line(fmt::format("endpoints  {} agree on the reference completion of {} of {} prompts",
+                     report.endpoints.size(), report.comparison->agreeing_prompts,
+                     report.comparison->prompts.size()));
+    for (std::size_t e = 0; e < report.endpoints.size(); ++e) {
+      const auto& s = report.endpoints[e].summary;
+      std::string cost;
+      for (const auto& level : s.by_concurrency)
+        cost += fmt::format("  c={}: {:.1f} tok/s {:.0f} ms", level.concurrency,
+                            level.tokens_per_second, level.mean_latency_ms);
+      const std::string url = e < data.endpoints.size() ? data.endpoints[e].url : "";
+      line(fmt::format("  #{} {}  unstable {} of {}{}", e, escape_terminal_text(url, 48),
+                       s.unstable_prompts, s.prompts, cost));
+    }
+  }
+
   const auto worst = core::worst_prompts(report.analysis, k_worst);
   if (worst.empty()) {
     line("worst      none: every prompt stable and none fragile");

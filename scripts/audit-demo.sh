@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh build
 scripts/build.sh build >/dev/null
 mkdir -p out
-exec build/cli/llmrepro audit --suite examples/suites/demo.jsonl --runs 5 --concurrency 1,16 \
-  --db out/demo-audit.db --overwrite --json out/demo-audit.json "$@"
+exec build/cli/llmrepro audit --suite examples/suites/engine-demo.jsonl --runs 5 --concurrency 1,16 \
+  --db out/demo-audit.db --overwrite --json out/demo-audit.json --html out/demo-audit.html "$@"

@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # The README's second command and what CI runs: every test of the project.
-#   1. the layering check and the format check;
-#   2. an ASan+UBSan build running the unit and end-to-end tests;
-#   3. a TSan build running the tests where threads meet (scheduler, engine);
-#   4. each fuzz target for a bounded time;
-#   5. the main build (warnings as errors, CUDA backend compiled when nvcc is present) running
+#   1. the layering check;
+#   2. an ASan+UBSan build running the unit and end-to-end tests (the slow scenarios excepted);
+#   3. the main build (warnings as errors, CUDA backend compiled when nvcc is present) running
 #      every test: unit, e2e, browser, and gpu (skipped without a device).
-# LLMREPRO_TEST_QUICK=1 skips 2-4.
+# LLMREPRO_TEST_FULL=1 adds a TSan build running the threaded tests (scheduler, engine) and every
+# fuzz target for a bounded time. LLMREPRO_TEST_QUICK=1 runs only step 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LLMREPRO_JOBS=${LLMREPRO_JOBS:-$(nproc)}
-step() { printf '\n== %s\n' "$*"; }
+step() { printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
 
 step "dependencies"
 scripts/install-deps.sh test
@@ -21,20 +20,20 @@ scripts/check-layering.sh
 if [[ ${LLMREPRO_TEST_QUICK:-0} != 1 ]]; then
   step "ASan+UBSan build and tests"
   scripts/build.sh build-asan -DLLMREPRO_WERROR=ON -DLLMREPRO_CUDA=OFF \
-    -DLLMREPRO_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug >/dev/null
+    -DLLMREPRO_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$LLMREPRO_JOBS" -L 'unit|e2e' -LE 'slow'
+fi
 
+if [[ ${LLMREPRO_TEST_FULL:-0} == 1 ]]; then
   step "TSan build and tests"
-  LLMREPRO_TARGETS="test_probes test_engine" scripts/build.sh build-tsan -DLLMREPRO_WERROR=ON -DLLMREPRO_CUDA=OFF \
-    -DLLMREPRO_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  LLMREPRO_TARGETS="test_probes test_engine" scripts/build.sh build-tsan -DLLMREPRO_WERROR=ON \
+    -DLLMREPRO_CUDA=OFF -DLLMREPRO_SANITIZE=thread >/dev/null
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest --test-dir build-tsan --output-on-failure -j "$LLMREPRO_JOBS" -L tsan
-
-  if [[ -x fuzz/run.sh ]]; then
-    step "fuzzing"
-    fuzz/run.sh
-  fi
+  step "fuzzing"
+  fuzz/run.sh
 fi
 
 step "build (warnings as errors) and every test"

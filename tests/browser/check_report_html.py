@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """Renders an llmrepro HTML report in headless Chromium and checks the DOM after its script ran.
 
-usage: check_report_html.py HTML_FILE SCREENSHOT_PNG
+usage: check_report_html.py [--diff] HTML_FILE SCREENSHOT_PNG
 
-Asserts that the summary, the verdict, the prompt table rows and the SVG charts are there,
-that the table script ran (it writes the "N of M shown" count), and that hostile model text
-stayed text: no <img> element, exactly one <script> element (ours). Saves a 1280-wide
-screenshot. Exits 0 when every check holds, 1 with a message otherwise, 77 (skip) when no
-Chromium is installed.
+Audit report (default): asserts that the summary, the verdict, the prompt table rows and the
+SVG charts are there, that the table script ran (it writes the "N of M shown" count), and that
+hostile model text stayed text: no <img> element, exactly one <script> element (ours).
+With LLMREPRO_EXPECT_HOSTILE=1 the hostile strings must also be shown as text.
+Diff report (--diff): the verdict, the overall metrics and the prompt table are there, and
+the page holds no script and no <img> at all.
+Saves a screenshot of the first screen a reviewer sees (1280x800). Exits 0 when every check
+holds, 1 with a message otherwise, 77 (skip) when no Chromium is installed.
 """
 import html.parser
 import os
@@ -48,6 +51,8 @@ class Dom(html.parser.HTMLParser):
         self.classes = {}
         self.text = []
         self.rows_in_prompt_table = 0
+        self.rows_in = {}
+        self._table = None
         self._in_prompt_table = False
         self._in_body = False
         self._shown_count = None
@@ -60,6 +65,10 @@ class Dom(html.parser.HTMLParser):
             self.ids.add(attrs["id"])
         for cls in (attrs.get("class") or "").split():
             self.classes[cls] = self.classes.get(cls, 0) + 1
+        if tag == "section" and attrs.get("id"):
+            self._table = attrs["id"]
+        if tag == "tr" and self._table is not None:
+            self.rows_in[self._table] = self.rows_in.get(self._table, 0) + 1
         if tag == "table" and attrs.get("id") == "prompt-table":
             self._in_prompt_table = True
         if self._in_prompt_table and tag == "tbody":
@@ -88,9 +97,12 @@ class Dom(html.parser.HTMLParser):
 
 
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    diff = "--diff" in args
+    args = [a for a in args if a != "--diff"]
+    if len(args) != 2:
         sys.exit(__doc__)
-    html_file, screenshot = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    html_file, screenshot = os.path.abspath(args[0]), os.path.abspath(args[1])
     chromium = find_chromium()
     if chromium is None:
         print("SKIP: no chromium installed (apt-get install -y chromium)")
@@ -106,6 +118,16 @@ def main():
         if not condition:
             failures.append(message)
 
+    if diff:
+        for element_id in ("verdict", "metrics", "prompts"):
+            check(element_id in dom.ids, f"no element with id {element_id}")
+        # Header rows included: at least one metric and one prompt besides the headers.
+        check(dom.rows_in.get("metrics", 0) >= 2, "the metrics table has no rows")
+        check(dom.rows_in.get("prompts", 0) >= 2, "the prompt table has no rows")
+        check(dom.tags.get("script", 0) == 0, f"the diff page has {dom.tags.get('script', 0)} script(s)")
+        check(dom.tags.get("img", 0) == 0, f"the diff page has {dom.tags.get('img', 0)} <img> element(s)")
+        finish(chromium, url, screenshot, failures, f"ok: diff page, screenshot {screenshot}")
+        return
     for element_id in ("verdict", "summary", "worst", "charts", "prompt-table", "details"):
         check(element_id in dom.ids, f"no element with id {element_id}")
     check(dom.classes.get("card", 0) >= 11, f"expected at least 11 summary cards, found {dom.classes.get('card', 0)}")
@@ -121,15 +143,23 @@ def main():
         check("<img src=x onerror=alert(1)>" in text, "the hostile <img> text is not shown as text")
         check("</script><script>alert(1)</script>" in text, "the hostile </script> text is not shown as text")
 
-    run_chromium(chromium, [f"--screenshot={screenshot}", "--window-size=1280,2000"], url)
-    check(os.path.exists(screenshot) and os.path.getsize(screenshot) > 10000,
-          f"no screenshot written to {screenshot}")
+    finish(chromium, url, screenshot, failures,
+           f"ok: {dom.rows_in_prompt_table} prompt rows, {dom.tags.get('svg', 0)} svg, "
+           f"screenshot {screenshot}")
 
+
+def finish(chromium, url, screenshot, failures, ok_line):
+    """Takes the screenshot, then reports every failure (exit 1) or the ok line."""
+    if os.path.exists(screenshot):
+        os.remove(screenshot)
+    run_chromium(chromium, [f"--screenshot={screenshot}", "--window-size=1280,800"], url)
+    if not (os.path.exists(screenshot) and os.path.getsize(screenshot) > 10000):
+        failures.append(f"no screenshot written to {screenshot}")
     if failures:
         for failure in failures:
             print("FAIL:", failure, file=sys.stderr)
         sys.exit(1)
-    print(f"ok: {dom.rows_in_prompt_table} prompt rows, {dom.tags.get('svg', 0)} svg, screenshot {screenshot}")
+    print(ok_line)
 
 
 if __name__ == "__main__":

@@ -54,3 +54,37 @@ TEST_CASE("make_plan") {
     CHECK(prompts == std::multiset<int>{0, 1, 2, 3});
   }
 }
+
+TEST_CASE("make_plan with probe kinds") {
+  const Suite suite = suite_of(3);
+  PlanConfig config;
+  config.levels = {4, 8};
+  config.runs = 2;
+  config.probes = {ProbeKind::sweep, ProbeKind::prefix, ProbeKind::long_prompt};
+  config.endpoints = 2;
+  const Plan plan = make_plan(suite, config);
+
+  SUBCASE("the prefix probe is one serial wave with warm and cold trials") {
+    // Per endpoint: sweep 2 levels, prefix 1 wave at level 1, long 2 levels.
+    REQUIRE(plan.waves.size() == 10);
+    const Wave& prefix = plan.waves[2];
+    CHECK(prefix.probe == ProbeKind::prefix);
+    CHECK(prefix.concurrency == 1);
+    CHECK(prefix.requests.size() == 12); // 3 prompts x 2 runs x (cold + warm)
+    std::set<std::tuple<int, int>> seen;
+    for (const auto& request : prefix.requests) seen.insert({request.prompt_index, request.repeat});
+    CHECK(seen.size() == 12);
+    CHECK(plan.size() == 2 * (3 * 2 * 2 + 12 + 3 * 2 * 2));
+  }
+  SUBCASE("every endpoint runs the same plan") {
+    for (std::size_t w = 0; w < 5; ++w) {
+      CHECK(plan.waves[w].endpoint_index == 0);
+      CHECK(plan.waves[w + 5].endpoint_index == 1);
+      CHECK(plan.waves[w].probe == plan.waves[w + 5].probe);
+      CHECK(plan.waves[w].concurrency == plan.waves[w + 5].concurrency);
+      CHECK(plan.waves[w].requests.size() == plan.waves[w + 5].requests.size());
+    }
+    CHECK(plan.waves[3].probe == ProbeKind::long_prompt);
+    CHECK(plan.waves[3].concurrency == 4);
+  }
+}

@@ -89,6 +89,52 @@ TEST_CASE("matmul_split_k") {
   }
 }
 
+TEST_CASE("matmul_split_k with bf16 partials") {
+  const std::size_t rows = 4, k = 192, n = 130;
+  const auto x = bf16_values(5, rows * k);
+  const auto w = bf16_values(6, k * n, 0.1);
+  SUBCASE("each output is the fp32 sum of its bf16-rounded chunk partials") {
+    for (int splits : {2, 3, 8}) {
+      std::vector<float> out(rows * n);
+      core::matmul_split_k(x.data(), rows, k, w.data(), n, splits, core::SplitPartials::bf16,
+                           out.data(), 0, n);
+      const auto s = static_cast<std::size_t>(splits);
+      std::size_t mismatches = 0;
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t j = 0; j < n; ++j) {
+          float total = 0.0f;
+          for (std::size_t c = 0; c < s; ++c) {
+            float partial = 0.0f;
+            for (std::size_t i = k * c / s; i < k * (c + 1) / s; ++i)
+              partial += x[r * k + i] * w[i * n + j];
+            total += core::round_to(core::Precision::bf16, partial);
+          }
+          mismatches += core::float_bits(total) != core::float_bits(out[r * n + j]);
+        }
+      CHECK_MESSAGE(mismatches == 0, "splits " << splits);
+    }
+  }
+  SUBCASE("one split is the plain fp32 order") {
+    std::vector<float> plain(rows * n), reduced(rows * n);
+    core::matmul_split_k(x.data(), rows, k, w.data(), n, 1, plain.data(), 0, n);
+    core::matmul_split_k(x.data(), rows, k, w.data(), n, 1, core::SplitPartials::bf16,
+                         reduced.data(), 0, n);
+    CHECK(differing_bits(plain, reduced) == 0);
+  }
+  SUBCASE("a split-count change is visible in many bf16 outputs, not only in rare ones") {
+    std::vector<float> one(rows * n), two(rows * n);
+    core::matmul_split_k(x.data(), rows, k, w.data(), n, 1, core::SplitPartials::bf16,
+                         one.data(), 0, n);
+    core::matmul_split_k(x.data(), rows, k, w.data(), n, 2, core::SplitPartials::bf16,
+                         two.data(), 0, n);
+    core::round_bf16_inplace(one.data(), one.size());
+    core::round_bf16_inplace(two.data(), two.size());
+    // Rounding each of two partials to 8 significant bits moves the sum by up to about one
+    // bf16 step of the output, so a large share of outputs change (gpu_probe.md §2.3: ~51%).
+    CHECK(differing_bits(one, two) > rows * n / 10);
+  }
+}
+
 TEST_CASE("round_bf16_inplace") {
   std::vector<float> values{core::float_from_bits(0x3F808000u), core::float_from_bits(0x3F818000u),
                             core::float_from_bits(0x3F808001u)};
@@ -159,8 +205,12 @@ TEST_CASE("KernelPolicy") {
   SUBCASE("adaptive mode picks orders from the shape") {
     const engine::KernelPolicy policy(false);
     CHECK(policy.matmul_splits(1, 192, 192) == 8);
-    CHECK(policy.matmul_splits(16, 192, 192) == 2);
-    CHECK(policy.matmul_splits(32, 192, 192) == 1);
+    CHECK(policy.matmul_splits(64, 192, 192) == 8);
+    CHECK(policy.matmul_splits(65, 192, 192) == 5);
+    CHECK(policy.matmul_splits(128, 192, 192) == 5);
+    CHECK(policy.matmul_splits(129, 192, 192) == 3);
+    CHECK(policy.matmul_splits(1, 576, 192) == 3);
+    CHECK(policy.matmul_splits(65, 576, 192) == 1);
     CHECK(policy.rms_reduction(1).kind == core::RmsReduction::Kind::strided_tree);
     CHECK(policy.rms_reduction(100).kind == core::RmsReduction::Kind::split_k);
     CHECK(policy.attention_splits(1, 4, 64) == 4);

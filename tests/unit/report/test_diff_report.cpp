@@ -87,6 +87,8 @@ TEST_CASE("render_diff_markdown") {
   CHECK(md.find("| &#60;img src=x onerror=alert(1)&#62;&#124;&#96; | newly unstable | 1 \u2192 2 | "
                 "100% \u2192 90% |") != std::string::npos);
   CHECK(md.find('<') == std::string::npos);
+  // The line under the title names what regressed, so a CI summary needs no scrolling.
+  CHECK(md.find("**Regressed:** tarr 100.0% \u2192 16.7%") != std::string::npos);
 }
 
 TEST_CASE("render_diff_html") {
@@ -97,4 +99,30 @@ TEST_CASE("render_diff_html") {
   CHECK(html.find("<script") == std::string::npos);
   CHECK(html.find("<code>&lt;img src=x onerror=alert(1)&gt;|`</code>") != std::string::npos);
   CHECK(html.find("<td class=\"num\">10/10 \u2192 9/10</td>") != std::string::npos);
+  CHECK(html.find("<div>Regressed: tarr 100.0% \u2192 16.7%") != std::string::npos);
+}
+
+TEST_CASE("render_diff_html puts regressed prompts first and names them") {
+  core::AuditDiff diff;
+  for (const char *id : {"fine", "worse<b>", "better"}) {
+    core::PromptDiff p;
+    p.id = id;
+    p.a.runs = p.b.runs = 10;
+    p.agreement_change = "stable";
+    diff.prompts.push_back(p);
+  }
+  diff.prompts[1].beyond_noise = diff.prompts[1].regression = true;
+  diff.prompts[2].beyond_noise = diff.prompts[2].improvement = true;
+  const std::string html = report::render_diff_html(diff);
+  const auto worse = html.find("<tr><td><code>worse&lt;b&gt;</code>");
+  const auto better = html.find("<tr><td><code>better</code>");
+  const auto fine = html.find("<tr><td><code>fine</code>");
+  REQUIRE(worse != std::string::npos);
+  REQUIRE(better != std::string::npos);
+  REQUIRE(fine != std::string::npos);
+  CHECK(worse < better);
+  CHECK(better < fine);
+  CHECK(html.find("<div>Regressed: 1 prompt (worse&lt;b&gt;)</div>") != std::string::npos);
+  const std::string md = report::render_diff_markdown(diff);
+  CHECK(md.find("**Regressed:** 1 prompt (worse&#60;b&#62;)") != std::string::npos);
 }

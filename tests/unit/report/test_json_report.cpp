@@ -119,7 +119,8 @@ TEST_CASE("render_json") {
                      0) == 0);
     CHECK(text.back() == '\n');
     CHECK(keys_of(json) == std::vector<std::string>{"schema", "tool", "audit", "endpoints",
-                                                    "config", "summary", "prompts", "errors"});
+                                                    "config", "summary", "prompts", "errors",
+                                                    "probe", "probes", "comparison"});
     CHECK(keys_of(json["audit"]) ==
           std::vector<std::string>{"id", "started", "finished", "status", "planned_requests",
                                    "recorded_requests"});

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Runs every benchmark from a clean checkout and prints one table (see bench/README.md).
+#   1. Driver: requests/s at concurrency 1, 16, 64, 256 against bench/responder (a C++ epoll
+#      server answering at once with one 256-token chat completion with top-2 logprobs) for
+#      `llmrepro audit` (full parse + SQLite store), wrk posting the same body (the HTTP limit),
+#      and bench/python_client.py (asyncio + aiohttp, same parse and store).
+#   2. CPU cost per request (user+sys) at concurrency 64, ours and Python's.
+#   3. Analysis: `llmrepro report --json --html` on an audit of 200 prompts x 50 runs x 256 tokens
+#      (and 2x, 4x) against a plain SQLite scan of the same token rows: time and peak memory.
+# Every figure that is compared is measured in this one run, on this machine.
+#   LLMREPRO_BENCH_BUILD  build folder (default build-bench)
+#   LLMREPRO_BENCH_SCALE  multiplies the request counts (default 1; 0.2 for a smoke run)
+#   LLMREPRO_BENCH_BINARY an llmrepro already built (optimised) to measure instead of building one
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+build=${LLMREPRO_BENCH_BUILD:-build-bench}
+scale=${LLMREPRO_BENCH_SCALE:-1}
+jobs=${LLMREPRO_JOBS:-$(nproc)}
+work=$(mktemp -d "${TMPDIR:-/tmp}/llmrepro-bench.XXXXXX")
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+log() { printf 'bench: %s\n' "$*" >&2; }
+count() { python3 -c "import sys; print(max(int(float(sys.argv[1]) * float(sys.argv[2])), 1))" "$1" "$scale"; }
+
+scripts/install-deps.sh bench
+mkdir -p "$build/bench"
+if [[ -n ${LLMREPRO_BENCH_BINARY:-} ]]; then
+  llmrepro=$(realpath "$LLMREPRO_BENCH_BINARY")
+else
+  log "building (Release) in $build"
+  # -O2 as the tested builds use (GCC 12 at -O3 raises false -Wrestrict warnings in report/).
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
+    -DLLMREPRO_CUDA=OFF -DLLMREPRO_TESTS=OFF >/dev/null
+  ninja -C "$build" -j "$jobs" llmrepro >/dev/null
+  llmrepro=$root/$build/cli/llmrepro
+fi
+g++ -std=c++20 -O2 -pthread bench/responder.cpp -o "$build/bench/responder"
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+start_responder() { # variants
+  "$build/bench/responder" "$port" 2 "$1" >"$work/responder.out" &
+  pids+=($!)
+  for _ in $(seq 100); do
+    curl -sf -o /dev/null -X POST -d '{}' "http://127.0.0.1:$port/v1/chat/completions" && return 0
+    sleep 0.05
+  done
+  log "responder did not start"; exit 1
+}
+stop_responder() { kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true; unset 'pids[-1]'; }
+start_responder 1
+url="http://127.0.0.1:$port"
+
+body='{"model":"bench-model","messages":[{"role":"user","content":"Bench prompt 0"}],"max_tokens":256,"temperature":0,"logprobs":true,"top_logprobs":2,"seed":0}'
+cat >"$work/post.lua" <<EOF
+wrk.method = "POST"
+wrk.body = '$body'
+wrk.headers["Content-Type"] = "application/json"
+EOF
+
+# A suite of n prompts.
+make_suite() { python3 -c "
+import json, sys
+for i in range(int(sys.argv[1])):
+    print(json.dumps({'id': f'p{i}', 'prompt': f'Bench prompt {i}'}))" "$1" >"$2"; }
+
+# "<req/s> <cpu ms per request>" of one audit: the rate over the request phase (first start to
+# last finish in the database), the CPU over the whole process (analysis included).
+audit_rate() { # concurrency prompts runs db
+  local c=$1 prompts=$2 runs=$3 db=$4
+  make_suite "$prompts" "$work/suite.jsonl"
+  rm -f "$db"
+  /usr/bin/time -f '%U %S' -o "$work/time" "$llmrepro" audit --suite "$work/suite.jsonl" \
+    --endpoint "$url" --api openai-chat --model bench-model --runs "$runs" --concurrency "$c" \
+    --max-tokens 256 --db "$db" --quiet
+  python3 - "$db" "$work/time" <<'EOF'
+import sqlite3, sys
+n, first, last = sqlite3.connect(sys.argv[1]).execute(
+    "SELECT COUNT(*), MIN(started_ms), MAX(finished_ms) FROM requests WHERE ok = 1").fetchone()
+user, system = map(float, open(sys.argv[2]).read().split()[-2:])
+print(f"{n / max((last - first) / 1000, 1e-3):.0f} {1000 * (user + system) / n:.2f}")
+EOF
+}
+wrk_rate() { # concurrency
+  local threads=$(( $1 < 2 ? 1 : 2 ))
+  wrk -t"$threads" -c"$1" -d3s -s "$work/post.lua" "$url/v1/chat/completions" |
+    awk '/Requests\/sec/ {printf "%.0f", $2}'
+}
+python_rate() { # concurrency requests
+  rm -f "$work/py.db"*
+  /usr/bin/time -f '%U %S' -o "$work/pytime" /usr/bin/python3 bench/python_client.py \
+    "$url/v1/chat/completions" "$work/py.db" "$1" "$2" >"$work/py.out"
+  python3 - "$work/py.out" "$work/pytime" "$2" <<'EOF'
+import sys
+fields = dict(kv.split("=") for kv in open(sys.argv[1]).read().split())
+user, system = map(float, open(sys.argv[2]).read().split()[-2:])
+n = int(sys.argv[3])
+print(f"{n / float(fields['seconds']):.0f} {1000 * (user + system) / n:.2f}")
+EOF
+}
+
+log "driver: requests/s at concurrency 1, 16, 64, 256"
+declare -A ours ours_cpu wrk_rps py py_cpu
+for c in 1 16 64 256; do
+  runs=$(count $(( c == 1 ? 8 : 40 )))
+  read -r ours[$c] ours_cpu[$c] < <(audit_rate "$c" 64 "$runs" "$work/audit-$c.db")
+  wrk_rps[$c]=$(wrk_rate "$c")
+  read -r py[$c] py_cpu[$c] < <(python_rate "$c" "$(count $(( c == 1 ? 200 : 600 )))")
+  log "c=$c: llmrepro ${ours[$c]}/s, wrk ${wrk_rps[$c]}/s, python ${py[$c]}/s"
+done
+stop_responder
+
+log "analysis: generating 200 prompts x 50 runs x 256 tokens (and 2x, 4x; 50 prompts when scale < 1)"
+start_responder 4
+# 50 prompts x 50 runs from the responder (four variants of the completion, so there is drift),
+# then doubled by copying prompts with their requests and tokens, to 200, 400 and 800 prompts.
+audit_rate 64 50 50 "$work/base.db" >/dev/null
+stop_responder
+double() { # db
+  sqlite3 "$1" <<'EOF'
+BEGIN;
+CREATE TEMP TABLE k AS SELECT (SELECT MAX(idx) + 1 FROM prompts) AS p, (SELECT MAX(id) FROM requests) AS r;
+INSERT INTO prompts SELECT idx + (SELECT p FROM k), id || '-' || (SELECT p FROM k), text, messages,
+  max_tokens, tags, expect, extract, response_format, source_line FROM prompts;
+INSERT INTO requests SELECT id + (SELECT r FROM k), endpoint_index, prompt_index + (SELECT p FROM k),
+  concurrency, probe, repeat, ok, http_status, error, attempts, started_ms, finished_ms, text,
+  has_logprobs, finish_reason, system_fingerprint, model, completion_tokens FROM requests;
+INSERT INTO tokens SELECT request_id + (SELECT r FROM k), position, token, logprob, c1_token,
+  c1_logprob, c2_token, c2_logprob, more FROM tokens;
+COMMIT;
+EOF
+}
+# A smoke run (scale < 1) starts from the 50 prompts themselves.
+if python3 -c "import sys; sys.exit(float(sys.argv[1]) < 1)" "$scale"; then
+  double "$work/base.db"; double "$work/base.db"
+fi
+cp "$work/base.db" "$work/x1.db"; double "$work/base.db"
+cp "$work/base.db" "$work/x2.db"; double "$work/base.db"
+mv "$work/base.db" "$work/x4.db"
+
+declare -A rep_s rep_mb scan_s scan_mb tokens
+measure() { # name command...: "<seconds> <peak MiB>"
+  /usr/bin/time -f '%e %M' -o "$work/m" "${@:2}" >/dev/null
+  awk '{printf "%.2f %.0f\n", $1, $2 / 1024}' "$work/m"
+}
+for size in x1 x2 x4; do
+  db=$work/$size.db
+  tokens[$size]=$(sqlite3 "$db" 'SELECT COUNT(*) FROM tokens')
+  read -r rep_s[$size] rep_mb[$size] < <(measure report "$llmrepro" report --db "$db" \
+    --json "$work/$size.json" --html "$work/$size.html" --quiet)
+  read -r scan_s[$size] scan_mb[$size] < <(measure scan sqlite3 "$db" \
+    'SELECT COUNT(*), SUM(length(token)), SUM(logprob), SUM(c1_logprob), SUM(c2_logprob), SUM(length(c2_token)) FROM tokens')
+done
+
+ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'inf')" "$1" "$2"; }
+echo
+echo "llmrepro bench ($(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); body $(awk '{print $4}' "$work/responder.out" 2>/dev/null || true) bytes)"
+echo
+printf '%-12s %10s %10s %10s %12s %12s\n' concurrency 'llmrepro/s' 'wrk/s' 'python/s' 'ours/wrk' 'ours/python'
+for c in 1 16 64 256; do
+  printf '%-12s %10s %10s %10s %12s %12s\n' "$c" "${ours[$c]}" "${wrk_rps[$c]}" "${py[$c]}" \
+    "$(ratio "${ours[$c]}" "${wrk_rps[$c]}")" "$(ratio "${ours[$c]}" "${py[$c]}")"
+done
+echo
+printf 'CPU per request at c=64 (user+sys): llmrepro %s ms (whole audit incl. analysis), python %s ms, ratio %s\n' \
+  "${ours_cpu[64]}" "${py_cpu[64]}" "$(ratio "${py_cpu[64]}" "${ours_cpu[64]}")"
+echo
+printf '%-6s %10s %12s %12s %10s %12s %12s\n' size 'tokens' 'report s' 'report MiB' 'scan s' 'scan MiB' 'report/scan'
+for size in x1 x2 x4; do
+  printf '%-6s %10s %12s %12s %10s %12s %12s\n' "$size" "${tokens[$size]}" "${rep_s[$size]}" \
+    "${rep_mb[$size]}" "${scan_s[$size]}" "${scan_mb[$size]}" "$(ratio "${rep_s[$size]}" "${scan_s[$size]}")"
+done
+echo
+echo "targets: ours/wrk >= 0.5 at c=64; ours/python >= 5; report/scan <= 3; report MiB bounded as size grows"

@@ -1,0 +1,111 @@
+// `llmrepro merge OUT.db IN.db...`: joins the shard databases of one audit (`--shard i/n`) into
+// one database whose report is the report of one unsharded run.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <unistd.h>
+
+#include "cli/commands.hpp"
+#include "cli/report_outputs.hpp"
+#include "core/audit_merge.hpp"
+#include "core/audit_report.hpp"
+#include "core/semantic_agreement.hpp"
+#include "report/audit_database.hpp"
+#include "report/terminal_summary.hpp"
+
+namespace llmrepro::cli {
+
+namespace {
+
+struct MergeOptions {
+  std::string output;
+  std::vector<std::string> inputs;
+  bool overwrite = false;
+  ReportOutputs outputs;
+  bool quiet = false;
+};
+
+// The shards' semantic agreement joined, when every shard measured it with one model and threshold;
+// otherwise none (a partial measure would misstate the share).
+std::optional<core::SemanticAgreement>
+merged_semantics(const std::vector<std::optional<core::SemanticAgreement>>& semantics) {
+  if (semantics.empty() || !semantics.front()) return std::nullopt;
+  core::SemanticAgreement merged = *semantics.front();
+  merged.prompts.clear();
+  for (const auto& semantic : semantics) {
+    if (!semantic || semantic->model != merged.model || semantic->threshold != merged.threshold)
+      return std::nullopt;
+    merged.prompts.insert(merged.prompts.end(), semantic->prompts.begin(), semantic->prompts.end());
+  }
+  std::sort(merged.prompts.begin(), merged.prompts.end(),
+            [](const auto& a, const auto& b) { return a.prompt_index < b.prompt_index; });
+  core::summarize(merged);
+  return merged;
+}
+
+int run_merge(const MergeOptions& options) {
+  std::vector<core::AuditData> shards;
+  std::vector<std::optional<core::SemanticAgreement>> semantics;
+  for (const auto& input : options.inputs) {
+    std::error_code ignored; // a missing output is not the same file as anything
+    if (std::filesystem::equivalent(input, options.output, ignored))
+      return report_error(core::make_error(
+          core::ErrorCode::usage, fmt::format("merge: '{}' is both an input and the output", input)));
+    auto database = report::AuditDatabase::open(input);
+    if (!database) return report_error(database.error());
+    auto data = database->load();
+    if (!data) return report_error(data.error());
+    shards.push_back(std::move(*data));
+    auto semantic = database->load_semantic();
+    if (!semantic) return report_error(semantic.error());
+    semantics.push_back(std::move(*semantic));
+  }
+  auto merged = core::merge_shards(shards);
+  if (!merged) return report_error(merged.error());
+
+  if (std::filesystem::exists(options.output)) {
+    if (!options.overwrite)
+      return report_error(core::make_error(
+          core::ErrorCode::usage,
+          fmt::format("'{}' already exists: pass --overwrite to replace it", options.output)));
+    std::filesystem::remove(options.output);
+  }
+  auto created = report::AuditDatabase::create(options.output, *merged);
+  if (!created) return report_error(created.error());
+  if (auto semantic = merged_semantics(semantics)) {
+    if (auto stored = created->store_semantic(*semantic); !stored) return report_error(stored.error());
+  }
+  // Reload so that the report reads exactly what `llmrepro report --db OUT` will read.
+  auto data = created->load();
+  if (!data) return report_error(data.error());
+
+  const core::AuditReport audit_report = core::make_audit_report(*data, tool_info());
+  if (auto written = write_report_outputs(audit_report, options.outputs); !written)
+    return report_error(written.error());
+  if (!options.quiet) {
+    fmt::print(stderr, "llmrepro: merged {} shard database(s) into '{}' ({} records, {})\n",
+               shards.size(), options.output, data->records.size(), data->info.status);
+    fmt::print("{}", report::render_terminal_summary(audit_report, isatty(STDOUT_FILENO) != 0));
+  }
+  return audit_report.verdict.passed ? k_exit_pass : k_exit_gate_failed;
+}
+
+} // namespace
+
+void register_merge_command(CLI::App& app, CommandResult& result) {
+  auto options = std::make_shared<MergeOptions>();
+  CLI::App* command = app.add_subcommand(
+      "merge", "Join the shard databases of one audit (--shard i/n) into one audit database");
+  command->add_option("output", options->output, "Merged audit database to create")->required();
+  command->add_option("inputs", options->inputs, "Shard audit databases")->required();
+  command->add_flag("--overwrite", options->overwrite, "Replace an existing output database");
+  add_report_output_options(*command, options->outputs);
+  command->add_flag("--quiet", options->quiet, "Print nothing but errors");
+  command->callback([options, &result] { result.exit_code = run_merge(*options); });
+}
+
+} // namespace llmrepro::cli

@@ -1,0 +1,75 @@
+// Analysis beyond one endpoint's sweep: each probe kind on its own, the prefix probe's warm
+// against cold trials, and the same plan's outcomes compared across endpoints.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/analysis.hpp"
+#include "core/plan.hpp"
+
+namespace llmrepro::core {
+
+// One prompt of the prefix probe: its cold trials (after a cache flush, or none where the
+// engine offers none) against its warm ones (after a priming request with the same prefix).
+struct PrefixPromptDrift {
+  std::string id;
+  int prompt_index = 0;
+  int cold_runs = 0; // successful
+  int warm_runs = 0;
+  int cold_unique = 0;
+  int warm_unique = 0;
+  // The modal warm completion differs from the modal cold one: drift that prefix caching
+  // brings, even where each side alone is stable.
+  bool drift = false;
+  // Leading tokens the modal warm and cold completions share; empty when they agree or a side
+  // has no successful run.
+  std::optional<int> divergence;
+};
+
+// One probe kind's analysis of one endpoint.
+struct ProbeAnalysis {
+  ProbeKind probe = ProbeKind::sweep;
+  AuditAnalysis analysis;
+  // Prefix probe only: per prompt, suite order, and how many prompts drifted warm vs cold.
+  std::vector<PrefixPromptDrift> prefix;
+  int prefix_drift_prompts = 0;
+};
+
+// Analyses each probe kind of `probes` (in that order) separately for one endpoint.
+std::vector<ProbeAnalysis> analyse_probes(const Suite& suite,
+                                          const std::vector<RequestRecord>& records,
+                                          const AnalysisConfig& config, int endpoint_index,
+                                          const std::vector<ProbeKind>& probes);
+
+// The probe kind whose analysis is the audit's top-level one: the sweep when it ran, otherwise
+// the first configured kind.
+ProbeKind primary_probe(const std::vector<ProbeKind>& probes);
+
+// One endpoint's reference completion of a prompt against endpoint 0's.
+struct EndpointDivergence {
+  int endpoint_index = 0;
+  bool has_reference = false; // the endpoint has a successful run of the prompt
+  bool agrees = false;        // its reference equals endpoint 0's
+  // Leading tokens shared with endpoint 0's reference; empty when they agree or either lacks one.
+  std::optional<int> first_difference;
+};
+
+struct PromptComparison {
+  std::string id;
+  int prompt_index = 0;
+  bool all_agree = false; // every endpoint has a reference and all equal endpoint 0's
+  std::vector<EndpointDivergence> endpoints; // endpoints 1..n-1
+};
+
+struct EndpointComparison {
+  std::vector<PromptComparison> prompts; // prompts analysed at endpoint 0, suite order
+  int agreeing_prompts = 0;
+};
+
+// Compares the reference completions of each endpoint's analysis (one per endpoint, index i at
+// position i, all of the same probe kind) prompt by prompt against endpoint 0's.
+EndpointComparison compare_endpoints(const std::vector<AuditAnalysis>& per_endpoint);
+
+} // namespace llmrepro::core

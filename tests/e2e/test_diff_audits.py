@@ -1,0 +1,216 @@
+#!/usr/bin/python3
+"""Scenario: `llmrepro diff A.db B.db` on real audits of scripted endpoints.
+
+Ten prompts q0..q9, each checked with `expect: contains "good"`, 10 runs at concurrency 1 and
+4 (20 runs per prompt). Endpoint A always answers X (" The answer is good"). Endpoint B answers
+q0..q6 with the cycle Y, Z, Y, W, X (Y 8 times, Z, W and X 4 times each: agreement 8/20, 4
+distinct, 4 of 20 pass) and q7..q9 with X, like A. Then:
+- identical scripts on both sides (the standard audit, itself unstable): exit 0, verdict
+  no_change, every delta 0, every p 1, nothing beyond noise;
+- A against the degraded B: exit 1, verdict regression, q0..q6 named as regressions beyond
+  noise in the Markdown on stdout and in the JSON, q7..q9 within noise; TARr 100% -> 30% by
+  McNemar's exact test on 7 discordant prompts (p = 2 * 0.5^7), the means exact;
+- B against A (the same change undone): exit 0, verdict improvement;
+- every JSON diff validates against schemas/llmrepro.diff.v1.schema.json.
+The diff HTML is rendered in a real browser by tests/browser/test_browser_reports.py.
+"""
+
+import json
+import math
+import os
+
+import e2e_harness as h
+import standard_audit as std
+
+PROMPTS = [f"q{i}" for i in range(10)]
+DEGRADED = PROMPTS[:7]
+RUNS = 10
+LEVELS = [1, 4]
+
+
+def completion(third, fourth, gap=1.5):
+    return {"tokens": [[" The", -0.01, [[" The", -0.01], [" A", -4.0]]],
+                       [" answer", -0.02, [[" answer", -0.02], [" reply", -3.0]]],
+                       [third, -0.3, [[third, -0.3], [" x", -0.3 - gap]]],
+                       [fourth, -0.1, [[fourth, -0.1], [" y", -2.0]]]],
+            "finish_reason": "length"}
+
+
+X = completion(" is", " good")
+Y = completion(" was", " bad")
+Z = completion(" was", " odd")
+W = completion(" is", " fine")
+
+
+def prompt_text(pid):
+    return f"Question {pid}: is it good?"
+
+
+def script(degraded):
+    prompts = {}
+    for pid in PROMPTS:
+        prompts[prompt_text(pid)] = [Y, Z, Y, W, X] if degraded and pid in DEGRADED else [X]
+    return {"model": "scripted-model", "prompts": prompts}
+
+
+def suite():
+    return [{"id": pid, "prompt": prompt_text(pid), "expect": {"type": "contains", "value": "good"}}
+            for pid in PROMPTS]
+
+
+def fisher_two_sided(a_ok, a_n, b_ok, b_n):
+    """Fisher's exact test of a 2x2 table, two-sided (tables no more likely than the observed)."""
+    total_ok, n = a_ok + b_ok, a_n + b_n
+
+    def prob(k):
+        return math.comb(a_n, k) * math.comb(b_n, total_ok - k) / math.comb(n, total_ok)
+
+    observed = prob(a_ok)
+    low, high = max(0, total_ok - b_n), min(a_n, total_ok)
+    return min(1.0, sum(prob(k) for k in range(low, high + 1) if prob(k) <= observed * (1 + 1e-7)))
+
+
+class DiffAudits(h.E2ETestCase):
+    def audit(self, tag, script_obj, prompts, runs, levels):
+        endpoint = self.start_endpoint(script_obj, name=tag)
+        suite_path = self.write_suite(f"{tag}-suite.jsonl", prompts)
+        db = self.path(f"{tag}.db")
+        run = self.run_llmrepro(["audit", "--suite", suite_path, "--endpoint", endpoint.url,
+                                 "--api", "openai-chat", "--model", "scripted-model",
+                                 "--runs", str(runs), "--concurrency", ",".join(map(str, levels)),
+                                 "--fragile-window", "5", "--seed", "7", "--db", db,
+                                 "--fail-on", "none", "--quiet"])
+        self.assert_exit(run, 0)
+        return db
+
+    def diff(self, a, b, tag):
+        out = {"json": self.path(f"{tag}.json"), "html": self.path(f"{tag}.html"),
+               "markdown": self.path(f"{tag}.md")}
+        run = self.run_llmrepro(["diff", a, b, "--json", out["json"], "--html", out["html"],
+                                 "--markdown", out["markdown"], "--seed", "3"])
+        with open(out["json"], encoding="utf-8") as f:
+            result = json.load(f)
+        self.validate_diff(result)
+        with open(out["markdown"], encoding="utf-8") as f:
+            self.assertEqual(f.read(), run.stdout, "stdout is not the Markdown diff")
+        return run, result
+
+    def validate_diff(self, result):
+        import jsonschema
+        schema_path = os.path.join(h.ARGS.source_dir, "schemas", "llmrepro.diff.v1.schema.json")
+        with open(schema_path, encoding="utf-8") as f:
+            schema = json.load(f)
+        jsonschema.Draft202012Validator.check_schema(schema)
+        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(result),
+                        key=lambda e: list(e.absolute_path))
+        self.assertEqual([], [f"{list(e.absolute_path)}: {e.message}" for e in errors[:10]],
+                         "diff does not validate against the schema")
+
+    def test_identical_scripts_are_within_noise(self):
+        a = self.audit("a", std.script(), std.suite(), std.RUNS, std.LEVELS)
+        b = self.audit("b", std.script(), std.suite(), std.RUNS, std.LEVELS)
+        run, result = self.diff(a, b, "same")
+        self.assert_exit(run, 0)
+        self.assertEqual(result["verdict"],
+                         {"status": "no_change", "regression": False, "improvement": False})
+        self.assertEqual(result["paired_prompts"], 4)
+        self.assertEqual((result["only_in_a"], result["only_in_b"]), ([], []))
+        self.assertEqual([m["name"] for m in result["metrics"]],
+                         ["tarr", "fragile_rate", "mean_unique_completions", "mean_agreement"])
+        for m in result["metrics"]:
+            with self.subTest(metric=m["name"]):
+                self.assertEqual((m["delta"], m["beyond_noise"]), (0, False))
+                self.assertAlmostEqual(m["p_value"], 1.0, places=12)
+        for p in result["prompts"]:
+            with self.subTest(prompt=p["id"]):
+                self.assertEqual(p["a"], p["b"])
+                self.assertEqual((p["beyond_noise"], p["regression"], p["improvement"]),
+                                 (False, False, False))
+                # Equal tables: Fisher's p is 1 up to the rounding of its summed terms.
+                self.assertAlmostEqual(p["agreement_p"], 1.0, places=12)
+                self.assertAlmostEqual(p["agreement_p_adjusted"], 1.0, places=12)
+        changes = {p["id"]: p["agreement_change"] for p in result["prompts"]}
+        self.assertEqual(changes, {"capital": "stable", "feynman": "unstable",
+                                   "primes": "unstable", "hello": "stable"})
+        self.assertTrue(run.stdout.startswith("## llmrepro diff: \u2705 no difference beyond noise"),
+                        run.stdout)
+        self.assertNotIn("Prompts that changed", run.stdout)
+
+    def test_a_less_stable_b_is_a_regression(self):
+        a = self.audit("a", script(False), suite(), RUNS, LEVELS)
+        b = self.audit("b", script(True), suite(), RUNS, LEVELS)
+        run, result = self.diff(a, b, "worse")
+        self.assert_exit(run, 1)
+        self.assertEqual(result["verdict"],
+                         {"status": "regression", "regression": True, "improvement": False})
+        self.assertEqual(result["paired_prompts"], 10)
+        self.assertEqual((result["a"]["runs"], result["b"]["runs"]), (RUNS, RUNS))
+        by_id = {p["id"]: p for p in result["prompts"]}
+        self.assertEqual(list(by_id), PROMPTS)
+        runs = RUNS * len(LEVELS)
+        p_raw = fisher_two_sided(runs, runs, 8, runs)
+        for pid in PROMPTS:
+            p = by_id[pid]
+            with self.subTest(prompt=pid):
+                self.assertEqual((p["a"]["unique_completions"], p["a"]["reference_count"],
+                                  p["a"]["pass"]), (1, runs, {"passed": runs, "runs": runs}))
+                if pid in DEGRADED:
+                    self.assertEqual((p["b"]["unique_completions"], p["b"]["reference_count"],
+                                      p["b"]["agreement"], p["b"]["pass"], p["b"]["unstable"]),
+                                     (4, 8, 0.4, {"passed": 4, "runs": runs}, True))
+                    self.assertEqual((p["agreement_change"], p["beyond_noise"], p["regression"],
+                                      p["improvement"]), ("newly unstable", True, True, False))
+                    self.assertAlmostEqual(p["agreement_p"], p_raw, places=12)
+                    # Holm: seven equal p values, the smallest adjusted by the ten tests.
+                    self.assertAlmostEqual(p["agreement_p_adjusted"], 10 * p_raw, places=12)
+                    self.assertLess(p["agreement_p_adjusted"], 0.05)
+                else:
+                    self.assertEqual(p["a"], p["b"])
+                    self.assertEqual((p["agreement_change"], p["beyond_noise"], p["regression"]),
+                                     ("stable", False, False))
+        metrics = {m["name"]: m for m in result["metrics"]}
+        self.assertEqual(list(metrics), ["tarr", "fragile_rate", "mean_unique_completions",
+                                         "mean_agreement", "pass_rate"])
+        tarr = metrics["tarr"]
+        self.assertEqual((tarr["a"], tarr["b"], tarr["test"], tarr["only_a"], tarr["only_b"],
+                          tarr["regression"]), (1.0, 0.3, "mcnemar_exact", 7, 0, True))
+        self.assertAlmostEqual(tarr["p_value"], 2 * 0.5 ** 7, places=12)
+        self.assertAlmostEqual(tarr["delta"], -0.7, places=12)
+        fragile = metrics["fragile_rate"]
+        self.assertEqual((fragile["a"], fragile["b"], fragile["beyond_noise"]), (0.0, 0.0, False))
+        for name, a_value, b_value in (("mean_unique_completions", 1.0, 3.1),
+                                       ("mean_agreement", 1.0, 0.58), ("pass_rate", 1.0, 0.44)):
+            m = metrics[name]
+            with self.subTest(metric=name):
+                self.assertEqual((m["test"], m["pairs"], m["a"]), ("paired_bootstrap", 10, a_value))
+                self.assertAlmostEqual(m["b"], b_value, places=12)
+                # Seven prompts all move the same way: the sign test gives 2 * 0.5^7.
+                self.assertAlmostEqual(m["sign_test_p"], 2 * 0.5 ** 7, places=12)
+                self.assertTrue(m["regression"], m)
+        self.assertEqual(metrics["pass_rate"]["a_interval"][1], 1.0)
+        # The verdict a reviewer reads first, and the prompts it blames.
+        lines = run.stdout.splitlines()
+        self.assertEqual(lines[0], "## llmrepro diff: \u274c regression beyond noise")
+        self.assertIn("**Regressed:** tarr 100.0% \u2192 30.0%, mean_unique_completions 1.00 "
+                      "\u2192 3.10, mean_agreement 100.0% \u2192 58.0%, pass_rate 100.0% \u2192 "
+                      "44.0%; 7 prompts (q0, q1, q2, q3, q4, q5, q6)", lines)
+        self.assertIn("| tarr | 100.0% | 30.0% | -70.0 pp | 0.016 | regression (beyond noise) |",
+                      lines)
+        named = [line.split("|")[1].strip() for line in lines
+                 if line.endswith("| regression (beyond noise) |") and line.startswith("| q")]
+        self.assertEqual(named, DEGRADED)
+
+        run_back, back = self.diff(b, a, "better")
+        self.assert_exit(run_back, 0)
+        self.assertEqual(back["verdict"],
+                         {"status": "improvement", "regression": False, "improvement": True})
+        self.assertEqual([p["id"] for p in back["prompts"] if p["improvement"]], DEGRADED)
+
+    def test_a_missing_database_is_an_input_error(self):
+        run = self.run_llmrepro(["diff", self.path("none-a.db"), self.path("none-b.db")])
+        self.assert_exit(run, 2)
+        self.assertIn("none-a.db", run.stderr)
+
+
+if __name__ == "__main__":
+    h.main()

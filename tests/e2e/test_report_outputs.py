@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""Scenario: every report format of one scripted audit, and `llmrepro report` re-rendering them
+from the database alone (the endpoint stopped first).
+
+The standard audit (tests/e2e/standard_audit.py) plus a fifth prompt, "hostile", whose two
+completions carry HTML and quotes and diverge at a token that is itself markup. Then:
+- `report --db` writes JSON, HTML, JUnit and Markdown byte for byte equal to the audit's: the
+  audit's own times and tool info are stored, nothing is re-measured;
+- the JUnit parses (expat), has one test case per prompt, and fails exactly the unstable or
+  fragile prompts with messages giving the divergence position, both candidates and the gap;
+- the Markdown carries the verdict, the summary table and the worst prompts;
+- a wrong --db is an input error (exit 2) that names the file.
+The HTML is rendered in a real browser by tests/browser/test_browser_reports.py.
+"""
+
+import os
+import xml.etree.ElementTree as ElementTree
+
+import e2e_harness as h
+import standard_audit as std
+
+HOSTILE_TEXT = "Show markup."
+# The completion text a browser must show as text, never run.
+HOSTILE_A = [
+    ["</script><script>alert(1)</script>", -0.1, [["</script><script>alert(1)</script>", -0.1],
+                                                 ["<b>", -2.0]]],
+    [" <img src=x onerror=alert(1)>", -0.4, [[" <img src=x onerror=alert(1)>", -0.4],
+                                             [" \"q'uote\" & <i>", -0.45]]],
+    [" end", -0.2, [[" end", -0.2], [" stop", -2.2]]],
+]
+HOSTILE_B = HOSTILE_A[:1] + [
+    [" \"q'uote\" & <i>", -0.42, [[" \"q'uote\" & <i>", -0.42],
+                                  [" <img src=x onerror=alert(1)>", -0.43]]],
+]
+
+
+def hostile_script():
+    script = std.script()
+    a, b = std.variant(HOSTILE_A), std.variant(HOSTILE_B)
+    script["prompts"][HOSTILE_TEXT] = [a, a, b, a, a]
+    return script
+
+
+def hostile_suite():
+    return std.suite() + [{"id": "hostile", "prompt": HOSTILE_TEXT}]
+
+
+def run_hostile_audit(test, tag="audit"):
+    """Runs the standard audit plus the hostile prompt, writing every format; returns the
+    paths by format name and the endpoint."""
+    endpoint = test.start_endpoint(hostile_script(), name=tag)
+    suite = test.write_suite(f"{tag}-suite.jsonl", hostile_suite())
+    paths = {"db": test.path(f"{tag}.db")}
+    args = ["audit", "--suite", suite, "--endpoint", endpoint.url, "--api", "openai-chat",
+            "--model", std.MODEL, "--runs", str(std.RUNS),
+            "--concurrency", ",".join(map(str, std.LEVELS)),
+            "--fragile-window", str(std.WINDOW), "--seed", str(std.SEED), "--db", paths["db"]]
+    for fmt, ext in (("json", "json"), ("html", "html"), ("junit", "junit.xml"),
+                     ("markdown", "md")):
+        paths[fmt] = test.path(f"{tag}.{ext}")
+        args += [f"--{fmt}", paths[fmt]]
+    run = test.run_llmrepro(args)
+    test.assert_exit(run, 0)
+    return paths, endpoint
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class ReportOutputs(h.E2ETestCase):
+    def test_report_rerenders_every_format_from_the_database(self):
+        audit, endpoint = run_hostile_audit(self)
+        report = self.load_report(audit["json"])
+        self.assertEqual(report["summary"]["unstable_prompts"], 3)
+        self.assertEqual(report["summary"]["fragile_prompts"], 3)
+        # The endpoint is gone: `report` must need nothing but the database.
+        endpoint.process.terminate()
+        endpoint.process.wait(timeout=5)
+        again = {"db": audit["db"]}
+        args = ["report", "--db", audit["db"], "--quiet"]
+        for fmt, ext in (("json", "json"), ("html", "html"), ("junit", "junit.xml"),
+                         ("markdown", "md")):
+            again[fmt] = self.path(f"again.{ext}")
+            args += [f"--{fmt}", again[fmt]]
+        run = self.run_llmrepro(args)
+        self.assert_exit(run, 0)
+        self.assertEqual(run.stdout, "", "--quiet printed something")
+        for fmt in ("json", "html", "junit", "markdown"):
+            with self.subTest(format=fmt):
+                self.assertEqual(read_bytes(again[fmt]), read_bytes(audit[fmt]),
+                                 f"`report --{fmt}` differs from the audit's")
+        self.load_report(again["json"])
+
+    def test_junit_fails_the_unstable_and_fragile_prompts(self):
+        audit, _ = run_hostile_audit(self)
+        root = ElementTree.parse(audit["junit"]).getroot()
+        self.assertEqual(root.tag, "testsuites")
+        suite = root.find("testsuite")
+        cases = {c.get("name"): c for c in suite.findall("testcase")}
+        self.assertEqual(sorted(cases), sorted(["capital", "feynman", "primes", "hello",
+                                                "hostile"]))
+        self.assertEqual((suite.get("tests"), suite.get("failures"), suite.get("errors")),
+                         ("5", "4", "0"))
+        self.assertIsNone(cases["capital"].find("failure"))
+        messages = {name: c.find("failure").get("message") for name, c in cases.items()
+                    if c.find("failure") is not None}
+        types = {name: c.find("failure").get("type") for name, c in cases.items()
+                 if c.find("failure") is not None}
+        self.assertEqual(types, {"feynman": "unstable", "primes": "unstable",
+                                 "hello": "fragile", "hostile": "unstable"})
+        self.assertEqual(
+            messages["feynman"],
+            "unstable: 2 distinct completions in 15 runs; first divergence at token 3: "
+            "\u201c in\u201d (-0.6800) vs \u201c on\u201d (-0.7000), gap 0.02 nats; also fragile")
+        self.assertEqual(
+            messages["primes"],
+            "unstable: 2 distinct completions in 15 runs; first divergence at token 1: "
+            "\u201c,\u201d (-0.3000) vs \u201c and\u201d (-0.9000), gap 0.6 nats")
+        self.assertEqual(messages["hello"],
+                         "fragile: min gap 0.01 nats at token 2 is below \u03c4 = 0.05")
+        # The parser hands back the hostile text exactly: the XML escaped it, nothing was lost.
+        self.assertEqual(
+            messages["hostile"],
+            "unstable: 2 distinct completions in 15 runs; first divergence at token 1: "
+            "\u201c <img src=x onerror=alert(1)>\u201d (-0.4000) vs "
+            "\u201c \"q'uote\" & <i>\u201d (-0.4500), gap 0.05 nats; also fragile")
+        body = cases["hostile"].find("failure").text
+        self.assertIn("</script><script>alert(1)</script> <img src=x onerror=alert(1)> end", body)
+        self.assertIn("</script><script>alert(1)</script> \"q'uote\" & <i>", body)
+
+    def test_markdown_has_verdict_summary_and_worst_prompts(self):
+        audit, _ = run_hostile_audit(self)
+        with open(audit["markdown"], encoding="utf-8") as f:
+            text = f.read()
+        lines = text.splitlines()
+        self.assertEqual(lines[0], "## llmrepro audit: \u2705 PASS")
+        for row in ("| prompts | 5 |", "| requests (failed) | 75 (0) |",
+                    "| unstable prompts | 3 of 5 (c=1: 3 \u00b7 c=2: 3 \u00b7 c=4: 3) |",
+                    "| fragile prompts | 3 |", "| TARr | 40.0% |"):
+            self.assertIn(row, lines)
+        self.assertIn("### Worst prompts", lines)
+        worst = lines[lines.index("### Worst prompts") + 2:]
+        self.assertEqual(worst[0], "| prompt | distinct | first divergence | gap (nats) | candidates |")
+        rows = [line for line in worst[2:] if line.startswith("| ")]
+        ids = [row.split("|")[1].strip() for row in rows]
+        self.assertEqual(sorted(ids[:3]), ["feynman", "hostile", "primes"])
+        # Markdown is rendered by the forge: model text must not become markup there either.
+        self.assertNotIn("<img", text)
+        self.assertNotIn("<script>", text)
+        self.assertLess(len(text.encode("utf-8")), 65536, "too long for a PR comment")
+
+    def test_report_of_a_missing_database_is_an_input_error(self):
+        missing = self.path("absent.db")
+        run = self.run_llmrepro(["report", "--db", missing, "--json", self.path("x.json")])
+        self.assert_exit(run, 2)
+        self.assertIn("absent.db", run.stderr)
+        self.assertFalse(os.path.exists(self.path("x.json")))
+
+
+if __name__ == "__main__":
+    h.main()

@@ -1,0 +1,110 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "core/audit_merge.hpp"
+
+using namespace llmrepro::core;
+
+namespace {
+
+// Shard `index` of `count` over a 5-prompt suite, with one record per prompt it owns.
+AuditData shard(int index, int count, const std::string& status = "complete") {
+  AuditData data;
+  data.info.id = "audit-" + std::to_string(index);
+  data.info.started_ms = 1000 + index;
+  data.info.finished_ms = 2000 + index;
+  data.info.status = status;
+  data.config.runs = 2;
+  data.config.shard_index = index;
+  data.config.shard_count = count;
+  data.endpoints = {EndpointInfo{.url = "http://host" + std::to_string(index), .dialect = "openai-chat",
+                                 .model = "m"}};
+  for (int p = 0; p < 5; ++p)
+    data.suite.prompts.push_back(Prompt{.id = "p" + std::to_string(p), .text = "text " + std::to_string(p)});
+  for (int p = index; p < 5; p += count) {
+    RequestRecord record;
+    record.planned.prompt_index = p;
+    record.outcome.ok = true;
+    record.outcome.completion.text = "answer " + std::to_string(p);
+    data.records.push_back(record);
+  }
+  return data;
+}
+
+std::string message_of(const Result<AuditData>& result) {
+  REQUIRE_FALSE(result);
+  CHECK(result.error().code == ErrorCode::usage);
+  return result.error().message;
+}
+
+} // namespace
+
+TEST_CASE("merge_shards") {
+  SUBCASE("every shard: unsharded configuration, all records, complete") {
+    auto merged = merge_shards({shard(2, 3), shard(0, 3), shard(1, 3)});
+    REQUIRE(merged);
+    CHECK(merged->config.shard_index == 0);
+    CHECK(merged->config.shard_count == 1);
+    CHECK(merged->config.runs == 2);
+    CHECK(merged->info.status == "complete");
+    CHECK(merged->info.started_ms == 1000);
+    CHECK(merged->info.finished_ms == 2002);
+    CHECK(merged->errors.empty());
+    REQUIRE(merged->records.size() == 5);
+    // Shards in index order, each in its recorded order.
+    const int expected[] = {0, 3, 1, 4, 2};
+    for (std::size_t i = 0; i < 5; ++i) CHECK(merged->records[i].planned.prompt_index == expected[i]);
+    REQUIRE(merged->endpoints.size() == 1);
+    CHECK(merged->endpoints[0].url == "http://host0, http://host1, http://host2");
+    CHECK(merged->suite.prompts.size() == 5);
+  }
+  SUBCASE("a missing shard: partial, with an error naming it") {
+    auto merged = merge_shards({shard(0, 3), shard(2, 3)});
+    REQUIRE(merged);
+    CHECK(merged->info.status == "partial");
+    REQUIRE(merged->errors.size() == 1);
+    CHECK(merged->errors[0] == "merge: shard 2/3 is missing; its prompts were not audited");
+    CHECK(merged->records.size() == 3);
+  }
+  SUBCASE("a partial shard makes the merge partial") {
+    auto merged = merge_shards({shard(0, 2), shard(1, 2, "partial")});
+    REQUIRE(merged);
+    CHECK(merged->info.status == "partial");
+  }
+  SUBCASE("overlapping shards are refused") {
+    CHECK(message_of(merge_shards({shard(0, 2), shard(1, 2), shard(1, 2)})) ==
+          "merge: shard 2/2 is given twice: shards overlap");
+  }
+  SUBCASE("a different configuration is refused, naming the field") {
+    AuditData other = shard(1, 2);
+    other.config.seed = 9;
+    CHECK(message_of(merge_shards({shard(0, 2), other})) ==
+          "merge: shard 2/2 (audit-1) and shard 1/2 (audit-0) differ in their seed: they are not "
+          "shards of one audit");
+    AuditData counted = shard(1, 3);
+    CHECK(message_of(merge_shards({shard(0, 2), counted})).find("shard count") != std::string::npos);
+    AuditData gated = shard(1, 2);
+    gated.config.gates.min_tara = 0.5;
+    CHECK(message_of(merge_shards({shard(0, 2), gated})).find("min_tara") != std::string::npos);
+  }
+  SUBCASE("a different suite is refused") {
+    AuditData other = shard(1, 2);
+    other.suite.prompts[3].text = "changed";
+    CHECK(message_of(merge_shards({shard(0, 2), other})) ==
+          "merge: shard 2/2 (audit-1) and shard 1/2 (audit-0) ran different suites (prompt 4 "
+          "('p3') differs)");
+  }
+  SUBCASE("a different model is refused") {
+    AuditData other = shard(1, 2);
+    other.endpoints[0].model = "n";
+    CHECK(message_of(merge_shards({shard(0, 2), other})).find("model 'n'") != std::string::npos);
+  }
+  SUBCASE("a record outside its shard is refused") {
+    AuditData other = shard(1, 2);
+    other.records[0].planned.prompt_index = 0;
+    CHECK(message_of(merge_shards({shard(0, 2), other})) ==
+          "merge: shard 2/2 (audit-1) holds a record of prompt 1, which belongs to another shard");
+  }
+  SUBCASE("nothing to merge") { CHECK(message_of(merge_shards({})) == "merge: no audits to merge"); }
+}
