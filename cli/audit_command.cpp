@@ -394,6 +394,8 @@ int run_audit(const AuditOptions& options) {
   if (show_progress) fmt::print(stderr, "\r\033[K");
 
   // 5. Status: complete only when every planned request is recorded.
+  if (auto stored = database->store_probe_activity(activity); !stored)
+    return report_error(stored.error());
   auto data = database->load();
   if (!data) return report_error(data.error());
   const bool complete = data->records.size() >= plan.size() && !g_stop_requested.load();
@@ -411,9 +413,6 @@ int run_audit(const AuditOptions& options) {
   }
   if (auto written = write_report_outputs(audit_report, options.outputs); !written)
     return report_error(written.error());
-  // The filler and flush counts of this run are not stored, so the files (which `llmrepro
-  // report` must reproduce from the database) leave them out; the terminal shows them.
-  data->probe_activity = activity;
   if (!options.quiet)
     fmt::print("{}", report::render_terminal_summary(audit_report, isatty(STDOUT_FILENO) != 0));
 

@@ -399,7 +399,20 @@ struct AuditDatabase::Impl {
   static Result<std::unique_ptr<Impl>> connect(const std::string& path, int flags);
   Result<void> load_header(core::AuditData& data) const;
   Result<void> load_records(core::AuditData& data) const;
+  Result<void> load_probe_activity(core::AuditData& data) const;
 };
+
+Result<void> AuditDatabase::Impl::load_probe_activity(core::AuditData& data) const {
+  Statement statement;
+  LLMREPRO_ASSIGN_OR_RETURN(statement,
+                            prepare("SELECT value FROM meta WHERE key = 'probe_activity'",
+                                    ErrorCode::input));
+  if (sqlite3_step(statement.get()) != SQLITE_ROW) return {};
+  LLMREPRO_ASSIGN_OR_RETURN(data.probe_activity,
+                            decode_probe_activity(column_text(statement.get(), 0),
+                                                  where() + ": probe_activity"));
+  return {};
+}
 
 Result<std::unique_ptr<AuditDatabase::Impl>> AuditDatabase::Impl::connect(const std::string& path,
                                                                           int flags) {
@@ -408,6 +421,8 @@ Result<std::unique_ptr<AuditDatabase::Impl>> AuditDatabase::Impl::connect(const 
   // The handle exists even when opening failed, and owns the message.
   auto impl = std::make_unique<Impl>(path, handle);
   if (status != SQLITE_OK) return impl->failure(ErrorCode::environment, "cannot open");
+  // Before the first statement: another process may be writing (a resumed or sharded audit).
+  sqlite3_busy_timeout(handle, 10000);
   return impl;
 }
 
@@ -632,6 +647,7 @@ Result<core::AuditData> AuditDatabase::load() const {
   core::AuditData data;
   auto loaded = m_impl->load_header(data);
   if (loaded) loaded = m_impl->load_records(data);
+  if (loaded) loaded = m_impl->load_probe_activity(data);
   (void)m_impl->exec("COMMIT");
   if (!loaded) return loaded.error();
 
@@ -690,6 +706,17 @@ Result<void> AuditDatabase::set_status(const std::string& status, std::int64_t f
   if (auto done = m_impl->step_done(statement.get(), "cannot store the status"); !done) return done;
   if (sqlite3_changes(m_impl->db) != 1) return m_impl->corrupt("holds no audit");
   return {};
+}
+
+Result<void> AuditDatabase::store_probe_activity(const std::vector<core::ProbeActivity>& activity) {
+  const std::lock_guard lock(m_impl->mutex);
+  Statement statement;
+  LLMREPRO_ASSIGN_OR_RETURN(statement,
+                            m_impl->prepare("INSERT OR REPLACE INTO meta (key, value) VALUES "
+                                            "('probe_activity', ?1)"));
+  const std::string encoded = encode_probe_activity(activity); // bound without a copy
+  bind_text(statement.get(), 1, encoded);
+  return m_impl->step_done(statement.get(), "cannot store the probe activity");
 }
 
 Result<void> AuditDatabase::update_endpoint(int index, const core::EndpointInfo& endpoint) {

@@ -55,6 +55,10 @@ public:
   // any other status.
   core::Result<void> set_status(const std::string& status, std::int64_t finished_ms);
 
+  // Stores what the probes of the run that just ended did beside the audited requests (filler
+  // and priming requests, cache flushes), so that `report` renders what the audit did.
+  core::Result<void> store_probe_activity(const std::vector<core::ProbeActivity>& activity);
+
   // Replaces what is known about endpoint `index` (the dialect and model are learned at run time).
   // Fingerprints are not stored: load() derives them from the records. ErrorCode::internal when
   // no endpoint has that index.

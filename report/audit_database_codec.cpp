@@ -294,6 +294,56 @@ Result<void> decode_prompt_columns(const PromptJsonColumns& columns, core::Promp
   return {};
 }
 
+std::string encode_probe_activity(const std::vector<core::ProbeActivity>& activity) {
+  Json out = Json::array();
+  for (const auto& a : activity)
+    out.push_back({{"filler_sent", a.filler_sent},
+                   {"filler_failed", a.filler_failed},
+                   {"primes_sent", a.primes_sent},
+                   {"primes_failed", a.primes_failed},
+                   {"flushes_sent", a.flushes_sent},
+                   {"flushes_failed", a.flushes_failed},
+                   {"flush_looked_up", a.flush_looked_up},
+                   {"flush_route", a.flush_route}});
+  return dump(out);
+}
+
+Result<std::vector<core::ProbeActivity>> decode_probe_activity(const std::string& text,
+                                                               const std::string& where) {
+  auto json = parse(text, where);
+  if (!json) return json.error();
+  if (!json->is_array()) return core::make_error(ErrorCode::input, where + ": not an array");
+  std::vector<core::ProbeActivity> activity;
+  for (const auto& item : *json) {
+    core::ProbeActivity a;
+    const auto integer = [&](const char* name, int& field) -> Result<void> {
+      const auto found = item.find(name);
+      if (found == item.end() || !found->is_number_integer())
+        return core::make_error(ErrorCode::input,
+                                where + ": field '" + name + "' must be an integer");
+      field = found->get<int>();
+      return {};
+    };
+    for (auto [name, field] : {std::pair{"filler_sent", &a.filler_sent},
+                               {"filler_failed", &a.filler_failed},
+                               {"primes_sent", &a.primes_sent},
+                               {"primes_failed", &a.primes_failed},
+                               {"flushes_sent", &a.flushes_sent},
+                               {"flushes_failed", &a.flushes_failed}})
+      if (auto done = integer(name, *field); !done) return done.error();
+    const auto looked_up = item.find("flush_looked_up");
+    const auto route = item.find("flush_route");
+    if (looked_up == item.end() || !looked_up->is_boolean() || route == item.end() ||
+        !route->is_string())
+      return core::make_error(ErrorCode::input,
+                              where + ": fields 'flush_looked_up' and 'flush_route' are required");
+    a.flush_looked_up = looked_up->get<bool>();
+    a.flush_route = route->get<std::string>();
+    activity.push_back(std::move(a));
+  }
+  return activity;
+}
+
 std::string encode_strings(const std::vector<std::string>& strings) { return dump(Json(strings)); }
 
 Result<std::vector<std::string>> decode_strings(const std::string& text, const std::string& where) {

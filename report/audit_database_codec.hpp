@@ -31,6 +31,11 @@ PromptJsonColumns encode_prompt_columns(const core::Prompt& prompt);
 core::Result<void> decode_prompt_columns(const PromptJsonColumns& columns, core::Prompt& prompt,
                                          const std::string& where);
 
+// What the last run's probes did beside the audited requests, one object per endpoint.
+std::string encode_probe_activity(const std::vector<core::ProbeActivity>& activity);
+core::Result<std::vector<core::ProbeActivity>> decode_probe_activity(const std::string& text,
+                                                                     const std::string& where);
+
 std::string encode_strings(const std::vector<std::string>& strings);
 core::Result<std::vector<std::string>> decode_strings(const std::string& text,
                                                       const std::string& where);

@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
 shift || true
-if [[ ! -f $dir/build.ninja ]]; then
+# Configure on first use, and again whenever options are given (they may differ from the cache).
+if [[ ! -f $dir/build.ninja || $# -gt 0 ]]; then
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir.configure.log" 2>&1 ||
     { cat "$dir.configure.log"; exit 1; }
 fi

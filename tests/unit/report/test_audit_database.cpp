@@ -375,6 +375,33 @@ TEST_CASE("AuditDatabase::set_status") {
   CHECK(load_or_fail(database).info.status == "complete");
 }
 
+TEST_CASE("AuditDatabase::store_probe_activity") {
+  TempDir dir;
+  auto database = create_or_fail(dir.file("audit.db"), make_header());
+  CHECK(load_or_fail(database).probe_activity.empty());
+  core::ProbeActivity activity;
+  activity.filler_sent = 7;
+  activity.filler_failed = 1;
+  activity.primes_sent = 4;
+  activity.flushes_sent = 2;
+  activity.flushes_failed = 2;
+  activity.flush_looked_up = true;
+  REQUIRE(database.store_probe_activity({activity}));
+  activity.flush_route = "/flush_cache"; // a second run replaces the first
+  REQUIRE(database.store_probe_activity({activity, core::ProbeActivity{}}));
+  const auto loaded = load_or_fail(database).probe_activity;
+  REQUIRE(loaded.size() == 2);
+  CHECK(loaded[0].filler_sent == 7);
+  CHECK(loaded[0].filler_failed == 1);
+  CHECK(loaded[0].primes_sent == 4);
+  CHECK(loaded[0].primes_failed == 0);
+  CHECK(loaded[0].flushes_sent == 2);
+  CHECK(loaded[0].flushes_failed == 2);
+  CHECK(loaded[0].flush_looked_up);
+  CHECK(loaded[0].flush_route == "/flush_cache");
+  CHECK_FALSE(loaded[1].flush_looked_up);
+}
+
 TEST_CASE("AuditDatabase::update_endpoint") {
   TempDir dir;
   auto database = create_or_fail(dir.file("audit.db"), make_header());
@@ -504,6 +531,17 @@ TEST_CASE("AuditDatabase::record survives kill -9") {
       if (!database->record(scripted(repeat))) _exit(3);
     _exit(0);
   }
+  // Whatever fails below, the writer must not outlive the test.
+  struct KillOnExit {
+    pid_t pid;
+    bool armed = true;
+    ~KillOnExit() {
+      if (armed) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+    }
+  } guard{child};
   int recorded = 0;
   {
     auto watcher = AuditDatabase::open(path);
@@ -516,6 +554,7 @@ TEST_CASE("AuditDatabase::record survives kill -9") {
       recorded = static_cast<int>(keys->size());
     }
   }
+  guard.armed = false;
   REQUIRE(kill(child, SIGKILL) == 0);
   int status = 0;
   REQUIRE(waitpid(child, &status, 0) == child);
