@@ -120,7 +120,8 @@ TEST_CASE("diff_audits") {
   SUBCASE("a few prompts shifting together are not enough for the mean: the sign test guards it") {
     const AuditReport a = report_of(stable_prompts(2, 10));
     const AuditReport b = report_of({prompt("p0", {9, 1}), prompt("p1", {9, 1})});
-    const MetricDiff &unique = metric(diff_audits(a, b, config()), "mean_unique_completions");
+    const AuditDiff unique_diff = diff_audits(a, b, config());
+    const MetricDiff &unique = metric(unique_diff, "mean_unique_completions");
     CHECK(unique.p_value < 0.05); // every resample of two equal differences agrees
     CHECK(*unique.sign_test_p == 0.5);
     CHECK_FALSE(unique.beyond_noise);
@@ -168,9 +169,9 @@ TEST_CASE("diff_audits") {
       p.min_gap = 0.01;
       p.fragile = true;
     }
-    const MetricDiff &fragile =
-        metric(diff_audits(report_of(stable_prompts(12, 10)), report_of(b_prompts), config()),
-               "fragile_rate");
+    const AuditDiff fragile_diff =
+        diff_audits(report_of(stable_prompts(12, 10)), report_of(b_prompts), config());
+    const MetricDiff &fragile = metric(fragile_diff, "fragile_rate");
     CHECK(fragile.a == 0.0);
     CHECK(fragile.b == 1.0);
     CHECK(fragile.regression);

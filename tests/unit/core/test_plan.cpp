@@ -48,7 +48,8 @@ TEST_CASE("make_plan") {
     std::multiset<int> prompts;
     for (int i = 0; i < 3; ++i) {
       config.shard_index = i;
-      for (const auto& r : make_plan(suite, config).waves[0].requests)
+      const Plan plan = make_plan(suite, config);
+      for (const auto& r : plan.waves[0].requests)
         if (r.repeat == 0) prompts.insert(r.prompt_index);
     }
     CHECK(prompts == std::multiset<int>{0, 1, 2, 3});
