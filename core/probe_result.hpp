@@ -25,6 +25,15 @@ struct ProbeParam {
   ProbeValue value;
 };
 
+// Shorthands the experiments (CPU and CUDA alike) use to name a row's parameters.
+inline ProbeParam param(const char* name, std::int64_t value) { return {name, ProbeValue{value}}; }
+inline ProbeParam param(const char* name, int value) {
+  return {name, ProbeValue{static_cast<std::int64_t>(value)}};
+}
+inline ProbeParam param(const char* name, const char* value) {
+  return {name, ProbeValue{std::string(value)}};
+}
+
 // An experiment-specific measurement beside the common drift metrics (distinct digests,
 // microseconds, flip counts...).
 struct ProbeMeasure {

@@ -32,13 +32,7 @@ namespace {
 using core::ProbeParam;
 using core::ProbeValue;
 
-ProbeParam param(const char* name, std::int64_t value) { return {name, ProbeValue{value}}; }
-ProbeParam param(const char* name, int value) {
-  return {name, ProbeValue{static_cast<std::int64_t>(value)}};
-}
-ProbeParam param(const char* name, const char* value) {
-  return {name, ProbeValue{std::string(value)}};
-}
+using core::param;
 
 // One anchor row of x (k values) against n weight rows, each output a split-K dot product;
 // returns the fp32 values before rounding.

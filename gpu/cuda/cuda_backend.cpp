@@ -23,13 +23,7 @@ namespace {
 using core::ProbeParam;
 using core::ProbeValue;
 
-ProbeParam param(const char* name, std::int64_t value) { return {name, ProbeValue{value}}; }
-ProbeParam param(const char* name, int value) {
-  return {name, ProbeValue{static_cast<std::int64_t>(value)}};
-}
-ProbeParam param(const char* name, const char* value) {
-  return {name, ProbeValue{std::string(value)}};
-}
+using core::param;
 
 core::Error cuda_error(const char* what, int status) {
   return core::make_error(core::ErrorCode::environment,
