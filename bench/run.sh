@@ -134,25 +134,45 @@ INSERT INTO tokens SELECT request_id + (SELECT r FROM k), position, token, logpr
 COMMIT;
 EOF
 }
+# The same prompts run twice as often: every request copied under new repeat numbers.
+double_runs() { # db
+  sqlite3 "$1" <<'EOF'
+BEGIN;
+CREATE TEMP TABLE k AS SELECT (SELECT MAX(repeat) + 1 FROM requests) AS n, (SELECT MAX(id) FROM requests) AS r;
+INSERT INTO requests SELECT id + (SELECT r FROM k), endpoint_index, prompt_index, concurrency, probe,
+  repeat + (SELECT n FROM k), ok, http_status, error, attempts, started_ms, finished_ms, text,
+  has_logprobs, finish_reason, system_fingerprint, model, completion_tokens FROM requests;
+INSERT INTO tokens SELECT request_id + (SELECT r FROM k), position, token, logprob, c1_token,
+  c1_logprob, c2_token, c2_logprob, more FROM tokens;
+UPDATE audit SET config = json_set(config, '$.runs', json_extract(config, '$.runs') * 2);
+COMMIT;
+EOF
+}
 # A smoke run (scale < 1) starts from the 50 prompts themselves.
 if python3 -c "import sys; sys.exit(float(sys.argv[1]) < 1)" "$scale"; then
   double "$work/base.db"; double "$work/base.db"
 fi
-cp "$work/base.db" "$work/x1.db"; double "$work/base.db"
+# Grown two ways: more prompts (x2, x4: the report itself grows) and more runs of the same
+# prompts (r2, r4: the report keeps its size, so its memory should not grow).
+cp "$work/base.db" "$work/x1.db"
+cp "$work/base.db" "$work/r2.db"; double_runs "$work/r2.db"
+cp "$work/r2.db" "$work/r4.db"; double_runs "$work/r4.db"
+double "$work/base.db"
 cp "$work/base.db" "$work/x2.db"; double "$work/base.db"
 mv "$work/base.db" "$work/x4.db"
 
-declare -A rep_s rep_mb scan_s scan_mb tokens
-measure() { # name command...: "<seconds> <peak MiB>"
-  /usr/bin/time -f '%e %M' -o "$work/m" "${@:2}" >/dev/null
-  awk '{printf "%.2f %.0f\n", $1, $2 / 1024}' "$work/m"
+declare -A rep_s rep_cpu rep_mb scan_s scan_cpu scan_mb tokens
+measure() { # name command...: "<seconds> <cpu seconds> <peak MiB>"
+  /usr/bin/time -f '%e %U %S %M' -o "$work/m" "${@:2}" >/dev/null
+  awk '{printf "%.2f %.2f %.0f\n", $1, $2 + $3, $4 / 1024}' "$work/m"
 }
-for size in x1 x2 x4; do
+sizes=(x1 x2 x4 r2 r4)
+for size in "${sizes[@]}"; do
   db=$work/$size.db
   tokens[$size]=$(sqlite3 "$db" 'SELECT COUNT(*) FROM tokens')
-  read -r rep_s[$size] rep_mb[$size] < <(measure report "$llmrepro" report --db "$db" \
+  read -r rep_s[$size] rep_cpu[$size] rep_mb[$size] < <(measure report "$llmrepro" report --db "$db" \
     --json "$work/$size.json" --html "$work/$size.html" --quiet)
-  read -r scan_s[$size] scan_mb[$size] < <(measure scan sqlite3 "$db" \
+  read -r scan_s[$size] scan_cpu[$size] scan_mb[$size] < <(measure scan sqlite3 "$db" \
     'SELECT COUNT(*), SUM(length(token)), SUM(logprob), SUM(c1_logprob), SUM(c2_logprob), SUM(length(c2_token)) FROM tokens')
 done
 
@@ -169,10 +189,13 @@ echo
 printf 'CPU per request at c=64 (user+sys): llmrepro %s ms (whole audit incl. analysis), python %s ms, ratio %s\n' \
   "${ours_cpu[64]}" "${py_cpu[64]}" "$(ratio "${py_cpu[64]}" "${ours_cpu[64]}")"
 echo
-printf '%-6s %10s %12s %12s %10s %12s %12s\n' size 'tokens' 'report s' 'report MiB' 'scan s' 'scan MiB' 'report/scan'
-for size in x1 x2 x4; do
-  printf '%-6s %10s %12s %12s %10s %12s %12s\n' "$size" "${tokens[$size]}" "${rep_s[$size]}" \
-    "${rep_mb[$size]}" "${scan_s[$size]}" "${scan_mb[$size]}" "$(ratio "${rep_s[$size]}" "${scan_s[$size]}")"
+printf '%-6s %10s %9s %9s %11s %7s %9s %9s %12s\n' size 'tokens' 'report s' 'rep cpu' 'report MiB' \
+  'scan s' 'scan cpu' 'scan MiB' 'report/scan'
+for size in "${sizes[@]}"; do
+  printf '%-6s %10s %9s %9s %11s %7s %9s %9s %12s\n' "$size" "${tokens[$size]}" "${rep_s[$size]}" \
+    "${rep_cpu[$size]}" "${rep_mb[$size]}" "${scan_s[$size]}" "${scan_cpu[$size]}" "${scan_mb[$size]}" \
+    "$(ratio "${rep_s[$size]}" "${scan_s[$size]}")"
 done
+echo "x2, x4: twice and four times the prompts; r2, r4: the same prompts with twice and four times the runs"
 echo
 echo "targets: ours/wrk >= 0.5 at c=64; ours/python >= 5; report/scan <= 3; report MiB bounded as size grows"

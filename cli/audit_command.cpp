@@ -29,6 +29,7 @@
 #include "probes/suite_loader.hpp"
 #include "report/audit_database.hpp"
 #include "report/database_sink.hpp"
+#include "report/report_loader.hpp"
 #include "report/terminal_summary.hpp"
 
 namespace llmrepro::cli {
@@ -234,10 +235,11 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
 }
 
 // Semantic agreement of the distinct completions (--embeddings): measured, stored beside the
-// audit, and summarized on the terminal.
+// audit, and put into `data` so that every report of this run shows it as `report` would.
 core::Result<void> measure_and_store_semantics(const AuditOptions& options,
                                                const core::AuditReport& audit_report,
-                                               report::AuditDatabase& database) {
+                                               report::AuditDatabase& database,
+                                               core::AuditData& data) {
   probes::EmbeddingsTarget target;
   target.url = options.embeddings;
   target.model = options.embeddings_model;
@@ -249,15 +251,7 @@ core::Result<void> measure_and_store_semantics(const AuditOptions& options,
       probes::measure_semantic_agreement(target, audit_report.analysis, options.semantic_threshold);
   if (!agreement) return agreement.error();
   if (auto stored = database.store_semantic(*agreement); !stored) return stored.error();
-  if (!options.quiet && agreement->agreeing_share) {
-    double mean = 0.0;
-    for (const auto& prompt : agreement->prompts) mean += prompt.mean;
-    mean /= static_cast<double>(agreement->prompts.size());
-    fmt::print("semantic agreement: {:.1f}% of {} prompts have every pair of distinct completions "
-               "at cosine >= {} (mean pairwise similarity {:.4f})\n",
-               *agreement->agreeing_share * 100.0, agreement->prompts.size(),
-               agreement->threshold, mean);
-  }
+  data.semantic = std::move(*agreement);
   return {};
 }
 
@@ -389,6 +383,9 @@ int run_audit(const AuditOptions& options) {
   std::vector<core::ProbeActivity> activity;
   auto ran = probes::run_plan(plan, header.suite, endpoint_targets, scheduler, sink,
                               already_recorded, progress, g_stop_requested, activity);
+  // The sink commits on its own thread: drain it before anything reads the records back or
+  // marks the audit partial or complete. Its error counts when the run itself succeeded.
+  if (auto drained = sink.finish(); !drained && ran) ran = drained.error();
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (show_progress) fmt::print(stderr, "\r\033[K");
@@ -396,19 +393,19 @@ int run_audit(const AuditOptions& options) {
   // 5. Status: complete only when every planned request is recorded.
   if (auto stored = database->store_probe_activity(activity); !stored)
     return report_error(stored.error());
-  auto data = database->load();
-  if (!data) return report_error(data.error());
-  const bool complete = data->records.size() >= plan.size() && !g_stop_requested.load();
+  // 6. Analyse (streaming the records from the database), judge, and write every report.
+  auto loaded = report::load_report(*database, tool_info());
+  if (!loaded) return report_error(loaded.error());
+  core::AuditData& data = *loaded->data;
+  const core::AuditReport& audit_report = loaded->report;
+  const bool complete = data.records.size() >= plan.size() && !g_stop_requested.load();
   const std::int64_t finished_ms = clock.now_ms();
   if (auto status = database->set_status(complete ? "complete" : "partial", finished_ms); !status)
     return report_error(status.error());
-  data->info.status = complete ? "complete" : "partial";
-  data->info.finished_ms = finished_ms;
-
-  // 6. Analyse, judge, and write every report asked for.
-  const core::AuditReport audit_report = core::make_audit_report(*data, tool_info());
+  data.info.status = complete ? "complete" : "partial";
+  data.info.finished_ms = finished_ms;
   if (!options.embeddings.empty()) {
-    auto measured = measure_and_store_semantics(options, audit_report, *database);
+    auto measured = measure_and_store_semantics(options, audit_report, *database, data);
     if (!measured) return report_error(measured.error());
   }
   if (auto written = write_report_outputs(audit_report, options.outputs); !written)

@@ -7,8 +7,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/report_outputs.hpp"
-#include "core/audit_report.hpp"
 #include "report/audit_database.hpp"
+#include "report/report_loader.hpp"
 #include "report/terminal_summary.hpp"
 
 namespace llmrepro::cli {
@@ -24,9 +24,9 @@ struct ReportOptions {
 int run_report(const ReportOptions& options) {
   auto database = report::AuditDatabase::open(options.db);
   if (!database) return report_error(database.error());
-  auto data = database->load();
-  if (!data) return report_error(data.error());
-  const core::AuditReport audit_report = core::make_audit_report(*data, tool_info());
+  auto loaded = report::load_report(*database, tool_info());
+  if (!loaded) return report_error(loaded.error());
+  const core::AuditReport& audit_report = loaded->report;
   if (auto written = write_report_outputs(audit_report, options.outputs); !written)
     return report_error(written.error());
   if (!options.quiet)

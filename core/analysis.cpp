@@ -205,22 +205,86 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
   return result;
 }
 
-// Per-run accuracy and the best/worst-possible accuracy over prompts with checkers.
-std::optional<CheckerSummary> summarise_checks(
-    const Suite& suite, const std::vector<std::vector<const RequestRecord*>>& by_prompt) {
-  CheckerSummary summary;
+} // namespace
+
+int shared_prefix_length(const Completion& a, const Completion& b) {
+  const bool tokens = !a.tokens.empty() && !b.tokens.empty();
+  return shared_prefix(a, b, tokens ? IdentityMode::tokens : IdentityMode::text);
+}
+
+// The builder's running totals: everything the summary needs that is not in the kept prompts.
+struct AnalysisBuilder::Totals {
+  int agreeing = 0;
+  int answers_agreeing = 0;
+  // Checkers: per run (concurrency, repeat), and prompts that passed at least once / every time.
+  int prompts_checked = 0;
   std::map<std::pair<int, int>, RunAccuracy> runs;
   int best = 0;
   int worst = 0;
-  for (std::size_t p = 0; p < by_prompt.size(); ++p) {
-    const Prompt& prompt = suite.prompts[p];
-    if (prompt.expect.kind == Expectation::Kind::none || by_prompt[p].empty()) continue;
-    ++summary.prompts_checked;
+  // Cost per level, from the raw records.
+  struct Cost {
+    std::int64_t first_start = std::numeric_limits<std::int64_t>::max();
+    std::int64_t last_finish = std::numeric_limits<std::int64_t>::min();
+    long tokens = 0;
+    double latency_sum = 0.0;
+    int ok = 0;
+  };
+  std::map<int, Cost> costs;
+};
+
+AnalysisBuilder::AnalysisBuilder(const Suite& suite, const AnalysisConfig& config,
+                                 int endpoint_index, std::optional<ProbeKind> probe)
+    : m_suite(&suite), m_config(config), m_probe(probe), m_totals(std::make_unique<Totals>()) {
+  m_analysis.endpoint_index = endpoint_index;
+}
+
+AnalysisBuilder::AnalysisBuilder(AnalysisBuilder&&) noexcept = default;
+AnalysisBuilder& AnalysisBuilder::operator=(AnalysisBuilder&&) noexcept = default;
+AnalysisBuilder::~AnalysisBuilder() = default;
+
+void AnalysisBuilder::add_prompt(int prompt_index, const std::vector<const RequestRecord*>& records) {
+  const auto index = static_cast<std::size_t>(prompt_index);
+  if (prompt_index < 0 || index >= m_suite->prompts.size()) return;
+  std::vector<const RequestRecord*> mine;
+  for (const auto* record : records) {
+    if (record->planned.endpoint_index != m_analysis.endpoint_index) continue;
+    if (m_probe && record->planned.probe != *m_probe) continue;
+    if (record->planned.prompt_index != prompt_index) continue;
+    mine.push_back(record);
+  }
+  if (mine.empty()) return;
+
+  const Prompt& suite_prompt = m_suite->prompts[index];
+  PromptAnalysis prompt = analyse_prompt(suite_prompt, prompt_index, mine, m_config);
+  AuditSummary& summary = m_analysis.summary;
+  Totals& totals = *m_totals;
+  ++summary.prompts;
+  summary.requests += prompt.runs + prompt.failed;
+  summary.failed_requests += prompt.failed;
+  if (prompt.unstable) ++summary.unstable_prompts;
+  if (prompt.fragile) ++summary.fragile_prompts;
+  if (prompt.runs > 0 && !prompt.has_logprobs) ++summary.prompts_without_logprobs;
+  if (prompt.unique_completions == 1 && prompt.failed == 0) ++totals.agreeing;
+  if (prompt.answers_agree) ++totals.answers_agreeing;
+
+  // Only prompts whose fragility could be computed take part in the predictor.
+  if (prompt.has_logprobs) {
+    ConfusionMatrix& m = summary.predictor;
+    if (prompt.fragile && prompt.unstable) ++m.true_positive;
+    else if (prompt.fragile) ++m.false_positive;
+    else if (prompt.unstable) ++m.false_negative;
+    else ++m.true_negative;
+  }
+
+  // Checkers: per-run accuracy, and the best/worst-possible accuracy over prompts.
+  if (suite_prompt.expect.kind != Expectation::Kind::none) {
+    ++totals.prompts_checked;
     int passed_runs = 0;
-    for (const auto* record : by_prompt[p]) {
-      const bool passed = record->outcome.ok &&
-                          check_answer(prompt.expect, record->outcome.completion.text).value_or(false);
-      RunAccuracy& run = runs[{record->planned.concurrency, record->planned.repeat}];
+    for (const auto* record : mine) {
+      const bool passed =
+          record->outcome.ok &&
+          check_answer(suite_prompt.expect, record->outcome.completion.text).value_or(false);
+      RunAccuracy& run = totals.runs[{record->planned.concurrency, record->planned.repeat}];
       run.concurrency = record->planned.concurrency;
       run.repeat = record->planned.repeat;
       ++run.checked;
@@ -229,74 +293,45 @@ std::optional<CheckerSummary> summarise_checks(
         ++passed_runs;
       }
     }
-    if (passed_runs > 0) ++best;
-    if (passed_runs == static_cast<int>(by_prompt[p].size())) ++worst;
+    if (passed_runs > 0) ++totals.best;
+    if (passed_runs == static_cast<int>(mine.size())) ++totals.worst;
   }
-  if (summary.prompts_checked == 0) return std::nullopt;
-  double total = 0.0;
-  for (auto& [key, run] : runs) {
-    run.accuracy = static_cast<double>(run.passed) / run.checked;
-    total += run.accuracy;
-    summary.per_run.push_back(run);
+
+  for (const auto* record : mine) {
+    Totals::Cost& cost = totals.costs[record->planned.concurrency];
+    cost.first_start = std::min(cost.first_start, record->outcome.started_ms);
+    cost.last_finish = std::max(cost.last_finish, record->outcome.finished_ms);
+    if (!record->outcome.ok) continue;
+    cost.tokens += completion_tokens(record->outcome.completion);
+    cost.latency_sum +=
+        static_cast<double>(record->outcome.finished_ms - record->outcome.started_ms);
+    ++cost.ok;
   }
-  summary.mean_accuracy = runs.empty() ? 0.0 : total / static_cast<double>(runs.size());
-  summary.best_possible = static_cast<double>(best) / summary.prompts_checked;
-  summary.worst_possible = static_cast<double>(worst) / summary.prompts_checked;
-  summary.spread = summary.best_possible - summary.worst_possible;
-  return summary;
+  m_analysis.prompts.push_back(std::move(prompt));
 }
 
-} // namespace
-
-int shared_prefix_length(const Completion& a, const Completion& b) {
-  const bool tokens = !a.tokens.empty() && !b.tokens.empty();
-  return shared_prefix(a, b, tokens ? IdentityMode::tokens : IdentityMode::text);
-}
-
-AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& records,
-                      const AnalysisConfig& config, int endpoint_index,
-                      std::optional<ProbeKind> probe) {
-  AuditAnalysis analysis;
-  analysis.endpoint_index = endpoint_index;
-
-  std::vector<std::vector<const RequestRecord*>> by_prompt(suite.prompts.size());
-  for (const auto& record : records) {
-    if (record.planned.endpoint_index != endpoint_index) continue;
-    if (probe && record.planned.probe != *probe) continue;
-    const auto index = static_cast<std::size_t>(record.planned.prompt_index);
-    if (record.planned.prompt_index < 0 || index >= by_prompt.size()) continue;
-    by_prompt[index].push_back(&record);
-  }
-
+AuditAnalysis AnalysisBuilder::finish() {
+  AuditAnalysis analysis = std::move(m_analysis);
+  const Totals& totals = *m_totals;
   AuditSummary& summary = analysis.summary;
-  int agreeing = 0;
-  int answers_agreeing = 0;
-  for (std::size_t p = 0; p < by_prompt.size(); ++p) {
-    if (by_prompt[p].empty()) continue;
-    PromptAnalysis prompt =
-        analyse_prompt(suite.prompts[p], static_cast<int>(p), by_prompt[p], config);
-    ++summary.prompts;
-    summary.requests += prompt.runs + prompt.failed;
-    summary.failed_requests += prompt.failed;
-    if (prompt.unstable) ++summary.unstable_prompts;
-    if (prompt.fragile) ++summary.fragile_prompts;
-    if (prompt.runs > 0 && !prompt.has_logprobs) ++summary.prompts_without_logprobs;
-    if (prompt.unique_completions == 1 && prompt.failed == 0) ++agreeing;
-    if (prompt.answers_agree) ++answers_agreeing;
-
-    // Only prompts whose fragility could be computed take part in the predictor.
-    if (prompt.has_logprobs) {
-      ConfusionMatrix& m = summary.predictor;
-      if (prompt.fragile && prompt.unstable) ++m.true_positive;
-      else if (prompt.fragile) ++m.false_positive;
-      else if (prompt.unstable) ++m.false_negative;
-      else ++m.true_negative;
+  summary.tarr = summary.prompts > 0 ? static_cast<double>(totals.agreeing) / summary.prompts : 0.0;
+  summary.tara =
+      summary.prompts > 0 ? static_cast<double>(totals.answers_agreeing) / summary.prompts : 0.0;
+  if (totals.prompts_checked > 0) {
+    CheckerSummary checks;
+    checks.prompts_checked = totals.prompts_checked;
+    double total = 0.0;
+    for (auto run : totals.runs) {
+      run.second.accuracy = static_cast<double>(run.second.passed) / run.second.checked;
+      total += run.second.accuracy;
+      checks.per_run.push_back(run.second);
     }
-    analysis.prompts.push_back(std::move(prompt));
+    checks.mean_accuracy = totals.runs.empty() ? 0.0 : total / static_cast<double>(totals.runs.size());
+    checks.best_possible = static_cast<double>(totals.best) / checks.prompts_checked;
+    checks.worst_possible = static_cast<double>(totals.worst) / checks.prompts_checked;
+    checks.spread = checks.best_possible - checks.worst_possible;
+    summary.checks = std::move(checks);
   }
-  summary.tarr = summary.prompts > 0 ? static_cast<double>(agreeing) / summary.prompts : 0.0;
-  summary.tara = summary.prompts > 0 ? static_cast<double>(answers_agreeing) / summary.prompts : 0.0;
-  summary.checks = summarise_checks(suite, by_prompt);
   ConfusionMatrix& m = summary.predictor;
   if (m.true_positive + m.false_positive > 0)
     m.precision = static_cast<double>(m.true_positive) / (m.true_positive + m.false_positive);
@@ -315,34 +350,40 @@ AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& reco
       if (level.unique_completions > 1) ++out.unstable_prompts;
     }
   }
-  struct Cost {
-    std::int64_t first_start = std::numeric_limits<std::int64_t>::max();
-    std::int64_t last_finish = std::numeric_limits<std::int64_t>::min();
-    long tokens = 0;
-    double latency_sum = 0.0;
-    int ok = 0;
-  };
-  std::map<int, Cost> costs;
-  for (const auto& prompt_records : by_prompt) {
-    for (const auto* record : prompt_records) {
-      Cost& cost = costs[record->planned.concurrency];
-      cost.first_start = std::min(cost.first_start, record->outcome.started_ms);
-      cost.last_finish = std::max(cost.last_finish, record->outcome.finished_ms);
-      if (!record->outcome.ok) continue;
-      cost.tokens += completion_tokens(record->outcome.completion);
-      cost.latency_sum +=
-          static_cast<double>(record->outcome.finished_ms - record->outcome.started_ms);
-      ++cost.ok;
-    }
-  }
   for (auto& [concurrency, level] : levels) {
-    const Cost& cost = costs[concurrency];
-    const auto wall_ms = cost.last_finish - cost.first_start;
-    if (wall_ms > 0) level.tokens_per_second = static_cast<double>(cost.tokens) * 1000.0 / static_cast<double>(wall_ms);
-    if (cost.ok > 0) level.mean_latency_ms = cost.latency_sum / cost.ok;
+    const auto found = totals.costs.find(concurrency);
+    if (found != totals.costs.end()) {
+      const Totals::Cost& cost = found->second;
+      const auto wall_ms = cost.last_finish - cost.first_start;
+      if (wall_ms > 0)
+        level.tokens_per_second =
+            static_cast<double>(cost.tokens) * 1000.0 / static_cast<double>(wall_ms);
+      if (cost.ok > 0) level.mean_latency_ms = cost.latency_sum / cost.ok;
+    }
     summary.by_concurrency.push_back(level);
   }
   return analysis;
+}
+
+std::vector<std::vector<const RequestRecord*>> records_by_prompt(
+    const Suite& suite, const std::vector<RequestRecord>& records) {
+  std::vector<std::vector<const RequestRecord*>> by_prompt(suite.prompts.size());
+  for (const auto& record : records) {
+    const auto index = static_cast<std::size_t>(record.planned.prompt_index);
+    if (record.planned.prompt_index < 0 || index >= by_prompt.size()) continue;
+    by_prompt[index].push_back(&record);
+  }
+  return by_prompt;
+}
+
+AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& records,
+                      const AnalysisConfig& config, int endpoint_index,
+                      std::optional<ProbeKind> probe) {
+  AnalysisBuilder builder(suite, config, endpoint_index, probe);
+  const auto by_prompt = records_by_prompt(suite, records);
+  for (std::size_t p = 0; p < by_prompt.size(); ++p)
+    builder.add_prompt(static_cast<int>(p), by_prompt[p]);
+  return builder.finish();
 }
 
 } // namespace llmrepro::core

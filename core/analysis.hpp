@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -128,12 +129,43 @@ struct AuditAnalysis {
   std::vector<PromptAnalysis> prompts; // suite order
 };
 
+// Builds one endpoint's analysis a prompt at a time, so that an audit never has to be held in
+// memory whole: `report` streams each prompt's records from the database into it. Fed every
+// prompt in suite order, it gives exactly what analyse() gives for the same records.
+class AnalysisBuilder {
+public:
+  AnalysisBuilder(const Suite& suite, const AnalysisConfig& config, int endpoint_index = 0,
+                  std::optional<ProbeKind> probe = std::nullopt);
+  AnalysisBuilder(AnalysisBuilder&&) noexcept;
+  AnalysisBuilder& operator=(AnalysisBuilder&&) noexcept;
+  ~AnalysisBuilder();
+
+  // The records of prompt `prompt_index` (those of other endpoints, probe kinds or prompts are
+  // skipped), in recording order. Prompts in ascending index order, each at most once.
+  void add_prompt(int prompt_index, const std::vector<const RequestRecord*>& records);
+  // The analysis of every prompt added; the builder is spent.
+  AuditAnalysis finish();
+
+private:
+  struct Totals;
+  const Suite* m_suite;
+  AnalysisConfig m_config;
+  std::optional<ProbeKind> m_probe;
+  AuditAnalysis m_analysis;
+  std::unique_ptr<Totals> m_totals;
+};
+
 // Analyses the records of one endpoint (records of other endpoints are ignored) against the
 // suite's prompts; with `probe`, only that probe kind's records, so that one probe's drift is
 // never mixed with another's.
 AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& records,
                       const AnalysisConfig& config, int endpoint_index = 0,
                       std::optional<ProbeKind> probe = std::nullopt);
+
+// The records of each prompt of the suite (index = prompt index), in recording order; records
+// naming no prompt of the suite are left out.
+std::vector<std::vector<const RequestRecord*>> records_by_prompt(
+    const Suite& suite, const std::vector<RequestRecord>& records);
 
 // Leading tokens two completions share (token strings; texts' characters when either lacks tokens).
 int shared_prefix_length(const Completion& a, const Completion& b);

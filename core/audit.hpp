@@ -9,6 +9,7 @@
 
 #include "core/plan.hpp"
 #include "core/request_record.hpp"
+#include "core/semantic_agreement.hpp"
 #include "core/suite.hpp"
 
 namespace llmrepro::core {
@@ -85,6 +86,8 @@ struct AuditData {
   std::vector<RequestRecord> records; // in the order they were recorded
   std::vector<std::string> errors;    // audit-level problems worth reporting (not per request)
   std::vector<ProbeActivity> probe_activity; // per endpoint, by the run that just ended; not stored
+  // Semantic agreement of endpoint 0's distinct completions (--embeddings); empty when not measured.
+  std::optional<SemanticAgreement> semantic;
 };
 
 // The plan an audit configuration implies for `endpoints` endpoints.

@@ -37,59 +37,52 @@ std::map<int, const PromptAnalysis*> by_index(const AuditAnalysis& analysis) {
   return out;
 }
 
-std::vector<PrefixPromptDrift> prefix_drift(const Suite& suite,
-                                            const std::vector<RequestRecord>& records,
-                                            const AnalysisConfig& config, int endpoint_index) {
-  std::vector<RequestRecord> cold;
-  std::vector<RequestRecord> warm;
-  for (const auto& record : records) {
-    if (record.planned.probe != ProbeKind::prefix) continue;
-    (prefix_trial_is_warm(record.planned.repeat) ? warm : cold).push_back(record);
-  }
-  const AuditAnalysis cold_analysis =
-      analyse(suite, cold, config, endpoint_index, ProbeKind::prefix);
-  const AuditAnalysis warm_analysis =
-      analyse(suite, warm, config, endpoint_index, ProbeKind::prefix);
-  const auto cold_prompts = by_index(cold_analysis);
-  const auto warm_prompts = by_index(warm_analysis);
-
-  std::vector<PrefixPromptDrift> out;
-  for (std::size_t p = 0; p < suite.prompts.size(); ++p) {
-    const int index = static_cast<int>(p);
-    const auto c = cold_prompts.find(index);
-    const auto w = warm_prompts.find(index);
-    if (c == cold_prompts.end() && w == warm_prompts.end()) continue;
-    PrefixPromptDrift drift;
-    drift.id = suite.prompts[p].id;
-    drift.prompt_index = index;
-    const DistinctCompletion* cold_reference = nullptr;
-    const DistinctCompletion* warm_reference = nullptr;
-    if (c != cold_prompts.end()) {
-      drift.cold_runs = c->second->runs;
-      drift.cold_unique = c->second->unique_completions;
-      cold_reference = reference_of(*c->second);
-    }
-    if (w != warm_prompts.end()) {
-      drift.warm_runs = w->second->runs;
-      drift.warm_unique = w->second->unique_completions;
-      warm_reference = reference_of(*w->second);
-    }
-    if (cold_reference && warm_reference && !same_completion(*cold_reference, *warm_reference)) {
-      drift.drift = true;
-      drift.divergence =
-          shared_prefix_length(as_completion(*cold_reference), as_completion(*warm_reference));
-    }
-    out.push_back(std::move(drift));
-  }
-  return out;
-}
-
 } // namespace
 
 ProbeKind primary_probe(const std::vector<ProbeKind>& probes) {
   if (probes.empty() || std::find(probes.begin(), probes.end(), ProbeKind::sweep) != probes.end())
     return ProbeKind::sweep;
   return probes.front();
+}
+
+std::optional<PrefixPromptDrift> prefix_drift_of_prompt(
+    const Suite& suite, int prompt_index, const std::vector<const RequestRecord*>& records,
+    const AnalysisConfig& config, int endpoint_index) {
+  std::vector<const RequestRecord*> cold;
+  std::vector<const RequestRecord*> warm;
+  for (const auto* record : records) {
+    if (record->planned.probe != ProbeKind::prefix) continue;
+    (prefix_trial_is_warm(record->planned.repeat) ? warm : cold).push_back(record);
+  }
+  AnalysisBuilder cold_builder(suite, config, endpoint_index, ProbeKind::prefix);
+  AnalysisBuilder warm_builder(suite, config, endpoint_index, ProbeKind::prefix);
+  cold_builder.add_prompt(prompt_index, cold);
+  warm_builder.add_prompt(prompt_index, warm);
+  const AuditAnalysis cold_analysis = cold_builder.finish();
+  const AuditAnalysis warm_analysis = warm_builder.finish();
+  if (cold_analysis.prompts.empty() && warm_analysis.prompts.empty()) return std::nullopt;
+
+  PrefixPromptDrift drift;
+  drift.id = suite.prompts[static_cast<std::size_t>(prompt_index)].id;
+  drift.prompt_index = prompt_index;
+  const DistinctCompletion* cold_reference = nullptr;
+  const DistinctCompletion* warm_reference = nullptr;
+  if (!cold_analysis.prompts.empty()) {
+    drift.cold_runs = cold_analysis.prompts.front().runs;
+    drift.cold_unique = cold_analysis.prompts.front().unique_completions;
+    cold_reference = reference_of(cold_analysis.prompts.front());
+  }
+  if (!warm_analysis.prompts.empty()) {
+    drift.warm_runs = warm_analysis.prompts.front().runs;
+    drift.warm_unique = warm_analysis.prompts.front().unique_completions;
+    warm_reference = reference_of(warm_analysis.prompts.front());
+  }
+  if (cold_reference && warm_reference && !same_completion(*cold_reference, *warm_reference)) {
+    drift.drift = true;
+    drift.divergence =
+        shared_prefix_length(as_completion(*cold_reference), as_completion(*warm_reference));
+  }
+  return drift;
 }
 
 std::vector<ProbeAnalysis> analyse_probes(const Suite& suite,
@@ -102,12 +95,14 @@ std::vector<ProbeAnalysis> analyse_probes(const Suite& suite,
     analysis.probe = probe;
     analysis.analysis = analyse(suite, records, config, endpoint_index, probe);
     if (probe == ProbeKind::prefix) {
-      std::vector<RequestRecord> mine;
-      for (const auto& record : records)
-        if (record.planned.endpoint_index == endpoint_index) mine.push_back(record);
-      analysis.prefix = prefix_drift(suite, mine, config, endpoint_index);
-      for (const auto& drift : analysis.prefix)
-        if (drift.drift) ++analysis.prefix_drift_prompts;
+      const auto by_prompt = records_by_prompt(suite, records);
+      for (std::size_t p = 0; p < by_prompt.size(); ++p) {
+        auto drift =
+            prefix_drift_of_prompt(suite, static_cast<int>(p), by_prompt[p], config, endpoint_index);
+        if (!drift) continue;
+        if (drift->drift) ++analysis.prefix_drift_prompts;
+        analysis.prefix.push_back(std::move(*drift));
+      }
     }
     out.push_back(std::move(analysis));
   }

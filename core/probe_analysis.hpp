@@ -37,6 +37,11 @@ struct ProbeAnalysis {
   int prefix_drift_prompts = 0;
 };
 
+// The prefix probe's warm-against-cold drift of one prompt from its records (only endpoint
+// `endpoint_index`'s prefix trials count); empty when it has none.
+std::optional<PrefixPromptDrift> prefix_drift_of_prompt(
+    const Suite& suite, int prompt_index, const std::vector<const RequestRecord*>& records,
+    const AnalysisConfig& config, int endpoint_index);
 // Analyses each probe kind of `probes` (in that order) separately for one endpoint.
 std::vector<ProbeAnalysis> analyse_probes(const Suite& suite,
                                           const std::vector<RequestRecord>& records,

@@ -53,6 +53,9 @@ struct ProbeRow {
   std::array<std::int64_t, 5> ulp_histogram{};
   std::optional<double> fp32_changed_frac; // pre-rounding fp32 values that changed, where known
   std::vector<ProbeMeasure> measures;
+  // SHA-256 (hex) of the test output's bits where a row checks repeatability (E0, E3); empty
+  // elsewhere.
+  std::string sha256;
 };
 
 enum class ProbeStatus { ok, failed, skipped };

@@ -30,7 +30,8 @@ class RecordSink {
 public:
   virtual ~RecordSink() = default;
   // Called once per logical request, after its last attempt. A failure here stops the audit.
-  virtual Result<void> record(const RequestRecord& record) = 0;
+  // Taken by value: the driver hands its record over (a 256-token completion is worth not copying).
+  virtual Result<void> record(RequestRecord record) = 0;
 };
 
 } // namespace llmrepro::core

@@ -178,6 +178,14 @@ struct EngineServer::Impl {
     res.set_content(embeddings_body(embeddings, k_model_name, tokens), k_json);
   }
 
+  // SGLang's /flush_cache: 200 and a plain-text line once the prefix cache is empty; 400 when
+  // generations are running, since flushing under them would change what they reuse.
+  void handle_flush_cache(const httplib::Request&, httplib::Response& res) {
+    if (!scheduler.flush_prefix_cache())
+      throw ApiError(400, "cache not flushed: requests are running or waiting; retry when idle");
+    res.set_content("Cache flushed.\n", "text/plain");
+  }
+
   void handle_models(const httplib::Request&, httplib::Response& res) {
     res.set_content(models_body(k_model_name, fingerprint), k_json);
   }
@@ -190,6 +198,7 @@ struct EngineServer::Impl {
     route_post("/v1/completions", &Impl::handle_completions);
     route_post("/v1/chat/completions", &Impl::handle_chat);
     route_post("/v1/embeddings", &Impl::handle_embeddings);
+    route_post("/flush_cache", &Impl::handle_flush_cache);
     route_get("/v1/models", &Impl::handle_models);
     route_get("/health", &Impl::handle_health);
     // Unknown paths and methods answer in the same error shape as everything else.

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/sha256.hpp"
+
 namespace llmrepro::gpu {
 
 core::ProbeRow compare_outputs(std::string variant, std::vector<core::ProbeParam> params,
@@ -45,20 +47,18 @@ core::ProbeRow compare_outputs(std::string variant, std::vector<core::ProbeParam
   return row;
 }
 
-std::uint64_t output_digest(const float* values, std::size_t n) {
-  std::uint64_t hash = 0xCBF29CE484222325ULL;
+std::string output_digest(const float* values, std::size_t n) {
+  // Little-endian bytes of each value's bits, so the digest does not depend on the host.
+  std::vector<unsigned char> bytes(4 * n);
   for (std::size_t i = 0; i < n; ++i) {
-    std::uint32_t bits = core::float_bits(values[i]);
-    for (int byte = 0; byte < 4; ++byte) {
-      hash ^= bits & 0xFFu;
-      hash *= 0x100000001B3ULL;
-      bits >>= 8;
-    }
+    const std::uint32_t bits = core::float_bits(values[i]);
+    for (std::size_t byte = 0; byte < 4; ++byte)
+      bytes[4 * i + byte] = static_cast<unsigned char>(bits >> (8 * byte));
   }
-  return hash;
+  return core::sha256_hex(bytes.data(), bytes.size());
 }
 
-std::int64_t distinct_count(std::vector<std::uint64_t> digests) {
+std::int64_t distinct_count(std::vector<std::string> digests) {
   std::sort(digests.begin(), digests.end());
   return static_cast<std::int64_t>(std::unique(digests.begin(), digests.end()) - digests.begin());
 }

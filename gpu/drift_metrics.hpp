@@ -20,11 +20,12 @@ core::ProbeRow compare_outputs(std::string variant, std::vector<core::ProbeParam
                                core::Precision precision, const float* reference_fp32 = nullptr,
                                const float* test_fp32 = nullptr);
 
-// FNV-1a over the values' bit patterns: equal digests for bitwise equal outputs.
-std::uint64_t output_digest(const float* values, std::size_t n);
+// SHA-256 (lower-case hex) of the values' bit patterns, each as 4 little-endian bytes: equal
+// digests for bitwise equal outputs, comparable across machines.
+std::string output_digest(const float* values, std::size_t n);
 
 // Number of distinct values in `digests`.
-std::int64_t distinct_count(std::vector<std::uint64_t> digests);
+std::int64_t distinct_count(std::vector<std::string> digests);
 
 // Appends a named measurement to a row.
 void add_measure(core::ProbeRow& row, std::string name, double value);

@@ -17,6 +17,7 @@
 #include "core/reduction.hpp"
 #include "gpu/cpu_experiments.hpp"
 #include "gpu/drift_metrics.hpp"
+#include "gpu/experiment_ops.hpp"
 
 namespace llmrepro::gpu {
 
@@ -68,7 +69,7 @@ std::string format_number(double value) {
 
 } // namespace
 
-FlipOutcome run_flip(const ExperimentConfig& config) {
+core::Result<FlipOutcome> run_flip(const ExperimentConfig& config, ExperimentOps& ops) {
   FlipOutcome outcome;
   core::ProbeExperiment& experiment = outcome.experiment;
   experiment.id = "E6";
@@ -81,7 +82,8 @@ FlipOutcome run_flip(const ExperimentConfig& config) {
                      {"order_b", ProbeValue{std::string("split 4")}},
                      {"top_magnitudes", ProbeValue{std::string("4, 12, 24")}},
                      {"hidden_drift_frac", ProbeValue{k_hidden_drift_frac}},
-                     {"tie_rule", ProbeValue{std::string("first index")}}};
+                     {"tie_rule", ProbeValue{std::string("first index")}},
+                     {"computed_on", ProbeValue{ops.name()}}};
   experiment.varied = {"logits", "perturbation", "gap_low", "gap_high"};
 
   const core::Precision stored = config.precision;
@@ -98,25 +100,29 @@ FlipOutcome run_flip(const ExperimentConfig& config) {
   }
   const float magnitudes[] = {4.0f, 12.0f, 24.0f};
 
-  double stored_flip_gap = -1.0;
-  std::int64_t stored_flips = 0;
-  for (const Variant& variant : variants) {
-    // The same steps for every variant: one stream of inputs and gaps.
+  // The same steps for every variant: one stream of inputs and gaps, drawn once.
+  FlipInputs inputs;
+  inputs.k = k;
+  inputs.steps = static_cast<std::size_t>(steps);
+  inputs.hidden.resize(inputs.steps * k);
+  inputs.drifted.resize(inputs.steps * k);
+  inputs.weights.resize(inputs.steps * 2 * k);
+  inputs.targets.resize(inputs.steps * 2);
+  {
     core::SplitMix64 random(config.seed + 500);
-    std::vector<BinCounts> bins(k_bin_count);
-    std::vector<float> hidden(k);
-    std::vector<float> drifted(k);
-    std::vector<float> weights(2 * k);
-    for (int step = 0; step < steps; ++step) {
-      for (auto& value : hidden)
-        value = core::round_to(stored, static_cast<float>(random.uniform() * 2.0 - 1.0));
-      for (auto& value : weights)
-        value = core::round_to(stored, static_cast<float>(random.uniform() * 2.0 - 1.0));
-      drifted = hidden;
+    for (std::size_t step = 0; step < inputs.steps; ++step) {
+      float* hidden = inputs.hidden.data() + step * k;
+      float* drifted = inputs.drifted.data() + step * k;
+      float* weights = inputs.weights.data() + step * 2 * k;
+      for (std::size_t i = 0; i < k; ++i)
+        hidden[i] = core::round_to(stored, static_cast<float>(random.uniform() * 2.0 - 1.0));
+      for (std::size_t i = 0; i < 2 * k; ++i)
+        weights[i] = core::round_to(stored, static_cast<float>(random.uniform() * 2.0 - 1.0));
       for (std::size_t i = 0; i < k; ++i) {
         const bool flip_this = random.uniform() < k_hidden_drift_frac;
         const bool upward = (random.next() & 1u) != 0;
-        if (variant.drift && flip_this) {
+        drifted[i] = hidden[i];
+        if (flip_this) {
           const float spacing = core::ulp_at(stored, hidden[i]);
           drifted[i] = core::round_to(stored, hidden[i] + (upward ? spacing : -spacing));
         }
@@ -126,24 +132,22 @@ FlipOutcome run_flip(const ExperimentConfig& config) {
       double gap = 0.0;
       if (pick >= 0.01 && pick < 0.90) gap = std::pow(10.0, -4.0 + 4.0 * random.uniform());
       else if (pick >= 0.90) gap = 1.0 + 3.0 * random.uniform();
-      const float top = magnitudes[static_cast<std::size_t>(step) % 3];
+      const float top = magnitudes[step % 3];
       const std::size_t winner = random.below(2);
-      float target[2];
-      target[winner] = top;
-      target[1 - winner] = static_cast<float>(static_cast<double>(top) - gap);
+      inputs.targets[2 * step + winner] = top;
+      inputs.targets[2 * step + 1 - winner] = static_cast<float>(static_cast<double>(top) - gap);
+    }
+  }
 
-      float logit_a[2];
-      float logit_b[2];
-      for (std::size_t c = 0; c < 2; ++c) {
-        const float* w = weights.data() + c * k;
-        const float raw_a = core::dot_split_k(hidden.data(), w, k, 1);
-        const float raw_b = core::dot_split_k(drifted.data(), w, k, 4);
-        const float bias = target[c] - raw_a;
-        logit_a[c] = core::round_to(variant.precision, raw_a + bias);
-        logit_b[c] = core::round_to(variant.precision, raw_b + bias);
-      }
-      const int argmax_a = logit_a[1] > logit_a[0] ? 1 : 0;
-      const int argmax_b = logit_b[1] > logit_b[0] ? 1 : 0;
+  double stored_flip_gap = -1.0;
+  std::int64_t stored_flips = 0;
+  for (const Variant& variant : variants) {
+    auto logits = ops.flip_logits(inputs, variant.precision, variant.drift);
+    if (!logits) return logits.error();
+    std::vector<BinCounts> bins(k_bin_count);
+    for (std::size_t step = 0; step < inputs.steps; ++step) {
+      const float* logit_a = logits->logit_a.data() + 2 * step;
+      const float* logit_b = logits->logit_b.data() + 2 * step;
       const double observed = std::fabs(static_cast<double>(logit_a[0]) - static_cast<double>(logit_a[1]));
       BinCounts& bin = bins[bin_of(observed)];
       ++bin.steps;
@@ -155,7 +159,7 @@ FlipOutcome run_flip(const ExperimentConfig& config) {
         bin.max_ulp = std::max(
             bin.max_ulp, difference / static_cast<double>(core::ulp_at(variant.precision, logit_a[c])));
       }
-      if (argmax_a != argmax_b) {
+      if (logits->argmax_a[step] != logits->argmax_b[step]) {
         ++bin.flips;
         bin.max_flip_gap = std::max(bin.max_flip_gap, observed);
       }
@@ -213,6 +217,11 @@ FlipOutcome run_flip(const ExperimentConfig& config) {
       "quantised to the dtype's spacing at the top logit (bf16: 1/32, 1/16, 1/8 at 4, 12, 24).");
   experiment.notes.push_back(advice.text);
   return outcome;
+}
+
+FlipOutcome run_flip(const ExperimentConfig& config) {
+  CpuOps ops;
+  return run_flip(config, ops).value();
 }
 
 } // namespace llmrepro::gpu

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <numeric>
+#include <string>
 #include <utility>
 
 #include "core/probe_reduction.hpp"
@@ -113,7 +114,7 @@ core::ProbeExperiment run_self_test(const ExperimentConfig& config) {
   }
 
   // Run to run: a fixed order gives one digest over 20 repeats.
-  std::vector<std::uint64_t> digests;
+  std::vector<std::string> digests;
   std::vector<float> first;
   for (int repeat = 0; repeat < 20; ++repeat) {
     const auto out = anchor_row(x, weights, outputs, k, 4);
@@ -124,6 +125,7 @@ core::ProbeExperiment run_self_test(const ExperimentConfig& config) {
                              first.data(), outputs, config.precision);
   add_measure(row, "runs", 20);
   add_measure(row, "distinct_digests", static_cast<double>(distinct_count(digests)));
+  row.sha256 = digests.front();
   experiment.rows.push_back(row);
 
   bool passed = true;
@@ -215,12 +217,14 @@ core::ProbeExperiment run_matmul_batch_sweep(const ExperimentConfig& config) {
   return experiment;
 }
 
-core::ProbeExperiment run_forced_split_k(const ExperimentConfig& config) {
+core::Result<core::ProbeExperiment> run_forced_split_k(const ExperimentConfig& config,
+                                                       ExperimentOps& ops) {
   core::ProbeExperiment experiment;
   experiment.id = "E2";
   experiment.title = "Forced split-K counts and reduction schemes vs the sequential order";
   const std::size_t outputs = config.quick ? 512 : 2048;
   experiment.held = {param("M", 1), param("outputs", static_cast<std::int64_t>(outputs)),
+                     param("computed_on", ops.name().c_str()),
                      {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
   experiment.varied = {"K", "split", "scheme"};
   const std::vector<std::size_t> depths =
@@ -228,33 +232,26 @@ core::ProbeExperiment run_forced_split_k(const ExperimentConfig& config) {
   for (const std::size_t k : depths) {
     const auto x = random_values(k, config.seed + 30 + k, config.precision);
     const auto weights = random_values(outputs * k, config.seed + 40 + k, config.precision);
-    std::vector<float> reference_fp32(outputs);
-    for (std::size_t j = 0; j < outputs; ++j)
-      reference_fp32[j] = core::dot_split_k(x.data(), weights.data() + j * k, k, 1);
+    // One split with fp32 partials is the plain sequential order (core::dot_split_k(..., 1)).
+    auto sequential = ops.split_k(x.data(), weights.data(), outputs, k, 1,
+                                  core::PartialScheme::compute_type, config.precision);
+    if (!sequential) return sequential.error();
+    const std::vector<float>& reference_fp32 = sequential->out_fp32;
     const auto reference = rounded(config.precision, reference_fp32);
     for (const int splits : {2, 4, 8, 16, 32}) {
-      std::vector<float> partials(outputs * static_cast<std::size_t>(splits));
-      for (std::size_t j = 0; j < outputs; ++j)
-        core::dot_chunk_partials(x.data(), weights.data() + j * k, k, splits,
-                                 partials.data() + j * static_cast<std::size_t>(splits));
       for (const auto scheme : {core::PartialScheme::compute_type,
                                 core::PartialScheme::output_type, core::PartialScheme::inplace}) {
-        std::vector<float> test(outputs);
-        std::vector<float> test_fp32(outputs);
-        for (std::size_t j = 0; j < outputs; ++j) {
-          const float* own = partials.data() + j * static_cast<std::size_t>(splits);
-          test[j] = core::combine_partials(own, static_cast<std::size_t>(splits), scheme,
-                                           config.precision);
-          test_fp32[j] = core::combine_partials(own, static_cast<std::size_t>(splits), scheme,
-                                                core::Precision::fp32);
-        }
+        auto test = ops.split_k(x.data(), weights.data(), outputs, k, splits, scheme,
+                                config.precision);
+        if (!test) return test.error();
         const bool fp32_known = scheme == core::PartialScheme::compute_type;
         experiment.rows.push_back(compare_outputs(
             core::to_string(scheme),
             {param("K", static_cast<std::int64_t>(k)), param("split", splits),
              param("scheme", core::to_string(scheme))},
-            reference.data(), test.data(), outputs, config.precision,
-            fp32_known ? reference_fp32.data() : nullptr, fp32_known ? test_fp32.data() : nullptr));
+            reference.data(), test->out.data(), outputs, config.precision,
+            fp32_known ? reference_fp32.data() : nullptr,
+            fp32_known ? test->out_fp32.data() : nullptr));
       }
     }
   }
@@ -262,6 +259,11 @@ core::ProbeExperiment run_forced_split_k(const ExperimentConfig& config) {
       "compute_type keeps fp32 partials (most fp32 sums change, few stored values); output_type "
       "and inplace round partials to the output dtype, which costs far more accuracy.");
   return experiment;
+}
+
+core::ProbeExperiment run_forced_split_k(const ExperimentConfig& config) {
+  CpuOps ops;
+  return run_forced_split_k(config, ops).value();
 }
 
 core::ProbeExperiment run_atomics(const ExperimentConfig& config) {
@@ -303,8 +305,8 @@ core::ProbeExperiment run_atomics(const ExperimentConfig& config) {
                                 Variant{"atomic_output_dtype", true, true},
                                 Variant{"serial_semaphore", false, false},
                                 Variant{"two_pass_workspace", false, false}}) {
-    std::vector<std::uint64_t> digests;
-    std::vector<std::uint64_t> digests_fp32;
+    std::vector<std::string> digests;
+    std::vector<std::string> digests_fp32;
     core::ProbeRow worst;
     bool have_worst = false;
     for (int run = 0; run < runs; ++run) {
@@ -332,6 +334,7 @@ core::ProbeExperiment run_atomics(const ExperimentConfig& config) {
     add_measure(worst, "runs", runs);
     add_measure(worst, "distinct_digests", static_cast<double>(distinct_count(digests)));
     add_measure(worst, "distinct_digests_fp32", static_cast<double>(distinct_count(digests_fp32)));
+    worst.sha256 = digests.front();
     experiment.rows.push_back(std::move(worst));
   }
   experiment.notes.push_back(

@@ -5,6 +5,7 @@
 #include "core/probe_reduction.hpp"
 #include "gpu/cpu_experiments.hpp"
 #include "gpu/drift_metrics.hpp"
+#include "gpu/experiment_ops.hpp"
 #include "gpu/split_policy.hpp"
 
 namespace llmrepro::gpu {
@@ -31,13 +32,14 @@ core::RowReduction norm_order(const std::string& policy, std::int64_t tokens) {
 
 } // namespace
 
-core::ProbeExperiment run_rmsnorm(const ExperimentConfig& config) {
+core::Result<core::ProbeExperiment> run_rmsnorm(const ExperimentConfig& config,
+                                                ExperimentOps& ops) {
   core::ProbeExperiment experiment;
   experiment.id = "E4";
   experiment.title = "RMSNorm with fused residual add: block size and split-row policies";
   const std::size_t anchors = config.quick ? 32 : 128;
   experiment.held = {param("anchor_rows", static_cast<std::int64_t>(anchors)),
-                     param("fused_residual", "yes"),
+                     param("fused_residual", "yes"), param("computed_on", ops.name().c_str()),
                      {"eps", ProbeValue{1e-6}},
                      {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
   experiment.varied = {"hidden", "tokens", "variant"};
@@ -50,26 +52,22 @@ core::ProbeExperiment run_rmsnorm(const ExperimentConfig& config) {
     const auto residual =
         random_values(anchors * hidden, config.seed + 70 + hidden, config.precision, 4.0f);
     const auto weight = random_values(hidden, config.seed + 80 + hidden, config.precision, 2.0f);
-    std::vector<float> summed(anchors * hidden);
-    for (std::size_t i = 0; i < summed.size(); ++i)
-      summed[i] = core::round_to(config.precision, x[i] + residual[i]);
-    // fp32 outputs and inv_rms for every anchor row under one reduction order.
-    const auto run = [&](core::RowReduction order, std::vector<float>& inv_rms) {
-      std::vector<float> out(anchors * hidden);
-      inv_rms.assign(anchors, 0.0f);
-      for (std::size_t a = 0; a < anchors; ++a)
-        inv_rms[a] = core::rmsnorm_row(summed.data() + a * hidden, weight.data(), hidden, order,
-                                       eps, core::Precision::fp32, out.data() + a * hidden);
-      return out;
+    const auto run = [&](core::RowReduction order) {
+      return ops.rmsnorm(x.data(), residual.data(), weight.data(), anchors, hidden, order, eps,
+                         config.precision);
     };
     for (const char* policy : {"adaptive_block", "split_row", "fixed_block"}) {
-      std::vector<float> reference_inv;
-      const auto reference_fp32 = run(norm_order(policy, 1), reference_inv);
+      auto reference_run = run(norm_order(policy, 1));
+      if (!reference_run) return reference_run.error();
+      const std::vector<float>& reference_fp32 = reference_run->out;
+      const std::vector<float>& reference_inv = reference_run->inv_rms;
       const auto reference = rounded(config.precision, reference_fp32);
       for (const std::int64_t tokens : {255, 256, 2048}) {
         const core::RowReduction order = norm_order(policy, tokens);
-        std::vector<float> test_inv;
-        const auto test_fp32 = run(order, test_inv);
+        auto test_run = run(order);
+        if (!test_run) return test_run.error();
+        const std::vector<float>& test_fp32 = test_run->out;
+        const std::vector<float>& test_inv = test_run->inv_rms;
         const auto test = rounded(config.precision, test_fp32);
         auto row = compare_outputs(policy,
                                    {param("hidden", static_cast<std::int64_t>(hidden)),
@@ -94,7 +92,13 @@ core::ProbeExperiment run_rmsnorm(const ExperimentConfig& config) {
   return experiment;
 }
 
-core::ProbeExperiment run_attention(const ExperimentConfig& config) {
+core::ProbeExperiment run_rmsnorm(const ExperimentConfig& config) {
+  CpuOps ops;
+  return run_rmsnorm(config, ops).value();
+}
+
+core::Result<core::ProbeExperiment> run_attention(const ExperimentConfig& config,
+                                                  ExperimentOps& ops) {
   core::ProbeExperiment experiment;
   experiment.id = "E5";
   experiment.title = "Decode attention: split-KV policies over batch size";
@@ -104,7 +108,8 @@ core::ProbeExperiment run_attention(const ExperimentConfig& config) {
   experiment.held = {param("query_heads", static_cast<std::int64_t>(query_heads)),
                      param("kv_heads", static_cast<std::int64_t>(kv_heads)),
                      param("head_dim", static_cast<std::int64_t>(head_dim)),
-                     param("emulated_sms", k_emulated_sm_count),
+                     param(ops.name() == "cpu" ? "emulated_sms" : "sm_count", ops.sm_count()),
+                     param("computed_on", ops.name().c_str()),
                      {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
   experiment.varied = {"L", "B", "variant"};
   const std::vector<std::size_t> lengths =
@@ -120,23 +125,16 @@ core::ProbeExperiment run_attention(const ExperimentConfig& config) {
     const auto values =
         random_values(kv_heads * length * head_dim, config.seed + 92 + length, config.precision);
     // The anchor sequence's output (fp32) and LSE per head, for one set of split bounds.
-    struct Output {
-      std::vector<float> out;
-      std::vector<float> lse;
-    };
-    std::map<std::vector<std::size_t>, Output> cache;
-    const auto compute = [&](const std::vector<std::size_t>& bounds) -> const Output& {
+    const AttentionInputs inputs{q.data(),  keys.data(), values.data(), query_heads,
+                                 kv_heads,  length,      head_dim,      scale};
+    std::map<std::vector<std::size_t>, AttentionOutputs> cache;
+    const auto compute =
+        [&](const std::vector<std::size_t>& bounds) -> core::Result<const AttentionOutputs*> {
       auto found = cache.find(bounds);
-      if (found != cache.end()) return found->second;
-      Output result{std::vector<float>(query_heads * head_dim), std::vector<float>(query_heads)};
-      for (std::size_t h = 0; h < query_heads; ++h) {
-        const std::size_t kv = h / (query_heads / kv_heads);
-        result.lse[h] = core::attention_decode(
-            q.data() + h * head_dim, keys.data() + kv * length * head_dim,
-            values.data() + kv * length * head_dim, length, head_dim, bounds, scale,
-            core::Precision::fp32, result.out.data() + h * head_dim);
-      }
-      return cache.emplace(bounds, std::move(result)).first->second;
+      if (found != cache.end()) return &found->second;
+      auto result = ops.attention(inputs, bounds);
+      if (!result) return result.error();
+      return &cache.emplace(bounds, std::move(*result)).first->second;
     };
     for (const char* policy : {"fa2_heuristic", "fixed_split_256", "fixed_split_2048", "no_split"}) {
       const std::string name = policy;
@@ -144,16 +142,20 @@ core::ProbeExperiment run_attention(const ExperimentConfig& config) {
         if (name == "fa2_heuristic")
           return block_split_bounds(
               length, fa2_decode_splits(batch, static_cast<std::int64_t>(kv_heads), length,
-                                        k_emulated_sm_count));
+                                        ops.sm_count()));
         if (name == "fixed_split_256") return fixed_size_bounds(length, 256);
         if (name == "fixed_split_2048") return fixed_size_bounds(length, 2048);
         return std::vector<std::size_t>{0, length};
       };
-      const Output reference_output = compute(bounds_for(1));
+      auto reference_found = compute(bounds_for(1));
+      if (!reference_found) return reference_found.error();
+      const AttentionOutputs reference_output = **reference_found;
       const auto reference = rounded(config.precision, reference_output.out);
       for (const auto batch : batches) {
         const auto bounds = bounds_for(batch);
-        const Output& test_output = compute(bounds);
+        auto test_found = compute(bounds);
+        if (!test_found) return test_found.error();
+        const AttentionOutputs& test_output = **test_found;
         const auto test = rounded(config.precision, test_output.out);
         auto row = compare_outputs(
             policy,
@@ -173,11 +175,16 @@ core::ProbeExperiment run_attention(const ExperimentConfig& config) {
   }
   experiment.notes.push_back(
       "Reference: the anchor sequence decoded alone (B = 1) under the same policy. fa2_heuristic "
-      "re-derives the split count from B (FlashAttention-2's num_splits_heuristic with 2 x 132 "
+      "re-derives the split count from B (FlashAttention-2's num_splits_heuristic with 2 x SMs "
       "slots and 128-key blocks); fixed split sizes put boundaries at absolute KV positions and "
       "never change with B. Outputs near zero (values that nearly cancel) can move by many ULP "
       "of their own tiny magnitude: see the histogram's last bins.");
   return experiment;
+}
+
+core::ProbeExperiment run_attention(const ExperimentConfig& config) {
+  CpuOps ops;
+  return run_attention(config, ops).value();
 }
 
 } // namespace llmrepro::gpu

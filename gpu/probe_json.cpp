@@ -53,6 +53,11 @@ void write_row(JsonWriter& out, const core::ProbeRow& row) {
     out.value(measure.value);
   }
   out.end_object();
+  // Optional: only rows that check repeatability carry a digest.
+  if (!row.sha256.empty()) {
+    out.key("sha256");
+    out.value(row.sha256);
+  }
   out.end_object();
 }
 
@@ -163,6 +168,10 @@ public:
     }
     if (const JsonValue* measures = member(object, path, "measures", JsonValue::Type::object))
       for (const auto& [key, item] : measures->object) row.measures.push_back({key, item.number});
+    if (const JsonValue* digest = object.find("sha256")) {
+      if (digest->type != JsonValue::Type::string) m_error = "field '" + path + "sha256' must be a string";
+      else row.sha256 = digest->string;
+    }
     return row;
   }
 

@@ -53,7 +53,7 @@ void fail_on_error_envelope(const JsonView &root, std::string_view text, const s
   bool has_error = root.find("error").has_value();
   if (!has_error) {
     auto object = root.find("object");
-    has_error = object && object->json().is_string() && object->string() == "error";
+    has_error = object && object->is_string() && object->string() == "error";
   }
   if (has_error) fail(what + "endpoint error: " + describe_error_body(text));
 }

@@ -55,8 +55,8 @@ bool read_object(const JsonView &root, std::string_view text, core::Completion &
 }
 
 core::Completion parse_whole(std::string_view body) {
-  Json document = parse_json(body);
-  JsonView root(document, "");
+  JsonDocument document = parse_document(body);
+  JsonView root(document);
   core::Completion completion;
   if (!read_object(root, body, completion)) fail("field done is false in a non-streamed answer");
   return completion;
@@ -75,8 +75,8 @@ core::Completion parse_stream(std::string_view body) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     with_prefix("stream line " + std::to_string(line_number) + ": ", [&] {
-      Json document = parse_json(line);
-      JsonView object(document, "");
+      JsonDocument document = parse_document(line);
+      JsonView object(document);
       done = read_object(object, line, completion);
     });
   }

@@ -33,6 +33,7 @@ bool append_logprobs(const JsonView &logprobs, core::Completion &completion) {
     auto content = logprobs.find("content");
     if (!content) return false;
     std::size_t count = content->size();
+    completion.tokens.reserve(completion.tokens.size() + count);
     for (std::size_t i = 0; i < count; ++i)
       completion.tokens.push_back(read_openai_token(content->at(i)));
     return true;
@@ -55,11 +56,10 @@ bool append_logprobs(const JsonView &logprobs, core::Completion &completion) {
       JsonView candidates = top_logprobs->at(i);
       if (!candidates.is_null()) {
         if (!candidates.is_object()) fail(candidates.describe() + " must be an object");
-        const Json &map = candidates.json();
-        for (auto it = map.begin(); it != map.end(); ++it) {
-          JsonView candidate(it.value(), candidates.path() + "[\"" + it.key() + "\"]");
-          token.top.push_back({it.key(), read_logprob(candidate)});
-        }
+        std::size_t members = candidates.member_count();
+        for (std::size_t m = 0; m < members; ++m)
+          token.top.push_back(
+              {std::string(candidates.member_key(m)), read_logprob(candidates.member(m))});
       }
     }
     completion.tokens.push_back(std::move(token));
@@ -90,8 +90,8 @@ std::string read_text(const JsonView &choice, bool chat) {
 }
 
 core::Completion parse_whole(std::string_view body, bool chat) {
-  Json document = parse_json(body);
-  JsonView root(document, "");
+  JsonDocument document = parse_document(body);
+  JsonView root(document);
   fail_on_error_envelope(root, body, "");
   core::Completion completion;
   JsonView choices = root.at("choices");
@@ -119,8 +119,8 @@ core::Completion parse_stream(std::string_view body, bool chat) {
       break;
     }
     with_prefix(event_prefix(index), [&] {
-      Json document = parse_json(data);
-      JsonView chunk(document, "");
+      JsonDocument document = parse_document(data);
+      JsonView chunk(document);
       fail_on_error_envelope(chunk, data, "");
       read_envelope(chunk, completion);
       saw_usage = saw_usage || chunk.find("usage").has_value();

@@ -80,8 +80,8 @@ core::Completion to_completion(Piece piece) {
 }
 
 core::Completion parse_whole(std::string_view body) {
-  Json document = parse_json(body);
-  JsonView root(document, "");
+  JsonDocument document = parse_document(body);
+  JsonView root(document);
   fail_on_error_envelope(root, body, "");
   return to_completion(read_piece(root));
 }
@@ -96,8 +96,8 @@ core::Completion parse_stream(std::string_view body) {
       break;
     }
     with_prefix(event_prefix(index), [&] {
-      Json document = parse_json(events[index]);
-      JsonView event(document, "");
+      JsonDocument document = parse_document(events[index]);
+      JsonView event(document);
       fail_on_error_envelope(event, events[index], "");
       pieces.push_back(read_piece(event));
     });

@@ -31,8 +31,8 @@ void read_details_summary(const JsonView &details, core::Completion &completion)
 }
 
 core::Completion parse_whole(std::string_view body) {
-  Json document = parse_json(body);
-  JsonView root(document, "");
+  JsonDocument document = parse_document(body);
+  JsonView root(document);
   fail_on_error_envelope(root, body, "");
   core::Completion completion;
   completion.text = root.at("generated_text").string();
@@ -64,8 +64,8 @@ core::Completion parse_stream(std::string_view body) {
   for (std::size_t index = 0; index < events.size() && !done; ++index) {
     if (events[index] == "[DONE]") continue;
     with_prefix(event_prefix(index), [&] {
-      Json document = parse_json(events[index]);
-      JsonView event(document, "");
+      JsonDocument document = parse_document(events[index]);
+      JsonView event(document);
       fail_on_error_envelope(event, events[index], "");
       core::TokenCandidate sampled = read_tgi_token(event.at("token"));
       core::TokenLogprob token{sampled.token, sampled.logprob, {}};

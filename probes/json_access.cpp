@@ -1,6 +1,8 @@
 #include "probes/detail/json_access.hpp"
 
+#include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 
 namespace llmrepro::probes::detail {
@@ -33,8 +35,29 @@ bool deeper_than(std::string_view text, std::size_t limit) {
   return false;
 }
 
-std::string child_path(const std::string &parent, const std::string &key) {
-  return parent.empty() ? key : parent + "." + key;
+// The path of `index` in `document`, appended to `out`: ".key" steps (no dot first) and "[i]".
+void append_path(const JsonDocument &document, std::uint32_t index, std::string &out) {
+  const JsonNode &node = document.node(index);
+  if (node.parent == JsonNode::k_no_parent) return;
+  append_path(document, node.parent, out);
+  if (document.node(node.parent).type == JsonType::array) {
+    out += '[';
+    out += std::to_string(node.index);
+    out += ']';
+  } else {
+    if (!out.empty()) out += '.';
+    out += node.key;
+  }
+}
+
+// The value of a number literal as strtod reads it (what the DOM parser did), correctly
+// rounded; from_chars refuses underflow, which strtod turns into a subnormal or zero.
+double to_double(std::string_view text) {
+  double value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error == std::errc()) return value;
+  std::string copy(text);
+  return std::strtod(copy.c_str(), nullptr);
 }
 
 } // namespace
@@ -54,69 +77,139 @@ Json parse_json(std::string_view text, const std::string &what) {
   }
 }
 
+JsonDocument parse_document(std::string_view text, const std::string &what) {
+  JsonDocument document;
+  if (document.parse(text, k_max_json_depth)) return document;
+  // Rejected (malformed, too deep, a number overflowing a double): parse_json() gives the
+  // verdict and the message, exactly as when it parsed every response.
+  Json fallback = parse_json(text, what);
+  // It accepted what the fast parser did not: read its canonical serialisation instead.
+  if (!document.parse_owned(fallback.dump(), k_max_json_depth))
+    fail(what + "malformed JSON at byte 0");
+  return document;
+}
+
+std::string JsonView::path() const {
+  std::string out;
+  const JsonNode &self = node();
+  if (!m_bracketed || self.parent == JsonNode::k_no_parent) {
+    append_path(*m_document, m_node, out);
+    return out;
+  }
+  append_path(*m_document, self.parent, out);
+  out += "[\"";
+  out += self.key;
+  out += "\"]";
+  return out;
+}
+
 std::string JsonView::describe() const {
-  return m_path.empty() ? "body" : "field " + m_path;
+  std::string where = path();
+  return where.empty() ? "body" : "field " + where;
 }
 
-JsonView JsonView::at(const std::string &key) const {
-  if (!m_json->is_object()) fail(describe() + " must be an object");
-  auto it = m_json->find(key);
-  if (it == m_json->end()) fail("missing field " + child_path(m_path, key));
-  return JsonView(*it, child_path(m_path, key));
+std::uint32_t JsonView::member_node(std::string_view key) const {
+  const JsonNode &self = node();
+  for (std::uint32_t i = 0; i < self.count; ++i) {
+    std::uint32_t child = m_document->child(self, i);
+    if (m_document->node(child).key == key) return child;
+  }
+  return JsonNode::k_no_parent;
 }
 
-std::optional<JsonView> JsonView::find(const std::string &key) const {
-  if (!m_json->is_object()) fail(describe() + " must be an object");
-  auto it = m_json->find(key);
-  if (it == m_json->end() || it->is_null()) return std::nullopt;
-  return JsonView(*it, child_path(m_path, key));
+JsonView JsonView::at(std::string_view key) const {
+  if (!is_object()) fail(describe() + " must be an object");
+  std::uint32_t child = member_node(key);
+  if (child == JsonNode::k_no_parent) {
+    std::string where = path();
+    fail("missing field " + (where.empty() ? std::string(key) : where + "." + std::string(key)));
+  }
+  return JsonView(m_document, child, false);
 }
 
-bool JsonView::contains(const std::string &key) const {
-  return m_json->is_object() && m_json->find(key) != m_json->end();
+std::optional<JsonView> JsonView::find(std::string_view key) const {
+  if (!is_object()) fail(describe() + " must be an object");
+  std::uint32_t child = member_node(key);
+  if (child == JsonNode::k_no_parent || m_document->node(child).type == JsonType::null)
+    return std::nullopt;
+  return JsonView(m_document, child, false);
+}
+
+bool JsonView::contains(std::string_view key) const {
+  return is_object() && member_node(key) != JsonNode::k_no_parent;
 }
 
 JsonView JsonView::at(std::size_t index) const {
-  if (!m_json->is_array()) fail(describe() + " must be an array");
-  std::string path = m_path + "[" + std::to_string(index) + "]";
-  if (index >= m_json->size()) fail("missing field " + path);
-  return JsonView((*m_json)[index], std::move(path));
+  if (!is_array()) fail(describe() + " must be an array");
+  const JsonNode &self = node();
+  if (index >= self.count) fail("missing field " + path() + "[" + std::to_string(index) + "]");
+  return JsonView(m_document, m_document->child(self, index), false);
 }
 
 std::size_t JsonView::size() const {
-  if (!m_json->is_array()) fail(describe() + " must be an array");
-  return m_json->size();
+  if (!is_array()) fail(describe() + " must be an array");
+  return node().count;
 }
 
 std::string JsonView::string() const {
-  if (!m_json->is_string()) fail(describe() + " must be a string");
-  return m_json->get_ref<const Json::string_t &>();
+  if (!is_string()) fail(describe() + " must be a string");
+  return std::string(node().text);
 }
 
 double JsonView::number() const {
-  if (!m_json->is_number()) fail(describe() + " must be a number");
-  return m_json->get<double>();
+  const JsonNode &self = node();
+  if (self.type != JsonType::number) fail(describe() + " must be a number");
+  return to_double(self.text);
 }
 
 long JsonView::integer() const {
-  if (m_json->is_number_unsigned()) {
-    auto value = m_json->get<std::uint64_t>();
-    if (value > static_cast<std::uint64_t>(std::numeric_limits<long>::max()))
-      fail(describe() + " is out of range");
-    return static_cast<long>(value);
+  const JsonNode &self = node();
+  // The DOM parser kept a literal without fraction or exponent as an integer when it fit in
+  // 64 bits (unsigned when not negative) and as a double otherwise.
+  bool integral = self.type == JsonType::number && self.flag;
+  const char *begin = self.text.data();
+  const char *end = begin + self.text.size();
+  if (integral && !self.text.empty() && self.text.front() != '-') {
+    std::uint64_t value = 0;
+    auto [stop, error] = std::from_chars(begin, end, value);
+    if (error == std::errc() && stop == end) {
+      if (value > static_cast<std::uint64_t>(std::numeric_limits<long>::max()))
+        fail(describe() + " is out of range");
+      return static_cast<long>(value);
+    }
+    integral = false;
   }
-  if (!m_json->is_number_integer()) fail(describe() + " must be an integer");
-  return static_cast<long>(m_json->get<std::int64_t>());
+  std::int64_t value = 0;
+  if (integral) {
+    auto [stop, error] = std::from_chars(begin, end, value);
+    integral = error == std::errc() && stop == end;
+  }
+  if (!integral) fail(describe() + " must be an integer");
+  return static_cast<long>(value);
 }
 
 bool JsonView::boolean() const {
-  if (!m_json->is_boolean()) fail(describe() + " must be true or false");
-  return m_json->get<bool>();
+  const JsonNode &self = node();
+  if (self.type != JsonType::boolean) fail(describe() + " must be true or false");
+  return self.flag;
 }
 
-std::string JsonView::optional_string(const std::string &key) const {
+std::string JsonView::optional_string(std::string_view key) const {
   auto member = find(key);
   return member ? member->string() : std::string();
+}
+
+std::size_t JsonView::member_count() const {
+  if (!is_object()) fail(describe() + " must be an object");
+  return node().count;
+}
+
+std::string_view JsonView::member_key(std::size_t index) const {
+  return m_document->node(m_document->child(node(), index)).key;
+}
+
+JsonView JsonView::member(std::size_t index) const {
+  return JsonView(m_document, m_document->child(node(), index), true);
 }
 
 } // namespace llmrepro::probes::detail

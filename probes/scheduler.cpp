@@ -379,7 +379,7 @@ private:
     record.outcome.started_ms = slot.started_ms;
     record.outcome.finished_ms = m_clock.now_ms();
     record.outcome.completion = std::move(completion);
-    return commit(record);
+    return commit(std::move(record));
   }
 
   core::Result<void> record_failure(const Slot &slot) {
@@ -393,11 +393,11 @@ private:
     record.outcome.started_ms = slot.started_ms;
     record.outcome.finished_ms = m_clock.now_ms();
     ++m_progress.failed;
-    return commit(record);
+    return commit(std::move(record));
   }
 
-  core::Result<void> commit(const core::RequestRecord &record) {
-    core::Result<void> result = m_sink.record(record);
+  core::Result<void> commit(core::RequestRecord record) {
+    core::Result<void> result = m_sink.record(std::move(record));
     if (!result) return result;
     ++m_progress.done;
     report_progress();

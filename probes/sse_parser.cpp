@@ -10,18 +10,26 @@ constexpr std::string_view k_byte_order_mark = "\xEF\xBB\xBF";
 
 std::vector<std::string> SseParser::feed(std::string_view chunk) {
   std::vector<std::string> events;
-  for (char c : chunk) {
-    if (c == '\n' && m_after_cr) {
-      // The second half of a "\r\n" whose '\r' already ended the line.
+  std::size_t at = 0;
+  // Whole runs of line content are appended at once; only line breaks are looked at one by one.
+  while (at < chunk.size()) {
+    if (m_after_cr) {
       m_after_cr = false;
-      continue;
+      // The second half of a "\r\n" whose '\r' already ended the line.
+      if (chunk[at] == '\n') {
+        ++at;
+        continue;
+      }
     }
-    m_after_cr = c == '\r';
-    if (c == '\n' || c == '\r') {
-      process_line(events);
-      continue;
+    std::size_t end = chunk.find_first_of("\r\n", at);
+    if (end == std::string_view::npos) {
+      m_line.append(chunk.substr(at));
+      break;
     }
-    m_line.push_back(c);
+    m_line.append(chunk.substr(at, end - at));
+    m_after_cr = chunk[end] == '\r';
+    process_line(events);
+    at = end + 1;
   }
   return events;
 }

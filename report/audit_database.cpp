@@ -16,6 +16,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <mutex>
@@ -142,6 +143,9 @@ int column_int(sqlite3_stmt* statement, int index) { return sqlite3_column_int(s
 std::int64_t column_int64(sqlite3_stmt* statement, int index) {
   return static_cast<std::int64_t>(sqlite3_column_int64(statement, index));
 }
+
+// Defined beside load_semantic() at the end of this file.
+template <typename Impl> Result<void> load_semantic_into(Impl& impl, core::AuditData& data);
 
 } // namespace
 
@@ -399,6 +403,9 @@ struct AuditDatabase::Impl {
   static Result<std::unique_ptr<Impl>> connect(const std::string& path, int flags);
   Result<void> load_header(core::AuditData& data) const;
   Result<void> load_records(core::AuditData& data) const;
+  Result<void> stream_records(core::AuditData& data, const PromptRecordsVisitor& visit) const;
+  Result<void> read_record(sqlite3_stmt* row, core::RequestRecord& record) const;
+  Result<void> read_token(sqlite3_stmt* row, std::int64_t request_id, core::TokenLogprob& token) const;
   Result<void> load_probe_activity(core::AuditData& data) const;
 };
 
@@ -417,7 +424,8 @@ Result<void> AuditDatabase::Impl::load_probe_activity(core::AuditData& data) con
 Result<std::unique_ptr<AuditDatabase::Impl>> AuditDatabase::Impl::connect(const std::string& path,
                                                                           int flags) {
   sqlite3* handle = nullptr;
-  const int status = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
+  // Every use of the connection holds Impl::mutex, so SQLite's own per-call locking is redundant.
+  const int status = sqlite3_open_v2(path.c_str(), &handle, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   // The handle exists even when opening failed, and owns the message.
   auto impl = std::make_unique<Impl>(path, handle);
   if (status != SQLITE_OK) return impl->failure(ErrorCode::environment, "cannot open");
@@ -487,41 +495,63 @@ Result<void> AuditDatabase::Impl::load_header(core::AuditData& data) const {
   });
 }
 
+namespace {
+constexpr const char* k_request_columns =
+    "id, endpoint_index, prompt_index, concurrency, probe, repeat, ok, http_status, error, "
+    "attempts, started_ms, finished_ms, text, has_logprobs, finish_reason, system_fingerprint, "
+    "model, completion_tokens";
+} // namespace
+
+// One row of k_request_columns, without its tokens.
+Result<void> AuditDatabase::Impl::read_record(sqlite3_stmt* row, core::RequestRecord& record) const {
+  record.planned.endpoint_index = column_int(row, 1);
+  record.planned.prompt_index = column_int(row, 2);
+  record.planned.concurrency = column_int(row, 3);
+  const std::string probe = column_text(row, 4);
+  auto kind = core::parse_probe_kind(probe);
+  if (!kind) return corrupt("unknown probe kind '" + probe + "' in a record");
+  record.planned.probe = *kind;
+  record.planned.repeat = column_int(row, 5);
+  auto& outcome = record.outcome;
+  outcome.ok = column_int(row, 6) != 0;
+  outcome.http_status = column_int(row, 7);
+  outcome.error = column_text(row, 8);
+  outcome.attempts = column_int(row, 9);
+  outcome.started_ms = column_int64(row, 10);
+  outcome.finished_ms = column_int64(row, 11);
+  auto& completion = outcome.completion;
+  completion.text = column_text(row, 12);
+  completion.has_logprobs = column_int(row, 13) != 0;
+  completion.finish_reason = column_text(row, 14);
+  completion.system_fingerprint = column_text(row, 15);
+  completion.model = column_text(row, 16);
+  completion.completion_tokens = static_cast<long>(column_int64(row, 17));
+  return {};
+}
+
+// Columns token, logprob, c1_token, c1_logprob, c2_token, c2_logprob, more from column 2 on.
+Result<void> AuditDatabase::Impl::read_token(sqlite3_stmt* row, std::int64_t request_id,
+                                             core::TokenLogprob& token) const {
+  token.token = column_text(row, 2);
+  token.logprob = column_double(row, 3);
+  token.top.reserve(2);
+  if (!column_is_null(row, 4)) token.top.push_back({column_text(row, 4), column_double(row, 5)});
+  if (!column_is_null(row, 6)) token.top.push_back({column_text(row, 6), column_double(row, 7)});
+  if (column_is_null(row, 8)) return {};
+  return decode_candidates(column_text(row, 8), token.top,
+                           where() + ": candidates of request " + std::to_string(request_id));
+}
+
 Result<void> AuditDatabase::Impl::load_records(core::AuditData& data) const {
   Statement statement;
   LLMREPRO_ASSIGN_OR_RETURN(
-      statement,
-      prepare("SELECT id, endpoint_index, prompt_index, concurrency, probe, repeat, ok, "
-              "http_status, error, attempts, started_ms, finished_ms, text, has_logprobs, "
-              "finish_reason, system_fingerprint, model, completion_tokens FROM requests "
-              "ORDER BY id",
-              ErrorCode::input));
+      statement, prepare((std::string("SELECT ") + k_request_columns + " FROM requests ORDER BY id").c_str(),
+                         ErrorCode::input));
   std::vector<std::int64_t> ids;
   auto read = for_each_row(statement.get(), "cannot read the records", [&](sqlite3_stmt* row) -> Result<void> {
     core::RequestRecord record;
     ids.push_back(column_int64(row, 0));
-    record.planned.endpoint_index = column_int(row, 1);
-    record.planned.prompt_index = column_int(row, 2);
-    record.planned.concurrency = column_int(row, 3);
-    const std::string probe = column_text(row, 4);
-    auto kind = core::parse_probe_kind(probe);
-    if (!kind) return Result<void>{corrupt("unknown probe kind '" + probe + "' in a record")};
-    record.planned.probe = *kind;
-    record.planned.repeat = column_int(row, 5);
-    auto& outcome = record.outcome;
-    outcome.ok = column_int(row, 6) != 0;
-    outcome.http_status = column_int(row, 7);
-    outcome.error = column_text(row, 8);
-    outcome.attempts = column_int(row, 9);
-    outcome.started_ms = column_int64(row, 10);
-    outcome.finished_ms = column_int64(row, 11);
-    auto& completion = outcome.completion;
-    completion.text = column_text(row, 12);
-    completion.has_logprobs = column_int(row, 13) != 0;
-    completion.finish_reason = column_text(row, 14);
-    completion.system_fingerprint = column_text(row, 15);
-    completion.model = column_text(row, 16);
-    completion.completion_tokens = static_cast<long>(column_int64(row, 17));
+    if (auto done = read_record(row, record); !done) return done;
     data.records.push_back(std::move(record));
     return Result<void>{};
   });
@@ -543,20 +573,84 @@ Result<void> AuditDatabase::Impl::load_records(core::AuditData& data) const {
       return Result<void>{corrupt("token positions of request " + std::to_string(request_id) +
                                   " are not contiguous")};
     core::TokenLogprob token;
-    token.token = column_text(row, 2);
-    token.logprob = column_double(row, 3);
-    if (!column_is_null(row, 4)) token.top.push_back({column_text(row, 4), column_double(row, 5)});
-    if (!column_is_null(row, 6)) token.top.push_back({column_text(row, 6), column_double(row, 7)});
-    if (!column_is_null(row, 8)) {
-      if (auto decoded = decode_candidates(column_text(row, 8), token.top,
-                                           where() + ": candidates of request " +
-                                               std::to_string(request_id));
-          !decoded)
-        return decoded;
-    }
+    if (auto done = read_token(row, request_id, token); !done) return done;
     tokens.push_back(std::move(token));
     return Result<void>{};
   });
+}
+
+// Requests in (prompt, id) order; each prompt's tokens are read by request (a primary-key range
+// of the tokens table) just before the prompt is handed over, then dropped.
+Result<void> AuditDatabase::Impl::stream_records(core::AuditData& data,
+                                                 const PromptRecordsVisitor& visit) const {
+  Statement requests;
+  LLMREPRO_ASSIGN_OR_RETURN(
+      requests, prepare((std::string("SELECT ") + k_request_columns +
+                             " FROM requests ORDER BY prompt_index, id")
+                                .c_str(),
+                        ErrorCode::input));
+  Statement tokens;
+  LLMREPRO_ASSIGN_OR_RETURN(
+      tokens, prepare("SELECT request_id, position, token, logprob, c1_token, c1_logprob, "
+                      "c2_token, c2_logprob, more FROM tokens WHERE request_id = ? "
+                      "ORDER BY position",
+                      ErrorCode::input));
+  const core::AuditData& header = data; // records are added only once every prompt is visited
+  std::vector<std::pair<std::int64_t, core::RequestRecord>> kept; // (id, trimmed record)
+  std::vector<core::RequestRecord> group;
+  std::vector<std::int64_t> group_ids;
+  int group_prompt = 0;
+
+  const auto flush = [&]() -> Result<void> {
+    if (group.empty()) return {};
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      const std::int64_t request_id = group_ids[i];
+      auto& out = group[i].outcome.completion.tokens;
+      out.reserve(static_cast<std::size_t>(std::max(0L, group[i].outcome.completion.completion_tokens)));
+      sqlite3_bind_int64(tokens.get(), 1, request_id);
+      auto read = for_each_row(tokens.get(), "cannot read the tokens", [&](sqlite3_stmt* row) -> Result<void> {
+        if (column_int64(row, 1) != static_cast<std::int64_t>(out.size()))
+          return Result<void>{corrupt("token positions of request " + std::to_string(request_id) +
+                                      " are not contiguous")};
+        core::TokenLogprob token;
+        if (auto done = read_token(row, request_id, token); !done) return done;
+        out.push_back(std::move(token));
+        return Result<void>{};
+      });
+      if (!read) return read;
+    }
+    if (auto visited = visit(header, group_prompt, group); !visited) return visited;
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      auto& completion = group[i].outcome.completion;
+      // Assigned fresh: `= {}` would clear but keep the capacity.
+      completion.text = std::string();
+      completion.tokens = std::vector<core::TokenLogprob>();
+      kept.emplace_back(group_ids[i], std::move(group[i]));
+    }
+    group.clear();
+    group_ids.clear();
+    return {};
+  };
+
+  auto read = for_each_row(requests.get(), "cannot read the records", [&](sqlite3_stmt* row) -> Result<void> {
+    core::RequestRecord record;
+    if (auto done = read_record(row, record); !done) return done;
+    if (!group.empty() && record.planned.prompt_index != group_prompt)
+      if (auto flushed = flush(); !flushed) return flushed;
+    group_prompt = record.planned.prompt_index;
+    group_ids.push_back(column_int64(row, 0));
+    group.push_back(std::move(record));
+    return Result<void>{};
+  });
+  if (!read) return read;
+  if (auto flushed = flush(); !flushed) return flushed;
+
+  // Recorded order, as load() without a visitor gives it.
+  std::sort(kept.begin(), kept.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  data.records.reserve(kept.size());
+  for (auto& entry : kept) data.records.push_back(std::move(entry.second));
+  return {};
 }
 
 AuditDatabase::AuditDatabase(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
@@ -640,14 +734,15 @@ Result<AuditDatabase> AuditDatabase::open(const std::string& path) {
   return AuditDatabase(std::move(impl));
 }
 
-Result<core::AuditData> AuditDatabase::load() const {
+Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit) const {
   const std::lock_guard lock(m_impl->mutex);
   // One read transaction: a snapshot even while another process records.
   if (auto done = m_impl->exec("BEGIN"); !done) return done.error();
   core::AuditData data;
   auto loaded = m_impl->load_header(data);
-  if (loaded) loaded = m_impl->load_records(data);
+  if (loaded) loaded = visit ? m_impl->stream_records(data, visit) : m_impl->load_records(data);
   if (loaded) loaded = m_impl->load_probe_activity(data);
+  if (loaded) loaded = load_semantic_into(*m_impl, data);
   (void)m_impl->exec("COMMIT");
   if (!loaded) return loaded.error();
 
@@ -666,6 +761,16 @@ Result<core::AuditData> AuditDatabase::load() const {
 Result<void> AuditDatabase::record(const core::RequestRecord& record) {
   const std::lock_guard lock(m_impl->mutex);
   return m_impl->transaction([&] { return m_impl->write_record(record); });
+}
+
+Result<void> AuditDatabase::record_batch(const std::vector<core::RequestRecord>& records) {
+  if (records.empty()) return {};
+  const std::lock_guard lock(m_impl->mutex);
+  return m_impl->transaction([&]() -> Result<void> {
+    for (const auto& record : records)
+      if (auto done = m_impl->write_record(record); !done) return done;
+    return {};
+  });
 }
 
 Result<std::vector<core::PlannedRequest>> AuditDatabase::recorded_successes() const {
@@ -778,14 +883,17 @@ Result<void> AuditDatabase::store_semantic(const core::SemanticAgreement& agreem
   });
 }
 
-Result<std::optional<core::SemanticAgreement>> AuditDatabase::load_semantic() const {
-  const std::lock_guard lock(m_impl->mutex);
+namespace {
+// The stored semantic agreement, read through `impl` (AuditDatabase::Impl, deduced so that this
+// file-local function may use it) whose lock the caller holds; empty when none was measured.
+template <typename Impl>
+Result<std::optional<core::SemanticAgreement>> read_semantic(Impl& impl) {
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(statement, m_impl->prepare("SELECT count(*) FROM sqlite_master WHERE "
+  LLMREPRO_ASSIGN_OR_RETURN(statement, impl.prepare("SELECT count(*) FROM sqlite_master WHERE "
                                                        "name = 'semantic'",
                                                        ErrorCode::input));
   int tables = 0;
-  auto read = m_impl->for_each_row(statement.get(), "cannot read the tables", [&](sqlite3_stmt* row) {
+  auto read = impl.for_each_row(statement.get(), "cannot read the tables", [&](sqlite3_stmt* row) {
     tables = column_int(row, 0);
     return Result<void>{};
   });
@@ -794,9 +902,9 @@ Result<std::optional<core::SemanticAgreement>> AuditDatabase::load_semantic() co
 
   core::SemanticAgreement agreement;
   bool found = false;
-  LLMREPRO_ASSIGN_OR_RETURN(statement, m_impl->prepare("SELECT model, threshold FROM semantic",
+  LLMREPRO_ASSIGN_OR_RETURN(statement, impl.prepare("SELECT model, threshold FROM semantic",
                                                        ErrorCode::input));
-  read = m_impl->for_each_row(statement.get(), "cannot read the semantic agreement", [&](sqlite3_stmt* row) {
+  read = impl.for_each_row(statement.get(), "cannot read the semantic agreement", [&](sqlite3_stmt* row) {
     found = true;
     agreement.model = column_text(row, 0);
     agreement.threshold = sqlite3_column_double(row, 1);
@@ -805,10 +913,10 @@ Result<std::optional<core::SemanticAgreement>> AuditDatabase::load_semantic() co
   if (!read) return read.error();
   if (!found) return std::optional<core::SemanticAgreement>{};
   LLMREPRO_ASSIGN_OR_RETURN(statement,
-                            m_impl->prepare("SELECT prompt_index, distinct_count, pairs, mean, std, "
+                            impl.prepare("SELECT prompt_index, distinct_count, pairs, mean, std, "
                                             "min FROM semantic_prompts ORDER BY prompt_index",
                                             ErrorCode::input));
-  read = m_impl->for_each_row(statement.get(), "cannot read the semantic agreement", [&](sqlite3_stmt* row) {
+  read = impl.for_each_row(statement.get(), "cannot read the semantic agreement", [&](sqlite3_stmt* row) {
     core::PromptSemantics prompt;
     prompt.prompt_index = column_int(row, 0);
     prompt.distinct = column_int(row, 1);
@@ -823,6 +931,20 @@ Result<std::optional<core::SemanticAgreement>> AuditDatabase::load_semantic() co
   if (!read) return read.error();
   core::summarize(agreement);
   return std::optional<core::SemanticAgreement>{std::move(agreement)};
+}
+
+// Fills data.semantic from the database (load() calls it inside its read transaction).
+template <typename Impl> Result<void> load_semantic_into(Impl& impl, core::AuditData& data) {
+  auto semantic = read_semantic(impl);
+  if (!semantic) return semantic.error();
+  data.semantic = std::move(*semantic);
+  return {};
+}
+} // namespace
+
+Result<std::optional<core::SemanticAgreement>> AuditDatabase::load_semantic() const {
+  const std::lock_guard lock(m_impl->mutex);
+  return read_semantic(*m_impl);
 }
 
 } // namespace llmrepro::report

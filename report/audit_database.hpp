@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,15 +39,28 @@ public:
   AuditDatabase& operator=(const AuditDatabase&) = delete;
   ~AuditDatabase();
 
+  // Receives the audit's header (everything but the records) and every record of one prompt
+  // (all endpoints and probe kinds, in recorded order, with completion text and tokens);
+  // prompts come in ascending index order.
+  using PromptRecordsVisitor = std::function<core::Result<void>(
+      const core::AuditData& header, int prompt_index, const std::vector<core::RequestRecord>&)>;
+
   // Everything stored, records in the order they were recorded (a replaced record counts as
   // recorded when it was replaced). Each endpoint's fingerprints are the distinct non-empty
   // system_fingerprint values of its successful records, sorted.
-  core::Result<core::AuditData> load() const;
+  // With `visit`, the records are streamed instead: each prompt's records are read, handed to
+  // `visit`, and kept in the result without their completion text and tokens, so memory holds
+  // one prompt's tokens at a time however large the audit. An error from `visit` stops the load.
+  core::Result<core::AuditData> load(const PromptRecordsVisitor& visit = {}) const;
 
   // Stores one finished request with its tokens in one transaction. A record whose key
   // (endpoint, prompt, concurrency, probe, repeat) is already stored replaces the old record and
   // its tokens, so every planned request is stored exactly once. Safe to call from any thread.
   core::Result<void> record(const core::RequestRecord& record);
+
+  // Stores `records` in order, each as record() would, in one transaction: all are committed
+  // or none is. Empty: nothing happens.
+  core::Result<void> record_batch(const std::vector<core::RequestRecord>& records);
 
   // The keys of the successful records, in recorded order: what --resume need not send again.
   core::Result<std::vector<core::PlannedRequest>> recorded_successes() const;

@@ -1,6 +1,7 @@
 // The HTML audit report. The page is assembled top-down in reading order: header, verdict,
 // summary cards, worst prompts (a reviewer decides from these without scrolling at 1280x800),
-// charts, the prompt table, then one collapsible section per prompt. Model text is escaped
+// charts, each probe kind, the endpoint comparison and semantic agreement (where the audit has
+// them), the prompt table, then one collapsible section per prompt. Model text is escaped
 // where it enters (html_escape); the only script is a constant string with no data in it, so
 // no model text can ever reach a script context.
 #include "report/html_report.hpp"
@@ -12,6 +13,7 @@
 
 #include "core/prompt_ranking.hpp"
 #include "core/text_utf8.hpp"
+#include "report/html_audit_sections.hpp"
 #include "report/html_prompt_detail.hpp"
 #include "report/html_style.hpp"
 #include "report/iso_time.hpp"
@@ -497,6 +499,9 @@ std::string render_html(const core::AuditReport &report) {
   out += render_cards(report);
   out += render_worst(report);
   out += render_charts(report);
+  out += render_probe_sections(report);
+  out += render_comparison_section(report);
+  out += render_semantic_section(report);
   out += render_table(report);
   out += render_details(report);
   out += "<footer>Written by llmrepro";

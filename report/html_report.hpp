@@ -8,8 +8,9 @@
 
 namespace llmrepro::report {
 
-// The whole page. Summary cards, inline SVG charts, a sortable and filterable prompt table
-// (one small inline script, no framework) and a section per prompt. All model text is escaped;
+// The whole page. Summary cards, inline SVG charts, the probe kinds, endpoint comparison and
+// semantic agreement where the audit has them (html_audit_sections.hpp), a sortable and
+// filterable prompt table (one small inline script, no framework) and a section per prompt. All model text is escaped;
 // the page holds exactly one <script> element, ours, and no model text inside it.
 std::string render_html(const core::AuditReport &report);
 

@@ -285,6 +285,29 @@ Json comparison_json(const core::AuditReport& report, const core::AuditData& dat
           {"prompts", prompts}};
 }
 
+// Semantic agreement of endpoint 0's distinct completions; null when it was not measured.
+Json semantic_json(const core::AuditData& data) {
+  if (!data.semantic) return nullptr;
+  const core::SemanticAgreement& semantic = *data.semantic;
+  Json prompts = Json::array();
+  for (const auto& prompt : semantic.prompts) {
+    const auto index = static_cast<std::size_t>(prompt.prompt_index);
+    prompts.push_back({{"id", index < data.suite.prompts.size()
+                                  ? Json(data.suite.prompts[index].id)
+                                  : Json(nullptr)},
+                       {"distinct", prompt.distinct},
+                       {"pairs", prompt.pairs},
+                       {"mean", number(prompt.mean)},
+                       {"std", number(prompt.std)},
+                       {"min", number(prompt.min)},
+                       {"agrees", prompt.agrees}});
+  }
+  return {{"model", semantic.model},
+          {"threshold", number(semantic.threshold)},
+          {"agreeing_share", optional_number(semantic.agreeing_share)},
+          {"prompts", prompts}};
+}
+
 Json errors_json(const core::AuditReport& report, const core::AuditData& data) {
   Json errors = Json::array();
   for (const auto& record : data.records) {
@@ -310,8 +333,9 @@ Json errors_json(const core::AuditReport& report, const core::AuditData& data) {
 std::string render_json(const core::AuditReport& report) {
   static const core::AuditData k_empty;
   const core::AuditData& data = report.data != nullptr ? *report.data : k_empty;
-  Json prompts = Json::array();
-  for (const auto& prompt : report.analysis.prompts) prompts.push_back(prompt_json(prompt));
+  // The prompts are spliced in one at a time below, so that the document tree never holds every
+  // prompt's completions and tokens at once: memory follows one prompt, not the report.
+  const Json prompts = Json::array();
   const Json json = {{"schema", k_json_report_schema},
                      {"tool", tool_json(report.tool)},
                      {"audit", audit_json(report, data)},
@@ -322,10 +346,30 @@ std::string render_json(const core::AuditReport& report) {
                      {"errors", errors_json(report, data)},
                      {"probe", core::to_string(report.primary_probe)},
                      {"probes", probes_json(report, data)},
-                     {"comparison", comparison_json(report, data)}};
+                     {"comparison", comparison_json(report, data)},
+                     {"semantic", semantic_json(data)}};
   // Model text may hold invalid UTF-8 (a BPE token can split a character); the replace handler
   // writes U+FFFD instead of throwing.
-  return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  std::string out = json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  if (report.analysis.prompts.empty()) return out;
+  // The top-level member is the only "prompts" at two spaces of indentation.
+  const std::string placeholder = "\n  \"prompts\": [],\n";
+  const std::size_t at = out.find(placeholder);
+  if (at == std::string::npos) return out;
+  std::string prompts_text = "\n  \"prompts\": [";
+  for (std::size_t i = 0; i < report.analysis.prompts.size(); ++i) {
+    const std::string one = prompt_json(report.analysis.prompts[i])
+                                .dump(2, ' ', false, Json::error_handler_t::replace);
+    prompts_text += i == 0 ? "\n    " : ",\n    ";
+    // Indented as an element of the top-level array; JSON strings hold no raw newline.
+    for (const char c : one) {
+      prompts_text += c;
+      if (c == '\n') prompts_text += "    ";
+    }
+  }
+  prompts_text += "\n  ],\n";
+  out.replace(at, placeholder.size(), prompts_text);
+  return out;
 }
 
 } // namespace llmrepro::report

@@ -23,6 +23,137 @@ std::string candidates(const core::PromptAnalysis &p) {
                      c[1].logprob);
 }
 
+constexpr std::size_t k_rows_shown = 10;
+
+int distinct_completions(const core::AuditAnalysis &analysis) {
+  int total = 0;
+  for (const auto &prompt : analysis.prompts) total += prompt.unique_completions;
+  return total;
+}
+
+// "c=1: 812 tok/s, 41 ms · c=8: ..." — each level's cost, to read beside its stability.
+std::string cost_text(const std::vector<core::LevelSummary> &levels) {
+  std::string out;
+  for (const auto &level : levels)
+    out += fmt::format("{}c={}: {} unstable, {:.1f} tok/s, {:.1f} ms", out.empty() ? "" : " \u00b7 ",
+                       level.concurrency, level.unstable_prompts, level.tokens_per_second,
+                       level.mean_latency_ms);
+  return out.empty() ? "\u2013" : out;
+}
+
+std::string endpoint_text(const core::AuditData *data, std::size_t index) {
+  if (data == nullptr || index >= data->endpoints.size()) return "#" + std::to_string(index);
+  const core::EndpointInfo &e = data->endpoints[index];
+  return e.embedded ? std::string("embedded reference engine") : markdown_escape(e.url, 100);
+}
+
+std::string probes_markdown(const core::AuditReport &report) {
+  if (report.probes.size() < 2 &&
+      (report.probes.empty() || report.probes.front().probe == core::ProbeKind::sweep))
+    return {};
+  std::string out = "\n### Probe kinds\n\n| probe | unstable | distinct completions | TARr | "
+                    "TARa | requests (failed) | per level |\n|---|---:|---:|---:|---:|---:|---|\n";
+  const core::ProbeAnalysis *prefix = nullptr;
+  for (const auto &probe : report.probes) {
+    const core::AuditSummary &s = probe.analysis.summary;
+    out += fmt::format("| {} | {} of {} | {} | {} | {} | {} ({}) | {} |\n",
+                       core::to_string(probe.probe), s.unstable_prompts, s.prompts,
+                       distinct_completions(probe.analysis), pct(s.tarr), pct(s.tara), s.requests,
+                       s.failed_requests, cost_text(s.by_concurrency));
+    if (probe.probe == core::ProbeKind::prefix) prefix = &probe;
+  }
+  if (prefix != nullptr) {
+    out += fmt::format("\nPrefix cache (warm against cold, apart from batch drift): {} of {} "
+                       "prompts drift",
+                       prefix->prefix_drift_prompts, prefix->prefix.size());
+    const core::AuditData *data = report.data;
+    if (data != nullptr && !data->probe_activity.empty()) {
+      const core::ProbeActivity &a = data->probe_activity.front();
+      out += a.flush_route.empty()
+                 ? std::string("; no cache flush available, cold trials ran without one")
+                 : fmt::format("; {} flushes through {}", a.flushes_sent - a.flushes_failed,
+                               markdown_escape(a.flush_route, 40));
+    }
+    out += ".\n";
+    std::size_t shown = 0;
+    for (const auto &drift : prefix->prefix) {
+      if (!drift.drift) continue;
+      if (shown++ == 0)
+        out += "\n| prompt | cold distinct | warm distinct | diverges at |\n|---|---:|---:|---:|\n";
+      if (shown > k_rows_shown) continue;
+      out += fmt::format("| {} | {} | {} | {} |\n", markdown_escape(drift.id, 60),
+                         drift.cold_unique, drift.warm_unique,
+                         drift.divergence ? std::to_string(*drift.divergence) : "\u2013");
+    }
+    if (shown > k_rows_shown) out += fmt::format("\n{} more drifting prompts in the HTML report.\n",
+                                                 shown - k_rows_shown);
+  }
+  return out;
+}
+
+std::string comparison_markdown(const core::AuditReport &report) {
+  if (!report.comparison) return {};
+  const core::EndpointComparison &comparison = *report.comparison;
+  std::string out = fmt::format(
+      "\n### Endpoints compared\n\n{} of {} prompts give the same reference completion on every "
+      "endpoint ({} probe).\n\n| # | endpoint | unstable | TARr | TARa | per level |\n"
+      "|---:|---|---:|---:|---:|---|\n",
+      comparison.agreeing_prompts, comparison.prompts.size(), core::to_string(report.primary_probe));
+  for (std::size_t e = 0; e < report.endpoints.size(); ++e) {
+    const core::AuditSummary &s = report.endpoints[e].summary;
+    out += fmt::format("| {} | {} | {} of {} | {} | {} | {} |\n", e, endpoint_text(report.data, e),
+                       s.unstable_prompts, s.prompts, pct(s.tarr), pct(s.tara),
+                       cost_text(s.by_concurrency));
+  }
+  std::size_t shown = 0;
+  for (const auto &prompt : comparison.prompts) {
+    if (prompt.all_agree) continue;
+    if (shown++ == 0) out += "\n| prompt | differs on |\n|---|---|\n";
+    if (shown > k_rows_shown) continue;
+    std::string where;
+    for (const auto &other : prompt.endpoints) {
+      if (other.agrees) continue;
+      where += fmt::format("{}endpoint {}: {}", where.empty() ? "" : " \u00b7 ", other.endpoint_index,
+                           !other.has_reference ? std::string("no completion")
+                           : other.first_difference
+                               ? "from token " + std::to_string(*other.first_difference)
+                               : std::string("differs"));
+    }
+    out += fmt::format("| {} | {} |\n", markdown_escape(prompt.id, 60), where);
+  }
+  if (shown > k_rows_shown)
+    out += fmt::format("\n{} more differing prompts in the HTML report.\n", shown - k_rows_shown);
+  return out;
+}
+
+std::string semantic_markdown(const core::AuditReport &report) {
+  if (report.data == nullptr || !report.data->semantic) return {};
+  const core::SemanticAgreement &semantic = *report.data->semantic;
+  std::string out = fmt::format(
+      "\n### Semantic agreement\n\n{} of {} prompts have every pair of distinct completions at "
+      "cosine \u2265 {:g} (embedding model {}).\n",
+      semantic.agreeing_share ? pct(*semantic.agreeing_share) : std::string("\u2013"),
+      semantic.prompts.size(), semantic.threshold,
+      semantic.model.empty() ? std::string("default") : markdown_escape(semantic.model, 60));
+  std::size_t shown = 0;
+  for (const auto &prompt : semantic.prompts) {
+    if (prompt.agrees) continue;
+    if (shown++ == 0)
+      out += "\n| prompt | distinct | mean | std | min |\n|---|---:|---:|---:|---:|\n";
+    if (shown > k_rows_shown) continue;
+    const auto index = static_cast<std::size_t>(prompt.prompt_index);
+    const std::string id = index < report.data->suite.prompts.size()
+                               ? report.data->suite.prompts[index].id
+                               : "#" + std::to_string(prompt.prompt_index);
+    out += fmt::format("| {} | {} | {:.4f} | {:.4f} | {:.4f} |\n", markdown_escape(id, 60),
+                       prompt.distinct, prompt.mean, prompt.std, prompt.min);
+  }
+  if (shown > k_rows_shown)
+    out += fmt::format("\n{} more prompts below the threshold in the HTML report.\n",
+                       shown - k_rows_shown);
+  return out;
+}
+
 } // namespace
 
 std::string markdown_escape(std::string_view text, std::size_t max_code_points) {
@@ -111,6 +242,9 @@ std::string render_markdown(const core::AuditReport &report) {
           gap ? fmt::format("{:.3g}", *gap) : std::string("\u2013"), candidates(*p));
     }
   }
+  out += probes_markdown(report);
+  out += comparison_markdown(report);
+  out += semantic_markdown(report);
   return out;
 }
 

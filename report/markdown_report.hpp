@@ -11,7 +11,11 @@
 namespace llmrepro::report {
 
 // Verdict line, a table of key numbers, the gates, and up to five worst prompts with their
-// divergence position, gap and candidates. Model text is escaped (markdown_escape).
+// divergence position, gap and candidates; then, where the audit has them, a table of probe
+// kinds (with the prefix probe's warm-against-cold drift and up to ten drifting prompts), the
+// endpoints compared (stability beside tokens/s and latency per level, up to ten differing
+// prompts) and semantic agreement (up to ten prompts below the threshold). Model text and URLs
+// are escaped (markdown_escape).
 std::string render_markdown(const core::AuditReport &report);
 
 // Text safe inside a GitHub-flavoured Markdown table cell: at most `max_code_points` code

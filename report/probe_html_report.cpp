@@ -84,6 +84,9 @@ std::string experiment_table(const core::ProbeExperiment& experiment) {
          "<th title=\"outputs at 0 / 1 / 2 / 3-7 / 8+ ULP\">ULP histogram</th>";
   if (any_fp32) out += "<th>fp32 changed</th>";
   for (const auto& name : measures) out += "<th>" + html_escape(name) + "</th>";
+  const bool any_digest = std::any_of(experiment.rows.begin(), experiment.rows.end(),
+                                      [](const core::ProbeRow& row) { return !row.sha256.empty(); });
+  if (any_digest) out += "<th title=\"SHA-256 of the output's bits\">SHA-256</th>";
   out += "</tr></thead><tbody>\n";
   for (const auto& row : experiment.rows) {
     out += row.changed_frac > 0.0 ? "<tr class=\"changed\">" : "<tr>";
@@ -103,6 +106,10 @@ std::string experiment_table(const core::ProbeExperiment& experiment) {
       const core::ProbeMeasure* measure = find_measure(row, name);
       out += "<td>" + (measure ? number_text(measure->value) : std::string()) + "</td>";
     }
+    // The first 16 hex digits, the whole digest on hover.
+    if (any_digest)
+      out += "<td><code title=\"" + html_escape(row.sha256) + "\">" +
+             html_escape(row.sha256.substr(0, 16)) + "</code></td>";
     out += "</tr>\n";
   }
   out += "</tbody></table>\n";

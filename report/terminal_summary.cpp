@@ -250,6 +250,17 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
     }
   }
 
+  if (data.semantic && data.semantic->agreeing_share && !data.semantic->prompts.empty()) {
+    const core::SemanticAgreement& semantic = *data.semantic;
+    double mean = 0.0;
+    for (const auto& prompt : semantic.prompts) mean += prompt.mean;
+    mean /= static_cast<double>(semantic.prompts.size());
+    line(fmt::format("semantic agreement: {:.1f}% of {} prompts have every pair of distinct "
+                     "completions at cosine >= {} (mean pairwise similarity {:.4f})",
+                     *semantic.agreeing_share * 100.0, semantic.prompts.size(), semantic.threshold,
+                     mean));
+  }
+
   const auto worst = core::worst_prompts(report.analysis, k_worst);
   if (worst.empty()) {
     line("worst      none: every prompt stable and none fragile");

@@ -9,8 +9,9 @@
 
 namespace llmrepro::report {
 
-// Renders endpoint, counts, instability per level, fragility, TARr, the predictor, the worst
-// prompts and the verdict. ANSI colors only when `color`. Every string that came from the
+// Renders endpoint, counts, instability per level, fragility, TARr, the predictor, each probe
+// kind and the endpoints compared (where the audit has them), semantic agreement (when it was
+// measured), the worst prompts and the verdict. ANSI colors only when `color`. Every string that came from the
 // suite, the endpoint or the model is passed through escape_terminal_text, so no completion can
 // move the cursor or recolor the terminal. `report.data` must not be null.
 std::string render_terminal_summary(const core::AuditReport& report, bool color);

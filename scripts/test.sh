@@ -3,10 +3,11 @@
 #   1. the layering check;
 #   2. an ASan+UBSan build running the unit and end-to-end tests (except the slow scenarios and
 #      those that measure memory);
-#   3. the main build (warnings as errors, CUDA backend compiled when nvcc is present) running
+#   3. a TSan build running the threaded unit tests (scheduler, engine, database writer);
+#   4. every libFuzzer target for a bounded time (LLMREPRO_FUZZ_SECONDS each, default 10);
+#   5. the main build (warnings as errors, CUDA backend compiled when nvcc is present) running
 #      every test: unit, e2e, browser, and gpu (skipped without a device).
-# LLMREPRO_TEST_FULL=1 adds a TSan build running the threaded tests (scheduler, engine) and every
-# fuzz target for a bounded time. LLMREPRO_TEST_QUICK=1 runs only step 3.
+# LLMREPRO_TEST_QUICK=1 runs only step 5.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LLMREPRO_JOBS=${LLMREPRO_JOBS:-$(nproc)}
@@ -25,16 +26,15 @@ if [[ ${LLMREPRO_TEST_QUICK:-0} != 1 ]]; then
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$LLMREPRO_JOBS" -L 'unit|e2e' -LE 'slow|unsanitized'
-fi
 
-if [[ ${LLMREPRO_TEST_FULL:-0} == 1 ]]; then
   step "TSan build and tests"
-  LLMREPRO_TARGETS="test_probes test_engine" scripts/build.sh build-tsan -DLLMREPRO_WERROR=ON \
-    -DLLMREPRO_CUDA=OFF -DLLMREPRO_SANITIZE=thread >/dev/null
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  LLMREPRO_TARGETS="test_probes test_engine test_report" scripts/build.sh build-tsan \
+    -DLLMREPRO_WERROR=ON -DLLMREPRO_CUDA=OFF -DLLMREPRO_SANITIZE=thread >/dev/null
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" \
     ctest --test-dir build-tsan --output-on-failure -j "$LLMREPRO_JOBS" -L tsan
+
   step "fuzzing"
-  fuzz/run.sh
+  LLMREPRO_FUZZ_SECONDS=${LLMREPRO_FUZZ_SECONDS:-10} fuzz/run.sh
 fi
 
 step "build (warnings as errors) and every test"

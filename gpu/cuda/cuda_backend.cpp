@@ -12,8 +12,13 @@
 #include <vector>
 
 #include "core/reduction.hpp"
+#include "gpu/cuda/lt_experiments.hpp"
+#include "gpu/cuda/device_checks.hpp"
+#include "gpu/cuda/detail/device_memory.hpp"
+#include "gpu/cuda/device_ops.hpp"
 #include "gpu/cuda/kernels.hpp"
 #include "gpu/cuda/lt_gemm.hpp"
+#include "gpu/cuda/typed_data.hpp"
 #include "gpu/drift_metrics.hpp"
 
 namespace llmrepro::gpu::cuda {
@@ -25,100 +30,9 @@ using core::ProbeValue;
 
 using core::param;
 
-core::Error cuda_error(const char* what, int status) {
-  return core::make_error(core::ErrorCode::environment,
-                          std::string(what) + ": " +
-                              cudaGetErrorString(static_cast<cudaError_t>(status)));
-}
-
-// Device memory released on scope exit.
-class DeviceBuffer {
-public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) {
-    if (cudaMalloc(&m_ptr, bytes) != cudaSuccess) m_ptr = nullptr;
-  }
-  ~DeviceBuffer() {
-    if (m_ptr) cudaFree(m_ptr);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return m_ptr; }
-  float* floats() const { return static_cast<float*>(m_ptr); }
-  explicit operator bool() const { return m_ptr != nullptr; }
-
-private:
-  void* m_ptr = nullptr;
-};
-
-std::size_t element_bytes(core::Precision precision) {
-  return precision == core::Precision::fp32 ? 4 : 2;
-}
-
-// Host floats (already exact in the dtype) encoded as the dtype's bytes.
-std::vector<unsigned char> encode(core::Precision precision, const std::vector<float>& values) {
-  std::vector<unsigned char> bytes(values.size() * element_bytes(precision));
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (precision == core::Precision::fp32) {
-      std::memcpy(bytes.data() + 4 * i, &values[i], 4);
-      continue;
-    }
-    const std::uint16_t bits = precision == core::Precision::bf16
-                                   ? core::bf16_bits_from_float(values[i])
-                                   : core::fp16_bits_from_float(values[i]);
-    std::memcpy(bytes.data() + 2 * i, &bits, 2);
-  }
-  return bytes;
-}
-
-std::vector<float> decode(core::Precision precision, const unsigned char* bytes, std::size_t n) {
-  std::vector<float> values(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (precision == core::Precision::fp32) {
-      std::memcpy(&values[i], bytes + 4 * i, 4);
-      continue;
-    }
-    std::uint16_t bits = 0;
-    std::memcpy(&bits, bytes + 2 * i, 2);
-    values[i] = precision == core::Precision::bf16 ? core::float_from_bf16_bits(bits)
-                                                   : core::float_from_fp16_bits(bits);
-  }
-  return values;
-}
-
-core::Result<void> upload(void* device, const void* host, std::size_t bytes) {
-  const int status = static_cast<int>(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice));
-  if (status != 0) return cuda_error("copy to device", status);
-  return {};
-}
-
-core::Result<std::vector<unsigned char>> download(const void* device, std::size_t bytes) {
-  std::vector<unsigned char> host(bytes);
-  const int status =
-      static_cast<int>(cudaMemcpy(host.data(), device, bytes, cudaMemcpyDeviceToHost));
-  if (status != 0) return cuda_error("copy from device", status);
-  return host;
-}
-
-core::Result<std::vector<float>> download_floats(const float* device, std::size_t n) {
-  auto bytes = download(device, n * sizeof(float));
-  if (!bytes) return bytes.error();
-  std::vector<float> values(n);
-  std::memcpy(values.data(), bytes->data(), n * sizeof(float));
-  return values;
-}
-
-std::vector<float> rounded(core::Precision precision, const std::vector<float>& values) {
-  std::vector<float> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = core::round_to(precision, values[i]);
-  return out;
-}
-
 std::string version_text(int version) {
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
-
-constexpr std::size_t k_workspace_bytes = 32u << 20;
 
 // The anchor row's outputs at one batch size M for one variant, fp32 (before rounding) where
 // the kernel exposes it.
@@ -190,7 +104,7 @@ core::Result<core::ProbeExperiment> run_device_self_test(const ExperimentConfig&
   if (!w_device) return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
   if (auto r = upload(w_device.get(), w.data(), w.size() * 4); !r) return r.error();
   std::vector<float> reference;
-  std::vector<std::uint64_t> digests;
+  std::vector<std::string> digests;
   for (const int m : {1, 2, 17, 128, 257}) {
     auto x = random_values(static_cast<std::size_t>(m * k), config.seed + 7 + static_cast<unsigned>(m),
                            config.precision);
@@ -222,7 +136,16 @@ core::Result<core::ProbeExperiment> run_device_self_test(const ExperimentConfig&
                                     core::Precision::fp32);
   add_measure(repeat_row, "runs", 20);
   add_measure(repeat_row, "distinct_digests", static_cast<double>(distinct_count(digests)));
+  repeat_row.sha256 = digests.front();
   experiment.rows.push_back(repeat_row);
+
+  // The kernels behind E2, E4, E5 and E6 against the CPU orders.
+  int sm_count = 0;
+  cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0);
+  DeviceOps device(sm_count);
+  auto checks = device_vs_host_rows(config, device);
+  if (!checks) return checks.error();
+  for (auto& row : *checks) experiment.rows.push_back(std::move(row));
 
   bool passed = true;
   for (const auto& row : experiment.rows) {
@@ -269,6 +192,7 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
   const std::size_t bytes = element_bytes(precision);
   int lt_default_differs = 0;
   int cases = 0;
+  std::vector<std::string> pinned_rejected;
   for (std::size_t s = 0; s < shapes.size(); ++s) {
     const Shape& shape = shapes[s];
     const auto nk = static_cast<std::size_t>(shape.n) * static_cast<std::size_t>(shape.k);
@@ -281,8 +205,16 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
     if (auto r = upload(w_float.get(), w.data(), nk * 4); !r) return r.error();
     const auto w_encoded = encode(precision, w);
     if (auto r = upload(w_typed.get(), w_encoded.data(), w_encoded.size()); !r) return r.error();
-    const char* variants[] = {"lt_default", "lt_no_split_k", "fixed_order_kernel"};
-    std::vector<AnchorOutputs> references(3);
+    const char* variants[] = {"lt_default", "lt_no_split_k", "lt_pinned", "fixed_order_kernel"};
+    constexpr int k_lt_variants = 3;
+    std::vector<AnchorOutputs> references(4);
+    // lt_pinned: the split-K-free algorithm the heuristic picks at the largest M, reused for
+    // every M (what a server that freezes its GEMM configuration would do).
+    auto pin_source = LtGemm::create(precision, batch_sizes.back(), shape.n, shape.k,
+                                     LtRequest{LtPolicy::no_split_k, 1, 0, nullptr},
+                                     workspace.get(), k_workspace_bytes);
+    if (!pin_source) return pin_source.error();
+    const LtAlgoInfo pinned = (*pin_source)->algo();
     for (const int m : batch_sizes) {
       const std::size_t rows = static_cast<std::size_t>(m);
       auto x = random_values(rows * static_cast<std::size_t>(shape.k),
@@ -301,11 +233,21 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
       if (auto r = upload(x_typed.get(), x_encoded.data(), x_encoded.size()); !r) return r.error();
       const std::size_t row_bytes = static_cast<std::size_t>(shape.n) * bytes;
       const std::size_t last_offset = (rows - 1) * static_cast<std::size_t>(shape.n);
-      for (int v = 0; v < 3; ++v) {
+      for (int v = 0; v < 4; ++v) {
         AnchorOutputs out;
-        if (v < 2) {
-          auto gemm = LtGemm::create(precision, m, shape.n, shape.k, v == 1, workspace.get(),
+        if (v < k_lt_variants) {
+          const LtRequest request{v == 0   ? LtPolicy::heuristic
+                                  : v == 1 ? LtPolicy::no_split_k
+                                           : LtPolicy::pinned,
+                                  1, 0, &pinned};
+          auto gemm = LtGemm::create(precision, m, shape.n, shape.k, request, workspace.get(),
                                      k_workspace_bytes);
+          if (!gemm && v == 2) {
+            // An algorithm chosen for one M may not run at another: that is a finding, not a
+            // failure of the probe.
+            pinned_rejected.push_back(std::string(shape.name) + " M=" + std::to_string(m));
+            continue;
+          }
           if (!gemm) return gemm.error();
           if (auto r = (*gemm)->run(x_typed.get(), w_typed.get(), d_typed.get()); !r)
             return r.error();
@@ -330,6 +272,7 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
         }
         if (m == 1) references[static_cast<std::size_t>(v)] = out;
         const AnchorOutputs& reference = references[static_cast<std::size_t>(v)];
+        if (reference.first.empty()) continue; // no M = 1 run to compare with
         for (const bool last_position : {false, true}) {
           const auto& test = last_position ? out.last : out.first;
           const auto& test_fp32 = last_position ? out.last_fp32 : out.first_fp32;
@@ -340,7 +283,7 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
                param("position", last_position ? "last" : "first")},
               reference.first.data(), test.data(), test.size(), precision,
               fp32 ? reference.first_fp32.data() : nullptr, fp32 ? test_fp32.data() : nullptr);
-          if (v < 2) {
+          if (v < k_lt_variants) {
             add_measure(row, "split_k", out.algo.split_k);
             add_measure(row, "algo_id", out.algo.algo_id);
             add_measure(row, "tile_id", out.algo.tile_id);
@@ -359,9 +302,17 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
   experiment.notes.push_back(std::to_string(lt_default_differs) + " of " + std::to_string(cases) +
                              " (shape, M) cases of the default cuBLASLt heuristic differ from "
                              "M = 1 at the first row position.");
+  if (!pinned_rejected.empty()) {
+    std::string note = "cuBLASLt rejected the pinned algorithm at:";
+    for (std::size_t i = 0; i < pinned_rejected.size(); ++i)
+      note += (i == 0 ? " " : ", ") + pinned_rejected[i];
+    experiment.notes.push_back(note + ".");
+  }
   experiment.notes.push_back(
-      "lt_no_split_k forbids split-K (REDUCTION_SCHEME_MASK = NONE); any change it still shows "
-      "comes from tile or instruction choice moving with M. fixed_order_kernel is the probe's "
+      "lt_no_split_k forbids split-K (REDUCTION_SCHEME_MASK = NONE, and results with "
+      "SPLITK_NUM > 1 skipped); any change it still shows comes from tile or instruction choice "
+      "moving with M. lt_pinned runs one algorithm (the no-split choice at the largest M) for "
+      "every M. fixed_order_kernel is the probe's "
       "own SIMT kernel (sequential K order, --fmad=false): it must show 0 everywhere.");
   return experiment;
 }
@@ -389,8 +340,8 @@ core::Result<core::ProbeExperiment> run_device_atomics(const ExperimentConfig& c
   std::vector<float> serial_fp32;
   for (const char* variant : {"serial_split_k", "atomic_fp32"}) {
     const bool atomic = std::string(variant) == "atomic_fp32";
-    std::vector<std::uint64_t> digests;
-    std::vector<std::uint64_t> digests_fp32;
+    std::vector<std::string> digests;
+    std::vector<std::string> digests_fp32;
     core::ProbeRow worst;
     bool have_worst = false;
     for (int run = 0; run < runs; ++run) {
@@ -418,145 +369,12 @@ core::Result<core::ProbeExperiment> run_device_atomics(const ExperimentConfig& c
     add_measure(worst, "runs", runs);
     add_measure(worst, "distinct_digests", static_cast<double>(distinct_count(digests)));
     add_measure(worst, "distinct_digests_fp32", static_cast<double>(distinct_count(digests_fp32)));
+    worst.sha256 = digests.front();
     experiment.rows.push_back(std::move(worst));
   }
   experiment.notes.push_back("Each row is the worst run against the first serial run. The "
                              "output-dtype atomics variant is only emulated (CPU backend).");
   return experiment;
-}
-
-// Median per-launch time in microseconds of `launch`, over `samples` batches of `repeats`.
-template <typename Launch>
-core::Result<double> time_launches(Launch&& launch, int repeats, int samples) {
-  cudaEvent_t start = nullptr;
-  cudaEvent_t stop = nullptr;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  std::vector<double> times;
-  for (int sample = 0; sample < samples; ++sample) {
-    cudaEventRecord(start);
-    for (int i = 0; i < repeats; ++i)
-      if (auto r = launch(); !r) return r.error();
-    cudaEventRecord(stop);
-    cudaEventSynchronize(stop);
-    float ms = 0.0f;
-    cudaEventElapsedTime(&ms, start, stop);
-    times.push_back(static_cast<double>(ms) * 1000.0 / repeats);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
-core::Result<core::ProbeExperiment> run_device_cost(const ExperimentConfig& config) {
-  core::ProbeExperiment experiment;
-  experiment.id = "E7";
-  experiment.title = "Cost of batch invariance: GEMM time vs the default cuBLASLt heuristic";
-  const int n = 4096;
-  const int k = 4096;
-  const int samples = config.quick ? 5 : 15;
-  experiment.held = {param("N", n), param("K", k), param("samples", samples),
-                     param("timing", "CUDA events, median of batches >= 1 ms, warm L2"),
-                     {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
-  experiment.varied = {"M", "variant"};
-  const core::Precision precision = config.precision;
-  const std::size_t bytes = element_bytes(precision);
-  const auto nk = static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
-  const auto w = random_values(nk, config.seed + 70, precision);
-  DeviceBuffer w_float(nk * 4);
-  DeviceBuffer w_typed(nk * bytes);
-  DeviceBuffer workspace(k_workspace_bytes);
-  if (!w_float || !w_typed || !workspace)
-    return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
-  if (auto r = upload(w_float.get(), w.data(), nk * 4); !r) return r.error();
-  const auto w_encoded = encode(precision, w);
-  if (auto r = upload(w_typed.get(), w_encoded.data(), w_encoded.size()); !r) return r.error();
-  for (const int m : {1, 16, 64, 256, 1024}) {
-    const std::size_t mk = static_cast<std::size_t>(m) * static_cast<std::size_t>(k);
-    const std::size_t mn = static_cast<std::size_t>(m) * static_cast<std::size_t>(n);
-    const auto x = random_values(mk, config.seed + 71 + static_cast<std::uint64_t>(m), precision);
-    DeviceBuffer x_float(mk * 4);
-    DeviceBuffer x_typed(mk * bytes);
-    DeviceBuffer d_float(mn * 4);
-    DeviceBuffer d_typed(mn * bytes);
-    if (!x_float || !x_typed || !d_float || !d_typed)
-      return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
-    if (auto r = upload(x_float.get(), x.data(), mk * 4); !r) return r.error();
-    const auto x_encoded = encode(precision, x);
-    if (auto r = upload(x_typed.get(), x_encoded.data(), x_encoded.size()); !r) return r.error();
-    auto lt_default = LtGemm::create(precision, m, n, k, false, workspace.get(), k_workspace_bytes);
-    auto lt_no_split = LtGemm::create(precision, m, n, k, true, workspace.get(), k_workspace_bytes);
-    if (!lt_default) return lt_default.error();
-    if (!lt_no_split) return lt_no_split.error();
-    LtGemm* gemms[] = {lt_default->get(), lt_no_split->get()};
-    const char* names[] = {"lt_default", "lt_no_split_k", "fixed_order_kernel"};
-    const auto launch_variant = [&](int v) -> core::Result<void> {
-      if (v < 2) return gemms[v]->run(x_typed.get(), w_typed.get(), d_typed.get());
-      const int status =
-          launch_fixed_order_gemm(x_float.floats(), w_float.floats(), d_float.floats(), m, n, k);
-      if (status != 0) return cuda_error("fixed-order kernel", status);
-      return {};
-    };
-    // Numerics run of each variant: the timed output must match it (a fast wrong kernel loses).
-    std::vector<std::vector<unsigned char>> numerics(3);
-    std::vector<int> repeats(3, 1);
-    for (int v = 0; v < 3; ++v) {
-      for (int warm = 0; warm < 5; ++warm)
-        if (auto r = launch_variant(v); !r) return r.error();
-      cudaDeviceSynchronize();
-      auto out = v < 2 ? download(d_typed.get(), mn * bytes) : download(d_float.get(), mn * 4);
-      if (!out) return out.error();
-      numerics[static_cast<std::size_t>(v)] = *out;
-      auto estimate = time_launches([&] { return launch_variant(v); }, 3, 1);
-      if (!estimate) return estimate.error();
-      repeats[static_cast<std::size_t>(v)] =
-          std::max(1, static_cast<int>(1000.0 / std::max(*estimate, 1.0)));
-    }
-    std::vector<std::vector<double>> samples_us(3);
-    // Interleaved A B C A B C... so clock drift spreads over all variants.
-    for (int sample = 0; sample < samples; ++sample)
-      for (int v = 0; v < 3; ++v) {
-        auto time = time_launches([&] { return launch_variant(v); },
-                                  repeats[static_cast<std::size_t>(v)], 1);
-        if (!time) return time.error();
-        samples_us[static_cast<std::size_t>(v)].push_back(*time);
-      }
-    double default_us = 0.0;
-    for (int v = 0; v < 3; ++v) {
-      auto& times = samples_us[static_cast<std::size_t>(v)];
-      std::sort(times.begin(), times.end());
-      const double median = times[times.size() / 2];
-      if (v == 0) default_us = median;
-      auto out = v < 2 ? download(d_typed.get(), mn * bytes) : download(d_float.get(), mn * 4);
-      if (!out) return out.error();
-      const auto& expected = numerics[static_cast<std::size_t>(v)];
-      const auto reference = v < 2 ? decode(precision, expected.data(), mn)
-                                   : decode(core::Precision::fp32, expected.data(), mn);
-      const auto timed = v < 2 ? decode(precision, out->data(), mn)
-                               : decode(core::Precision::fp32, out->data(), mn);
-      auto row = compare_outputs(names[v], {param("M", m)}, reference.data(), timed.data(), mn,
-                                 v < 2 ? precision : core::Precision::fp32);
-      add_measure(row, "time_us", median);
-      add_measure(row, "p25_us", times[times.size() / 4]);
-      add_measure(row, "p75_us", times[times.size() * 3 / 4]);
-      add_measure(row, "tflops", 2.0 * m * n * k / (median * 1e-6) / 1e12);
-      add_measure(row, "slowdown_vs_lt_default", median / default_us);
-      experiment.rows.push_back(std::move(row));
-    }
-  }
-  experiment.notes.push_back(
-      "slowdown_vs_lt_default is time / time of the default heuristic at the same M. "
-      "lt_no_split_k is the practical batch-invariant GEMM (vLLM's Hopper setting); "
-      "fixed_order_kernel is the probe's untuned SIMT reference, shown for scale. The drift "
-      "columns compare each timed output with its own numerics run (must be 0). Weights stay in "
-      "L2 between launches, which flatters small M.");
-  return experiment;
-}
-
-void mark_emulated(core::ProbeExperiment& experiment) {
-  experiment.notes.push_back("Computed by the CPU emulation on the host: this version has no GPU "
-                             "kernel for this experiment.");
 }
 
 } // namespace
@@ -589,24 +407,29 @@ core::Result<core::ProbeResult> run_cuda_backend(const ExperimentConfig& config)
   auto sweep = run_device_batch_sweep(config);
   if (!sweep) return sweep.error();
   result.experiments.push_back(std::move(*sweep));
-  progress("E2 forced split-K (host emulation)");
-  result.experiments.push_back(run_forced_split_k(config));
-  mark_emulated(result.experiments.back());
+  DeviceOps device(properties.multiProcessorCount);
+  progress("E2 forced split-K");
+  auto forced = run_forced_split_k(config, device);
+  if (!forced) return forced.error();
+  if (auto lt_rows = append_lt_forced_split_k(config, *forced); !lt_rows) return lt_rows.error();
+  result.experiments.push_back(std::move(*forced));
   progress("E3 atomics");
   auto atomics = run_device_atomics(config);
   if (!atomics) return atomics.error();
   result.experiments.push_back(std::move(*atomics));
-  progress("E4 RMSNorm (host emulation)");
-  result.experiments.push_back(run_rmsnorm(config));
-  mark_emulated(result.experiments.back());
-  progress("E5 attention (host emulation)");
-  result.experiments.push_back(run_attention(config));
-  mark_emulated(result.experiments.back());
-  progress("E6 flips (host emulation)");
-  FlipOutcome flip = run_flip(config);
-  result.experiments.push_back(std::move(flip.experiment));
-  mark_emulated(result.experiments.back());
-  result.recommendation = std::move(flip.recommendation);
+  progress("E4 RMSNorm");
+  auto norm = run_rmsnorm(config, device);
+  if (!norm) return norm.error();
+  result.experiments.push_back(std::move(*norm));
+  progress("E5 attention");
+  auto attention = run_attention(config, device);
+  if (!attention) return attention.error();
+  result.experiments.push_back(std::move(*attention));
+  progress("E6 flips");
+  auto flip = run_flip(config, device);
+  if (!flip) return flip.error();
+  result.experiments.push_back(std::move(flip->experiment));
+  result.recommendation = std::move(flip->recommendation);
   progress("E7 cost");
   auto cost = run_device_cost(config);
   if (!cost) return cost.error();

@@ -1,5 +1,6 @@
-// The CUDA backend of the probe: the experiments that have GPU kernels run on the device
-// (E0, E1, E3, E7); the others come from the CPU emulation and say so in their notes.
+// The CUDA backend of the probe: every experiment runs on the device. E0, E1, E3 and E7 here and
+// in lt_experiments.cpp; E2, E4, E5 and E6 through the shared experiment code with DeviceOps
+// (device_ops.hpp), whose kernels add in the CPU emulation's orders.
 #pragma once
 
 #include "core/probe_result.hpp"
@@ -11,8 +12,8 @@ namespace llmrepro::gpu::cuda {
 // Name of the first visible device, or an environment error when none is visible.
 core::Result<std::string> visible_device_name();
 
-// E0 on the device: the reference kernels against the CPU orders and the fixed-order kernel's
-// batch invariance. Status failed on any mismatch.
+// E0 on the device: every reference kernel against its CPU order (device_checks.hpp) and the
+// fixed-order kernel's batch invariance and repeatability. Status failed on any mismatch.
 core::Result<core::ProbeExperiment> run_device_self_test(const ExperimentConfig& config);
 
 // Every experiment, device ones on the GPU.

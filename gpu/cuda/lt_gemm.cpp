@@ -3,6 +3,8 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <cstring>
+
 namespace llmrepro::gpu::cuda {
 
 struct LtGemm::State {
@@ -50,9 +52,57 @@ LtGemm::~LtGemm() {
 
 const LtAlgoInfo& LtGemm::algo() const { return m_state->info; }
 
+namespace {
+
+// Reads the configuration of `algo` into `info` (opaque included).
+void describe(const cublasLtMatmulAlgo_t& algo, LtAlgoInfo& info) {
+  std::size_t written = 0;
+  std::int32_t algo_id = 0;
+  std::uint32_t tile = 0;
+  std::int32_t split = 1;
+  std::uint32_t scheme = 0;
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &algo_id, sizeof algo_id,
+                                       &written);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile,
+                                       &written);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split,
+                                       sizeof split, &written);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
+                                       sizeof scheme, &written);
+  info.algo_id = algo_id;
+  info.tile_id = tile;
+  info.split_k = split;
+  info.reduction_scheme = scheme;
+  static_assert(sizeof(cublasLtMatmulAlgo_t) == sizeof(info.opaque));
+  std::memcpy(info.opaque.data(), &algo, sizeof algo);
+}
+
+const char* policy_name(LtPolicy policy) {
+  switch (policy) {
+  case LtPolicy::heuristic: return "heuristic";
+  case LtPolicy::no_split_k: return "split-K forbidden";
+  case LtPolicy::forced_split_k: return "forced split-K";
+  case LtPolicy::pinned: return "pinned algorithm";
+  }
+  return "heuristic";
+}
+
+constexpr int k_heuristic_results = 16;
+
+} // namespace
+
+const char* lt_scheme_name(unsigned scheme) {
+  switch (scheme) {
+  case k_lt_scheme_inplace: return "inplace";
+  case k_lt_scheme_compute_type: return "compute_type";
+  case k_lt_scheme_output_type: return "output_type";
+  default: return "none";
+  }
+}
+
 core::Result<std::unique_ptr<LtGemm>> LtGemm::create(core::Precision precision, int m, int n,
-                                                     int k, bool forbid_split_k, void* workspace,
-                                                     std::size_t workspace_bytes) {
+                                                     int k, const LtRequest& request,
+                                                     void* workspace, std::size_t workspace_bytes) {
   auto state = std::make_unique<State>();
   state->workspace = workspace;
   state->workspace_bytes = workspace_bytes;
@@ -79,43 +129,77 @@ core::Result<std::unique_ptr<LtGemm>> LtGemm::create(core::Precision precision, 
     status = cublasLtMatrixLayoutCreate(&s.d_layout, type, static_cast<std::uint64_t>(n),
                                         static_cast<std::uint64_t>(m), n);
   if (status != CUBLAS_STATUS_SUCCESS) return lt_error("layout", status);
+
+  const auto check = [&](const cublasLtMatmulAlgo_t& algo, cublasLtMatmulHeuristicResult_t& out) {
+    return cublasLtMatmulAlgoCheck(s.handle, s.operation, s.w_layout, s.x_layout, s.d_layout,
+                                   s.d_layout, &algo, &out) == CUBLAS_STATUS_SUCCESS &&
+           out.workspaceSize <= workspace_bytes;
+  };
+  if (request.policy == LtPolicy::pinned) {
+    if (request.pinned == nullptr)
+      return core::make_error(core::ErrorCode::internal, "pinned policy without an algorithm");
+    std::memcpy(&s.algo, request.pinned->opaque.data(), sizeof s.algo);
+    cublasLtMatmulHeuristicResult_t checked{};
+    if (!check(s.algo, checked))
+      return core::make_error(core::ErrorCode::environment,
+                              "cuBLASLt rejects the pinned algorithm for this shape");
+    s.info.waves = checked.wavesCount;
+    s.info.workspace_bytes = checked.workspaceSize;
+    describe(s.algo, s.info);
+    return gemm;
+  }
+
   status = cublasLtMatmulPreferenceCreate(&s.preference);
   if (status != CUBLAS_STATUS_SUCCESS) return lt_error("preference", status);
   const std::uint64_t bytes = workspace_bytes;
   cublasLtMatmulPreferenceSetAttribute(s.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                        &bytes, sizeof bytes);
-  if (forbid_split_k) {
+  if (request.policy == LtPolicy::no_split_k) {
     const std::uint32_t mask = CUBLASLT_REDUCTION_SCHEME_NONE;
     cublasLtMatmulPreferenceSetAttribute(s.preference, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
                                          &mask, sizeof mask);
   }
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[k_heuristic_results]{};
   int found = 0;
   status = cublasLtMatmulAlgoGetHeuristic(s.handle, s.operation, s.w_layout, s.x_layout,
-                                          s.d_layout, s.d_layout, s.preference, 1, &result, &found);
+                                          s.d_layout, s.d_layout, s.preference,
+                                          request.policy == LtPolicy::heuristic ? 1
+                                                                                : k_heuristic_results,
+                                          results, &found);
   if (status != CUBLAS_STATUS_SUCCESS) return lt_error("heuristic", status);
-  if (found == 0)
-    return core::make_error(core::ErrorCode::environment, "cuBLASLt heuristic found no algorithm");
-  s.algo = result.algo;
-  s.info.waves = result.wavesCount;
-  std::size_t written = 0;
-  std::int32_t algo_id = 0;
-  std::uint32_t tile = 0;
-  std::int32_t split = 1;
-  std::uint32_t scheme = 0;
-  cublasLtMatmulAlgoConfigGetAttribute(&s.algo, CUBLASLT_ALGO_CONFIG_ID, &algo_id, sizeof algo_id,
-                                       &written);
-  cublasLtMatmulAlgoConfigGetAttribute(&s.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile,
-                                       &written);
-  cublasLtMatmulAlgoConfigGetAttribute(&s.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split,
-                                       sizeof split, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(&s.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
-                                       sizeof scheme, &written);
-  s.info.algo_id = algo_id;
-  s.info.tile_id = tile;
-  s.info.split_k = split;
-  s.info.reduction_scheme = scheme;
-  return gemm;
+  for (int i = 0; i < found; ++i) {
+    cublasLtMatmulAlgo_t algo = results[i].algo;
+    LtAlgoInfo info;
+    describe(algo, info);
+    if (request.policy == LtPolicy::no_split_k && info.split_k > 1) continue;
+    cublasLtMatmulHeuristicResult_t checked = results[i];
+    if (request.policy == LtPolicy::forced_split_k) {
+      std::int32_t splits_supported = 0;
+      std::uint32_t schemes = 0;
+      std::size_t written = 0;
+      cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &splits_supported,
+                                        sizeof splits_supported, &written);
+      cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes,
+                                        sizeof schemes, &written);
+      if (splits_supported == 0 || (schemes & request.scheme) == 0) continue;
+      const std::int32_t split = request.split_k;
+      const std::uint32_t scheme = request.scheme;
+      cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split,
+                                           sizeof split);
+      cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
+                                           sizeof scheme);
+      if (!check(algo, checked)) continue;
+      describe(algo, info);
+    }
+    s.algo = algo;
+    s.info = info;
+    s.info.waves = checked.wavesCount;
+    s.info.workspace_bytes = checked.workspaceSize;
+    return gemm;
+  }
+  return core::make_error(core::ErrorCode::environment,
+                          std::string("cuBLASLt has no algorithm for ") +
+                              policy_name(request.policy) + " at this shape");
 }
 
 core::Result<void> LtGemm::run(const void* x, const void* w, void* d) {

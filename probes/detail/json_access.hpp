@@ -3,10 +3,12 @@
 // "field choices[0].logprobs.content[3].logprob must be a number"). A failed getter throws
 // ParseFailure, which unwinds only as far as parse_response() in dialect.cpp: that one catch
 // turns it into a core::Error, so the adapters read like the schemas they map and nothing
-// escapes the probes module.
+// escapes the probes module. Responses are read from a JsonDocument (json_document.hpp); a
+// view's path is derived from the document only when a message needs it.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -14,9 +16,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "probes/detail/json_document.hpp"
+
 namespace llmrepro::probes::detail {
 
-// Insertion-ordered: the legacy completions `top_logprobs` maps keep the endpoint's order.
+// Insertion-ordered, for the request bodies the adapters build and the cold error paths.
 using Json = nlohmann::ordered_json;
 
 // A field was missing, wrongly typed or inconsistent; the message names it.
@@ -27,32 +31,39 @@ public:
 
 [[noreturn]] void fail(const std::string &message);
 
-// Deeper JSON than this is rejected before parsing: no response shape needs more than ten.
+// Deeper JSON than this is rejected: no response shape needs more than ten.
 inline constexpr std::size_t k_max_json_depth = 64;
 
-// Parses one JSON document; throws ParseFailure("<what>malformed JSON at byte N") or
-// ("<what>JSON nested deeper than 64 levels"), `what` prefixing the message ("stream event 3: ").
+// Parses one JSON document into a DOM; throws ParseFailure("<what>malformed JSON at byte N")
+// or ("<what>JSON nested deeper than 64 levels"), `what` prefixing the message ("stream event
+// 3: "). For cold paths (error bodies); responses go through parse_document().
 Json parse_json(std::string_view text, const std::string &what = "");
 
-// A JSON value with the path that reached it, for error messages. Holds a reference: the
-// document must outlive the view.
+// Parses one response into a JsonDocument, accepting and rejecting exactly what parse_json()
+// does, with the same messages (input it rejects is handed to parse_json() for the verdict).
+// `text` must outlive the document.
+JsonDocument parse_document(std::string_view text, const std::string &what = "");
+
+// A JSON value of a document. Holds a pointer: the document must outlive the view.
 class JsonView {
 public:
-  JsonView(const Json &json, std::string path) : m_json(&json), m_path(std::move(path)) {}
+  // The root of `document`, at path "" ("body" in messages).
+  explicit JsonView(const JsonDocument &document) : m_document(&document) {}
 
-  const Json &json() const { return *m_json; }
-  const std::string &path() const { return m_path; }
-  bool is_null() const { return m_json->is_null(); }
-  bool is_object() const { return m_json->is_object(); }
-  bool is_array() const { return m_json->is_array(); }
+  // The path that reached this value ("choices[0].logprobs"), built on each call.
+  std::string path() const;
+  bool is_null() const { return node().type == JsonType::null; }
+  bool is_object() const { return node().type == JsonType::object; }
+  bool is_array() const { return node().type == JsonType::array; }
+  bool is_string() const { return node().type == JsonType::string; }
 
   // Member `key` of this object (may be null); throws when this is not an object or the key
   // is absent.
-  JsonView at(const std::string &key) const;
+  JsonView at(std::string_view key) const;
   // Member `key`, or nullopt when absent or null; throws when this is not an object.
-  std::optional<JsonView> find(const std::string &key) const;
+  std::optional<JsonView> find(std::string_view key) const;
   // True when this is an object holding `key` (null included).
-  bool contains(const std::string &key) const;
+  bool contains(std::string_view key) const;
   // Element `index` of this array; throws when this is not an array or the index is past it.
   JsonView at(std::size_t index) const;
   // Number of elements; throws when this is not an array.
@@ -64,14 +75,30 @@ public:
   bool boolean() const;       // throws unless true or false
 
   // Member `key` as a string, "" when absent or null; throws when it has another type.
-  std::string optional_string(const std::string &key) const;
+  std::string optional_string(std::string_view key) const;
+
+  // Number of members, in document order; throws when this is not an object.
+  std::size_t member_count() const;
+  // Name of member `index` (< member_count()).
+  std::string_view member_key(std::size_t index) const;
+  // Value of member `index` (< member_count()), named `<path>["<key>"]` in messages: the
+  // spelling for maps keyed by token text.
+  JsonView member(std::size_t index) const;
 
   // "field <path>" for messages; "body" at the root.
   std::string describe() const;
 
 private:
-  const Json *m_json;
-  std::string m_path;
+  JsonView(const JsonDocument *document, std::uint32_t node, bool bracketed)
+      : m_document(document), m_node(node), m_bracketed(bracketed) {}
+
+  const JsonNode &node() const { return m_document->node(m_node); }
+  // Index of member `key`, or JsonNode::k_no_parent when absent; this must be an object.
+  std::uint32_t member_node(std::string_view key) const;
+
+  const JsonDocument *m_document;
+  std::uint32_t m_node = 0;
+  bool m_bracketed = false; // the last path step is ["key"] rather than .key
 };
 
 } // namespace llmrepro::probes::detail

@@ -1,12 +1,15 @@
 #!/usr/bin/python3
 """Renders an llmrepro HTML report in headless Chromium and checks the DOM after its script ran.
 
-usage: check_report_html.py [--diff] HTML_FILE SCREENSHOT_PNG
+usage: check_report_html.py [--diff] [--sections] HTML_FILE SCREENSHOT_PNG
 
 Audit report (default): asserts that the summary, the verdict, the prompt table rows and the
 SVG charts are there, that the table script ran (it writes the "N of M shown" count), and that
 hostile model text stayed text: no <img> element, exactly one <script> element (ours).
 With LLMREPRO_EXPECT_HOSTILE=1 the hostile strings must also be shown as text.
+With --sections (an audit with probe kinds, two endpoints and semantic agreement), the probe-kind
+panels, the endpoint comparison and the semantic agreement sections are there with their table
+rows, and their hostile ids and URLs are shown as text, not markup.
 Diff report (--diff): the verdict, the overall metrics and the prompt table are there, and
 the page holds no script and no <img> at all.
 Saves a screenshot of the first screen a reviewer sees (1280x800). Exits 0 when every check
@@ -99,7 +102,8 @@ class Dom(html.parser.HTMLParser):
 def main():
     args = sys.argv[1:]
     diff = "--diff" in args
-    args = [a for a in args if a != "--diff"]
+    sections = "--sections" in args
+    args = [a for a in args if a not in ("--diff", "--sections")]
     if len(args) != 2:
         sys.exit(__doc__)
     html_file, screenshot = os.path.abspath(args[0]), os.path.abspath(args[1])
@@ -139,6 +143,26 @@ def main():
     expected_count = f"{dom.rows_in_prompt_table} of {dom.rows_in_prompt_table} shown"
     check(dom.shown_count == expected_count,
           f"the table script did not run: shown-count is {dom.shown_count!r}, expected {expected_count!r}")
+    if sections:
+        for element_id in ("probes", "probe-sweep", "probe-mixed", "probe-prefix", "comparison",
+                           "semantic"):
+            check(element_id in dom.ids, f"no element with id {element_id}")
+        # Three probe panels of 3 level rows (header and 2 levels) and 3 prompt rows each, plus the
+        # prefix table's header and 2 prompts.
+        check(dom.rows_in.get("probes", 0) == 3 * (3 + 3) + 3,
+              f"the probe panels have {dom.rows_in.get('probes', 0)} table rows")
+        # Endpoints: header and 2; prompts: header and 2.
+        check(dom.rows_in.get("comparison", 0) == 6,
+              f"the comparison has {dom.rows_in.get('comparison', 0)} table rows")
+        check(dom.rows_in.get("semantic", 0) == 3,
+              f"the semantic table has {dom.rows_in.get('semantic', 0)} table rows")
+        check(dom.tags.get("i", 0) == 0, "a hostile id became an <i> element")
+        check(dom.tags.get("x", 0) == 0, "a hostile model name became an element")
+        check("drift<i>|`x`" in text, "the hostile prompt id is not shown as text")
+        check("http://127.0.0.1:9/<b>|`v1`" in text, "the hostile URL is not shown as text")
+        check("Warm against cold" in text, "the prefix probe's warm-against-cold table is missing")
+        check("Endpoints compared" in text and "Semantic agreement" in text,
+              "a section heading is missing")
     if os.environ.get("LLMREPRO_EXPECT_HOSTILE") == "1":
         check("<img src=x onerror=alert(1)>" in text, "the hostile <img> text is not shown as text")
         check("</script><script>alert(1)</script>" in text, "the hostile </script> text is not shown as text")

@@ -12,7 +12,17 @@ completion requests in flight when it arrived.
 Script:
   {"model": "scripted-model", "fingerprint": "fp_scripted",       (both optional)
    "token_ids": false,                                             (vllm: "token_id:N" tokens)
-   "prompts": {"<prompt text or last user message>": [entry, ...]}}
+   "flush_routes": ["/flush_cache"],                               (optional: cache-flush POSTs)
+   "fallback": [entry, ...],                                       (optional: any other prompt)
+   "prompts": {"<prompt text or last user message>": [entry, ...] or variants}}
+variants: {"entries": [entry, ...],       what the prompt gets otherwise
+           "busy": [entry, ...],          when another completion request was open at any time
+                                          between its arrival and its answer (filler drift)
+           "cold": [entry, ...],          when it is the first completion request after a flush
+           "hold_ms": N}                  how long it stays open before the choice is made
+  Each list has its own cursor; "cold" is chosen before "busy". A flush route answers 200
+  "Cache flushed." (as SGLang does), is counted and logged with outcome "flush", and is never
+  counted as a request in flight.
 entry: {"tokens": [["tok", logprob, [["cand", lp], ...]], ...], "finish_reason": "length",
         "fingerprint": "...", "delay_ms": N}
     or {"fault": "500"|"429"|"close"|"truncate"|"malformed"|"oversize"|"no_logprobs",
@@ -109,6 +119,31 @@ def parse_entry(raw, where):
     return entry
 
 
+def parse_entries(entries, where):
+    if not isinstance(entries, list) or not entries:
+        raise ScriptError(f"script: {where} needs a non-empty list of entries")
+    return [parse_entry(e, f"{where} entry {i}") for i, e in enumerate(entries)]
+
+
+def parse_variants(raw, where):
+    """A prompt's entries: a list, or an object of variants (see the module docstring)."""
+    if isinstance(raw, list):
+        return {"entries": parse_entries(raw, where), "busy": None, "cold": None, "hold_ms": 0}
+    if not isinstance(raw, dict):
+        raise ScriptError(f"script: {where} must be a list of entries or an object of variants")
+    unknown = set(raw) - {"entries", "busy", "cold", "hold_ms"}
+    if unknown:
+        raise ScriptError(f"script: {where}: unknown fields {sorted(unknown)}")
+    hold = raw.get("hold_ms", 0)
+    if not isinstance(hold, int) or hold < 0:
+        raise ScriptError(f"script: {where}: 'hold_ms' must be a non-negative integer")
+    variants = {"entries": parse_entries(raw.get("entries"), f"{where} 'entries'"),
+                "hold_ms": hold}
+    for name in ("busy", "cold"):
+        variants[name] = parse_entries(raw[name], f"{where} {name!r}") if name in raw else None
+    return variants
+
+
 def load_script(path):
     with open(path, encoding="utf-8") as f:
         raw = json.load(f)
@@ -116,12 +151,16 @@ def load_script(path):
         raise ScriptError("script: 'prompts' must be a non-empty object")
     prompts = {}
     for key, entries in raw["prompts"].items():
-        if not isinstance(entries, list) or not entries:
-            raise ScriptError(f"script: prompt {key!r} needs a non-empty list of entries")
-        prompts[key] = [parse_entry(e, f"prompt {key!r} entry {i}") for i, e in enumerate(entries)]
+        prompts[key] = parse_variants(entries, f"prompt {key!r}")
+    flush_routes = raw.get("flush_routes", [])
+    if not isinstance(flush_routes, list) or not all(isinstance(r, str) for r in flush_routes):
+        raise ScriptError("script: 'flush_routes' must be a list of paths")
+    fallback = parse_variants(raw["fallback"], "'fallback'") if "fallback" in raw else None
     return {"model": raw.get("model", "scripted-model"),
             "fingerprint": raw.get("fingerprint"),
             "token_ids": bool(raw.get("token_ids", False)),
+            "flush_routes": flush_routes,
+            "fallback": fallback,
             "prompts": prompts}
 
 
@@ -160,6 +199,9 @@ class State:
         self.cursors = {}
         self.counter = 0
         self.in_flight = 0  # completion POSTs being answered now
+        self.open = []  # per open completion POST: {"overlapped": bool}
+        self.flushes = 0
+        self.flushed = False  # a flush came after the last completion request
         self.log = open(log_path, "a", encoding="utf-8") if log_path else None
 
     def match(self, prompt):
@@ -170,15 +212,41 @@ class State:
             return prompt
         # A chat prompt flattened for a text dialect ("user: <text>\nassistant:") still matches.
         inside = [k for k in prompts if k and k in prompt]
-        return max(inside, key=len) if inside else None
+        if inside:
+            return max(inside, key=len)
+        return None
 
-    def next_entry(self, key):
+    def variants(self, key):
+        return self.script["fallback"] if key is None else self.script["prompts"][key]
+
+    def next_entry(self, key, variant="entries"):
         with self.lock:
-            entries = self.script["prompts"][key]
-            index = self.cursors.get(key, 0)
-            self.cursors[key] = index + 1
+            entries = self.variants(key)[variant]
+            cursor = (key, variant)
+            index = self.cursors.get(cursor, 0)
+            self.cursors[cursor] = index + 1
             self.counter += 1
             return index % len(entries), entries[index % len(entries)], self.counter
+
+    def open_request(self):
+        """Registers a completion POST as open; returns (its flight, whether it follows a flush)."""
+        with self.lock:
+            flight = {"overlapped": bool(self.open)}
+            for other in self.open:
+                other["overlapped"] = True
+            self.open.append(flight)
+            after_flush, self.flushed = self.flushed, False
+            return flight, after_flush
+
+    def close_request(self, flight):
+        with self.lock:
+            self.open = [f for f in self.open if f is not flight]
+
+    def flush(self):
+        with self.lock:
+            self.flushes += 1
+            self.flushed = True
+            return self.flushes
 
     def record(self, item):
         if self.log is None:
@@ -725,12 +793,16 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(status, obj)
 
     def do_POST(self):
+        if self.path.split("?")[0] in self.state.script["flush_routes"]:
+            self.answer_flush()
+            return
         # In flight from arrival until the answer starts: counted down before the first byte of
         # the response, so a client reusing the slot can never be seen as one more.
         with self.state.lock:
             self.state.in_flight += 1
             self.in_flight = self.state.in_flight
         self.counted = True
+        self.flight, self.after_flush = self.state.open_request()
         try:
             self.answer_post()
         finally:
@@ -741,6 +813,30 @@ class Handler(BaseHTTPRequestHandler):
             self.counted = False
             with self.state.lock:
                 self.state.in_flight -= 1
+            self.state.close_request(self.flight)
+
+    def answer_flush(self):
+        raw = self.read_body()
+        self.in_flight = 0
+        n = self.state.flush()
+        self.log_request_item(raw, outcome="flush", flush=n)
+        data = b"Cache flushed.\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def choose_variant(self, key):
+        """Which of the prompt's entry lists answers this request (after its hold)."""
+        variants = self.state.variants(key)
+        if variants["hold_ms"]:
+            time.sleep(variants["hold_ms"] / 1000.0)
+        if self.after_flush and variants["cold"]:
+            return "cold"
+        with self.state.lock:
+            overlapped = self.flight["overlapped"]
+        return "busy" if overlapped and variants["busy"] else "entries"
 
     def answer_post(self):
         raw = self.read_body()
@@ -757,15 +853,18 @@ class Handler(BaseHTTPRequestHandler):
             return
         builder = completion_route(dialect, path)
         key = self.state.match(prompt_of(body))
-        if builder is None or key is None:
+        fallback = key is None and self.state.script["fallback"] is not None
+        if builder is None or (key is None and not fallback):
             self.log_request_item(raw, outcome="not_found", prompt=key)
             what = f"no route for POST {path}" if builder is None else "no script for this prompt"
             self.send_json(404 if builder is None else 400,
                            error_body(dialect, 400, what, "invalid_request_error"))
             return
-        index, entry, n = self.state.next_entry(key)
+        variant = self.choose_variant(key)
+        index, entry, n = self.state.next_entry(key, variant)
         fault = entry["fault"]
-        self.log_request_item(raw, prompt=key, entry=index, outcome=fault or "completion")
+        self.log_request_item(raw, prompt=key, entry=index, variant=variant,
+                              fallback=fallback, outcome=fault or "completion")
         if entry["delay_ms"]:
             time.sleep(entry["delay_ms"] / 1000.0)
         self.leave_flight()

@@ -42,6 +42,16 @@ class GpuProbe(h.E2ETestCase):
         self.assertGreater(digests["atomic_fp32"], 1)
         self.assertEqual(digests["serial_semaphore"], 1)
         self.assertEqual(digests["two_pass_workspace"], 1)
+        # SHA-256 digests of repeatable outputs: serial and two-pass combine in the same K order,
+        # so their outputs (and digests) are identical; rows that check no repeats carry none.
+        sha = {r["variant"]: r.get("sha256") for r in experiments["E3"]["rows"]}
+        self.assertRegex(sha["serial_semaphore"], "^[0-9a-f]{64}$")
+        self.assertEqual(sha["serial_semaphore"], sha["two_pass_workspace"])
+        repeats = [r for r in experiments["E0"]["rows"] if r["variant"] == "fixed_order_repeats"]
+        self.assertRegex(repeats[0]["sha256"], "^[0-9a-f]{64}$")
+        self.assertNotIn("sha256", experiments["E1"]["rows"][0])
+        for experiment in ("E2", "E4", "E5", "E6"):
+            self.assertEqual(experiments[experiment]["held"]["computed_on"], "cpu")
         self.assertEqual(report["recommendation"]["default_tau"], 0.05)
         self.assertTrue(report["recommendation"]["text"])
         with open(html_path, encoding="utf-8") as f:

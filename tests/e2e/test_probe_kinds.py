@@ -3,8 +3,9 @@
 sweep,mixed,prefix,long with 2 prompts, 2 runs and levels 1,4 records 8 sweep, 8 mixed, 8 long
 and 8 prefix requests (the prefix probe is serial: 2 prompts x 2 runs x warm and cold at level
 1). The top-level summary is the sweep's alone; each probe kind has its own summary; the
-prefix probe primed 4 warm trials and, the engine offering no flush route, says so after trying
-both; the mixed probe sent filler that is counted and never recorded."""
+prefix probe primed 4 warm trials and flushed the engine's prefix cache through its
+/flush_cache before each of the 4 cold trials (found on the first try); the mixed probe sent
+filler that is counted and never recorded; `report` on the database shows the same activity."""
 
 import e2e_harness as h
 
@@ -36,8 +37,8 @@ class ProbeKinds(h.E2ETestCase):
 
         prefix = by_probe["prefix"]
         self.assertEqual(prefix["activity"], {"primes_sent": 4, "primes_failed": 0,
-                                              "flushes_sent": 2, "flushes_failed": 2,
-                                              "flush_route": None})
+                                              "flushes_sent": 4, "flushes_failed": 0,
+                                              "flush_route": "/flush_cache"})
         self.assertEqual([(p["id"], p["cold_runs"], p["warm_runs"]) for p in prefix["prefix"]["prompts"]],
                          [("capital", 2, 2), ("story", 2, 2)])
         self.assertEqual(prefix["prefix"]["drift_prompts"],
@@ -53,7 +54,10 @@ class ProbeKinds(h.E2ETestCase):
             rows = con.execute("SELECT probe, COUNT(*) FROM requests GROUP BY probe ORDER BY probe").fetchall()
         # Filler and priming requests are never recorded.
         self.assertEqual(rows, [("long", 8), ("mixed", 8), ("prefix", 8), ("sweep", 8)])
-        self.assertIn("no cache flush available", run.stdout)
+        self.assertIn("(flushed via /flush_cache)", run.stdout)
+        again_path = self.path("again.json")
+        self.assert_exit(self.run_llmrepro(["report", "--db", db, "--json", again_path, "--quiet"]), 0)
+        self.assertEqual(self.load_report(again_path)["probes"], report["probes"])
 
     def test_unknown_probe_is_a_usage_error(self):
         suite = self.write_suite("suite.jsonl", PROMPTS)

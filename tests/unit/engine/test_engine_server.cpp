@@ -217,3 +217,52 @@ TEST_CASE("EngineServer queue bound") {
   server->stop();
   long_request.join();
 }
+
+TEST_CASE("EngineServer /flush_cache") {
+  ServeConfig config;
+  config.prefix_cache = true;
+  auto server = start_server(config);
+  httplib::Client client("127.0.0.1", server->port());
+  const std::string request =
+      R"({"messages": [{"role": "user", "content": "The old city stands on a river, where a bridge of stone has crossed the water for six hundred years and more"}], "max_tokens": 3})";
+  // Chat completions report the prompt tokens found in the prefix cache.
+  const auto cached = [&] {
+    return post_json(client, "/v1/chat/completions", request, 200)["usage"]["prompt_tokens_details"]
+                    ["cached_tokens"]
+                        .get<int>();
+  };
+  CHECK(cached() == 0);
+  CHECK(cached() == 16);
+  const auto flushed = client.Post("/flush_cache", "", "application/json");
+  REQUIRE(flushed);
+  CHECK(flushed->status == 200);
+  CHECK(flushed->body == "Cache flushed.\n");
+  CHECK(cached() == 0);
+  CHECK(cached() == 16);
+
+  SUBCASE("refused with 400 while a generation runs") {
+    std::atomic<bool> long_done{false};
+    std::thread long_request([&] {
+      httplib::Client other("127.0.0.1", server->port());
+      other.set_read_timeout(120, 0);
+      const auto res = other.Post("/v1/completions",
+                                  R"({"prompt": "The sun is a star", "max_tokens": 1000})",
+                                  "application/json");
+      CHECK(res);
+      long_done = true;
+    });
+    bool saw_400 = false;
+    while (!saw_400 && !long_done) {
+      const auto res = client.Post("/flush_cache", "", "application/json");
+      REQUIRE(res);
+      if (res->status == 400) {
+        saw_400 = true;
+        check_error(json::parse(res->body), "running");
+      } else {
+        CHECK(res->status == 200);
+      }
+    }
+    CHECK(saw_400);
+    long_request.join();
+  }
+}

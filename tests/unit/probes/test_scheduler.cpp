@@ -86,9 +86,9 @@ public:
   std::function<Result<void>(const RequestRecord &)> hook;
   std::vector<RequestRecord> records;
 
-  Result<void> record(const RequestRecord &record) override {
-    records.push_back(record);
-    if (hook) return hook(record);
+  Result<void> record(RequestRecord record) override {
+    records.push_back(std::move(record));
+    if (hook) return hook(records.back());
     return {};
   }
 };

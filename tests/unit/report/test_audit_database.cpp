@@ -340,6 +340,7 @@ TEST_CASE("AuditDatabase::record") {
     report::DatabaseSink sink(database);
     core::RecordSink& as_sink = sink;
     REQUIRE(as_sink.record(make_record(0, 8, 3, true)));
+    REQUIRE(sink.finish());
     const auto loaded = load_or_fail(database);
     REQUIRE(loaded.records.size() == 1);
     check_same(loaded.records[0], make_record(0, 8, 3, true));

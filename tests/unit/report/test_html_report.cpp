@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -8,6 +9,7 @@
 #include "report/html_report.hpp"
 #include "report/html_style.hpp"
 #include "report/svg_chart.hpp"
+#include "tests/unit/report/audit_sections_fixture.hpp"
 #include "tests/unit/report/reviewer_fixture.hpp"
 
 using namespace llmrepro;
@@ -171,6 +173,99 @@ TEST_CASE("render_html") {
 
   // The browser test (tests/browser) renders this page in headless Chromium.
   if (const char *path = std::getenv("LLMREPRO_HTML_FIXTURE_OUT")) {
+    std::ofstream out(path, std::ios::binary);
+    out << html;
+    REQUIRE_MESSAGE(out.good(), "cannot write " << path);
+  }
+}
+
+TEST_CASE("render_html probe kinds, endpoint comparison and semantic agreement") {
+  const auto fixture = test::make_fixture();
+  SUBCASE("an audit of the sweep alone on one endpoint has none of these sections") {
+    fixture->report.probes.resize(std::min<std::size_t>(fixture->report.probes.size(), 1));
+    if (!fixture->report.probes.empty()) fixture->report.probes[0].probe = core::ProbeKind::sweep;
+    fixture->report.comparison.reset();
+    const std::string html = report::render_html(fixture->report);
+    CHECK(html.find("id=\"probes\"") == std::string::npos);
+    CHECK(html.find("id=\"comparison\"") == std::string::npos);
+    CHECK(html.find("id=\"semantic\"") == std::string::npos);
+  }
+  test::add_audit_sections(*fixture);
+  const std::string html = report::render_html(fixture->report);
+  SUBCASE("in reading order, after the charts and before the prompt table") {
+    const auto charts = html.find("id=\"charts\"");
+    const auto probes = html.find("<section id=\"probes\"><h2>Probe kinds</h2>");
+    const auto sweep = html.find("<div class=\"panel probe\" id=\"probe-sweep\"><h3>sweep</h3>");
+    const auto mixed = html.find("<div class=\"panel probe\" id=\"probe-mixed\"><h3>mixed</h3>");
+    const auto prefix = html.find("<div class=\"panel probe\" id=\"probe-prefix\"><h3>prefix</h3>");
+    const auto comparison = html.find("<section class=\"panel\" id=\"comparison\">");
+    const auto semantic = html.find("<section class=\"panel\" id=\"semantic\">");
+    const auto prompts = html.find("id=\"prompts\"");
+    REQUIRE(charts != std::string::npos);
+    REQUIRE(prompts != std::string::npos);
+    CHECK(charts < probes);
+    CHECK(probes < sweep);
+    CHECK(sweep < mixed);
+    CHECK(mixed < prefix);
+    CHECK(prefix < comparison);
+    CHECK(comparison < semantic);
+    CHECK(semantic < prompts);
+    CHECK(html.find("id=\"probe-long\"") == std::string::npos);
+  }
+  SUBCASE("each probe kind: unstable, distinct completions, TARr, TARa, activity, cost per level") {
+    CHECK(html.find("<p class=\"probe-summary\"><b>1</b> of 2 prompts unstable \u00b7 3 distinct "
+                    "completions \u00b7 TARr 50.0% \u00b7 TARa 100.0% \u00b7 8 requests (1 "
+                    "failed)</p>") != std::string::npos);
+    CHECK(html.find("Filler requests beside the audited ones: 17 sent, 1 failed") !=
+          std::string::npos);
+    CHECK(html.find("<tr><td class=\"num\">4</td><td class=\"num\">4</td><td class=\"num\">1"
+                    "</td><td class=\"num\">1</td><td class=\"num\">240.0</td>"
+                    "<td class=\"num\">40.5</td></tr>") != std::string::npos);
+  }
+  SUBCASE("the prefix probe's warm-against-cold drift is kept apart from batch drift") {
+    CHECK(html.find("<h3>Warm against cold</h3><p>Prefix-cache drift, kept apart from batch "
+                    "drift: <b>1</b> of 2 prompts") != std::string::npos);
+    CHECK(html.find("cache flushed through <code>/reset_prefix_cache</code> before each cold "
+                    "trial \u00b7 flush requests: 5 sent, 1 failed") != std::string::npos);
+    CHECK(html.find("<tr><td><code>drift&lt;i&gt;|`x`\nid</code></td><td class=\"num\">2</td>"
+                    "<td class=\"num\">1</td><td class=\"num\">2</td><td class=\"num\">1</td>"
+                    "<td><span class=\"tag fail\">drift</span></td><td class=\"num\">5</td>"
+                    "</tr>") != std::string::npos);
+    CHECK(html.find("<tr><td><code>p1</code></td><td class=\"num\">2</td><td class=\"num\">2</td>"
+                    "<td class=\"num\">2</td><td class=\"num\">2</td><td><span class=\"tag "
+                    "pass\">same</span></td><td class=\"num\"><span class=\"muted\">\u2013"
+                    "</span></td></tr>") != std::string::npos);
+  }
+  SUBCASE("endpoints compared: stability beside cost, and per prompt agreement") {
+    CHECK(html.find("<b>1</b> of 2 prompts give the same reference completion everywhere") !=
+          std::string::npos);
+    CHECK(html.find("<tr><td class=\"num\">1</td><td><code>http://127.0.0.1:9/&lt;b&gt;|`v1`"
+                    "</code></td><td class=\"num\">1 of 2</td><td class=\"num\">50.0%</td>"
+                    "<td class=\"num\">50.0%</td><td class=\"nowrap\">c=1: 1 \u00b7 250.0 tok/s "
+                    "\u00b7 12.5 ms<br>c=4: 1 \u00b7 750.0 tok/s \u00b7 40.5 ms</td></tr>") !=
+          std::string::npos);
+    CHECK(html.find("<th>endpoint 1 vs 0</th>") != std::string::npos);
+    CHECK(html.find("<td><span class=\"tag fail\">differ</span></td><td>differs from token 7"
+                    "</td>") != std::string::npos);
+    CHECK(html.find("<td><code>p1</code></td><td><span class=\"tag pass\">agree</span></td>"
+                    "<td>same</td>") != std::string::npos);
+  }
+  SUBCASE("semantic agreement") {
+    CHECK(html.find("(embedding model <code>embed&lt;x&gt;</code>): <b>50.0%</b> of 2 prompts "
+                    "have every pair at or above 0.9.") != std::string::npos);
+    CHECK(html.find("<tr><td><code>capital</code></td><td class=\"num\">3</td><td "
+                    "class=\"num\">3</td><td class=\"num\">0.8125</td><td class=\"num\">0.0625"
+                    "</td><td class=\"num\">0.7500</td><td><span class=\"tag fail\">no</span>"
+                    "</td></tr>") != std::string::npos);
+  }
+  SUBCASE("hostile ids and URLs stay text") {
+    CHECK(html.find("<i>") == std::string::npos);
+    CHECK(html.find("<b>|") == std::string::npos);
+    CHECK(html.find("<x>") == std::string::npos);
+  }
+
+  // The browser test (tests/browser, --sections) renders this page in headless Chromium.
+  if (const char *path = std::getenv("LLMREPRO_HTML_SECTIONS_FIXTURE_OUT")) {
     std::ofstream out(path, std::ios::binary);
     out << html;
     REQUIRE_MESSAGE(out.good(), "cannot write " << path);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "audit_report_fixture.hpp"
+#include "audit_sections_fixture.hpp"
 #include "report/iso_time.hpp"
 #include "report/json_report.hpp"
 
@@ -120,7 +121,8 @@ TEST_CASE("render_json") {
     CHECK(text.back() == '\n');
     CHECK(keys_of(json) == std::vector<std::string>{"schema", "tool", "audit", "endpoints",
                                                     "config", "summary", "prompts", "errors",
-                                                    "probe", "probes", "comparison"});
+                                                    "probe", "probes", "comparison",
+                                                    "semantic"});
     CHECK(keys_of(json["audit"]) ==
           std::vector<std::string>{"id", "started", "finished", "status", "planned_requests",
                                    "recorded_requests"});
@@ -249,6 +251,14 @@ TEST_CASE("llmrepro.audit.v1.schema.json") {
     const Json partial = Json::parse(report::render_json(fixture->report));
     CHECK(violation(partial, schema, schema, "$") == "");
   }
+  SUBCASE("a report with probe kinds, a comparison and semantic agreement validates") {
+    test::add_audit_sections(*fixture);
+    const Json full = Json::parse(report::render_json(fixture->report));
+    CHECK(violation(full, schema, schema, "$") == "");
+    Json broken = full;
+    broken["semantic"]["prompts"][0].erase("min");
+    CHECK(violation(broken, schema, schema, "$") == "$.semantic: matches 0 of oneOf");
+  }
   SUBCASE("an unknown field is rejected") {
     rendered["summary"]["predictor"]["f1"] = 0.5;
     CHECK(violation(rendered, schema, schema, "$") == "$.summary.predictor: unexpected f1");
@@ -261,4 +271,20 @@ TEST_CASE("llmrepro.audit.v1.schema.json") {
     rendered["audit"]["status"] = "done";
     CHECK(violation(rendered, schema, schema, "$") == "$.audit.status: not in the enum");
   }
+}
+
+TEST_CASE("render_json semantic agreement") {
+  const auto fixture = test::make_report_fixture();
+  CHECK(OrderedJson::parse(report::render_json(fixture->report))["semantic"].is_null());
+  test::add_audit_sections(*fixture);
+  const OrderedJson json = OrderedJson::parse(report::render_json(fixture->report));
+  CHECK(json["semantic"] ==
+        OrderedJson::parse(R"({"model": "embed<x>", "threshold": 0.9, "agreeing_share": 0.5,
+          "prompts": [
+            {"id": "queens", "distinct": 3, "pairs": 3, "mean": 0.8125, "std": 0.0625,
+             "min": 0.75, "agrees": false},
+            {"id": "stable", "distinct": 1, "pairs": 0, "mean": 1.0, "std": 0.0, "min": 1.0,
+             "agrees": true}]})"));
+  CHECK(json["probes"][2]["activity"]["flush_route"] == "/reset_prefix_cache");
+  CHECK(json["probes"][2]["activity"]["flushes_sent"] == 5);
 }

@@ -1,0 +1,74 @@
+// Private to probes: a read-only JSON document for endpoint responses, parsed in one pass into a
+// flat node array (a tape). Strings without escapes are views into the parsed text, decoded
+// strings live in one arena per document, numbers stay text until a getter converts them, and
+// object members keep document order. This replaces a node-per-value DOM on the hot path, where
+// allocating and freeing nodes was most of the cost of reading a response.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace llmrepro::probes::detail {
+
+enum class JsonType : std::uint8_t { null, boolean, number, string, array, object };
+
+// One value of a JsonDocument. Containers list their children in JsonDocument::children().
+struct JsonNode {
+  static constexpr std::uint32_t k_no_parent = 0xFFFFFFFFU;
+
+  JsonType type = JsonType::null;
+  // boolean: its value; number: true when the literal has no fraction and no exponent.
+  bool flag = false;
+  std::uint32_t parent = k_no_parent; // node index of the enclosing container
+  std::uint32_t index = 0;            // position in the enclosing array
+  std::uint32_t first = 0;            // containers: offset of the first child in children()
+  std::uint32_t count = 0;            // containers: number of elements or (distinct) members
+  std::string_view text;              // string: decoded value; number: the literal
+  std::string_view key;               // member name when the parent is an object
+};
+
+// A parsed document. Node 0 is the root. Views into the parsed text: the text passed to
+// parse() must outlive the document (a document made from a copy owns that copy).
+class JsonDocument {
+public:
+  JsonDocument() = default;
+  JsonDocument(JsonDocument &&) noexcept = default;
+  JsonDocument &operator=(JsonDocument &&) noexcept = default;
+  JsonDocument(const JsonDocument &) = delete;
+  JsonDocument &operator=(const JsonDocument &) = delete;
+  // Hands the node and child arrays to the next document parsed on this thread, so that
+  // parsing one response after another allocates nothing in steady state.
+  ~JsonDocument();
+
+  // Parses `text` as strict RFC 8259 JSON (a leading UTF-8 byte-order mark is skipped), with
+  // string contents checked as well-formed UTF-8 and containers nested at most `max_depth` deep.
+  // Duplicate member names keep the first position and the last value. Returns false, leaving
+  // the document unusable, on any input it does not accept: the caller then decides how to
+  // report it. Also returns false for numbers whose value overflows a double.
+  bool parse(std::string_view text, std::size_t max_depth);
+
+  // Parses a copy of `text` that the document keeps; for text that does not outlive it.
+  bool parse_owned(std::string text, std::size_t max_depth);
+
+  const JsonNode &node(std::uint32_t index) const { return m_nodes[index]; }
+  // Node index of the `i`-th child of container node `parent` (i < node(parent).count).
+  std::uint32_t child(const JsonNode &parent, std::size_t i) const {
+    return m_children[parent.first + i];
+  }
+
+private:
+  friend class JsonTapeBuilder;
+
+  std::vector<JsonNode> m_nodes;
+  std::vector<std::uint32_t> m_children;
+  // Decoded strings; sized once to the text's length (decoding never grows a string), so views
+  // into it stay valid. unique_ptr: views survive moving the document.
+  std::unique_ptr<char[]> m_arena;
+  std::unique_ptr<std::string> m_owned_text;
+};
+
+} // namespace llmrepro::probes::detail

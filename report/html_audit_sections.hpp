@@ -1,0 +1,28 @@
+// The HTML report's sections beyond one endpoint's sweep: each probe kind on its own (with the
+// prefix probe's warm-against-cold drift apart from batch drift), the comparison of endpoints
+// (stability beside cost), and semantic agreement. Split from html_report.cpp to keep each file
+// to one concern; every model text and URL is escaped with html_escape.
+#pragma once
+
+#include <string>
+
+#include "core/audit_report.hpp"
+
+namespace llmrepro::report {
+
+// <section id="probes">: one panel per configured probe kind (id "probe-<kind>") with its
+// unstable prompts, distinct completions, TARr, TARa, what the probe sent beside the audited
+// requests, and per concurrency level the stability beside tokens per second and latency; the
+// prefix panel adds the warm-against-cold table. Empty when only the sweep ran.
+std::string render_probe_sections(const core::AuditReport& report);
+
+// <section id="comparison">: per endpoint its stability beside its cost per level, and per
+// prompt whether each endpoint's reference completion agrees with endpoint 0's and where it
+// first differs. Empty without a comparison.
+std::string render_comparison_section(const core::AuditReport& report);
+
+// <section id="semantic">: the embedding model, threshold, share of agreeing prompts and each
+// prompt's pairwise cosine statistics. Empty when semantic agreement was not measured.
+std::string render_semantic_section(const core::AuditReport& report);
+
+} // namespace llmrepro::report

@@ -1,0 +1,162 @@
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "core/audit_report.hpp"
+#include "core/probe_text.hpp"
+#include "report/audit_database.hpp"
+#include "report/json_report.hpp"
+#include "report/report_loader.hpp"
+
+using namespace llmrepro;
+
+namespace {
+
+std::string temp_file(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("llmrepro-loader-" + std::to_string(getpid()) + "-" + name))
+      .string();
+}
+
+core::TokenLogprob token(std::string text, double logprob, double runner_up) {
+  return core::TokenLogprob{text, logprob, {{text, logprob}, {"~", runner_up}}};
+}
+
+// Prompt p's completion: "a b c" or, for a flipped run, "a x y" (diverging at token 1).
+core::RequestRecord make_record(int endpoint, int prompt, int concurrency, core::ProbeKind probe,
+                                int repeat, bool flipped, bool ok = true) {
+  core::RequestRecord record;
+  record.planned = {endpoint, prompt, concurrency, probe, repeat};
+  auto& outcome = record.outcome;
+  outcome.ok = ok;
+  outcome.http_status = ok ? 200 : 500;
+  outcome.error = ok ? "" : "HTTP 500";
+  outcome.attempts = 1;
+  outcome.started_ms = 1000 + 10 * repeat;
+  outcome.finished_ms = 1050 + 10 * repeat + concurrency;
+  if (!ok) return record;
+  auto& completion = outcome.completion;
+  completion.has_logprobs = true;
+  completion.model = "m";
+  completion.system_fingerprint = "fp" + std::to_string(endpoint);
+  completion.tokens = {token("a", -0.1, -2.0), token(flipped ? " x" : " b", -0.7, -0.72),
+                       token(flipped ? " y" : " c", -0.2, -3.0)};
+  completion.completion_tokens = 3;
+  completion.text = flipped ? "a x y" : "a b c";
+  return record;
+}
+
+core::AuditData make_header() {
+  core::AuditData header;
+  header.info = {"audit-loader", 1000, 0, "complete"};
+  header.config.runs = 3;
+  header.config.levels = {1, 8};
+  header.config.probes = {core::ProbeKind::sweep, core::ProbeKind::prefix};
+  header.endpoints = {{"http://127.0.0.1:1", "openai-chat", "m", false, {}},
+                      {"http://127.0.0.1:2", "openai-chat", "m", false, {}}};
+  for (const char* id : {"p0", "p1", "p2"}) {
+    core::Prompt prompt;
+    prompt.id = id;
+    prompt.text = std::string("say ") + id;
+    header.suite.prompts.push_back(prompt);
+  }
+  header.suite.prompts[1].expect = {core::Expectation::Kind::contains, "b", "", 0.0, 0.0};
+  return header;
+}
+
+} // namespace
+
+TEST_CASE("load_report") {
+  const std::string path = temp_file("audit.db");
+  std::filesystem::remove(path);
+  auto database = report::AuditDatabase::create(path, make_header());
+  REQUIRE(database);
+  // Recorded interleaved across prompts, endpoints and probes, as a real run records them.
+  int recorded = 0;
+  for (int repeat = 0; repeat < 3; ++repeat)
+    for (int level : {1, 8})
+      for (int endpoint : {0, 1})
+        for (int prompt : {2, 0, 1}) {
+          const bool flipped = prompt == 1 && level == 8 && repeat == 2 && endpoint == 0;
+          const bool failed = prompt == 2 && repeat == 1 && level == 1 && endpoint == 1;
+          REQUIRE(database->record(make_record(endpoint, prompt, level, core::ProbeKind::sweep,
+                                               repeat, flipped, !failed)));
+          ++recorded;
+        }
+  // Prefix trials of prompt 0 at endpoint 0: warm trials diverge from cold ones.
+  for (int repeat = 0; repeat < 4; ++repeat) {
+    REQUIRE(database->record(make_record(0, 0, 1, core::ProbeKind::prefix, repeat,
+                                         core::prefix_trial_is_warm(repeat))));
+    ++recorded;
+  }
+  const core::ToolInfo tool{"test", "test build", "not compiled"};
+
+  SUBCASE("gives exactly the report of the whole audit in memory") {
+    auto whole = database->load();
+    REQUIRE(whole);
+    const auto expected = core::make_audit_report(*whole, tool);
+    auto streamed = report::load_report(*database, tool);
+    REQUIRE(streamed);
+    CHECK(report::render_json(streamed->report) == report::render_json(expected));
+    CHECK(streamed->report.analysis.summary.unstable_prompts == 1);
+    CHECK(streamed->report.analysis.summary.failed_requests == 0);
+    CHECK(streamed->report.endpoints.at(1).summary.failed_requests == 1);
+    REQUIRE(streamed->report.probes.size() == 2);
+    CHECK(streamed->report.probes[1].prefix_drift_prompts == 1);
+    REQUIRE(streamed->report.comparison);
+    CHECK(streamed->report.comparison->agreeing_prompts == 3);
+  }
+
+  SUBCASE("keeps every record's key and outcome in recorded order, without text and tokens") {
+    auto whole = database->load();
+    auto streamed = report::load_report(*database, tool);
+    REQUIRE(whole);
+    REQUIRE(streamed);
+    const auto& records = streamed->data->records;
+    REQUIRE(records.size() == static_cast<std::size_t>(recorded));
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      CHECK(records[i].planned == whole->records[i].planned);
+      CHECK(records[i].outcome.ok == whole->records[i].outcome.ok);
+      CHECK(records[i].outcome.finished_ms == whole->records[i].outcome.finished_ms);
+      CHECK(records[i].outcome.completion.text.empty());
+      CHECK(records[i].outcome.completion.tokens.empty());
+    }
+    CHECK(streamed->data->endpoints[1].fingerprints == std::vector<std::string>{"fp1"});
+  }
+
+  SUBCASE("hands each prompt's records over once, in prompt order, with their tokens") {
+    std::vector<int> prompts;
+    std::vector<std::size_t> sizes;
+    auto loaded = database->load([&](const core::AuditData& header, int prompt,
+                                     const std::vector<core::RequestRecord>& records) {
+      CHECK(header.suite.prompts.size() == 3);
+      prompts.push_back(prompt);
+      sizes.push_back(records.size());
+      for (const auto& record : records) {
+        CHECK(record.planned.prompt_index == prompt);
+        if (record.outcome.ok) CHECK(record.outcome.completion.tokens.size() == 3);
+      }
+      return core::Result<void>{};
+    });
+    REQUIRE(loaded);
+    CHECK(prompts == std::vector<int>{0, 1, 2});
+    CHECK(sizes == std::vector<std::size_t>{16, 12, 12});
+  }
+
+  SUBCASE("an error from the visitor stops the load and is returned") {
+    int visits = 0;
+    auto loaded = database->load([&](const core::AuditData&, int,
+                                     const std::vector<core::RequestRecord>&) {
+      ++visits;
+      return core::Result<void>{core::make_error(core::ErrorCode::input, "visitor refused")};
+    });
+    REQUIRE_FALSE(loaded);
+    CHECK(loaded.error().message == "visitor refused");
+    CHECK(visits == 1);
+  }
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + "-wal");
+  std::filesystem::remove(path + "-shm");
+}
