@@ -60,6 +60,31 @@ class GpuProbe(h.E2ETestCase):
         self.assertNotIn("<script src", html)
         self.assertNotIn("<link", html)
 
+    def test_render_saved_result(self):
+        # What a GPU machine without our packages hands back: the JSON alone, rendered here.
+        saved = self.path("saved.json")
+        run = self.run_llmrepro(["gpu-probe", "--backend", "cpu", "--quick", "--json", saved],
+                                timeout=120)
+        self.assert_exit(run, 0)
+        again, html_path = self.path("again.json"), self.path("again.html")
+        rendered = self.run_llmrepro(["gpu-probe", "--from", saved, "--json", again,
+                                      "--html", html_path], timeout=60)
+        self.assert_exit(rendered, 0)
+        self.assertEqual(rendered.stdout, run.stdout)
+        with open(saved, encoding="utf-8") as a, open(again, encoding="utf-8") as b:
+            self.assertEqual(json.load(a), json.load(b))
+        with open(html_path, encoding="utf-8") as f:
+            self.assertIn("<svg", f.read())
+        broken = self.path("broken.json")
+        with open(broken, "w", encoding="utf-8") as f:
+            f.write('{"schema": "llmrepro.gpu-probe.v1", "experiments": [')
+        bad = self.run_llmrepro(["gpu-probe", "--from", broken], timeout=60)
+        self.assert_exit(bad, 2)
+        self.assertIn("probe result '" + broken + "'", bad.stderr)
+        missing = self.run_llmrepro(["gpu-probe", "--from", self.path("none.json")], timeout=60)
+        self.assert_exit(missing, 2)
+        self.assertIn("cannot read probe result", missing.stderr)
+
     def test_cuda_without_device(self):
         run = self.run_llmrepro(["gpu-probe", "--backend", "cuda", "--quick"], timeout=60)
         self.assert_exit(run, 3)

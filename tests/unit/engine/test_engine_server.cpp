@@ -21,6 +21,15 @@ std::unique_ptr<EngineServer> start_server(ServeConfig config = {}) {
   return std::move(server.value());
 }
 
+// httplib's default 5 s read timeout is shorter than a first generation takes in the TSan build
+// on a loaded machine; a hung server still fails the test, only later.
+std::unique_ptr<httplib::Client> make_client(int port) {
+  auto client = std::make_unique<httplib::Client>("127.0.0.1", port);
+  client->set_read_timeout(120, 0);
+  client->set_write_timeout(120, 0);
+  return client;
+}
+
 json post_json(httplib::Client& client, const std::string& path, const std::string& body,
                int expected_status) {
   const auto res = client.Post(path.c_str(), body, "application/json");
@@ -44,7 +53,8 @@ void check_error(const json& body, const std::string& word) {
 
 TEST_CASE("EngineServer validation") {
   auto server = start_server();
-  httplib::Client client("127.0.0.1", server->port());
+  auto client_owner = make_client(server->port());
+  httplib::Client& client = *client_owner;
   SUBCASE("bad JSON") {
     check_error(post_json(client, "/v1/chat/completions", "{\"messages\": [", 400), "JSON");
   }
@@ -90,7 +100,8 @@ TEST_CASE("EngineServer responses") {
   config.seed = 3;
   auto server = start_server(config);
   CHECK(server->fingerprint() == "llmrepro-engine-0.1-bi0-pc0-cp0-s3");
-  httplib::Client client("127.0.0.1", server->port());
+  auto client_owner = make_client(server->port());
+  httplib::Client& client = *client_owner;
   SUBCASE("chat completion with logprobs") {
     const json body = post_json(client, "/v1/chat/completions",
                                 R"({"model": "llmrepro-tiny", "messages": [{"role": "user",
@@ -185,8 +196,8 @@ TEST_CASE("EngineServer queue bound") {
   auto server = start_server(config);
   std::atomic<bool> long_done{false};
   std::thread long_request([&] {
-    httplib::Client client("127.0.0.1", server->port());
-    client.set_read_timeout(120, 0);
+    auto client_owner = make_client(server->port());
+    httplib::Client& client = *client_owner;
     // Retried while a short request holds the only slot.
     for (;;) {
       const auto res = client.Post("/v1/completions",
@@ -201,7 +212,8 @@ TEST_CASE("EngineServer queue bound") {
     }
     long_done = true;
   });
-  httplib::Client client("127.0.0.1", server->port());
+  auto client_owner = make_client(server->port());
+  httplib::Client& client = *client_owner;
   bool saw_503 = false;
   while (!saw_503 && !long_done) {
     const auto res = client.Post("/v1/completions", R"({"prompt": "Rain", "max_tokens": 1})",
@@ -222,7 +234,8 @@ TEST_CASE("EngineServer /flush_cache") {
   ServeConfig config;
   config.prefix_cache = true;
   auto server = start_server(config);
-  httplib::Client client("127.0.0.1", server->port());
+  auto client_owner = make_client(server->port());
+  httplib::Client& client = *client_owner;
   const std::string request =
       R"({"messages": [{"role": "user", "content": "The old city stands on a river, where a bridge of stone has crossed the water for six hundred years and more"}], "max_tokens": 3})";
   // Chat completions report the prompt tokens found in the prefix cache.
