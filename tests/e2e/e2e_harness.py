@@ -6,6 +6,7 @@ Every process a test starts is stopped in its cleanup, even when the test fails.
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -16,6 +17,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ARGS = argparse.Namespace(binary=None, source_dir=os.path.dirname(os.path.dirname(HERE)))
@@ -193,6 +195,21 @@ class E2ETestCase(unittest.TestCase):
         errors = sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path))
         self.assertEqual([], [f"{list(e.absolute_path)}: {e.message}" for e in errors[:10]],
                          "report does not validate against the schema")
+
+
+def post_json(url, body):
+    """POSTs `body` as JSON to a loopback URL (no proxy) and returns the decoded answer."""
+    request = urllib.request.Request(url, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def cosine(a, b):
+    """Cosine similarity of two vectors, computed independently of the tool under test."""
+    dot = sum(x * y for x, y in zip(a, b))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
 
 
 def open_db(path):

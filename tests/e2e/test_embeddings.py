@@ -8,29 +8,14 @@ gives the share of prompts at or above the threshold; `merge` carries the stored
 endpoint error (exit 3) and a malformed URL a usage error (exit 2)."""
 
 import itertools
-import json
 import math
 import os
 import time
-import urllib.request
 
 import e2e_harness as h
 
 PROMPTS = 12  # examples/suites/prefix-demo.jsonl
 THRESHOLD = 0.95
-
-
-def post_json(url, body):
-    request = urllib.request.Request(url, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(request, timeout=30) as response:
-        return json.loads(response.read())
-
-
-def cosine(a, b):
-    dot = sum(x * y for x, y in zip(a, b))
-    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
 
 
 class Embeddings(h.E2ETestCase):
@@ -41,7 +26,7 @@ class Embeddings(h.E2ETestCase):
         deadline = time.monotonic() + 20
         while True:
             try:
-                post_json(url + "/v1/embeddings", {"input": ["the weather"]})
+                h.post_json(url + "/v1/embeddings", {"input": ["the weather"]})
                 return url
             except OSError:
                 if time.monotonic() > deadline:
@@ -82,9 +67,9 @@ class Embeddings(h.E2ETestCase):
             self.assertEqual(distinct, prompt["unique_completions"], prompt["id"])
             self.assertEqual(pairs, distinct * (distinct - 1) // 2)
             vectors = [d["embedding"] for d in sorted(
-                post_json(serve + "/v1/embeddings", {"input": texts})["data"],
+                h.post_json(serve + "/v1/embeddings", {"input": texts})["data"],
                 key=lambda d: d["index"])]
-            sims = [cosine(a, b) for a, b in itertools.combinations(vectors, 2)]
+            sims = [h.cosine(a, b) for a, b in itertools.combinations(vectors, 2)]
             if sims:
                 want_mean = sum(sims) / len(sims)
                 want_std = math.sqrt(sum((s - want_mean) ** 2 for s in sims) / len(sims))

@@ -7,10 +7,7 @@ distinct, 0 pairs, similarity 1 for beta; the share agreeing follows from the th
 terminal, HTML and Markdown reports show it, and `llmrepro report` on the database reproduces
 the JSON's `semantic` exactly and prints the same terminal line."""
 
-import json
-import math
 import time
-import urllib.request
 
 import e2e_harness as h
 
@@ -24,19 +21,6 @@ def tokens(text):
             [" " + word for word in text.split()]]
 
 
-def post_json(url, body):
-    request = urllib.request.Request(url, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(request, timeout=30) as response:
-        return json.loads(response.read())
-
-
-def cosine(a, b):
-    dot = sum(x * y for x, y in zip(a, b))
-    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
-
-
 class SemanticReport(h.E2ETestCase):
     def test_semantic_agreement_in_every_report(self):
         port = h.free_port()
@@ -45,7 +29,7 @@ class SemanticReport(h.E2ETestCase):
         deadline = time.monotonic() + 20
         while True:
             try:
-                post_json(serve + "/v1/embeddings", {"input": ["the weather"]})
+                h.post_json(serve + "/v1/embeddings", {"input": ["the weather"]})
                 break
             except OSError:
                 if time.monotonic() > deadline:
@@ -69,9 +53,9 @@ class SemanticReport(h.E2ETestCase):
 
         texts = {c["text"] for c in report["prompts"][0]["completions"]}
         self.assertEqual(texts, {TEXT_X, TEXT_Y})
-        embedded = post_json(serve + "/v1/embeddings",
+        embedded = h.post_json(serve + "/v1/embeddings",
                              {"input": [TEXT_X, TEXT_Y], "model": "llmrepro-tiny"})["data"]
-        similarity = cosine(embedded[0]["embedding"], embedded[1]["embedding"])
+        similarity = h.cosine(embedded[0]["embedding"], embedded[1]["embedding"])
         self.assertLess(similarity, 1.0)
         alpha_agrees = similarity >= THRESHOLD
         semantic = report["semantic"]
