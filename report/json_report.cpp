@@ -350,25 +350,32 @@ std::string render_json(const core::AuditReport& report) {
                      {"semantic", semantic_json(data)}};
   // Model text may hold invalid UTF-8 (a BPE token can split a character); the replace handler
   // writes U+FFFD instead of throwing.
-  std::string out = json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-  if (report.analysis.prompts.empty()) return out;
+  std::string skeleton = json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  if (report.analysis.prompts.empty()) return skeleton;
   // The top-level member is the only "prompts" at two spaces of indentation.
   const std::string placeholder = "\n  \"prompts\": [],\n";
-  const std::size_t at = out.find(placeholder);
-  if (at == std::string::npos) return out;
-  std::string prompts_text = "\n  \"prompts\": [";
+  const std::size_t at = skeleton.find(placeholder);
+  if (at == std::string::npos) return skeleton;
+  std::string out;
+  out.reserve(skeleton.size() + report.analysis.prompts.size() * 65536);
+  out.append(skeleton, 0, at);
+  out += "\n  \"prompts\": [";
   for (std::size_t i = 0; i < report.analysis.prompts.size(); ++i) {
     const std::string one = prompt_json(report.analysis.prompts[i])
                                 .dump(2, ' ', false, Json::error_handler_t::replace);
-    prompts_text += i == 0 ? "\n    " : ",\n    ";
+    out += i == 0 ? "\n    " : ",\n    ";
     // Indented as an element of the top-level array; JSON strings hold no raw newline.
-    for (const char c : one) {
-      prompts_text += c;
-      if (c == '\n') prompts_text += "    ";
+    std::size_t from = 0;
+    for (std::size_t newline = one.find('\n'); newline != std::string::npos;
+         newline = one.find('\n', from)) {
+      out.append(one, from, newline + 1 - from);
+      out += "    ";
+      from = newline + 1;
     }
+    out.append(one, from, std::string::npos);
   }
-  prompts_text += "\n  ],\n";
-  out.replace(at, placeholder.size(), prompts_text);
+  out += "\n  ],\n";
+  out.append(skeleton, at + placeholder.size(), std::string::npos);
   return out;
 }
 
