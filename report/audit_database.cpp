@@ -161,6 +161,7 @@ struct AuditDatabase::Impl {
   Statement delete_request;
   Statement insert_request;
   Statement insert_token;
+  Statement insert_token_batch; // k_token_batch rows in one statement
 
   Impl(std::string database_path, sqlite3* handle) : path(std::move(database_path)), db(handle) {}
   Impl(const Impl&) = delete;
@@ -168,7 +169,8 @@ struct AuditDatabase::Impl {
   ~Impl() {
     // Statements must be finalized before the connection closes.
     for (Statement* statement : {&begin, &commit, &rollback, &find_request, &delete_tokens,
-                                 &delete_request, &insert_request, &insert_token})
+                                 &delete_request, &insert_request, &insert_token,
+                                 &insert_token_batch})
       *statement = Statement{};
     sqlite3_close(db);
   }
@@ -231,7 +233,35 @@ struct AuditDatabase::Impl {
         insert_token,
         prepare("INSERT INTO tokens (request_id, position, token, logprob, c1_token, c1_logprob, "
                 "c2_token, c2_logprob, more) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+    std::string batch = "INSERT INTO tokens (request_id, position, token, logprob, c1_token, "
+                        "c1_logprob, c2_token, c2_logprob, more) VALUES ";
+    for (int row = 0; row < k_token_batch; ++row)
+      batch += row == 0 ? "(?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?)";
+    LLMREPRO_ASSIGN_OR_RETURN(insert_token_batch, prepare(batch.c_str()));
     return {};
+  }
+
+  // Token rows go in k_token_batch at a time: one statement step per batch instead of per row is
+  // most of what inserting a 256-token completion costs.
+  static constexpr int k_token_batch = 32;
+  static constexpr int k_token_columns = 9;
+
+  // Binds token `position` of `tokens` as row `row` of a statement of token rows; `more` holds
+  // the encoded candidates beyond the second and must live until the statement steps.
+  static void bind_token(sqlite3_stmt* statement, int row, sqlite3_int64 request_id,
+                         std::size_t position, const core::TokenLogprob& token,
+                         const std::string& more) {
+    const int base = row * k_token_columns;
+    const auto& top = token.top;
+    sqlite3_bind_int64(statement, base + 1, request_id);
+    sqlite3_bind_int64(statement, base + 2, static_cast<sqlite3_int64>(position));
+    bind_text(statement, base + 3, token.token);
+    sqlite3_bind_double(statement, base + 4, token.logprob);
+    bind_optional_text(statement, base + 5, top.size() > 0 ? &top[0].token : nullptr);
+    if (top.size() > 0) sqlite3_bind_double(statement, base + 6, top[0].logprob);
+    bind_optional_text(statement, base + 7, top.size() > 1 ? &top[1].token : nullptr);
+    if (top.size() > 1) sqlite3_bind_double(statement, base + 8, top[1].logprob);
+    bind_optional_text(statement, base + 9, top.size() > 2 ? &more : nullptr);
   }
 
   // The body of record(), inside a transaction the caller opened.
@@ -282,23 +312,22 @@ struct AuditDatabase::Impl {
     if (auto done = step_done(statement, "cannot store a record"); !done) return done;
     const sqlite3_int64 id = sqlite3_last_insert_rowid(db);
 
-    sqlite3_stmt* token_statement = insert_token.get();
-    std::string more;
-    for (std::size_t position = 0; position < completion.tokens.size(); ++position) {
-      const auto& token = completion.tokens[position];
-      const auto& top = token.top;
-      more.clear();
-      if (top.size() > 2) more = encode_candidates(top, 2);
-      sqlite3_bind_int64(token_statement, 1, id);
-      sqlite3_bind_int64(token_statement, 2, static_cast<sqlite3_int64>(position));
-      bind_text(token_statement, 3, token.token);
-      sqlite3_bind_double(token_statement, 4, token.logprob);
-      bind_optional_text(token_statement, 5, top.size() > 0 ? &top[0].token : nullptr);
-      if (top.size() > 0) sqlite3_bind_double(token_statement, 6, top[0].logprob);
-      bind_optional_text(token_statement, 7, top.size() > 1 ? &top[1].token : nullptr);
-      if (top.size() > 1) sqlite3_bind_double(token_statement, 8, top[1].logprob);
-      bind_optional_text(token_statement, 9, top.size() > 2 ? &more : nullptr);
+    const auto& tokens = completion.tokens;
+    std::vector<std::string> more(static_cast<std::size_t>(k_token_batch));
+    std::size_t position = 0;
+    while (position < tokens.size()) {
+      const std::size_t rows = tokens.size() - position >= static_cast<std::size_t>(k_token_batch)
+                                   ? static_cast<std::size_t>(k_token_batch)
+                                   : 1;
+      sqlite3_stmt* token_statement = rows == 1 ? insert_token.get() : insert_token_batch.get();
+      for (std::size_t row = 0; row < rows; ++row) {
+        const auto& token = tokens[position + row];
+        more[row].clear();
+        if (token.top.size() > 2) more[row] = encode_candidates(token.top, 2);
+        bind_token(token_statement, static_cast<int>(row), id, position + row, token, more[row]);
+      }
       if (auto done = step_done(token_statement, "cannot store a token"); !done) return done;
+      position += rows;
     }
     return {};
   }

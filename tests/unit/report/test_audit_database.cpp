@@ -336,6 +336,25 @@ TEST_CASE("AuditDatabase::record") {
     REQUIRE(database.record(c));
     CHECK(load_or_fail(database).records.size() == 3);
   }
+  SUBCASE("long completions keep every token and candidate, in batches and the rows past them") {
+    // 32 rows a statement: 70 tokens are two full batches and six single rows.
+    for (const std::size_t length : {std::size_t{31}, std::size_t{32}, std::size_t{70}}) {
+      auto record = make_record(0, 4, static_cast<int>(length), true);
+      auto& tokens = record.outcome.completion.tokens;
+      const auto pattern = tokens;
+      tokens.clear();
+      for (std::size_t i = 0; i < length; ++i) {
+        auto token = pattern[i % pattern.size()];
+        token.token += "#" + std::to_string(i);
+        token.logprob -= static_cast<double>(i) / 64.0;
+        tokens.push_back(token);
+      }
+      record.outcome.completion.completion_tokens = static_cast<long>(length);
+      REQUIRE(database.record(record));
+      const auto loaded = load_or_fail(database);
+      check_same(loaded.records.back(), record);
+    }
+  }
   SUBCASE("through the DatabaseSink") {
     report::DatabaseSink sink(database);
     core::RecordSink& as_sink = sink;
