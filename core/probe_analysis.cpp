@@ -85,30 +85,6 @@ std::optional<PrefixPromptDrift> prefix_drift_of_prompt(
   return drift;
 }
 
-std::vector<ProbeAnalysis> analyse_probes(const Suite& suite,
-                                          const std::vector<RequestRecord>& records,
-                                          const AnalysisConfig& config, int endpoint_index,
-                                          const std::vector<ProbeKind>& probes) {
-  std::vector<ProbeAnalysis> out;
-  for (ProbeKind probe : probes) {
-    ProbeAnalysis analysis;
-    analysis.probe = probe;
-    analysis.analysis = analyse(suite, records, config, endpoint_index, probe);
-    if (probe == ProbeKind::prefix) {
-      const auto by_prompt = records_by_prompt(suite, records);
-      for (std::size_t p = 0; p < by_prompt.size(); ++p) {
-        auto drift =
-            prefix_drift_of_prompt(suite, static_cast<int>(p), by_prompt[p], config, endpoint_index);
-        if (!drift) continue;
-        if (drift->drift) ++analysis.prefix_drift_prompts;
-        analysis.prefix.push_back(std::move(*drift));
-      }
-    }
-    out.push_back(std::move(analysis));
-  }
-  return out;
-}
-
 EndpointComparison compare_endpoints(const std::vector<AuditAnalysis>& per_endpoint) {
   EndpointComparison comparison;
   if (per_endpoint.empty()) return comparison;

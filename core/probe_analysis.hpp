@@ -42,11 +42,6 @@ struct ProbeAnalysis {
 std::optional<PrefixPromptDrift> prefix_drift_of_prompt(
     const Suite& suite, int prompt_index, const std::vector<const RequestRecord*>& records,
     const AnalysisConfig& config, int endpoint_index);
-// Analyses each probe kind of `probes` (in that order) separately for one endpoint.
-std::vector<ProbeAnalysis> analyse_probes(const Suite& suite,
-                                          const std::vector<RequestRecord>& records,
-                                          const AnalysisConfig& config, int endpoint_index,
-                                          const std::vector<ProbeKind>& probes);
 
 // The probe kind whose analysis is the audit's top-level one: the sweep when it ran, otherwise
 // the first configured kind.

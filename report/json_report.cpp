@@ -95,11 +95,10 @@ Json checks_json(const std::optional<core::CheckerSummary>& checks) {
           {"per_run", per_run}};
 }
 
-Json summary_json(const core::AuditReport& report) {
-  const auto& summary = report.analysis.summary;
-  const auto& predictor = summary.predictor;
+// Per concurrency level: stability beside cost.
+Json levels_json(const std::vector<core::LevelSummary>& by_concurrency) {
   Json levels = Json::array();
-  for (const auto& level : summary.by_concurrency)
+  for (const auto& level : by_concurrency)
     levels.push_back({{"concurrency", level.concurrency},
                       {"runs", level.runs},
                       {"unique_completions", level.unique_completions},
@@ -107,6 +106,13 @@ Json summary_json(const core::AuditReport& report) {
                       {"failed", level.failed},
                       {"tokens_per_second", number(level.tokens_per_second)},
                       {"mean_latency_ms", number(level.mean_latency_ms)}});
+  return levels;
+}
+
+Json summary_json(const core::AuditReport& report) {
+  const auto& summary = report.analysis.summary;
+  const auto& predictor = summary.predictor;
+  const Json levels = levels_json(summary.by_concurrency);
   Json gates = Json::array();
   for (const auto& gate : report.verdict.gates)
     gates.push_back({{"name", gate.name}, {"passed", gate.passed}, {"message", gate.message}});
@@ -182,19 +188,6 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
           {"completions", completions}};
 }
 
-// Failed records of the analysed endpoint: the requests that never produced a completion.
-Json levels_json(const std::vector<core::LevelSummary>& by_concurrency) {
-  Json levels = Json::array();
-  for (const auto& level : by_concurrency)
-    levels.push_back({{"concurrency", level.concurrency},
-                      {"runs", level.runs},
-                      {"unique_completions", level.unique_completions},
-                      {"unstable_prompts", level.unstable_prompts},
-                      {"failed", level.failed},
-                      {"tokens_per_second", number(level.tokens_per_second)},
-                      {"mean_latency_ms", number(level.mean_latency_ms)}});
-  return levels;
-}
 
 // The stability and cost of one analysis, without its prompts.
 Json brief_summary_json(const core::AuditSummary& summary) {
@@ -308,6 +301,7 @@ Json semantic_json(const core::AuditData& data) {
           {"prompts", prompts}};
 }
 
+// Failed records of the analysed endpoint: the requests that never produced a completion.
 Json errors_json(const core::AuditReport& report, const core::AuditData& data) {
   Json errors = Json::array();
   for (const auto& record : data.records) {

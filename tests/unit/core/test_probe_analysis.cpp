@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/audit_report.hpp"
 #include "core/probe_analysis.hpp"
 
 using namespace llmrepro::core;
@@ -43,12 +44,16 @@ Suite suite_of(int prompts) {
 
 } // namespace
 
-TEST_CASE("analyse_probes") {
-  const Suite suite = suite_of(2);
+TEST_CASE("AuditReportBuilder probe kinds") {
+  AuditData data;
+  data.suite = suite_of(2);
+  data.config.probes = {ProbeKind::sweep, ProbeKind::prefix};
+  data.endpoints = {{"http://127.0.0.1:1", "openai-chat", "m", false, {}},
+                    {"http://127.0.0.1:2", "openai-chat", "m", false, {}}};
+  auto& records = data.records;
   const auto a = completion_of({"A", " b", " c"});
   const auto b = completion_of({"A", " b", " d"});
   const auto x = completion_of({"X"});
-  std::vector<RequestRecord> records;
   // Sweep: both prompts stable.
   for (int r = 0; r < 3; ++r) {
     records.push_back(record_of(0, 0, 1, ProbeKind::sweep, r, a));
@@ -67,8 +72,8 @@ TEST_CASE("analyse_probes") {
   // Another endpoint's prefix records never count for endpoint 0.
   records.push_back(record_of(1, 1, 1, ProbeKind::prefix, 1, a));
 
-  const auto probes =
-      analyse_probes(suite, records, {}, 0, {ProbeKind::sweep, ProbeKind::prefix});
+  const AuditReport report = make_audit_report(data, ToolInfo{});
+  const auto& probes = report.probes;
   REQUIRE(probes.size() == 2);
 
   SUBCASE("the sweep is not mixed with the prefix probe") {
