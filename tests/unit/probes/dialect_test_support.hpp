@@ -12,9 +12,10 @@
 
 namespace llmrepro::probes::test {
 
-// The text of reference/formats/<name>; throws when it is missing so the case fails loudly.
+// The text of tests/data/formats/<name> (the example payloads of each dialect, kept in the
+// repository so that a clean clone tests alone); throws when it is missing so the case fails.
 inline std::string read_format(const std::string &name) {
-  std::string path = std::string(LLMREPRO_SHARED_DIR) + "/reference/formats/" + name;
+  std::string path = std::string(LLMREPRO_FORMATS_DIR) + "/" + name;
   std::ifstream file(path, std::ios::binary);
   if (!file) throw std::runtime_error("missing reference payload " + path);
   std::ostringstream text;
