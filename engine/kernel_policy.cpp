@@ -7,9 +7,10 @@ namespace llmrepro::engine {
 namespace {
 
 constexpr std::size_t k_matmul_sms = 32;
-// Rows of an output tile: a step of up to 64 rows fills one row of tiles, so decode batches up
-// to 64 sequences share one order; only prefill rows beyond that move the split count.
-constexpr std::size_t k_tile_rows = 64;
+// Rows of an output tile, as in the small-M kernels GPU libraries pick for decode: a step of up
+// to 16 rows fills one row of tiles, so a decode step of 16 sequences keeps one order, and a
+// prefill chunk joining it moves the split count.
+constexpr std::size_t k_tile_rows = 16;
 constexpr std::size_t k_tile_cols = 64;
 constexpr std::size_t k_attention_sms = 132;
 constexpr std::size_t k_kv_block = 16;

@@ -17,8 +17,8 @@ public:
   bool batch_invariant() const { return m_batch_invariant; }
 
   // Split-K count for a [rows x k] by [k x n] matmul. Adaptive mode mimics wave quantisation:
-  // output tiles of 64 rows x 64 columns over 32 "SMs", split K until the machine is full
-  // (at most 8 splits, at least 16 K values a split), so the count steps down at 65, 129, 193...
+  // output tiles of 16 rows x 64 columns over 32 "SMs", split K until the machine is full
+  // (at most 8 splits, at least 16 K values a split), so the count steps down at 17, 33, 49...
   // rows. The engine rounds split partials to bf16 (core::SplitPartials::bf16), so each step
   // changes most outputs' bits. Invariant mode: always 1.
   int matmul_splits(std::size_t rows, std::size_t n, std::size_t k) const;

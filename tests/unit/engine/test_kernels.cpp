@@ -205,12 +205,13 @@ TEST_CASE("KernelPolicy") {
   SUBCASE("adaptive mode picks orders from the shape") {
     const engine::KernelPolicy policy(false);
     CHECK(policy.matmul_splits(1, 192, 192) == 8);
-    CHECK(policy.matmul_splits(64, 192, 192) == 8);
-    CHECK(policy.matmul_splits(65, 192, 192) == 5);
-    CHECK(policy.matmul_splits(128, 192, 192) == 5);
-    CHECK(policy.matmul_splits(129, 192, 192) == 3);
+    CHECK(policy.matmul_splits(16, 192, 192) == 8);
+    CHECK(policy.matmul_splits(17, 192, 192) == 5);
+    CHECK(policy.matmul_splits(32, 192, 192) == 5);
+    CHECK(policy.matmul_splits(33, 192, 192) == 3);
+    CHECK(policy.matmul_splits(49, 192, 192) == 2);
     CHECK(policy.matmul_splits(1, 576, 192) == 3);
-    CHECK(policy.matmul_splits(65, 576, 192) == 1);
+    CHECK(policy.matmul_splits(17, 576, 192) == 1);
     CHECK(policy.rms_reduction(1).kind == core::RmsReduction::Kind::strided_tree);
     CHECK(policy.rms_reduction(100).kind == core::RmsReduction::Kind::split_k);
     CHECK(policy.attention_splits(1, 4, 64) == 4);
