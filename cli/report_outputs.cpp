@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "report/html_report.hpp"
 #include "report/json_report.hpp"
@@ -21,31 +22,54 @@ void add_report_output_options(CLI::App& command, ReportOutputs& outputs) {
   command.add_option("--markdown", outputs.markdown, "Write a Markdown summary (for a PR comment) here");
 }
 
-core::Result<void> write_file_atomically(const std::string& path, const std::string& content) {
+core::Result<void> write_file_atomically(const std::string& path,
+                                         const std::function<void(std::ostream&)>& write) {
   const std::string temporary = path + ".tmp";
   {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    // A larger buffer than the default: a report of tens of megabytes in few system calls.
+    std::vector<char> buffer(std::size_t{1} << 20);
+    std::ofstream out;
+    out.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    out.open(temporary, std::ios::binary | std::ios::trunc);
     if (!out)
       return core::make_error(core::ErrorCode::environment,
                               "cannot write '" + path + "': " + std::strerror(errno));
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    if (!out)
+    write(out);
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
       return core::make_error(core::ErrorCode::environment, "cannot write '" + path + "'");
+    }
   }
   std::error_code error;
   std::filesystem::rename(temporary, path, error);
-  if (error)
+  if (error) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
     return core::make_error(core::ErrorCode::environment,
                             "cannot write '" + path + "': " + error.message());
+  }
   return {};
 }
 
+core::Result<void> write_file_atomically(const std::string& path, const std::string& content) {
+  return write_file_atomically(path, [&content](std::ostream& out) {
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  });
+}
+
 core::Result<void> write_report_outputs(const core::AuditReport& report, const ReportOutputs& outputs) {
+  // The JSON report is the large one: streamed into its file a prompt at a time.
+  if (!outputs.json.empty())
+    if (auto written = write_file_atomically(
+            outputs.json, [&report](std::ostream& out) { report::write_json(report, out); });
+        !written)
+      return written;
   const struct {
     const std::string& path;
     std::string (*render)(const core::AuditReport&);
-  } files[] = {{outputs.json, report::render_json},
-               {outputs.html, report::render_html},
+  } files[] = {{outputs.html, report::render_html},
                {outputs.junit, report::render_junit},
                {outputs.markdown, report::render_markdown}};
   for (const auto& file : files) {

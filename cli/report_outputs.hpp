@@ -1,6 +1,8 @@
 // The report files an audit, `report` or `diff` can write, and the flags that name them.
 #pragma once
 
+#include <functional>
+#include <ostream>
 #include <string>
 
 #include "core/audit_report.hpp"
@@ -27,5 +29,9 @@ core::Result<void> write_report_outputs(const core::AuditReport& report, const R
 
 // Writes `content` to `path` through a temporary file and a rename.
 core::Result<void> write_file_atomically(const std::string& path, const std::string& content);
+
+// As above, with the content written by `write` into the temporary file as it is produced.
+core::Result<void> write_file_atomically(const std::string& path,
+                                         const std::function<void(std::ostream&)>& write);
 
 } // namespace llmrepro::cli

@@ -1,6 +1,9 @@
 #include "report/json_report.hpp"
 
 #include <cmath>
+#include <ostream>
+#include <sstream>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "report/iso_time.hpp"
@@ -324,11 +327,11 @@ Json errors_json(const core::AuditReport& report, const core::AuditData& data) {
 
 } // namespace
 
-std::string render_json(const core::AuditReport& report) {
+void write_json(const core::AuditReport& report, std::ostream& out) {
   static const core::AuditData k_empty;
   const core::AuditData& data = report.data != nullptr ? *report.data : k_empty;
-  // The prompts are spliced in one at a time below, so that the document tree never holds every
-  // prompt's completions and tokens at once: memory follows one prompt, not the report.
+  // The prompts are spliced in one at a time below, so that neither the document tree nor the
+  // text ever holds every prompt's completions and tokens at once.
   const Json prompts = Json::array();
   const Json json = {{"schema", k_json_report_schema},
                      {"tool", tool_json(report.tool)},
@@ -344,33 +347,44 @@ std::string render_json(const core::AuditReport& report) {
                      {"semantic", semantic_json(data)}};
   // Model text may hold invalid UTF-8 (a BPE token can split a character); the replace handler
   // writes U+FFFD instead of throwing.
-  std::string skeleton = json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-  if (report.analysis.prompts.empty()) return skeleton;
+  const std::string skeleton = json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   // The top-level member is the only "prompts" at two spaces of indentation.
-  const std::string placeholder = "\n  \"prompts\": [],\n";
-  const std::size_t at = skeleton.find(placeholder);
-  if (at == std::string::npos) return skeleton;
-  std::string out;
-  out.reserve(skeleton.size() + report.analysis.prompts.size() * 65536);
-  out.append(skeleton, 0, at);
-  out += "\n  \"prompts\": [";
+  const std::string_view placeholder = "\n  \"prompts\": [],\n";
+  const std::size_t at =
+      report.analysis.prompts.empty() ? std::string::npos : skeleton.find(placeholder);
+  if (at == std::string::npos) {
+    out.write(skeleton.data(), static_cast<std::streamsize>(skeleton.size()));
+    return;
+  }
+  const auto write = [&out](std::string_view text) {
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  };
+  const std::string_view whole = skeleton;
+  write(whole.substr(0, at));
+  write("\n  \"prompts\": [");
+  std::string one;
   for (std::size_t i = 0; i < report.analysis.prompts.size(); ++i) {
-    const std::string one = prompt_json(report.analysis.prompts[i])
-                                .dump(2, ' ', false, Json::error_handler_t::replace);
-    out += i == 0 ? "\n    " : ",\n    ";
+    one = prompt_json(report.analysis.prompts[i]).dump(2, ' ', false, Json::error_handler_t::replace);
+    write(i == 0 ? "\n    " : ",\n    ");
     // Indented as an element of the top-level array; JSON strings hold no raw newline.
+    const std::string_view element = one;
     std::size_t from = 0;
-    for (std::size_t newline = one.find('\n'); newline != std::string::npos;
-         newline = one.find('\n', from)) {
-      out.append(one, from, newline + 1 - from);
-      out += "    ";
+    for (std::size_t newline = element.find('\n'); newline != std::string_view::npos;
+         newline = element.find('\n', from)) {
+      write(element.substr(from, newline + 1 - from));
+      write("    ");
       from = newline + 1;
     }
-    out.append(one, from, std::string::npos);
+    write(element.substr(from));
   }
-  out += "\n  ],\n";
-  out.append(skeleton, at + placeholder.size(), std::string::npos);
-  return out;
+  write("\n  ],\n");
+  write(whole.substr(at + placeholder.size()));
+}
+
+std::string render_json(const core::AuditReport& report) {
+  std::ostringstream out;
+  write_json(report, out);
+  return std::move(out).str();
 }
 
 } // namespace llmrepro::report

@@ -2,6 +2,7 @@
 // schemas/llmrepro.audit.v1.schema.json; every report this renders validates against it.
 #pragma once
 
+#include <ostream>
 #include <string>
 
 #include "core/audit_report.hpp"
@@ -16,5 +17,9 @@ inline constexpr const char* k_json_report_schema = "llmrepro.audit.v1";
 // are printed so that they parse back to the same value. Invalid UTF-8 in model text becomes
 // U+FFFD. `report.data` must not be null.
 std::string render_json(const core::AuditReport& report);
+
+// The same document written to `out` as it is rendered, a prompt at a time, so that a large
+// audit's report is never held whole in memory.
+void write_json(const core::AuditReport& report, std::ostream& out);
 
 } // namespace llmrepro::report

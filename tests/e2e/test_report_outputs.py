@@ -158,6 +158,27 @@ class ReportOutputs(h.E2ETestCase):
         self.assertIn("absent.db", run.stderr)
         self.assertFalse(os.path.exists(self.path("x.json")))
 
+    def test_an_unwritable_report_path_is_named_and_nothing_is_lost(self):
+        audit, endpoint = run_hostile_audit(self)
+        endpoint.process.terminate()
+        endpoint.process.wait(timeout=5)
+        before = read_bytes(audit["db"])
+        missing_dir = self.path(os.path.join("no-such-dir", "r.json"))
+        run = self.run_llmrepro(["report", "--db", audit["db"], "--json", missing_dir])
+        self.assert_exit(run, 3)
+        self.assertIn(missing_dir, run.stderr)
+        # A directory where the file should go: the stream is written, the rename fails, and
+        # the temporary file does not stay behind.
+        directory = self.path("a-directory.json")
+        os.mkdir(directory)
+        run = self.run_llmrepro(["report", "--db", audit["db"], "--json", directory,
+                                 "--html", self.path("fine.html")])
+        self.assert_exit(run, 3)
+        self.assertIn(f"cannot write '{directory}'", run.stderr)
+        self.assertFalse(os.path.exists(directory + ".tmp"))
+        self.assertTrue(os.path.isdir(directory))
+        self.assertEqual(read_bytes(audit["db"]), before, "a failed report changed the database")
+
 
 if __name__ == "__main__":
     h.main()
