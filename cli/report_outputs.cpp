@@ -59,22 +59,31 @@ core::Result<void> write_file_atomically(const std::string& path, const std::str
   });
 }
 
+namespace {
+
+// A renderer that returns its document whole, as a writer into a stream.
+template <std::string (*Render)(const core::AuditReport&)>
+void write_rendered(const core::AuditReport& report, std::ostream& out) {
+  const std::string text = Render(report);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
+
+} // namespace
+
 core::Result<void> write_report_outputs(const core::AuditReport& report, const ReportOutputs& outputs) {
-  // The JSON report is the large one: streamed into its file a prompt at a time.
-  if (!outputs.json.empty())
-    if (auto written = write_file_atomically(
-            outputs.json, [&report](std::ostream& out) { report::write_json(report, out); });
-        !written)
-      return written;
+  // The JSON report is the large one: it is streamed into its file a prompt at a time.
   const struct {
     const std::string& path;
-    std::string (*render)(const core::AuditReport&);
-  } files[] = {{outputs.html, report::render_html},
-               {outputs.junit, report::render_junit},
-               {outputs.markdown, report::render_markdown}};
+    void (*write)(const core::AuditReport&, std::ostream&);
+  } files[] = {{outputs.json, report::write_json},
+               {outputs.html, write_rendered<report::render_html>},
+               {outputs.junit, write_rendered<report::render_junit>},
+               {outputs.markdown, write_rendered<report::render_markdown>}};
   for (const auto& file : files) {
     if (file.path.empty()) continue;
-    if (auto written = write_file_atomically(file.path, file.render(report)); !written)
+    if (auto written = write_file_atomically(
+            file.path, [&](std::ostream& out) { file.write(report, out); });
+        !written)
       return written;
   }
   return {};
