@@ -13,12 +13,14 @@ class App;
 
 namespace llmrepro::cli {
 
-// The documented exit codes (DESIGN.md "Gates").
+// The documented exit codes (DESIGN.md "Gates"); a judged audit's come from its verdict
+// (exit_code_of in cli/judging_options.hpp).
 inline constexpr int k_exit_pass = 0;
 inline constexpr int k_exit_gate_failed = 1;
 inline constexpr int k_exit_usage = 2;
 inline constexpr int k_exit_endpoint = 3;
 inline constexpr int k_exit_internal = 70;
+inline constexpr int k_exit_interrupted = 130; // Ctrl-C: the audit is partial
 
 // Set by whichever subcommand ran.
 struct CommandResult {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
+#include "cli/judging_options.hpp"
 #include "cli/report_outputs.hpp"
 #include "core/audit_merge.hpp"
 #include "core/audit_report.hpp"
@@ -90,8 +91,10 @@ int run_merge(const MergeOptions& options) {
     fmt::print(stderr, "llmrepro: merged {} shard database(s) into '{}' ({} records, {})\n",
                shards.size(), options.output, data->records.size(), data->info.status);
     fmt::print("{}", report::render_terminal_summary(audit_report, isatty(STDOUT_FILENO) != 0));
+  } else {
+    print_quiet_verdict(audit_report.verdict);
   }
-  return audit_report.verdict.passed ? k_exit_pass : k_exit_gate_failed;
+  return exit_code_of(audit_report.verdict);
 }
 
 } // namespace
@@ -104,7 +107,8 @@ void register_merge_command(CLI::App& app, CommandResult& result) {
   command->add_option("inputs", options->inputs, "Shard audit databases")->required();
   command->add_flag("--overwrite", options->overwrite, "Replace an existing output database");
   add_report_output_options(*command, options->outputs);
-  command->add_flag("--quiet", options->quiet, "Print nothing but errors");
+  command->add_flag("--quiet", options->quiet,
+                    "Print nothing but errors and, unless the verdict is pass, its headline");
   command->callback([options, &result] { result.exit_code = run_merge(*options); });
 }
 

@@ -1,12 +1,16 @@
 // `llmrepro report`: re-renders the reports of a stored audit, without touching the endpoint.
+// Judging flags given here re-judge the audit for this report only; the database keeps its own.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include <memory>
+#include <optional>
 #include <unistd.h>
 
 #include "cli/commands.hpp"
+#include "cli/judging_options.hpp"
 #include "cli/report_outputs.hpp"
+#include "core/audit_report.hpp"
 #include "report/audit_database.hpp"
 #include "report/report_loader.hpp"
 #include "report/terminal_summary.hpp"
@@ -18,20 +22,63 @@ namespace {
 struct ReportOptions {
   std::string db;
   ReportOutputs outputs;
+  JudgingOptions judging;
   bool quiet = false;
 };
 
+// The stored configuration with the judging flags given on the command line in place of the
+// stored ones, checked against the audit it judges.
+core::Result<void> rejudge_config(const ReportOptions& options, core::AuditData& header) {
+  if (auto judged = apply_judging_options(options.judging, header.config, true); !judged)
+    return judged;
+  return check_gates_fit(header.config, header.endpoints.size(),
+                         "audit again with --compare URL to compare endpoints");
+}
+
+// report::load_report, with the judging flags applied to the header before the analysis is
+// built: --fragile-gap and --fragile-window change the analysis, the gates the verdict.
+core::Result<report::LoadedReport> load_rejudged(const report::AuditDatabase& database,
+                                                 const ReportOptions& options) {
+  std::optional<core::AuditReportBuilder> builder;
+  auto loaded = database.load([&](const core::AuditData& stored, int prompt_index,
+                                  const std::vector<core::RequestRecord>& records) {
+    if (!builder) {
+      core::AuditData header = stored; // no records: the configuration, endpoints and suite
+      if (auto fits = rejudge_config(options, header); !fits) return fits;
+      builder.emplace(header);
+    }
+    builder->add_prompt(prompt_index, records);
+    return core::Result<void>{};
+  });
+  if (!loaded) return loaded.error();
+  report::LoadedReport out;
+  out.data = std::make_unique<core::AuditData>(std::move(*loaded));
+  if (auto fits = rejudge_config(options, *out.data); !fits) return fits.error();
+  if (!builder) builder.emplace(*out.data); // an audit with no records yet
+  out.report = builder->finish(tool_info(), *out.data);
+  return out;
+}
+
 int run_report(const ReportOptions& options) {
+  // The flags' values are checked before the database is read.
+  core::AuditConfig scratch;
+  if (auto valid = apply_judging_options(options.judging, scratch, true); !valid)
+    return report_error(valid.error());
   auto database = report::AuditDatabase::open(options.db);
   if (!database) return report_error(database.error());
-  auto loaded = report::load_report(*database, tool_info());
+  auto loaded = any_judging_option_given(options.judging)
+                    ? load_rejudged(*database, options)
+                    : report::load_report(*database, tool_info());
   if (!loaded) return report_error(loaded.error());
-  const core::AuditReport& audit_report = loaded->report;
+  core::AuditReport& audit_report = loaded->report;
+  core::rejudge(audit_report, loaded->data->config.gates, core::stored_run_facts(audit_report));
   if (auto written = write_report_outputs(audit_report, options.outputs); !written)
     return report_error(written.error());
   if (!options.quiet)
     fmt::print("{}", report::render_terminal_summary(audit_report, isatty(STDOUT_FILENO) != 0));
-  return audit_report.verdict.passed ? k_exit_pass : k_exit_gate_failed;
+  else
+    print_quiet_verdict(audit_report.verdict);
+  return exit_code_of(audit_report.verdict);
 }
 
 } // namespace
@@ -39,10 +86,13 @@ int run_report(const ReportOptions& options) {
 void register_report_command(CLI::App& app, CommandResult& result) {
   auto options = std::make_shared<ReportOptions>();
   CLI::App* command = app.add_subcommand(
-      "report", "Re-render JSON, HTML, JUnit and Markdown from an audit database");
+      "report", "Re-render JSON, HTML, JUnit and Markdown from an audit database, and re-judge "
+                "it with any judging flag given (the database keeps its own)");
   command->add_option("--db", options->db, "Audit database written by `llmrepro audit`")->required();
+  add_judging_options(*command, options->judging);
   add_report_output_options(*command, options->outputs);
-  command->add_flag("--quiet", options->quiet, "Print nothing but errors");
+  command->add_flag("--quiet", options->quiet,
+                    "Print nothing but errors and, unless the verdict is pass, its headline");
   command->callback([options, &result] { result.exit_code = run_report(*options); });
 }
 

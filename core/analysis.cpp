@@ -8,12 +8,16 @@
 // reference at that index says how close the model was to a tie there: a small gap explains a
 // flip by rounding; a large one points at something else (a different prompt, cache, or model).
 //
-// Identity is by token sequence when every completion of the prompt carries tokens, by text
-// otherwise (endpoints without logprobs): two completions with the same text but different
-// tokenisations are different completions, because the logits that produced them differed.
+// Identity is by token sequence and text when every completion of the prompt carries tokens, by
+// text alone otherwise (endpoints without logprobs): two completions with the same text but
+// different tokenisations are different completions, because the logits that produced them
+// differed; two with the same token strings but different texts are different too.
+// A prompt is stable only on evidence (two or more successful completions, no failure, one
+// distinct completion); without it, it is inconclusive, never stable.
 // Fragility is computed from the reference alone, so it is a prediction that the observed
-// instability (unique_completions > 1) can confirm or refute: the confusion matrix over prompts
-// lets each audit validate its own threshold τ.
+// instability can confirm or refute: the confusion matrix over prompts whose fragility and
+// stability are both known lets each audit validate its own threshold τ. Fragility that cannot be
+// computed (no logprobs, text mode, gaps unknown in the window) is unknown, not "not fragile".
 #include "core/analysis.hpp"
 
 #include "core/answer_check.hpp"
@@ -25,11 +29,26 @@
 
 namespace llmrepro::core {
 
+const char* to_string(PromptStatus status) {
+  switch (status) {
+  case PromptStatus::stable: return "stable";
+  case PromptStatus::unstable: return "unstable";
+  case PromptStatus::inconclusive: return "inconclusive";
+  }
+  return "inconclusive";
+}
+
+const char* to_string(DivergenceKind kind) {
+  return kind == DivergenceKind::length ? "length" : "token";
+}
+
 namespace {
 
 enum class IdentityMode { tokens, text };
 
-// A collision-free key for a completion: length-prefixed token strings, or the text.
+// A collision-free key for a completion. By tokens, two completions are the same only when their
+// token sequences and their texts are both equal: an endpoint can return equal token strings for
+// different text (byte fragments written as U+FFFD, a stream chunk whose logprobs were null).
 std::string identity_key(const Completion& completion, IdentityMode mode) {
   if (mode == IdentityMode::text) return completion.text;
   std::string key;
@@ -38,6 +57,8 @@ std::string identity_key(const Completion& completion, IdentityMode mode) {
     key += ':';
     key += token.token;
   }
+  key += '|';
+  key += completion.text;
   return key;
 }
 
@@ -51,7 +72,31 @@ int shared_prefix(const Completion& a, const Completion& b, IdentityMode mode) {
   const auto limit = std::min(a.tokens.size(), b.tokens.size());
   std::size_t i = 0;
   while (i < limit && a.tokens[i].token == b.tokens[i].token) ++i;
+  if (i == a.tokens.size() && i == b.tokens.size() && a.text != b.text) {
+    // Equal tokens, different texts: the tokens do not describe the text. Place the divergence
+    // at the reference token whose bytes cover the first byte where the texts part.
+    std::size_t byte = 0;
+    const auto text_limit = std::min(a.text.size(), b.text.size());
+    while (byte < text_limit && a.text[byte] == b.text[byte]) ++byte;
+    std::size_t covered = 0;
+    for (std::size_t t = 0; t < a.tokens.size(); ++t) {
+      covered += token_bytes(a.tokens[t].token).size();
+      if (covered > byte) return static_cast<int>(t);
+    }
+  }
   return static_cast<int>(i);
+}
+
+// How `other` leaves `reference` after `shared` common units: at a unit both have, or where one
+// of them ends.
+DivergenceKind divergence_kind(const Completion& reference, const Completion& other, int shared,
+                               IdentityMode mode) {
+  const auto length = [mode](const Completion& c) {
+    return mode == IdentityMode::text ? c.text.size() : c.tokens.size();
+  };
+  const auto at = static_cast<std::size_t>(shared);
+  return at >= length(reference) || at >= length(other) ? DivergenceKind::length
+                                                        : DivergenceKind::token;
 }
 
 long completion_tokens(const Completion& completion) {
@@ -59,12 +104,81 @@ long completion_tokens(const Completion& completion) {
                                           : static_cast<long>(completion.tokens.size());
 }
 
+// vLLM's return_tokens_as_token_ids spells every token "token_id:N": no text to compare.
+bool tokens_are_ids(const Completion& completion) {
+  return !completion.tokens.empty() && completion.tokens.front().token.rfind("token_id:", 0) == 0;
+}
+
 struct Distinct {
   const Completion* first = nullptr;
   int count = 0;
   std::map<int, int> count_by_concurrency;
   std::size_t first_seen = 0;
+  std::map<std::string, int> finish_reasons;
+  std::map<std::string, int> models;
+  std::map<std::string, int> fingerprints;
 };
+
+PromptStatus status_of(int runs, int failed, int unique) {
+  if (unique > 1) return PromptStatus::unstable;
+  if (runs < 2 || failed > 0) return PromptStatus::inconclusive;
+  return PromptStatus::stable;
+}
+
+// The modal entry of `counts` (index -> count), ties to the lowest index (the earliest seen).
+std::optional<std::size_t> modal(const std::map<std::size_t, int>& counts) {
+  std::optional<std::size_t> best;
+  int best_count = 0;
+  for (const auto& [index, count] : counts)
+    if (count > best_count) {
+      best = index;
+      best_count = count;
+    }
+  return best;
+}
+
+// Fragility of the reference: true when a known gap within the window is below τ; unknown when
+// the window has positions whose gap could not be read and none of the known ones is below τ.
+void judge_fragility(PromptAnalysis& result, const Completion& ref, const AnalysisConfig& config) {
+  const auto window =
+      std::min(ref.tokens.size(), static_cast<std::size_t>(std::max(config.fragile_window, 0)));
+  int unknown = 0;
+  int too_few_candidates = 0;
+  for (std::size_t position = 0; position < window; ++position) {
+    const auto& token = ref.tokens[position];
+    const auto gap = token.gap();
+    if (!gap) {
+      ++unknown;
+      if (token.top.size() < 2) ++too_few_candidates;
+      continue;
+    }
+    if (!result.min_gap || *gap < *result.min_gap) {
+      result.min_gap = gap;
+      result.min_gap_position = static_cast<int>(position);
+    }
+  }
+  if (result.min_gap && *result.min_gap < config.fragile_gap) {
+    result.fragile = true;
+  } else if (window == 0) {
+    result.fragility_reason = "the reference completion has no tokens";
+  } else if (unknown > 0) {
+    const std::string of_window = " of " + std::to_string(window) + " positions";
+    const int not_a_number = unknown - too_few_candidates;
+    if (not_a_number == 0)
+      result.fragility_reason = "fewer than two candidates at " + std::to_string(unknown) + of_window;
+    else if (too_few_candidates == 0)
+      result.fragility_reason =
+          "a logprob that was not a number at " + std::to_string(unknown) + of_window;
+    else
+      result.fragility_reason = "gap unknown at " + std::to_string(unknown) + of_window + " (" +
+                                std::to_string(too_few_candidates) +
+                                " with fewer than two candidates, " +
+                                std::to_string(not_a_number) +
+                                " with a logprob that was not a number)";
+  } else {
+    result.fragile = false;
+  }
+}
 
 PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
                               const std::vector<const RequestRecord*>& records,
@@ -79,20 +193,33 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     return a->planned.concurrency < b->planned.concurrency;
   });
 
+  // An empty completion (no text, no tokens) is an empty token sequence, not a lack of tokens.
   bool all_have_tokens = true;
   bool all_have_logprobs = true;
   for (const auto* record : ordered) {
     if (!record->outcome.ok) continue;
-    if (record->outcome.completion.tokens.empty()) all_have_tokens = false;
-    if (!record->outcome.completion.has_logprobs) all_have_logprobs = false;
+    const Completion& completion = record->outcome.completion;
+    if (completion.tokens.empty() && !completion.text.empty()) all_have_tokens = false;
+    if (!completion.has_logprobs) all_have_logprobs = false;
+    result.numbers += completion.numbers;
+    if (!completion.tokens.empty() && !tokens_are_ids(completion) &&
+        !tokens_match_text(completion))
+      ++result.token_text_mismatch;
+    if (completion.has_logprobs)
+      for (const auto& token : completion.tokens) {
+        const int candidates = static_cast<int>(token.top.size());
+        if (!result.min_candidates || candidates < *result.min_candidates)
+          result.min_candidates = candidates;
+      }
   }
   const IdentityMode mode = all_have_tokens ? IdentityMode::tokens : IdentityMode::text;
+  result.text_mode = mode == IdentityMode::text;
 
   std::vector<Distinct> distinct;
   std::unordered_map<std::string, std::size_t> index_of;
   std::map<int, LevelAnalysis> levels;
-  // Per level, which distinct completions appeared (by index), to count unique per level.
-  std::map<int, std::vector<std::size_t>> seen_at_level;
+  // Per level, how often each distinct completion (by index) appeared.
+  std::map<int, std::map<std::size_t, int>> seen_at_level;
 
   for (const auto* record : ordered) {
     auto& level = levels[record->planned.concurrency];
@@ -106,16 +233,19 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     ++level.runs;
     const Completion& completion = record->outcome.completion;
     auto [it, inserted] = index_of.try_emplace(identity_key(completion, mode), distinct.size());
-    if (inserted) distinct.push_back(Distinct{&completion, 0, {}, distinct.size()});
+    if (inserted) distinct.push_back(Distinct{&completion, 0, {}, distinct.size(), {}, {}, {}});
     Distinct& entry = distinct[it->second];
     ++entry.count;
     ++entry.count_by_concurrency[record->planned.concurrency];
-    auto& seen = seen_at_level[record->planned.concurrency];
-    if (std::find(seen.begin(), seen.end(), it->second) == seen.end()) seen.push_back(it->second);
+    ++entry.finish_reasons[completion.finish_reason];
+    ++entry.models[completion.model];
+    ++entry.fingerprints[completion.system_fingerprint];
+    ++seen_at_level[record->planned.concurrency][it->second];
   }
 
   result.unique_completions = static_cast<int>(distinct.size());
-  result.unstable = result.unique_completions > 1;
+  result.status = status_of(result.runs, result.failed, result.unique_completions);
+  result.unstable = result.status == PromptStatus::unstable;
   result.has_logprobs = result.runs > 0 && all_have_logprobs;
 
   std::size_t reference = 0;
@@ -123,47 +253,65 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     if (distinct[i].count > distinct[reference].count) reference = i; // ties keep the earlier
 
   std::vector<std::optional<int>> divergence(distinct.size());
-  if (!distinct.empty()) {
+  std::vector<std::optional<DivergenceKind>> kinds(distinct.size());
+  if (distinct.empty()) {
+    result.fragility_reason = "no successful completion";
+  } else {
     const Completion& ref = *distinct[reference].first;
+    std::optional<std::size_t> earliest;
     for (std::size_t i = 0; i < distinct.size(); ++i) {
       if (i == reference) continue;
       divergence[i] = shared_prefix(ref, *distinct[i].first, mode);
-      if (!result.first_divergence || *divergence[i] < *result.first_divergence)
-        result.first_divergence = divergence[i];
+      kinds[i] = divergence_kind(ref, *distinct[i].first, *divergence[i], mode);
+      // The earliest divergence; at equal positions a token divergence explains more than a
+      // length one.
+      if (!earliest || *divergence[i] < *divergence[*earliest] ||
+          (*divergence[i] == *divergence[*earliest] && kinds[i] == DivergenceKind::token))
+        earliest = i;
+    }
+    if (earliest) {
+      result.first_divergence = divergence[*earliest];
+      result.divergence_kind = kinds[*earliest];
     }
 
+    for (const auto& entry : distinct)
+      for (const auto& token : entry.first->tokens)
+        if (token.greedy() == false) ++result.non_greedy_tokens;
+
     // Gaps are read off the reference's own candidates.
-    if (mode == IdentityMode::tokens && result.has_logprobs) {
-      if (result.first_divergence &&
+    if (mode == IdentityMode::text) {
+      result.fragility_reason = "text mode: a completion came back without tokens";
+    } else if (!result.has_logprobs) {
+      result.fragility_reason = "no logprobs";
+    } else {
+      if (result.first_divergence && result.divergence_kind == DivergenceKind::token &&
           static_cast<std::size_t>(*result.first_divergence) < ref.tokens.size()) {
         const auto& token = ref.tokens[static_cast<std::size_t>(*result.first_divergence)];
         result.gap_at_divergence = token.gap();
         result.candidates_at_divergence = token.top;
       }
-      const auto window = std::min(ref.tokens.size(),
-                                   static_cast<std::size_t>(std::max(config.fragile_window, 0)));
-      for (std::size_t position = 0; position < window; ++position) {
-        const auto gap = ref.tokens[position].gap();
-        if (gap && (!result.min_gap || *gap < *result.min_gap)) {
-          result.min_gap = gap;
-          result.min_gap_position = static_cast<int>(position);
-        }
-      }
-      result.fragile = result.min_gap && *result.min_gap < config.fragile_gap;
+      judge_fragility(result, ref, config);
     }
 
+    std::optional<std::size_t> serial_modal;
     for (auto& [concurrency, level] : levels) {
       const auto& seen = seen_at_level[concurrency];
       level.unique_completions = static_cast<int>(seen.size());
-      for (std::size_t index : seen) {
+      for (const auto& [index, count] : seen) {
         if (!divergence[index]) continue;
         if (!level.first_divergence || *divergence[index] < *level.first_divergence)
           level.first_divergence = divergence[index];
       }
+      // Levels are visited lowest first: the first with a completion is the serial one.
+      const auto level_modal = modal(seen);
+      if (!serial_modal) serial_modal = level_modal;
+      else if (level_modal) level.differs_from_serial = *level_modal != *serial_modal;
     }
   }
-
-  for (auto& [concurrency, level] : levels) result.by_concurrency.push_back(level);
+  for (auto& [concurrency, level] : levels) {
+    level.status = status_of(level.runs, level.failed, level.unique_completions);
+    result.by_concurrency.push_back(level);
+  }
 
   // Answers and checks: every logical request is one run; a failed request never agrees and
   // never passes.
@@ -192,7 +340,7 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     return distinct[a].count > distinct[b].count;
   });
   for (std::size_t index : order) {
-    const Distinct& entry = distinct[index];
+    Distinct& entry = distinct[index];
     DistinctCompletion out;
     out.text = entry.first->text;
     out.tokens = entry.first->tokens;
@@ -200,9 +348,25 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     out.count_by_concurrency = entry.count_by_concurrency;
     out.is_reference = index == reference;
     out.divergence = divergence[index];
+    out.divergence_kind = kinds[index];
+    out.finish_reasons = std::move(entry.finish_reasons);
+    out.models = std::move(entry.models);
+    out.fingerprints = std::move(entry.fingerprints);
     result.completions.push_back(std::move(out));
   }
   return result;
+}
+
+// One line saying why a request failed, so that failures group by cause.
+std::string failure_reason(const RequestOutcome& outcome) {
+  std::string error = outcome.error.substr(0, outcome.error.find('\n'));
+  if (error.size() > 160) error = error.substr(0, 157) + "...";
+  if (error.empty()) error = "no error message";
+  if (outcome.http_status > 0) {
+    const std::string status = "HTTP " + std::to_string(outcome.http_status);
+    if (error.find(status) == std::string::npos) error = status + ": " + error;
+  }
+  return error;
 }
 
 } // namespace
@@ -230,6 +394,7 @@ struct AnalysisBuilder::Totals {
     int ok = 0;
   };
   std::map<int, Cost> costs;
+  std::map<std::string, int> failure_reasons;
 };
 
 AnalysisBuilder::AnalysisBuilder(const Suite& suite, const AnalysisConfig& config,
@@ -261,17 +426,28 @@ void AnalysisBuilder::add_prompt(int prompt_index, const std::vector<const Reque
   ++summary.prompts;
   summary.requests += prompt.runs + prompt.failed;
   summary.failed_requests += prompt.failed;
-  if (prompt.unstable) ++summary.unstable_prompts;
-  if (prompt.fragile) ++summary.fragile_prompts;
+  switch (prompt.status) {
+  case PromptStatus::stable: ++summary.stable_prompts; break;
+  case PromptStatus::unstable: ++summary.unstable_prompts; break;
+  case PromptStatus::inconclusive: ++summary.inconclusive_prompts; break;
+  }
+  if (prompt.runs >= 2) ++summary.prompts_with_two_completions;
+  if (prompt.fragile == true) ++summary.fragile_prompts;
+  if (!prompt.fragile) ++summary.fragility_unknown_prompts;
   if (prompt.runs > 0 && !prompt.has_logprobs) ++summary.prompts_without_logprobs;
-  if (prompt.unique_completions == 1 && prompt.failed == 0) ++totals.agreeing;
+  if (prompt.non_greedy_tokens > 0) ++summary.non_greedy_prompts;
+  if (prompt.token_text_mismatch > 0) ++summary.token_text_mismatch_prompts;
+  if (prompt.min_candidates && (!summary.min_candidates || *prompt.min_candidates < *summary.min_candidates))
+    summary.min_candidates = prompt.min_candidates;
+  summary.numbers += prompt.numbers;
+  if (prompt.status == PromptStatus::stable) ++totals.agreeing;
   if (prompt.answers_agree) ++totals.answers_agreeing;
 
-  // Only prompts whose fragility could be computed take part in the predictor.
-  if (prompt.has_logprobs) {
+  // Only prompts whose fragility and stability are both known take part in the predictor.
+  if (prompt.fragile && prompt.status != PromptStatus::inconclusive) {
     ConfusionMatrix& m = summary.predictor;
-    if (prompt.fragile && prompt.unstable) ++m.true_positive;
-    else if (prompt.fragile) ++m.false_positive;
+    if (*prompt.fragile && prompt.unstable) ++m.true_positive;
+    else if (*prompt.fragile) ++m.false_positive;
     else if (prompt.unstable) ++m.false_negative;
     else ++m.true_negative;
   }
@@ -298,6 +474,12 @@ void AnalysisBuilder::add_prompt(int prompt_index, const std::vector<const Reque
   }
 
   for (const auto* record : mine) {
+    if (record->outcome.ok) {
+      ++summary.models_seen[record->outcome.completion.model];
+      ++summary.fingerprints_seen[record->outcome.completion.system_fingerprint];
+    } else {
+      ++totals.failure_reasons[failure_reason(record->outcome)];
+    }
     Totals::Cost& cost = totals.costs[record->planned.concurrency];
     cost.first_start = std::min(cost.first_start, record->outcome.started_ms);
     cost.last_finish = std::max(cost.last_finish, record->outcome.finished_ms);
@@ -332,6 +514,9 @@ AuditAnalysis AnalysisBuilder::finish() {
     checks.spread = checks.best_possible - checks.worst_possible;
     summary.checks = std::move(checks);
   }
+  for (const auto& entry : totals.failure_reasons) summary.failure_reasons.push_back(entry);
+  std::stable_sort(summary.failure_reasons.begin(), summary.failure_reasons.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   ConfusionMatrix& m = summary.predictor;
   if (m.true_positive + m.false_positive > 0)
     m.precision = static_cast<double>(m.true_positive) / (m.true_positive + m.false_positive);
@@ -347,7 +532,9 @@ AuditAnalysis AnalysisBuilder::finish() {
       out.runs += level.runs;
       out.failed += level.failed;
       out.unique_completions += level.unique_completions;
-      if (level.unique_completions > 1) ++out.unstable_prompts;
+      if (level.status == PromptStatus::unstable) ++out.unstable_prompts;
+      if (level.status == PromptStatus::inconclusive) ++out.inconclusive_prompts;
+      if (level.differs_from_serial) ++out.differs_from_serial_prompts;
     }
   }
   for (auto& [concurrency, level] : levels) {

@@ -18,6 +18,18 @@ struct AnalysisConfig {
   int fragile_window = 50;   // W, tokens
 };
 
+// What the evidence says of a prompt, in one level or overall. A prompt is `stable` only when
+// it has at least two successful completions, no failed request, and all of them are the same;
+// `unstable` as soon as two successful completions differ; `inconclusive` otherwise (fewer than
+// two successful completions, or a failed request). Inconclusive is never counted stable.
+enum class PromptStatus { stable, unstable, inconclusive };
+const char* to_string(PromptStatus status);
+
+// How two completions part: at a token (or character) both have, or where one ends and the
+// other goes on.
+enum class DivergenceKind { token, length };
+const char* to_string(DivergenceKind kind);
+
 // One distinct completion of a prompt and how often it came back.
 struct DistinctCompletion {
   std::string text;
@@ -25,8 +37,13 @@ struct DistinctCompletion {
   int count = 0;
   std::map<int, int> count_by_concurrency;
   bool is_reference = false;
-  // Leading tokens shared with the reference; empty for the reference itself.
+  // Leading tokens (characters in text mode) shared with the reference; empty for the reference.
   std::optional<int> divergence;
+  std::optional<DivergenceKind> divergence_kind; // empty for the reference
+  // Who produced it and how it ended, over its occurrences: value -> count ("" where absent).
+  std::map<std::string, int> finish_reasons;
+  std::map<std::string, int> models;
+  std::map<std::string, int> fingerprints;
 };
 
 struct LevelAnalysis {
@@ -35,6 +52,10 @@ struct LevelAnalysis {
   int failed = 0;
   int unique_completions = 0;
   std::optional<int> first_divergence; // against the prompt's overall reference
+  PromptStatus status = PromptStatus::inconclusive; // within this level alone
+  // This level's modal completion is not the serial (lowest level's) modal completion; false at
+  // the lowest level and where either level has no successful completion.
+  bool differs_from_serial = false;
 };
 
 struct PromptAnalysis {
@@ -44,12 +65,30 @@ struct PromptAnalysis {
   int failed = 0; // failed logical requests
   int unique_completions = 0;
   std::optional<int> first_divergence;
+  // Where the earliest divergence happens: between two tokens, or where one completion ends.
+  std::optional<DivergenceKind> divergence_kind;
+  // The gap of the reference at first_divergence; empty for a length divergence (the reference's
+  // own candidates do not include the end of the other completion) and where unknown.
   std::optional<double> gap_at_divergence;
   std::optional<double> min_gap;
   std::optional<int> min_gap_position;
-  bool fragile = false;
-  bool unstable = false;
+  PromptStatus status = PromptStatus::inconclusive;
+  bool unstable = false;     // status == unstable, kept for readers of the flag
+  // Fragility is three-valued: true, false, or empty when it cannot be computed (no logprobs,
+  // text mode, gaps unknown within the window); `fragility_reason` then says why.
+  std::optional<bool> fragile;
+  std::string fragility_reason;
   bool has_logprobs = false; // every successful completion carried logprobs
+  // Completions are compared by tokens ("token") or, where one came back without tokens, by
+  // text ("char"): divergence positions are in that unit.
+  bool text_mode = false;
+  // Successful completions whose tokens do not concatenate to their text.
+  int token_text_mismatch = 0;
+  // Positions, over the distinct completions, where the sampled token is not the top candidate.
+  int non_greedy_tokens = 0;
+  // Fewest candidates the endpoint returned at any position; empty without logprobs.
+  std::optional<int> min_candidates;
+  NumberAnomalies numbers; // over every successful completion
   // The candidates of the reference completion at first_divergence (top-1 first), for reports.
   std::vector<TokenCandidate> candidates_at_divergence;
   std::vector<LevelAnalysis> by_concurrency;
@@ -82,6 +121,9 @@ struct LevelSummary {
   int runs = 0;
   int unique_completions = 0; // summed over prompts
   int unstable_prompts = 0;   // prompts with more than one completion at this level
+  int inconclusive_prompts = 0;
+  // Prompts whose modal completion at this level differs from the serial level's.
+  int differs_from_serial_prompts = 0;
   int failed = 0;
   // Completion tokens per second of wall time from the level's first start to its last finish,
   // and the mean request latency: the cost of each level beside its stability.
@@ -113,9 +155,22 @@ struct AuditSummary {
   int prompts = 0;
   int requests = 0;         // logical requests recorded
   int failed_requests = 0;
+  // Why requests failed: the reason (HTTP status and error, one line) -> count, most first.
+  std::vector<std::pair<std::string, int>> failure_reasons;
+  int stable_prompts = 0;
   int unstable_prompts = 0;
+  int inconclusive_prompts = 0;
+  int prompts_with_two_completions = 0; // prompts with at least two successful completions
   int fragile_prompts = 0;
+  int fragility_unknown_prompts = 0;
   int prompts_without_logprobs = 0;
+  int non_greedy_prompts = 0;
+  int token_text_mismatch_prompts = 0;
+  std::optional<int> min_candidates; // fewest candidates at any position of any completion
+  NumberAnomalies numbers;
+  // Who answered: model and system_fingerprint -> successful completions ("" where absent).
+  std::map<std::string, int> models_seen;
+  std::map<std::string, int> fingerprints_seen;
   double tarr = 0.0;        // TARr@N
   double tara = 0.0;        // TARa@N
   std::optional<CheckerSummary> checks; // empty when no prompt has a checker

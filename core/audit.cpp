@@ -4,19 +4,49 @@ namespace llmrepro::core {
 
 const char* to_string(FailOn fail_on) {
   switch (fail_on) {
-  case FailOn::none: return "none";
   case FailOn::unstable: return "unstable";
   case FailOn::fragile: return "fragile";
+  case FailOn::disagree: return "disagree";
   }
-  return "none";
+  return "unstable";
 }
 
-Result<FailOn> parse_fail_on(const std::string& text) {
-  if (text == "none") return FailOn::none;
-  if (text == "unstable") return FailOn::unstable;
-  if (text == "fragile") return FailOn::fragile;
-  return make_error(ErrorCode::usage,
-                    "unknown --fail-on value '" + text + "' (expected none, unstable or fragile)");
+std::string to_string(const FailOnSet& fail_on) {
+  std::string out;
+  const auto add = [&out](bool on, const char* name) {
+    if (!on) return;
+    if (!out.empty()) out += ',';
+    out += name;
+  };
+  add(fail_on.unstable, "unstable");
+  add(fail_on.fragile, "fragile");
+  add(fail_on.disagree, "disagree");
+  return out.empty() ? "none" : out;
+}
+
+Result<FailOnSet> parse_fail_on(const std::string& text) {
+  FailOnSet set;
+  if (text == "none") return set;
+  std::size_t from = 0;
+  while (from <= text.size()) {
+    const auto comma = text.find(',', from);
+    const std::string item =
+        text.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    bool* slot = item == "unstable"   ? &set.unstable
+                 : item == "fragile"  ? &set.fragile
+                 : item == "disagree" ? &set.disagree
+                                      : nullptr;
+    if (slot == nullptr)
+      return make_error(ErrorCode::usage,
+                        "unknown --fail-on value '" + item +
+                            "' (expected none, or a comma list of unstable, fragile, disagree)");
+    if (*slot)
+      return make_error(ErrorCode::usage, "--fail-on names '" + item + "' twice");
+    *slot = true;
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  return set;
 }
 
 PlanConfig plan_config_of(const AuditConfig& config, int endpoints) {

@@ -14,16 +14,36 @@
 
 namespace llmrepro::core {
 
-enum class FailOn { none, unstable, fragile };
+// What `--fail-on` fails on: a list, each judged in every scope (endpoint and probe kind).
+enum class FailOn { unstable, fragile, disagree };
 const char* to_string(FailOn fail_on);
-Result<FailOn> parse_fail_on(const std::string& text);
 
-// The gates that decide the exit code of `llmrepro audit`.
+struct FailOnSet {
+  bool unstable = false; // any prompt unstable
+  bool fragile = false;  // any prompt fragile, or its fragility unknown
+  bool disagree = false; // endpoints' reference completions differ (--compare)
+  bool any() const { return unstable || fragile || disagree; }
+  friend bool operator==(const FailOnSet&, const FailOnSet&) = default;
+};
+// "none" or the comma list ("unstable,fragile"), in a fixed order.
+std::string to_string(const FailOnSet& fail_on);
+// "none", or a comma list of unstable, fragile and disagree.
+Result<FailOnSet> parse_fail_on(const std::string& text);
+
+// The gates that decide the verdict of an audit. Judging flags: they may change on --resume and
+// in `llmrepro report`, unlike the plan-defining rest of AuditConfig.
 struct GateConfig {
-  FailOn fail_on = FailOn::none;
+  FailOnSet fail_on;
   std::optional<int> max_unique;           // fail when any prompt has more distinct completions
-  std::optional<double> max_unstable_rate; // fail when unstable_prompts / prompts exceeds it
+  std::optional<double> max_unstable_rate; // fail when unstable / judged prompts exceeds it
   std::optional<double> min_tara;          // fail when TARa@N falls below it
+  // Fail when failed requests / recorded requests exceeds it. Always judged: by default any
+  // request that failed after its retries fails the audit.
+  double max_failed_rate = 0.0;
+
+  // Whether any gate judges stability (the headline says so when none does).
+  bool stability_gated() const { return fail_on.unstable || max_unique || max_unstable_rate; }
+  friend bool operator==(const GateConfig&, const GateConfig&) = default;
 };
 
 // Everything that shapes an audit's requests and analysis. Stored in the database so that

@@ -20,7 +20,7 @@ PromptSide side_of(const AuditReport &report, const PromptAnalysis &prompt,
     if (completion.is_reference) side.reference_count = completion.count;
   }
   side.unstable = prompt.unstable;
-  side.fragile = prompt.fragile;
+  side.fragile = prompt.fragile.value_or(false);
   side.has_logprobs = prompt.has_logprobs;
   side.first_divergence = prompt.first_divergence;
   side.min_gap = prompt.min_gap;

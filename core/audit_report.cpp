@@ -4,6 +4,62 @@
 
 namespace llmrepro::core {
 
+namespace {
+
+std::string counts_list(const std::map<std::string, int>& counts) {
+  std::string out;
+  for (const auto& [name, count] : counts) {
+    if (!out.empty()) out += ", ";
+    out += (name.empty() ? std::string("(none)") : name) + ": " + std::to_string(count);
+  }
+  return out;
+}
+
+// What a reader must know before trusting the figures, one line each.
+std::vector<std::string> audit_warnings(const AuditReport& report, int top_logprobs) {
+  std::vector<std::string> warnings;
+  for (std::size_t e = 0; e < report.observed.size(); ++e) {
+    const auto& seen = report.observed[e];
+    const std::string who = report.observed.size() > 1 ? "endpoint " + std::to_string(e) : "the endpoint";
+    if (seen.models.size() > 1)
+      warnings.push_back(who + " answered as " + std::to_string(seen.models.size()) +
+                         " models (" + counts_list(seen.models) +
+                         "): completions that differ may come from different models, not from "
+                         "batch drift");
+    if (seen.fingerprints.size() > 1)
+      warnings.push_back(who + " answered with " + std::to_string(seen.fingerprints.size()) +
+                         " system fingerprints (" + counts_list(seen.fingerprints) +
+                         "): completions that differ may come from different builds, not from "
+                         "batch drift");
+  }
+  const AuditSummary& s = report.analysis.summary;
+  if (s.min_candidates && *s.min_candidates < top_logprobs)
+    warnings.push_back("the endpoint returned as few as " + std::to_string(*s.min_candidates) +
+                       " candidates at a position where --top-logprobs asked for " +
+                       std::to_string(top_logprobs) +
+                       ": gaps there are unknown");
+  if (s.non_greedy_prompts > 0)
+    warnings.push_back(std::to_string(s.non_greedy_prompts) +
+                       " prompts have tokens that are not the top candidate: the endpoint did not "
+                       "decode greedily on the logprobs it returned, so their gaps are not the "
+                       "margins that chose the tokens");
+  if (s.token_text_mismatch_prompts > 0)
+    warnings.push_back(std::to_string(s.token_text_mismatch_prompts) +
+                       " prompts have completions whose tokens do not concatenate to their text: "
+                       "they are compared by tokens and text together");
+  if (s.numbers.total() > 0)
+    warnings.push_back(
+        "the endpoint sent " + std::to_string(s.numbers.total()) +
+        " log probabilities that were not finite numbers (NaN " + std::to_string(s.numbers.nan) +
+        ", Infinity " + std::to_string(s.numbers.infinity) + ", -Infinity " +
+        std::to_string(s.numbers.negative_infinity) + ", overflow " +
+        std::to_string(s.numbers.overflow) + ", null " + std::to_string(s.numbers.null) +
+        "): -Infinity is read as the floor -9999, the others leave the gap unknown");
+  return warnings;
+}
+
+} // namespace
+
 AuditReportBuilder::AuditReportBuilder(const AuditData& data)
     : m_suite(std::make_unique<Suite>(data.suite)),
       m_config{data.config.fragile_gap, data.config.fragile_window},
@@ -16,6 +72,15 @@ AuditReportBuilder::AuditReportBuilder(const AuditData& data)
     if (probe != m_primary_probe) builder.analysis.emplace(*m_suite, m_config, 0, probe);
     m_probes.push_back(std::move(builder));
   }
+  for (std::size_t e = 1; e < data.endpoints.size(); ++e)
+    for (ProbeKind probe : data.config.probes) {
+      if (probe == m_primary_probe) continue;
+      ProbeBuilder builder{probe, std::nullopt, {}, 0};
+      builder.analysis.emplace(*m_suite, m_config, static_cast<int>(e), probe);
+      m_other_probes.emplace_back(static_cast<int>(e), std::move(builder));
+    }
+  m_observed.resize(m_endpoints.size());
+  m_top_logprobs = data.config.top_logprobs;
 }
 
 void AuditReportBuilder::add_prompt(int prompt_index, const std::vector<RequestRecord>& records) {
@@ -28,6 +93,14 @@ void AuditReportBuilder::add_prompt(int prompt_index, const std::vector<RequestR
 void AuditReportBuilder::add_prompt(int prompt_index,
                                     const std::vector<const RequestRecord*>& records) {
   for (auto& endpoint : m_endpoints) endpoint.add_prompt(prompt_index, records);
+  for (auto& [endpoint, probe] : m_other_probes) probe.analysis->add_prompt(prompt_index, records);
+  for (const auto* record : records) {
+    const auto e = static_cast<std::size_t>(record->planned.endpoint_index);
+    if (!record->outcome.ok || record->planned.endpoint_index < 0 || e >= m_observed.size())
+      continue;
+    ++m_observed[e].models[record->outcome.completion.model];
+    ++m_observed[e].fingerprints[record->outcome.completion.system_fingerprint];
+  }
   for (auto& probe : m_probes) {
     if (probe.analysis) probe.analysis->add_prompt(prompt_index, records);
     if (probe.probe != ProbeKind::prefix) continue;
@@ -53,13 +126,48 @@ AuditReport AuditReportBuilder::finish(const ToolInfo& tool, const AuditData& da
     analysis.prefix_drift_prompts = probe.prefix_drift_prompts;
     report.probes.push_back(std::move(analysis));
   }
+  for (auto& [endpoint, probe] : m_other_probes) {
+    ProbeAnalysis analysis;
+    analysis.probe = probe.probe;
+    analysis.analysis = probe.analysis->finish();
+    report.other_endpoint_probes.push_back(std::move(analysis));
+    report.other_endpoint_indices.push_back(endpoint);
+  }
   if (report.endpoints.size() > 1) report.comparison = compare_endpoints(report.endpoints);
+  report.observed = std::move(m_observed);
   report.planned_requests =
       make_plan(data.suite, plan_config_of(data.config, static_cast<int>(data.endpoints.size())))
           .size();
   report.tara = report.analysis.summary.tara;
-  report.verdict = judge(report.analysis, data.config.gates, report.tara);
+  report.warnings = audit_warnings(report, m_top_logprobs);
+  rejudge(report, data.config.gates, stored_run_facts(report));
   return report;
+}
+
+std::vector<JudgedScope> judged_scopes(const AuditReport& report) {
+  std::vector<JudgedScope> scopes;
+  scopes.push_back({0, report.primary_probe, &report.analysis});
+  for (const auto& probe : report.probes)
+    if (probe.probe != report.primary_probe) scopes.push_back({0, probe.probe, &probe.analysis});
+  for (std::size_t e = 1; e < report.endpoints.size(); ++e) {
+    scopes.push_back({static_cast<int>(e), report.primary_probe, &report.endpoints[e]});
+    for (std::size_t i = 0; i < report.other_endpoint_probes.size(); ++i)
+      if (report.other_endpoint_indices[i] == static_cast<int>(e))
+        scopes.push_back({static_cast<int>(e), report.other_endpoint_probes[i].probe,
+                          &report.other_endpoint_probes[i].analysis});
+  }
+  return scopes;
+}
+
+RunFacts stored_run_facts(const AuditReport& report) {
+  RunFacts facts;
+  facts.planned_requests = report.planned_requests;
+  facts.recorded_requests = report.data != nullptr ? report.data->records.size() : 0;
+  return facts;
+}
+
+void rejudge(AuditReport& report, const GateConfig& gates, const RunFacts& facts) {
+  report.verdict = judge(judged_scopes(report), report.comparison, gates, facts);
 }
 
 AuditReport make_audit_report(const AuditData& data, const ToolInfo& tool) {

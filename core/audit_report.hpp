@@ -1,7 +1,9 @@
 // Everything a renderer needs for one audit: the stored data, its analysis, the verdict, the tool.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -12,18 +14,43 @@
 
 namespace llmrepro::core {
 
+// Who answered one endpoint, over all its probe kinds: model and system_fingerprint of every
+// successful completion -> count ("" where the response named none).
+struct EndpointObservations {
+  std::map<std::string, int> models;
+  std::map<std::string, int> fingerprints;
+};
+
 struct AuditReport {
   const AuditData* data = nullptr; // not owned; outlives the report
   AuditAnalysis analysis;          // of endpoint 0, its primary probe kind
   ProbeKind primary_probe = ProbeKind::sweep;
   std::vector<ProbeAnalysis> probes;   // endpoint 0, each configured probe kind on its own
   std::vector<AuditAnalysis> endpoints; // each endpoint's primary probe; [0] is `analysis`
+  // Endpoints 1.. with their non-primary probe kinds, so that the gates judge every scope.
+  std::vector<ProbeAnalysis> other_endpoint_probes;
+  std::vector<int> other_endpoint_indices; // endpoint of other_endpoint_probes[i]
   std::optional<EndpointComparison> comparison; // with two or more endpoints
+  std::vector<EndpointObservations> observed;   // per endpoint
   Verdict verdict;
+  // Things a reader must know before trusting the figures (several models answered, the
+  // endpoint is not greedy, fewer candidates than asked, ...): one line each, every output.
+  std::vector<std::string> warnings;
   ToolInfo tool;
   std::size_t planned_requests = 0;
   std::optional<double> tara;      // TARa@N where answers were extracted
 };
+
+// Every scope the gates judge: endpoint 0's primary probe kind first, then endpoint 0's other
+// kinds, then each further endpoint's kinds. Pointers into `report`.
+std::vector<JudgedScope> judged_scopes(const AuditReport& report);
+
+// The facts about the run that the stored audit gives: planned against recorded requests.
+RunFacts stored_run_facts(const AuditReport& report);
+
+// Judges the report again (different gates, or facts only the run knows: an interruption, an
+// unreachable endpoint) and refreshes its verdict.
+void rejudge(AuditReport& report, const GateConfig& gates, const RunFacts& facts);
 
 // Builds an audit's report a prompt at a time (every analysis of make_audit_report at once), so
 // that `report` can stream the records from the database instead of holding the audit whole.
@@ -54,6 +81,10 @@ private:
   ProbeKind m_primary_probe;
   std::vector<AnalysisBuilder> m_endpoints; // each endpoint's primary probe kind
   std::vector<ProbeBuilder> m_probes;       // endpoint 0, each configured kind
+  // Endpoints 1.., each non-primary kind: (endpoint, builder).
+  std::vector<std::pair<int, ProbeBuilder>> m_other_probes;
+  std::vector<EndpointObservations> m_observed;
+  int m_top_logprobs = 2;
 };
 
 // Analyses the stored audit (endpoint 0's primary probe at top level; every probe kind and

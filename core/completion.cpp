@@ -1,17 +1,74 @@
 #include "core/completion.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 namespace llmrepro::core {
 
+std::optional<bool> TokenLogprob::greedy() const {
+  if (top.empty() || !is_known_logprob(logprob)) return std::nullopt;
+  const auto sampled = std::find_if(top.begin(), top.end(),
+                                    [&](const TokenCandidate& c) { return c.token == token; });
+  if (sampled == top.end()) return false;
+  // Compared by value, not by rank: a tie listed in either order is still greedy.
+  for (const auto& candidate : top)
+    if (is_known_logprob(candidate.logprob) && candidate.logprob > sampled->logprob) return false;
+  return true;
+}
+
 void sort_candidates(Completion& completion) {
   for (auto& token : completion.tokens) {
-    // Stable, so equal logprobs keep the endpoint's order and the result is deterministic.
+    // Stable, so equal logprobs keep the endpoint's order and the result is deterministic;
+    // unknown values (NaN) sort last, which keeps the ordering strict and weak.
     std::stable_sort(token.top.begin(), token.top.end(),
                      [](const TokenCandidate& a, const TokenCandidate& b) {
-                       return a.logprob > b.logprob;
+                       const bool a_known = is_known_logprob(a.logprob);
+                       const bool b_known = is_known_logprob(b.logprob);
+                       if (a_known != b_known) return a_known;
+                       return a_known && a.logprob > b.logprob;
                      });
   }
+}
+
+namespace {
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+} // namespace
+
+std::string token_bytes(const std::string& token) {
+  constexpr std::string_view prefix = "bytes:";
+  if (token.size() <= prefix.size() || token.compare(0, prefix.size(), prefix) != 0) return token;
+  std::string bytes;
+  std::size_t i = prefix.size();
+  while (i < token.size()) {
+    if (i + 3 < token.size() && token[i] == '\\' && token[i + 1] == 'x') {
+      const int high = hex_digit(token[i + 2]);
+      const int low = hex_digit(token[i + 3]);
+      if (high >= 0 && low >= 0) {
+        bytes += static_cast<char>(high * 16 + low);
+        i += 4;
+        continue;
+      }
+    }
+    return token; // not the escaped form: an ordinary token that starts with "bytes:"
+  }
+  return bytes;
+}
+
+bool tokens_match_text(const Completion& completion) {
+  std::string joined;
+  joined.reserve(completion.text.size());
+  for (const auto& token : completion.tokens) {
+    joined += token_bytes(token.token);
+    if (joined.size() > completion.text.size()) return false;
+  }
+  return joined == completion.text;
 }
 
 } // namespace llmrepro::core

@@ -1,30 +1,68 @@
 // The canonical completion every dialect adapter produces: text, tokens and their candidates.
 #pragma once
 
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace llmrepro::core {
 
+// A log probability the endpoint sent that is no number a gap can be read from: NaN, +Infinity
+// or null. In memory it is a quiet NaN; SQLite stores it as NULL.
+inline constexpr double k_unknown_logprob = std::numeric_limits<double>::quiet_NaN();
+inline bool is_known_logprob(double logprob) { return std::isfinite(logprob); }
+
 // One alternative the model considered at a position, with its log probability in nats.
 struct TokenCandidate {
   std::string token;
-  double logprob = 0.0;
+  double logprob = 0.0; // k_unknown_logprob where the endpoint sent no usable number
 };
 
 // One generated token with the candidates the endpoint returned for its position.
 struct TokenLogprob {
   std::string token;
-  double logprob = 0.0;
-  // Sorted by logprob, highest first (adapters sort: vLLM lists the sampled token first).
+  double logprob = 0.0; // k_unknown_logprob where the endpoint sent no usable number
+  // Sorted by logprob, highest first, unknown values last (adapters sort: vLLM lists the
+  // sampled token first).
   std::vector<TokenCandidate> top;
 
-  // logprob(top-1) - logprob(top-2) in nats; empty when fewer than two candidates came back.
+  // logprob(top-1) - logprob(top-2) in nats; empty when fewer than two candidates came back or
+  // either of the two has an unknown log probability.
   std::optional<double> gap() const {
     if (top.size() < 2) return std::nullopt;
+    if (!is_known_logprob(top[0].logprob) || !is_known_logprob(top[1].logprob))
+      return std::nullopt;
     return top[0].logprob - top[1].logprob;
   }
+
+  // Whether the sampled token is the top candidate. Empty when there are no candidates, or its
+  // own log probability is unknown; false when it is absent from the candidates or ranks below
+  // one of them (the endpoint did not decode greedily on the logits it reported).
+  std::optional<bool> greedy() const;
+};
+
+// Log-probability values in a response that were not finite numbers, by kind. None of them
+// fails the request: -Infinity and negative overflow become the logprob floor (as vLLM's
+// -9999.0); NaN, +Infinity, positive overflow and null become k_unknown_logprob.
+struct NumberAnomalies {
+  int nan = 0;
+  int infinity = 0;          // +Infinity
+  int negative_infinity = 0; // -Infinity
+  int overflow = 0;          // a literal outside double's range (1e400, -1e400)
+  int null = 0;
+
+  int total() const { return nan + infinity + negative_infinity + overflow + null; }
+  NumberAnomalies& operator+=(const NumberAnomalies& other) {
+    nan += other.nan;
+    infinity += other.infinity;
+    negative_infinity += other.negative_infinity;
+    overflow += other.overflow;
+    null += other.null;
+    return *this;
+  }
+  friend bool operator==(const NumberAnomalies&, const NumberAnomalies&) = default;
 };
 
 // What one successful request produced, independent of the API dialect that carried it.
@@ -39,9 +77,20 @@ struct Completion {
   std::string model;
   // Tokens the endpoint reported generating (usage.completion_tokens or the token count).
   long completion_tokens = 0;
+  // Non-finite log probabilities the response carried, mapped as NumberAnomalies says.
+  NumberAnomalies numbers;
 };
 
-// Sorts each position's candidates by logprob, highest first, so that gap() is meaningful.
+// Sorts each position's candidates by logprob, highest first and unknown values last, so that
+// gap() is meaningful.
 void sort_candidates(Completion& completion);
+
+// The bytes a token stands for: the token string, or for a byte-fragment token written as
+// "bytes:\xe2\x80" (OpenAI's spelling, which adapters use where an endpoint sends `bytes` that
+// are not the UTF-8 of its token string) the bytes it names.
+std::string token_bytes(const std::string& token);
+
+// Whether the tokens' bytes concatenate to the completion's text.
+bool tokens_match_text(const Completion& completion);
 
 } // namespace llmrepro::core

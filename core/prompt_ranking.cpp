@@ -9,7 +9,8 @@ std::vector<const PromptAnalysis *> worst_prompts(const AuditAnalysis &analysis,
                                                   std::size_t limit) {
   std::vector<const PromptAnalysis *> problems;
   for (const PromptAnalysis &prompt : analysis.prompts) {
-    if (prompt.unstable || prompt.fragile) problems.push_back(&prompt);
+    if (prompt.unstable || prompt.fragile == true || prompt.status == PromptStatus::inconclusive)
+      problems.push_back(&prompt);
   }
   // A prompt without a divergence or a gap sorts after every prompt with one.
   const auto divergence = [](const PromptAnalysis *p) {

@@ -1,8 +1,26 @@
+// The verdict is computed from every scope's evidence. Three rules keep it honest:
+//  - a verdict is `error`, never `pass`, when evidence is missing: a planned request was never
+//    recorded (interrupted, partial, unreachable endpoint) or a scope has no prompt with two
+//    successful completions to compare;
+//  - failed requests are a gate of their own (--max-failed-rate, default 0), because a prompt
+//    whose requests failed was not judged;
+//  - every stability gate is applied to every endpoint and every probe kind, not just the first.
 #include "core/verdict.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 
 namespace llmrepro::core {
+
+const char* to_string(VerdictStatus status) {
+  switch (status) {
+  case VerdictStatus::pass: return "pass";
+  case VerdictStatus::fail: return "fail";
+  case VerdictStatus::error: return "error";
+  }
+  return "error";
+}
 
 namespace {
 
@@ -12,65 +30,257 @@ std::string format_rate(double rate) {
   return buffer;
 }
 
-} // namespace
+std::string count_of(int count, int total, const char* noun) {
+  return std::to_string(count) + " of " + std::to_string(total) + " " + noun;
+}
 
-Verdict judge(const AuditAnalysis& analysis, const GateConfig& gates, std::optional<double> tara) {
-  Verdict verdict;
-  const AuditSummary& summary = analysis.summary;
-  const std::string of_prompts = " of " + std::to_string(summary.prompts) + " prompts";
+class Judge {
+public:
+  Judge(const std::vector<JudgedScope>& scopes, const GateConfig& gates)
+      : m_scopes(scopes), m_gates(gates), m_several(scopes.size() > 1) {}
 
-  if (gates.fail_on == FailOn::unstable) {
-    const bool passed = summary.unstable_prompts == 0;
-    verdict.gates.push_back({"fail_on",
-                             std::to_string(summary.unstable_prompts) + of_prompts +
-                                 " unstable (--fail-on unstable)",
-                             passed});
-  } else if (gates.fail_on == FailOn::fragile) {
-    const bool passed = summary.fragile_prompts == 0;
-    verdict.gates.push_back({"fail_on",
-                             std::to_string(summary.fragile_prompts) + of_prompts +
-                                 " fragile (--fail-on fragile)",
-                             passed});
+  void add(std::string name, std::string flag, GateScope scope, std::optional<double> figure,
+           std::optional<double> limit, std::string message, bool passed) {
+    m_verdict.gates.push_back({std::move(name), std::move(flag), scope, figure, limit,
+                               std::move(message), passed});
   }
-  if (gates.max_unique) {
+
+  // "endpoint 1, long: " where several scopes are judged; nothing otherwise.
+  std::string prefix(const JudgedScope& scope) const {
+    if (!m_several) return "";
+    return "endpoint " + std::to_string(scope.endpoint) + ", " + to_string(scope.probe) + ": ";
+  }
+
+  static GateScope scope_of(const JudgedScope& scope) {
+    return GateScope{scope.endpoint, scope.probe, std::nullopt};
+  }
+
+  void failed_requests() {
+    int failed = 0;
+    int recorded = 0;
+    std::map<std::string, int> reasons;
+    for (const auto& scope : m_scopes) {
+      failed += scope.analysis->summary.failed_requests;
+      recorded += scope.analysis->summary.requests;
+      for (const auto& [reason, count] : scope.analysis->summary.failure_reasons)
+        reasons[reason] += count;
+    }
+    const double rate = recorded > 0 ? static_cast<double>(failed) / recorded : 0.0;
+    std::string message = count_of(failed, recorded, "requests") + " failed after their retries";
+    if (failed > 0) {
+      // Grouped by reason, most frequent first, at most three named.
+      std::vector<std::pair<std::string, int>> sorted(reasons.begin(), reasons.end());
+      std::stable_sort(sorted.begin(), sorted.end(),
+                       [](const auto& a, const auto& b) { return a.second > b.second; });
+      message += " (";
+      for (std::size_t i = 0; i < sorted.size() && i < 3; ++i) {
+        if (i > 0) message += "; ";
+        message += std::to_string(sorted[i].second) + " x " + sorted[i].first;
+      }
+      if (sorted.size() > 3) message += "; " + std::to_string(sorted.size() - 3) + " more reasons";
+      message += ")";
+    }
+    message += ", limit " + format_rate(m_gates.max_failed_rate) + " (--max-failed-rate)";
+    add("max_failed_rate", "--max-failed-rate", GateScope{}, rate, m_gates.max_failed_rate,
+        message, rate <= m_gates.max_failed_rate);
+  }
+
+  void unstable(const JudgedScope& scope) {
+    const AuditSummary& s = scope.analysis->summary;
+    const int judged = s.stable_prompts + s.unstable_prompts;
+    std::string message = prefix(scope) + count_of(s.unstable_prompts, judged, "judged prompts") +
+                          " unstable";
+    if (s.inconclusive_prompts > 0)
+      message += ", " + std::to_string(s.inconclusive_prompts) + " inconclusive";
+    message += " (--fail-on unstable)";
+    add("fail_on_unstable", "--fail-on unstable", scope_of(scope), s.unstable_prompts, 0,
+        message, s.unstable_prompts == 0);
+  }
+
+  void fragile(const JudgedScope& scope) {
+    const AuditSummary& s = scope.analysis->summary;
+    std::string message = prefix(scope) + count_of(s.fragile_prompts, s.prompts, "prompts") +
+                          " fragile";
+    if (s.fragility_unknown_prompts > 0) {
+      message += ", " + std::to_string(s.fragility_unknown_prompts) + " of unknown fragility";
+      for (const auto& prompt : scope.analysis->prompts)
+        if (!prompt.fragile) {
+          message += " (prompt " + prompt.id + ": " + prompt.fragility_reason + ")";
+          break;
+        }
+    }
+    message += " (--fail-on fragile)";
+    add("fail_on_fragile", "--fail-on fragile", scope_of(scope),
+        s.fragile_prompts + s.fragility_unknown_prompts, 0, message,
+        s.fragile_prompts == 0 && s.fragility_unknown_prompts == 0);
+  }
+
+  // One gate per compared endpoint: its reference completions against endpoint 0's.
+  void disagree(const std::optional<EndpointComparison>& comparison, ProbeKind probe) {
+    if (!comparison || comparison->prompts.empty()) {
+      add("fail_on_disagree", "--fail-on disagree", GateScope{}, std::nullopt, 0,
+          comparison ? "no prompt to compare between endpoints (--fail-on disagree)"
+                     : "only one endpoint: nothing to compare (--fail-on disagree)",
+          false);
+      return;
+    }
+    const std::size_t others = comparison->prompts.front().endpoints.size();
+    for (std::size_t k = 0; k < others; ++k) {
+      const int compared = static_cast<int>(comparison->prompts.size());
+      int disagreeing = 0;
+      int endpoint = 0;
+      std::string first;
+      for (const auto& prompt : comparison->prompts) {
+        if (k >= prompt.endpoints.size()) continue;
+        const EndpointDivergence& other = prompt.endpoints[k];
+        endpoint = other.endpoint_index;
+        if (other.agrees) continue;
+        ++disagreeing;
+        if (first.empty()) first = prompt.id;
+      }
+      std::string message = "endpoint " + std::to_string(endpoint) + ": " +
+                            count_of(disagreeing, compared, "prompts") +
+                            " have a reference completion other than endpoint 0's (or none)";
+      if (!first.empty()) message += ", first: " + first;
+      message += " (--fail-on disagree)";
+      add("fail_on_disagree", "--fail-on disagree", GateScope{endpoint, probe, std::nullopt},
+          disagreeing, 0, message, disagreeing == 0);
+    }
+  }
+
+  void max_unique(const JudgedScope& scope, int limit) {
     int worst = 0;
     std::string worst_id;
-    for (const auto& prompt : analysis.prompts) {
+    for (const auto& prompt : scope.analysis->prompts)
       if (prompt.unique_completions > worst) {
         worst = prompt.unique_completions;
         worst_id = prompt.id;
       }
-    }
-    const bool passed = worst <= *gates.max_unique;
-    std::string message = "most distinct completions: " + std::to_string(worst);
+    std::string message = prefix(scope) + "most distinct completions: " + std::to_string(worst);
     if (!worst_id.empty()) message += " (prompt " + worst_id + ")";
-    message += ", limit " + std::to_string(*gates.max_unique) + " (--max-unique)";
-    verdict.gates.push_back({"max_unique", message, passed});
+    message += ", limit " + std::to_string(limit) + " (--max-unique)";
+    add("max_unique", "--max-unique", scope_of(scope), worst, limit, message, worst <= limit);
   }
-  if (gates.max_unstable_rate) {
-    const double rate = summary.prompts > 0
-                            ? static_cast<double>(summary.unstable_prompts) / summary.prompts
-                            : 0.0;
-    verdict.gates.push_back({"max_unstable_rate",
-                             "unstable rate " + format_rate(rate) + ", limit " +
-                                 format_rate(*gates.max_unstable_rate) + " (--max-unstable-rate)",
-                             rate <= *gates.max_unstable_rate});
-  }
-  if (gates.min_tara) {
-    if (tara) {
-      verdict.gates.push_back({"min_tara",
-                               "TARa " + format_rate(*tara) + ", minimum " +
-                                   format_rate(*gates.min_tara) + " (--min-tara)",
-                               *tara >= *gates.min_tara});
-    } else {
-      verdict.gates.push_back(
-          {"min_tara", "TARa was not computed, minimum " + format_rate(*gates.min_tara) + " (--min-tara)",
-           false});
+
+  void max_unstable_rate(const JudgedScope& scope, double limit) {
+    const AuditSummary& s = scope.analysis->summary;
+    const int judged = s.stable_prompts + s.unstable_prompts;
+    if (judged == 0) {
+      add("max_unstable_rate", "--max-unstable-rate", scope_of(scope), std::nullopt, limit,
+          prefix(scope) + "no prompt could be judged, limit " + format_rate(limit) +
+              " (--max-unstable-rate)",
+          false);
+      return;
     }
+    const double rate = static_cast<double>(s.unstable_prompts) / judged;
+    std::string message = prefix(scope) + "unstable rate " + format_rate(rate) + " (" +
+                          count_of(s.unstable_prompts, judged, "judged prompts") + ")";
+    if (s.inconclusive_prompts > 0)
+      message += ", " + std::to_string(s.inconclusive_prompts) + " inconclusive";
+    message += ", limit " + format_rate(limit) + " (--max-unstable-rate)";
+    add("max_unstable_rate", "--max-unstable-rate", scope_of(scope), rate, limit, message,
+        rate <= limit);
   }
-  for (const auto& gate : verdict.gates)
-    if (!gate.passed) verdict.passed = false;
-  return verdict;
+
+  void min_tara(const JudgedScope& scope, double limit) {
+    const AuditSummary& s = scope.analysis->summary;
+    if (s.prompts == 0) {
+      add("min_tara", "--min-tara", scope_of(scope), std::nullopt, limit,
+          prefix(scope) + "TARa was not computed, minimum " + format_rate(limit) + " (--min-tara)",
+          false);
+      return;
+    }
+    add("min_tara", "--min-tara", scope_of(scope), s.tara, limit,
+        prefix(scope) + "TARa " + format_rate(s.tara) + ", minimum " + format_rate(limit) +
+            " (--min-tara)",
+        s.tara >= limit);
+  }
+
+  void missing_evidence(const RunFacts& facts) {
+    auto& errors = m_verdict.errors;
+    if (!facts.run_error.empty()) errors.push_back("the run stopped: " + facts.run_error);
+    if (facts.recorded_requests < facts.planned_requests) {
+      const std::string recorded = std::to_string(facts.recorded_requests) + " of " +
+                                   std::to_string(facts.planned_requests) +
+                                   " planned requests recorded";
+      errors.push_back(facts.interrupted ? "interrupted: " + recorded
+                                         : "incomplete: " + recorded);
+    } else if (facts.interrupted) {
+      errors.push_back("interrupted");
+    }
+    for (const auto& scope : m_scopes)
+      if (scope.analysis->summary.prompts_with_two_completions == 0)
+        errors.push_back(prefix(scope) + "no prompt has two successful completions to compare");
+  }
+
+  Verdict finish(const std::vector<JudgedScope>& scopes) {
+    Verdict verdict = std::move(m_verdict);
+    verdict.stability_gated = m_gates.stability_gated();
+    int failed = 0;
+    const GateResult* first_failed = nullptr;
+    for (const auto& gate : verdict.gates)
+      if (!gate.passed) {
+        ++failed;
+        if (!first_failed) first_failed = &gate;
+      }
+    if (!verdict.errors.empty()) {
+      verdict.status = VerdictStatus::error;
+      verdict.headline = "ERROR: the audit could not be judged: " + verdict.errors.front();
+      if (verdict.errors.size() > 1)
+        verdict.headline += " (and " + std::to_string(verdict.errors.size() - 1) + " more)";
+    } else if (failed > 0) {
+      verdict.status = VerdictStatus::fail;
+      verdict.headline = "FAIL: " + std::to_string(failed) + " of " +
+                         std::to_string(verdict.gates.size()) + " gates failed: " +
+                         first_failed->message;
+    } else {
+      verdict.status = VerdictStatus::pass;
+      if (verdict.stability_gated) {
+        verdict.headline = "PASS: " + std::to_string(verdict.gates.size()) + " gates passed";
+      } else {
+        // No gate asked about stability: say what the audit saw instead of a bare PASS.
+        const AuditSummary& s = scopes.front().analysis->summary;
+        const int judged = s.stable_prompts + s.unstable_prompts;
+        verdict.headline =
+            "NO STABILITY GATE: " + count_of(s.unstable_prompts, judged, "prompts") + " unstable";
+        if (s.inconclusive_prompts > 0)
+          verdict.headline += ", " + std::to_string(s.inconclusive_prompts) + " inconclusive";
+      }
+    }
+    return verdict;
+  }
+
+private:
+  const std::vector<JudgedScope>& m_scopes;
+  const GateConfig& m_gates;
+  bool m_several = false;
+  Verdict m_verdict;
+};
+
+} // namespace
+
+Verdict judge(const std::vector<JudgedScope>& scopes,
+              const std::optional<EndpointComparison>& comparison, const GateConfig& gates,
+              const RunFacts& facts) {
+  if (scopes.empty()) {
+    Verdict verdict;
+    verdict.status = VerdictStatus::error;
+    verdict.errors.push_back("nothing was analysed");
+    verdict.headline = "ERROR: the audit could not be judged: nothing was analysed";
+    return verdict;
+  }
+  Judge judge(scopes, gates);
+  judge.missing_evidence(facts);
+  judge.failed_requests();
+  for (const auto& scope : scopes) {
+    if (gates.fail_on.unstable) judge.unstable(scope);
+    if (gates.fail_on.fragile) judge.fragile(scope);
+    if (gates.max_unique) judge.max_unique(scope, *gates.max_unique);
+    if (gates.max_unstable_rate) judge.max_unstable_rate(scope, *gates.max_unstable_rate);
+    if (gates.min_tara) judge.min_tara(scope, *gates.min_tara);
+  }
+  if (gates.fail_on.disagree) judge.disagree(comparison, scopes.front().probe);
+  return judge.finish(scopes);
 }
 
 } // namespace llmrepro::core

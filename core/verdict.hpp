@@ -1,26 +1,74 @@
-// The gates: turns an analysis into pass or fail, with the reason for each gate.
+// The verdict: every gate judged in every scope (endpoint and probe kind), and whether the audit
+// could be judged at all. One Verdict feeds the exit code and every report, so they cannot
+// disagree.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/analysis.hpp"
 #include "core/audit.hpp"
+#include "core/probe_analysis.hpp"
 
 namespace llmrepro::core {
 
+// pass: every gate passed on complete evidence (exit 0). fail: a gate failed (exit 1).
+// error: the audit could not judge (exit 3, or 130 when interrupted): requests were planned but
+// never recorded, the endpoint was unreachable, or no prompt has two successful completions.
+enum class VerdictStatus { pass, fail, error };
+const char* to_string(VerdictStatus status);
+
+// What a gate looked at; an empty member means "all of them".
+struct GateScope {
+  std::optional<int> endpoint;
+  std::optional<ProbeKind> probe;
+  std::optional<int> level;
+};
+
 struct GateResult {
-  std::string name;    // "fail_on", "max_unique", "max_unstable_rate", "min_tara"
+  std::string name;    // fail_on_unstable, fail_on_fragile, fail_on_disagree, max_unique,
+                       // max_unstable_rate, min_tara, max_failed_rate
+  std::string flag;    // the flag that asked for it: "--fail-on unstable", "--max-unique"
+  GateScope scope;
+  std::optional<double> figure; // what was measured; empty where nothing could be
+  std::optional<double> limit;
   std::string message; // one line a person reads
   bool passed = true;
 };
 
 struct Verdict {
-  bool passed = true;
+  VerdictStatus status = VerdictStatus::pass;
   std::vector<GateResult> gates;
+  std::vector<std::string> errors; // why the audit could not judge; non-empty iff error
+  bool stability_gated = false;    // a gate judged stability (else the headline says so)
+  // The one line every output leads with: "PASS: ...", "FAIL: ...", "ERROR: ..." or
+  // "NO STABILITY GATE: 27 of 48 prompts unstable".
+  std::string headline;
+  bool passed() const { return status == VerdictStatus::pass; }
 };
 
-// Applies every configured gate. `tara` is null where answer agreement was not computed.
-Verdict judge(const AuditAnalysis& analysis, const GateConfig& gates, std::optional<double> tara);
+// One analysis the gates judge: an endpoint's probe kind.
+struct JudgedScope {
+  int endpoint = 0;
+  ProbeKind probe = ProbeKind::sweep;
+  const AuditAnalysis* analysis = nullptr;
+};
+
+// What the records alone do not say about the run.
+struct RunFacts {
+  std::size_t planned_requests = 0;
+  std::size_t recorded_requests = 0;
+  bool interrupted = false;
+  std::string run_error; // the run stopped on this (an unreachable endpoint); empty otherwise
+};
+
+// Applies every configured gate to every scope (scopes[0] is endpoint 0's primary probe kind,
+// whose figures the headline quotes); `comparison` is the endpoints' comparison, where there are
+// several.
+Verdict judge(const std::vector<JudgedScope>& scopes,
+              const std::optional<EndpointComparison>& comparison, const GateConfig& gates,
+              const RunFacts& facts);
 
 } // namespace llmrepro::core

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/logprob_floor.hpp"
 #include "probes/detail/dialect_adapters.hpp"
@@ -21,11 +22,66 @@ std::string dump_body(const Json &body) {
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-double read_logprob(const JsonView &value) {
+namespace {
+
+// What a log probability (or probability) literal that is no finite number stands for, counted
+// by kind in `numbers`; nullopt for a finite number. Throws unless a number or null.
+std::optional<double> non_finite(const JsonView &value, core::NumberAnomalies &numbers) {
+  if (value.is_null()) {
+    ++numbers.null;
+    return core::k_unknown_logprob;
+  }
+  switch (value.number_kind()) {
+  case JsonNumber::finite: return std::nullopt;
+  case JsonNumber::nan: ++numbers.nan; return core::k_unknown_logprob;
+  case JsonNumber::infinity: ++numbers.infinity; return core::k_unknown_logprob;
+  case JsonNumber::negative_infinity: ++numbers.negative_infinity; return core::k_logprob_floor;
+  case JsonNumber::overflow: ++numbers.overflow; return core::k_unknown_logprob;
+  case JsonNumber::negative_overflow: ++numbers.overflow; return core::k_logprob_floor;
+  }
+  return core::k_unknown_logprob;
+}
+
+} // namespace
+
+double read_logprob(const JsonView &value, core::NumberAnomalies &numbers) {
+  if (auto mapped = non_finite(value, numbers)) return *mapped;
   return core::clamp_logprob(value.number());
 }
 
-double read_probability_as_logprob(const JsonView &value) {
+std::string read_token_text(const JsonView &entry, std::string_view key) {
+  std::string token = entry.at(key).string();
+  auto bytes = entry.find("bytes");
+  if (!bytes || !bytes->is_array()) return token;
+  std::size_t count = bytes->size();
+  if (count == 0) return token; // "bytes:" alone would not read back as no bytes
+  std::string raw;
+  raw.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    long byte = 0;
+    try {
+      byte = bytes->at(i).integer();
+    } catch (const ParseFailure &) {
+      return token; // not a list of byte values: the string is all there is
+    }
+    if (byte < 0 || byte > 255) return token;
+    raw.push_back(static_cast<char>(static_cast<unsigned char>(byte)));
+  }
+  if (raw == token) return token;
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string spelled = "bytes:";
+  spelled.reserve(spelled.size() + 4 * raw.size());
+  for (char c : raw) {
+    auto byte = static_cast<unsigned char>(c);
+    spelled += "\\x";
+    spelled += k_hex[byte >> 4];
+    spelled += k_hex[byte & 0x0F];
+  }
+  return spelled;
+}
+
+double read_probability_as_logprob(const JsonView &value, core::NumberAnomalies &numbers) {
+  if (auto mapped = non_finite(value, numbers)) return *mapped;
   double p = value.number();
   // Probabilities arrive as float32 softmax outputs: allow the last bit of rounding above 1.
   if (!(p >= 0.0 && p <= 1.0 + 1e-6)) fail(value.describe() + " must be a probability in [0, 1]");
@@ -33,16 +89,17 @@ double read_probability_as_logprob(const JsonView &value) {
   return core::clamp_logprob(std::log(std::min(p, 1.0)));
 }
 
-core::TokenLogprob read_openai_token(const JsonView &entry) {
+core::TokenLogprob read_openai_token(const JsonView &entry, core::NumberAnomalies &numbers) {
   core::TokenLogprob token;
-  token.token = entry.at("token").string();
-  token.logprob = read_logprob(entry.at("logprob"));
+  token.token = read_token_text(entry, "token");
+  token.logprob = read_logprob(entry.at("logprob"), numbers);
   if (auto top = entry.find("top_logprobs")) {
     std::size_t count = top->size();
     token.top.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {
       JsonView candidate = top->at(i);
-      token.top.push_back({candidate.at("token").string(), read_logprob(candidate.at("logprob"))});
+      token.top.push_back(
+          {read_token_text(candidate, "token"), read_logprob(candidate.at("logprob"), numbers)});
     }
   }
   return token;

@@ -1,6 +1,7 @@
 // llama.cpp's native POST /completion (llama-server), in its three probability shapes:
-// - current: completion_probabilities[] = {id, token, bytes, logprob, top_logprobs[{token,
-//   logprob}]}, with p == 0 sent as float lowest (core::clamp_logprob maps it to the floor);
+// - current: completion_probabilities[] = {id, token, bytes, logprob, top_logprobs[{id, token,
+//   bytes, logprob}]}, with p == 0 sent as float lowest (core::clamp_logprob maps it to the
+//   floor) and a byte-fragment token as U+FFFD beside its real bytes (read_token_text());
 // - post_sampling_probs: {token, prob, top_probs[{token, prob}]}, probabilities after sampling;
 // - before December 2024: {content, probs[{tok_str, prob}]}, with no probability of its own
 //   for the sampled token (it is looked up among the candidates).
@@ -14,34 +15,35 @@ namespace llmrepro::probes::detail {
 
 namespace {
 
-core::TokenLogprob read_probability_token(const JsonView &entry) {
+core::TokenLogprob read_probability_token(const JsonView &entry, core::NumberAnomalies &numbers) {
   core::TokenLogprob token;
-  token.token = entry.at("token").string();
-  token.logprob = read_probability_as_logprob(entry.at("prob"));
+  token.token = read_token_text(entry, "token");
+  token.logprob = read_probability_as_logprob(entry.at("prob"), numbers);
   if (auto top = entry.find("top_probs")) {
     std::size_t count = top->size();
     for (std::size_t i = 0; i < count; ++i) {
       JsonView candidate = top->at(i);
-      token.top.push_back(
-          {candidate.at("token").string(), read_probability_as_logprob(candidate.at("prob"))});
+      token.top.push_back({read_token_text(candidate, "token"),
+                           read_probability_as_logprob(candidate.at("prob"), numbers)});
     }
   }
   return token;
 }
 
-core::TokenLogprob read_old_token(const JsonView &entry) {
+core::TokenLogprob read_old_token(const JsonView &entry, core::NumberAnomalies &numbers) {
   core::TokenLogprob token;
   token.token = entry.at("content").string();
   // The old shape gives no probability for the sampled token itself: it is its candidate's,
-  // or the floor when it was not among the candidates.
-  token.logprob = core::k_logprob_floor;
-  bool found = false;
+  // or the floor when it was not among the candidates, or unknown when there were none (probs
+  // null or empty).
   JsonView probs = entry.at("probs");
-  std::size_t count = probs.size();
+  std::size_t count = probs.is_null() ? 0 : probs.size();
+  token.logprob = count == 0 ? core::k_unknown_logprob : core::k_logprob_floor;
+  bool found = false;
   for (std::size_t i = 0; i < count; ++i) {
     JsonView candidate = probs.at(i);
     core::TokenCandidate parsed{candidate.at("tok_str").string(),
-                                read_probability_as_logprob(candidate.at("prob"))};
+                                read_probability_as_logprob(candidate.at("prob"), numbers)};
     if (!found && parsed.token == token.token) {
       token.logprob = parsed.logprob;
       found = true;
@@ -51,18 +53,19 @@ core::TokenLogprob read_old_token(const JsonView &entry) {
   return token;
 }
 
-std::vector<core::TokenLogprob> read_probabilities(const JsonView &probabilities) {
+std::vector<core::TokenLogprob> read_probabilities(const JsonView &probabilities,
+                                                   core::NumberAnomalies &numbers) {
   std::vector<core::TokenLogprob> tokens;
   std::size_t count = probabilities.size();
   tokens.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
     JsonView entry = probabilities.at(i);
     if (entry.contains("logprob"))
-      tokens.push_back(read_openai_token(entry));
+      tokens.push_back(read_openai_token(entry, numbers));
     else if (entry.contains("prob"))
-      tokens.push_back(read_probability_token(entry));
+      tokens.push_back(read_probability_token(entry, numbers));
     else if (entry.contains("probs"))
-      tokens.push_back(read_old_token(entry));
+      tokens.push_back(read_old_token(entry, numbers));
     else
       fail(entry.describe() + " has none of logprob, prob or probs");
   }
@@ -96,7 +99,7 @@ core::Completion parse_whole(std::string_view body) {
   core::Completion completion;
   completion.text = root.at("content").string();
   if (auto probabilities = root.find("completion_probabilities")) {
-    completion.tokens = read_probabilities(*probabilities);
+    completion.tokens = read_probabilities(*probabilities, completion.numbers);
     completion.has_logprobs = true;
   }
   read_final(root, completion);
@@ -150,14 +153,17 @@ core::Completion parse_stream(std::string_view body) {
       completion.text += event.at("content").string();
       done = event.at("stop").boolean();
       if (auto probabilities = event.find("completion_probabilities")) {
-        std::vector<core::TokenLogprob> tokens = read_probabilities(*probabilities);
+        core::NumberAnomalies numbers;
+        std::vector<core::TokenLogprob> tokens = read_probabilities(*probabilities, numbers);
         completion.has_logprobs = true;
         // Servers before December 2024 repeated every token's probabilities in the final
         // event; a final list as long as what the partials already gave is that repeat.
         bool repeat = done && !completion.tokens.empty() && same_tokens(tokens, completion.tokens);
-        if (!repeat)
+        if (!repeat) {
           for (auto &token : tokens)
             completion.tokens.push_back(std::move(token));
+          completion.numbers += numbers;
+        }
       }
       if (done) read_final(event, completion);
     });

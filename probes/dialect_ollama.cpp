@@ -39,7 +39,7 @@ bool read_object(const JsonView &root, std::string_view text, core::Completion &
     completion.has_logprobs = true;
     std::size_t count = logprobs->size();
     for (std::size_t i = 0; i < count; ++i)
-      completion.tokens.push_back(read_openai_token(logprobs->at(i)));
+      completion.tokens.push_back(read_openai_token(logprobs->at(i), completion.numbers));
   }
   std::string model = root.optional_string("model");
   if (!model.empty()) completion.model = std::move(model);

@@ -5,9 +5,13 @@
 // - Legacy completions carry parallel tokens / token_logprobs / top_logprobs, the last a list
 //   of {token: logprob} maps (insertion order kept; duplicate keys have already collapsed).
 // - llama.cpp answers /v1/completions in the chat `logprobs.content[]` shape.
-// - Streams: the first chunk has delta.role and logprobs null, a chunk may carry several
-//   tokens, system_fingerprint may come on the last chunk only, usage comes in a final chunk
-//   with choices [], an error arrives as `data: {"error": ...}`, and `data: [DONE]` ends it.
+// - Token `bytes` that are not the UTF-8 of the token string (a byte fragment sent as U+FFFD)
+//   make the token OpenAI's "bytes:\xe2\x80" spelling (read_token_text()).
+// - Streams: the first chunk has delta.role and logprobs null (a chunk with text and logprobs
+//   null keeps its text: the tokens then lack it), a chunk may carry several tokens,
+//   system_fingerprint may come on the last chunk only, usage comes in a final chunk with
+//   choices [], an error arrives as `data: {"error": ...}`, and `data: [DONE]` ends it.
+// - Log probabilities may be NaN, Infinity, -Infinity, 1e400 or null (read_logprob()).
 #include "probes/detail/dialect_adapters.hpp"
 #include "probes/prompt_text.hpp"
 
@@ -35,7 +39,7 @@ bool append_logprobs(const JsonView &logprobs, core::Completion &completion) {
     std::size_t count = content->size();
     completion.tokens.reserve(completion.tokens.size() + count);
     for (std::size_t i = 0; i < count; ++i)
-      completion.tokens.push_back(read_openai_token(content->at(i)));
+      completion.tokens.push_back(read_openai_token(content->at(i), completion.numbers));
     return true;
   }
   JsonView tokens = logprobs.at("tokens");
@@ -51,15 +55,15 @@ bool append_logprobs(const JsonView &logprobs, core::Completion &completion) {
   for (std::size_t i = 0; i < count; ++i) {
     core::TokenLogprob token;
     token.token = tokens.at(i).string();
-    token.logprob = read_logprob(token_logprobs.at(i));
+    token.logprob = read_logprob(token_logprobs.at(i), completion.numbers);
     if (top_logprobs) {
       JsonView candidates = top_logprobs->at(i);
       if (!candidates.is_null()) {
         if (!candidates.is_object()) fail(candidates.describe() + " must be an object");
         std::size_t members = candidates.member_count();
         for (std::size_t m = 0; m < members; ++m)
-          token.top.push_back(
-              {std::string(candidates.member_key(m)), read_logprob(candidates.member(m))});
+          token.top.push_back({std::string(candidates.member_key(m)),
+                               read_logprob(candidates.member(m), completion.numbers)});
       }
     }
     completion.tokens.push_back(std::move(token));

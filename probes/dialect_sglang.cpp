@@ -8,7 +8,9 @@
 // far and its meta_info holds the logprobs so far, so the last event is the completion. Servers
 // with incremental stream output send only the new part each time; we tell the two apart by
 // meta_info.completion_tokens: when the last event's token list is shorter than that count and
-// the lists of all events add up to it, the events are concatenated instead.
+// the lists of all events add up to it, the events are concatenated instead (and so are the
+// counts of log probabilities that were no finite number; orjson, which the server encodes
+// with, writes NaN and the infinities as null).
 #include "probes/detail/dialect_adapters.hpp"
 #include "probes/prompt_text.hpp"
 
@@ -16,10 +18,10 @@ namespace llmrepro::probes::detail {
 
 namespace {
 
-core::TokenCandidate read_triple(const JsonView &triple) {
+core::TokenCandidate read_triple(const JsonView &triple, core::NumberAnomalies &numbers) {
   if (triple.size() < 2) fail(triple.describe() + " must be [logprob, token_id, text]");
   core::TokenCandidate candidate;
-  candidate.logprob = read_logprob(triple.at(0));
+  candidate.logprob = read_logprob(triple.at(0), numbers);
   bool has_text = triple.size() >= 3 && !triple.at(2).is_null();
   candidate.token =
       has_text ? triple.at(2).string() : "token_id:" + std::to_string(triple.at(1).integer());
@@ -32,6 +34,7 @@ struct Piece {
   bool has_logprobs = false;
   std::string finish_reason;
   long completion_tokens = -1; // -1: not reported
+  core::NumberAnomalies numbers;
 };
 
 Piece read_piece(const JsonView &root) {
@@ -52,14 +55,14 @@ Piece read_piece(const JsonView &root) {
     fail(top->describe() + " has " + std::to_string(top->size()) + " entries but " +
          logprobs->path() + " has " + std::to_string(count));
   for (std::size_t i = 0; i < count; ++i) {
-    core::TokenCandidate sampled = read_triple(logprobs->at(i));
+    core::TokenCandidate sampled = read_triple(logprobs->at(i), piece.numbers);
     core::TokenLogprob token{sampled.token, sampled.logprob, {}};
     if (top && top->size() != 0) {
       JsonView candidates = top->at(i);
       if (!candidates.is_null()) {
         std::size_t candidate_count = candidates.size();
         for (std::size_t j = 0; j < candidate_count; ++j)
-          token.top.push_back(read_triple(candidates.at(j)));
+          token.top.push_back(read_triple(candidates.at(j), piece.numbers));
       }
     }
     piece.tokens.push_back(std::move(token));
@@ -73,6 +76,7 @@ core::Completion to_completion(Piece piece) {
   completion.tokens = std::move(piece.tokens);
   completion.has_logprobs = piece.has_logprobs;
   completion.finish_reason = std::move(piece.finish_reason);
+  completion.numbers = piece.numbers;
   completion.completion_tokens = piece.completion_tokens >= 0
                                      ? piece.completion_tokens
                                      : static_cast<long>(completion.tokens.size());
@@ -118,6 +122,7 @@ core::Completion parse_stream(std::string_view body) {
     for (auto &token : piece.tokens)
       joined.tokens.push_back(std::move(token));
     joined.has_logprobs = joined.has_logprobs || piece.has_logprobs;
+    joined.numbers += piece.numbers;
   }
   joined.finish_reason = last.finish_reason;
   joined.completion_tokens = last.completion_tokens;

@@ -12,14 +12,18 @@ namespace llmrepro::probes::detail {
 
 namespace {
 
-core::TokenCandidate read_tgi_token(const JsonView &token) {
-  return {token.at("text").string(), read_logprob(token.at("logprob"))};
+// TGI's schema declares Token.logprob nullable: null reads as core::k_unknown_logprob.
+core::TokenCandidate read_tgi_token(const JsonView &token, core::NumberAnomalies &numbers) {
+  return {token.at("text").string(), read_logprob(token.at("logprob"), numbers)};
 }
 
-void read_candidates(const JsonView &candidates, core::TokenLogprob &token) {
+// One position's top_tokens; null means none.
+void read_candidates(const JsonView &candidates, core::TokenLogprob &token,
+                     core::NumberAnomalies &numbers) {
+  if (candidates.is_null()) return;
   std::size_t count = candidates.size();
   for (std::size_t i = 0; i < count; ++i)
-    token.top.push_back(read_tgi_token(candidates.at(i)));
+    token.top.push_back(read_tgi_token(candidates.at(i), numbers));
 }
 
 void read_details_summary(const JsonView &details, core::Completion &completion) {
@@ -48,9 +52,9 @@ core::Completion parse_whole(std::string_view body) {
     fail(top_tokens->describe() + " has " + std::to_string(top_tokens->size()) + " entries but " +
          tokens.path() + " has " + std::to_string(count));
   for (std::size_t i = 0; i < count; ++i) {
-    core::TokenCandidate sampled = read_tgi_token(tokens.at(i));
+    core::TokenCandidate sampled = read_tgi_token(tokens.at(i), completion.numbers);
     core::TokenLogprob token{sampled.token, sampled.logprob, {}};
-    if (top_tokens) read_candidates(top_tokens->at(i), token);
+    if (top_tokens) read_candidates(top_tokens->at(i), token, completion.numbers);
     completion.tokens.push_back(std::move(token));
   }
   read_details_summary(*details, completion);
@@ -67,9 +71,10 @@ core::Completion parse_stream(std::string_view body) {
       JsonDocument document = parse_document(events[index]);
       JsonView event(document);
       fail_on_error_envelope(event, events[index], "");
-      core::TokenCandidate sampled = read_tgi_token(event.at("token"));
+      core::TokenCandidate sampled = read_tgi_token(event.at("token"), completion.numbers);
       core::TokenLogprob token{sampled.token, sampled.logprob, {}};
-      if (auto top_tokens = event.find("top_tokens")) read_candidates(*top_tokens, token);
+      if (auto top_tokens = event.find("top_tokens"))
+        read_candidates(*top_tokens, token, completion.numbers);
       completion.tokens.push_back(std::move(token));
       completion.has_logprobs = true;
       if (auto text = event.find("generated_text")) {

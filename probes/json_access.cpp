@@ -80,11 +80,25 @@ Json parse_json(std::string_view text, const std::string &what) {
 JsonDocument parse_document(std::string_view text, const std::string &what) {
   JsonDocument document;
   if (document.parse(text, k_max_json_depth)) return document;
-  // Rejected (malformed, too deep, a number overflowing a double): parse_json() gives the
-  // verdict and the message, exactly as when it parsed every response.
+  // Rejected (malformed, too deep): parse_json() gives the verdict and the message, exactly as
+  // when it parsed every response. It rejects NaN, Infinity and overflowing numbers too, so those
+  // the document accepted before its fault are first overwritten with "0" and spaces, the same
+  // length and not extended by whatever follows: the message then names the real fault, at its
+  // byte.
+  const std::vector<JsonSpan> &nonstandard = document.nonstandard_numbers();
+  std::string strict;
+  if (!nonstandard.empty()) {
+    strict.assign(text);
+    for (const JsonSpan &span : nonstandard) {
+      strict.replace(span.offset, span.length, span.length, ' ');
+      strict[span.offset] = '0';
+    }
+    text = strict;
+  }
   Json fallback = parse_json(text, what);
-  // It accepted what the fast parser did not: read its canonical serialisation instead.
-  if (!document.parse_owned(fallback.dump(), k_max_json_depth))
+  // It accepted what the fast parser did not: read its canonical serialisation instead (not
+  // where values were overwritten above, whose serialisation would carry the stand-ins).
+  if (!nonstandard.empty() || !document.parse_owned(fallback.dump(), k_max_json_depth))
     fail(what + "malformed JSON at byte 0");
   return document;
 }
@@ -159,7 +173,14 @@ std::string JsonView::string() const {
 double JsonView::number() const {
   const JsonNode &self = node();
   if (self.type != JsonType::number) fail(describe() + " must be a number");
+  if (self.number != JsonNumber::finite) fail(describe() + " must be a finite number");
   return to_double(self.text);
+}
+
+JsonNumber JsonView::number_kind() const {
+  const JsonNode &self = node();
+  if (self.type != JsonType::number) fail(describe() + " must be a number");
+  return self.number;
 }
 
 long JsonView::integer() const {

@@ -169,6 +169,11 @@ private:
       return literal(truth ? "true" : "false");
     }
     case 'n': add_node(JsonType::null, parent, index, key); return literal("null");
+    case 'N':
+      return named_number(add_node(JsonType::number, parent, index, key), "NaN", JsonNumber::nan);
+    case 'I':
+      return named_number(add_node(JsonType::number, parent, index, key), "Infinity",
+                          JsonNumber::infinity);
     default: return number(add_node(JsonType::number, parent, index, key));
     }
   }
@@ -259,9 +264,30 @@ private:
     return kept;
   }
 
+  // Records the literal outside strict JSON that starts at `start` and ends at m_p.
+  void note_nonstandard(const char *start) {
+    m_document.m_nonstandard.push_back(
+        {static_cast<std::uint32_t>(start - m_begin), static_cast<std::uint32_t>(m_p - start)});
+  }
+
+  // NaN, Infinity or -Infinity (Python's json.dumps spelling) at m_p, as a number node.
+  bool named_number(std::uint32_t self, std::string_view word, JsonNumber kind) {
+    const char *start = m_p;
+    if (!literal(word)) return false;
+    JsonNode &node = m_document.m_nodes[self];
+    node.text = std::string_view(start, word.size());
+    node.number = kind;
+    note_nonstandard(start);
+    return true;
+  }
+
   bool number(std::uint32_t self) {
     const char *start = m_p;
-    if (m_p < m_end && *m_p == '-') ++m_p;
+    if (m_p < m_end && *m_p == '-') {
+      if (m_end - m_p > 1 && m_p[1] == 'I')
+        return named_number(self, "-Infinity", JsonNumber::negative_infinity);
+      ++m_p;
+    }
     if (m_p == m_end) return false;
     if (*m_p == '0') {
       ++m_p;
@@ -290,10 +316,13 @@ private:
       exponent = true;
     }
     std::string_view text(start, static_cast<std::size_t>(m_p - start));
-    if ((exponent || text.size() > 300) && !finite_number(text)) return false;
     JsonNode &node = m_document.m_nodes[self];
     node.text = text;
     node.flag = integer;
+    if ((exponent || text.size() > 300) && !finite_number(text)) {
+      node.number = *start == '-' ? JsonNumber::negative_overflow : JsonNumber::overflow;
+      note_nonstandard(start);
+    }
     return true;
   }
 
@@ -408,6 +437,7 @@ JsonDocument::~JsonDocument() {
 
 bool JsonDocument::parse(std::string_view text, std::size_t max_depth) {
   m_arena.reset();
+  m_nonstandard.clear();
   // Node indices and child offsets are 32-bit.
   if (text.size() >= JsonNode::k_no_parent) return false;
   JsonTapeBuilder builder(*this, text, max_depth);

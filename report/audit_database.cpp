@@ -5,9 +5,16 @@
 //   audit      one row: id, times, status, the AuditConfig as JSON, the suite's source, errors
 //   endpoints  one row per endpoint, by index
 //   prompts    one row per suite prompt, by index, every Prompt field
-//   requests   one row per logical request, unique on its plan key; rowid = recorded order
+//   requests   one row per logical request, unique on its plan key; rowid = recorded order;
+//              numbers_* count the log probabilities of its response that were no finite number
+//              (core::NumberAnomalies). Those five columns came after version 1 was released and
+//              are additive, so the version stayed: open() adds them to a database that lacks
+//              them (every count 0), and older builds, which name their columns, still read and
+//              write it
 //   tokens     one row per generated token, keyed (request_id, position), WITHOUT ROWID so that
-//              a scan in key order reads each request's tokens contiguously
+//              a scan in key order reads each request's tokens contiguously. A log probability
+//              the endpoint gave no usable number for (core::k_unknown_logprob, NaN) is NULL in
+//              logprob, c1_logprob and c2_logprob and null in `more`; NULL reads back as NaN
 //   semantic, semantic_prompts  (only once --embeddings measured them) the embedding model and
 //              threshold, and per prompt the pairwise similarity statistics
 // Candidates 1 and 2 have their own columns because almost every audit asks for top-2 and the
@@ -17,6 +24,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <mutex>
@@ -63,12 +71,21 @@ CREATE TABLE requests (
   started_ms INTEGER NOT NULL, finished_ms INTEGER NOT NULL,
   text TEXT NOT NULL, has_logprobs INTEGER NOT NULL, finish_reason TEXT NOT NULL,
   system_fingerprint TEXT NOT NULL, model TEXT NOT NULL, completion_tokens INTEGER NOT NULL,
+  numbers_nan INTEGER NOT NULL DEFAULT 0, numbers_infinity INTEGER NOT NULL DEFAULT 0,
+  numbers_negative_infinity INTEGER NOT NULL DEFAULT 0, numbers_overflow INTEGER NOT NULL DEFAULT 0,
+  numbers_null INTEGER NOT NULL DEFAULT 0,
   UNIQUE (endpoint_index, prompt_index, concurrency, probe, repeat));
 CREATE TABLE tokens (
   request_id INTEGER NOT NULL, position INTEGER NOT NULL, token TEXT NOT NULL, logprob REAL,
   c1_token TEXT, c1_logprob REAL, c2_token TEXT, c2_logprob REAL, more TEXT,
   PRIMARY KEY (request_id, position)) WITHOUT ROWID;
 )sql";
+
+// The requests columns holding Completion::numbers, in NumberAnomalies order; a database
+// created before they existed gets them from open().
+constexpr const char* k_numbers_columns[] = {"numbers_nan", "numbers_infinity",
+                                             "numbers_negative_infinity", "numbers_overflow",
+                                             "numbers_null"};
 
 // Owns one prepared statement; reset after each use so that it can be cached.
 class Statement {
@@ -120,6 +137,15 @@ void bind_optional_text(sqlite3_stmt* statement, int index, const std::string* t
     bind_text(statement, index, *text);
 }
 
+// NaN (core::k_unknown_logprob) cannot be stored as REAL: it is bound as NULL, as SQLite would
+// store it anyway.
+void bind_logprob(sqlite3_stmt* statement, int index, double logprob) {
+  if (std::isnan(logprob))
+    sqlite3_bind_null(statement, index);
+  else
+    sqlite3_bind_double(statement, index, logprob);
+}
+
 // NaN cannot be stored as REAL (SQLite turns it into NULL), so NULL reads back as NaN.
 double column_double(sqlite3_stmt* statement, int index) {
   if (sqlite3_column_type(statement, index) == SQLITE_NULL)
@@ -162,6 +188,9 @@ struct AuditDatabase::Impl {
   Statement insert_request;
   Statement insert_token;
   Statement insert_token_batch; // k_token_batch rows in one statement
+  // False only when an older database lacks the numbers_* columns and could not be given them
+  // (a read-only file): its requests read with zero counts and are written without them.
+  bool numbers_columns = true;
 
   Impl(std::string database_path, sqlite3* handle) : path(std::move(database_path)), db(handle) {}
   Impl(const Impl&) = delete;
@@ -225,10 +254,18 @@ struct AuditDatabase::Impl {
     LLMREPRO_ASSIGN_OR_RETURN(delete_request, prepare("DELETE FROM requests WHERE id = ?1"));
     LLMREPRO_ASSIGN_OR_RETURN(
         insert_request,
-        prepare("INSERT INTO requests (endpoint_index, prompt_index, concurrency, probe, repeat, "
-                "ok, http_status, error, attempts, started_ms, finished_ms, text, has_logprobs, "
-                "finish_reason, system_fingerprint, model, completion_tokens) VALUES "
-                "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"));
+        prepare(numbers_columns
+                    ? "INSERT INTO requests (endpoint_index, prompt_index, concurrency, probe, "
+                      "repeat, ok, http_status, error, attempts, started_ms, finished_ms, text, "
+                      "has_logprobs, finish_reason, system_fingerprint, model, completion_tokens, "
+                      "numbers_nan, numbers_infinity, numbers_negative_infinity, "
+                      "numbers_overflow, numbers_null) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+                      "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
+                    : "INSERT INTO requests (endpoint_index, prompt_index, concurrency, probe, "
+                      "repeat, ok, http_status, error, attempts, started_ms, finished_ms, text, "
+                      "has_logprobs, finish_reason, system_fingerprint, model, completion_tokens) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+                      "?16, ?17)"));
     LLMREPRO_ASSIGN_OR_RETURN(
         insert_token,
         prepare("INSERT INTO tokens (request_id, position, token, logprob, c1_token, c1_logprob, "
@@ -256,11 +293,11 @@ struct AuditDatabase::Impl {
     sqlite3_bind_int64(statement, base + 1, request_id);
     sqlite3_bind_int64(statement, base + 2, static_cast<sqlite3_int64>(position));
     bind_text(statement, base + 3, token.token);
-    sqlite3_bind_double(statement, base + 4, token.logprob);
+    bind_logprob(statement, base + 4, token.logprob);
     bind_optional_text(statement, base + 5, top.size() > 0 ? &top[0].token : nullptr);
-    if (top.size() > 0) sqlite3_bind_double(statement, base + 6, top[0].logprob);
+    if (top.size() > 0) bind_logprob(statement, base + 6, top[0].logprob);
     bind_optional_text(statement, base + 7, top.size() > 1 ? &top[1].token : nullptr);
-    if (top.size() > 1) sqlite3_bind_double(statement, base + 8, top[1].logprob);
+    if (top.size() > 1) bind_logprob(statement, base + 8, top[1].logprob);
     bind_optional_text(statement, base + 9, top.size() > 2 ? &more : nullptr);
   }
 
@@ -309,6 +346,14 @@ struct AuditDatabase::Impl {
     bind_text(statement, 15, completion.system_fingerprint);
     bind_text(statement, 16, completion.model);
     sqlite3_bind_int64(statement, 17, completion.completion_tokens);
+    if (numbers_columns) {
+      const auto& numbers = completion.numbers;
+      sqlite3_bind_int(statement, 18, numbers.nan);
+      sqlite3_bind_int(statement, 19, numbers.infinity);
+      sqlite3_bind_int(statement, 20, numbers.negative_infinity);
+      sqlite3_bind_int(statement, 21, numbers.overflow);
+      sqlite3_bind_int(statement, 22, numbers.null);
+    }
     if (auto done = step_done(statement, "cannot store a record"); !done) return done;
     const sqlite3_int64 id = sqlite3_last_insert_rowid(db);
 
@@ -436,7 +481,58 @@ struct AuditDatabase::Impl {
   Result<void> read_record(sqlite3_stmt* row, core::RequestRecord& record) const;
   Result<void> read_token(sqlite3_stmt* row, std::int64_t request_id, core::TokenLogprob& token) const;
   Result<void> load_probe_activity(core::AuditData& data) const;
+  Result<std::set<std::string>> request_column_names() const;
+  void add_numbers_columns();
+  std::string request_columns() const;
 };
+
+Result<std::set<std::string>> AuditDatabase::Impl::request_column_names() const {
+  Statement statement;
+  LLMREPRO_ASSIGN_OR_RETURN(statement, prepare("PRAGMA table_info(requests)", ErrorCode::input));
+  std::set<std::string> names;
+  auto read = for_each_row(statement.get(), "cannot read the requests table",
+                           [&](sqlite3_stmt* row) -> Result<void> {
+                             names.insert(column_text(row, 1));
+                             return Result<void>{};
+                           });
+  if (!read) return read.error();
+  return names;
+}
+
+// Gives a database created before the numbers_* columns existed those columns, 0 in every
+// stored request, in one transaction (another process may be adding them too: the check is
+// repeated under the write lock). Where that fails (a read-only file, a writer holding the lock
+// past the busy timeout), the database is used without them: counts read as 0.
+void AuditDatabase::Impl::add_numbers_columns() {
+  const auto missing = [&]() -> Result<std::vector<std::string>> {
+    auto names = request_column_names();
+    if (!names) return names.error();
+    std::vector<std::string> absent;
+    for (const char* column : k_numbers_columns)
+      if (names->count(column) == 0) absent.emplace_back(column);
+    return absent;
+  };
+  auto absent = missing();
+  if (absent && absent->empty()) return;
+  if (!exec("BEGIN IMMEDIATE")) {
+    numbers_columns = false;
+    return;
+  }
+  auto added = [&]() -> Result<void> {
+    auto still_absent = missing();
+    if (!still_absent) return still_absent.error();
+    for (const auto& column : *still_absent) {
+      const std::string sql =
+          "ALTER TABLE requests ADD COLUMN " + column + " INTEGER NOT NULL DEFAULT 0";
+      if (auto done = exec(sql.c_str()); !done) return done;
+    }
+    return exec("COMMIT");
+  }();
+  if (!added) {
+    (void)exec("ROLLBACK");
+    numbers_columns = false;
+  }
+}
 
 Result<void> AuditDatabase::Impl::load_probe_activity(core::AuditData& data) const {
   Statement statement;
@@ -524,14 +620,17 @@ Result<void> AuditDatabase::Impl::load_header(core::AuditData& data) const {
   });
 }
 
-namespace {
-constexpr const char* k_request_columns =
-    "id, endpoint_index, prompt_index, concurrency, probe, repeat, ok, http_status, error, "
-    "attempts, started_ms, finished_ms, text, has_logprobs, finish_reason, system_fingerprint, "
-    "model, completion_tokens";
-} // namespace
+// The columns read_record() reads, zeros standing in for numbers_* where the database lacks them.
+std::string AuditDatabase::Impl::request_columns() const {
+  return std::string("id, endpoint_index, prompt_index, concurrency, probe, repeat, ok, "
+                     "http_status, error, attempts, started_ms, finished_ms, text, has_logprobs, "
+                     "finish_reason, system_fingerprint, model, completion_tokens, ") +
+         (numbers_columns ? "numbers_nan, numbers_infinity, numbers_negative_infinity, "
+                            "numbers_overflow, numbers_null"
+                          : "0, 0, 0, 0, 0");
+}
 
-// One row of k_request_columns, without its tokens.
+// One row of request_columns(), without its tokens.
 Result<void> AuditDatabase::Impl::read_record(sqlite3_stmt* row, core::RequestRecord& record) const {
   record.planned.endpoint_index = column_int(row, 1);
   record.planned.prompt_index = column_int(row, 2);
@@ -555,6 +654,11 @@ Result<void> AuditDatabase::Impl::read_record(sqlite3_stmt* row, core::RequestRe
   completion.system_fingerprint = column_text(row, 15);
   completion.model = column_text(row, 16);
   completion.completion_tokens = static_cast<long>(column_int64(row, 17));
+  completion.numbers.nan = column_int(row, 18);
+  completion.numbers.infinity = column_int(row, 19);
+  completion.numbers.negative_infinity = column_int(row, 20);
+  completion.numbers.overflow = column_int(row, 21);
+  completion.numbers.null = column_int(row, 22);
   return {};
 }
 
@@ -574,7 +678,7 @@ Result<void> AuditDatabase::Impl::read_token(sqlite3_stmt* row, std::int64_t req
 Result<void> AuditDatabase::Impl::load_records(core::AuditData& data) const {
   Statement statement;
   LLMREPRO_ASSIGN_OR_RETURN(
-      statement, prepare((std::string("SELECT ") + k_request_columns + " FROM requests ORDER BY id").c_str(),
+      statement, prepare(("SELECT " + request_columns() + " FROM requests ORDER BY id").c_str(),
                          ErrorCode::input));
   std::vector<std::int64_t> ids;
   auto read = for_each_row(statement.get(), "cannot read the records", [&](sqlite3_stmt* row) -> Result<void> {
@@ -614,10 +718,9 @@ Result<void> AuditDatabase::Impl::stream_records(core::AuditData& data,
                                                  const PromptRecordsVisitor& visit) const {
   Statement requests;
   LLMREPRO_ASSIGN_OR_RETURN(
-      requests, prepare((std::string("SELECT ") + k_request_columns +
-                             " FROM requests ORDER BY prompt_index, id")
-                                .c_str(),
-                        ErrorCode::input));
+      requests,
+      prepare(("SELECT " + request_columns() + " FROM requests ORDER BY prompt_index, id").c_str(),
+              ErrorCode::input));
   Statement tokens;
   LLMREPRO_ASSIGN_OR_RETURN(
       tokens, prepare("SELECT request_id, position, token, logprob, c1_token, c1_logprob, "
@@ -759,6 +862,7 @@ Result<AuditDatabase> AuditDatabase::open(const std::string& path) {
                            std::to_string(k_schema_version));
   }
   if (auto done = impl->configure_connection(); !done) return done.error();
+  impl->add_numbers_columns();
   if (auto done = impl->prepare_cached(); !done) return done.error();
   return AuditDatabase(std::move(impl));
 }
@@ -869,6 +973,19 @@ Result<void> AuditDatabase::update_endpoint(int index, const core::EndpointInfo&
   if (sqlite3_changes(m_impl->db) != 1)
     return core::make_error(ErrorCode::internal,
                             m_impl->where() + ": no endpoint " + std::to_string(index));
+  return {};
+}
+
+Result<void> AuditDatabase::update_config(const core::AuditConfig& config) {
+  const std::lock_guard lock(m_impl->mutex);
+  Statement statement;
+  LLMREPRO_ASSIGN_OR_RETURN(statement,
+                            m_impl->prepare("UPDATE audit SET config = ?1 WHERE singleton = 1"));
+  const std::string encoded = encode_config(config);
+  bind_text(statement.get(), 1, encoded);
+  if (auto done = m_impl->step_done(statement.get(), "cannot store the configuration"); !done)
+    return done;
+  if (sqlite3_changes(m_impl->db) != 1) return m_impl->corrupt("holds no audit");
   return {};
 }
 

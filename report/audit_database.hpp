@@ -78,6 +78,10 @@ public:
   // no endpoint has that index.
   core::Result<void> update_endpoint(int index, const core::EndpointInfo& endpoint);
 
+  // Replaces the stored configuration (the judging flags given on --resume), so that a later
+  // `report` judges the audit as the last run did. ErrorCode::input when no audit is stored.
+  core::Result<void> update_config(const core::AuditConfig& config);
+
   // Stores the semantic agreement measured after the run (`--embeddings`), replacing any stored
   // before, in one transaction.
   core::Result<void> store_semantic(const core::SemanticAgreement& agreement);

@@ -14,10 +14,11 @@ using core::ErrorCode;
 using core::Result;
 using Json = nlohmann::json;
 
-// Logprobs inside the `more` JSON: JSON has no infinities, so non-finite values become strings.
+// Logprobs inside the `more` JSON: an unknown one (core::k_unknown_logprob, NaN) is null, as
+// its REAL column is NULL; JSON has no infinities, so those become strings.
 Json logprob_to_json(double logprob) {
   if (std::isfinite(logprob)) return logprob;
-  if (std::isnan(logprob)) return "nan";
+  if (std::isnan(logprob)) return nullptr;
   return logprob > 0 ? "inf" : "-inf";
 }
 
@@ -124,6 +125,7 @@ Json config_to_json(const core::AuditConfig& config) {
       {"max_unique", gates.max_unique ? Json(*gates.max_unique) : Json(nullptr)},
       {"max_unstable_rate", gates.max_unstable_rate ? Json(*gates.max_unstable_rate) : Json(nullptr)},
       {"min_tara", gates.min_tara ? Json(*gates.min_tara) : Json(nullptr)},
+      {"max_failed_rate", gates.max_failed_rate},
   };
   return Json{{"api", config.api},
               {"model", config.model},
@@ -183,12 +185,17 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
   std::string fail_on;
   LLMREPRO_ASSIGN_OR_RETURN(fail_on, read_gates.string(*gates, "fail_on"));
   auto parsed_fail_on = core::parse_fail_on(fail_on);
-  if (!parsed_fail_on) return read_gates.error("fail_on", "none, unstable or fragile");
+  if (!parsed_fail_on)
+    return read_gates.error("fail_on", "none, or a comma list of unstable, fragile, disagree");
   config.gates.fail_on = *parsed_fail_on;
   LLMREPRO_ASSIGN_OR_RETURN(config.gates.max_unique, read_gates.optional_int(*gates, "max_unique"));
   LLMREPRO_ASSIGN_OR_RETURN(config.gates.max_unstable_rate,
                             read_gates.optional_number(*gates, "max_unstable_rate"));
   LLMREPRO_ASSIGN_OR_RETURN(config.gates.min_tara, read_gates.optional_number(*gates, "min_tara"));
+  // Absent from audits stored before the failure gate existed: its default, 0.
+  std::optional<double> max_failed_rate;
+  LLMREPRO_ASSIGN_OR_RETURN(max_failed_rate, read_gates.optional_number(*gates, "max_failed_rate"));
+  config.gates.max_failed_rate = max_failed_rate.value_or(0.0);
   return config;
 }
 
@@ -221,11 +228,12 @@ Result<Json> parse(const std::string& text, const std::string& where) {
 double logprob_from_json(const Json& json, bool& ok) {
   ok = true;
   if (json.is_number()) return json.get<double>();
+  if (json.is_null()) return core::k_unknown_logprob;
   if (json.is_string()) {
     const auto text = json.get<std::string>();
     if (text == "-inf") return -std::numeric_limits<double>::infinity();
     if (text == "inf") return std::numeric_limits<double>::infinity();
-    if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (text == "nan") return core::k_unknown_logprob; // as written before null was
   }
   ok = false;
   return 0.0;

@@ -40,8 +40,9 @@ std::string encode_strings(const std::vector<std::string>& strings);
 core::Result<std::vector<std::string>> decode_strings(const std::string& text,
                                                       const std::string& where);
 
-// Candidates from index `first` on, as [[token, logprob], ...]; a non-finite logprob is written as
-// the string "-inf", "inf" or "nan" because JSON has no infinities.
+// Candidates from index `first` on, as [[token, logprob], ...]; an unknown logprob
+// (core::k_unknown_logprob, NaN) is written as null, an infinite one as the string "-inf" or
+// "inf" because JSON has no infinities. Null and the string "nan" (written before) read as NaN.
 std::string encode_candidates(const std::vector<core::TokenCandidate>& top, std::size_t first);
 // Appends the decoded candidates to `top`.
 core::Result<void> decode_candidates(const std::string& text, std::vector<core::TokenCandidate>& top,

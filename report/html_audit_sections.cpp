@@ -34,32 +34,13 @@ std::string prompt_id(const core::AuditData* data, int prompt_index) {
   return html_escape(data->suite.prompts[index].id);
 }
 
-std::string stability_tag(bool stable, const std::string& unstable_text) {
-  return stable ? "<span class=\"tag pass\">stable</span>"
-                : "<span class=\"tag fail\">" + unstable_text + "</span>";
-}
-
-// Per concurrency level: how many prompts were unstable there, beside what the level cost.
-std::string levels_table(const std::vector<core::LevelSummary>& levels) {
-  std::string out = "<table class=\"levels\"><thead><tr><th class=\"num\">concurrency</th>"
-                    "<th class=\"num\">runs</th><th class=\"num\">unstable prompts</th>"
-                    "<th class=\"num\">failed</th><th class=\"num\">tokens/s</th>"
-                    "<th class=\"num\">mean latency (ms)</th></tr></thead><tbody>";
-  for (const auto& level : levels)
-    out += fmt::format("<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}"
-                       "</td><td class=\"num\">{}</td><td class=\"num\">{:.1f}</td>"
-                       "<td class=\"num\">{:.1f}</td></tr>",
-                       level.concurrency, level.runs, level.unstable_prompts, level.failed,
-                       level.tokens_per_second, level.mean_latency_ms);
-  return out + "</tbody></table>";
-}
-
 std::string summary_line(const core::AuditSummary& summary, int distinct) {
   return fmt::format("<p class=\"probe-summary\"><b>{}</b> of {} prompts unstable \u00b7 {} "
-                     "distinct completions \u00b7 TARr {} \u00b7 TARa {} \u00b7 {} requests ({} "
-                     "failed)</p>",
-                     summary.unstable_prompts, summary.prompts, distinct, pct(summary.tarr),
-                     pct(summary.tara), summary.requests, summary.failed_requests);
+                     "inconclusive \u00b7 {} distinct completions \u00b7 TARr {} \u00b7 TARa {} "
+                     "\u00b7 {} requests ({} failed)</p>",
+                     summary.unstable_prompts, summary.prompts, summary.inconclusive_prompts,
+                     distinct, pct(summary.tarr), pct(summary.tara), summary.requests,
+                     summary.failed_requests);
 }
 
 std::string activity_line(const core::AuditData* data, core::ProbeKind probe) {
@@ -110,12 +91,45 @@ std::string probe_prompts_table(const core::AuditAnalysis& analysis) {
     out += fmt::format("<tr><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}"
                        "</td><td class=\"num\">{}</td><td>{}</td></tr>",
                        html_escape(prompt.id), prompt.runs, prompt.unique_completions,
-                       optional_int(prompt.first_divergence),
-                       stability_tag(!prompt.unstable, "unstable"));
+                       optional_int(prompt.first_divergence), prompt_status_tag(prompt));
   return out + "</tbody></table>";
 }
 
 } // namespace
+
+std::string prompt_status_tag(const core::PromptAnalysis& prompt) {
+  switch (prompt.status) {
+  case core::PromptStatus::stable: return "<span class=\"tag pass\">stable</span>";
+  case core::PromptStatus::unstable:
+    return fmt::format("<span class=\"tag fail\">unstable \u00b7 {}</span>",
+                       prompt.unique_completions);
+  case core::PromptStatus::inconclusive: break;
+  }
+  return prompt.runs == 0
+             ? std::string("<span class=\"tag warn\">inconclusive \u00b7 no completion</span>")
+             : std::string("<span class=\"tag warn\">inconclusive</span>");
+}
+
+std::string render_levels_table(const std::vector<core::LevelSummary>& levels) {
+  std::string out = "<table class=\"levels\"><thead><tr><th class=\"num\">concurrency</th>"
+                    "<th class=\"num\">runs</th><th class=\"num\">unstable prompts</th>"
+                    "<th class=\"num\">inconclusive</th><th class=\"num\">differs from serial</th>"
+                    "<th class=\"num\">failed</th><th class=\"num\">tokens/s</th>"
+                    "<th class=\"num\">mean latency (ms)</th></tr></thead><tbody>";
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    const auto& level = levels[i];
+    out += fmt::format("<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}"
+                       "</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                       "<td class=\"num\">{}</td><td class=\"num\">{:.1f}</td>"
+                       "<td class=\"num\">{:.1f}</td></tr>",
+                       level.concurrency, level.runs, level.unstable_prompts,
+                       level.inconclusive_prompts,
+                       i == 0 ? std::string("<span class=\"muted\">serial</span>")
+                              : std::to_string(level.differs_from_serial_prompts),
+                       level.failed, level.tokens_per_second, level.mean_latency_ms);
+  }
+  return out + "</tbody></table>";
+}
 
 std::string render_probe_sections(const core::AuditReport& report) {
   if (report.probes.size() < 2 &&
@@ -127,7 +141,7 @@ std::string render_probe_sections(const core::AuditReport& report) {
     out += fmt::format("<div class=\"panel probe\" id=\"probe-{0}\"><h3>{0}</h3>", name);
     out += summary_line(probe.analysis.summary, distinct_completions(probe.analysis));
     out += activity_line(report.data, probe.probe);
-    out += levels_table(probe.analysis.summary.by_concurrency);
+    out += render_levels_table(probe.analysis.summary.by_concurrency);
     if (probe.probe == core::ProbeKind::prefix) out += prefix_table(probe);
     out += "<details><summary>Prompts</summary>" + probe_prompts_table(probe.analysis) +
            "</details></div>";
@@ -156,9 +170,12 @@ std::string render_comparison_section(const core::AuditReport& report) {
                             level.unstable_prompts, level.tokens_per_second,
                             level.mean_latency_ms);
     out += fmt::format("<tr><td class=\"num\">{}</td><td><code>{}</code></td><td class=\"num\">"
-                       "{} of {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                       "{} of {}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
                        "<td class=\"nowrap\">{}</td></tr>",
                        e, endpoint_label(report.data, e), s.unstable_prompts, s.prompts,
+                       s.inconclusive_prompts > 0
+                           ? fmt::format(" ({} inconclusive)", s.inconclusive_prompts)
+                           : std::string(),
                        pct(s.tarr), pct(s.tara), levels);
   }
   out += "</tbody></table><h3>Per prompt</h3><table class=\"comparison-prompts\"><thead><tr>"

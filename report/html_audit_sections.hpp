@@ -5,10 +5,20 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/audit_report.hpp"
 
 namespace llmrepro::report {
+
+// A prompt's status as a tag: stable (green), unstable with its distinct completions (red),
+// inconclusive (amber; "no completion" where none succeeded).
+std::string prompt_status_tag(const core::PromptAnalysis& prompt);
+
+// <table class="levels">: per concurrency level its runs, unstable and inconclusive prompts,
+// the prompts whose modal completion differs from the serial (first) level's, failed requests,
+// tokens per second and mean latency.
+std::string render_levels_table(const std::vector<core::LevelSummary>& levels);
 
 // <section id="probes">: one panel per configured probe kind (id "probe-<kind>") with its
 // unstable prompts, distinct completions, TARr, TARa, what the probe sent beside the audited

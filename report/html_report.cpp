@@ -1,6 +1,6 @@
-// The HTML audit report. The page is assembled top-down in reading order: header, verdict,
-// summary cards, worst prompts (a reviewer decides from these without scrolling at 1280x800),
-// charts, each probe kind, the endpoint comparison and semantic agreement (where the audit has
+// The HTML audit report. The page is assembled top-down in reading order: header, verdict (its
+// headline verbatim, #verdict-headline), warnings, summary cards, worst prompts (a reviewer
+// decides from these without scrolling at 1280x800), the concurrency levels, charts, each probe kind, the endpoint comparison and semantic agreement (where the audit has
 // them), the prompt table, then one collapsible section per prompt. Model text is escaped
 // where it enters (html_escape); the only script is a constant string with no data in it, so
 // no model text can ever reach a script context.
@@ -49,16 +49,58 @@ std::string candidates_html(const core::PromptAnalysis &prompt) {
                      html_escape(c[0].token), c[0].logprob, html_escape(c[1].token), c[1].logprob);
 }
 
-std::string status_tags(const core::PromptAnalysis &prompt) {
-  std::string out;
-  if (prompt.runs == 0) return "<span class=\"tag fail\">no completion</span>";
-  out += prompt.unstable ? fmt::format("<span class=\"tag fail\">unstable \u00b7 {}</span>",
-                                       prompt.unique_completions)
-                         : std::string("<span class=\"tag pass\">stable</span>");
-  if (prompt.fragile) out += " <span class=\"tag warn\">fragile</span>";
-  if (!prompt.has_logprobs) out += " <span class=\"tag info\">no logprobs</span>";
+// The status tag, then what else a reader should see at a glance: failed requests, missing
+// logprobs. The prompt table shows fragility in a column of its own.
+std::string status_tags_without_fragility(const core::PromptAnalysis &prompt) {
+  std::string out = prompt_status_tag(prompt);
+  if (prompt.runs > 0 && !prompt.has_logprobs)
+    out += " <span class=\"tag info\">no logprobs</span>";
   if (prompt.failed > 0)
     out += fmt::format(" <span class=\"tag fail\">{} failed</span>", prompt.failed);
+  return out;
+}
+
+std::string status_tags(const core::PromptAnalysis &prompt) {
+  std::string out = prompt_status_tag(prompt);
+  if (prompt.fragile == true) out += " <span class=\"tag warn\">fragile</span>";
+  if (!prompt.fragile)
+    out += " <span class=\"tag info\" title=\"" + html_escape(prompt.fragility_reason) +
+           "\">fragility unknown</span>";
+  if (prompt.runs > 0 && !prompt.has_logprobs)
+    out += " <span class=\"tag info\">no logprobs</span>";
+  if (prompt.failed > 0)
+    out += fmt::format(" <span class=\"tag fail\">{} failed</span>", prompt.failed);
+  return out;
+}
+
+// pass, fail, error, or nogate for a pass no stability gate judged (never shown as a green PASS).
+const char *verdict_class(const core::Verdict &verdict) {
+  switch (verdict.status) {
+  case core::VerdictStatus::pass: return verdict.stability_gated ? "pass" : "nogate";
+  case core::VerdictStatus::fail: return "fail";
+  case core::VerdictStatus::error: break;
+  }
+  return "error";
+}
+
+const char *verdict_badge(const core::Verdict &verdict) {
+  switch (verdict.status) {
+  case core::VerdictStatus::pass: return verdict.stability_gated ? "PASS" : "NO GATE";
+  case core::VerdictStatus::fail: return "FAIL";
+  case core::VerdictStatus::error: break;
+  }
+  return "ERROR";
+}
+
+// "endpoint 0 · sweep · c=8"; "whole audit" where the gate looked at everything.
+std::string scope_text(const core::GateScope &scope) {
+  std::vector<std::string> parts;
+  if (scope.endpoint) parts.push_back(fmt::format("endpoint {}", *scope.endpoint));
+  if (scope.probe) parts.push_back(core::to_string(*scope.probe));
+  if (scope.level) parts.push_back(fmt::format("c={}", *scope.level));
+  if (parts.empty()) return "whole audit";
+  std::string out;
+  for (const auto &part : parts) out += (out.empty() ? "" : " \u00b7 ") + part;
   return out;
 }
 
@@ -87,24 +129,57 @@ std::string render_header(const core::AuditReport &report) {
   return out + "</span></header>\n";
 }
 
+// The verdict every output states: the headline verbatim, the counts behind it, each gate in its
+// scope, and why the audit could not be judged where it could not.
 std::string render_verdict(const core::AuditReport &report) {
   const core::AuditSummary &s = report.analysis.summary;
-  const bool passed = report.verdict.passed;
+  const core::Verdict &verdict = report.verdict;
+  const char *status = verdict_class(verdict);
   std::string out = fmt::format(
-      "<section class=\"verdict {}\" id=\"verdict\"><span class=\"badge\">{}</span><div>",
-      passed ? "pass" : "fail", passed ? "PASS" : "FAIL");
+      "<section class=\"verdict {0}\" id=\"verdict\" data-status=\"{1}\"><span "
+      "class=\"badge\">{2}</span><div><div class=\"headline {0}\" id=\"verdict-headline\">{3}"
+      "</div>",
+      status, core::to_string(verdict.status), verdict_badge(verdict),
+      html_escape(verdict.headline));
   out += fmt::format(
-      "<div><strong>{} of {} prompts unstable</strong> \u00b7 {} fragile \u00b7 TARr {} \u00b7 "
-      "{} of {} requests failed</div>",
-      s.unstable_prompts, s.prompts, s.fragile_prompts, pct(s.tarr), s.failed_requests, s.requests);
-  out += "<ul>";
-  if (report.verdict.gates.empty()) out += "<li class=\"muted\">no gate configured</li>";
-  for (const core::GateResult &gate : report.verdict.gates) {
-    out += fmt::format("<li class=\"{}\">{} <code>{}</code> {}</li>",
+      "<div><strong>{} of {} prompts unstable</strong> \u00b7 {} stable \u00b7 {} inconclusive "
+      "\u00b7 {} fragile \u00b7 {} of unknown fragility \u00b7 TARr {} \u00b7 {} of {} requests "
+      "failed</div>",
+      s.unstable_prompts, s.prompts, s.stable_prompts, s.inconclusive_prompts, s.fragile_prompts,
+      s.fragility_unknown_prompts, pct(s.tarr), s.failed_requests, s.requests);
+  out += "<ul class=\"gates\">";
+  if (verdict.gates.empty()) out += "<li class=\"muted\">no gate configured</li>";
+  for (const core::GateResult &gate : verdict.gates) {
+    out += fmt::format("<li class=\"{}\">{} <code title=\"{}\">{}</code> {} <span "
+                       "class=\"scope\">({})</span></li>",
                        gate.passed ? "passed" : "failed", gate.passed ? "\u2714" : "\u2718",
-                       html_escape(gate.name), html_escape(gate.message));
+                       html_escape(gate.name), html_escape(gate.flag), html_escape(gate.message),
+                       scope_text(gate.scope));
   }
-  return out + "</ul></div></section>\n";
+  out += "</ul>";
+  if (!verdict.errors.empty()) {
+    out += "<ul class=\"verdict-errors\" id=\"verdict-errors\">";
+    for (const std::string &error : verdict.errors)
+      out += "<li>\u2718 could not judge: " + html_escape(error) + "</li>";
+    out += "</ul>";
+  }
+  return out + "</div></section>\n";
+}
+
+// What a reader must know before trusting the figures; nothing when there is nothing to say.
+std::string render_warnings(const core::AuditReport &report) {
+  if (report.warnings.empty()) return {};
+  std::string out = "<section class=\"panel warnings\" id=\"warnings\"><h2>Warnings</h2><ul>";
+  for (const std::string &warning : report.warnings) out += "<li>" + html_escape(warning) + "</li>";
+  return out + "</ul></section>\n";
+}
+
+// Per concurrency level: unstable, inconclusive and differing-from-serial prompts beside cost.
+std::string render_levels(const core::AuditReport &report) {
+  const auto &levels = report.analysis.summary.by_concurrency;
+  if (levels.empty()) return {};
+  return "<section class=\"panel\" id=\"levels\"><h2>Concurrency levels</h2>" +
+         render_levels_table(levels) + "</section>\n";
 }
 
 std::string card(const std::string &label, const std::string &value_html,
@@ -157,8 +232,14 @@ std::string render_cards(const core::AuditReport &report) {
                                           pct(static_cast<double>(s.unstable_prompts) / s.prompts))
                             : "",
               s.unstable_prompts > 0 ? "fail" : "pass");
-  out += card("fragile", std::to_string(s.fragile_prompts), "min gap below \u03c4",
-              s.fragile_prompts > 0 ? "warn" : "pass");
+  out += card("inconclusive", std::to_string(s.inconclusive_prompts),
+              fmt::format("{} stable", s.stable_prompts),
+              s.inconclusive_prompts > 0 ? "warn" : "pass");
+  out += card("fragile", std::to_string(s.fragile_prompts),
+              s.fragility_unknown_prompts > 0
+                  ? fmt::format("{} unknown", s.fragility_unknown_prompts)
+                  : std::string("min gap below \u03c4"),
+              s.fragile_prompts > 0 || s.fragility_unknown_prompts > 0 ? "warn" : "pass");
   out += card("TARr", pct(s.tarr), "identical runs", s.tarr < 1.0 ? "fail" : "pass");
   const auto &p = s.predictor;
   const auto opt = [](const std::optional<double> &v) {
@@ -175,9 +256,11 @@ std::string render_cards(const core::AuditReport &report) {
                             pct(s.checks->worst_possible)),
                 s.checks->spread > 0.0 ? "warn" : "pass");
   }
-  out += card("verdict", report.verdict.passed ? "PASS" : "FAIL",
-              fmt::format("{} gates", report.verdict.gates.size()),
-              report.verdict.passed ? "pass" : "fail");
+  const std::string status = verdict_class(report.verdict);
+  out += card("verdict", verdict_badge(report.verdict),
+              fmt::format("{} gate{}", report.verdict.gates.size(),
+                          report.verdict.gates.size() == 1 ? "" : "s"),
+              status == "pass" ? "pass" : status == "nogate" ? "warn" : "fail");
   return out + "</section>\n";
 }
 
@@ -185,8 +268,18 @@ std::string render_worst(const core::AuditReport &report) {
   const auto worst = core::worst_prompts(report.analysis, k_worst_shown);
   std::string out = "<section class=\"panel\" id=\"worst\"><h2>Worst prompts</h2>";
   if (worst.empty()) {
-    return out + "<p class=\"muted\">Every prompt gave one completion in every run, and none is "
-                 "fragile.</p></section>\n";
+    const core::AuditSummary &s = report.analysis.summary;
+    if (s.prompts > 0 && s.stable_prompts == s.prompts)
+      return out + (s.fragility_unknown_prompts > 0
+                        ? fmt::format("<p class=\"muted\">Every prompt gave one completion in "
+                                      "every run; none is known to be fragile ({} of unknown "
+                                      "fragility).</p></section>\n",
+                                      s.fragility_unknown_prompts)
+                        : std::string("<p class=\"muted\">Every prompt gave one completion in "
+                                      "every run, and none is fragile.</p></section>\n"));
+    return out + fmt::format("<p class=\"muted\">No prompt to list ({} of {} prompts stable)."
+                             "</p></section>\n",
+                             s.stable_prompts, s.prompts);
   }
   out += "<table><thead><tr><th>prompt</th><th class=\"num\">distinct</th><th>by level</th>"
          "<th class=\"num\">first divergence</th><th class=\"num\">gap</th><th>candidates at "
@@ -356,7 +449,8 @@ std::string render_table(const core::AuditReport &report) {
       "<section class=\"panel\" id=\"prompts\"><h2>Prompts</h2><div class=\"filters\">"
       "<input type=\"search\" id=\"prompt-filter\" placeholder=\"filter by prompt id\" "
       "aria-label=\"filter prompts\"><label><input type=\"checkbox\" id=\"only-problems\"> "
-      "unstable or fragile only</label><span class=\"muted\" id=\"shown-count\"></span></div>";
+      "unstable, inconclusive or fragile only</label><span class=\"muted\" "
+      "id=\"shown-count\"></span></div>";
   out += "<table id=\"prompt-table\"><thead><tr><th class=\"sortable num\">#</th><th "
          "class=\"sortable\">prompt</th>"
          "<th class=\"sortable num\">runs</th><th class=\"sortable num\">failed</th>"
@@ -367,10 +461,13 @@ std::string render_table(const core::AuditReport &report) {
       "<th class=\"sortable num\">first divergence</th><th class=\"sortable num\">gap at div.</th>"
       "<th class=\"sortable num\">min gap</th>";
   if (any_checker) out += "<th class=\"sortable num\">pass</th>";
-  out += "<th class=\"sortable\">status</th></tr></thead><tbody>";
+  out += "<th class=\"sortable\">status</th><th class=\"sortable\">fragile</th></tr></thead>"
+         "<tbody>";
   for (const core::PromptAnalysis &p : analysis.prompts) {
-    const bool problem = p.unstable || p.fragile || p.runs == 0;
-    const int rank = p.runs == 0 ? 3 : p.unstable ? 2 : p.fragile ? 1 : 0;
+    const bool problem = p.status != core::PromptStatus::stable || p.fragile == true;
+    const int rank = p.status == core::PromptStatus::inconclusive ? 2
+                     : p.status == core::PromptStatus::unstable   ? 1
+                                                                  : 0;
     out += fmt::format("<tr data-problem=\"{}\" data-id=\"{}\"><td class=\"num\">{}</td>"
                        "<td><a href=\"#{}\"><code>{}</code></a></td><td class=\"num\">{}</td><td "
                        "class=\"num\">{}</td>"
@@ -403,7 +500,14 @@ std::string render_table(const core::AuditReport &report) {
         out += "<td class=\"num\" data-sort=\"\">\u2013</td>";
       }
     }
-    out += fmt::format("<td data-sort=\"{}\">{}</td></tr>", rank, status_tags(p));
+    out += fmt::format("<td data-sort=\"{}\">{}</td>", rank, status_tags_without_fragility(p));
+    if (!p.fragile)
+      out += "<td data-sort=\"1\" title=\"" + html_escape(p.fragility_reason) +
+             "\"><span class=\"tag info\">unknown</span></td></tr>";
+    else if (*p.fragile)
+      out += "<td data-sort=\"2\"><span class=\"tag warn\">yes</span></td></tr>";
+    else
+      out += "<td data-sort=\"0\">no</td></tr>";
   }
   return out + "</tbody></table></section>\n";
 }
@@ -496,8 +600,10 @@ std::string render_html(const core::AuditReport &report) {
   out += "<main>\n";
   out += render_header(report);
   out += render_verdict(report);
+  out += render_warnings(report);
   out += render_cards(report);
   out += render_worst(report);
+  out += render_levels(report);
   out += render_charts(report);
   out += render_probe_sections(report);
   out += render_comparison_section(report);

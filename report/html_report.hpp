@@ -8,7 +8,11 @@
 
 namespace llmrepro::report {
 
-// The whole page. Summary cards, inline SVG charts, the probe kinds, endpoint comparison and
+// The whole page. The verdict (<section id="verdict" class="verdict STATUS"> with the headline
+// verbatim in #verdict-headline, class pass, fail, error, or nogate for a pass no stability gate
+// judged; each gate with its scope; #verdict-errors where the audit could not be judged), the
+// warnings (#warnings, one <li> each, only when there are some), summary cards, the concurrency
+// levels (#levels), inline SVG charts, the probe kinds, endpoint comparison and
 // semantic agreement where the audit has them (html_audit_sections.hpp), a sortable and
 // filterable prompt table (one small inline script, no framework) and a section per prompt. All model text is escaped;
 // the page holds exactly one <script> element, ours, and no model text inside it.

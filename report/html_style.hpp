@@ -64,8 +64,18 @@ border:1px solid var(--line);background:var(--card);margin-bottom:12px}
 .verdict .badge{font-size:22px;font-weight:700;letter-spacing:.04em;padding:4px 16px;border-radius:8px}
 .verdict.pass{border-color:#4ac26b}.verdict.pass .badge{background:var(--pass-bg);color:var(--pass)}
 .verdict.fail{border-color:#ff8182}.verdict.fail .badge{background:var(--fail-bg);color:var(--fail)}
+.verdict.error{border-color:#ff8182}.verdict.error .badge{background:var(--fail-bg);color:var(--fail)}
+.verdict.nogate{border-color:#d4a72c}.verdict.nogate .badge{background:var(--warn-bg);color:var(--warn)}
+.verdict .headline{font-size:15px;font-weight:600;margin-bottom:2px}
+.headline.pass{color:var(--pass)}.headline.fail,.headline.error{color:var(--fail)}.headline.nogate{color:var(--warn)}
 .verdict ul{margin:0;padding:0;list-style:none;font-size:13px}
 .verdict li.failed{color:var(--fail)}.verdict li.passed{color:var(--pass)}
+.verdict .scope{color:var(--muted)}.verdict-errors li{color:var(--fail);font-weight:600}
+.warnings{border-color:#d4a72c;background:var(--warn-bg)}
+.warnings ul{margin:0;padding-left:18px}.warnings li{color:var(--warn)}
+.facts{font-size:13px;margin:8px 0}
+.status-stable{color:var(--pass)}.status-unstable{color:var(--fail)}.status-inconclusive{color:var(--warn)}
+table.completions{margin-bottom:8px}
 .cards{display:grid;grid-template-columns:repeat(8,1fr);gap:8px;margin-bottom:12px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:7px 10px;min-width:0}
 .card .label{color:var(--muted);font-size:11.5px;text-transform:uppercase;letter-spacing:.05em}

@@ -1,6 +1,7 @@
 #include "report/json_report.hpp"
 
 #include <cmath>
+#include <map>
 #include <ostream>
 #include <sstream>
 #include <string_view>
@@ -24,6 +25,25 @@ Json optional_int(const std::optional<int>& value) {
   return value ? Json(*value) : Json(nullptr);
 }
 
+// value -> count, in the map's (sorted) order; "" is a value like any other (absent upstream).
+Json counts_json(const std::map<std::string, int>& counts) {
+  Json json = Json::object();
+  for (const auto& [value, count] : counts) json[value] = count;
+  return json;
+}
+
+Json numbers_json(const core::NumberAnomalies& numbers) {
+  return {{"nan", numbers.nan},
+          {"infinity", numbers.infinity},
+          {"negative_infinity", numbers.negative_infinity},
+          {"overflow", numbers.overflow},
+          {"null", numbers.null}};
+}
+
+Json optional_kind(const std::optional<core::DivergenceKind>& kind) {
+  return kind ? Json(core::to_string(*kind)) : Json(nullptr);
+}
+
 Json candidates(const std::vector<core::TokenCandidate>& top) {
   Json json = Json::array();
   for (const auto& candidate : top)
@@ -45,14 +65,21 @@ Json audit_json(const core::AuditReport& report, const core::AuditData& data) {
           {"recorded_requests", data.records.size()}};
 }
 
-Json endpoints_json(const core::AuditData& data) {
+Json endpoints_json(const core::AuditReport& report, const core::AuditData& data) {
   Json json = Json::array();
-  for (const auto& endpoint : data.endpoints)
+  for (std::size_t e = 0; e < data.endpoints.size(); ++e) {
+    const auto& endpoint = data.endpoints[e];
+    static const core::EndpointObservations k_none;
+    const core::EndpointObservations& seen =
+        e < report.observed.size() ? report.observed[e] : k_none;
     json.push_back({{"url", endpoint.url},
                     {"dialect", endpoint.dialect},
                     {"model", endpoint.model},
                     {"embedded", endpoint.embedded},
-                    {"fingerprints", endpoint.fingerprints}});
+                    {"fingerprints", endpoint.fingerprints},
+                    {"models_seen", counts_json(seen.models)},
+                    {"fingerprints_seen", counts_json(seen.fingerprints)}});
+  }
   return json;
 }
 
@@ -73,12 +100,15 @@ Json config_json(const core::AuditConfig& config) {
           {"fragile_gap", number(config.fragile_gap)},
           {"fragile_window", config.fragile_window},
           {"rate_limit", number(config.rate_limit)},
-          {"shard", std::to_string(config.shard_index) + "/" + std::to_string(config.shard_count)},
+          // 1-based, as the user gives it: --shard 1/4 is shard_index 0.
+          {"shard",
+           std::to_string(config.shard_index + 1) + "/" + std::to_string(config.shard_count)},
           {"gates",
            {{"fail_on", core::to_string(config.gates.fail_on)},
             {"max_unique", optional_int(config.gates.max_unique)},
             {"max_unstable_rate", optional_number(config.gates.max_unstable_rate)},
-            {"min_tara", optional_number(config.gates.min_tara)}}}};
+            {"min_tara", optional_number(config.gates.min_tara)},
+            {"max_failed_rate", number(config.gates.max_failed_rate)}}}};
 }
 
 Json checks_json(const std::optional<core::CheckerSummary>& checks) {
@@ -106,25 +136,61 @@ Json levels_json(const std::vector<core::LevelSummary>& by_concurrency) {
                       {"runs", level.runs},
                       {"unique_completions", level.unique_completions},
                       {"unstable_prompts", level.unstable_prompts},
+                      {"inconclusive_prompts", level.inconclusive_prompts},
+                      {"differs_from_serial_prompts", level.differs_from_serial_prompts},
                       {"failed", level.failed},
                       {"tokens_per_second", number(level.tokens_per_second)},
                       {"mean_latency_ms", number(level.mean_latency_ms)}});
   return levels;
 }
 
+// The verdict every output states: status, headline, and each gate in the scope it judged.
+Json verdict_json(const core::Verdict& verdict) {
+  Json gates = Json::array();
+  for (const auto& gate : verdict.gates)
+    gates.push_back(
+        {{"name", gate.name},
+         {"flag", gate.flag},
+         {"scope",
+          {{"endpoint", optional_int(gate.scope.endpoint)},
+           {"probe", gate.scope.probe ? Json(core::to_string(*gate.scope.probe)) : Json(nullptr)},
+           {"level", optional_int(gate.scope.level)}}},
+         {"figure", optional_number(gate.figure)},
+         {"limit", optional_number(gate.limit)},
+         {"passed", gate.passed},
+         {"message", gate.message}});
+  return {{"status", core::to_string(verdict.status)},
+          {"headline", verdict.headline},
+          {"stability_gated", verdict.stability_gated},
+          {"errors", verdict.errors},
+          {"gates", gates}};
+}
+
+Json failure_reasons_json(const std::vector<std::pair<std::string, int>>& reasons) {
+  Json json = Json::array();
+  for (const auto& [reason, count] : reasons) json.push_back({{"reason", reason}, {"count", count}});
+  return json;
+}
+
 Json summary_json(const core::AuditReport& report) {
   const auto& summary = report.analysis.summary;
   const auto& predictor = summary.predictor;
   const Json levels = levels_json(summary.by_concurrency);
-  Json gates = Json::array();
-  for (const auto& gate : report.verdict.gates)
-    gates.push_back({{"name", gate.name}, {"passed", gate.passed}, {"message", gate.message}});
   return {{"prompts", summary.prompts},
           {"requests", summary.requests},
           {"failed_requests", summary.failed_requests},
+          {"failure_reasons", failure_reasons_json(summary.failure_reasons)},
+          {"stable_prompts", summary.stable_prompts},
           {"unstable_prompts", summary.unstable_prompts},
+          {"inconclusive_prompts", summary.inconclusive_prompts},
+          {"prompts_with_two_completions", summary.prompts_with_two_completions},
           {"fragile_prompts", summary.fragile_prompts},
+          {"fragility_unknown_prompts", summary.fragility_unknown_prompts},
           {"prompts_without_logprobs", summary.prompts_without_logprobs},
+          {"non_greedy_prompts", summary.non_greedy_prompts},
+          {"token_text_mismatch_prompts", summary.token_text_mismatch_prompts},
+          {"min_candidates", optional_int(summary.min_candidates)},
+          {"numbers", numbers_json(summary.numbers)},
           {"tarr", number(summary.tarr)},
           {"tara", optional_number(report.tara)},
           {"predictor",
@@ -136,8 +202,7 @@ Json summary_json(const core::AuditReport& report) {
             {"recall", optional_number(predictor.recall)}}},
           {"checks", checks_json(summary.checks)},
           {"by_concurrency", levels},
-          {"verdict",
-           {{"status", report.verdict.passed ? "pass" : "fail"}, {"gates", gates}}}};
+          {"verdict", verdict_json(report.verdict)}};
 }
 
 Json completion_json(const core::DistinctCompletion& completion) {
@@ -153,7 +218,11 @@ Json completion_json(const core::DistinctCompletion& completion) {
           {"count", completion.count},
           {"reference", completion.is_reference},
           {"divergence", optional_int(completion.divergence)},
+          {"divergence_kind", optional_kind(completion.divergence_kind)},
           {"count_by_concurrency", counts},
+          {"finish_reasons", counts_json(completion.finish_reasons)},
+          {"models", counts_json(completion.models)},
+          {"fingerprints", counts_json(completion.fingerprints)},
           {"tokens", tokens}};
 }
 
@@ -161,26 +230,37 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
   Json levels = Json::array();
   for (const auto& level : prompt.by_concurrency)
     levels.push_back({{"concurrency", level.concurrency},
+                      {"status", core::to_string(level.status)},
                       {"runs", level.runs},
                       {"failed", level.failed},
                       {"unique_completions", level.unique_completions},
-                      {"first_divergence", optional_int(level.first_divergence)}});
+                      {"first_divergence", optional_int(level.first_divergence)},
+                      {"differs_from_serial", level.differs_from_serial}});
   Json completions = Json::array();
   for (const auto& completion : prompt.completions) completions.push_back(completion_json(completion));
   Json answers = Json::array();
   for (const auto& [answer, count] : prompt.answers)
     answers.push_back({{"answer", answer}, {"count", count}});
   return {{"id", prompt.id},
+          {"status", core::to_string(prompt.status)},
           {"runs", prompt.runs},
           {"failed", prompt.failed},
           {"unique_completions", prompt.unique_completions},
           {"first_divergence", optional_int(prompt.first_divergence)},
+          {"divergence_unit", prompt.text_mode ? "char" : "token"},
+          {"divergence_kind", optional_kind(prompt.divergence_kind)},
           {"gap_at_divergence", optional_number(prompt.gap_at_divergence)},
           {"min_gap", optional_number(prompt.min_gap)},
           {"min_gap_position", optional_int(prompt.min_gap_position)},
-          {"fragile", prompt.fragile},
+          // Three-valued: null when fragility could not be computed, fragility_reason says why.
+          {"fragile", prompt.fragile ? Json(*prompt.fragile) : Json(nullptr)},
+          {"fragility_reason", prompt.fragile ? Json(nullptr) : Json(prompt.fragility_reason)},
           {"unstable", prompt.unstable},
           {"has_logprobs", prompt.has_logprobs},
+          {"token_text_mismatch", prompt.token_text_mismatch},
+          {"non_greedy_tokens", prompt.non_greedy_tokens},
+          {"min_candidates", optional_int(prompt.min_candidates)},
+          {"numbers", numbers_json(prompt.numbers)},
           {"candidates_at_divergence", candidates(prompt.candidates_at_divergence)},
           {"answers", answers},
           {"answer_failures", prompt.answer_failures},
@@ -197,8 +277,11 @@ Json brief_summary_json(const core::AuditSummary& summary) {
   return {{"prompts", summary.prompts},
           {"requests", summary.requests},
           {"failed_requests", summary.failed_requests},
+          {"stable_prompts", summary.stable_prompts},
           {"unstable_prompts", summary.unstable_prompts},
+          {"inconclusive_prompts", summary.inconclusive_prompts},
           {"fragile_prompts", summary.fragile_prompts},
+          {"fragility_unknown_prompts", summary.fragility_unknown_prompts},
           {"tarr", number(summary.tarr)},
           {"tara", number(summary.tara)},
           {"by_concurrency", levels_json(summary.by_concurrency)}};
@@ -230,6 +313,7 @@ Json probes_json(const core::AuditReport& report, const core::AuditData& data) {
     Json prompts = Json::array();
     for (const auto& prompt : probe.analysis.prompts)
       prompts.push_back({{"id", prompt.id},
+                         {"status", core::to_string(prompt.status)},
                          {"runs", prompt.runs},
                          {"failed", prompt.failed},
                          {"unique_completions", prompt.unique_completions},
@@ -336,9 +420,10 @@ void write_json(const core::AuditReport& report, std::ostream& out) {
   const Json json = {{"schema", k_json_report_schema},
                      {"tool", tool_json(report.tool)},
                      {"audit", audit_json(report, data)},
-                     {"endpoints", endpoints_json(data)},
+                     {"endpoints", endpoints_json(report, data)},
                      {"config", config_json(data.config)},
                      {"summary", summary_json(report)},
+                     {"warnings", report.warnings},
                      {"prompts", prompts},
                      {"errors", errors_json(report, data)},
                      {"probe", core::to_string(report.primary_probe)},

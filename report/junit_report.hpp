@@ -9,10 +9,17 @@
 
 namespace llmrepro::report {
 
-// One <testsuite> (inside <testsuites>) with one <testcase classname="llmrepro.audit"
-// name="PROMPT_ID"> per prompt. An unstable or fragile prompt is a <failure> whose message
-// gives the divergence position, the two candidates and the gap; a prompt with no successful
-// completion is an <error>. Well-formed XML 1.0 whatever the model wrote.
+// One <testsuite> (inside <testsuites>) whose properties carry "verdict" (pass, fail or error)
+// and "headline" (the verdict's headline verbatim). Unless the verdict passed, a first
+// <testcase classname="llmrepro.verdict" name="verdict"> holds an <error type="verdict"> (the
+// audit could not be judged: one line per reason) or a <failure type="verdict"> (one line per
+// failed gate), its message the headline; so the suite fails exactly when the exit code does.
+// Then one <testcase classname="llmrepro.audit" name="PROMPT_ID"> per prompt: an unstable
+// prompt is a <failure type="unstable"> whose message gives the divergence position, the two
+// candidates and the gap; an inconclusive one (fewer than two successful completions, or a
+// failed request) a <failure type="inconclusive">, never a passing test; a fragile one a
+// <failure type="fragile">; one whose fragility is unknown a <failure type="fragility_unknown">
+// where the verdict judged --fail-on fragile. Well-formed XML 1.0 whatever the model wrote.
 std::string render_junit(const core::AuditReport &report);
 
 // Text made safe for XML 1.0 content and quoted attributes: invalid UTF-8 becomes U+FFFD,

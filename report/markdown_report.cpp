@@ -41,10 +41,83 @@ std::string cost_text(const std::vector<core::LevelSummary> &levels) {
   return out.empty() ? "\u2013" : out;
 }
 
+// "2 of 5", with " (1 inconclusive)" where some prompts could not be judged.
+std::string unstable_text(const core::AuditSummary &s) {
+  std::string out = fmt::format("{} of {}", s.unstable_prompts, s.prompts);
+  if (s.inconclusive_prompts > 0) out += fmt::format(" ({} inconclusive)", s.inconclusive_prompts);
+  return out;
+}
+
 std::string endpoint_text(const core::AuditData *data, std::size_t index) {
   if (data == nullptr || index >= data->endpoints.size()) return "#" + std::to_string(index);
   const core::EndpointInfo &e = data->endpoints[index];
   return e.embedded ? std::string("embedded reference engine") : markdown_escape(e.url, 100);
+}
+
+// "✅ PASS", "⚠️ NO STABILITY GATE", "❌ FAIL", "⛔ ERROR": the title's word for the verdict.
+std::string verdict_title(const core::Verdict &verdict) {
+  switch (verdict.status) {
+  case core::VerdictStatus::pass:
+    return verdict.stability_gated ? "\u2705 PASS" : "\u26a0\ufe0f NO STABILITY GATE";
+  case core::VerdictStatus::fail: return "\u274c FAIL";
+  case core::VerdictStatus::error: break;
+  }
+  return "\u26d4 ERROR";
+}
+
+// "endpoint 0 · sweep · c=8"; "whole audit" where the gate looked at everything.
+std::string scope_text(const core::GateScope &scope) {
+  std::string out;
+  const auto add = [&out](const std::string &part) {
+    out += (out.empty() ? "" : " \u00b7 ") + part;
+  };
+  if (scope.endpoint) add(fmt::format("endpoint {}", *scope.endpoint));
+  if (scope.probe) add(core::to_string(*scope.probe));
+  if (scope.level) add(fmt::format("c={}", *scope.level));
+  return out.empty() ? "whole audit" : out;
+}
+
+std::string figure_text(const std::optional<double> &value) {
+  return value ? fmt::format("{:g}", *value) : std::string("\u2013");
+}
+
+// Each gate in its scope, why the audit could not be judged, and the warnings.
+std::string verdict_markdown(const core::AuditReport &report) {
+  const core::Verdict &verdict = report.verdict;
+  std::string out;
+  if (!verdict.gates.empty()) {
+    out += "\n| | gate | scope | measured | limit | |\n|---|---|---|---:|---:|---|\n";
+    for (const core::GateResult &gate : verdict.gates)
+      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", gate.passed ? "\u2705" : "\u274c",
+                         markdown_escape(gate.flag, 40), scope_text(gate.scope),
+                         figure_text(gate.figure), figure_text(gate.limit),
+                         markdown_escape(gate.message, 200));
+  }
+  if (!verdict.errors.empty()) {
+    out += "\nThe audit could not be judged:\n\n";
+    for (const std::string &error : verdict.errors)
+      out += "- \u26d4 " + markdown_escape(error, 300) + "\n";
+  }
+  if (!report.warnings.empty()) {
+    out += "\n**Warnings**\n\n";
+    for (const std::string &warning : report.warnings)
+      out += "- \u26a0\ufe0f " + markdown_escape(warning, 400) + "\n";
+  }
+  return out;
+}
+
+// Per concurrency level: unstable, inconclusive, and prompts whose modal completion differs from
+// the serial (first) level's.
+std::string levels_markdown(const std::vector<core::LevelSummary> &levels) {
+  if (levels.empty()) return {};
+  std::string out = "\n| level | unstable | inconclusive | differs from serial |\n"
+                    "|---:|---:|---:|---:|\n";
+  for (std::size_t i = 0; i < levels.size(); ++i)
+    out += fmt::format("| c={} | {} | {} | {} |\n", levels[i].concurrency,
+                       levels[i].unstable_prompts, levels[i].inconclusive_prompts,
+                       i == 0 ? std::string("serial")
+                              : std::to_string(levels[i].differs_from_serial_prompts));
+  return out;
 }
 
 std::string probes_markdown(const core::AuditReport &report) {
@@ -56,8 +129,8 @@ std::string probes_markdown(const core::AuditReport &report) {
   const core::ProbeAnalysis *prefix = nullptr;
   for (const auto &probe : report.probes) {
     const core::AuditSummary &s = probe.analysis.summary;
-    out += fmt::format("| {} | {} of {} | {} | {} | {} | {} ({}) | {} |\n",
-                       core::to_string(probe.probe), s.unstable_prompts, s.prompts,
+    out += fmt::format("| {} | {} | {} | {} | {} | {} ({}) | {} |\n",
+                       core::to_string(probe.probe), unstable_text(s),
                        distinct_completions(probe.analysis), pct(s.tarr), pct(s.tara), s.requests,
                        s.failed_requests, cost_text(s.by_concurrency));
     if (probe.probe == core::ProbeKind::prefix) prefix = &probe;
@@ -101,8 +174,8 @@ std::string comparison_markdown(const core::AuditReport &report) {
       comparison.agreeing_prompts, comparison.prompts.size(), core::to_string(report.primary_probe));
   for (std::size_t e = 0; e < report.endpoints.size(); ++e) {
     const core::AuditSummary &s = report.endpoints[e].summary;
-    out += fmt::format("| {} | {} | {} of {} | {} | {} | {} |\n", e, endpoint_text(report.data, e),
-                       s.unstable_prompts, s.prompts, pct(s.tarr), pct(s.tara),
+    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", e, endpoint_text(report.data, e),
+                       unstable_text(s), pct(s.tarr), pct(s.tara),
                        cost_text(s.by_concurrency));
   }
   std::size_t shown = 0;
@@ -189,8 +262,10 @@ std::string markdown_escape(std::string_view text, std::size_t max_code_points) 
 std::string render_markdown(const core::AuditReport &report) {
   const core::AuditSummary &s = report.analysis.summary;
   const core::AuditData *data = report.data;
-  std::string out = fmt::format("## llmrepro audit: {}\n\n",
-                                report.verdict.passed ? "\u2705 PASS" : "\u274c FAIL");
+  // The headline verbatim, the first line after the title (escaped, so a prompt id or an error
+  // text in it renders as itself).
+  std::string out = fmt::format("## llmrepro audit: {}\n\n{}\n\n", verdict_title(report.verdict),
+                                markdown_escape(report.verdict.headline, 1000));
   const auto index = static_cast<std::size_t>(report.analysis.endpoint_index);
   if (data != nullptr && index < data->endpoints.size()) {
     const core::EndpointInfo &e = data->endpoints[index];
@@ -199,20 +274,17 @@ std::string render_markdown(const core::AuditReport &report) {
         e.embedded ? std::string("embedded reference engine") : markdown_escape(e.url, 100),
         e.model.empty() ? std::string("\u2013") : markdown_escape(e.model, 60), data->config.runs);
   }
-  std::string levels;
-  for (const core::LevelSummary &level : s.by_concurrency) {
-    levels += fmt::format("{}c={}: {}", levels.empty() ? "" : " \u00b7 ", level.concurrency,
-                          level.unstable_prompts);
-  }
   const auto opt = [](const std::optional<double> &v) {
     return v ? fmt::format("{:.2f}", *v) : std::string("\u2013");
   };
   out += "| | |\n|---|---|\n";
   out += fmt::format("| prompts | {} |\n", s.prompts);
   out += fmt::format("| requests (failed) | {} ({}) |\n", s.requests, s.failed_requests);
-  out += fmt::format("| unstable prompts | {} of {}{} |\n", s.unstable_prompts, s.prompts,
-                     levels.empty() ? "" : " (" + levels + ")");
+  out += fmt::format("| stable prompts | {} of {} |\n", s.stable_prompts, s.prompts);
+  out += fmt::format("| unstable prompts | {} of {} |\n", s.unstable_prompts, s.prompts);
+  out += fmt::format("| inconclusive prompts | {} of {} |\n", s.inconclusive_prompts, s.prompts);
   out += fmt::format("| fragile prompts | {} |\n", s.fragile_prompts);
+  out += fmt::format("| fragility unknown | {} |\n", s.fragility_unknown_prompts);
   out += fmt::format("| TARr | {} |\n", pct(s.tarr));
   if (report.tara) out += fmt::format("| TARa | {} |\n", pct(*report.tara));
   if (s.checks) {
@@ -222,24 +294,27 @@ std::string render_markdown(const core::AuditReport &report) {
   }
   out += fmt::format("| fragility predictor precision / recall | {} / {} |\n",
                      opt(s.predictor.precision), opt(s.predictor.recall));
-  if (!report.verdict.gates.empty()) {
-    out += "\n";
-    for (const core::GateResult &gate : report.verdict.gates) {
-      out += fmt::format("- {} `{}`: {}\n", gate.passed ? "\u2705" : "\u274c", gate.name,
-                         markdown_escape(gate.message, 200));
-    }
-  }
+  out += levels_markdown(s.by_concurrency);
+  out += verdict_markdown(report);
   const auto worst = core::worst_prompts(report.analysis, 5);
   if (!worst.empty()) {
-    out += "\n### Worst prompts\n\n| prompt | distinct | first divergence | gap (nats) | "
+    out += "\n### Worst prompts\n\n| prompt | status | distinct | first divergence | gap (nats) | "
            "candidates |\n"
-           "|---|---:|---:|---:|---|\n";
+           "|---|---|---:|---:|---:|---|\n";
     for (const core::PromptAnalysis *p : worst) {
       const std::optional<double> gap = p->gap_at_divergence ? p->gap_at_divergence : p->min_gap;
-      out += fmt::format(
-          "| {} | {} | {} | {} | {} |\n", markdown_escape(p->id, 60), p->unique_completions,
-          p->first_divergence ? std::to_string(*p->first_divergence) : std::string("\u2013"),
-          gap ? fmt::format("{:.3g}", *gap) : std::string("\u2013"), candidates(*p));
+      std::string status = core::to_string(p->status);
+      if (p->fragile == true) status += ", fragile";
+      std::string divergence = "\u2013";
+      if (p->first_divergence) {
+        divergence = std::to_string(*p->first_divergence);
+        if (p->text_mode) divergence += " (char)";
+        if (p->divergence_kind == core::DivergenceKind::length) divergence += " (one ends)";
+      }
+      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", markdown_escape(p->id, 60), status,
+                         p->unique_completions, divergence,
+                         gap ? fmt::format("{:.3g}", *gap) : std::string("\u2013"),
+                         candidates(*p));
     }
   }
   out += probes_markdown(report);

@@ -10,8 +10,12 @@
 
 namespace llmrepro::report {
 
-// Verdict line, a table of key numbers, the gates, and up to five worst prompts with their
-// divergence position, gap and candidates; then, where the audit has them, a table of probe
+// The title with the verdict (PASS, NO STABILITY GATE, FAIL, ERROR), the verdict's headline
+// verbatim as the first line after it, a table of key numbers (stable, unstable, inconclusive,
+// fragile and fragility-unknown prompts), a table per concurrency level (unstable, inconclusive,
+// differs from serial), the gates (flag, scope, measured, limit, message), why the audit could
+// not be judged, the warnings, and up to five worst prompts with their divergence position, gap
+// and candidates; then, where the audit has them, a table of probe
 // kinds (with the prefix probe's warm-against-cold drift and up to ten drifting prompts), the
 // endpoints compared (stability beside tokens/s and latency per level, up to ten differing
 // prompts) and semantic agreement (up to ten prompts below the threshold). Model text and URLs

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <vector>
 
 #include "core/prompt_ranking.hpp"
@@ -13,6 +14,8 @@ constexpr std::size_t k_id_width = 24;
 constexpr std::size_t k_token_width = 16;
 constexpr std::size_t k_field_width = 60;
 constexpr std::size_t k_worst = 5;
+constexpr std::size_t k_reasons = 5;       // failure reasons listed before "N more"
+constexpr std::size_t k_label_width = 11;  // "prompts    ": the label column
 
 // Decodes one UTF-8 code point at `at`; returns its length, or 0 when the bytes there are not a
 // well-formed sequence (overlong forms and surrogates included).
@@ -138,8 +141,13 @@ std::string endpoint_line(const core::AuditData& data) {
 std::string worst_line(const core::PromptAnalysis& prompt) {
   std::string line = fmt::format("  {:<{}} {} unique", escape_terminal_text(prompt.id, k_id_width),
                                  k_id_width, prompt.unique_completions);
+  if (prompt.status == core::PromptStatus::inconclusive)
+    line += fmt::format("  inconclusive ({} successful, {} failed)", prompt.runs, prompt.failed);
   if (prompt.first_divergence) {
-    line += fmt::format("  diverges at token {}", *prompt.first_divergence);
+    line += fmt::format("  diverges at {} {}", prompt.text_mode ? "char" : "token",
+                        *prompt.first_divergence);
+    if (prompt.divergence_kind == core::DivergenceKind::length)
+      line += " (one completion ends there)";
     if (prompt.gap_at_divergence) line += fmt::format("  gap {:.4f}", *prompt.gap_at_divergence);
     const auto& candidates = prompt.candidates_at_divergence;
     if (candidates.size() >= 2)
@@ -147,11 +155,80 @@ std::string worst_line(const core::PromptAnalysis& prompt) {
                           candidates[0].logprob, quoted(candidates[1].token),
                           candidates[1].logprob);
   } else if (prompt.min_gap && prompt.min_gap_position) {
-    line += fmt::format("  stable, min gap {:.4f} at token {}", *prompt.min_gap,
-                        *prompt.min_gap_position);
+    line += fmt::format("  {}min gap {:.4f} at token {}",
+                        prompt.status == core::PromptStatus::stable ? "stable, " : "",
+                        *prompt.min_gap, *prompt.min_gap_position);
   }
-  if (!prompt.has_logprobs) line += "  (no logprobs)";
+  if (prompt.runs > 0 && !prompt.has_logprobs) line += "  (no logprobs)";
   return line;
+}
+
+// The label column, padded: "prompts    ".
+std::string label(const std::string& text) { return fmt::format("{:<{}}", text, k_label_width); }
+
+// "unstable 2", painted when it is not zero.
+std::string count_of(const Painter& paint, const char* what, int count) {
+  const std::string text = fmt::format("{} {}", what, count);
+  return count > 0 ? paint.yellow(text) : text;
+}
+
+// The verdict as every output states it: the headline, then each gate and each reason the audit
+// could not be judged. Green only for a pass that a stability gate judged.
+void verdict_lines(const core::Verdict& verdict, const Painter& paint,
+                   const std::function<void(const std::string&)>& line) {
+  const std::string headline = escape_terminal_text(verdict.headline, 0);
+  if (verdict.status == core::VerdictStatus::pass)
+    line(verdict.stability_gated ? paint.green(headline) : paint.yellow(headline));
+  else
+    line(paint.red(headline));
+  for (const auto& gate : verdict.gates)
+    line(fmt::format("  {} {}", gate.passed ? "\u2714" : "\u2718",
+                     escape_terminal_text(gate.message, 0)));
+  for (const auto& error : verdict.errors) line("  error: " + escape_terminal_text(error, 0));
+}
+
+// Stability over prompts, then a line per concurrency level.
+void stability_lines(const core::AuditSummary& summary, const Painter& paint,
+                     const std::function<void(const std::string&)>& line) {
+  line(label("stable") + fmt::format("{} of {}   ", summary.stable_prompts, summary.prompts) +
+       count_of(paint, "unstable", summary.unstable_prompts) + "   " +
+       count_of(paint, "inconclusive", summary.inconclusive_prompts));
+  const bool several = summary.by_concurrency.size() > 1;
+  for (std::size_t i = 0; i < summary.by_concurrency.size(); ++i) {
+    const auto& level = summary.by_concurrency[i];
+    std::string text = label("  c=" + std::to_string(level.concurrency)) +
+                       count_of(paint, "unstable", level.unstable_prompts) + "   " +
+                       count_of(paint, "inconclusive", level.inconclusive_prompts);
+    if (several)
+      text += i == 0 ? std::string("   (serial)")
+                     : "   " + count_of(paint, "differs from serial",
+                                        level.differs_from_serial_prompts);
+    line(text);
+  }
+}
+
+// Why requests failed, most frequent reason first.
+void failure_lines(const core::AuditSummary& summary,
+                   const std::function<void(const std::string&)>& line) {
+  const auto& reasons = summary.failure_reasons;
+  for (std::size_t i = 0; i < reasons.size() && i < k_reasons; ++i)
+    line(label(i == 0 ? "failures" : "") +
+         fmt::format("{} x {}", reasons[i].second, escape_terminal_text(reasons[i].first, 100)));
+  if (reasons.size() > k_reasons)
+    line(label("") + fmt::format("{} more reasons", reasons.size() - k_reasons));
+}
+
+// "every prompt stable" only when every prompt is.
+std::string nothing_worst_line(const core::AuditSummary& summary) {
+  if (summary.prompts == 0) return "worst      none: no prompt was analysed";
+  if (summary.stable_prompts != summary.prompts)
+    return fmt::format("worst      none listed ({} of {} prompts stable)", summary.stable_prompts,
+                       summary.prompts);
+  if (summary.fragility_unknown_prompts > 0)
+    return fmt::format("worst      none: every prompt stable, none known to be fragile ({} of "
+                       "unknown fragility)",
+                       summary.fragility_unknown_prompts);
+  return "worst      none: every prompt stable and none fragile";
 }
 
 } // namespace
@@ -188,24 +265,35 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
                                                                     "requests recorded",
                                                                     data.records.size(),
                                                                     report.planned_requests);
+  // The verdict leads, then what a reader must know before trusting the figures.
+  verdict_lines(report.verdict, paint, line);
+  for (const auto& warning : report.warnings)
+    line(paint.yellow("warning: " + escape_terminal_text(warning, 0)));
+
   line(paint.bold("llmrepro audit " + escape_terminal_text(data.info.id, k_field_width)) + "  (" +
        status + ")");
   line(endpoint_line(data));
   line(fmt::format("prompts    {}   requests {}   failed {}", summary.prompts, summary.requests,
                    summary.failed_requests));
-
-  std::string levels;
-  for (const auto& level : summary.by_concurrency)
-    levels += fmt::format("{}c={}: {}", levels.empty() ? "   " : "  ", level.concurrency,
-                          level.unstable_prompts);
-  const std::string unstable = fmt::format("{} of {}", summary.unstable_prompts, summary.prompts);
-  line("unstable   " + (summary.unstable_prompts > 0 ? paint.yellow(unstable) : unstable) + levels);
+  stability_lines(summary, paint, line);
   line(fmt::format("fragile    {} of {}   (top-2 gap < {} nats within the first {} tokens)",
                    summary.fragile_prompts, summary.prompts, data.config.fragile_gap,
                    data.config.fragile_window));
+  if (summary.fragility_unknown_prompts > 0) {
+    std::string why;
+    for (const auto& prompt : report.analysis.prompts)
+      if (!prompt.fragile) {
+        why = fmt::format(" (first: {}: {})", escape_terminal_text(prompt.id, k_id_width),
+                          escape_terminal_text(prompt.fragility_reason, k_field_width));
+        break;
+      }
+    line(label("") + fmt::format("fragility unknown: {} of {}{}",
+                                 summary.fragility_unknown_prompts, summary.prompts, why));
+  }
   if (summary.prompts_without_logprobs > 0)
     line(fmt::format("           prompts without logprobs: {} (judged on text alone)",
                      summary.prompts_without_logprobs));
+  failure_lines(summary, line);
   line(fmt::format("TARr       {}   TARa {}", percent(summary.tarr),
                    report.tara ? percent(*report.tara) : std::string("n/a")));
   const auto& predictor = summary.predictor;
@@ -230,8 +318,12 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
         extra = fmt::format("   filler {} sent, {} failed", data.probe_activity.front().filler_sent,
                             data.probe_activity.front().filler_failed);
       }
-      line(fmt::format("probe {:<6} unstable {} of {}   TARr {}{}", core::to_string(probe.probe),
-                       s.unstable_prompts, s.prompts, percent(s.tarr), extra));
+      line(fmt::format("probe {:<6} unstable {} of {}{}   TARr {}{}", core::to_string(probe.probe),
+                       s.unstable_prompts, s.prompts,
+                       s.inconclusive_prompts > 0
+                           ? fmt::format("   inconclusive {}", s.inconclusive_prompts)
+                           : std::string(),
+                       percent(s.tarr), extra));
     }
   }
   if (report.comparison) {
@@ -245,8 +337,12 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
         cost += fmt::format("  c={}: {:.1f} tok/s {:.0f} ms", level.concurrency,
                             level.tokens_per_second, level.mean_latency_ms);
       const std::string url = e < data.endpoints.size() ? data.endpoints[e].url : "";
-      line(fmt::format("  #{} {}  unstable {} of {}{}", e, escape_terminal_text(url, 48),
-                       s.unstable_prompts, s.prompts, cost));
+      line(fmt::format("  #{} {}  unstable {} of {}{}{}", e, escape_terminal_text(url, 48),
+                       s.unstable_prompts, s.prompts,
+                       s.inconclusive_prompts > 0
+                           ? fmt::format("  inconclusive {}", s.inconclusive_prompts)
+                           : std::string(),
+                       cost));
     }
   }
 
@@ -263,24 +359,10 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
 
   const auto worst = core::worst_prompts(report.analysis, k_worst);
   if (worst.empty()) {
-    line("worst      none: every prompt stable and none fragile");
+    line(nothing_worst_line(summary));
   } else {
     line("worst prompts");
     for (const auto* prompt : worst) line(worst_line(*prompt));
-  }
-
-  if (report.verdict.passed) {
-    std::string names;
-    for (const auto& gate : report.verdict.gates)
-      names += (names.empty() ? "" : ", ") + escape_terminal_text(gate.name, k_id_width);
-    line(paint.green("PASS") +
-         (names.empty() ? "  (no gates configured)" : "  (gates passed: " + names + ")"));
-  } else {
-    line(paint.red("FAIL"));
-    for (const auto& gate : report.verdict.gates)
-      if (!gate.passed)
-        line("  " + escape_terminal_text(gate.name, k_id_width) + ": " +
-             escape_terminal_text(gate.message, 0));
   }
   return out;
 }

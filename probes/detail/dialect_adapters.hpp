@@ -41,15 +41,29 @@ Json response_format(const core::Prompt &prompt);
 std::string dump_body(const Json &body);
 
 // One token in the OpenAI chat shape, also used by llama.cpp and Ollama:
-// {token, logprob, top_logprobs?: [{token, logprob}]}. Extra keys (id, bytes) are ignored;
-// an absent or null top_logprobs means no candidates (Ollama omits it when empty).
-core::TokenLogprob read_openai_token(const JsonView &entry);
+// {token, logprob, bytes?, top_logprobs?: [{token, logprob, bytes?}]}. Other keys (id) are
+// ignored; an absent, null or empty top_logprobs means no candidates (Ollama omits it when
+// empty). Tokens are read with read_token_text(), log probabilities with read_logprob().
+core::TokenLogprob read_openai_token(const JsonView &entry, core::NumberAnomalies &numbers);
 
-// A candidate or token logprob, with every -inf spelling mapped to core::k_logprob_floor.
-double read_logprob(const JsonView &value);
+// Member `key` of a token or candidate object: the token string, or where the object's `bytes`
+// are not the UTF-8 of that string (a byte fragment, which OpenAI and llama.cpp send as
+// U+FFFD "\ufffd" with its real bytes beside it) OpenAI's own spelling of those bytes,
+// "bytes:\xe2\x80" (two lowercase hex digits a byte), which core::token_bytes() reads back.
+// Applied alike to a sampled token and its candidates, so the one is still found among the
+// others. Absent, null or malformed bytes, or none, keep the string.
+std::string read_token_text(const JsonView &entry, std::string_view key);
 
-// log(p) for probability shapes; p == 0 maps to the floor, p outside [0, 1] is an error.
-double read_probability_as_logprob(const JsonView &value);
+// A candidate or token logprob. Every -inf spelling maps to core::k_logprob_floor: -9999.0,
+// float lowest, -Infinity and a negative literal past a double's range. NaN, Infinity, a
+// positive overflowing literal and null (TGI's schema allows it) carry no usable number and
+// map to core::k_unknown_logprob. Each of those literals is counted in `numbers` by its kind;
+// none fails the request.
+double read_logprob(const JsonView &value, core::NumberAnomalies &numbers);
+
+// log(p) for probability shapes; p == 0 maps to the floor, a finite p outside [0, 1] is an
+// error. The literals read_logprob() maps are mapped and counted the same way.
+double read_probability_as_logprob(const JsonView &value, core::NumberAnomalies &numbers);
 
 // Throws "endpoint error: <reason>" when `root` is an error envelope ({"error": ...} or
 // vLLM's flat {"object": "error", ...}) instead of a completion.

@@ -40,8 +40,11 @@ inline constexpr std::size_t k_max_json_depth = 64;
 Json parse_json(std::string_view text, const std::string &what = "");
 
 // Parses one response into a JsonDocument, accepting and rejecting exactly what parse_json()
-// does, with the same messages (input it rejects is handed to parse_json() for the verdict).
-// `text` must outlive the document.
+// does, with the same messages (input it rejects is handed to parse_json() for the verdict),
+// except that it also accepts the number values endpoints write beyond strict JSON (NaN,
+// Infinity, -Infinity, literals past a double's range; see JsonNumber), which parse_json()
+// rejects: in rejected input they are read as 0 for the verdict, so the message names the fault
+// they did not cause. `text` must outlive the document.
 JsonDocument parse_document(std::string_view text, const std::string &what = "");
 
 // A JSON value of a document. Holds a pointer: the document must outlive the view.
@@ -70,7 +73,9 @@ public:
   std::size_t size() const;
 
   std::string string() const; // throws unless a string
-  double number() const;      // throws unless a number (integers accepted)
+  double number() const;      // throws unless a finite number (integers accepted)
+  // What a number's literal stands for; throws unless a number (NaN and the like included).
+  JsonNumber number_kind() const;
   long integer() const;       // throws unless an integer that fits in a long
   bool boolean() const;       // throws unless true or false
 

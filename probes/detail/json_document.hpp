@@ -16,6 +16,26 @@ namespace llmrepro::probes::detail {
 
 enum class JsonType : std::uint8_t { null, boolean, number, string, array, object };
 
+// What a number node's literal stands for. Strict JSON has finite numbers only; endpoints also
+// write NaN, Infinity and -Infinity (Python's json.dumps does, by default) and literals past a
+// double's range (1e400), which the parser accepts as values so that one of them does not cost
+// the whole response.
+enum class JsonNumber : std::uint8_t {
+  finite,
+  nan,               // NaN
+  infinity,          // Infinity
+  negative_infinity, // -Infinity
+  overflow,          // a positive literal past a double's range (1e400)
+  negative_overflow, // a negative one (-1e400)
+};
+
+// Where a literal outside strict JSON (NaN, Infinity, -Infinity, an overflowing number) lies
+// in the parsed text, by byte offset.
+struct JsonSpan {
+  std::uint32_t offset = 0;
+  std::uint32_t length = 0;
+};
+
 // One value of a JsonDocument. Containers list their children in JsonDocument::children().
 struct JsonNode {
   static constexpr std::uint32_t k_no_parent = 0xFFFFFFFFU;
@@ -23,6 +43,8 @@ struct JsonNode {
   JsonType type = JsonType::null;
   // boolean: its value; number: true when the literal has no fraction and no exponent.
   bool flag = false;
+  // number: what the literal stands for.
+  JsonNumber number = JsonNumber::finite;
   std::uint32_t parent = k_no_parent; // node index of the enclosing container
   std::uint32_t index = 0;            // position in the enclosing array
   std::uint32_t first = 0;            // containers: offset of the first child in children()
@@ -45,10 +67,12 @@ public:
   ~JsonDocument();
 
   // Parses `text` as strict RFC 8259 JSON (a leading UTF-8 byte-order mark is skipped), with
-  // string contents checked as well-formed UTF-8 and containers nested at most `max_depth` deep.
-  // Duplicate member names keep the first position and the last value. Returns false, leaving
-  // the document unusable, on any input it does not accept: the caller then decides how to
-  // report it. Also returns false for numbers whose value overflows a double.
+  // string contents checked as well-formed UTF-8 and containers nested at most `max_depth` deep,
+  // and beyond it the number values endpoints write that strict JSON lacks: NaN, Infinity,
+  // -Infinity and literals whose value overflows a double (see JsonNumber). Duplicate member
+  // names keep the first position and the last value. Returns false, leaving the document
+  // unusable but for nonstandard_numbers(), on any input it does not accept: the caller then
+  // decides how to report it.
   bool parse(std::string_view text, std::size_t max_depth);
 
   // Parses a copy of `text` that the document keeps; for text that does not outlive it.
@@ -59,12 +83,16 @@ public:
   std::uint32_t child(const JsonNode &parent, std::size_t i) const {
     return m_children[parent.first + i];
   }
+  // The literals outside strict JSON the last parse() accepted, in text order: all of them
+  // after a successful parse, those before the fault after a failed one.
+  const std::vector<JsonSpan> &nonstandard_numbers() const { return m_nonstandard; }
 
 private:
   friend class JsonTapeBuilder;
 
   std::vector<JsonNode> m_nodes;
   std::vector<std::uint32_t> m_children;
+  std::vector<JsonSpan> m_nonstandard;
   // Decoded strings; sized once to the text's length (decoding never grows a string), so views
   // into it stay valid. unique_ptr: views survive moving the document.
   std::unique_ptr<char[]> m_arena;

@@ -1,11 +1,16 @@
 #!/usr/bin/python3
 """Renders an llmrepro HTML report in headless Chromium and checks the DOM after its script ran.
 
-usage: check_report_html.py [--diff] [--sections] HTML_FILE SCREENSHOT_PNG
+usage: check_report_html.py [--diff] [--sections] [--json REPORT_JSON] HTML_FILE SCREENSHOT_PNG
 
 Audit report (default): asserts that the summary, the verdict, the prompt table rows and the
 SVG charts are there, that the table script ran (it writes the "N of M shown" count), and that
-hostile model text stayed text: no <img> element, exactly one <script> element (ours).
+hostile model text stayed text: no <img> element, exactly one <script> element (ours). The
+verdict section carries one status class (pass, fail, error, or nogate for a pass no stability
+gate judged) that agrees with its data-status and badge, and #verdict-headline is not empty.
+With --json (the same audit's JSON report), the page states the JSON's verdict: #verdict-headline
+reads exactly summary.verdict.headline, the status and class match summary.verdict, and #warnings
+holds one <li> per line of "warnings" (no #warnings section when there are none).
 With LLMREPRO_EXPECT_HOSTILE=1 the hostile strings must also be shown as text.
 With --sections (an audit with probe kinds, two endpoints and semantic agreement), the probe-kind
 panels, the endpoint comparison and the semantic agreement sections are there with their table
@@ -16,6 +21,7 @@ Saves a screenshot of the first screen a reviewer sees (1280x800). Exits 0 when 
 holds, 1 with a message otherwise, 77 (skip) when no Chromium is installed.
 """
 import html.parser
+import json
 import os
 import shutil
 import subprocess
@@ -60,6 +66,10 @@ class Dom(html.parser.HTMLParser):
         self._in_body = False
         self._shown_count = None
         self._capture = None
+        self.verdict_attrs = None
+        self.headline = None
+        self._headline_depth = 0
+        self.warning_items = 0
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -81,6 +91,15 @@ class Dom(html.parser.HTMLParser):
         if attrs.get("id") == "shown-count":
             self._capture = "shown"
             self._shown_count = ""
+        if tag == "section" and attrs.get("id") == "verdict":
+            self.verdict_attrs = attrs
+        if self._headline_depth > 0 and tag == "div":
+            self._headline_depth += 1
+        if attrs.get("id") == "verdict-headline":
+            self.headline = ""
+            self._headline_depth = 1
+        if tag == "li" and self._table == "warnings":
+            self.warning_items += 1
 
     def handle_endtag(self, tag):
         if tag == "table" and self._in_prompt_table:
@@ -88,11 +107,15 @@ class Dom(html.parser.HTMLParser):
             self._in_body = False
         if self._capture == "shown" and tag == "span":
             self._capture = None
+        if self._headline_depth > 0 and tag == "div":
+            self._headline_depth -= 1
 
     def handle_data(self, data):
         self.text.append(data)
         if self._capture == "shown":
             self._shown_count += data
+        if self._headline_depth > 0:
+            self.headline += data
 
     @property
     def shown_count(self):
@@ -101,6 +124,14 @@ class Dom(html.parser.HTMLParser):
 
 def main():
     args = sys.argv[1:]
+    report_json = None
+    if "--json" in args:
+        at = args.index("--json")
+        if at + 1 >= len(args):
+            sys.exit(__doc__)
+        with open(args[at + 1], encoding="utf-8") as f:
+            report_json = json.load(f)
+        del args[at:at + 2]
     diff = "--diff" in args
     sections = "--sections" in args
     args = [a for a in args if a not in ("--diff", "--sections")]
@@ -140,6 +171,7 @@ def main():
     check(dom.tags.get("script", 0) == 1, f"expected exactly one script element, found {dom.tags.get('script', 0)}")
     check(dom.tags.get("img", 0) == 0, f"model text produced {dom.tags.get('img', 0)} <img> element(s)")
     check(dom.tags.get("iframe", 0) == 0, "an iframe appeared")
+    check_verdict(dom, report_json, check)
     expected_count = f"{dom.rows_in_prompt_table} of {dom.rows_in_prompt_table} shown"
     check(dom.shown_count == expected_count,
           f"the table script did not run: shown-count is {dom.shown_count!r}, expected {expected_count!r}")
@@ -170,6 +202,40 @@ def main():
     finish(chromium, url, screenshot, failures,
            f"ok: {dom.rows_in_prompt_table} prompt rows, {dom.tags.get('svg', 0)} svg, "
            f"screenshot {screenshot}")
+
+
+BADGES = {"pass": "PASS", "nogate": "NO GATE", "fail": "FAIL", "error": "ERROR"}
+
+
+def check_verdict(dom, report_json, check):
+    """The verdict section states one verdict; with the JSON report, the JSON's."""
+    attrs = dom.verdict_attrs or {}
+    classes = set((attrs.get("class") or "").split())
+    status_classes = classes & set(BADGES)
+    check(len(status_classes) == 1, f"the verdict section has status classes {sorted(status_classes)}")
+    status_class = next(iter(status_classes), None)
+    data_status = attrs.get("data-status")
+    check(data_status in ("pass", "fail", "error"), f"the verdict's data-status is {data_status!r}")
+    check(status_class == data_status or (status_class == "nogate" and data_status == "pass"),
+          f"verdict class {status_class!r} disagrees with data-status {data_status!r}")
+    check(dom.headline is not None and dom.headline.strip() != "", "no #verdict-headline text")
+    if report_json is None:
+        return
+    verdict = report_json["summary"]["verdict"]
+    expected_class = verdict["status"]
+    if expected_class == "pass" and not verdict["stability_gated"]:
+        expected_class = "nogate"
+    check(data_status == verdict["status"],
+          f"the page's verdict is {data_status!r}, the JSON's {verdict['status']!r}")
+    check(status_class == expected_class,
+          f"the verdict section's class is {status_class!r}, expected {expected_class!r}")
+    check(dom.headline == verdict["headline"],
+          f"#verdict-headline reads {dom.headline!r}, the JSON's headline is {verdict['headline']!r}")
+    warnings = report_json["warnings"]
+    check(("warnings" in dom.ids) == bool(warnings),
+          f"#warnings present: {'warnings' in dom.ids}, JSON warnings: {len(warnings)}")
+    check(dom.warning_items == len(warnings),
+          f"#warnings lists {dom.warning_items} items, the JSON {len(warnings)}")
 
 
 def finish(chromium, url, screenshot, failures, ok_line):

@@ -5,8 +5,9 @@ usage: test_browser_reports.py --binary LLMREPRO --source-dir REPO --artifacts D
 
 - The HTML of a real audit against a scripted endpoint whose completions carry `</script>`,
   `<img src=x onerror=alert(1)>` and quotes (tests/e2e/test_report_outputs.py) passes
-  check_report_html.py with the hostile strings shown as text; the same page re-rendered by
-  `llmrepro report --db` passes too.
+  check_report_html.py with the hostile strings shown as text and the verdict the audit's JSON
+  report states (headline, status, warnings); the same page re-rendered by `llmrepro report --db`
+  passes too, against the JSON rendered beside it.
 - The HTML of `llmrepro diff` of two real audits, one much less stable
   (tests/e2e/test_diff_audits.py), passes check_report_html.py --diff and names the regression.
 Screenshots (1280x800, what a reviewer sees first) are kept in DIR as audit-report.png and
@@ -37,11 +38,13 @@ class BrowserReports(h.E2ETestCase):
     def artifact(self, name):
         return os.path.join(ARTIFACTS["dir"] or self.tmp, name)
 
-    def check_in_browser(self, html, screenshot, *flags, hostile=False):
+    def check_in_browser(self, html, screenshot, *flags, hostile=False, report_json=None):
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
         env.pop("LLMREPRO_EXPECT_HOSTILE", None)
         if hostile:
             env["LLMREPRO_EXPECT_HOSTILE"] = "1"
+        if report_json is not None:
+            flags = (*flags, "--json", report_json)
         done = subprocess.run([sys.executable, CHECKER, *flags, html, screenshot],
                               capture_output=True, text=True, timeout=300, env=env, check=False)
         self.assertEqual(done.returncode, 0, f"{done.stdout}\n{done.stderr}")
@@ -54,13 +57,16 @@ class BrowserReports(h.E2ETestCase):
         # The raw file holds the markup escaped only; the browser check proves it renders as text.
         self.assertNotIn("<img src=x", page)
         self.assertEqual(page.count("<script"), 1)
-        self.check_in_browser(audit["html"], self.artifact("audit-report.png"), hostile=True)
+        self.check_in_browser(audit["html"], self.artifact("audit-report.png"), hostile=True,
+                              report_json=audit["json"])
         endpoint.process.terminate()
         endpoint.process.wait(timeout=5)
         again = self.path("again.html")
-        run = self.run_llmrepro(["report", "--db", audit["db"], "--html", again, "--quiet"])
+        again_json = self.path("again.json")
+        run = self.run_llmrepro(["report", "--db", audit["db"], "--html", again, "--json",
+                                 again_json, "--quiet"])
         self.assert_exit(run, 0)
-        self.check_in_browser(again, self.path("again.png"), hostile=True)
+        self.check_in_browser(again, self.path("again.png"), hostile=True, report_json=again_json)
 
     def test_real_diff_html_names_the_regression(self):
         a = diffs.DiffAudits.audit(self, "a", diffs.script(False), diffs.suite(), diffs.RUNS,

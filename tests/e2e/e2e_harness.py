@@ -5,6 +5,8 @@ Every process a test starts is stopped in its cleanup, even when the test fails.
 """
 
 import argparse
+import html
+import html.parser
 import json
 import math
 import os
@@ -18,6 +20,7 @@ import tempfile
 import time
 import unittest
 import urllib.request
+import xml.etree.ElementTree as ElementTree
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ARGS = argparse.Namespace(binary=None, source_dir=os.path.dirname(os.path.dirname(HERE)))
@@ -177,6 +180,112 @@ class E2ETestCase(unittest.TestCase):
     def assert_exit(self, run, code):
         self.assertEqual(run.returncode, code, run.describe())
 
+    def report_paths(self, tag):
+        """Where one run writes its database and every report format."""
+        paths = {fmt: self.path(f"{tag}.{ext}") for fmt, ext in REPORT_FORMATS}
+        paths["db"] = self.path(f"{tag}.db")
+        return paths
+
+    def audit_reports(self, suite, endpoint_args, extra=(), tag="audit", api="openai-chat",
+                      timeout=90):
+        """Runs `llmrepro audit` writing every report format, asserts that they and the exit
+        code agree on the verdict (assert_verdict_agrees) and that `llmrepro report` re-renders
+        the same JSON from the database (assert_report_reproduces). Returns (run, report,
+        paths)."""
+        paths = self.report_paths(tag)
+        args = ["audit", "--suite", suite, *endpoint_args, "--api", api, "--db", paths["db"],
+                *report_args(paths), *extra]
+        run = self.run_llmrepro(args, timeout=timeout)
+        report = self.assert_verdict_agrees(run, paths, quiet="--quiet" in extra)
+        self.assert_report_reproduces(paths, report)
+        return run, report, paths
+
+    def assert_report_reproduces(self, paths, report):
+        """`llmrepro report --db` re-renders the audit's JSON from the database alone: the same
+        endpoints, warnings, summary, prompts and verdict status (the verdict's errors may
+        differ where only the run knew why it stopped). Returns the re-rendered report."""
+        again = self.path(f"{os.path.basename(paths['db'])}-again.json")
+        run = self.run_llmrepro(["report", "--db", paths["db"], "--json", again, "--quiet"])
+        self.assertIn(run.returncode, (0, 1, 3), run.describe())
+        reproduced = self.load_report(again)
+
+        def without_verdict(summary):
+            return {k: v for k, v in summary.items() if k != "verdict"}
+
+        self.assertEqual(without_verdict(reproduced["summary"]), without_verdict(report["summary"]),
+                         "report --db: summary")
+        for key in ("endpoints", "warnings", "prompts"):
+            self.assertEqual(reproduced[key], report[key], f"report --db: {key}")
+        self.assertEqual(reproduced["summary"]["verdict"]["status"],
+                         report["summary"]["verdict"]["status"], "report --db: verdict")
+        return reproduced
+
+    def assert_verdict_agrees(self, run, paths, quiet=False):
+        """Loads the JSON report and asserts that the exit code, the terminal (stdout, or under
+        --quiet stderr), the Markdown, the HTML (#verdict-headline) and the JUnit verdict
+        property all state its summary.verdict, and that each warning reaches the terminal,
+        the HTML (#warnings) and the Markdown. Returns the report."""
+        report = self.load_report(paths["json"])
+        verdict = report["summary"]["verdict"]
+        status, headline = verdict["status"], verdict["headline"]
+        where = f"verdict {json.dumps(verdict, indent=1)}\n{run.describe()}"
+        self.assertIn(status, EXIT_CODES, where)
+        self.assertIn(run.returncode, EXIT_CODES[status], where)
+        failed_gates = [g for g in verdict["gates"] if not g["passed"]]
+        self.assertIn("max_failed_rate", [g["name"] for g in verdict["gates"]], where)
+        if status == "error":
+            self.assertTrue(verdict["errors"], where)
+            self.assertTrue(headline.startswith("ERROR: "), where)
+        else:
+            self.assertEqual(verdict["errors"], [], where)
+            self.assertEqual(bool(failed_gates), status == "fail", where)
+            if status == "fail":
+                self.assertTrue(headline.startswith("FAIL: "), where)
+            elif verdict["stability_gated"]:
+                self.assertTrue(headline.startswith("PASS: "), where)
+            else:
+                self.assertTrue(headline.startswith("NO STABILITY GATE: "), where)
+        says_pass = headline.startswith("PASS: ")
+        # The terminal.
+        if quiet:
+            self.assertEqual(run.stdout, "", where)
+            if status == "pass":
+                self.assertNotIn(headline, run.stderr, where)
+            else:
+                self.assertIn(f"llmrepro: {headline}", run.stderr.splitlines(), where)
+        else:
+            self.assertIn(headline, run.stdout, where)
+            if not says_pass:
+                self.assertNotIn("PASS", run.stdout, where)
+            for warning in report["warnings"]:
+                self.assertIn(f"warning: {warning}", run.stdout, where)
+        # Markdown: escaped for the forge, so compared with its character references decoded.
+        with open(paths["markdown"], encoding="utf-8") as f:
+            markdown = html.unescape(f.read())
+        self.assertIn(headline, markdown, "Markdown: " + where)
+        if not says_pass:
+            self.assertNotIn("PASS", markdown, "Markdown: " + where)
+        for warning in report["warnings"]:
+            self.assertIn(warning, markdown, "Markdown warnings: " + where)
+        # HTML.
+        with open(paths["html"], encoding="utf-8") as f:
+            document = f.read()
+        found, text = ElementText.of(document, "verdict-headline")
+        self.assertEqual((found, text), (1, " ".join(headline.split())), "HTML: " + where)
+        if report["warnings"]:
+            found, text = ElementText.of(document, "warnings")
+            self.assertEqual(found, 1, "HTML #warnings: " + where)
+            for warning in report["warnings"]:
+                self.assertIn(" ".join(warning.split()), text, "HTML warnings: " + where)
+        # JUnit.
+        root = ElementTree.parse(paths["junit"]).getroot()
+        suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+        self.assertTrue(suites, "JUnit: no testsuite")
+        for suite in suites:
+            values = [p.get("value") for p in suite.iter("property") if p.get("name") == "verdict"]
+            self.assertEqual(values, [status], "JUnit verdict property: " + where)
+        return report
+
     def load_report(self, path):
         self.assertTrue(os.path.exists(path), f"no JSON report at {path}")
         with open(path, encoding="utf-8") as f:
@@ -195,6 +304,56 @@ class E2ETestCase(unittest.TestCase):
         errors = sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path))
         self.assertEqual([], [f"{list(e.absolute_path)}: {e.message}" for e in errors[:10]],
                          "report does not validate against the schema")
+
+
+# Report formats an audit can write: flag -> file extension.
+REPORT_FORMATS = (("json", "json"), ("html", "html"), ("junit", "junit.xml"),
+                  ("markdown", "md"))
+# The exit code each verdict status gives (error: 3, or 130 when interrupted).
+EXIT_CODES = {"pass": (0,), "fail": (1,), "error": (3, 130)}
+
+
+class ElementText(html.parser.HTMLParser):
+    """The text (entities decoded) inside the element with a given id."""
+
+    def __init__(self, element_id):
+        super().__init__(convert_charrefs=True)
+        self.element_id = element_id
+        self.depth = 0
+        self.found = 0
+        self.parts = []
+
+    def handle_starttag(self, tag, attrs):
+        if self.depth:
+            if tag not in ("br", "img", "hr", "wbr", "input", "meta", "link"):
+                self.depth += 1
+        elif dict(attrs).get("id") == self.element_id:
+            self.found += 1
+            self.depth = 1
+
+    def handle_endtag(self, tag):
+        if self.depth:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth:
+            self.parts.append(data)
+
+    @classmethod
+    def of(cls, document, element_id):
+        """(how many elements carry the id, their text with whitespace collapsed)."""
+        parser = cls(element_id)
+        parser.feed(document)
+        parser.close()
+        return parser.found, " ".join("".join(parser.parts).split())
+
+
+def report_args(paths):
+    """The --json/--html/--junit/--markdown arguments writing the files in `paths`."""
+    args = []
+    for fmt, _ in REPORT_FORMATS:
+        args += [f"--{fmt}", paths[fmt]]
+    return args
 
 
 def post_json(url, body):

@@ -4,10 +4,10 @@
 It speaks one API dialect (detection GETs and completion POSTs, streamed or not) and answers
 each prompt with the entries the script lists for it, consumed in arrival order and cycling
 when exhausted, so that every number an audit reports follows from the script. Entries are
-completions or faults (HTTP 500, 429, a connection closed mid-response, a truncated or
-malformed body, an oversize body, a completion without logprobs). Every request received is
-appended to a JSON Lines log so that tests can assert what the tool sent, with the number of
-completion requests in flight when it arrived.
+completions or faults (HTTP 500, 503, 429, 404, 401, a connection closed mid-response, a
+truncated or malformed body, an oversize body, a completion without logprobs). Every request
+received is appended to a JSON Lines log so that tests can assert what the tool sent, with the
+number of completion requests in flight when it arrived.
 
 Script:
   {"model": "scripted-model", "fingerprint": "fp_scripted",       (both optional)
@@ -15,6 +15,9 @@ Script:
    "flush_routes": ["/flush_cache"],                               (optional: cache-flush POSTs)
    "fallback": [entry, ...],                                       (optional: any other prompt)
    "prompts": {"<prompt text or last user message>": [entry, ...] or variants}}
+  A prompt key matches a request whose prompt equals it, else the longest key the prompt
+  contains (a chat prompt flattened for a text dialect, a probe's preamble before the prompt:
+  "\n\nQuestion?" matches only the long probe's "Context: ...\n\nQuestion?").
 variants: {"entries": [entry, ...],       what the prompt gets otherwise
            "busy": [entry, ...],          when another completion request was open at any time
                                           between its arrival and its answer (filler drift)
@@ -23,10 +26,34 @@ variants: {"entries": [entry, ...],       what the prompt gets otherwise
   Each list has its own cursor; "cold" is chosen before "busy". A flush route answers 200
   "Cache flushed." (as SGLang does), is counted and logged with outcome "flush", and is never
   counted as a request in flight.
-entry: {"tokens": [["tok", logprob, [["cand", lp], ...]], ...], "finish_reason": "length",
-        "fingerprint": "...", "delay_ms": N}
-    or {"fault": "500"|"429"|"close"|"truncate"|"malformed"|"oversize"|"no_logprobs",
+entry: {"tokens": [token, ...], "finish_reason": "length"|"stop",
+        "fingerprint": "...",             system_fingerprint of this answer (else the script's)
+        "model": "...",                   the answer's model (else the script's): a load balancer
+        "bytes": [[226, 128], null, ...], optional, one per token: the token's real bytes
+        "drop_logprobs_chunks": [i, ...], streamed OpenAI shapes: content chunk i (from 0; one
+                                          token a chunk, vLLM chat two) keeps its text but
+                                          carries "logprobs": null
+        "delay_ms": N}
+    or {"fault": "500"|"503"|"429"|"404"|"401"|"close"|"truncate"|"malformed"|"oversize"
+                 |"no_logprobs",
         "retry_after": 1, "delay_ms": N, "tokens": [...] (no_logprobs: the text's tokens)}
+  "tokens": [] is an empty completion.
+token: ["tok", logprob, candidates] or ["tok", logprob, candidates, bytes]
+  candidates: [["cand", lp], ...] (or ["cand", lp, bytes]), [] for none, or null: written as
+  "top_logprobs": null (a null per-position entry in the shapes that list positions).
+  A logprob (token or candidate) is a number, null, or one of the strings "NaN", "Infinity",
+  "-Infinity", "1e400", "-1e400": those are written RAW into the response JSON (the literals
+  NaN, Infinity, -Infinity, 1e400, -1e400, never strings) in every dialect, unclamped even for
+  vLLM, and in llama.cpp's old probability shape in place of the probability.
+  bytes: the token's real bytes (a list of 0..255), for a byte-fragment token whose string is
+  "\ufffd": written as the token's `bytes` in the shapes that have them (OpenAI, vLLM, llama.cpp,
+  Ollama), given to a candidate with the same string unless it has its own, and the completion's
+  text is the UTF-8 decoding of all its tokens' bytes (streams hold back an incomplete
+  character until the chunk that completes it).
+faults: 500 and 503 (Retry-After only when the entry gives "retry_after") are retried by the
+  tool, 429 too (Retry-After: retry_after, 1 by default, none when null); 404 ("the model does
+  not exist") and 401 (an invalid API key) are not. Each is answered with the dialect's error
+  body.
 
 Usage: scripted_endpoint.py --script S.json --port 0 --port-file F [--dialect D] [--log L]
 Standard library only.
@@ -34,8 +61,10 @@ Standard library only.
 
 import argparse
 import json
+import codecs
 import math
 import os
+import re
 import socket
 import sys
 import threading
@@ -45,7 +74,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DIALECTS = ("openai-chat", "openai-completions", "vllm", "llamacpp", "llamacpp-old", "sglang",
             "ollama", "tgi")
-FAULTS = ("500", "429", "close", "truncate", "malformed", "oversize", "no_logprobs")
+FAULTS = ("500", "503", "429", "404", "401", "close", "truncate", "malformed", "oversize",
+          "no_logprobs")
+# Log probabilities a script may give as strings, written raw (not as strings) into the JSON.
+RAW_NUMBERS = ("NaN", "Infinity", "-Infinity", "1e400", "-1e400")
 # Above the tool's default response cap (16 MiB).
 OVERSIZE_BYTES = 17 * 1024 * 1024
 CREATED = 1755000000
@@ -57,41 +89,173 @@ class ScriptError(Exception):
     pass
 
 
+class RawNumber:
+    """A log probability written into the response as a non-standard JSON literal."""
+
+    MARK = "\u0000scripted-raw-number:"
+    ORDER = {"NaN": -math.inf, "Infinity": math.inf, "-Infinity": -math.inf,
+             "1e400": math.inf, "-1e400": -math.inf}
+
+    def __init__(self, literal):
+        self.literal = literal
+
+    @property
+    def marker(self):
+        """What payload builders put in its place; dumps() splices the literal in."""
+        return self.MARK + self.literal
+
+    def __repr__(self):
+        return f"RawNumber({self.literal!r})"
+
+
+RAW_PATTERN = re.compile(r'"\\u0000scripted-raw-number:([^"]+)"')
+
+
+def dumps(obj):
+    """json.dumps, with every RawNumber marker replaced by its raw literal (NaN, 1e400, ...)."""
+    return RAW_PATTERN.sub(lambda m: m.group(1), json.dumps(obj))
+
+
+def sort_value(lp):
+    """A logprob's place when a server sorts candidates: unknown values last."""
+    if lp is None:
+        return -math.inf
+    if isinstance(lp, RawNumber):
+        return RawNumber.ORDER[lp.literal]
+    return lp
+
+
+def wire_lp(lp, vllm=False):
+    """A logprob as a payload value: RawNumbers raw and unclamped, numbers clamped for vLLM."""
+    if lp is None:
+        return None
+    if isinstance(lp, RawNumber):
+        return lp.marker
+    return clamp(lp) if vllm else lp
+
+
+def wire_prob(lp):
+    """llama.cpp's old shape sends exp(logprob); a RawNumber or null takes its place as is."""
+    if lp is None or isinstance(lp, RawNumber):
+        return wire_lp(lp)
+    return math.exp(lp)
+
+
 class Token:
-    def __init__(self, text, logprob, candidates):
+    def __init__(self, text, logprob, candidates, raw=None):
         self.text = text
-        self.logprob = logprob
-        self.candidates = candidates  # [(text, logprob)], in the script's order
+        self.logprob = logprob  # float, None or RawNumber
+        # [(text, logprob, bytes or None)] in the script's order, or None ("top_logprobs": null)
+        self.candidates = candidates
+        self.bytes = raw  # the token's real bytes (list of ints), or None: its UTF-8
 
     @property
     def id(self):
         return token_id(self.text)
 
+    @property
+    def raw_bytes(self):
+        return bytes(self.bytes) if self.bytes is not None else self.text.encode("utf-8")
+
+    def bytes_list(self):
+        return list(self.raw_bytes)
+
+    def candidate_bytes(self, text, own):
+        """A candidate's bytes: its own, else the token's when it is the same string."""
+        if own is not None:
+            return list(own)
+        if text == self.text and self.bytes is not None:
+            return list(self.bytes)
+        return utf8_bytes(text)
+
+    def top(self, k):
+        """The first k candidates as (text, logprob, bytes); None where the script says null."""
+        if self.candidates is None:
+            return None
+        return [(t, lp, self.candidate_bytes(t, own)) for t, lp, own in self.candidates[:k]]
+
 
 def token_id(text):
     # A stable id per token string, as a tokenizer would give.
-    return zlib.crc32(text.encode("utf-8")) % 150000 + 1
+    return zlib.crc32(text.encode("utf-8", "surrogatepass")) % 150000 + 1
 
 
 def utf8_bytes(text):
-    return list(text.encode("utf-8"))
+    return list(text.encode("utf-8", "surrogatepass"))
+
+
+def text_of(toks):
+    """The completion's text: its tokens' strings, or the decoding of their real bytes."""
+    if all(t.bytes is None for t in toks):
+        return "".join(t.text for t in toks)
+    return b"".join(t.raw_bytes for t in toks).decode("utf-8", "replace")
+
+
+def pieces_of(toks):
+    """Per token, the text a stream sends with it; they concatenate to text_of(toks). With
+    real bytes, an incomplete character is held back until the token that completes it."""
+    if all(t.bytes is None for t in toks):
+        return [t.text for t in toks]
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    out = [decoder.decode(t.raw_bytes) for t in toks]
+    if out:
+        out[-1] += decoder.decode(b"", final=True)
+    return out
+
+
+def parse_logprob(value, where):
+    if isinstance(value, bool):
+        raise ScriptError(f"{where} must be a number, null or one of {list(RAW_NUMBERS)}")
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value not in RAW_NUMBERS:
+            raise ScriptError(f"{where}: {value!r} is not one of {list(RAW_NUMBERS)}")
+        return RawNumber(value)
+    if isinstance(value, (int, float)):
+        value = float(value)
+        if math.isnan(value):
+            return RawNumber("NaN")
+        if math.isinf(value):
+            return RawNumber("Infinity" if value > 0 else "-Infinity")
+        return value
+    raise ScriptError(f"{where} must be a number, null or one of {list(RAW_NUMBERS)}")
+
+
+def parse_bytes(value, where):
+    if value is None:
+        return None
+    if (not isinstance(value, list)
+            or not all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 255
+                       for b in value)):
+        raise ScriptError(f"{where}: bytes must be a list of integers 0..255")
+    return list(value)
 
 
 def parse_tokens(raw, where):
     if not isinstance(raw, list):
         raise ScriptError(f"{where}: 'tokens' must be a list")
     tokens = []
+    shape = "[\"tok\", logprob, [[\"cand\", lp], ...] or null(, bytes)]"
     for i, item in enumerate(raw):
-        if (not isinstance(item, list) or len(item) != 3 or not isinstance(item[0], str)
-                or not isinstance(item[1], (int, float)) or not isinstance(item[2], list)):
-            raise ScriptError(f"{where}: token {i} must be [\"tok\", logprob, [[\"cand\", lp], ...]]")
-        candidates = []
-        for cand in item[2]:
-            if (not isinstance(cand, list) or len(cand) != 2 or not isinstance(cand[0], str)
-                    or not isinstance(cand[1], (int, float))):
-                raise ScriptError(f"{where}: token {i} candidates must be [\"cand\", lp] pairs")
-            candidates.append((cand[0], float(cand[1])))
-        tokens.append(Token(item[0], float(item[1]), candidates))
+        if (not isinstance(item, list) or len(item) not in (3, 4) or not isinstance(item[0], str)
+                or not (item[2] is None or isinstance(item[2], list))):
+            raise ScriptError(f"{where}: token {i} must be {shape}")
+        logprob = parse_logprob(item[1], f"{where}: token {i} logprob")
+        candidates = None
+        if item[2] is not None:
+            candidates = []
+            for cand in item[2]:
+                if (not isinstance(cand, list) or len(cand) not in (2, 3)
+                        or not isinstance(cand[0], str)):
+                    raise ScriptError(f"{where}: token {i} candidates must be [\"cand\", lp] "
+                                      "pairs (or [\"cand\", lp, bytes])")
+                lp = parse_logprob(cand[1], f"{where}: token {i} candidate {cand[0]!r} logprob")
+                own = (parse_bytes(cand[2], f"{where}: token {i} candidate") if len(cand) == 3
+                       else None)
+                candidates.append((cand[0], lp, own))
+        raw_bytes = parse_bytes(item[3], f"{where}: token {i}") if len(item) == 4 else None
+        tokens.append(Token(item[0], logprob, candidates, raw_bytes))
     return tokens
 
 
@@ -99,23 +263,43 @@ def parse_entry(raw, where):
     if not isinstance(raw, dict):
         raise ScriptError(f"{where}: entry must be an object")
     known = {"tokens", "finish_reason", "fingerprint", "delay_ms", "fault", "retry_after",
-             "oversize_bytes"}
+             "oversize_bytes", "model", "bytes", "drop_logprobs_chunks"}
     unknown = set(raw) - known
     if unknown:
         raise ScriptError(f"{where}: unknown fields {sorted(unknown)}")
     entry = {"delay_ms": raw.get("delay_ms", 0), "fault": raw.get("fault"),
              "retry_after": raw.get("retry_after", 1),
+             "retry_after_given": "retry_after" in raw,
              "finish_reason": raw.get("finish_reason", "length"),
-             "fingerprint": raw.get("fingerprint"),
+             "fingerprint": raw.get("fingerprint"), "model": raw.get("model"),
+             "drop_logprobs_chunks": raw.get("drop_logprobs_chunks", []),
              "oversize_bytes": raw.get("oversize_bytes", OVERSIZE_BYTES), "tokens": None}
     if entry["fault"] is not None and entry["fault"] not in FAULTS:
         raise ScriptError(f"{where}: unknown fault {entry['fault']!r}")
     if entry["finish_reason"] not in ("length", "stop"):
         raise ScriptError(f"{where}: finish_reason must be 'length' or 'stop'")
+    if entry["model"] is not None and not isinstance(entry["model"], str):
+        raise ScriptError(f"{where}: 'model' must be a string")
+    drops = entry["drop_logprobs_chunks"]
+    if (not isinstance(drops, list)
+            or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in drops)):
+        raise ScriptError(f"{where}: 'drop_logprobs_chunks' must be a list of chunk indices >= 0")
+    entry["drop_logprobs_chunks"] = set(drops)
     if "tokens" in raw:
         entry["tokens"] = parse_tokens(raw["tokens"], where)
     elif entry["fault"] in (None, "no_logprobs", "close", "truncate"):
         raise ScriptError(f"{where}: 'tokens' missing")
+    if "bytes" in raw:
+        per_token = raw["bytes"]
+        tokens = entry["tokens"]
+        if tokens is None or not isinstance(per_token, list) or len(per_token) != len(tokens):
+            raise ScriptError(f"{where}: 'bytes' must list one entry (bytes or null) per token")
+        for i, (tok, value) in enumerate(zip(tokens, per_token)):
+            value = parse_bytes(value, f"{where}: 'bytes' {i}")
+            if value is not None and tok.bytes is not None:
+                raise ScriptError(f"{where}: token {i} has bytes twice")
+            if value is not None:
+                tok.bytes = value
     return entry
 
 
@@ -268,13 +452,16 @@ def clamp(lp):
 
 
 def oa_candidates(tok, k, vllm):
-    """OpenAI-style top_logprobs of one position. vLLM builds its dict sampled token first."""
+    """OpenAI-style top_logprobs of one position as (text, logprob, bytes); None where the
+    script says null. vLLM builds its dict sampled token first."""
+    if tok.candidates is None:
+        return None
     if not vllm:
-        return tok.candidates[:k]
-    ordered = [(tok.text, tok.logprob)]
-    for text, lp in sorted(tok.candidates, key=lambda c: -c[1]):
-        if text not in {t for t, _ in ordered}:
-            ordered.append((text, lp))
+        return tok.top(k)
+    ordered = [(tok.text, tok.logprob, tok.bytes_list())]
+    for text, lp, own in sorted(tok.candidates, key=lambda c: -sort_value(c[1])):
+        if text not in {t for t, _, _ in ordered}:
+            ordered.append((text, lp, tok.candidate_bytes(text, own)))
     return ordered
 
 
@@ -284,27 +471,36 @@ def vllm_text(text, script):
 
 def chat_logprob_entry(tok, k, dialect, script):
     vllm = dialect == "vllm"
+    candidates = oa_candidates(tok, k, vllm)
     if not vllm:
-        return {"token": tok.text, "logprob": tok.logprob, "bytes": utf8_bytes(tok.text),
-                "top_logprobs": [{"token": t, "logprob": lp, "bytes": utf8_bytes(t)}
-                                 for t, lp in oa_candidates(tok, k, False)]}
-    top = []
-    for i, (t, lp) in enumerate(oa_candidates(tok, k, True)):
-        if i < k:  # chat keeps the first top_logprobs items of the sampled-first dict
-            shown = vllm_text(t, script)
-            top.append({"token": shown, "logprob": clamp(lp), "bytes": utf8_bytes(shown)})
+        top = (None if candidates is None else
+               [{"token": t, "logprob": wire_lp(lp), "bytes": b} for t, lp, b in candidates])
+        return {"token": tok.text, "logprob": wire_lp(tok.logprob), "bytes": tok.bytes_list(),
+                "top_logprobs": top}
+    top = None
+    if candidates is not None:
+        top = []
+        for i, (t, lp, b) in enumerate(candidates):
+            if i < k:  # chat keeps the first top_logprobs items of the sampled-first dict
+                shown = vllm_text(t, script)
+                top.append({"token": shown, "logprob": wire_lp(lp, True),
+                            "bytes": utf8_bytes(shown) if script["token_ids"] else b})
     shown = vllm_text(tok.text, script)
-    return {"token": shown, "logprob": clamp(tok.logprob), "bytes": utf8_bytes(shown),
+    return {"token": shown, "logprob": wire_lp(tok.logprob, True),
+            "bytes": utf8_bytes(shown) if script["token_ids"] else tok.bytes_list(),
             "top_logprobs": top}
 
 
 def completion_top_map(tok, k, dialect, script):
+    candidates = oa_candidates(tok, k, dialect == "vllm")
+    if candidates is None:
+        return None
     if dialect == "vllm":
         # Completions keep i <= logprobs keys: k or k+1 of them.
-        items = [(vllm_text(t, script), clamp(lp))
-                 for i, (t, lp) in enumerate(oa_candidates(tok, k, True)) if i <= k]
+        items = [(vllm_text(t, script), wire_lp(lp, True))
+                 for i, (t, lp, _) in enumerate(candidates) if i <= k]
     else:
-        items = oa_candidates(tok, k, False)
+        items = [(t, wire_lp(lp)) for t, lp, _ in candidates]
     top = {}
     for t, lp in items:
         top.setdefault(t, lp)
@@ -319,13 +515,19 @@ def fingerprint(entry, script, dialect):
     return "vllm-0.31.0-5c1a7e2d" if dialect == "vllm" else "fp_5c1a7e2d"
 
 
+def model_of(gen):
+    """The model this answer names: the entry's (a load balancer's backend), else the script's."""
+    return gen["entry"]["model"] or gen["script"]["model"]
+
+
 def openai_chat(gen, stream):
     d, script, toks, entry = gen["dialect"], gen["script"], gen["tokens"], gen["entry"]
     vllm = d == "vllm"
     fp = fingerprint(entry, script, d)
-    text = "".join(t.text for t in toks)
+    text = text_of(toks)
+    drops = entry["drop_logprobs_chunks"]
     base = {"id": f"chatcmpl-scripted{gen['n']}", "object": "chat.completion", "created": CREATED,
-            "model": script["model"]}
+            "model": model_of(gen)}
     if not stream:
         content = ([chat_logprob_entry(t, gen["k"], d, script) for t in toks]
                    if gen["logprobs"] else None)
@@ -351,17 +553,18 @@ def openai_chat(gen, stream):
         return dict(base, choices=[choice], usage=dict(usage(len(toks)), **details),
                     service_tier="default", system_fingerprint=fp)
     chunk = dict(base, object="chat.completion.chunk")
+    pieces = pieces_of(toks)
     events = []
     if vllm:
         # vLLM: exclude_unset, several tokens per chunk, fingerprint on the final chunk only.
         events.append(dict(chunk, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""},
                                             "logprobs": None, "finish_reason": None}]))
-        groups = [toks[i:i + 2] for i in range(0, len(toks), 2)]
+        groups = [list(range(i, min(i + 2, len(toks)))) for i in range(0, len(toks), 2)]
         for gi, group in enumerate(groups):
             last = gi == len(groups) - 1
-            lp = ({"content": [chat_logprob_entry(t, gen["k"], d, script) for t in group]}
-                  if gen["logprobs"] else None)
-            choice = {"index": 0, "delta": {"content": "".join(t.text for t in group)},
+            lp = ({"content": [chat_logprob_entry(toks[i], gen["k"], d, script) for i in group]}
+                  if gen["logprobs"] and gi not in drops else None)
+            choice = {"index": 0, "delta": {"content": "".join(pieces[i] for i in group)},
                       "logprobs": lp, "finish_reason": gen["finish"] if last else None,
                       "token_ids": None}
             event = dict(chunk, choices=[choice])
@@ -379,10 +582,10 @@ def openai_chat(gen, stream):
                                                                   "refusal": None},
                                             "logprobs": None, "finish_reason": None}],
                            obfuscation="q8Zk"))
-        for t in toks:
+        for i, t in enumerate(toks):
             lp = ({"content": [chat_logprob_entry(t, gen["k"], d, script)], "refusal": None}
-                  if gen["logprobs"] else None)
-            events.append(dict(chunk, choices=[{"index": 0, "delta": {"content": t.text},
+                  if gen["logprobs"] and i not in drops else None)
+            events.append(dict(chunk, choices=[{"index": 0, "delta": {"content": pieces[i]},
                                                 "logprobs": lp, "finish_reason": None}],
                                obfuscation="x1"))
         events.append(dict(chunk, choices=[{"index": 0, "delta": {}, "logprobs": None,
@@ -405,14 +608,14 @@ def openai_completion(gen, stream):
             offsets.append(pos)
             pos += len(t.text)
         return {"tokens": [vllm_text(t.text, script) if vllm else t.text for t in part],
-                "token_logprobs": [clamp(t.logprob) if vllm else t.logprob for t in part],
+                "token_logprobs": [wire_lp(t.logprob, vllm) for t in part],
                 "top_logprobs": [completion_top_map(t, gen["k"], d, script) for t in part],
                 "text_offset": offsets}
 
     base = {"id": f"cmpl-scripted{gen['n']}", "object": "text_completion", "created": CREATED,
-            "model": script["model"]}
+            "model": model_of(gen)}
     if not stream:
-        choice = {"index": 0, "text": "".join(t.text for t in toks), "logprobs": logprobs_of(toks, 0),
+        choice = {"index": 0, "text": text_of(toks), "logprobs": logprobs_of(toks, 0),
                   "finish_reason": gen["finish"]}
         if vllm:
             choice.update(stop_reason=None, token_ids=None, prompt_logprobs=None,
@@ -422,9 +625,11 @@ def openai_completion(gen, stream):
                         kv_transfer_params=None)
         return dict(base, choices=[choice], usage=usage(len(toks)), system_fingerprint=fp)
     events, offset = [], 0
+    pieces = pieces_of(toks)
     for i, t in enumerate(toks):
         last = i == len(toks) - 1
-        choice = {"index": 0, "text": t.text, "logprobs": logprobs_of([t], offset),
+        lp = None if i in entry["drop_logprobs_chunks"] else logprobs_of([t], offset)
+        choice = {"index": 0, "text": pieces[i], "logprobs": lp,
                   "finish_reason": gen["finish"] if last else None}
         offset += len(t.text)
         events.append(dict(base, choices=[choice], system_fingerprint=fp))
@@ -451,25 +656,28 @@ def timings(n):
 
 
 def llamacpp_prob_entry(t, gen):
+    top = t.top(gen["k"])
     if gen["dialect"] == "llamacpp-old":
         return {"content": t.text,
-                "probs": [{"tok_str": c, "prob": math.exp(lp)} for c, lp in t.candidates[:gen["k"]]]}
-    return {"id": t.id, "token": t.text, "bytes": utf8_bytes(t.text), "logprob": t.logprob,
-            "top_logprobs": [{"id": token_id(c), "token": c, "bytes": utf8_bytes(c), "logprob": lp}
-                             for c, lp in t.candidates[:gen["k"]]]}
+                "probs": None if top is None else
+                [{"tok_str": c, "prob": wire_prob(lp)} for c, lp, _ in top]}
+    return {"id": t.id, "token": t.text, "bytes": t.bytes_list(), "logprob": wire_lp(t.logprob),
+            "top_logprobs": None if top is None else
+            [{"id": token_id(c), "token": c, "bytes": b, "logprob": wire_lp(lp)}
+             for c, lp, b in top]}
 
 
 def llamacpp_final(gen, content, with_probs):
     toks, old = gen["tokens"], gen["dialect"] == "llamacpp-old"
     final = {"content": content}
     if old:
-        final.update(id_slot=0, stop=True, model=gen["script"]["model"],
+        final.update(id_slot=0, stop=True, model=model_of(gen),
                      tokens_predicted=len(toks), tokens_evaluated=12, prompt=gen["prompt"],
                      truncated=False, stopped_eos=gen["finish"] == "stop", stopped_word=False,
                      stopped_limit=gen["finish"] == "length", stopping_word="", tokens_cached=12)
     else:
         final = {"index": 0, "content": content, "tokens": [], "id_slot": 0, "stop": True,
-                 "model": gen["script"]["model"], "tokens_predicted": len(toks),
+                 "model": model_of(gen), "tokens_predicted": len(toks),
                  "tokens_evaluated": 12, "generation_settings": llamacpp_settings(gen),
                  "prompt": gen["prompt"], "has_new_line": False, "truncated": False,
                  "stop_type": "limit" if gen["finish"] == "length" else "eos",
@@ -482,13 +690,14 @@ def llamacpp_final(gen, content, with_probs):
 def llamacpp(gen, stream):
     toks = gen["tokens"]
     if not stream:
-        return llamacpp_final(gen, "".join(t.text for t in toks), True)
+        return llamacpp_final(gen, text_of(toks), True)
     events = []
+    pieces = pieces_of(toks)
     for i, t in enumerate(toks):
         if gen["dialect"] == "llamacpp-old":
-            event = {"content": t.text, "stop": False, "id_slot": 0, "multimodal": False}
+            event = {"content": pieces[i], "stop": False, "id_slot": 0, "multimodal": False}
         else:
-            event = {"index": 0, "content": t.text, "tokens": [], "stop": False, "id_slot": -1,
+            event = {"index": 0, "content": pieces[i], "tokens": [], "stop": False, "id_slot": -1,
                      "tokens_predicted": i + 1, "tokens_evaluated": 12}
         if gen["logprobs"]:
             event["completion_probabilities"] = [llamacpp_prob_entry(t, gen)]
@@ -501,7 +710,11 @@ def sglang(gen, stream):
     toks = gen["tokens"]
 
     def triple(text, lp):
-        return [lp, token_id(text), text]
+        return [wire_lp(lp), token_id(text), text]
+
+    def top_triples(t):
+        top = t.top(gen["k"])
+        return None if top is None else [triple(c, lp) for c, lp, _ in top]
 
     def payload(part, finished):
         meta = {"id": f"scripted{gen['n']}",
@@ -515,9 +728,8 @@ def sglang(gen, stream):
             meta.update(input_token_logprobs=[],
                         output_token_logprobs=[triple(t.text, t.logprob) for t in part],
                         input_top_logprobs=[],
-                        output_top_logprobs=[[triple(c, lp) for c, lp in t.candidates[:gen["k"]]]
-                                             for t in part])
-        return {"text": "".join(t.text for t in part), "output_ids": [t.id for t in part],
+                        output_top_logprobs=[top_triples(t) for t in part])
+        return {"text": text_of(part), "output_ids": [t.id for t in part],
                 "meta_info": meta}
 
     if not stream:
@@ -528,9 +740,10 @@ def sglang(gen, stream):
 
 
 def ollama_entry(t, k):
-    return {"token": t.text, "logprob": t.logprob, "bytes": utf8_bytes(t.text),
-            "top_logprobs": [{"token": c, "logprob": lp, "bytes": utf8_bytes(c)}
-                             for c, lp in t.candidates[:k]]}
+    top = t.top(k)
+    return {"token": t.text, "logprob": wire_lp(t.logprob), "bytes": t.bytes_list(),
+            "top_logprobs": None if top is None else
+            [{"token": c, "logprob": wire_lp(lp), "bytes": b} for c, lp, b in top]}
 
 
 def ollama(gen, stream):
@@ -544,7 +757,7 @@ def ollama(gen, stream):
         return obj
 
     def final(text):
-        obj = with_text({"model": gen["script"]["model"], "created_at": CREATED_AT}, text)
+        obj = with_text({"model": model_of(gen), "created_at": CREATED_AT}, text)
         obj.update(done=True, done_reason=gen["finish"], total_duration=398765432,
                    load_duration=18765432, prompt_eval_count=12, prompt_eval_duration=29876543,
                    eval_count=len(toks), eval_duration=88765432)
@@ -553,13 +766,14 @@ def ollama(gen, stream):
         return obj
 
     if not stream:
-        obj = final("".join(t.text for t in toks))
+        obj = final(text_of(toks))
         if gen["logprobs"]:
             obj["logprobs"] = [ollama_entry(t, gen["k"]) for t in toks]
         return obj
     events = []
-    for t in toks:
-        obj = with_text({"model": gen["script"]["model"], "created_at": CREATED_AT}, t.text)
+    pieces = pieces_of(toks)
+    for i, t in enumerate(toks):
+        obj = with_text({"model": model_of(gen), "created_at": CREATED_AT}, pieces[i])
         obj["done"] = False
         if gen["logprobs"]:
             obj["logprobs"] = [ollama_entry(t, gen["k"])]
@@ -573,11 +787,15 @@ def tgi(gen, stream):
     finish = "length" if gen["finish"] == "length" else "eos_token"
 
     def tok(text, lp):
-        return {"id": token_id(text), "text": text, "logprob": lp, "special": False}
+        return {"id": token_id(text), "text": text, "logprob": wire_lp(lp), "special": False}
 
-    top_tokens = [[tok(c, lp) for c, lp in t.candidates[:gen["k"]]] for t in toks]
+    def top_of(t):
+        top = t.top(gen["k"])
+        return None if top is None else [tok(c, lp) for c, lp, _ in top]
+
+    top_tokens = [top_of(t) for t in toks]
     if not stream:
-        out = {"generated_text": "".join(t.text for t in toks)}
+        out = {"generated_text": text_of(toks)}
         if gen["logprobs"]:
             details = {"finish_reason": finish, "generated_tokens": len(toks), "seed": None,
                        "prefill": [], "tokens": [tok(t.text, t.logprob) for t in toks]}
@@ -591,7 +809,7 @@ def tgi(gen, stream):
         event = {"index": i + 1, "token": tok(t.text, t.logprob)}
         if gen["logprobs"] and gen["k"] > 0:
             event["top_tokens"] = top_tokens[i]
-        event["generated_text"] = "".join(x.text for x in toks) if last else None
+        event["generated_text"] = text_of(toks) if last else None
         event["details"] = ({"finish_reason": finish, "generated_tokens": len(toks), "seed": None}
                             if last else None)
         events.append(event)
@@ -722,20 +940,44 @@ def detection_get(dialect, path, model):
     return 404, None
 
 
-def error_body(dialect, status, message, kind):
+def error_body(dialect, status, message, kind, code=None):
     if dialect == "tgi":
         return {"error": message, "error_type": kind}
     if dialect == "ollama":
         return {"error": message}
-    return {"error": {"message": message, "type": kind, "param": None, "code": status}}
+    return {"error": {"message": message, "type": kind, "param": None,
+                      "code": status if code is None else code}}
+
+
+def fault_error(dialect, fault, model):
+    """(status, error body) of a scripted 404, 401 or 503, as each kind of server words it."""
+    if fault == "404":
+        if dialect == "ollama":
+            return 404, {"error": f"model '{model}' not found"}
+        if dialect == "tgi":
+            return 404, error_body(dialect, 404, f"Model {model} not found", "not_found")
+        return 404, error_body(dialect, 404, f"The model `{model}` does not exist or you do not "
+                                             "have access to it.", "invalid_request_error",
+                               "model_not_found")
+    if fault == "401":
+        if dialect in ("ollama", "tgi"):
+            return 401, error_body(dialect, 401, "unauthorized", "authentication_error")
+        return 401, error_body(dialect, 401, "Incorrect API key provided.",
+                               "invalid_request_error", "invalid_api_key")
+    if dialect == "tgi":
+        return 503, error_body(dialect, 503, "Model is overloaded", "overloaded")
+    if dialect == "ollama":
+        return 503, {"error": "server busy, please try again.  maximum pending requests exceeded"}
+    return 503, error_body(dialect, 503, "The server is overloaded or not ready yet.",
+                           "unavailable_error")
 
 
 def encode_stream(dialect, events):
     if dialect == "ollama":
-        return [json.dumps(e).encode() + b"\n" for e in events]
+        return [dumps(e).encode() + b"\n" for e in events]
     # TGI's router writes "data:" without the optional space; the SSE parser must accept both.
     prefix = b"data:" if dialect == "tgi" else b"data: "
-    out = [prefix + json.dumps(e).encode() + b"\n\n" for e in events]
+    out = [prefix + dumps(e).encode() + b"\n\n" for e in events]
     if dialect in ("openai-chat", "openai-completions", "vllm", "sglang"):
         out.append(b"data: [DONE]\n\n")
     return out
@@ -882,6 +1124,14 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(429, error_body(dialect, 429, "Rate limit reached (scripted)",
                                            "rate_limit_exceeded"), extra)
             return
+        if fault in ("404", "401", "503"):
+            model = body.get("model") if isinstance(body.get("model"), str) else None
+            status, error = fault_error(dialect, fault, model or self.state.script["model"])
+            extra = ([("Retry-After", str(entry["retry_after"]))]
+                     if fault == "503" and entry["retry_after_given"]
+                     and entry["retry_after"] is not None else [])
+            self.send_json(status, error, extra)
+            return
         if fault == "oversize":
             self.send_oversize(entry["oversize_bytes"])
             return
@@ -899,7 +1149,7 @@ class Handler(BaseHTTPRequestHandler):
         elif stream:
             self.send_stream(encode_stream(dialect, payload), fault)
         else:
-            self.send_whole(json.dumps(payload).encode(), fault)
+            self.send_whole(dumps(payload).encode(), fault)
 
     def send_whole(self, data, fault):
         if fault == "truncate":

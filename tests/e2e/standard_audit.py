@@ -120,8 +120,11 @@ def expected_prompts(dialect):
         return lp(a) - lp(b)
 
     def level(unique, divergence):
+        # Every level sees the same mix, so no level's modal completion leaves the serial one.
         return [{"concurrency": c, "runs": RUNS, "failed": 0, "unique_completions": unique,
-                 "first_divergence": divergence} for c in LEVELS]
+                 "first_divergence": divergence,
+                 "status": "unstable" if unique > 1 else "stable",
+                 "differs_from_serial": False} for c in LEVELS]
 
     def per_level(n):
         return {str(c): n for c in LEVELS}
@@ -158,11 +161,13 @@ def expected_prompts(dialect):
 def expected_summary():
     n = len(LEVELS)
     return {"prompts": 4, "requests": 4 * RUNS * n, "failed_requests": 0, "unstable_prompts": 2,
+            "stable_prompts": 2, "inconclusive_prompts": 0, "fragility_unknown_prompts": 0,
             "fragile_prompts": 2, "prompts_without_logprobs": 0, "tarr": 0.5,
             "predictor": {"true_positive": 1, "false_positive": 1, "false_negative": 1,
                           "true_negative": 1, "precision": 0.5, "recall": 0.5},
             "by_concurrency": [{"concurrency": c, "runs": 4 * RUNS, "unique_completions": 6,
-                                "unstable_prompts": 2, "failed": 0} for c in LEVELS]}
+                                "unstable_prompts": 2, "inconclusive_prompts": 0,
+                                "differs_from_serial_prompts": 0, "failed": 0} for c in LEVELS]}
 
 
 def check_report(test, report, dialect, token_view=None):
@@ -171,11 +176,13 @@ def check_report(test, report, dialect, token_view=None):
     view = token_view or (lambda t: t)
     summary = report["summary"]
     want = expected_summary()
-    for key in ("prompts", "requests", "failed_requests", "unstable_prompts", "fragile_prompts",
+    for key in ("prompts", "requests", "failed_requests", "unstable_prompts", "stable_prompts",
+                "inconclusive_prompts", "fragility_unknown_prompts", "fragile_prompts",
                 "prompts_without_logprobs", "tarr", "predictor"):
         test.assertEqual(summary[key], want[key], f"summary.{key}")
     got_levels = [{k: lv[k] for k in ("concurrency", "runs", "unique_completions",
-                                      "unstable_prompts", "failed")}
+                                      "unstable_prompts", "inconclusive_prompts",
+                                      "differs_from_serial_prompts", "failed")}
                   for lv in summary["by_concurrency"]]
     test.assertEqual(got_levels, want["by_concurrency"], "summary.by_concurrency")
     test.assertEqual(summary["verdict"]["status"], "pass")
@@ -188,6 +195,8 @@ def check_report(test, report, dialect, token_view=None):
     for prompt in report["prompts"]:
         want_p = expected[prompt["id"]]
         where = f"prompts[{prompt['id']}]"
+        test.assertEqual(prompt["status"], "unstable" if want_p["unstable"] else "stable", where)
+        test.assertEqual(prompt["fragility_reason"], None, where)
         for key in ("runs", "failed", "unique_completions", "first_divergence",
                     "gap_at_divergence", "min_gap", "min_gap_position", "fragile", "unstable",
                     "has_logprobs", "by_concurrency"):

@@ -4,7 +4,9 @@ audit goes on: HTTP 500, 429 with Retry-After: 1 (honoured), a connection closed
 a truncated body, malformed JSON, a request timeout, a 500 on every attempt (recorded failed
 after --retries), and a completion without logprobs (audited on text, flagged). The request
 counts of the report and of the endpoint's log are exact; streamed bodies too, and a truncated
-stream is caught in every streaming dialect."""
+stream is caught in every streaming dialect. One run per prompt cannot show instability, so each
+audit ends in verdict "error" (exit 3), and the request that failed after its retries fails the
+failure gate, named by its reason."""
 
 import json
 
@@ -43,9 +45,18 @@ class Faults(h.E2ETestCase):
                 "--model", std.MODEL, "--runs", "1", "--concurrency", "1", "--timeout", "1.5",
                 "--retries", str(RETRIES), "--db", self.path(f"{tag}.db"), "--json", report_path]
         run = self.run_llmrepro(args + (["--stream"] if stream else []))
-        self.assert_exit(run, 0)
+        self.assert_exit(run, 3)
         report = self.load_report(report_path)
         summary = report["summary"]
+        verdict = summary["verdict"]
+        self.assertEqual(verdict["status"], "error")
+        self.assertEqual(verdict["errors"], ["no prompt has two successful completions to compare"])
+        failed_gate = next(g for g in verdict["gates"] if g["name"] == "max_failed_rate")
+        self.assertFalse(failed_gate["passed"])
+        self.assertEqual(failed_gate["figure"], 1 / len(CASES))
+        self.assertEqual(len(summary["failure_reasons"]), 1)
+        self.assertEqual(summary["failure_reasons"][0]["count"], 1)
+        self.assertIn("500", summary["failure_reasons"][0]["reason"])
         self.assertEqual((summary["prompts"], summary["requests"], summary["failed_requests"],
                           summary["prompts_without_logprobs"]), (len(CASES), len(CASES), 1, 1))
         self.assertEqual(report["audit"]["status"], "complete")
@@ -92,7 +103,9 @@ class Faults(h.E2ETestCase):
                                          "--concurrency", "1", "--retries", "1", "--stream",
                                          "--db", self.path(f"cut-{dialect}.db"),
                                          "--json", report_path])
-                self.assert_exit(run, 0)
+                self.assert_exit(run, 3)  # one run: nothing to compare
+                self.assertEqual(self.load_report(report_path)["summary"]["verdict"]["errors"],
+                                 ["no prompt has two successful completions to compare"])
                 report = self.load_report(report_path)
                 self.assertEqual(len(endpoint.posts()), 2, "the truncated stream was retried")
                 self.assertEqual((report["summary"]["requests"],

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Scenario: gates decide the exit code. On the standard audit (two unstable prompts, two
+"""Scenario: gates decide the exit code. Without a stability gate a passing audit says "NO
+STABILITY GATE: 2 of 4 prompts unstable", never a bare PASS. On the standard audit (two unstable prompts, two
 fragile, at most two distinct completions per prompt): --fail-on unstable and --fail-on
 fragile exit 1, --fail-on none exits 0, --max-unique 1 exits 1 and --max-unique 2 exits 0;
 the report's verdict and the terminal summary say the same. A stable suite passes
@@ -34,7 +35,13 @@ class Gates(h.E2ETestCase):
         self.assertEqual(verdict["status"], "fail" if code == 1 else "pass")
         failed = [g for g in verdict["gates"] if not g["passed"]]
         self.assertEqual(len(failed) > 0, code == 1, verdict)
-        self.assertIn("FAIL" if code == 1 else "PASS", run.stdout + run.stderr)
+        # The headline the terminal leads with: a bare PASS only where a gate judged stability.
+        stability = any(g in gates for g in ("unstable", "--max-unique", "--max-unstable-rate"))
+        prefix = "FAIL: " if code == 1 else "PASS: " if stability else "NO STABILITY GATE: "
+        self.assertTrue(verdict["headline"].startswith(prefix), verdict["headline"])
+        self.assertIn(verdict["headline"], run.stdout)
+        if not stability:
+            self.assertNotIn("PASS", run.stdout)
         return report
 
     def test_gates(self):
@@ -47,6 +54,9 @@ class Gates(h.E2ETestCase):
                 report = self.check(suite, gates, code)
                 self.assertEqual((report["summary"]["unstable_prompts"],
                                   report["summary"]["fragile_prompts"]), (2, 2))
+                if not gates:
+                    self.assertEqual(report["summary"]["verdict"]["headline"],
+                                     "NO STABILITY GATE: 2 of 4 prompts unstable")
         with self.subTest(case="stable suite"):
             stable = [p for p in suite if p["id"] == "capital"]
             report = self.check(stable, ["--fail-on", "unstable"], 0)

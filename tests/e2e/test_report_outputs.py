@@ -135,14 +135,19 @@ class ReportOutputs(h.E2ETestCase):
         with open(audit["markdown"], encoding="utf-8") as f:
             text = f.read()
         lines = text.splitlines()
-        self.assertEqual(lines[0], "## llmrepro audit: \u2705 PASS")
+        # No gate judged stability: the title says so instead of a green PASS.
+        self.assertEqual(lines[0], "## llmrepro audit: \u26a0\ufe0f NO STABILITY GATE")
+        self.assertIn("NO STABILITY GATE: 3 of 5 prompts unstable", text)
         for row in ("| prompts | 5 |", "| requests (failed) | 75 (0) |",
-                    "| unstable prompts | 3 of 5 (c=1: 3 \u00b7 c=2: 3 \u00b7 c=4: 3) |",
+                    "| stable prompts | 2 of 5 |", "| unstable prompts | 3 of 5 |",
+                    "| inconclusive prompts | 0 of 5 |",
+                    "| c=1 | 3 | 0 | serial |", "| c=4 | 3 | 0 | 0 |",
                     "| fragile prompts | 3 |", "| TARr | 40.0% |"):
             self.assertIn(row, lines)
         self.assertIn("### Worst prompts", lines)
         worst = lines[lines.index("### Worst prompts") + 2:]
-        self.assertEqual(worst[0], "| prompt | distinct | first divergence | gap (nats) | candidates |")
+        self.assertEqual(worst[0], "| prompt | status | distinct | first divergence | gap (nats) "
+                                   "| candidates |")
         rows = [line for line in worst[2:] if line.startswith("| ")]
         ids = [row.split("|")[1].strip() for row in rows]
         self.assertEqual(sorted(ids[:3]), ["feynman", "hostile", "primes"])

@@ -44,13 +44,13 @@ class ShardMerge(h.E2ETestCase):
         fleet = self.start_endpoint(std.script(), name="second")
         self.suite = self.write_suite("suite.jsonl", std.suite())
         _, whole = self.audit(endpoint, "whole")
-        self.assertEqual(whole["config"]["shard"], "0/1")
+        self.assertEqual(whole["config"]["shard"], "1/1")
 
         shards = []
         for i in (1, 2, 3):
             before = len(endpoint.posts()) + len(fleet.posts())
             db, report = self.audit(fleet if i == 2 else endpoint, f"shard{i}", "--shard", f"{i}/3")
-            self.assertEqual(report["config"]["shard"], f"{i - 1}/3")
+            self.assertEqual(report["config"]["shard"], f"{i}/3")  # as given
             owned = [p["id"] for n, p in enumerate(std.suite()) if n % 3 == i - 1]
             self.assertEqual(sorted(p["id"] for p in report["prompts"]), sorted(owned))
             sent = len(endpoint.posts()) + len(fleet.posts()) - before
@@ -61,7 +61,7 @@ class ShardMerge(h.E2ETestCase):
         run, merged_path = self.merge("merged.db", shards[2], shards[0], shards[1])
         merged = self.load_report(merged_path)
         self.assertEqual(merged["audit"]["status"], "complete")
-        self.assertEqual(merged["config"]["shard"], "0/1")
+        self.assertEqual(merged["config"]["shard"], "1/1")
         self.assertEqual(merged["endpoints"][0]["url"], f"{endpoint.url}, {fleet.url}")
         self.assertEqual(json.dumps(stable(merged), sort_keys=True, indent=1),
                          json.dumps(stable(whole), sort_keys=True, indent=1))
@@ -73,9 +73,14 @@ class ShardMerge(h.E2ETestCase):
         self.assertEqual(stable(self.load_report(rerendered)), stable(merged))
 
         with self.subTest(case="missing shard: partial"):
-            _, path = self.merge("partial.db", shards[0], shards[2])
+            # A merge missing a shard cannot be judged: exit 3, verdict error.
+            _, path = self.merge("partial.db", shards[0], shards[2], code=3)
             report = self.load_report(path)
             self.assertEqual(report["audit"]["status"], "partial")
+            self.assertEqual(report["summary"]["verdict"]["status"], "error")
+            self.assertEqual(report["summary"]["verdict"]["errors"],
+                             [f"incomplete: {3 * std.RUNS * len(std.LEVELS)} of "
+                              f"{4 * std.RUNS * len(std.LEVELS)} planned requests recorded"])
             runs = {p["id"]: p["runs"] for p in report["prompts"]}
             full = std.RUNS * len(std.LEVELS)
             self.assertEqual(runs, {"capital": full, "primes": full, "hello": full})

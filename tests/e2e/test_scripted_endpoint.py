@@ -3,7 +3,11 @@
 
 Every payload it sends has exactly the key paths of the matching example in
 fixtures/formats/ (copies of the reference payloads), the vLLM quirks are there, and each
-fault does what the tests that use it rely on. Needs no llmrepro binary.
+fault does what the tests that use it rely on. The extensions the verdict scenarios use: 404,
+401 and 503 faults with each dialect's error body, an entry's own model, NaN / Infinity /
+-Infinity / 1e400 / -1e400 / null log probabilities written raw in every dialect, byte-fragment
+tokens carrying their real bytes, null and empty candidate lists, stream chunks whose logprobs
+are dropped, an empty completion, and scripts that are rejected. Needs no llmrepro binary.
 """
 
 import http.client
@@ -207,6 +211,307 @@ class ScriptedEndpoint(h.E2ETestCase):
                 self.assertGreater(len(events), 0)
                 if final:
                     self.assertFalse(any(e.get(final) for e in events), data[-300:])
+
+
+    # ------------------------------------------------------------------------------------------
+    # Extensions the verdict scenarios rely on.
+
+    def chat_body(self, stream=False, k=2):
+        return {"messages": [{"role": "user", "content": PROMPT}], "logprobs": True,
+                "top_logprobs": k, "stream": stream}
+
+    def test_error_faults_404_401_503(self):
+        script = {"model": "served-model", "prompts": {PROMPT: [
+            {"fault": "404"}, {"fault": "401"}, {"fault": "503"},
+            {"fault": "503", "retry_after": 0}]}}
+        requests = {"openai-chat": ("/v1/chat/completions", self.chat_body()),
+                    "vllm": ("/v1/chat/completions", self.chat_body()),
+                    "llamacpp": ("/completion", {"prompt": PROMPT, "n_probs": 2}),
+                    "sglang": ("/generate", {"text": PROMPT}),
+                    "ollama": ("/api/chat", {"model": "asked-model", "stream": False,
+                                             "messages": [{"role": "user", "content": PROMPT}]}),
+                    "tgi": ("/generate", {"inputs": PROMPT})}
+        for dialect, (path, body) in requests.items():
+            with self.subTest(dialect=dialect):
+                endpoint = self.start_endpoint(script, dialect, name=dialect)
+                got = []
+                for _ in range(4):
+                    response, data = self.post(endpoint, path, body)
+                    got.append((response.status, response.getheader("Retry-After"),
+                                json.loads(data)))
+                self.assertEqual([(status, retry) for status, retry, _ in got],
+                                 [(404, None), (401, None), (503, None), (503, "0")])
+                for status, _, error in got:
+                    if dialect == "ollama":
+                        self.assertEqual(list(error), ["error"])
+                        self.assertIsInstance(error["error"], str)
+                    elif dialect == "tgi":
+                        self.assertEqual(sorted(error), ["error", "error_type"])
+                    else:
+                        self.assertEqual(sorted(error["error"]),
+                                         ["code", "message", "param", "type"])
+                not_found = got[0][2]
+                if dialect == "ollama":
+                    self.assertEqual(not_found["error"], "model 'asked-model' not found")
+                elif dialect not in ("tgi",):
+                    self.assertEqual(not_found["error"]["code"], "model_not_found")
+                    self.assertIn("`served-model` does not exist", not_found["error"]["message"])
+                self.assertEqual([i["outcome"] for i in endpoint.posts()],
+                                 ["404", "401", "503", "503"])
+
+    def test_entry_model_overrides_the_script_model(self):
+        entries = [{"tokens": std.FEYNMAN_X, "model": "m-a"}, {"tokens": std.FEYNMAN_X}]
+        script = {"model": "m-default", "prompts": {PROMPT: entries}}
+        cases = [("openai-chat", "/v1/chat/completions", self.chat_body(), ["model"]),
+                 ("openai-completions", "/v1/completions", {"prompt": PROMPT, "logprobs": 2},
+                  ["model"]),
+                 ("llamacpp", "/completion", {"prompt": PROMPT, "n_probs": 2}, ["model"]),
+                 ("ollama", "/api/generate", {"prompt": PROMPT, "stream": False}, ["model"])]
+        for dialect, path, body, key in cases:
+            with self.subTest(dialect=dialect):
+                endpoint = self.start_endpoint(script, dialect, name=dialect)
+                models = [json.loads(self.post(endpoint, path, body)[1])[key[0]]
+                          for _ in range(3)]
+                self.assertEqual(models, ["m-a", "m-default", "m-a"])
+        # Streamed chunks name the entry's model too.
+        endpoint = self.start_endpoint(script, "openai-chat", name="stream")
+        _, data = self.post(endpoint, "/v1/chat/completions", self.chat_body(stream=True))
+        self.assertEqual({e["model"] for e in self.events(data)}, {"m-a"})
+
+    @staticmethod
+    def raw_loads(data):
+        """JSON with the non-standard literals kept as markers: 'RAW NaN', 'RAW 1e400', ..."""
+        def as_float(text):
+            value = float(text)
+            return f"RAW {text}" if math.isinf(value) else value
+        return json.loads(data, parse_constant=lambda name: f"RAW {name}", parse_float=as_float)
+
+    def test_raw_numbers_in_every_dialect(self):
+        tokens = [["a", "NaN", [["a", "Infinity"], ["b", "-Infinity"]]],
+                  ["c", "1e400", [["c", "-1e400"], ["d", None]]],
+                  ["e", None, [["e", -0.5], ["f", "NaN"]]]]
+        script = {"prompts": {PROMPT: [{"tokens": tokens}]}}
+        want_tokens = ["RAW NaN", "RAW 1e400", None]
+        want_top = [["RAW Infinity", "RAW -Infinity"], ["RAW -1e400", None], [-0.5, "RAW NaN"]]
+        chat, chat_stream = self.chat_body(), self.chat_body(stream=True)
+        legacy = {"prompt": PROMPT, "logprobs": 2}
+        native = {"prompt": PROMPT, "n_probs": 2}
+
+        def chat_view(doc):
+            content = doc["choices"][0]["logprobs"]["content"]
+            return ([c["logprob"] for c in content],
+                    [[t["logprob"] for t in c["top_logprobs"]] for c in content])
+
+        def stream_view(events):
+            content = [c for e in events for ch in e["choices"] if ch.get("logprobs")
+                       for c in ch["logprobs"]["content"]]
+            return ([c["logprob"] for c in content],
+                    [[t["logprob"] for t in c["top_logprobs"]] for c in content])
+
+        def legacy_view(doc):
+            lp = doc["choices"][0]["logprobs"]
+            return lp["token_logprobs"], [list(m.values()) for m in lp["top_logprobs"]]
+
+        def llamacpp_view(doc):
+            probs = doc["completion_probabilities"]
+            return ([p["logprob"] for p in probs],
+                    [[t["logprob"] for t in p["top_logprobs"]] for p in probs])
+
+        def old_view(doc):
+            probs = doc["completion_probabilities"]
+            return None, [[t["prob"] for t in p["probs"]] for p in probs]
+
+        def sglang_view(doc):
+            meta = doc["meta_info"]
+            return ([t[0] for t in meta["output_token_logprobs"]],
+                    [[t[0] for t in top] for top in meta["output_top_logprobs"]])
+
+        def ollama_view(doc):
+            return ([t["logprob"] for t in doc["logprobs"]],
+                    [[c["logprob"] for c in t["top_logprobs"]] for t in doc["logprobs"]])
+
+        def tgi_view(doc):
+            details = doc["details"]
+            return ([t["logprob"] for t in details["tokens"]],
+                    [[c["logprob"] for c in top] for top in details["top_tokens"]])
+
+        cases = [("openai-chat", "/v1/chat/completions", chat, chat_view, False),
+                 ("openai-chat", "/v1/chat/completions", chat_stream, stream_view, True),
+                 ("openai-completions", "/v1/completions", legacy, legacy_view, False),
+                 ("llamacpp", "/completion", native, llamacpp_view, False),
+                 ("llamacpp-old", "/completion", native, old_view, False),
+                 ("sglang", "/generate", {"text": PROMPT, "return_logprob": True,
+                                          "top_logprobs_num": 2}, sglang_view, False),
+                 ("ollama", "/api/chat", {"messages": [{"role": "user", "content": PROMPT}],
+                                          "logprobs": True, "top_logprobs": 2,
+                                          "stream": False}, ollama_view, False),
+                 ("tgi", "/generate", {"inputs": PROMPT, "parameters": {
+                     "details": True, "top_n_tokens": 2}}, tgi_view, False)]
+        for dialect, path, body, view, stream in cases:
+            with self.subTest(dialect=dialect, stream=stream):
+                endpoint = self.start_endpoint(script, dialect, name=f"{dialect}-{stream}")
+                response, data = self.post(endpoint, path, body)
+                self.assertEqual(response.status, 200)
+                for quoted in (b'"NaN"', b'"Infinity"', b'"-Infinity"', b'"1e400"',
+                               b"scripted-raw"):
+                    self.assertNotIn(quoted, data)
+                for literal in (b"NaN", b"Infinity", b"-Infinity", b"1e400", b"-1e400"):
+                    self.assertIn(literal, data)
+                if stream:
+                    events = [self.raw_loads(b[5:].strip()) for b in data.split(b"\n\n")
+                              if b.startswith(b"data:") and b[5:].strip() != b"[DONE]"]
+                    got_tokens, got_top = view(events)
+                else:
+                    got_tokens, got_top = view(self.raw_loads(data))
+                if got_tokens is not None:
+                    self.assertEqual(got_tokens, want_tokens)
+                if dialect == "llamacpp-old":  # probabilities: exp() of the finite logprobs
+                    self.assertEqual(got_top, want_top[:2] + [[math.exp(-0.5), "RAW NaN"]])
+                else:
+                    self.assertEqual(got_top, want_top)
+        # vLLM: the raw values are not clamped; a finite one below the floor still is.
+        vllm_tokens = [["a", "-Infinity", [["a", "-Infinity"], ["b", -12000.0]]]]
+        endpoint = self.start_endpoint({"prompts": {PROMPT: [{"tokens": vllm_tokens}]}}, "vllm",
+                                       name="vllm")
+        _, data = self.post(endpoint, "/v1/chat/completions", chat)
+        entry = self.raw_loads(data)["choices"][0]["logprobs"]["content"][0]
+        self.assertEqual((entry["logprob"], [t["logprob"] for t in entry["top_logprobs"]]),
+                         ("RAW -Infinity", ["RAW -Infinity", -9999.0]))
+
+    def test_byte_fragment_tokens(self):
+        # U+2500 is e2 94 80: two tokens whose strings are both U+FFFD.
+        frag = [["\ufffd", -0.1, [["\ufffd", -0.1], ["x", -3.0]], [0xE2]],
+                ["\ufffd", -0.2, [["\ufffd", -0.2], ["y", -3.0, [0x79]]]]]
+        script = {"prompts": {PROMPT: [{"tokens": frag, "bytes": [None, [0x94, 0x80]]}]}}
+        endpoint = self.start_endpoint(script, "openai-chat")
+        _, data = self.post(endpoint, "/v1/chat/completions", self.chat_body())
+        choice = json.loads(data)["choices"][0]
+        self.assertEqual(choice["message"]["content"], "\u2500")
+        content = choice["logprobs"]["content"]
+        self.assertEqual([(c["token"], c["bytes"]) for c in content],
+                         [("\ufffd", [0xE2]), ("\ufffd", [0x94, 0x80])])
+        self.assertEqual([[(t["token"], t["bytes"]) for t in c["top_logprobs"]] for c in content],
+                         [[("\ufffd", [0xE2]), ("x", [0x78])],
+                          [("\ufffd", [0x94, 0x80]), ("y", [0x79])]])
+        # Streamed: the incomplete character is held back to the chunk that completes it.
+        _, data = self.post(endpoint, "/v1/chat/completions", self.chat_body(stream=True))
+        deltas = [e["choices"][0]["delta"].get("content") for e in self.events(data)
+                  if e["choices"] and e["choices"][0].get("logprobs")]
+        self.assertEqual(deltas, ["", "\u2500"])
+        # vLLM chat and Ollama carry the bytes too; a dialect without them gets the decoded text.
+        for dialect, path, body, read in [
+                ("vllm", "/v1/chat/completions", self.chat_body(),
+                 lambda d: [c["bytes"] for c in d["choices"][0]["logprobs"]["content"]]),
+                ("ollama", "/api/chat", {"messages": [{"role": "user", "content": PROMPT}],
+                                         "logprobs": True, "top_logprobs": 2, "stream": False},
+                 lambda d: [c["bytes"] for c in d["logprobs"]]),
+                ("tgi", "/generate", {"inputs": PROMPT, "parameters": {"details": True}},
+                 lambda d: [d["generated_text"]] + [t["text"] for t in d["details"]["tokens"]])]:
+            with self.subTest(dialect=dialect):
+                endpoint = self.start_endpoint(script, dialect, name=dialect)
+                _, data = self.post(endpoint, path, body)
+                got = read(json.loads(data))
+                if dialect == "tgi":
+                    self.assertEqual(got, ["\u2500", "\ufffd", "\ufffd"])
+                else:
+                    self.assertEqual(got, [[0xE2], [0x94, 0x80]])
+
+    def test_null_and_empty_candidates(self):
+        tokens = [["a", -0.1, None], ["b", -0.2, []], ["c", -0.3, [["c", -0.3], ["d", -0.4]]]]
+        script = {"prompts": {PROMPT: [{"tokens": tokens}]}}
+        cases = [("openai-chat", "/v1/chat/completions", self.chat_body(),
+                  lambda d: [c["top_logprobs"] for c in d["choices"][0]["logprobs"]["content"]],
+                  "top_logprobs"),
+                 ("openai-completions", "/v1/completions", {"prompt": PROMPT, "logprobs": 2},
+                  lambda d: d["choices"][0]["logprobs"]["top_logprobs"], None),
+                 ("llamacpp", "/completion", {"prompt": PROMPT, "n_probs": 2},
+                  lambda d: [p["top_logprobs"] for p in d["completion_probabilities"]],
+                  "top_logprobs"),
+                 ("llamacpp-old", "/completion", {"prompt": PROMPT, "n_probs": 2},
+                  lambda d: [p["probs"] for p in d["completion_probabilities"]], "probs"),
+                 ("sglang", "/generate", {"text": PROMPT, "return_logprob": True,
+                                          "top_logprobs_num": 2},
+                  lambda d: d["meta_info"]["output_top_logprobs"], None),
+                 ("ollama", "/api/generate", {"prompt": PROMPT, "logprobs": True,
+                                              "top_logprobs": 2, "stream": False},
+                  lambda d: [t["top_logprobs"] for t in d["logprobs"]], "top_logprobs"),
+                 ("tgi", "/generate", {"inputs": PROMPT, "parameters": {"details": True,
+                                                                         "top_n_tokens": 2}},
+                  lambda d: d["details"]["top_tokens"], None)]
+        for dialect, path, body, read, key in cases:
+            with self.subTest(dialect=dialect):
+                endpoint = self.start_endpoint(script, dialect, name=dialect)
+                _, data = self.post(endpoint, path, body)
+                got = read(json.loads(data))
+                self.assertIsNone(got[0])
+                self.assertEqual(len(got[1]), 0)
+                self.assertEqual(len(got[2]), 2)
+                if key:
+                    self.assertIn(f'"{key}": null'.encode(), data)
+
+    def test_drop_logprobs_chunks(self):
+        script = {"prompts": {PROMPT: [{"tokens": std.FEYNMAN_X, "drop_logprobs_chunks": [1, 3]}]}}
+        endpoint = self.start_endpoint(script, "openai-chat")
+        _, data = self.post(endpoint, "/v1/chat/completions", self.chat_body(stream=True))
+        chunks = [e["choices"][0] for e in self.events(data)
+                  if e["choices"] and e["choices"][0]["delta"].get("content")]
+        self.assertEqual([c["delta"]["content"] for c in chunks],
+                         [t[0] for t in std.FEYNMAN_X])
+        self.assertEqual([c["logprobs"] is None for c in chunks],
+                         [False, True, False, True, False])
+        # Not streamed: nothing to drop.
+        _, data = self.post(endpoint, "/v1/chat/completions", self.chat_body())
+        self.assertEqual(len(json.loads(data)["choices"][0]["logprobs"]["content"]), 5)
+        # Legacy completions streams and vLLM's two-token chunks too.
+        endpoint = self.start_endpoint(script, "openai-completions", name="legacy")
+        _, data = self.post(endpoint, "/v1/completions",
+                            {"prompt": PROMPT, "logprobs": 2, "stream": True})
+        self.assertEqual([e["choices"][0]["logprobs"] is None for e in self.events(data)],
+                         [False, True, False, True, False])
+        endpoint = self.start_endpoint(script, "vllm", name="vllm")
+        _, data = self.post(endpoint, "/v1/chat/completions", self.chat_body(stream=True))
+        chunks = [e["choices"][0] for e in self.events(data)
+                  if e["choices"] and e["choices"][0]["delta"].get("content")]
+        self.assertEqual([(c["delta"]["content"], c["logprobs"] is None) for c in chunks],
+                         [(" He was", False), (" born in", True), (" Queens", False)])
+
+    def test_empty_completion(self):
+        script = {"prompts": {PROMPT: [{"tokens": [], "finish_reason": "stop"}]}}
+        endpoint = self.start_endpoint(script, "openai-chat")
+        _, data = self.post(endpoint, "/v1/chat/completions", self.chat_body())
+        choice = json.loads(data)["choices"][0]
+        self.assertEqual((choice["message"]["content"], choice["logprobs"]["content"],
+                          choice["finish_reason"]), ("", [], "stop"))
+        _, data = self.post(endpoint, "/v1/chat/completions", self.chat_body(stream=True))
+        events = self.events(data)
+        self.assertEqual("".join(e["choices"][0]["delta"].get("content") or ""
+                                 for e in events if e["choices"]), "")
+        self.assertEqual([e["choices"][0]["finish_reason"] for e in events if e["choices"]][-1],
+                         "stop")
+
+    def test_bad_scripts_are_rejected(self):
+        import subprocess
+        bad = {
+            "unknown fault": {"fault": "418"},
+            "logprob string": {"tokens": [["a", "nan", []]]},
+            "logprob bool": {"tokens": [["a", True, []]]},
+            "candidate logprob": {"tokens": [["a", -0.1, [["a", "inf"]]]]},
+            "byte range": {"tokens": [["a", -0.1, [], [256]]]},
+            "bytes length": {"tokens": [["a", -0.1, []]], "bytes": [[97], [98]]},
+            "bytes twice": {"tokens": [["a", -0.1, [], [97]]], "bytes": [[97]]},
+            "model type": {"tokens": [], "model": 7},
+            "drop index": {"tokens": [], "drop_logprobs_chunks": [-1]},
+            "token shape": {"tokens": [["a", -0.1, [], [97], "x"]]},
+        }
+        for name, entry in bad.items():
+            with self.subTest(case=name):
+                path = self.write_json(f"bad-{len(name)}-{name[:4]}.json",
+                                       {"prompts": {PROMPT: [entry]}})
+                done = subprocess.run([h.PYTHON, h.os.path.join(h.HERE, "scripted_endpoint.py"),
+                                       "--script", path, "--port-file", self.path("never.port")],
+                                      capture_output=True, text=True, timeout=30)
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertIn("scripted_endpoint: ", done.stderr)
 
 
 if __name__ == "__main__":

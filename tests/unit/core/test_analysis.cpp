@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <initializer_list>
+#include <map>
 #include <utility>
 
 #include "core/analysis.hpp"
@@ -82,7 +83,8 @@ TEST_CASE("analyse") {
     CHECK_FALSE(p.first_divergence.has_value());
     CHECK(p.min_gap == doctest::Approx(2.0));
     CHECK(p.min_gap_position == 0);
-    CHECK_FALSE(p.fragile);
+    CHECK(p.fragile == false);
+    CHECK(p.status == PromptStatus::stable);
   }
   SUBCASE("the modal completion is the reference; divergence is read off it") {
     const auto& p = analysis.prompts[1];
@@ -98,7 +100,9 @@ TEST_CASE("analyse") {
     CHECK(p.first_divergence == 2);
     CHECK(*p.gap_at_divergence == doctest::Approx(0.02));
     CHECK(p.min_gap_position == 2);
-    CHECK(p.fragile);
+    CHECK(p.fragile == true);
+    CHECK(p.status == PromptStatus::unstable);
+    CHECK(p.divergence_kind == DivergenceKind::token);
     REQUIRE(p.candidates_at_divergence.size() == 2);
     CHECK(p.candidates_at_divergence[0].token == " is");
     REQUIRE(p.by_concurrency.size() == 2);
@@ -109,21 +113,32 @@ TEST_CASE("analyse") {
     CHECK(p.by_concurrency[1].runs == 3);
     CHECK(p.by_concurrency[1].unique_completions == 2);
     CHECK(p.by_concurrency[1].first_divergence == 2);
+    CHECK(p.by_concurrency[0].status == PromptStatus::stable);
+    CHECK(p.by_concurrency[1].status == PromptStatus::unstable);
+    // Level 8's modal completion (" was grey", 2 of 3) is not the serial one.
+    CHECK_FALSE(p.by_concurrency[0].differs_from_serial);
+    CHECK(p.by_concurrency[1].differs_from_serial);
   }
   SUBCASE("ties go to the completion first seen at the lowest level") {
     const auto& p = analysis.prompts[2];
     CHECK(p.completions[0].text == "One two"); // seen at c=1, though recorded after c=8's
     CHECK(p.first_divergence == 1);
     CHECK(*p.gap_at_divergence == doctest::Approx(0.5));
-    CHECK_FALSE(p.fragile);
+    CHECK(p.fragile == false);
+    // One run per level: neither level alone is evidence, but the two differ.
+    CHECK(p.status == PromptStatus::unstable);
+    CHECK(p.by_concurrency[0].status == PromptStatus::inconclusive);
+    CHECK(p.by_concurrency[1].status == PromptStatus::inconclusive);
+    CHECK(p.by_concurrency[1].differs_from_serial);
   }
-  SUBCASE("failures are counted, not compared") {
+  SUBCASE("failures are counted, not compared, and never make a prompt stable") {
     const auto& p = analysis.prompts[3];
     CHECK(p.runs == 1);
     CHECK(p.failed == 1);
     CHECK(p.unique_completions == 1);
-    CHECK(p.fragile);
+    CHECK(p.fragile == true);
     CHECK_FALSE(p.unstable);
+    CHECK(p.status == PromptStatus::inconclusive);
   }
   SUBCASE("summary") {
     const auto& s = analysis.summary;
@@ -131,14 +146,22 @@ TEST_CASE("analyse") {
     CHECK(s.requests == 12);
     CHECK(s.failed_requests == 1);
     CHECK(s.unstable_prompts == 2);
+    CHECK(s.stable_prompts == 1);
+    CHECK(s.inconclusive_prompts == 1);
+    CHECK(s.prompts_with_two_completions == 3);
     CHECK(s.fragile_prompts == 2);
+    CHECK(s.fragility_unknown_prompts == 0);
     CHECK(s.tarr == doctest::Approx(0.25)); // only p0: p3 had a failure
+    // p3 is inconclusive: its stability is unknown, so it stays out of the predictor.
     CHECK(s.predictor.true_positive == 1);  // p1
-    CHECK(s.predictor.false_positive == 1); // p3
+    CHECK(s.predictor.false_positive == 0);
     CHECK(s.predictor.false_negative == 1); // p2
     CHECK(s.predictor.true_negative == 1);  // p0
-    CHECK(*s.predictor.precision == doctest::Approx(0.5));
+    CHECK(*s.predictor.precision == doctest::Approx(1.0));
     CHECK(*s.predictor.recall == doctest::Approx(0.5));
+    REQUIRE(s.failure_reasons.size() == 1);
+    CHECK(s.failure_reasons[0].first == "HTTP 500 after 4 attempts");
+    CHECK(s.failure_reasons[0].second == 1);
     REQUIRE(s.by_concurrency.size() == 2);
     CHECK(s.by_concurrency[0].concurrency == 1);
     CHECK(s.by_concurrency[0].runs == 7);
@@ -147,6 +170,10 @@ TEST_CASE("analyse") {
     CHECK(s.by_concurrency[1].runs == 4);
     CHECK(s.by_concurrency[1].failed == 1);
     CHECK(s.by_concurrency[1].unstable_prompts == 1);
+    CHECK(s.by_concurrency[0].inconclusive_prompts == 2); // p2 and p3 ran once at c=1
+    CHECK(s.by_concurrency[1].inconclusive_prompts == 2); // p2 ran once, p3 failed
+    CHECK(s.by_concurrency[0].differs_from_serial_prompts == 0);
+    CHECK(s.by_concurrency[1].differs_from_serial_prompts == 2); // p1 and p2
   }
 }
 
@@ -161,8 +188,12 @@ TEST_CASE("analyse without logprobs") {
   CHECK(p.unique_completions == 2);
   CHECK_FALSE(p.has_logprobs);
   CHECK(p.first_divergence == 5); // characters of the text
+  CHECK(p.text_mode);
+  CHECK(p.divergence_kind == DivergenceKind::length); // "Paris" ends where "Paris." goes on
   CHECK_FALSE(p.gap_at_divergence.has_value());
-  CHECK_FALSE(p.fragile);
+  CHECK_FALSE(p.fragile.has_value());
+  CHECK(p.fragility_reason == "text mode: a completion came back without tokens");
+  CHECK(analysis.summary.fragility_unknown_prompts == 1);
   CHECK(analysis.summary.prompts_without_logprobs == 1);
   CHECK(analysis.summary.predictor.true_positive + analysis.summary.predictor.false_negative == 0);
 }
@@ -172,11 +203,11 @@ TEST_CASE("analyse window") {
   std::vector<RequestRecord> records{ok_record(0, 1, 0, a)};
   AnalysisConfig config;
   config.fragile_window = 2;
-  CHECK_FALSE(analyse(suite_of(1), records, config).prompts[0].fragile);
+  CHECK(analyse(suite_of(1), records, config).prompts[0].fragile == false);
   config.fragile_window = 3;
-  CHECK(analyse(suite_of(1), records, config).prompts[0].fragile);
+  CHECK(analyse(suite_of(1), records, config).prompts[0].fragile == true);
   config.fragile_gap = 0.005;
-  CHECK_FALSE(analyse(suite_of(1), records, config).prompts[0].fragile);
+  CHECK(analyse(suite_of(1), records, config).prompts[0].fragile == false);
 }
 
 TEST_CASE("analyse throughput") {
@@ -189,4 +220,176 @@ TEST_CASE("analyse throughput") {
   const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
   CHECK(analysis.summary.by_concurrency[0].tokens_per_second == doctest::Approx(4.0));
   CHECK(analysis.summary.by_concurrency[0].mean_latency_ms == doctest::Approx(500.0));
+}
+
+TEST_CASE("stability needs evidence") {
+  const auto a = completion_of({{"a", 1.0}});
+  SUBCASE("one successful completion is inconclusive") {
+    const std::vector<RequestRecord> records{ok_record(0, 1, 0, a)};
+    CHECK(analyse(suite_of(1), records, AnalysisConfig{}).prompts[0].status ==
+          PromptStatus::inconclusive);
+  }
+  SUBCASE("no successful completion is inconclusive, with unknown fragility") {
+    const std::vector<RequestRecord> records{failed_record(0, 1, 0), failed_record(0, 1, 1)};
+    const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+    const auto& p = analysis.prompts[0];
+    CHECK(p.status == PromptStatus::inconclusive);
+    CHECK_FALSE(p.fragile.has_value());
+    CHECK(p.fragility_reason == "no successful completion");
+    CHECK(analysis.summary.stable_prompts == 0);
+    CHECK(analysis.summary.inconclusive_prompts == 1);
+    CHECK(analysis.summary.prompts_with_two_completions == 0);
+    CHECK(analysis.summary.tarr == doctest::Approx(0.0));
+  }
+  SUBCASE("always X serially, always Y batched: unstable though each level agrees") {
+    const auto b = completion_of({{"b", 1.0}});
+    std::vector<RequestRecord> records;
+    for (int r = 0; r < 3; ++r) {
+      records.push_back(ok_record(0, 1, r, a));
+      records.push_back(ok_record(0, 16, r, b));
+    }
+    const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+    const auto& p = analysis.prompts[0];
+    CHECK(p.status == PromptStatus::unstable);
+    CHECK(p.by_concurrency[0].status == PromptStatus::stable);
+    CHECK(p.by_concurrency[1].status == PromptStatus::stable);
+    CHECK(p.by_concurrency[1].differs_from_serial);
+    CHECK(analysis.summary.by_concurrency[0].unstable_prompts == 0);
+    CHECK(analysis.summary.by_concurrency[1].unstable_prompts == 0);
+    CHECK(analysis.summary.by_concurrency[1].differs_from_serial_prompts == 1);
+    CHECK(analysis.summary.unstable_prompts == 1);
+  }
+}
+
+TEST_CASE("identity is tokens and text") {
+  // Byte-fragment tokens returned as U+FFFD: equal token strings, different texts.
+  auto x = completion_of({{"\xEF\xBF\xBD", 1.0}, {"!", 1.0}});
+  auto y = x;
+  x.text = "\xC3\xA9!";
+  y.text = "\xC3\xA8!";
+  const std::vector<RequestRecord> records{ok_record(0, 1, 0, x), ok_record(0, 1, 1, x),
+                                           ok_record(0, 1, 2, y)};
+  const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+  const auto& p = analysis.prompts[0];
+  CHECK(p.unique_completions == 2);
+  CHECK(p.status == PromptStatus::unstable);
+  CHECK(p.first_divergence == 0); // the first token covers the byte where the texts part
+  CHECK(p.token_text_mismatch == 3);
+  CHECK(analysis.summary.token_text_mismatch_prompts == 1);
+  CHECK_FALSE(p.text_mode);
+}
+
+TEST_CASE("token bytes") {
+  CHECK(token_bytes("bytes:\\xe2\\x80") == "\xE2\x80");
+  CHECK(token_bytes("bytes: plain") == "bytes: plain");
+  CHECK(token_bytes("hello") == "hello");
+  Completion c = completion_of({{"bytes:\\xc3", 1.0}, {"bytes:\\xa9", 1.0}});
+  c.text = "\xC3\xA9";
+  CHECK(tokens_match_text(c));
+  c.text = "e";
+  CHECK_FALSE(tokens_match_text(c));
+}
+
+TEST_CASE("an empty completion is an empty token sequence, not text mode") {
+  const auto a = completion_of({{"a", 1.0}});
+  Completion empty;
+  empty.has_logprobs = true;
+  const std::vector<RequestRecord> records{ok_record(0, 1, 0, a), ok_record(0, 1, 1, a),
+                                           ok_record(0, 1, 2, empty)};
+  const auto& p = analyse(suite_of(1), records, AnalysisConfig{}).prompts[0];
+  CHECK_FALSE(p.text_mode);
+  CHECK(p.unique_completions == 2);
+  CHECK(p.first_divergence == 0);
+  CHECK(p.divergence_kind == DivergenceKind::length);
+  CHECK_FALSE(p.gap_at_divergence.has_value()); // the reference's candidates lack the end
+  CHECK(p.fragile == false);
+}
+
+TEST_CASE("fragility is three-valued") {
+  AnalysisConfig config;
+  config.fragile_window = 3;
+  const auto run = [&](const Completion& c) {
+    const std::vector<RequestRecord> records{ok_record(0, 1, 0, c), ok_record(0, 1, 1, c)};
+    return analyse(suite_of(1), records, config);
+  };
+  SUBCASE("one candidate per token: unknown") {
+    Completion c = completion_of({{"a", 1.0}, {"b", 1.0}});
+    for (auto& token : c.tokens) token.top.resize(1);
+    const auto analysis = run(c);
+    const auto& p = analysis.prompts[0];
+    CHECK_FALSE(p.fragile.has_value());
+    CHECK(p.fragility_reason == "fewer than two candidates at 2 of 2 positions");
+    CHECK(p.min_candidates == 1);
+    CHECK(analysis.summary.fragility_unknown_prompts == 1);
+    CHECK(analysis.summary.predictor.true_negative == 0); // unknown stays out
+  }
+  SUBCASE("one unknown gap among large ones: unknown") {
+    Completion c = completion_of({{"a", 1.0}, {"b", 1.0}, {"c", 1.0}});
+    c.tokens[1].top[1].logprob = k_unknown_logprob;
+    const auto analysis = run(c);
+    const auto& p = analysis.prompts[0];
+    CHECK_FALSE(p.fragile.has_value());
+    CHECK(p.fragility_reason == "a logprob that was not a number at 1 of 3 positions");
+  }
+  SUBCASE("both kinds of unknown") {
+    Completion c = completion_of({{"a", 1.0}, {"b", 1.0}, {"c", 1.0}});
+    c.tokens[1].top[0].logprob = k_unknown_logprob;
+    c.tokens[2].top.resize(1);
+    const auto analysis = run(c);
+    CHECK(analysis.prompts[0].fragility_reason ==
+          "gap unknown at 2 of 3 positions (1 with fewer than two candidates, 1 with a logprob "
+          "that was not a number)");
+  }
+  SUBCASE("a known gap below τ is fragile whatever else is unknown") {
+    Completion c = completion_of({{"a", 0.01}, {"b", 1.0}});
+    c.tokens[1].top.clear();
+    CHECK(run(c).prompts[0].fragile == true);
+  }
+  SUBCASE("unknown beyond the window does not matter") {
+    Completion c = completion_of({{"a", 1.0}, {"b", 1.0}, {"c", 1.0}, {"d", 1.0}});
+    c.tokens[3].top.clear();
+    CHECK(run(c).prompts[0].fragile == false);
+  }
+}
+
+TEST_CASE("greedy check") {
+  Completion c = completion_of({{"a", 1.0}, {"b", 1.0}, {"c", 1.0}});
+  // Position 1: the sampled token ranks below another candidate; position 2: it is absent.
+  c.tokens[1].top = {{"x", -0.05}, {"b", -0.1}};
+  c.tokens[2].top = {{"x", -0.05}, {"y", -0.2}};
+  CHECK(c.tokens[0].greedy() == true);
+  CHECK(c.tokens[1].greedy() == false);
+  CHECK(c.tokens[2].greedy() == false);
+  TokenLogprob tie{"b", -0.1, {{"a", -0.1}, {"b", -0.1}}};
+  CHECK(tie.greedy() == true);
+  const std::vector<RequestRecord> records{ok_record(0, 1, 0, c), ok_record(0, 1, 1, c)};
+  const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+  CHECK(analysis.prompts[0].non_greedy_tokens == 2); // counted once per distinct completion
+  CHECK(analysis.summary.non_greedy_prompts == 1);
+}
+
+TEST_CASE("who answered and how each completion ended") {
+  auto a = completion_of({{"a", 1.0}});
+  auto b = completion_of({{"b", 1.0}});
+  a.model = "m-a";
+  a.finish_reason = "stop";
+  a.system_fingerprint = "fp1";
+  b.model = "m-b";
+  b.finish_reason = "length";
+  b.system_fingerprint = "fp2";
+  a.numbers.nan = 1;
+  b.numbers.negative_infinity = 2;
+  const std::vector<RequestRecord> records{ok_record(0, 1, 0, a), ok_record(0, 1, 1, b),
+                                           ok_record(0, 1, 2, a)};
+  const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+  const auto& p = analysis.prompts[0];
+  REQUIRE(p.completions.size() == 2);
+  CHECK(p.completions[0].models == std::map<std::string, int>{{"m-a", 2}});
+  CHECK(p.completions[0].finish_reasons == std::map<std::string, int>{{"stop", 2}});
+  CHECK(p.completions[1].models == std::map<std::string, int>{{"m-b", 1}});
+  CHECK(p.completions[1].fingerprints == std::map<std::string, int>{{"fp2", 1}});
+  CHECK(analysis.summary.models_seen == std::map<std::string, int>{{"m-a", 2}, {"m-b", 1}});
+  CHECK(p.numbers.nan == 2);
+  CHECK(p.numbers.negative_infinity == 2);
+  CHECK(analysis.summary.numbers.total() == 4);
 }

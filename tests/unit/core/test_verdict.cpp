@@ -4,47 +4,215 @@
 
 using namespace llmrepro::core;
 
-TEST_CASE("judge") {
-  AuditAnalysis analysis;
-  analysis.summary.prompts = 10;
-  analysis.summary.unstable_prompts = 3;
-  analysis.summary.fragile_prompts = 0;
-  PromptAnalysis worst;
-  worst.id = "q7";
-  worst.unique_completions = 4;
-  analysis.prompts.push_back(worst);
+namespace {
 
-  SUBCASE("no gates pass") { CHECK(judge(analysis, GateConfig{}, std::nullopt).passed); }
-  SUBCASE("fail-on unstable") {
-    const auto verdict = judge(analysis, GateConfig{.fail_on = FailOn::unstable}, std::nullopt);
-    CHECK_FALSE(verdict.passed);
-    REQUIRE(verdict.gates.size() == 1);
-    CHECK(verdict.gates[0].message == "3 of 10 prompts unstable (--fail-on unstable)");
+// An analysis of `prompts` prompts: `unstable` of them unstable, `inconclusive` inconclusive,
+// the rest stable; each prompt has two successful completions unless inconclusive.
+AuditAnalysis analysis_of(int prompts, int unstable, int inconclusive = 0) {
+  AuditAnalysis analysis;
+  AuditSummary& s = analysis.summary;
+  s.prompts = prompts;
+  s.unstable_prompts = unstable;
+  s.inconclusive_prompts = inconclusive;
+  s.stable_prompts = prompts - unstable - inconclusive;
+  s.prompts_with_two_completions = prompts - inconclusive;
+  s.requests = prompts * 2;
+  for (int i = 0; i < prompts; ++i) {
+    PromptAnalysis prompt;
+    prompt.id = "q" + std::to_string(i);
+    prompt.unique_completions = i < unstable ? 2 : 1;
+    prompt.fragile = false;
+    analysis.prompts.push_back(prompt);
   }
-  SUBCASE("fail-on fragile passes with no fragile prompt") {
-    CHECK(judge(analysis, GateConfig{.fail_on = FailOn::fragile}, std::nullopt).passed);
+  return analysis;
+}
+
+RunFacts complete_run(std::size_t requests) { return RunFacts{requests, requests, false, ""}; }
+
+Verdict judge_one(const AuditAnalysis& analysis, const GateConfig& gates,
+                  RunFacts facts = RunFacts{}) {
+  if (facts.planned_requests == 0) facts = complete_run(static_cast<std::size_t>(analysis.summary.requests));
+  return judge({{0, ProbeKind::sweep, &analysis}}, std::nullopt, gates, facts);
+}
+
+const GateResult* gate_named(const Verdict& verdict, const std::string& name) {
+  for (const auto& gate : verdict.gates)
+    if (gate.name == name) return &gate;
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("fail-on lists") {
+  CHECK(to_string(parse_fail_on("none").value()) == "none");
+  CHECK(to_string(parse_fail_on("fragile,unstable").value()) == "unstable,fragile");
+  CHECK(parse_fail_on("unstable,fragile,disagree").value().disagree);
+  CHECK_FALSE(parse_fail_on("unstable,unstable"));
+  CHECK_FALSE(parse_fail_on("unstable,"));
+  CHECK_FALSE(parse_fail_on("flaky"));
+}
+
+TEST_CASE("no stability gate says so instead of a bare PASS") {
+  const auto analysis = analysis_of(48, 27);
+  const auto verdict = judge_one(analysis, GateConfig{});
+  CHECK(verdict.status == VerdictStatus::pass);
+  CHECK_FALSE(verdict.stability_gated);
+  CHECK(verdict.headline == "NO STABILITY GATE: 27 of 48 prompts unstable");
+  // The failure gate is always there.
+  REQUIRE(verdict.gates.size() == 1);
+  CHECK(verdict.gates[0].name == "max_failed_rate");
+  CHECK(verdict.gates[0].passed);
+}
+
+TEST_CASE("fail-on unstable") {
+  const auto analysis = analysis_of(10, 3);
+  GateConfig gates;
+  gates.fail_on.unstable = true;
+  const auto verdict = judge_one(analysis, gates);
+  CHECK(verdict.status == VerdictStatus::fail);
+  const auto* gate = gate_named(verdict, "fail_on_unstable");
+  REQUIRE(gate != nullptr);
+  CHECK(gate->message == "3 of 10 judged prompts unstable (--fail-on unstable)");
+  CHECK(gate->figure == 3);
+  CHECK(gate->scope.endpoint == 0);
+  CHECK(gate->scope.probe == ProbeKind::sweep);
+  CHECK(verdict.headline == "FAIL: 1 of 2 gates failed: 3 of 10 judged prompts unstable "
+                            "(--fail-on unstable)");
+  CHECK(judge_one(analysis_of(10, 0), gates).headline == "PASS: 2 gates passed");
+}
+
+TEST_CASE("missing evidence is an error, never a pass") {
+  GateConfig gates;
+  gates.fail_on.unstable = true;
+  gates.max_unique = 1;
+  gates.max_unstable_rate = 0.0;
+  gates.max_failed_rate = 1.0;
+  SUBCASE("every request failed") {
+    auto analysis = analysis_of(2, 0, 2);
+    analysis.summary.failed_requests = 4;
+    analysis.summary.failure_reasons = {{"HTTP 404: model 'x' not found", 4}};
+    const auto verdict = judge_one(analysis, gates);
+    CHECK(verdict.status == VerdictStatus::error);
+    REQUIRE(verdict.errors.size() == 1);
+    CHECK(verdict.errors[0] == "no prompt has two successful completions to compare");
+    CHECK(verdict.headline == "ERROR: the audit could not be judged: no prompt has two successful "
+                              "completions to compare");
   }
-  SUBCASE("max-unique names the worst prompt") {
-    GateConfig gates;
-    gates.max_unique = 3;
-    const auto verdict = judge(analysis, gates, std::nullopt);
-    CHECK_FALSE(verdict.passed);
-    CHECK(verdict.gates[0].message == "most distinct completions: 4 (prompt q7), limit 3 (--max-unique)");
-    gates.max_unique = 4;
-    CHECK(judge(analysis, gates, std::nullopt).passed);
+  SUBCASE("planned requests missing") {
+    const auto analysis = analysis_of(2, 0);
+    const auto verdict = judge_one(analysis, gates, RunFacts{10, 4, false, ""});
+    CHECK(verdict.status == VerdictStatus::error);
+    CHECK(verdict.errors.at(0) == "incomplete: 4 of 10 planned requests recorded");
   }
-  SUBCASE("max-unstable-rate") {
-    GateConfig gates;
-    gates.max_unstable_rate = 0.3;
-    CHECK(judge(analysis, gates, std::nullopt).passed);
-    gates.max_unstable_rate = 0.29;
-    CHECK_FALSE(judge(analysis, gates, std::nullopt).passed);
+  SUBCASE("interrupted") {
+    const auto analysis = analysis_of(2, 0);
+    const auto verdict = judge_one(analysis, gates, RunFacts{10, 4, true, ""});
+    CHECK(verdict.errors.at(0) == "interrupted: 4 of 10 planned requests recorded");
   }
-  SUBCASE("min-tara") {
-    GateConfig gates;
-    gates.min_tara = 0.8;
-    CHECK(judge(analysis, gates, 0.9).passed);
-    CHECK_FALSE(judge(analysis, gates, 0.7).passed);
-    CHECK_FALSE(judge(analysis, gates, std::nullopt).passed);
+  SUBCASE("the run stopped") {
+    const auto analysis = analysis_of(2, 0);
+    const auto verdict =
+        judge_one(analysis, gates, RunFacts{4, 4, false, "cannot connect to http://x"});
+    CHECK(verdict.status == VerdictStatus::error);
+    CHECK(verdict.errors.at(0) == "the run stopped: cannot connect to http://x");
   }
+}
+
+TEST_CASE("failed requests are a gate") {
+  auto analysis = analysis_of(4, 0, 1);
+  analysis.summary.failed_requests = 2;
+  analysis.summary.failure_reasons = {{"HTTP 503: overloaded", 1}, {"timed out", 1}};
+  const auto verdict = judge_one(analysis, GateConfig{});
+  CHECK(verdict.status == VerdictStatus::fail);
+  const auto* gate = gate_named(verdict, "max_failed_rate");
+  REQUIRE(gate != nullptr);
+  CHECK(gate->figure == doctest::Approx(0.25));
+  CHECK(gate->message == "2 of 8 requests failed after their retries (1 x HTTP 503: overloaded; "
+                         "1 x timed out), limit 0.000 (--max-failed-rate)");
+  GateConfig relaxed;
+  relaxed.max_failed_rate = 0.25;
+  CHECK(judge_one(analysis, relaxed).status == VerdictStatus::pass);
+}
+
+TEST_CASE("every scope is judged") {
+  const auto sweep = analysis_of(4, 0);
+  const auto long_probe = analysis_of(4, 1);
+  GateConfig gates;
+  gates.fail_on.unstable = true;
+  const auto verdict = judge({{0, ProbeKind::sweep, &sweep}, {0, ProbeKind::long_prompt, &long_probe}},
+                             std::nullopt, gates, complete_run(16));
+  CHECK(verdict.status == VerdictStatus::fail);
+  int failed = 0;
+  for (const auto& gate : verdict.gates) {
+    if (gate.passed) continue;
+    ++failed;
+    CHECK(gate.scope.probe == ProbeKind::long_prompt);
+    CHECK(gate.message == "endpoint 0, long: 1 of 4 judged prompts unstable (--fail-on unstable)");
+  }
+  CHECK(failed == 1);
+}
+
+TEST_CASE("fail-on fragile fails on unknown fragility") {
+  auto analysis = analysis_of(3, 0);
+  analysis.prompts[1].fragile.reset();
+  analysis.prompts[1].fragility_reason = "no logprobs";
+  analysis.summary.fragility_unknown_prompts = 1;
+  GateConfig gates;
+  gates.fail_on.fragile = true;
+  const auto verdict = judge_one(analysis, gates);
+  CHECK(verdict.status == VerdictStatus::fail);
+  CHECK(gate_named(verdict, "fail_on_fragile")->message ==
+        "0 of 3 prompts fragile, 1 of unknown fragility (prompt q1: no logprobs) (--fail-on fragile)");
+}
+
+TEST_CASE("fail-on disagree") {
+  const auto analysis = analysis_of(2, 0);
+  GateConfig gates;
+  gates.fail_on.disagree = true;
+  EndpointComparison comparison;
+  comparison.prompts = {PromptComparison{"q0", 0, true, {EndpointDivergence{1, true, true, {}}}},
+                        PromptComparison{"q1", 1, false, {EndpointDivergence{1, true, false, 3}}}};
+  comparison.agreeing_prompts = 1;
+  const auto verdict = judge({{0, ProbeKind::sweep, &analysis}, {1, ProbeKind::sweep, &analysis}},
+                             comparison, gates, complete_run(8));
+  CHECK(verdict.status == VerdictStatus::fail);
+  const auto* gate = gate_named(verdict, "fail_on_disagree");
+  CHECK(gate->message == "endpoint 1: 1 of 2 prompts have a reference completion other than "
+                         "endpoint 0's (or none), first: q1 (--fail-on disagree)");
+  CHECK(gate->scope.endpoint == 1);
+  CHECK(gate->figure == 1);
+  comparison.prompts[1].endpoints[0].agrees = true;
+  comparison.prompts[1].all_agree = true;
+  CHECK(judge({{0, ProbeKind::sweep, &analysis}}, comparison, gates, complete_run(4)).passed());
+  CHECK_FALSE(judge({{0, ProbeKind::sweep, &analysis}}, std::nullopt, gates, complete_run(4)).passed());
+}
+
+TEST_CASE("max-unique, max-unstable-rate and min-tara") {
+  auto analysis = analysis_of(10, 3, 1);
+  analysis.prompts[0].unique_completions = 4;
+  analysis.summary.tara = 0.9;
+  GateConfig gates;
+  gates.max_failed_rate = 1.0;
+  gates.max_unique = 3;
+  auto verdict = judge_one(analysis, gates);
+  CHECK(gate_named(verdict, "max_unique")->message ==
+        "most distinct completions: 4 (prompt q0), limit 3 (--max-unique)");
+  CHECK_FALSE(verdict.passed());
+  gates.max_unique = 4;
+  CHECK(judge_one(analysis, gates).passed());
+
+  gates = GateConfig{};
+  gates.max_unstable_rate = 3.0 / 9.0;
+  verdict = judge_one(analysis, gates);
+  // Over the 9 judged prompts: the inconclusive one is not counted stable.
+  CHECK(gate_named(verdict, "max_unstable_rate")->figure == doctest::Approx(3.0 / 9.0));
+  CHECK(verdict.passed());
+  gates.max_unstable_rate = 0.3;
+  CHECK_FALSE(judge_one(analysis, gates).passed());
+
+  gates = GateConfig{};
+  gates.min_tara = 0.8;
+  CHECK(judge_one(analysis, gates).passed());
+  gates.min_tara = 0.95;
+  CHECK_FALSE(judge_one(analysis, gates).passed());
 }

@@ -1,6 +1,7 @@
 // Shared by the dialect tests: the reference payloads and the stream bodies built from them.
 #pragma once
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -32,17 +33,48 @@ inline std::string sse_body(const nlohmann::ordered_json &events, bool done = tr
   return body;
 }
 
+// `text` with every JSON string "@<literal>@" written as the bare <literal>: the values
+// nlohmann_json will not write (NaN, Infinity, -Infinity, 1e400), put in a payload as strings.
+inline std::string with_literals(std::string text) {
+  std::size_t at = 0;
+  while ((at = text.find("\"@", at)) != std::string::npos) {
+    std::size_t end = text.find("@\"", at + 2);
+    if (end == std::string::npos) break;
+    text = text.substr(0, at) + text.substr(at + 2, end - at - 2) + text.substr(end + 2);
+  }
+  return text;
+}
+
+// Equal log probabilities, an unknown one (NaN) equal to another unknown one.
+inline bool same_logprob(double a, double b) {
+  return a == b || (std::isnan(a) && std::isnan(b));
+}
+
 // True when both completions carry the same text, tokens, logprobs and candidates.
 inline bool same_tokens(const core::Completion &a, const core::Completion &b) {
   if (a.text != b.text || a.tokens.size() != b.tokens.size()) return false;
   for (std::size_t i = 0; i < a.tokens.size(); ++i) {
     const auto &x = a.tokens[i];
     const auto &y = b.tokens[i];
-    if (x.token != y.token || x.logprob != y.logprob || x.top.size() != y.top.size()) return false;
+    if (x.token != y.token || !same_logprob(x.logprob, y.logprob) || x.top.size() != y.top.size())
+      return false;
     for (std::size_t j = 0; j < x.top.size(); ++j)
-      if (x.top[j].token != y.top[j].token || x.top[j].logprob != y.top[j].logprob) return false;
+      if (x.top[j].token != y.top[j].token || !same_logprob(x.top[j].logprob, y.top[j].logprob))
+        return false;
   }
   return true;
+}
+
+// NumberAnomalies{nan, infinity, negative_infinity, overflow, null}.
+inline core::NumberAnomalies numbers(int nan, int infinity, int negative_infinity, int overflow,
+                                     int null) {
+  core::NumberAnomalies counts;
+  counts.nan = nan;
+  counts.infinity = infinity;
+  counts.negative_infinity = negative_infinity;
+  counts.overflow = overflow;
+  counts.null = null;
+  return counts;
 }
 
 } // namespace llmrepro::probes::test

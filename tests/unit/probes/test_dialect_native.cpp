@@ -10,9 +10,11 @@
 using namespace llmrepro;
 using probes::Dialect;
 using probes::parse_response;
+using probes::test::numbers;
 using probes::test::read_format;
 using probes::test::same_tokens;
 using probes::test::sse_body;
+using probes::test::with_literals;
 using Json = nlohmann::ordered_json;
 
 namespace {
@@ -22,6 +24,64 @@ core::Completion parse_ok(Dialect dialect, const std::string &body, bool stream 
   INFO((result ? std::string() : result.error().message));
   REQUIRE(result.has_value());
   return *result;
+}
+
+// SGLang stream events for the reference response's meta_info: cumulative (each event repeats
+// the text and logprobs so far, the default) or incremental (each event has its own token).
+Json sglang_events(const Json &meta, bool incremental) {
+  Json events = Json::array();
+  std::string text;
+  for (std::size_t i = 0; i < 6; ++i) {
+    const Json &piece = meta["output_token_logprobs"][i][2];
+    text = incremental ? piece.get<std::string>() : text + piece.get<std::string>();
+    Json event{{"text", text}};
+    event["meta_info"]["finish_reason"] = i == 5 ? meta["finish_reason"] : Json();
+    event["meta_info"]["completion_tokens"] = i + 1;
+    event["meta_info"]["output_token_logprobs"] = Json::array();
+    event["meta_info"]["output_top_logprobs"] = Json::array();
+    for (std::size_t j = incremental ? i : 0; j <= i; ++j) {
+      event["meta_info"]["output_token_logprobs"].push_back(meta["output_token_logprobs"][j]);
+      event["meta_info"]["output_top_logprobs"].push_back(meta["output_top_logprobs"][j]);
+    }
+    events.push_back(event);
+  }
+  return events;
+}
+
+// TGI stream events, one token each, for the reference response's details; the last one
+// carries generated_text and the details summary.
+Json tgi_events(const Json &response) {
+  const Json &details = response["details"];
+  Json events = Json::array();
+  for (std::size_t i = 0; i < 3; ++i) {
+    Json event{{"index", i + 1},
+               {"token", details["tokens"][i]},
+               {"top_tokens", details["top_tokens"][i]},
+               {"generated_text", nullptr},
+               {"details", nullptr}};
+    if (i == 2) {
+      event["generated_text"] = response["generated_text"];
+      event["details"] =
+          Json{{"finish_reason", "eos_token"}, {"generated_tokens", 3}, {"seed", nullptr}};
+    }
+    events.push_back(event);
+  }
+  return events;
+}
+
+// The NDJSON stream of an Ollama /api/chat response: one line per logprobs entry, then the
+// final object.
+std::string ollama_stream(const Json &response) {
+  std::string body;
+  for (const auto &entry : response["logprobs"]) {
+    Json line{{"model", "qwen3:8b"}, {"done", false}, {"logprobs", Json::array({entry})}};
+    line["message"] = Json{{"role", "assistant"}, {"content", entry["token"]}};
+    body += line.dump() + "\r\n";
+  }
+  Json last{{"model", "qwen3:8b"}, {"done", true}, {"done_reason", "stop"}, {"eval_count", 7}};
+  last["message"] = Json{{"role", "assistant"}, {"content", ""}};
+  body += last.dump() + "\n";
+  return body;
 }
 
 } // namespace
@@ -75,6 +135,79 @@ TEST_CASE("parse_response llamacpp") {
     CHECK(completion.finish_reason == "eos");
     CHECK(completion.completion_tokens == 2);
   }
+  SUBCASE("NaN, infinities, overflow and null in every shape") {
+    // nlohmann::json, llama.cpp's JSON library, writes a non-finite float as null; a proxy in
+    // Python writes NaN and the infinities (json.dumps's default).
+    std::string body = with_literals(R"({"content":"abcd","stop":true,"stop_type":"limit",
+        "completion_probabilities":[
+        {"token":"a","logprob":NaN,"top_logprobs":[{"token":"a","logprob":NaN},
+                                                   {"token":"b","logprob":-Infinity}]},
+        {"token":"b","prob":null,"top_probs":[{"token":"b","prob":Infinity},
+                                              {"token":"c","prob":0.25}]},
+        {"content":"c","probs":[{"tok_str":"c","prob":1e400},{"tok_str":"d","prob":-1e400}]},
+        {"content":"d","probs":null}]})");
+    auto completion = parse_ok(Dialect::llamacpp, body);
+    REQUIRE(completion.tokens.size() == 4);
+    const auto &tokens = completion.tokens;
+    CHECK(std::isnan(tokens[0].logprob));
+    CHECK(tokens[0].top[0].token == "b");
+    CHECK(tokens[0].top[0].logprob == core::k_logprob_floor);
+    CHECK(std::isnan(tokens[0].top[1].logprob));
+    CHECK(std::isnan(tokens[1].logprob));
+    CHECK(tokens[1].top[0].token == "c");
+    CHECK(tokens[1].top[0].logprob == std::log(0.25));
+    CHECK(std::isnan(tokens[1].top[1].logprob));
+    // The old shape's sampled token takes its candidate's value, unknown here.
+    CHECK(std::isnan(tokens[2].logprob));
+    CHECK(tokens[2].top[0].token == "d");
+    CHECK(tokens[2].top[0].logprob == core::k_logprob_floor);
+    CHECK(std::isnan(tokens[2].top[1].logprob));
+    // No candidates at all: nothing to read the sampled token's value from.
+    CHECK(std::isnan(tokens[3].logprob));
+    CHECK(tokens[3].top.empty());
+    CHECK(completion.numbers == numbers(2, 1, 1, 2, 1));
+  }
+  SUBCASE("byte-fragment tokens are spelled by their bytes") {
+    // llama.cpp sends a token that is not whole UTF-8 as U+FFFD with its bytes beside it.
+    std::string body = R"({"content":"\u20ac","stop":true,"stop_type":"limit",
+        "completion_probabilities":[
+        {"id":1,"token":"\ufffd","bytes":[226,130],"logprob":-0.1,"top_logprobs":[
+          {"id":1,"token":"\ufffd","bytes":[226,130],"logprob":-0.1},
+          {"id":2,"token":"\ufffd","bytes":[226,128],"logprob":-2.0}]},
+        {"id":3,"token":"\ufffd","bytes":[172],"prob":0.5,"top_probs":[
+          {"id":3,"token":"\ufffd","bytes":[172],"prob":0.5},
+          {"id":4,"token":"!","bytes":[33],"prob":0.25}]}]})";
+    auto completion = parse_ok(Dialect::llamacpp, body);
+    REQUIRE(completion.tokens.size() == 2);
+    CHECK(completion.tokens[0].token == "bytes:\\xe2\\x82");
+    CHECK(completion.tokens[0].top[1].token == "bytes:\\xe2\\x80");
+    CHECK(*completion.tokens[0].greedy());
+    CHECK(completion.tokens[1].token == "bytes:\\xac");
+    CHECK(completion.tokens[1].top[1].token == "!");
+    CHECK(*completion.tokens[1].greedy());
+    CHECK(core::tokens_match_text(completion));
+  }
+  SUBCASE("NaN and null in a stream, not counted twice when an old server repeats them") {
+    Json response = Json::parse(read_format("llamacpp_completion_native_n_probs.json"));
+    auto &probabilities = response["completion_probabilities"];
+    probabilities[0]["top_logprobs"][1]["logprob"] = "@-Infinity@";
+    probabilities[1]["logprob"] = nullptr;
+    probabilities[2]["top_logprobs"][1]["logprob"] = "@NaN@";
+    auto whole = parse_ok(Dialect::llamacpp, with_literals(response.dump()));
+    CHECK(whole.numbers == numbers(1, 0, 1, 0, 1));
+    Json events = Json::array();
+    for (const auto &probability : probabilities)
+      events.push_back(Json{{"content", probability["token"]},
+                            {"stop", false},
+                            {"completion_probabilities", Json::array({probability})}});
+    events.push_back(Json{{"content", ""},
+                          {"stop", true},
+                          {"stop_type", "limit"},
+                          {"completion_probabilities", probabilities}});
+    auto streamed = parse_ok(Dialect::llamacpp, with_literals(sse_body(events, false)), true);
+    CHECK(same_tokens(whole, streamed));
+    CHECK(streamed.numbers == whole.numbers);
+  }
   SUBCASE("stream, one token per event") {
     auto whole =
         parse_ok(Dialect::llamacpp, read_format("llamacpp_completion_native_n_probs.json"));
@@ -117,37 +250,41 @@ TEST_CASE("parse_response sglang") {
   Json response = Json::parse(read_format("sglang_generate_logprobs.json"));
   const Json &meta = response["meta_info"];
   SUBCASE("cumulative stream: the last event is the completion") {
-    Json events = Json::array();
-    std::string text;
-    for (std::size_t i = 0; i < 6; ++i) {
-      text += meta["output_token_logprobs"][i][2].get<std::string>();
-      Json event{{"text", text}};
-      event["meta_info"]["finish_reason"] = i == 5 ? meta["finish_reason"] : Json();
-      event["meta_info"]["completion_tokens"] = i + 1;
-      event["meta_info"]["output_token_logprobs"] = Json::array();
-      event["meta_info"]["output_top_logprobs"] = Json::array();
-      for (std::size_t j = 0; j <= i; ++j) {
-        event["meta_info"]["output_token_logprobs"].push_back(meta["output_token_logprobs"][j]);
-        event["meta_info"]["output_top_logprobs"].push_back(meta["output_top_logprobs"][j]);
-      }
-      events.push_back(event);
-    }
-    auto streamed = parse_ok(Dialect::sglang, sse_body(events), true);
+    auto streamed = parse_ok(Dialect::sglang, sse_body(sglang_events(meta, false)), true);
     CHECK(same_tokens(whole, streamed));
     CHECK(streamed.finish_reason == "length");
   }
   SUBCASE("incremental stream: events are joined") {
-    Json events = Json::array();
-    for (std::size_t i = 0; i < 6; ++i) {
-      Json event{{"text", meta["output_token_logprobs"][i][2]}};
-      event["meta_info"]["finish_reason"] = i == 5 ? meta["finish_reason"] : Json();
-      event["meta_info"]["completion_tokens"] = i + 1;
-      event["meta_info"]["output_token_logprobs"] = Json::array({meta["output_token_logprobs"][i]});
-      event["meta_info"]["output_top_logprobs"] = Json::array({meta["output_top_logprobs"][i]});
-      events.push_back(event);
-    }
-    auto streamed = parse_ok(Dialect::sglang, sse_body(events), true);
+    auto streamed = parse_ok(Dialect::sglang, sse_body(sglang_events(meta, true)), true);
     CHECK(same_tokens(whole, streamed));
+  }
+  SUBCASE("null, NaN and -Infinity in the triples, whole and streamed") {
+    // orjson, which SGLang's server encodes its responses with, writes NaN and the infinities
+    // as null; NaN and -Infinity are a Python json.dumps proxy's spelling.
+    Json &wild = response["meta_info"];
+    wild["output_token_logprobs"][0][0] = nullptr;
+    wild["output_top_logprobs"][0][0][0] = nullptr;
+    wild["output_top_logprobs"][1][1][0] = "@NaN@";
+    wild["output_top_logprobs"][2] = nullptr;
+    wild["output_top_logprobs"][3][1][0] = "@-Infinity@";
+    auto completion = parse_ok(Dialect::sglang, with_literals(response.dump()));
+    const auto &tokens = completion.tokens;
+    REQUIRE(tokens.size() == 6);
+    CHECK(std::isnan(tokens[0].logprob));
+    CHECK(tokens[0].top[0].token == " Richard");
+    CHECK(std::isnan(tokens[0].top[1].logprob));
+    CHECK(std::isnan(tokens[1].top[1].logprob));
+    CHECK(tokens[2].top.empty());
+    CHECK(tokens[3].top[1].logprob == core::k_logprob_floor);
+    CHECK(completion.numbers == numbers(1, 0, 1, 0, 2));
+    // Cumulative events repeat the logprobs so far: only the last event's are counted.
+    for (bool incremental : {false, true}) {
+      CAPTURE(incremental);
+      auto streamed = parse_ok(Dialect::sglang,
+                               with_literals(sse_body(sglang_events(wild, incremental))), true);
+      CHECK(same_tokens(completion, streamed));
+      CHECK(streamed.numbers == completion.numbers);
+    }
   }
   SUBCASE("text absent from the triples: token ids") {
     response["meta_info"]["output_token_logprobs"][0][2] = nullptr;
@@ -173,19 +310,27 @@ TEST_CASE("parse_response ollama") {
     CHECK(completion.tokens[4].token == " is");
     CHECK(completion.tokens[4].top[1].token == ",");
   }
+  SUBCASE("NaN, Infinity, overflow and null top_logprobs, whole and streamed") {
+    Json response = Json::parse(read_format("ollama_chat_logprobs.json"));
+    auto &logprobs = response["logprobs"];
+    logprobs[0]["logprob"] = "@NaN@";
+    logprobs[1]["top_logprobs"][1]["logprob"] = "@Infinity@";
+    logprobs[2]["top_logprobs"] = nullptr;
+    logprobs[3]["top_logprobs"][1]["logprob"] = "@1e400@";
+    auto whole = parse_ok(Dialect::ollama, with_literals(response.dump()));
+    CHECK(std::isnan(whole.tokens[0].logprob));
+    CHECK(std::isnan(whole.tokens[1].top[1].logprob));
+    CHECK(whole.tokens[2].top.empty());
+    CHECK(std::isnan(whole.tokens[3].top[1].logprob));
+    CHECK(whole.numbers == numbers(1, 1, 0, 1, 0));
+    auto streamed = parse_ok(Dialect::ollama, with_literals(ollama_stream(response)), true);
+    CHECK(same_tokens(whole, streamed));
+    CHECK(streamed.numbers == whole.numbers);
+  }
   SUBCASE("NDJSON stream") {
     auto whole = parse_ok(Dialect::ollama, read_format("ollama_chat_logprobs.json"));
     Json response = Json::parse(read_format("ollama_chat_logprobs.json"));
-    std::string body;
-    for (const auto &entry : response["logprobs"]) {
-      Json line{{"model", "qwen3:8b"}, {"done", false}, {"logprobs", Json::array({entry})}};
-      line["message"] = Json{{"role", "assistant"}, {"content", entry["token"]}};
-      body += line.dump() + "\r\n";
-    }
-    Json last{{"model", "qwen3:8b"}, {"done", true}, {"done_reason", "stop"}, {"eval_count", 7}};
-    last["message"] = Json{{"role", "assistant"}, {"content", ""}};
-    body += last.dump() + "\n";
-    auto streamed = parse_ok(Dialect::ollama, body, true);
+    auto streamed = parse_ok(Dialect::ollama, ollama_stream(response), true);
     CHECK(same_tokens(whole, streamed));
     CHECK(streamed.finish_reason == "stop");
     CHECK(streamed.completion_tokens == 7);
@@ -206,24 +351,33 @@ TEST_CASE("parse_response tgi") {
   }
   SUBCASE("stream") {
     Json response = Json::parse(read_format("tgi_generate_details_top_tokens.json"));
-    const Json &details = response["details"];
-    Json events = Json::array();
-    for (std::size_t i = 0; i < 3; ++i) {
-      Json event{{"index", i + 1},
-                 {"token", details["tokens"][i]},
-                 {"top_tokens", details["top_tokens"][i]},
-                 {"generated_text", nullptr},
-                 {"details", nullptr}};
-      if (i == 2) {
-        event["generated_text"] = response["generated_text"];
-        event["details"] =
-            Json{{"finish_reason", "eos_token"}, {"generated_tokens", 3}, {"seed", nullptr}};
-      }
-      events.push_back(event);
-    }
-    auto streamed = parse_ok(Dialect::tgi, sse_body(events, false), true);
+    auto streamed = parse_ok(Dialect::tgi, sse_body(tgi_events(response), false), true);
     CHECK(same_tokens(whole, streamed));
     CHECK(streamed.finish_reason == "eos_token");
+  }
+  SUBCASE("null and NaN logprobs and a null top_tokens entry, whole and streamed") {
+    // TGI's OpenAPI schema declares Token.logprob nullable.
+    Json response = Json::parse(read_format("tgi_generate_details_top_tokens.json"));
+    auto &details = response["details"];
+    details["tokens"][0]["logprob"] = nullptr;
+    details["top_tokens"][0][0]["logprob"] = nullptr;
+    details["tokens"][1]["logprob"] = "@NaN@";
+    details["top_tokens"][1] = nullptr;
+    details["top_tokens"][2][1]["logprob"] = "@-Infinity@";
+    auto completion = parse_ok(Dialect::tgi, with_literals(response.dump()));
+    const auto &tokens = completion.tokens;
+    REQUIRE(tokens.size() == 3);
+    CHECK(std::isnan(tokens[0].logprob));
+    CHECK(tokens[0].top[0].token == " the");
+    CHECK(std::isnan(tokens[0].top[1].logprob));
+    CHECK(std::isnan(tokens[1].logprob));
+    CHECK(tokens[1].top.empty());
+    CHECK(tokens[2].top[1].logprob == core::k_logprob_floor);
+    CHECK(completion.numbers == numbers(1, 0, 1, 0, 2));
+    auto streamed =
+        parse_ok(Dialect::tgi, with_literals(sse_body(tgi_events(response), false)), true);
+    CHECK(same_tokens(completion, streamed));
+    CHECK(streamed.numbers == completion.numbers);
   }
   SUBCASE("without top_n_tokens: no candidates") {
     Json response = Json::parse(read_format("tgi_generate_details_top_tokens.json"));

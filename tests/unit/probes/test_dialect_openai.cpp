@@ -1,4 +1,6 @@
 // parse_response() for the OpenAI-compatible dialects, against the reference payloads.
+#include <cmath>
+
 #include <doctest/doctest.h>
 
 #include "core/logprob_floor.hpp"
@@ -8,8 +10,11 @@
 using namespace llmrepro;
 using probes::Dialect;
 using probes::parse_response;
+using probes::test::numbers;
 using probes::test::read_format;
+using probes::test::same_tokens;
 using probes::test::sse_body;
+using probes::test::with_literals;
 using Json = nlohmann::ordered_json;
 
 namespace {
@@ -37,6 +42,120 @@ void check_paris_tokens(const core::Completion &completion) {
   CHECK(completion.tokens[6].token == ".");
   CHECK(completion.tokens[6].top[1].token == ".\n");
   CHECK(*completion.tokens[6].gap() == -0.0312 - -3.4874);
+}
+
+// The bytes of a token string, as an OpenAI `bytes` list.
+Json utf8_bytes(const Json &token) {
+  Json bytes = Json::array();
+  for (char c : token.get<std::string>())
+    bytes.push_back(static_cast<unsigned char>(c));
+  return bytes;
+}
+
+// The chat chunks a stream of `response` (a whole chat completion) would carry: a role chunk,
+// one chunk per token with its logprobs entry, and a last chunk with the finish reason.
+Json chunks_of(const Json &response) {
+  Json chunks = Json::array();
+  chunks.push_back(Json::parse(
+      R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]})"));
+  for (const auto &entry : response["choices"][0]["logprobs"]["content"]) {
+    Json chunk = Json::parse(R"({"choices":[{"index":0,"finish_reason":null}]})");
+    chunk["choices"][0]["delta"]["content"] = entry["token"];
+    chunk["choices"][0]["logprobs"]["content"] = Json::array({entry});
+    chunks.push_back(chunk);
+  }
+  chunks.push_back(Json::parse(
+      R"({"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"system_fingerprint":"fp_560af6e559"})"));
+  return chunks;
+}
+
+// The reference chat response with every kind of number endpoints write in the wild for a log
+// probability, as "@literal@" strings for with_literals(): Python's json.dumps writes NaN,
+// Infinity and -Infinity for non-finite floats (allow_nan is its default), 1e400 is past a
+// double's range, and null is what a server sends that has no value.
+Json wild_numbers_response() {
+  Json body = Json::parse(read_format("openai_chat_completion_logprobs.json"));
+  auto &content = body["choices"][0]["logprobs"]["content"];
+  content[0]["logprob"] = "@NaN@";
+  content[0]["top_logprobs"][0]["logprob"] = "@NaN@";
+  content[1]["top_logprobs"][1]["logprob"] = "@-Infinity@";
+  content[2]["top_logprobs"][1]["logprob"] = "@Infinity@";
+  content[3]["top_logprobs"][1]["logprob"] = "@-1e400@";
+  content[4]["top_logprobs"][1]["logprob"] = "@1e400@";
+  content[5]["logprob"] = nullptr;
+  content[5]["top_logprobs"] = nullptr;
+  content[6]["top_logprobs"] = Json::array();
+  return body;
+}
+
+// What wild_numbers_response() reads as: -Infinity and -1e400 are the floor, the others unknown
+// (sorted last), a null or empty top_logprobs no candidates, and each literal counted.
+void check_wild_numbers(const core::Completion &completion) {
+  REQUIRE(completion.tokens.size() == 7);
+  CHECK(completion.text == "The capital of France is Paris.");
+  CHECK(core::tokens_match_text(completion));
+  const auto &tokens = completion.tokens;
+  CHECK(std::isnan(tokens[0].logprob));
+  REQUIRE(tokens[0].top.size() == 2);
+  CHECK(tokens[0].top[0].token == "Paris"); // the unknown "The" sorts last
+  CHECK(tokens[0].top[0].logprob == -5.6312);
+  CHECK(tokens[0].top[1].token == "The");
+  CHECK(std::isnan(tokens[0].top[1].logprob));
+  CHECK_FALSE(tokens[0].gap().has_value());
+  CHECK_FALSE(tokens[0].greedy().has_value());
+  CHECK(tokens[1].top[1].logprob == core::k_logprob_floor);
+  CHECK(*tokens[1].gap() == -2.1e-05 - core::k_logprob_floor);
+  CHECK(*tokens[1].greedy());
+  CHECK(tokens[2].top[1].token == " city");
+  CHECK(std::isnan(tokens[2].top[1].logprob));
+  CHECK_FALSE(tokens[2].gap().has_value());
+  CHECK(*tokens[2].greedy());
+  CHECK(tokens[3].top[1].logprob == core::k_logprob_floor);
+  CHECK(std::isnan(tokens[4].top[1].logprob));
+  CHECK(std::isnan(tokens[5].logprob));
+  CHECK(tokens[5].top.empty());
+  CHECK(tokens[6].logprob == -0.0312);
+  CHECK(tokens[6].top.empty());
+  CHECK(completion.numbers == numbers(2, 1, 1, 2, 1));
+  CHECK(completion.numbers.total() == 7);
+}
+
+// One generated character, "\u20ac" (E2 82 AC), split over two byte-fragment tokens that the
+// endpoint sends as U+FFFD with their real bytes beside them, as OpenAI and llama.cpp do.
+Json byte_fragment_entries() {
+  return Json::parse(R"([
+    {"token":"\ufffd","logprob":-0.1,"bytes":[226,130],"top_logprobs":[
+      {"token":"\ufffd","logprob":-0.1,"bytes":[226,130]},
+      {"token":"\ufffd","logprob":-2.5,"bytes":[226,128]},
+      {"token":"\u00e9","logprob":-3.0,"bytes":[195,169]},
+      {"token":"\ufffd","logprob":-4.0,"bytes":[239,191,189]},
+      {"token":"x","logprob":-5.0}]},
+    {"token":"\ufffd","logprob":-0.2,"bytes":[172],"top_logprobs":[
+      {"token":"\ufffd","logprob":-0.2,"bytes":[172]},
+      {"token":"!","logprob":-1.5,"bytes":null}]}])");
+}
+
+// What byte_fragment_entries() read as: OpenAI's "bytes:\xe2\x82" spelling wherever the bytes
+// are not the UTF-8 of the token string, the string wherever they are or are absent.
+void check_byte_fragments(const core::Completion &completion) {
+  REQUIRE(completion.tokens.size() == 2);
+  const auto &first = completion.tokens[0];
+  CHECK(first.token == "bytes:\\xe2\\x82");
+  REQUIRE(first.top.size() == 5);
+  CHECK(first.top[0].token == "bytes:\\xe2\\x82");
+  CHECK(first.top[1].token == "bytes:\\xe2\\x80");
+  CHECK(first.top[2].token == "\u00e9");
+  CHECK(first.top[3].token == "\ufffd"); // a real U+FFFD: its bytes are its UTF-8
+  CHECK(first.top[4].token == "x");
+  CHECK(*first.greedy()); // the sampled token is still found among its candidates
+  CHECK(core::token_bytes(first.token) == "\xe2\x82");
+  const auto &second = completion.tokens[1];
+  CHECK(second.token == "bytes:\\xac");
+  CHECK(second.top[0].token == "bytes:\\xac");
+  CHECK(second.top[1].token == "!");
+  CHECK(*second.greedy());
+  CHECK(completion.text == "\u20ac");
+  CHECK(core::tokens_match_text(completion));
 }
 
 } // namespace
@@ -103,6 +222,25 @@ TEST_CASE("parse_response openai-chat") {
     CHECK(completion.tokens[0].top[1].token == "The");
     CHECK(*completion.tokens[0].gap() == -0.6 - -0.9);
   }
+  SUBCASE("NaN, infinities, overflow and null are mapped and counted, never an error") {
+    std::string body = with_literals(wild_numbers_response().dump());
+    check_wild_numbers(parse_ok(Dialect::openai_chat, body));
+  }
+  SUBCASE("byte-fragment tokens are spelled by their bytes") {
+    Json body = Json::parse(read_format("openai_chat_completion_logprobs.json"));
+    body["choices"][0]["message"]["content"] = "\u20ac";
+    body["choices"][0]["logprobs"]["content"] = byte_fragment_entries();
+    check_byte_fragments(parse_ok(Dialect::openai_chat, body.dump()));
+  }
+  SUBCASE("vLLM's bytes, the UTF-8 of its token strings, keep the strings") {
+    Json body = Json::parse(read_format("vllm_chat_completion_logprobs.json"));
+    for (auto &entry : body["choices"][0]["logprobs"]["content"]) {
+      entry["bytes"] = utf8_bytes(entry["token"]);
+      for (auto &candidate : entry["top_logprobs"])
+        candidate["bytes"] = utf8_bytes(candidate["token"]);
+    }
+    check_paris_tokens(parse_ok(Dialect::openai_chat, body.dump()));
+  }
   SUBCASE("no logprobs: text only") {
     Json body = Json::parse(read_format("openai_chat_completion_logprobs.json"));
     body["choices"][0]["logprobs"] = nullptr;
@@ -142,6 +280,30 @@ TEST_CASE("parse_response openai-completions") {
     CHECK(completion.tokens[3].token == " York");
     CHECK(completion.finish_reason == "length");
     CHECK(completion.system_fingerprint == "vllm-0.31.0-3f9c2a71");
+  }
+  SUBCASE("NaN, infinities, overflow and null in the parallel arrays and maps") {
+    // OpenAI's legacy API itself sends null for a token without a logprob (the first prompt
+    // token under echo) and for its map.
+    std::string body = with_literals(R"({"choices":[{"text":"abc","finish_reason":"length",
+        "logprobs":{"tokens":["a","b","c"],"token_logprobs":[NaN,null,-0.5],
+        "top_logprobs":[{"a":"@Infinity@","z":-Infinity},null,
+                        {"c":-0.5,"d":1e400,"e":-1e400}]}}]})");
+    auto completion = parse_ok(Dialect::openai_completions, body);
+    REQUIRE(completion.tokens.size() == 3);
+    CHECK(std::isnan(completion.tokens[0].logprob));
+    REQUIRE(completion.tokens[0].top.size() == 2);
+    CHECK(completion.tokens[0].top[0].token == "z");
+    CHECK(completion.tokens[0].top[0].logprob == core::k_logprob_floor);
+    CHECK(std::isnan(completion.tokens[0].top[1].logprob));
+    CHECK(std::isnan(completion.tokens[1].logprob));
+    CHECK(completion.tokens[1].top.empty());
+    REQUIRE(completion.tokens[2].top.size() == 3);
+    CHECK(completion.tokens[2].top[0].token == "c");
+    CHECK(completion.tokens[2].top[1].token == "e");
+    CHECK(completion.tokens[2].top[1].logprob == core::k_logprob_floor);
+    CHECK(completion.tokens[2].top[2].token == "d");
+    CHECK(std::isnan(completion.tokens[2].top[2].logprob));
+    CHECK(completion.numbers == numbers(1, 1, 1, 2, 1));
   }
   SUBCASE("legacy map order is the endpoint's before sorting") {
     // Keys out of logprob order and out of alphabetical order: only a sort gets this right.
@@ -194,21 +356,36 @@ TEST_CASE("parse_response openai streams") {
     auto whole =
         parse_ok(Dialect::openai_chat, read_format("openai_chat_completion_logprobs.json"));
     Json response = Json::parse(read_format("openai_chat_completion_logprobs.json"));
-    Json chunks = Json::array();
-    chunks.push_back(Json::parse(
-        R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]})"));
-    for (const auto &entry : response["choices"][0]["logprobs"]["content"]) {
-      Json chunk = Json::parse(R"({"choices":[{"index":0,"finish_reason":null}]})");
-      chunk["choices"][0]["delta"]["content"] = entry["token"];
-      chunk["choices"][0]["logprobs"]["content"] = Json::array({entry});
-      chunks.push_back(chunk);
-    }
-    chunks.push_back(Json::parse(
-        R"({"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"system_fingerprint":"fp_560af6e559"})"));
-    auto streamed = parse_ok(Dialect::openai_chat, sse_body(chunks), true);
-    CHECK(probes::test::same_tokens(whole, streamed));
+    auto streamed = parse_ok(Dialect::openai_chat, sse_body(chunks_of(response)), true);
+    CHECK(same_tokens(whole, streamed));
     CHECK(streamed.finish_reason == "stop");
     CHECK(streamed.completion_tokens == 7);
+  }
+  SUBCASE("NaN, infinities, overflow and null in a stream, counted over its chunks") {
+    auto streamed = parse_ok(Dialect::openai_chat,
+                             with_literals(sse_body(chunks_of(wild_numbers_response()))), true);
+    check_wild_numbers(streamed);
+  }
+  SUBCASE("byte-fragment tokens in a stream") {
+    Json response = Json::parse(read_format("openai_chat_completion_logprobs.json"));
+    response["choices"][0]["logprobs"]["content"] = byte_fragment_entries();
+    Json chunks = chunks_of(response);
+    // The text deltas are the endpoint's text: the two fragments make one character, sent once.
+    chunks[1]["choices"][0]["delta"]["content"] = "\u20ac";
+    chunks[2]["choices"][0]["delta"]["content"] = "";
+    check_byte_fragments(parse_ok(Dialect::openai_chat, sse_body(chunks), true));
+  }
+  SUBCASE("a chunk with text and logprobs null keeps its text; the tokens lack it") {
+    Json response = Json::parse(read_format("openai_chat_completion_logprobs.json"));
+    Json chunks = chunks_of(response);
+    chunks[3]["choices"][0]["logprobs"] = nullptr; // " of"
+    auto streamed = parse_ok(Dialect::openai_chat, sse_body(chunks), true);
+    CHECK(streamed.text == "The capital of France is Paris.");
+    CHECK(streamed.has_logprobs);
+    REQUIRE(streamed.tokens.size() == 6);
+    CHECK(streamed.tokens[2].token == " France");
+    CHECK_FALSE(core::tokens_match_text(streamed));
+    CHECK(streamed.numbers.total() == 0);
   }
   SUBCASE("legacy completions stream") {
     auto whole =

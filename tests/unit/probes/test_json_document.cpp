@@ -40,6 +40,11 @@ void check_same(const JsonDocument &document, std::uint32_t index, const Json &j
     break;
   case JsonType::number:
     REQUIRE(json.is_number());
+    // NaN and the like were read as 0 by the DOM parser (see stand_ins()).
+    if (node.number != JsonNumber::finite) {
+      CHECK(json.get<double>() == 0.0);
+      break;
+    }
     // An integer literal past 64 bits was a double in the DOM; the value is the same.
     if (!json.is_number_float()) CHECK(node.flag);
     CHECK(std::strtod(std::string(node.text).c_str(), nullptr) == json.get<double>());
@@ -64,16 +69,31 @@ void check_same(const JsonDocument &document, std::uint32_t index, const Json &j
   }
 }
 
-// parse_document() and parse_json() agree on `text`: both accept it with the same values, or
-// both throw the same message.
+// `text` with the literals outside strict JSON that the tape parser accepts (NaN, Infinity,
+// -Infinity, numbers past a double's range) overwritten by "0" and spaces, the same length.
+std::string stand_ins(const std::string &text) {
+  JsonDocument document;
+  (void)document.parse(text, k_max_json_depth);
+  std::string strict = text;
+  for (const JsonSpan &span : document.nonstandard_numbers()) {
+    strict.replace(span.offset, span.length, span.length, ' ');
+    strict[span.offset] = '0';
+  }
+  return strict;
+}
+
+// parse_document() on `text` and parse_json() on stand_ins(text) agree: both accept it with
+// the same values (0 for the stand-ins), or both throw the same message. Without such literals
+// the two parse the same text.
 void check_agrees(const std::string &text) {
   INFO("text: ", text);
-  std::string legacy = outcome([&] { (void)parse_json(text, "event 2: "); });
+  const std::string strict = stand_ins(text);
+  std::string legacy = outcome([&] { (void)parse_json(strict, "event 2: "); });
   std::string fast = outcome([&] { (void)parse_document(text, "event 2: "); });
   CHECK(fast == legacy);
   if (legacy != "ok" || fast != "ok") return;
   JsonDocument document = parse_document(text);
-  check_same(document, 0, parse_json(text));
+  check_same(document, 0, parse_json(strict));
 }
 
 std::string nested(int depth) {
@@ -146,28 +166,84 @@ TEST_CASE("JsonDocument") {
     for (const auto &text : texts)
       check_agrees(text);
   }
+  SUBCASE("accepts the numbers endpoints write beyond strict JSON, which the DOM parser rejects") {
+    // Python's json.dumps writes NaN, Infinity and -Infinity for non-finite floats (allow_nan
+    // is its default); a server that prints a double's range past its own writes 1e400.
+    const std::vector<std::pair<std::string, JsonNumber>> values = {
+        {"NaN", JsonNumber::nan},
+        {"Infinity", JsonNumber::infinity},
+        {"-Infinity", JsonNumber::negative_infinity},
+        {"1e400", JsonNumber::overflow},
+        {"-1e309", JsonNumber::negative_overflow},
+        {"1.5E+999", JsonNumber::overflow},
+        {std::string(400, '9'), JsonNumber::overflow},
+        {"-1" + std::string(320, '0'), JsonNumber::negative_overflow}};
+    for (const auto &[literal, kind] : values) {
+      const std::string text = R"({"logprob":)" + literal + R"(,"next":[)" + literal + "]}";
+      INFO("text: ", text);
+      CHECK(outcome([&] { (void)parse_json(text); }) != "ok");
+      JsonDocument document = parse_document(text);
+      JsonView root(document);
+      CHECK(root.at("logprob").number_kind() == kind);
+      CHECK(root.at("next").at(0).number_kind() == kind);
+      CHECK(outcome([&] { (void)root.at("logprob").number(); }) ==
+            "ParseFailure: field logprob must be a finite number");
+      CHECK(outcome([&] { (void)root.at("logprob").integer(); }) ==
+            "ParseFailure: field logprob must be an integer");
+      REQUIRE(document.nonstandard_numbers().size() == 2);
+      CHECK(document.nonstandard_numbers()[0].offset == 11);
+      CHECK(document.nonstandard_numbers()[0].length == literal.size());
+    }
+    CHECK(parse_document("1e308").nonstandard_numbers().empty());
+    CHECK(JsonView(parse_document("1e-400")).number_kind() == JsonNumber::finite);
+    CHECK(JsonView(parse_document(" NaN ")).number_kind() == JsonNumber::nan);
+    CHECK(outcome([&] { (void)JsonView(parse_document("\"NaN\"")).number_kind(); }) ==
+          "ParseFailure: body must be a number");
+  }
+  SUBCASE("rejects them elsewhere with the DOM parser's message, and names the real fault") {
+    // Only the exact spellings, and only as values: everything else is rejected as before.
+    for (const std::string text :
+         {"[nan]", "[NAN]", "[-NaN]", "[+Infinity]", "[Inf]", "[-Inf]", "[Infinit]", "[infinity]",
+          "{NaN:1}", "[NaNa]", "[-Infinityx]", "NaN NaN", "[1e400e1]", "[NaN1]", "[Infinity.5]",
+          "[NaNe5]", "[1e400.5]"})
+      check_agrees(text);
+    // A response broken after such a value is reported at its fault (the "]" after "1e400,",
+    // byte 39 as the DOM parser counts from 1), not at the value.
+    const std::string broken = R"({"logprob":NaN,"top":[-Infinity,1e400,],"x":1})";
+    CHECK(outcome([&] { (void)parse_document(broken, "event 2: "); }) ==
+          "ParseFailure: event 2: malformed JSON at byte 39");
+    check_agrees(broken);
+    check_agrees(R"({"a":[NaN,Infinity,-Infinity,1e400,-1e400,0.5],"b":"NaN"})");
+  }
   SUBCASE("agrees with the DOM parser on mutations of a response") {
-    const std::string seed =
+    // Up to three random edits of `seed` with characters of `alphabet`, `count` times.
+    const auto mutations = [](const std::string &seed, const std::string &alphabet, int count) {
+      std::mt19937 random(7);
+      for (int i = 0; i < count; ++i) {
+        std::string text = seed;
+        int edits = 1 + static_cast<int>(random() % 3);
+        for (int e = 0; e < edits && !text.empty(); ++e) {
+          std::size_t at = random() % text.size();
+          char c = alphabet[random() % alphabet.size()];
+          switch (random() % 3) {
+          case 0: text[at] = c; break;
+          case 1: text.erase(at, 1); break;
+          default: text.insert(at, 1, c); break;
+          }
+        }
+        check_agrees(text);
+      }
+    };
+    mutations(
         R"({"id":"c-1","choices":[{"index":0,"message":{"content":"Hi \u00e9 there"},)"
         R"("logprobs":{"content":[{"token":"Hi","logprob":-0.25,"bytes":[72,105],)"
         R"("top_logprobs":[{"token":"Hi","logprob":-0.25},{"token":"Hey","logprob":-1.5e0}]}]},)"
-        R"("finish_reason":"length"}],"usage":{"completion_tokens":1},"x":null,"y":true})";
-    const std::string alphabet = "{}[]\",:\\-+.eE0123456789 tfnu\xC3\xA9\xFF";
-    std::mt19937 random(7);
-    for (int i = 0; i < 3000; ++i) {
-      std::string text = seed;
-      int edits = 1 + static_cast<int>(random() % 3);
-      for (int e = 0; e < edits && !text.empty(); ++e) {
-        std::size_t at = random() % text.size();
-        char c = alphabet[random() % alphabet.size()];
-        switch (random() % 3) {
-        case 0: text[at] = c; break;
-        case 1: text.erase(at, 1); break;
-        default: text.insert(at, 1, c); break;
-        }
-      }
-      check_agrees(text);
-    }
+        R"("finish_reason":"length"}],"usage":{"completion_tokens":1},"x":null,"y":true})",
+        "{}[]\",:\\-+.eE0123456789 tfnu\xC3\xA9\xFF", 3000);
+    // The same around the literals beyond strict JSON.
+    mutations(R"({"logprob":NaN,"top_logprobs":[{"token":"a","logprob":-Infinity},)"
+              R"({"token":"b","logprob":Infinity},{"token":"c","logprob":-1e400}],"n":null})",
+              "{}[]\",:-+.eE0149 NaIfinty", 3000);
   }
   SUBCASE("a duplicate member keeps the first position and the last value") {
     JsonDocument document = parse_document(R"({"a":1,"b":2,"a":3})");

@@ -1,7 +1,9 @@
 // A hand-built AuditReport with known values for the JSON and terminal renderers: every field is
 // set by hand, so the tests check the renderers alone, not the analysis.
-// Prompt "queens" diverges at token 102, "stable" is stable but fragile, "hostile" carries
-// terminal escapes and invalid UTF-8 in its id and completion.
+// Prompt "queens" diverges at token 102 (unstable, fragile), "stable" gave one completion but a
+// request failed (so it is inconclusive) and is fragile, "hostile" carries terminal escapes and
+// invalid UTF-8 in its id and completion, was compared as text (no tokens) and its fragility is
+// unknown. The verdict fails 2 of 3 gates; two warnings, one with a hostile model name.
 #pragma once
 
 #include <limits>
@@ -22,6 +24,10 @@ struct ReportFixture {
 
 inline const std::string k_hostile_prompt_id = "hostile\x1b[2J\x1b]0;pwned\x07";
 inline const std::string k_hostile_token = "\x1b[31mred\r\n\xff";
+inline const std::string k_hostile_model = "evil\x1b[2J";
+inline const std::string k_fixture_headline =
+    "FAIL: 2 of 3 gates failed: 2 of 2 judged prompts unstable, 1 inconclusive (--fail-on "
+    "unstable)";
 
 inline std::unique_ptr<ReportFixture> make_report_fixture() {
   auto fixture = std::make_unique<ReportFixture>();
@@ -30,8 +36,9 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   data.config.model = "tiny";
   data.config.runs = 3;
   data.config.levels = {1, 8};
-  data.config.gates.fail_on = core::FailOn::unstable;
+  data.config.gates.fail_on.unstable = true;
   data.config.gates.max_unique = 2;
+  data.config.gates.max_failed_rate = 0.1;
   data.config.seed = 42;
   data.config.shard_index = 0;
   data.config.shard_count = 2;
@@ -62,13 +69,26 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   summary.prompts = 3;
   summary.requests = 18;
   summary.failed_requests = 1;
+  summary.failure_reasons = {{"HTTP 503: queue full", 1}};
+  summary.stable_prompts = 0;
   summary.unstable_prompts = 2;
+  summary.inconclusive_prompts = 1;
+  summary.prompts_with_two_completions = 3;
   summary.fragile_prompts = 2;
+  summary.fragility_unknown_prompts = 1;
   summary.prompts_without_logprobs = 1;
+  summary.non_greedy_prompts = 1;
+  summary.token_text_mismatch_prompts = 0;
+  summary.min_candidates = 1;
+  summary.numbers.nan = 2;
+  summary.numbers.null = 1;
+  summary.models_seen = {{"tiny-model", 16}, {k_hostile_model, 1}};
+  summary.fingerprints_seen = {{"fp1", 9}, {"fp2", 8}};
   summary.tarr = 1.0 / 3.0;
   summary.predictor = {1, 1, 1, 0, 0.5, std::nullopt};
-  summary.by_concurrency = {{1, 9, 3, 0, 0, 812.5, 20.25},
-                            {8, 8, 5, 2, 1, std::numeric_limits<double>::infinity(), 95.0}};
+  // concurrency, runs, unique, unstable, inconclusive, differs from serial, failed, tok/s, ms
+  summary.by_concurrency = {{1, 9, 3, 0, 1, 0, 0, 812.5, 20.25},
+                            {8, 8, 5, 2, 1, 1, 1, std::numeric_limits<double>::infinity(), 95.0}};
 
   core::PromptAnalysis queens;
   queens.id = "queens";
@@ -79,22 +99,36 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   queens.gap_at_divergence = 0.0123456789012345678;
   queens.min_gap = 0.0123456789012345678;
   queens.min_gap_position = 102;
+  queens.divergence_kind = core::DivergenceKind::token;
+  queens.status = core::PromptStatus::unstable;
   queens.fragile = true;
   queens.unstable = true;
   queens.has_logprobs = true;
+  queens.non_greedy_tokens = 2;
+  queens.min_candidates = 1;
+  queens.numbers.nan = 2;
+  queens.numbers.null = 1;
   queens.candidates_at_divergence = {{" Queens", -0.6931471805599453}, {" Manhattan", -0.7054}};
-  queens.by_concurrency = {{1, 3, 0, 1, std::nullopt}, {8, 3, 0, 3, 102}};
+  queens.by_concurrency = {{1, 3, 0, 1, std::nullopt, core::PromptStatus::stable, false},
+                           {8, 3, 0, 3, 102, core::PromptStatus::unstable, true}};
   core::DistinctCompletion reference;
   reference.text = "Born in Queens";
   reference.tokens = {{"Born", -0.01, {{"Born", -0.01}, {"Raised", -4.5}}}};
   reference.count = 4;
   reference.count_by_concurrency = {{1, 3}, {8, 1}};
   reference.is_reference = true;
+  reference.finish_reasons = {{"stop", 4}};
+  reference.models = {{"tiny-model", 4}};
+  reference.fingerprints = {{"fp1", 3}, {"fp2", 1}};
   core::DistinctCompletion variant;
   variant.text = "Born in Manhattan";
   variant.count = 2;
   variant.count_by_concurrency = {{8, 2}};
   variant.divergence = 102;
+  variant.divergence_kind = core::DivergenceKind::token;
+  variant.finish_reasons = {{"length", 1}, {"stop", 1}};
+  variant.models = {{"tiny-model", 1}, {k_hostile_model, 1}};
+  variant.fingerprints = {{"fp2", 2}};
   queens.completions = {reference, variant};
 
   core::PromptAnalysis stable;
@@ -105,13 +139,16 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   stable.unique_completions = 1;
   stable.min_gap = 0.01;
   stable.min_gap_position = 7;
+  stable.status = core::PromptStatus::inconclusive;
   stable.fragile = true;
   stable.has_logprobs = true;
+  stable.min_candidates = 2;
   stable.passes = 5;
   stable.checked_runs = 6;
   stable.answers = {{"42", 5}};
   stable.answers_agree = false;
-  stable.by_concurrency = {{1, 3, 0, 1, std::nullopt}, {8, 2, 1, 1, std::nullopt}};
+  stable.by_concurrency = {{1, 3, 0, 1, std::nullopt, core::PromptStatus::stable, false},
+                           {8, 2, 1, 1, std::nullopt, core::PromptStatus::inconclusive, false}};
 
   core::PromptAnalysis hostile;
   hostile.id = k_hostile_prompt_id;
@@ -119,21 +156,44 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   hostile.runs = 6;
   hostile.unique_completions = 2;
   hostile.first_divergence = 0;
+  hostile.divergence_kind = core::DivergenceKind::length;
+  hostile.status = core::PromptStatus::unstable;
   hostile.unstable = true;
+  hostile.fragile = std::nullopt;
+  hostile.fragility_reason = "text mode: a completion came back without tokens";
+  hostile.text_mode = true;
   hostile.has_logprobs = false;
+  hostile.token_text_mismatch = 1;
   hostile.candidates_at_divergence = {{k_hostile_token, -1.0}, {"\u202egnp.exe", -1.5}};
   core::DistinctCompletion hostile_text;
   hostile_text.text = k_hostile_token;
   hostile_text.count = 6;
   hostile_text.is_reference = true;
+  hostile_text.finish_reasons = {{"", 6}};
+  hostile_text.models = {{"tiny-model", 6}};
   hostile.completions = {hostile_text};
 
   report.analysis.prompts = {queens, stable, hostile};
-  report.verdict.passed = false;
+  const core::GateScope scope{0, core::ProbeKind::sweep, std::nullopt};
+  report.verdict.status = core::VerdictStatus::fail;
+  report.verdict.stability_gated = true;
+  report.verdict.headline = k_fixture_headline;
   report.verdict.gates = {
-      {"fail_on", "2 of 3 prompts unstable (fail_on unstable)", false},
-      {"max_unique", "prompt 'queens' has 3 distinct completions, more than 2", false},
+      {"max_failed_rate", "--max-failed-rate", core::GateScope{}, 1.0 / 18.0, 0.1,
+       "1 of 18 requests failed after their retries (1 x HTTP 503: queue full), limit 0.100 "
+       "(--max-failed-rate)",
+       true},
+      {"fail_on_unstable", "--fail-on unstable", scope, 2.0, 0.0,
+       "2 of 2 judged prompts unstable, 1 inconclusive (--fail-on unstable)", false},
+      {"max_unique", "--max-unique", scope, 3.0, 2.0,
+       "most distinct completions: 3 (prompt queens), limit 2 (--max-unique)", false},
   };
+  report.observed = {{{{"tiny-model", 16}, {k_hostile_model, 1}}, {{"fp1", 9}, {"fp2", 8}}}};
+  report.warnings = {
+      "the endpoint answered as 2 models (tiny-model: 16, " + k_hostile_model +
+          ": 1): completions that differ may come from different models, not from batch drift",
+      "the endpoint returned as few as 1 candidates at a position where --top-logprobs asked "
+      "for 2: gaps there are unknown"};
   return fixture;
 }
 

@@ -18,12 +18,15 @@ inline core::AuditAnalysis section_analysis(int unstable, int prompts, double ta
   analysis.summary.prompts = prompts;
   analysis.summary.requests = prompts * 4;
   analysis.summary.failed_requests = 1;
+  analysis.summary.stable_prompts = prompts - unstable;
   analysis.summary.unstable_prompts = unstable;
+  analysis.summary.prompts_with_two_completions = prompts;
   analysis.summary.tarr = tarr;
   analysis.summary.tara = tara;
-  analysis.summary.by_concurrency = {{1, prompts * 2, prompts * 2, unstable, 0,
+  // concurrency, runs, unique, unstable, inconclusive, differs from serial, failed, tok/s, ms
+  analysis.summary.by_concurrency = {{1, prompts * 2, prompts * 2, unstable, 0, 0, 0,
                                       tokens_per_second, 12.5},
-                                     {4, prompts * 2, prompts * 2, unstable, 1,
+                                     {4, prompts * 2, prompts * 2, unstable, 0, unstable, 1,
                                       tokens_per_second * 3, 40.5}};
   for (int i = 0; i < prompts; ++i) {
     core::PromptAnalysis prompt;
@@ -32,6 +35,8 @@ inline core::AuditAnalysis section_analysis(int unstable, int prompts, double ta
     prompt.runs = 4;
     prompt.unique_completions = i < unstable ? 2 : 1;
     prompt.unstable = i < unstable;
+    prompt.status = prompt.unstable ? core::PromptStatus::unstable : core::PromptStatus::stable;
+    prompt.fragile = false;
     if (prompt.unstable) prompt.first_divergence = 3 + i;
     analysis.prompts.push_back(prompt);
   }

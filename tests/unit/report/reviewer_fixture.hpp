@@ -58,7 +58,7 @@ inline std::unique_ptr<Fixture> make_fixture() {
   data.info = {"audit-fixture", 1700000000000, 1700000060000, "complete"};
   data.config.runs = 4;
   data.config.levels = {1, 8};
-  data.config.gates.fail_on = core::FailOn::unstable;
+  data.config.gates.fail_on.unstable = true;
   data.endpoints.push_back(
       {"http://127.0.0.1:8000/v1", "openai-chat", "tiny-ref", false, {"fp_a", "fp_b"}});
   data.suite.source = "suite.jsonl";

@@ -62,7 +62,10 @@ core::AuditData make_header() {
   config.rate_limit = 2.75;
   config.shard_index = 1;
   config.shard_count = 3;
-  config.gates = {core::FailOn::fragile, 2, 0.125, 0.9};
+  config.gates.fail_on.fragile = true;
+  config.gates.max_unique = 2;
+  config.gates.max_unstable_rate = 0.125;
+  config.gates.min_tara = 0.9;
   header.endpoints = {{"http://127.0.0.1:8000", "openai-chat", "m-a", false, {}},
                       {"embedded", "llamacpp", "m-b", true, {}}};
   header.suite.source = "suites/smoke.jsonl";
@@ -121,6 +124,9 @@ core::RequestRecord make_record(int prompt, int concurrency, int repeat, bool ok
   return record;
 }
 
+// Equal log probabilities, an unknown one (NaN) equal to another unknown one.
+bool same_logprob(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
 void check_same(const core::RequestRecord& a, const core::RequestRecord& b) {
   CHECK(a.planned == b.planned);
   CHECK(a.outcome.ok == b.outcome.ok);
@@ -137,15 +143,16 @@ void check_same(const core::RequestRecord& a, const core::RequestRecord& b) {
   CHECK(x.system_fingerprint == y.system_fingerprint);
   CHECK(x.model == y.model);
   CHECK(x.completion_tokens == y.completion_tokens);
+  CHECK(x.numbers == y.numbers);
   REQUIRE(x.tokens.size() == y.tokens.size());
   for (std::size_t i = 0; i < x.tokens.size(); ++i) {
     CAPTURE(i);
     CHECK(x.tokens[i].token == y.tokens[i].token);
-    CHECK(x.tokens[i].logprob == y.tokens[i].logprob);
+    CHECK(same_logprob(x.tokens[i].logprob, y.tokens[i].logprob));
     REQUIRE(x.tokens[i].top.size() == y.tokens[i].top.size());
     for (std::size_t k = 0; k < x.tokens[i].top.size(); ++k) {
       CHECK(x.tokens[i].top[k].token == y.tokens[i].top[k].token);
-      CHECK(x.tokens[i].top[k].logprob == y.tokens[i].top[k].logprob);
+      CHECK(same_logprob(x.tokens[i].top[k].logprob, y.tokens[i].top[k].logprob));
     }
   }
 }
@@ -296,7 +303,7 @@ TEST_CASE("AuditDatabase::load") {
     CHECK_FALSE(bare_loaded.config.gates.max_unique.has_value());
     CHECK_FALSE(bare_loaded.config.gates.max_unstable_rate.has_value());
     CHECK_FALSE(bare_loaded.config.gates.min_tara.has_value());
-    CHECK(bare_loaded.config.gates.fail_on == core::FailOn::none);
+    CHECK_FALSE(bare_loaded.config.gates.fail_on.any());
     CHECK(bare_loaded.records.empty());
   }
 }
@@ -363,6 +370,130 @@ TEST_CASE("AuditDatabase::record") {
     const auto loaded = load_or_fail(database);
     REQUIRE(loaded.records.size() == 1);
     check_same(loaded.records[0], make_record(0, 8, 3, true));
+  }
+}
+
+// A successful record whose endpoint sent log probabilities that were no finite number: unknown
+// ones (NaN) in every column that holds one, and the counts of what it sent.
+core::RequestRecord make_unknown_logprobs_record(int prompt, int repeat) {
+  auto record = make_record(prompt, 1, repeat, true);
+  const double unknown = core::k_unknown_logprob;
+  record.outcome.completion.tokens = {
+      token("a", unknown, {{"b", -0.5}, {"a", unknown}}),
+      token("c", -0.25, {{"c", -0.25}, {"d", -1.0}, {"e", unknown}, {"f", unknown}}),
+      token("g", -0.75, {{"g", unknown}, {"h", unknown}, {"i", -2.0}, {"j", -3.0}}),
+  };
+  record.outcome.completion.text = "acg";
+  record.outcome.completion.completion_tokens = 3;
+  auto& numbers = record.outcome.completion.numbers;
+  numbers.nan = 1;
+  numbers.infinity = 2;
+  numbers.negative_infinity = 3;
+  numbers.overflow = 4;
+  numbers.null = 5;
+  return record;
+}
+
+TEST_CASE("AuditDatabase: unknown log probabilities and number counts") {
+  TempDir dir;
+  const std::string path = dir.file("audit.db");
+  const auto header = make_header();
+  const auto wild = make_unknown_logprobs_record(0, 0);
+  const auto plain = make_record(1, 1, 0, true);
+  {
+    auto database = create_or_fail(path, header);
+    REQUIRE(database.record_batch({wild, plain}));
+  }
+
+  SUBCASE("NaN is NULL in the REAL columns and null in the candidates' JSON") {
+    CHECK(query_text(path, "SELECT count(*) FROM tokens WHERE logprob IS NULL") == "1");
+    CHECK(query_text(path, "SELECT count(*) FROM tokens WHERE c1_token IS NOT NULL AND "
+                           "c1_logprob IS NULL") == "1");
+    CHECK(query_text(path, "SELECT count(*) FROM tokens WHERE c2_token IS NOT NULL AND "
+                           "c2_logprob IS NULL") == "2");
+    CHECK(query_text(path, "SELECT more FROM tokens WHERE token = 'c'") ==
+          R"([["e",null],["f",null]])");
+    CHECK(query_text(path, "SELECT numbers_nan || numbers_infinity || numbers_negative_infinity "
+                           "|| numbers_overflow || numbers_null FROM requests WHERE "
+                           "prompt_index = 0") == "12345");
+  }
+  SUBCASE("both round-trip through load()") {
+    auto database = AuditDatabase::open(path);
+    REQUIRE_MESSAGE(database, (database ? "" : database.error().message));
+    const auto loaded = load_or_fail(*database);
+    REQUIRE(loaded.records.size() == 2);
+    check_same(loaded.records[0], wild);
+    check_same(loaded.records[1], plain);
+    CHECK(std::isnan(loaded.records[0].outcome.completion.tokens[0].logprob));
+    CHECK(loaded.records[0].outcome.completion.numbers.total() == 15);
+    CHECK(loaded.records[1].outcome.completion.numbers.total() == 0);
+  }
+  SUBCASE("and through the streaming load") {
+    auto database = AuditDatabase::open(path);
+    REQUIRE_MESSAGE(database, (database ? "" : database.error().message));
+    std::vector<core::RequestRecord> visited;
+    auto loaded = database->load(
+        [&](const core::AuditData&, int, const std::vector<core::RequestRecord>& records) {
+          visited.insert(visited.end(), records.begin(), records.end());
+          return core::Result<void>{};
+        });
+    REQUIRE_MESSAGE(loaded, (loaded ? "" : loaded.error().message));
+    REQUIRE(visited.size() == 2);
+    check_same(visited[0], wild);
+    check_same(visited[1], plain);
+    // The records kept without their tokens still carry the counts.
+    REQUIRE(loaded->records.size() == 2);
+    CHECK(loaded->records[0].outcome.completion.numbers == wild.outcome.completion.numbers);
+  }
+  SUBCASE("candidates written as \"nan\" before null was read back as unknown") {
+    run_sql(path, R"(UPDATE tokens SET more = '[["e","nan"],["f",-1.5]]' WHERE token = 'c';)");
+    auto database = AuditDatabase::open(path);
+    REQUIRE_MESSAGE(database, (database ? "" : database.error().message));
+    const auto& top = load_or_fail(*database).records[0].outcome.completion.tokens[1].top;
+    REQUIRE(top.size() == 4);
+    CHECK(std::isnan(top[2].logprob));
+    CHECK(top[3].logprob == -1.5);
+  }
+}
+
+TEST_CASE("AuditDatabase::open of a database created without the numbers columns") {
+  TempDir dir;
+  const std::string path = dir.file("audit.db");
+  const auto old_record = make_record(0, 1, 0, true);
+  {
+    auto database = create_or_fail(path, make_header());
+    REQUIRE(database.record(old_record));
+  }
+  // The requests table as builds before the numbers_* columns created it.
+  run_sql(path, "ALTER TABLE requests DROP COLUMN numbers_nan;"
+                "ALTER TABLE requests DROP COLUMN numbers_infinity;"
+                "ALTER TABLE requests DROP COLUMN numbers_negative_infinity;"
+                "ALTER TABLE requests DROP COLUMN numbers_overflow;"
+                "ALTER TABLE requests DROP COLUMN numbers_null;");
+  REQUIRE(query_text(path, "SELECT count(*) FROM pragma_table_info('requests') WHERE name LIKE "
+                           "'numbers_%'") == "0");
+
+  auto database = AuditDatabase::open(path);
+  REQUIRE_MESSAGE(database, (database ? "" : database.error().message));
+  SUBCASE("gets the columns, every stored request counting zero") {
+    CHECK(query_text(path, "SELECT count(*) FROM pragma_table_info('requests') WHERE name LIKE "
+                           "'numbers_%'") == "5");
+    const auto loaded = load_or_fail(*database);
+    REQUIRE(loaded.records.size() == 1);
+    check_same(loaded.records[0], old_record);
+    CHECK(loaded.records[0].outcome.completion.numbers.total() == 0);
+    CHECK(query_text(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "1");
+  }
+  SUBCASE("records and resumes with the counts, and opens again") {
+    const auto wild = make_unknown_logprobs_record(1, 0);
+    REQUIRE(database->record(wild));
+    CHECK(database->recorded_successes()->size() == 2);
+    auto again = AuditDatabase::open(path);
+    REQUIRE_MESSAGE(again, (again ? "" : again.error().message));
+    const auto loaded = load_or_fail(*again);
+    REQUIRE(loaded.records.size() == 2);
+    check_same(loaded.records[0], old_record);
+    check_same(loaded.records[1], wild);
   }
 }
 

@@ -85,6 +85,119 @@ TEST_CASE("render_prompt_detail") {
     CHECK(detail.find("class=\"chart-threshold\"") != std::string::npos);
     CHECK(detail.find("first divergence @3") != std::string::npos);
   }
+  SUBCASE("the facts first: status, unit, divergence kind, fragility") {
+    CHECK(detail.rfind("<p class=\"facts\">status <b class=\"status-unstable\">unstable</b> \u00b7 "
+                       "compared by tokens \u00b7 first divergence at token 3, where two tokens "
+                       "differ \u00b7 fragile: yes \u00b7 8 successful, 0 failed \u00b7 fewest "
+                       "candidates 2</p>",
+                       0) == 0);
+  }
+  SUBCASE("each distinct completion: runs, divergence, finish reasons, models, fingerprints") {
+    CHECK(detail.find("<table class=\"completions\"><thead><tr><th>completion</th><th "
+                      "class=\"num\">runs</th><th>by level</th><th>diverges at</th><th>finish "
+                      "reasons</th><th>models</th><th>fingerprints</th></tr></thead><tbody>"
+                      "<tr><td>reference</td><td class=\"num\">6</td><td class=\"nowrap\">c=1: 4, "
+                      "c=8: 2</td><td class=\"nowrap\"><span class=\"muted\">\u2013</span></td>"
+                      "<td><code>stop</code>: 6</td><td><span class=\"muted\">(none)</span>: 6</td>"
+                      "<td><code>fp_test</code>: 6</td></tr>") != std::string::npos);
+    CHECK(detail.find("<tr><td>variant 2</td><td class=\"num\">1</td><td class=\"nowrap\">c=8: 1"
+                      "</td><td class=\"nowrap\">token 5</td>") != std::string::npos);
+  }
+}
+
+TEST_CASE("render_prompt_detail of a prompt compared by text, with hostile models") {
+  core::PromptAnalysis prompt;
+  prompt.id = "text";
+  prompt.runs = 3;
+  prompt.failed = 1;
+  prompt.unique_completions = 2;
+  prompt.status = core::PromptStatus::unstable;
+  prompt.unstable = true;
+  prompt.text_mode = true;
+  prompt.first_divergence = 3;
+  prompt.divergence_kind = core::DivergenceKind::length;
+  prompt.fragility_reason = "text mode: a completion came back without tokens";
+  prompt.token_text_mismatch = 1;
+  prompt.non_greedy_tokens = 2;
+  prompt.numbers.nan = 1;
+  core::DistinctCompletion reference;
+  reference.text = "abc";
+  reference.tokens = {{"ab", -0.1, {}}, {"c", -0.1, {}}}; // tokens, but compared by characters
+  reference.count = 2;
+  reference.count_by_concurrency = {{1, 2}};
+  reference.is_reference = true;
+  reference.finish_reasons = {{"length", 2}};
+  reference.models = {{"m<script>", 2}};
+  reference.fingerprints = {{"", 2}};
+  core::DistinctCompletion variant;
+  variant.text = "abcd";
+  variant.count = 1;
+  variant.count_by_concurrency = {{8, 1}};
+  variant.divergence = 3;
+  variant.divergence_kind = core::DivergenceKind::length;
+  variant.finish_reasons = {{"stop", 1}};
+  variant.models = {{"m2", 1}};
+  prompt.completions = {reference, variant};
+  const std::string detail = report::render_prompt_detail(prompt, 0.05);
+  CHECK(detail.rfind("<p class=\"facts\">status <b class=\"status-unstable\">unstable</b> \u00b7 "
+                     "compared by characters (a completion came back without tokens) \u00b7 first "
+                     "divergence at char 3, where one completion ends and another goes on \u00b7 "
+                     "fragile: <span class=\"fragile-unknown\">unknown</span> (text mode: a "
+                     "completion came back without tokens) \u00b7 3 successful, 1 failed \u00b7 2 "
+                     "tokens not the top candidate \u00b7 1 completions whose tokens do not match "
+                     "their text \u00b7 1 log probabilities not finite (NaN 1, Infinity 0, "
+                     "-Infinity 0, overflow 0, null 0)</p>",
+                     0) == 0);
+  CHECK(detail.find("<td class=\"nowrap\">char 3, where one ends</td><td><code>stop</code>: 1</td>"
+                    "<td><code>m2</code>: 1</td><td><span class=\"muted\">\u2013</span></td>") !=
+        std::string::npos);
+  CHECK(detail.find("<td><code>m&lt;script&gt;</code>: 2</td><td><span class=\"muted\">(none)"
+                    "</span>: 2</td>") != std::string::npos);
+  CHECK(detail.find("<script") == std::string::npos);
+  // Positions count characters: the variant's extra "d" is character 3, not token 3.
+  CHECK(detail.find("diverges at char 3 (one ends there)</h4>") != std::string::npos);
+  CHECK(detail.find("<span class=\"shared\">abc</span><mark title=\"\">d</mark>") !=
+        std::string::npos);
+  CHECK(detail.find("<span class=\"muted\">at char 3</span>") != std::string::npos);
+  CHECK(detail.find("(3 chars)") != std::string::npos);
+}
+
+TEST_CASE("render_prompt_detail of completions with equal tokens and different texts") {
+  // A stream chunk without logprobs: both completions came back as tokens " a", " c", their texts
+  // differ in the chunk the tokens lack. They are shown by text, so the tree can branch.
+  core::PromptAnalysis prompt;
+  prompt.id = "spell";
+  prompt.runs = 4;
+  prompt.unique_completions = 2;
+  prompt.status = core::PromptStatus::unstable;
+  prompt.unstable = true;
+  prompt.token_text_mismatch = 4;
+  prompt.first_divergence = 1;
+  prompt.divergence_kind = core::DivergenceKind::token;
+  core::DistinctCompletion lower;
+  lower.text = " a b c";
+  lower.tokens = {{" a", -0.1, {}}, {" c", -0.1, {}}};
+  lower.count = 2;
+  lower.is_reference = true;
+  core::DistinctCompletion upper = lower;
+  upper.text = " a B c";
+  upper.is_reference = false;
+  upper.divergence = 1;
+  upper.divergence_kind = core::DivergenceKind::token;
+  prompt.completions = {lower, upper};
+  const std::string tree = report::render_divergence_tree(prompt);
+  CHECK(tree.find("<span class=\"completion\"> a </span><span class=\"muted\">(3 chars)</span>") !=
+        std::string::npos);
+  CHECK(tree.find("<span class=\"muted\">at char 3</span><span class=\"completion\"><mark>b</mark> "
+                  "c</span>") != std::string::npos);
+  const std::string detail = report::render_prompt_detail(prompt, 0.05);
+  CHECK(detail.find("variant 1 \u00b7 2 runs () \u00b7 diverges at token 1</h4><pre "
+                    "class=\"completion\"><span class=\"shared\"> a </span><mark "
+                    "title=\"\">B</mark> c</pre>") != std::string::npos);
+  // Equal shown units cannot recurse for ever either.
+  upper.text = lower.text;
+  prompt.completions = {lower, upper};
+  CHECK(report::render_divergence_tree(prompt).find("<ul class=\"tree\"><li>") == 0);
 }
 
 TEST_CASE("render_bar_chart") {
@@ -133,20 +246,24 @@ TEST_CASE("render_html") {
     CHECK(html.find('\x1b') == std::string::npos);
   }
   SUBCASE("verdict, summary cards and worst prompts come first") {
-    const auto verdict = html.find(
-        "<section class=\"verdict fail\" id=\"verdict\"><span class=\"badge\">FAIL</span>");
+    const auto verdict =
+        html.find("<section class=\"verdict fail\" id=\"verdict\" data-status=\"fail\"><span "
+                  "class=\"badge\">FAIL</span>");
     const auto cards = html.find("id=\"summary\"");
     const auto worst = html.find("id=\"worst\"");
+    const auto levels = html.find("id=\"levels\"");
     const auto charts = html.find("id=\"charts\"");
     REQUIRE(verdict != std::string::npos);
     CHECK(verdict < cards);
     CHECK(cards < worst);
-    CHECK(worst < charts);
-    CHECK(html.find("<strong>2 of 5 prompts unstable</strong> \u00b7 3 fragile") !=
-          std::string::npos);
+    CHECK(worst < levels);
+    CHECK(levels < charts);
+    CHECK(html.find("<strong>2 of 5 prompts unstable</strong> \u00b7 2 stable \u00b7 1 inconclusive "
+                    "\u00b7 3 fragile \u00b7 1 of unknown fragility \u00b7 TARr 40.0% \u00b7 8 of 40 "
+                    "requests failed") != std::string::npos);
     for (const char *label :
          {"endpoint", "model", "fingerprints", "prompts", "requests", "failures", "unstable",
-          "fragile", "TARr", "predictor P / R", "verdict"}) {
+          "inconclusive", "fragile", "TARr", "predictor P / R", "verdict"}) {
       CHECK_MESSAGE(html.find(std::string("<div class=\"label\">") + label + "</div>") !=
                         std::string::npos,
                     label);
@@ -170,12 +287,111 @@ TEST_CASE("render_html") {
     CHECK(count_of(html, "<details class=\"prompt\"") == 5);
     CHECK(html.find("<details class=\"prompt\" id=\"prompt-0\" open>") != std::string::npos);
   }
+  SUBCASE("the headline verbatim, escaped, with each gate in its scope") {
+    CHECK(html.find("<div class=\"headline fail\" id=\"verdict-headline\">FAIL: 2 of 2 gates "
+                    "failed: 8 of 40 requests failed after their retries (8 x HTTP 500: "
+                    "&lt;html&gt;oops&lt;/html&gt;), limit 0.000 (--max-failed-rate)</div>") !=
+          std::string::npos);
+    CHECK(fixture->report.verdict.headline ==
+          "FAIL: 2 of 2 gates failed: 8 of 40 requests failed after their retries (8 x HTTP 500: "
+          "<html>oops</html>), limit 0.000 (--max-failed-rate)");
+    CHECK(html.find("<li class=\"failed\">\u2718 <code title=\"fail_on_unstable\">--fail-on "
+                    "unstable</code> 2 of 4 judged prompts unstable, 1 inconclusive (--fail-on "
+                    "unstable) <span class=\"scope\">(endpoint 0 \u00b7 sweep)</span></li>") !=
+          std::string::npos);
+    CHECK(html.find("<span class=\"scope\">(whole audit)</span>") != std::string::npos);
+    CHECK(html.find("<html>oops") == std::string::npos);
+    CHECK(html.find("id=\"warnings\"") == std::string::npos); // none to show
+    CHECK(html.find("id=\"verdict-errors\"") == std::string::npos);
+  }
+  SUBCASE("per level: unstable, inconclusive, differs from serial") {
+    CHECK(html.find("<tr><td class=\"num\">8</td><td class=\"num\">16</td><td class=\"num\">2"
+                    "</td><td class=\"num\">1</td><td class=\"num\">0</td><td class=\"num\">4"
+                    "</td><td class=\"num\">77.5</td><td class=\"num\">40.0</td></tr>") !=
+          std::string::npos);
+    CHECK(html.find("<td class=\"num\"><span class=\"muted\">serial</span></td>") !=
+          std::string::npos);
+  }
+  SUBCASE("the prompt table: status and fragile yes / no / unknown, the reason as title") {
+    CHECK(html.find("<td data-sort=\"1\"><span class=\"tag fail\">unstable \u00b7 3</span></td>"
+                    "<td data-sort=\"2\"><span class=\"tag warn\">yes</span></td></tr>") !=
+          std::string::npos);
+    CHECK(html.find("<td data-sort=\"0\"><span class=\"tag pass\">stable</span></td><td "
+                    "data-sort=\"0\">no</td></tr>") != std::string::npos);
+    CHECK(html.find("<td data-sort=\"2\"><span class=\"tag warn\">inconclusive \u00b7 no "
+                    "completion</span> <span class=\"tag fail\">8 failed</span></td><td "
+                    "data-sort=\"1\" title=\"no successful completion\"><span class=\"tag "
+                    "info\">unknown</span></td></tr>") != std::string::npos);
+    CHECK(html.find("<tr data-problem=\"1\" data-id=\"broken\">") != std::string::npos);
+    CHECK(html.find("<tr data-problem=\"0\" data-id=\"steady\">") != std::string::npos);
+  }
 
   // The browser test (tests/browser) renders this page in headless Chromium.
   if (const char *path = std::getenv("LLMREPRO_HTML_FIXTURE_OUT")) {
     std::ofstream out(path, std::ios::binary);
     out << html;
     REQUIRE_MESSAGE(out.good(), "cannot write " << path);
+  }
+}
+
+TEST_CASE("render_html verdict states") {
+  const auto fixture = test::make_fixture();
+  core::Verdict &verdict = fixture->report.verdict;
+  SUBCASE("a pass a stability gate judged is green") {
+    verdict.status = core::VerdictStatus::pass;
+    verdict.stability_gated = true;
+    verdict.headline = "PASS: 2 gates passed";
+    for (auto &gate : verdict.gates) gate.passed = true;
+    const std::string html = report::render_html(fixture->report);
+    CHECK(html.find("<section class=\"verdict pass\" id=\"verdict\" data-status=\"pass\"><span "
+                    "class=\"badge\">PASS</span><div><div class=\"headline pass\" "
+                    "id=\"verdict-headline\">PASS: 2 gates passed</div>") != std::string::npos);
+    CHECK(html.find("<div class=\"card pass\"><div class=\"label\">verdict</div><div "
+                    "class=\"value\">PASS</div>") != std::string::npos);
+  }
+  SUBCASE("a pass without a stability gate is no green PASS") {
+    verdict.status = core::VerdictStatus::pass;
+    verdict.stability_gated = false;
+    verdict.headline = "NO STABILITY GATE: 2 of 4 prompts unstable, 1 inconclusive";
+    verdict.gates.resize(1);
+    verdict.gates[0].passed = true;
+    const std::string html = report::render_html(fixture->report);
+    CHECK(html.find("<section class=\"verdict nogate\" id=\"verdict\" data-status=\"pass\"><span "
+                    "class=\"badge\">NO GATE</span><div><div class=\"headline nogate\" "
+                    "id=\"verdict-headline\">NO STABILITY GATE: 2 of 4 prompts unstable, 1 "
+                    "inconclusive</div>") != std::string::npos);
+    CHECK(html.find("class=\"verdict pass\"") == std::string::npos);
+    CHECK(html.find(">PASS<") == std::string::npos);
+    CHECK(html.find("<div class=\"card warn\"><div class=\"label\">verdict</div><div "
+                    "class=\"value\">NO GATE</div>") != std::string::npos);
+  }
+  SUBCASE("an error names every reason the audit could not be judged") {
+    verdict.status = core::VerdictStatus::error;
+    verdict.errors = {"interrupted: 3 of 40 planned requests recorded",
+                      "the run stopped: <b>refused</b>"};
+    verdict.headline = "ERROR: the audit could not be judged: interrupted: 3 of 40 planned "
+                       "requests recorded (and 1 more)";
+    const std::string html = report::render_html(fixture->report);
+    CHECK(html.find("<section class=\"verdict error\" id=\"verdict\" data-status=\"error\"><span "
+                    "class=\"badge\">ERROR</span><div><div class=\"headline error\" "
+                    "id=\"verdict-headline\">ERROR: the audit could not be judged: interrupted: 3 "
+                    "of 40 planned requests recorded (and 1 more)</div>") != std::string::npos);
+    CHECK(html.find("<ul class=\"verdict-errors\" id=\"verdict-errors\"><li>\u2718 could not "
+                    "judge: interrupted: 3 of 40 planned requests recorded</li><li>\u2718 could "
+                    "not judge: the run stopped: &lt;b&gt;refused&lt;/b&gt;</li></ul>") !=
+          std::string::npos);
+  }
+  SUBCASE("every warning, one <li> each, escaped") {
+    fixture->report.warnings = {"the endpoint answered as 2 models (a: 1, <img src=x>: 1)",
+                                "3 prompts have tokens that are not the top candidate"};
+    const std::string html = report::render_html(fixture->report);
+    CHECK(html.find("<section class=\"panel warnings\" id=\"warnings\"><h2>Warnings</h2><ul><li>the "
+                    "endpoint answered as 2 models (a: 1, &lt;img src=x&gt;: 1)</li><li>3 prompts "
+                    "have tokens that are not the top candidate</li></ul></section>") !=
+          std::string::npos);
+    CHECK(html.find("id=\"verdict\"") < html.find("id=\"warnings\""));
+    CHECK(html.find("id=\"warnings\"") < html.find("id=\"summary\""));
+    CHECK(html.find("<img") == std::string::npos);
   }
 }
 
@@ -213,14 +429,18 @@ TEST_CASE("render_html probe kinds, endpoint comparison and semantic agreement")
     CHECK(html.find("id=\"probe-long\"") == std::string::npos);
   }
   SUBCASE("each probe kind: unstable, distinct completions, TARr, TARa, activity, cost per level") {
-    CHECK(html.find("<p class=\"probe-summary\"><b>1</b> of 2 prompts unstable \u00b7 3 distinct "
-                    "completions \u00b7 TARr 50.0% \u00b7 TARa 100.0% \u00b7 8 requests (1 "
-                    "failed)</p>") != std::string::npos);
+    CHECK(html.find("<p class=\"probe-summary\"><b>1</b> of 2 prompts unstable \u00b7 0 "
+                    "inconclusive \u00b7 3 distinct completions \u00b7 TARr 50.0% \u00b7 TARa 100.0% "
+                    "\u00b7 8 requests (1 failed)</p>") != std::string::npos);
     CHECK(html.find("Filler requests beside the audited ones: 17 sent, 1 failed") !=
           std::string::npos);
     CHECK(html.find("<tr><td class=\"num\">4</td><td class=\"num\">4</td><td class=\"num\">1"
-                    "</td><td class=\"num\">1</td><td class=\"num\">240.0</td>"
-                    "<td class=\"num\">40.5</td></tr>") != std::string::npos);
+                    "</td><td class=\"num\">0</td><td class=\"num\">1</td><td class=\"num\">1"
+                    "</td><td class=\"num\">240.0</td><td class=\"num\">40.5</td></tr>") !=
+          std::string::npos);
+    CHECK(html.find("<tr><td><code>p1</code></td><td class=\"num\">4</td><td class=\"num\">1</td>"
+                    "<td class=\"num\"><span class=\"muted\">\u2013</span></td><td><span "
+                    "class=\"tag pass\">stable</span></td></tr>") != std::string::npos);
   }
   SUBCASE("the prefix probe's warm-against-cold drift is kept apart from batch drift") {
     CHECK(html.find("<h3>Warm against cold</h3><p>Prefix-cache drift, kept apart from batch "
@@ -245,6 +465,10 @@ TEST_CASE("render_html probe kinds, endpoint comparison and semantic agreement")
                     "\u00b7 12.5 ms<br>c=4: 1 \u00b7 750.0 tok/s \u00b7 40.5 ms</td></tr>") !=
           std::string::npos);
     CHECK(html.find("<th>endpoint 1 vs 0</th>") != std::string::npos);
+    fixture->report.endpoints[1].summary.inconclusive_prompts = 2;
+    CHECK(report::render_html(fixture->report)
+              .find("</code></td><td class=\"num\">1 of 2 (2 inconclusive)</td>") !=
+          std::string::npos);
     CHECK(html.find("<td><span class=\"tag fail\">differ</span></td><td>differs from token 7"
                     "</td>") != std::string::npos);
     CHECK(html.find("<td><code>p1</code></td><td><span class=\"tag pass\">agree</span></td>"

@@ -120,16 +120,72 @@ TEST_CASE("render_json") {
                      0) == 0);
     CHECK(text.back() == '\n');
     CHECK(keys_of(json) == std::vector<std::string>{"schema", "tool", "audit", "endpoints",
-                                                    "config", "summary", "prompts", "errors",
-                                                    "probe", "probes", "comparison",
+                                                    "config", "summary", "warnings", "prompts",
+                                                    "errors", "probe", "probes", "comparison",
                                                     "semantic"});
     CHECK(keys_of(json["audit"]) ==
           std::vector<std::string>{"id", "started", "finished", "status", "planned_requests",
                                    "recorded_requests"});
     CHECK(keys_of(json["summary"]) ==
-          std::vector<std::string>{"prompts", "requests", "failed_requests", "unstable_prompts",
-                                   "fragile_prompts", "prompts_without_logprobs", "tarr", "tara",
-                                   "predictor", "checks", "by_concurrency", "verdict"});
+          std::vector<std::string>{"prompts",
+                                   "requests",
+                                   "failed_requests",
+                                   "failure_reasons",
+                                   "stable_prompts",
+                                   "unstable_prompts",
+                                   "inconclusive_prompts",
+                                   "prompts_with_two_completions",
+                                   "fragile_prompts",
+                                   "fragility_unknown_prompts",
+                                   "prompts_without_logprobs",
+                                   "non_greedy_prompts",
+                                   "token_text_mismatch_prompts",
+                                   "min_candidates",
+                                   "numbers",
+                                   "tarr",
+                                   "tara",
+                                   "predictor",
+                                   "checks",
+                                   "by_concurrency",
+                                   "verdict"});
+    CHECK(keys_of(json["summary"]["verdict"]) ==
+          std::vector<std::string>{"status", "headline", "stability_gated", "errors", "gates"});
+    CHECK(keys_of(json["prompts"][0]) ==
+          std::vector<std::string>{"id",
+                                   "status",
+                                   "runs",
+                                   "failed",
+                                   "unique_completions",
+                                   "first_divergence",
+                                   "divergence_unit",
+                                   "divergence_kind",
+                                   "gap_at_divergence",
+                                   "min_gap",
+                                   "min_gap_position",
+                                   "fragile",
+                                   "fragility_reason",
+                                   "unstable",
+                                   "has_logprobs",
+                                   "token_text_mismatch",
+                                   "non_greedy_tokens",
+                                   "min_candidates",
+                                   "numbers",
+                                   "candidates_at_divergence",
+                                   "answers",
+                                   "answer_failures",
+                                   "answers_agree",
+                                   "passes",
+                                   "checked_runs",
+                                   "by_concurrency",
+                                   "completions"});
+    CHECK(keys_of(json["prompts"][0]["completions"][0]) ==
+          std::vector<std::string>{"text", "count", "reference", "divergence", "divergence_kind",
+                                   "count_by_concurrency", "finish_reasons", "models",
+                                   "fingerprints", "tokens"});
+  }
+  SUBCASE("the prompts are spliced in whole: the document equals one dumped at once") {
+    // write_json streams the prompts into a skeleton; nothing else may differ from a plain dump.
+    CHECK(text == json.dump(2, ' ', false, OrderedJson::error_handler_t::replace) + "\n");
   }
   SUBCASE("tool, audit and endpoints") {
     CHECK(json["tool"] == OrderedJson{{"version", "0.1.0"},
@@ -142,11 +198,16 @@ TEST_CASE("render_json") {
     CHECK(json["audit"]["planned_requests"] == 18);
     CHECK(json["audit"]["recorded_requests"] == 2);
     REQUIRE(json["endpoints"].size() == 1);
-    CHECK(json["endpoints"][0] == OrderedJson{{"url", "http://127.0.0.1:8000"},
-                                              {"dialect", "openai-chat"},
-                                              {"model", "tiny-model"},
-                                              {"embedded", false},
-                                              {"fingerprints", {"fp1", "fp2"}}});
+    CHECK(json["endpoints"][0] ==
+          OrderedJson{{"url", "http://127.0.0.1:8000"},
+                      {"dialect", "openai-chat"},
+                      {"model", "tiny-model"},
+                      {"embedded", false},
+                      {"fingerprints", {"fp1", "fp2"}},
+                      {"models_seen", {{"evil\x1b[2J", 1}, {"tiny-model", 16}}},
+                      {"fingerprints_seen", {{"fp1", 9}, {"fp2", 8}}}});
+    CHECK(text.find("\"models_seen\": {\n        \"evil\\u001b[2J\": 1,\n        \"tiny-model\": 16\n"
+                    "      },") != std::string::npos);
   }
   SUBCASE("a partial audit has no finish time") {
     fixture->data.info.status = "partial";
@@ -160,12 +221,19 @@ TEST_CASE("render_json") {
     CHECK(config["concurrency"] == OrderedJson{1, 8});
     CHECK(config["probes"] == OrderedJson{"sweep"});
     CHECK(config["seed"] == 42);
-    CHECK(config["shard"] == "0/2");
+    CHECK(config["shard"] == "1/2"); // 1-based, as --shard takes it
     CHECK(config["timeout_s"] == 120.0);
     CHECK(config["gates"] == OrderedJson{{"fail_on", "unstable"},
                                          {"max_unique", 2},
                                          {"max_unstable_rate", nullptr},
-                                         {"min_tara", nullptr}});
+                                         {"min_tara", nullptr},
+                                         {"max_failed_rate", 0.1}});
+    fixture->data.config.shard_index = 1;
+    fixture->data.config.gates.fail_on.fragile = true;
+    fixture->data.config.gates.fail_on.disagree = true;
+    const auto again = OrderedJson::parse(report::render_json(fixture->report));
+    CHECK(again["config"]["shard"] == "2/2");
+    CHECK(again["config"]["gates"]["fail_on"] == "unstable,fragile,disagree");
   }
   SUBCASE("summary: exact doubles, nulls for absent and non-finite values") {
     const auto& summary = json["summary"];
@@ -181,13 +249,69 @@ TEST_CASE("render_json") {
     REQUIRE(summary["by_concurrency"].size() == 2);
     CHECK(summary["by_concurrency"][0]["tokens_per_second"] == 812.5);
     CHECK(summary["by_concurrency"][1]["tokens_per_second"].is_null());
-    CHECK(summary["by_concurrency"][1]["unstable_prompts"] == 2);
-    CHECK(summary["verdict"]["status"] == "fail");
-    REQUIRE(summary["verdict"]["gates"].size() == 2);
-    CHECK(summary["verdict"]["gates"][1] ==
+    CHECK(summary["by_concurrency"][1] ==
+          OrderedJson{{"concurrency", 8},
+                      {"runs", 8},
+                      {"unique_completions", 5},
+                      {"unstable_prompts", 2},
+                      {"inconclusive_prompts", 1},
+                      {"differs_from_serial_prompts", 1},
+                      {"failed", 1},
+                      {"tokens_per_second", nullptr},
+                      {"mean_latency_ms", 95.0}});
+    CHECK(summary["failure_reasons"] ==
+          OrderedJson{{{"reason", "HTTP 503: queue full"}, {"count", 1}}});
+    CHECK(summary["stable_prompts"] == 0);
+    CHECK(summary["unstable_prompts"] == 2);
+    CHECK(summary["inconclusive_prompts"] == 1);
+    CHECK(summary["prompts_with_two_completions"] == 3);
+    CHECK(summary["fragile_prompts"] == 2);
+    CHECK(summary["fragility_unknown_prompts"] == 1);
+    CHECK(summary["non_greedy_prompts"] == 1);
+    CHECK(summary["token_text_mismatch_prompts"] == 0);
+    CHECK(summary["min_candidates"] == 1);
+    CHECK(summary["numbers"] == OrderedJson{{"nan", 2},
+                                            {"infinity", 0},
+                                            {"negative_infinity", 0},
+                                            {"overflow", 0},
+                                            {"null", 1}});
+  }
+  SUBCASE("the verdict: status, headline, errors and every gate with its scope") {
+    const auto& verdict = json["summary"]["verdict"];
+    CHECK(verdict["status"] == "fail");
+    CHECK(verdict["headline"] == test::k_fixture_headline);
+    CHECK(verdict["stability_gated"] == true);
+    CHECK(verdict["errors"] == OrderedJson::array());
+    REQUIRE(verdict["gates"].size() == 3);
+    CHECK(verdict["gates"][0]["scope"] ==
+          OrderedJson{{"endpoint", nullptr}, {"probe", nullptr}, {"level", nullptr}});
+    CHECK(verdict["gates"][0]["figure"].get<double>() == 1.0 / 18.0);
+    CHECK(verdict["gates"][0]["passed"] == true);
+    CHECK(verdict["gates"][2] ==
           OrderedJson{{"name", "max_unique"},
+                      {"flag", "--max-unique"},
+                      {"scope", {{"endpoint", 0}, {"probe", "sweep"}, {"level", nullptr}}},
+                      {"figure", 3.0},
+                      {"limit", 2.0},
                       {"passed", false},
-                      {"message", "prompt 'queens' has 3 distinct completions, more than 2"}});
+                      {"message", "most distinct completions: 3 (prompt queens), limit 2 "
+                                  "(--max-unique)"}});
+    fixture->report.verdict.status = core::VerdictStatus::error;
+    fixture->report.verdict.errors = {"incomplete: 2 of 18 planned requests recorded"};
+    fixture->report.verdict.headline =
+        "ERROR: the audit could not be judged: incomplete: 2 of 18 planned requests recorded";
+    fixture->report.verdict.gates[2].figure = std::nullopt;
+    const auto error = OrderedJson::parse(report::render_json(fixture->report));
+    CHECK(error["summary"]["verdict"]["status"] == "error");
+    CHECK(error["summary"]["verdict"]["errors"] ==
+          OrderedJson{"incomplete: 2 of 18 planned requests recorded"});
+    CHECK(error["summary"]["verdict"]["headline"] == fixture->report.verdict.headline);
+    CHECK(error["summary"]["verdict"]["gates"][2]["figure"].is_null());
+  }
+  SUBCASE("warnings: every line, in order") {
+    REQUIRE(json["warnings"].size() == 2);
+    CHECK(json["warnings"][0] == fixture->report.warnings[0]);
+    CHECK(json["warnings"][1] == fixture->report.warnings[1]);
   }
   SUBCASE("prompts with divergence, candidates and distinct completions") {
     REQUIRE(json["prompts"].size() == 3);
@@ -197,11 +321,37 @@ TEST_CASE("render_json") {
     CHECK(queens["candidates_at_divergence"][0]["logprob"].get<double>() == -0.6931471805599453);
     CHECK(queens["candidates_at_divergence"][1]["token"] == " Manhattan");
     CHECK(queens["passes"].is_null());
-    CHECK(queens["by_concurrency"][0]["first_divergence"].is_null());
+    CHECK(queens["status"] == "unstable");
+    CHECK(queens["divergence_unit"] == "token");
+    CHECK(queens["divergence_kind"] == "token");
+    CHECK(queens["fragile"] == true);
+    CHECK(queens["fragility_reason"].is_null());
+    CHECK(queens["non_greedy_tokens"] == 2);
+    CHECK(queens["token_text_mismatch"] == 0);
+    CHECK(queens["min_candidates"] == 1);
+    CHECK(queens["numbers"]["nan"] == 2);
+    CHECK(queens["numbers"]["null"] == 1);
+    CHECK(queens["by_concurrency"][0] == OrderedJson{{"concurrency", 1},
+                                                     {"status", "stable"},
+                                                     {"runs", 3},
+                                                     {"failed", 0},
+                                                     {"unique_completions", 1},
+                                                     {"first_divergence", nullptr},
+                                                     {"differs_from_serial", false}});
     CHECK(queens["by_concurrency"][1]["first_divergence"] == 102);
+    CHECK(queens["by_concurrency"][1]["status"] == "unstable");
+    CHECK(queens["by_concurrency"][1]["differs_from_serial"] == true);
     REQUIRE(queens["completions"].size() == 2);
     CHECK(queens["completions"][0]["reference"] == true);
     CHECK(queens["completions"][0]["divergence"].is_null());
+    CHECK(queens["completions"][0]["divergence_kind"].is_null());
+    CHECK(queens["completions"][0]["finish_reasons"] == OrderedJson{{"stop", 4}});
+    CHECK(queens["completions"][0]["models"] == OrderedJson{{"tiny-model", 4}});
+    CHECK(queens["completions"][0]["fingerprints"] == OrderedJson{{"fp1", 3}, {"fp2", 1}});
+    CHECK(queens["completions"][1]["divergence_kind"] == "token");
+    CHECK(queens["completions"][1]["finish_reasons"] == OrderedJson{{"length", 1}, {"stop", 1}});
+    CHECK(queens["completions"][1]["models"] ==
+          OrderedJson{{"evil\x1b[2J", 1}, {"tiny-model", 1}});
     CHECK(queens["completions"][0]["count_by_concurrency"] == OrderedJson{{"1", 3}, {"8", 1}});
     CHECK(queens["completions"][0]["tokens"][0] ==
           OrderedJson{{"token", "Born"},
@@ -215,6 +365,23 @@ TEST_CASE("render_json") {
     CHECK(stable["min_gap_position"] == 7);
     CHECK(stable["passes"] == 5);
     CHECK(stable["answers"] == OrderedJson{{{"answer", "42"}, {"count", 5}}});
+    CHECK(stable["status"] == "inconclusive"); // a request failed
+    CHECK(stable["divergence_kind"].is_null());
+    CHECK(stable["by_concurrency"][1]["status"] == "inconclusive");
+    CHECK(stable["numbers"] == OrderedJson{{"nan", 0},
+                                           {"infinity", 0},
+                                           {"negative_infinity", 0},
+                                           {"overflow", 0},
+                                           {"null", 0}});
+    const auto& hostile = json["prompts"][2];
+    CHECK(hostile["divergence_unit"] == "char");
+    CHECK(hostile["divergence_kind"] == "length");
+    CHECK(hostile["fragile"].is_null());
+    CHECK(hostile["fragility_reason"] == "text mode: a completion came back without tokens");
+    CHECK(hostile["token_text_mismatch"] == 1);
+    CHECK(hostile["min_candidates"].is_null());
+    CHECK(hostile["completions"][0]["finish_reasons"] == OrderedJson{{"", 6}});
+    CHECK(hostile["completions"][0]["fingerprints"] == OrderedJson::object());
   }
   SUBCASE("model text: control characters JSON-escaped, invalid UTF-8 replaced") {
     CHECK(text.find("\x1b") == std::string::npos);
@@ -259,6 +426,43 @@ TEST_CASE("llmrepro.audit.v1.schema.json") {
     broken["semantic"]["prompts"][0].erase("min");
     CHECK(violation(broken, schema, schema, "$") == "$.semantic: matches 0 of oneOf");
   }
+  SUBCASE("an error verdict with unknown fragility and an empty failure list validates") {
+    fixture->report.verdict.status = core::VerdictStatus::error;
+    fixture->report.verdict.errors = {"interrupted"};
+    fixture->report.verdict.gates.clear();
+    fixture->report.warnings.clear();
+    fixture->report.analysis.summary.failure_reasons.clear();
+    fixture->report.analysis.summary.min_candidates = std::nullopt;
+    fixture->report.analysis.prompts[0].fragile = std::nullopt;
+    const Json error = Json::parse(report::render_json(fixture->report));
+    CHECK(violation(error, schema, schema, "$") == "");
+  }
+  SUBCASE("the new fields are checked too") {
+    Json wrong = rendered;
+    wrong["summary"]["verdict"]["status"] = "nogate";
+    CHECK(violation(wrong, schema, schema, "$") == "$.summary.verdict.status: not in the enum");
+    wrong = rendered;
+    wrong["prompts"][0]["status"] = "flaky";
+    CHECK(violation(wrong, schema, schema, "$") == "$.prompts[0].status: not in the enum");
+    wrong = rendered;
+    wrong["prompts"][0]["completions"][0]["models"]["m"] = "many";
+    CHECK(violation(wrong, schema, schema, "$") ==
+          "$.prompts[0].completions[0].models.m: wrong type");
+    wrong = rendered;
+    wrong["summary"]["verdict"]["gates"][0]["scope"].erase("level");
+    CHECK(violation(wrong, schema, schema, "$") == "$.summary.verdict.gates[0].scope: missing level");
+    wrong = rendered;
+    wrong["config"]["gates"]["fail_on"] = "fragile,unstable";
+    CHECK(violation(wrong, schema, schema, "$") ==
+          "$.config.gates.fail_on: does not match the pattern");
+    wrong = rendered;
+    wrong["config"]["shard"] = "0/2";
+    CHECK(violation(wrong, schema, schema, "$") == "$.config.shard: does not match the pattern");
+    wrong = rendered;
+    wrong["summary"]["by_concurrency"][0].erase("differs_from_serial_prompts");
+    CHECK(violation(wrong, schema, schema, "$") ==
+          "$.summary.by_concurrency[0]: missing differs_from_serial_prompts");
+  }
   SUBCASE("an unknown field is rejected") {
     rendered["summary"]["predictor"]["f1"] = 0.5;
     CHECK(violation(rendered, schema, schema, "$") == "$.summary.predictor: unexpected f1");
@@ -286,5 +490,13 @@ TEST_CASE("render_json semantic agreement") {
             {"id": "stable", "distinct": 1, "pairs": 0, "mean": 1.0, "std": 0.0, "min": 1.0,
              "agrees": true}]})"));
   CHECK(json["probes"][2]["activity"]["flush_route"] == "/reset_prefix_cache");
+  CHECK(json["probes"][1]["prompts"][0]["status"] == "unstable");
+  CHECK(json["probes"][1]["prompts"][1]["status"] == "stable");
+  CHECK(keys_of(json["probes"][1]["summary"]) ==
+        std::vector<std::string>{"prompts", "requests", "failed_requests", "stable_prompts",
+                                 "unstable_prompts", "inconclusive_prompts", "fragile_prompts",
+                                 "fragility_unknown_prompts", "tarr", "tara", "by_concurrency"});
+  CHECK(json["comparison"]["endpoints"][1]["summary"]["by_concurrency"][1]
+            ["differs_from_serial_prompts"] == 1);
   CHECK(json["probes"][2]["activity"]["flushes_sent"] == 5);
 }

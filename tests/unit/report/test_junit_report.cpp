@@ -113,11 +113,30 @@ TEST_CASE("render_junit") {
   const std::string xml = report::render_junit(fixture->report);
   CHECK(xml_problem(xml) == "");
   CHECK(count_of(xml, "<testsuite ") == 1);
-  CHECK(xml.find("<testsuite name=\"llmrepro audit audit-fixture\" tests=\"5\" failures=\"3\" "
-                 "errors=\"1\" "
+  // Five prompts and the failed verdict; the inconclusive prompt fails, it is no error.
+  CHECK(xml.find("<testsuite name=\"llmrepro audit audit-fixture\" tests=\"6\" failures=\"5\" "
+                 "errors=\"0\" "
                  "skipped=\"0\" time=\"60.000\" timestamp=\"2023-11-14T22:13:20.000Z\">") !=
         std::string::npos);
   CHECK(count_of(xml, "<testcase classname=\"llmrepro.audit\"") == 5);
+  const std::string headline = "FAIL: 2 of 2 gates failed: 8 of 40 requests failed after their "
+                               "retries (8 x HTTP 500: &lt;html&gt;oops&lt;/html&gt;), limit 0.000 "
+                               "(--max-failed-rate)";
+  SUBCASE("the verdict and its headline are properties") {
+    CHECK(xml.find("<property name=\"verdict\" value=\"fail\"/>\n      <property "
+                   "name=\"headline\" value=\"" +
+                   headline + "\"/>") != std::string::npos);
+  }
+  SUBCASE("a failed verdict is a failing test case listing the failed gates") {
+    CHECK(xml.find("    </properties>\n    <testcase classname=\"llmrepro.verdict\" "
+                   "name=\"verdict\" time=\"0\">\n      <failure message=\"" +
+                   headline +
+                   "\" type=\"verdict\">failed: --max-failed-rate: 8 of 40 requests failed "
+                   "after their retries (8 x HTTP 500: &lt;html&gt;oops&lt;/html&gt;), limit "
+                   "0.000 (--max-failed-rate)\nfailed: --fail-on unstable: 2 of 4 judged prompts "
+                   "unstable, 1 inconclusive (--fail-on unstable)\n</failure>\n    </testcase>\n") !=
+          std::string::npos);
+  }
   SUBCASE("an unstable prompt fails with position, candidates and gap") {
     CHECK(xml.find(
               "<testcase classname=\"llmrepro.audit\" name=\"capital\" time=\"0\">\n      <failure "
@@ -131,12 +150,12 @@ TEST_CASE("render_junit") {
                    "nats at token 1 "
                    "is below \u03c4 = 0.05\" type=\"fragile\">") != std::string::npos);
   }
-  SUBCASE("a stable prompt passes; a prompt without completions is an error") {
+  SUBCASE("a stable prompt passes; a prompt without completions fails as inconclusive") {
     CHECK(xml.find("<testcase classname=\"llmrepro.audit\" name=\"steady\" time=\"0\"/>") !=
           std::string::npos);
-    CHECK(xml.find("name=\"broken\" time=\"0\">\n      <error message=\"no successful completion: "
-                   "8 requests "
-                   "failed\" type=\"no_completion\">") != std::string::npos);
+    CHECK(xml.find("name=\"broken\" time=\"0\">\n      <failure message=\"inconclusive: no "
+                   "successful completion, 8 requests failed\" type=\"inconclusive\">concurrency "
+                   "1: inconclusive, 0 runs, 0 distinct, 4 failed\n") != std::string::npos);
   }
   SUBCASE("hostile text is escaped in names, messages and bodies") {
     CHECK(xml.find("name=\"hostile&lt;b&gt;&quot;id&quot;&lt;/b&gt;\"") != std::string::npos);
@@ -150,6 +169,48 @@ TEST_CASE("render_junit") {
     CHECK(xml_problem("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<a><b></a></b>") != "");
     CHECK(xml_problem("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<a>x & y</a>") != "");
     CHECK(xml_problem("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<a t=\"<\"/>") != "");
+  }
+  SUBCASE("the verdict's other states") {
+    core::Verdict &verdict = fixture->report.verdict;
+    verdict.status = core::VerdictStatus::error;
+    verdict.errors = {"interrupted: 3 of 40 planned requests recorded", "the run stopped: <x>"};
+    verdict.headline = "ERROR: the audit could not be judged: interrupted: 3 of 40 planned "
+                       "requests recorded (and 1 more)";
+    std::string error = report::render_junit(fixture->report);
+    CHECK(xml_problem(error) == "");
+    CHECK(error.find("tests=\"6\" failures=\"4\" errors=\"1\"") != std::string::npos);
+    CHECK(error.find("<property name=\"verdict\" value=\"error\"/>") != std::string::npos);
+    CHECK(error.find("<testcase classname=\"llmrepro.verdict\" name=\"verdict\" time=\"0\">\n"
+                     "      <error message=\"" +
+                     verdict.headline +
+                     "\" type=\"verdict\">could not judge: interrupted: 3 of 40 planned requests "
+                     "recorded\ncould not judge: the run stopped: &lt;x&gt;\n</error>") !=
+          std::string::npos);
+    verdict.status = core::VerdictStatus::pass;
+    verdict.errors.clear();
+    verdict.headline = "PASS: 2 gates passed";
+    const std::string pass = report::render_junit(fixture->report);
+    CHECK(pass.find("tests=\"5\" failures=\"4\" errors=\"0\"") != std::string::npos);
+    CHECK(pass.find("llmrepro.verdict") == std::string::npos);
+    CHECK(pass.find("<property name=\"verdict\" value=\"pass\"/>") != std::string::npos);
+  }
+  SUBCASE("unknown fragility fails a prompt only under --fail-on fragile") {
+    core::PromptAnalysis &steady = fixture->report.analysis.prompts.at(2);
+    REQUIRE(steady.id == "steady");
+    steady.fragile = std::nullopt;
+    steady.fragility_reason = "no logprobs";
+    CHECK(report::render_junit(fixture->report)
+              .find("<testcase classname=\"llmrepro.audit\" name=\"steady\" time=\"0\"/>") !=
+          std::string::npos);
+    fixture->report.verdict.gates.push_back({"fail_on_fragile", "--fail-on fragile", {}, 4.0, 0.0,
+                                             "3 of 5 prompts fragile, 1 of unknown fragility",
+                                             false});
+    const std::string fragile = report::render_junit(fixture->report);
+    CHECK(xml_problem(fragile) == "");
+    CHECK(fragile.find("name=\"steady\" time=\"0\">\n      <failure message=\"fragility unknown "
+                       "(--fail-on fragile): no logprobs\" type=\"fragility_unknown\">") !=
+          std::string::npos);
+    CHECK(fragile.find("tests=\"6\" failures=\"6\" errors=\"0\"") != std::string::npos);
   }
   // tests/browser parses this file with a real XML parser.
   if (const char *path = std::getenv("LLMREPRO_JUNIT_FIXTURE_OUT")) {

@@ -35,15 +35,28 @@ TEST_CASE("markdown_escape") {
 TEST_CASE("render_markdown") {
   const auto fixture = test::make_fixture();
   const std::string md = report::render_markdown(fixture->report);
-  CHECK(md.rfind("## llmrepro audit: \u274c FAIL\n", 0) == 0);
-  CHECK(md.find("| unstable prompts | 2 of 5 (c=1: 1 \u00b7 c=8: 2) |") != std::string::npos);
-  CHECK(md.find("| fragile prompts | 3 |") != std::string::npos);
+  // The headline verbatim as the first line after the title; its markup written as references.
+  CHECK(md.rfind("## llmrepro audit: \u274c FAIL\n\nFAIL: 2 of 2 gates failed: 8 of 40 requests "
+                 "failed after their retries (8 x HTTP 500: &#60;html&#62;oops&#60;/html&#62;), "
+                 "limit 0.000 (--max-failed-rate)\n\n",
+                 0) == 0);
+  CHECK(md.find("| stable prompts | 2 of 5 |\n| unstable prompts | 2 of 5 |\n| inconclusive "
+                "prompts | 1 of 5 |\n| fragile prompts | 3 |\n| fragility unknown | 1 |\n") !=
+        std::string::npos);
   CHECK(md.find("| TARr | 40.0% |") != std::string::npos);
-  CHECK(md.find("- \u274c `fail_on`: 2 of 5 prompts unstable (--fail-on unstable)") !=
-        std::string::npos);
-  CHECK(md.find(
-            "| capital | 3 | 3 | 0.03 | \u201c Queens\u201d -0.680 vs \u201c New\u201d -0.710 |") !=
-        std::string::npos);
+  CHECK(md.find("\n| level | unstable | inconclusive | differs from serial |\n|---:|---:|---:|---:|\n"
+                "| c=1 | 1 | 1 | serial |\n| c=8 | 2 | 1 | 0 |\n") != std::string::npos);
+  CHECK(md.find("\n| | gate | scope | measured | limit | |\n|---|---|---|---:|---:|---|\n"
+                "| \u274c | --max-failed-rate | whole audit | 0.2 | 0 | 8 of 40 requests failed after "
+                "their retries (8 x HTTP 500: &#60;html&#62;oops&#60;/html&#62;), limit 0.000 "
+                "(--max-failed-rate) |\n"
+                "| \u274c | --fail-on unstable | endpoint 0 \u00b7 sweep | 2 | 0 | 2 of 4 judged "
+                "prompts unstable, 1 inconclusive (--fail-on unstable) |\n") != std::string::npos);
+  CHECK(md.find("| capital | unstable, fragile | 3 | 3 | 0.03 | \u201c Queens\u201d -0.680 vs "
+                "\u201c New\u201d -0.710 |") != std::string::npos);
+  CHECK(md.find("| broken | inconclusive | 0 | \u2013 | \u2013 | \u2013 |") != std::string::npos);
+  CHECK(md.find("Warnings") == std::string::npos);
+  CHECK(md.find("could not be judged") == std::string::npos);
   SUBCASE("hostile text cannot break the table or inject HTML") {
     CHECK(md.find("<") == std::string::npos);
     CHECK(md.find("hostile&#60;b&#62;\"id\"&#60;/b&#62;") != std::string::npos);
@@ -54,14 +67,53 @@ TEST_CASE("render_markdown") {
     while (std::getline(lines, line)) {
       if (line.rfind("| prompt |", 0) == 0) in_worst = true;
       if (in_worst && line.rfind("|", 0) == 0) {
-        CHECK_MESSAGE(cells(line) == 5, line);
+        CHECK_MESSAGE(cells(line) == 6, line);
         ++rows;
       }
     }
-    CHECK(rows == 2 + 3); // header, separator, three worst prompts
+    CHECK(rows == 2 + 4); // header, separator, four worst prompts (one inconclusive)
   }
   SUBCASE("short enough for a pull-request comment") {
-    CHECK(md.size() < 2000);
+    CHECK(md.size() < 3000);
+  }
+}
+
+TEST_CASE("render_markdown verdict states, errors and warnings") {
+  const auto fixture = test::make_fixture();
+  core::Verdict &verdict = fixture->report.verdict;
+  SUBCASE("a stability-gated pass") {
+    verdict.status = core::VerdictStatus::pass;
+    verdict.headline = "PASS: 2 gates passed";
+    CHECK(report::render_markdown(fixture->report)
+              .rfind("## llmrepro audit: \u2705 PASS\n\nPASS: 2 gates passed\n\n", 0) == 0);
+  }
+  SUBCASE("a pass without a stability gate is no PASS") {
+    verdict.status = core::VerdictStatus::pass;
+    verdict.stability_gated = false;
+    verdict.headline = "NO STABILITY GATE: 2 of 4 prompts unstable, 1 inconclusive";
+    const std::string md = report::render_markdown(fixture->report);
+    CHECK(md.rfind("## llmrepro audit: \u26a0\ufe0f NO STABILITY GATE\n\nNO STABILITY GATE: 2 of 4 "
+                   "prompts unstable, 1 inconclusive\n\n",
+                   0) == 0);
+    CHECK(md.find("PASS") == std::string::npos);
+  }
+  SUBCASE("an error with its reasons, and the warnings") {
+    verdict.status = core::VerdictStatus::error;
+    verdict.errors = {"interrupted: 3 of 40 planned requests recorded",
+                      "the run stopped: <b>refused</b> | x"};
+    verdict.headline = "ERROR: the audit could not be judged: interrupted: 3 of 40 planned "
+                       "requests recorded (and 1 more)";
+    fixture->report.warnings = {"the endpoint answered as 2 models (a: 1, <img>: 1)"};
+    const std::string md = report::render_markdown(fixture->report);
+    CHECK(md.rfind("## llmrepro audit: \u26d4 ERROR\n\nERROR: the audit could not be judged: "
+                   "interrupted: 3 of 40 planned requests recorded (and 1 more)\n\n",
+                   0) == 0);
+    CHECK(md.find("\nThe audit could not be judged:\n\n- \u26d4 interrupted: 3 of 40 planned "
+                  "requests recorded\n- \u26d4 the run stopped: &#60;b&#62;refused&#60;/b&#62; "
+                  "&#124; x\n") != std::string::npos);
+    CHECK(md.find("\n**Warnings**\n\n- \u26a0\ufe0f the endpoint answered as 2 models (a: 1, "
+                  "&#60;img&#62;: 1)\n") != std::string::npos);
+    CHECK(md.find("<") == std::string::npos);
   }
 }
 
@@ -84,6 +136,13 @@ TEST_CASE("render_markdown probe kinds, endpoint comparison and semantic agreeme
     CHECK(md.find("| mixed | 1 of 2 | 3 | 50.0% | 100.0% | 8 (1) | c=1: 1 unstable, 80.0 tok/s, "
                   "12.5 ms \u00b7 c=4: 1 unstable, 240.0 tok/s, 40.5 ms |\n") != std::string::npos);
     CHECK(md.find("| prefix | 2 of 2 | 4 | 0.0% | 50.0% |") != std::string::npos);
+  }
+  SUBCASE("inconclusive prompts beside the unstable ones") {
+    fixture->report.probes[1].analysis.summary.inconclusive_prompts = 1;
+    fixture->report.endpoints[1].summary.inconclusive_prompts = 2;
+    const std::string again = report::render_markdown(fixture->report);
+    CHECK(again.find("| mixed | 1 of 2 (1 inconclusive) | 3 |") != std::string::npos);
+    CHECK(again.find("&#96;v1&#96; | 1 of 2 (2 inconclusive) | 50.0% |") != std::string::npos);
   }
   SUBCASE("prefix drift apart from batch drift, with the flushes") {
     CHECK(md.find("\nPrefix cache (warm against cold, apart from batch drift): 1 of 2 prompts "

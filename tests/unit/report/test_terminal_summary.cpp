@@ -45,53 +45,130 @@ TEST_CASE("escape_terminal_text") {
 TEST_CASE("render_terminal_summary") {
   const auto fixture = test::make_report_fixture();
 
-  SUBCASE("the expected lines, without color") {
+  SUBCASE("the expected lines, without color: the verdict first, then the warnings") {
     const std::string text = report::render_terminal_summary(fixture->report, false);
     CHECK(text.find('\x1b') == std::string::npos);
     const auto lines = lines_of(text);
-    REQUIRE(lines.size() == 15);
-    CHECK(lines[0] == "llmrepro audit audit-1700000000123  (complete)");
-    CHECK(lines[1] == "endpoint   http://127.0.0.1:8000   model tiny-model   dialect openai-chat");
-    CHECK(lines[2] == "prompts    3   requests 18   failed 1");
-    CHECK(lines[3] == "unstable   2 of 3   c=1: 0  c=8: 2");
-    CHECK(lines[4] == "fragile    2 of 3   (top-2 gap < 0.05 nats within the first 50 tokens)");
-    CHECK(lines[5] == "           prompts without logprobs: 1 (judged on text alone)");
-    CHECK(lines[6] == "TARr       33.3%   TARa n/a");
-    CHECK(lines[7] == "predictor  precision 0.50  recall n/a  (tp 1 fp 1 fn 1 tn 0)");
-    CHECK(lines[8] == "worst prompts");
-    CHECK(lines[9] == "  queens                   3 unique  diverges at token 102  gap 0.0123  "
-                      "\" Queens\" (-0.6931) vs \" Manhattan\" (-0.7054)");
-    CHECK(lines[10] == "  hostile\\x1b[2J\\x1b]0;pw\u2026 2 unique  diverges at token 0  "
-                       "\"\\x1b[31mred\\r\\n\u2026\" (-1.0000) vs \"\\u{202e}gnp.exe\" (-1.5000)"
-                       "  (no logprobs)");
-    CHECK(lines[11] == "  stable                   1 unique  stable, min gap 0.0100 at token 7");
-    CHECK(lines[12] == "FAIL");
-    CHECK(lines[13] == "  fail_on: 2 of 3 prompts unstable (fail_on unstable)");
-    CHECK(lines[14] == "  max_unique: prompt 'queens' has 3 distinct completions, more than 2");
+    REQUIRE(lines.size() == 22);
+    CHECK(lines[0] == test::k_fixture_headline);
+    CHECK(lines[1] == "  \u2714 1 of 18 requests failed after their retries (1 x HTTP 503: queue "
+                      "full), limit 0.100 (--max-failed-rate)");
+    CHECK(lines[2] == "  \u2718 2 of 2 judged prompts unstable, 1 inconclusive (--fail-on unstable)");
+    CHECK(lines[3] == "  \u2718 most distinct completions: 3 (prompt queens), limit 2 (--max-unique)");
+    CHECK(lines[4] == "warning: the endpoint answered as 2 models (tiny-model: 16, evil\\x1b[2J: 1): "
+                      "completions that differ may come from different models, not from batch drift");
+    CHECK(lines[5] == "warning: the endpoint returned as few as 1 candidates at a position where "
+                      "--top-logprobs asked for 2: gaps there are unknown");
+    CHECK(lines[6] == "llmrepro audit audit-1700000000123  (complete)");
+    CHECK(lines[7] == "endpoint   http://127.0.0.1:8000   model tiny-model   dialect openai-chat");
+    CHECK(lines[8] == "prompts    3   requests 18   failed 1");
+    CHECK(lines[9] == "stable     0 of 3   unstable 2   inconclusive 1");
+    CHECK(lines[10] == "  c=1      unstable 0   inconclusive 1   (serial)");
+    CHECK(lines[11] == "  c=8      unstable 2   inconclusive 1   differs from serial 1");
+    CHECK(lines[12] == "fragile    2 of 3   (top-2 gap < 0.05 nats within the first 50 tokens)");
+    CHECK(lines[13] == "           fragility unknown: 1 of 3 (first: hostile\\x1b[2J\\x1b]0;pw\u2026: "
+                       "text mode: a completion came back without tokens)");
+    CHECK(lines[14] == "           prompts without logprobs: 1 (judged on text alone)");
+    CHECK(lines[15] == "failures   1 x HTTP 503: queue full");
+    CHECK(lines[16] == "TARr       33.3%   TARa n/a");
+    CHECK(lines[17] == "predictor  precision 0.50  recall n/a  (tp 1 fp 1 fn 1 tn 0)");
+    CHECK(lines[18] == "worst prompts");
+    CHECK(lines[19] == "  queens                   3 unique  diverges at token 102  gap 0.0123  "
+                       "\" Queens\" (-0.6931) vs \" Manhattan\" (-0.7054)");
+    CHECK(lines[20] == "  hostile\\x1b[2J\\x1b]0;pw\u2026 2 unique  diverges at char 0 (one "
+                       "completion ends there)  \"\\x1b[31mred\\r\\n\u2026\" (-1.0000) vs "
+                       "\"\\u{202e}gnp.exe\" (-1.5000)  (no logprobs)");
+    CHECK(lines[21] == "  stable                   1 unique  inconclusive (5 successful, 1 failed)"
+                       "  min gap 0.0100 at token 7");
+    CHECK(text.find("every prompt stable") == std::string::npos);
   }
-  SUBCASE("color only when asked") {
+  SUBCASE("color only when asked; a failing verdict is red") {
     const std::string text = report::render_terminal_summary(fixture->report, true);
-    CHECK(text.find("\x1b[1;31mFAIL\x1b[0m\n") != std::string::npos);
-    CHECK(text.find("\x1b[33m2 of 3\x1b[0m") != std::string::npos);
-    // The only escapes are ours: every ESC starts one of the three SGR codes used.
+    CHECK(text.rfind("\x1b[1;31m" + test::k_fixture_headline + "\x1b[0m\n", 0) == 0);
+    CHECK(text.find("\x1b[33munstable 2\x1b[0m") != std::string::npos);
+    CHECK(text.find("\x1b[33mwarning: the endpoint answered as 2 models") != std::string::npos);
+    // The only escapes are ours: every ESC starts one of the SGR codes used.
     for (std::size_t at = text.find('\x1b'); at != std::string::npos; at = text.find('\x1b', at + 1)) {
       const std::string rest = text.substr(at, 7);
       const bool ours = rest.rfind("\x1b[0m", 0) == 0 || rest.rfind("\x1b[1m", 0) == 0 ||
-                        rest.rfind("\x1b[33m", 0) == 0 || rest.rfind("\x1b[1;31m", 0) == 0;
+                        rest.rfind("\x1b[33m", 0) == 0 || rest.rfind("\x1b[1;31m", 0) == 0 ||
+                        rest.rfind("\x1b[1;32m", 0) == 0;
       CHECK_MESSAGE(ours, "escape at " << at);
     }
   }
-  SUBCASE("embedded engine, partial audit, a passing verdict, nothing to list") {
+  SUBCASE("embedded engine, partial audit, a stability-gated pass, nothing to list") {
     fixture->data.endpoints[0].embedded = true;
     fixture->data.info.status = "partial";
     fixture->report.analysis.prompts.clear();
-    fixture->report.verdict = {
-        true, {{"fail_on", "no unstable prompts", true}, {"max_unique", "at most 1", true}}};
+    auto& summary = fixture->report.analysis.summary;
+    summary.stable_prompts = 3;
+    summary.unstable_prompts = 0;
+    summary.inconclusive_prompts = 0;
+    summary.fragility_unknown_prompts = 0;
+    fixture->report.warnings.clear();
+    core::Verdict& verdict = fixture->report.verdict;
+    verdict.status = core::VerdictStatus::pass;
+    verdict.headline = "PASS: 2 gates passed";
+    verdict.gates = {{"fail_on_unstable", "--fail-on unstable", {}, 0.0, 0.0,
+                      "0 of 3 judged prompts unstable (--fail-on unstable)", true},
+                     {"max_unique", "--max-unique", {}, 1.0, 1.0,
+                      "most distinct completions: 1, limit 1 (--max-unique)", true}};
     const auto lines = lines_of(report::render_terminal_summary(fixture->report, false));
-    CHECK(lines[0] == "llmrepro audit audit-1700000000123  (partial: 2 of 18 planned requests "
+    CHECK(lines[0] == "PASS: 2 gates passed");
+    CHECK(lines[1] == "  \u2714 0 of 3 judged prompts unstable (--fail-on unstable)");
+    CHECK(lines[2] == "  \u2714 most distinct completions: 1, limit 1 (--max-unique)");
+    CHECK(lines[3] == "llmrepro audit audit-1700000000123  (partial: 2 of 18 planned requests "
                       "recorded)");
-    CHECK(lines[1] == "endpoint   embedded reference engine   model tiny-model   dialect openai-chat");
-    CHECK(lines[lines.size() - 2] == "worst      none: every prompt stable and none fragile");
-    CHECK(lines.back() == "PASS  (gates passed: fail_on, max_unique)");
+    CHECK(lines[4] == "endpoint   embedded reference engine   model tiny-model   dialect openai-chat");
+    CHECK(lines.back() == "worst      none: every prompt stable and none fragile");
+    const std::string colored = report::render_terminal_summary(fixture->report, true);
+    CHECK(colored.rfind("\x1b[1;32mPASS: 2 gates passed\x1b[0m\n", 0) == 0);
+  }
+  SUBCASE("a pass without a stability gate is yellow, and never says every prompt is stable") {
+    fixture->report.analysis.prompts.clear();
+    core::Verdict& verdict = fixture->report.verdict;
+    verdict.status = core::VerdictStatus::pass;
+    verdict.stability_gated = false;
+    verdict.headline = "NO STABILITY GATE: 2 of 2 prompts unstable, 1 inconclusive";
+    verdict.gates = {verdict.gates[0]};
+    const std::string text = report::render_terminal_summary(fixture->report, false);
+    const auto lines = lines_of(text);
+    CHECK(lines[0] == "NO STABILITY GATE: 2 of 2 prompts unstable, 1 inconclusive");
+    CHECK(lines.back() == "worst      none listed (0 of 3 prompts stable)");
+    CHECK(text.find("every prompt stable") == std::string::npos);
+    CHECK(text.find("PASS") == std::string::npos);
+    const std::string colored = report::render_terminal_summary(fixture->report, true);
+    CHECK(colored.rfind("\x1b[33mNO STABILITY GATE: 2 of 2 prompts unstable, 1 inconclusive\x1b[0m\n",
+                        0) == 0);
+    fixture->report.analysis.summary.stable_prompts = 3;
+    CHECK(lines_of(report::render_terminal_summary(fixture->report, false)).back() ==
+          "worst      none: every prompt stable, none known to be fragile (1 of unknown fragility)");
+  }
+  SUBCASE("an error verdict is red and names every reason") {
+    core::Verdict& verdict = fixture->report.verdict;
+    verdict.status = core::VerdictStatus::error;
+    verdict.errors = {"interrupted: 2 of 18 planned requests recorded",
+                      "no prompt has two successful \x1b[2Jcompletions to compare"};
+    verdict.headline = "ERROR: the audit could not be judged: interrupted: 2 of 18 planned requests "
+                       "recorded (and 1 more)";
+    verdict.gates.clear();
+    const auto lines = lines_of(report::render_terminal_summary(fixture->report, false));
+    CHECK(lines[0] == verdict.headline);
+    CHECK(lines[1] == "  error: interrupted: 2 of 18 planned requests recorded");
+    CHECK(lines[2] == "  error: no prompt has two successful \\x1b[2Jcompletions to compare");
+    CHECK(report::render_terminal_summary(fixture->report, true).rfind("\x1b[1;31mERROR: ", 0) == 0);
+  }
+  SUBCASE("failures grouped by reason, at most five listed") {
+    auto& reasons = fixture->report.analysis.summary.failure_reasons;
+    reasons = {{"HTTP 503: queue full", 9}, {"timeout after 120 s", 4}, {"HTTP 500: a\nb", 3},
+               {"r4", 2},                   {"r5", 1},                  {"r6", 1},
+               {"r7", 1}};
+    const std::string text = report::render_terminal_summary(fixture->report, false);
+    CHECK(text.find("failures   9 x HTTP 503: queue full\n"
+                    "           4 x timeout after 120 s\n"
+                    "           3 x HTTP 500: a\\nb\n"
+                    "           2 x r4\n"
+                    "           1 x r5\n"
+                    "           2 more reasons\n") != std::string::npos);
   }
 }

@@ -1,0 +1,217 @@
+#!/usr/bin/python3
+"""Scenario: what --resume and `llmrepro report` may change about a stored audit.
+
+--resume runs the stored plan: a plan-defining flag that says otherwise (--runs, --concurrency,
+another suite, another endpoint) exits 2 before any request, with one message naming each
+differing flag with its stored and given values, and leaves the database as it was. Judging
+flags given on --resume replace the stored ones and are stored, so that a later `report` judges
+the same way. `llmrepro report --db X` re-judges with the judging flags it is given (without
+storing them and without contacting any endpoint): --fail-on, --max-unique, --fragile-gap and
+--fragile-window change the verdict and the exit code; bad values exit 2 and write nothing.
+Standard audit (standard_audit.py): feynman and primes are unstable, feynman and hello fragile
+(with --fragile-window 5); capital's 0.001 gap at index 5 lies just outside that window."""
+
+import json
+import os
+import re
+
+import e2e_harness as h
+import standard_audit as std
+
+RUNS = "5"
+LEVELS = "1,2"
+
+
+class ResumeConfig(h.E2ETestCase):
+    def setUp(self):
+        super().setUp()
+        self.endpoint = self.start_endpoint(std.script())
+        self.suite = self.write_suite("suite.jsonl", std.suite())
+        self.db = self.path("audit.db")
+
+    def audit_args(self, **replace):
+        """The audit's command line; `replace` maps a flag (without dashes, _ for -) to a new
+        value, or to None to leave the flag out."""
+        options = {"suite": self.suite, "endpoint": self.endpoint.url, "api": "openai-chat",
+                   "model": std.MODEL, "runs": RUNS, "concurrency": LEVELS,
+                   "fragile_window": str(std.WINDOW), "seed": str(std.SEED)}
+        options.update(replace)
+        args = ["audit", "--db", self.db]
+        for name, value in options.items():
+            if value is not None:
+                args += ["--" + name.replace("_", "-"), value]
+        return args
+
+    def first_audit(self):
+        run = self.run_llmrepro(self.audit_args() + ["--json", self.path("first.json")])
+        self.assert_exit(run, 0)
+        report = self.load_report(self.path("first.json"))
+        self.assertEqual(report["audit"]["status"], "complete")
+        self.assertEqual(report["summary"]["verdict"]["status"], "pass")
+        self.assertEqual(report["summary"]["unstable_prompts"], 2)
+        return report
+
+    def snapshot(self):
+        """Everything the database records, to compare before and after a refused command."""
+        conn = h.open_db(self.db)
+        try:
+            return {"requests": conn.execute("SELECT * FROM requests ORDER BY 1").fetchall(),
+                    "tokens": conn.execute("SELECT COUNT(*) FROM tokens").fetchone()[0],
+                    "audit": conn.execute("SELECT * FROM audit").fetchall(),
+                    "endpoints": conn.execute("SELECT * FROM endpoints").fetchall(),
+                    "prompts": conn.execute("SELECT * FROM prompts ORDER BY 1").fetchall()}
+        finally:
+            conn.close()
+
+    def stored_gates(self):
+        conn = h.open_db(self.db)
+        try:
+            return json.loads(conn.execute("SELECT config FROM audit").fetchone()[0])["gates"]
+        finally:
+            conn.close()
+
+    def test_resume_with_another_plan_is_refused(self):
+        self.first_audit()
+        other = self.start_endpoint(std.script(), name="other")
+        changed = [dict(p) for p in std.suite()]
+        changed[1]["prompt"] = "Where was Dirac born?"
+        other_suite = self.write_suite("other-suite.jsonl", changed)
+        before = self.snapshot()
+        posts = len(self.endpoint.requests())
+        cases = {
+            "runs": ({"runs": "3"}, [r"--runs 5 \(stored\) vs 3 \(given\)"]),
+            "levels": ({"concurrency": "1,4"},
+                       [r"--concurrency 1,2 \(stored\) vs 1,4 \(given\)"]),
+            "suite": ({"suite": other_suite},
+                      [r"--suite '[^']*suite\.jsonl' \(stored\) vs '[^']*other-suite\.jsonl' "
+                       r"\(given\): prompt 2 'feynman' differs in its prompt"]),
+            "endpoint": ({"endpoint": other.url},
+                         [re.escape(f"--endpoint {self.endpoint.url} (stored) vs {other.url} "
+                                    "(given)")]),
+            "every field": ({"runs": "3", "concurrency": "1,4", "suite": other_suite,
+                             "endpoint": other.url},
+                            [r"--runs 5 \(stored\) vs 3", r"--concurrency 1,2 \(stored\) vs 1,4",
+                             r"--suite '", re.escape(f"--endpoint {self.endpoint.url} (stored)")]),
+        }
+        for name, (replace, needles) in cases.items():
+            with self.subTest(case=name):
+                run = self.run_llmrepro(self.audit_args(**replace) + ["--resume"], timeout=30)
+                self.assert_exit(run, 2)
+                self.assertIn(f"--resume: the audit in '{self.db}' was planned with other "
+                              "settings: ", run.stderr)
+                self.assertIn("Resume with the stored settings, or start a new audit with "
+                              "--overwrite", run.stderr)
+                for needle in needles:
+                    self.assertRegex(run.stderr, needle, run.describe())
+                self.assertEqual(len(self.endpoint.requests()), posts, "no request was sent")
+                self.assertEqual(other.requests(), [], "no request was sent")
+                self.assertEqual(self.snapshot(), before, "the database is unchanged")
+        with self.subTest(case="the stored settings resume"):
+            run = self.run_llmrepro(self.audit_args() + ["--resume"])
+            self.assert_exit(run, 0)
+            self.assertEqual(self.snapshot()["requests"], before["requests"])
+        with self.subTest(case="the stored endpoint when none is given"):
+            run = self.run_llmrepro(self.audit_args(endpoint=None, suite=None) + ["--resume"])
+            self.assert_exit(run, 0)
+            self.assertEqual(other.requests(), [])
+            self.assertEqual(self.snapshot()["requests"], before["requests"])
+
+    def test_gates_given_on_resume_are_stored(self):
+        self.first_audit()
+        before = self.snapshot()["requests"]
+        posts = len(self.endpoint.posts())
+        report_path = self.path("resumed.json")
+        run = self.run_llmrepro(self.audit_args() + ["--resume", "--fail-on", "unstable",
+                                                     "--json", report_path])
+        self.assert_exit(run, 1)
+        self.assertIn("FAIL", run.stdout)
+        self.assertEqual(self.load_report(report_path)["summary"]["verdict"]["status"], "fail")
+        self.assertEqual(len(self.endpoint.posts()), posts, "the audit was complete")
+        self.assertEqual(self.snapshot()["requests"], before)
+        self.assertEqual(self.stored_gates()["fail_on"], "unstable")
+
+        with self.subTest(case="report keeps the stored gates"):
+            run = self.run_llmrepro(["report", "--db", self.db, "--json", self.path("r1.json")])
+            self.assert_exit(run, 1)
+            self.assertEqual(self.load_report(self.path("r1.json"))["summary"]["verdict"]["status"],
+                             "fail")
+        with self.subTest(case="quiet still says why"):
+            run = self.run_llmrepro(["report", "--db", self.db, "--quiet"])
+            self.assert_exit(run, 1)
+            self.assertEqual(run.stdout, "")
+            self.assertRegex(run.stderr, r"^llmrepro: FAIL", run.describe())
+        with self.subTest(case="report --fail-on none passes and stores nothing"):
+            run = self.run_llmrepro(["report", "--db", self.db, "--fail-on", "none"])
+            self.assert_exit(run, 0)
+            self.assertEqual(self.stored_gates()["fail_on"], "unstable")
+        with self.subTest(case="resume --fail-on none stores it back"):
+            run = self.run_llmrepro(self.audit_args() + ["--resume", "--fail-on", "none"])
+            self.assert_exit(run, 0)
+            self.assertEqual(self.stored_gates()["fail_on"], "none")
+            self.assert_exit(self.run_llmrepro(["report", "--db", self.db]), 0)
+        with self.subTest(case="resume with a stability gate over one completion per prompt"):
+            db = self.path("single.db")
+            args = self.audit_args(runs="1", concurrency="1")
+            args[args.index("--db") + 1] = db
+            # One completion per prompt: no gate judges stability, so the audit runs (its
+            # verdict is the lead's: nothing could be compared).
+            first = self.run_llmrepro(args)
+            self.assertNotEqual(first.returncode, 2, first.describe())
+            stored = h.open_db(db)
+            rows = stored.execute("SELECT COUNT(*) FROM requests").fetchone()[0]
+            stored.close()
+            run = self.run_llmrepro(args + ["--resume", "--max-unique", "1"])
+            self.assert_exit(run, 2)
+            self.assertIn("one completion per prompt cannot show instability", run.stderr)
+            stored = h.open_db(db)
+            self.assertEqual(stored.execute("SELECT COUNT(*) FROM requests").fetchone()[0], rows)
+            self.assertEqual(json.loads(stored.execute("SELECT config FROM audit").fetchone()[0])
+                             ["gates"]["max_unique"], None)
+            stored.close()
+
+    def test_report_rejudges_the_stored_audit(self):
+        self.first_audit()
+        before = self.snapshot()
+        requests = len(self.endpoint.requests())
+        cases = [([], 0),
+                 (["--fail-on", "unstable"], 1),
+                 (["--fail-on", "none"], 0),
+                 (["--max-unique", "1"], 1),
+                 (["--max-unique", "2"], 0),
+                 (["--max-unstable-rate", "0.25"], 1),
+                 (["--max-unstable-rate", "0.5"], 0),
+                 (["--fail-on", "fragile"], 1),
+                 # τ below every gap in the window: nothing is fragile.
+                 (["--fail-on", "fragile", "--fragile-gap", "0.005"], 0),
+                 # A window of 6 reaches capital's 0.001 gap at index 5.
+                 (["--fail-on", "fragile", "--fragile-gap", "0.005", "--fragile-window", "6"], 1),
+                 (["--max-failed-rate", "0.5"], 0)]
+        for flags, code in cases:
+            with self.subTest(flags=flags):
+                report_path = self.path("report.json")
+                if os.path.exists(report_path):
+                    os.remove(report_path)
+                run = self.run_llmrepro(["report", "--db", self.db, "--json", report_path, *flags])
+                self.assert_exit(run, code)
+                verdict = self.load_report(report_path)["summary"]["verdict"]
+                self.assertEqual(verdict["status"], "fail" if code else "pass")
+        self.assertEqual(len(self.endpoint.requests()), requests, "report contacts no endpoint")
+        self.assertEqual(self.snapshot(), before, "report stores nothing")
+
+        bad = [("--fail-on", "bogus"), ("--fail-on", "disagree"), ("--max-unique", "0"),
+               ("--max-unstable-rate", "nan"), ("--min-tara", "2"), ("--max-failed-rate", "inf"),
+               ("--max-failed-rate", "-inf"), ("--fragile-gap", "nan"), ("--fragile-gap", "0"),
+               ("--fragile-window", "0")]
+        for flag, value in bad:
+            with self.subTest(flag=flag, value=value):
+                report_path = self.path("bad.json")
+                run = self.run_llmrepro(["report", "--db", self.db, "--json", report_path,
+                                         f"{flag}={value}"])
+                self.assert_exit(run, 2)
+                self.assertIn(flag, run.stderr)
+                self.assertFalse(os.path.exists(report_path), "no report written")
+        self.assertEqual(self.snapshot(), before)
+
+
+if __name__ == "__main__":
+    h.main()
