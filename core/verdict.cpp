@@ -13,7 +13,7 @@
 
 namespace llmrepro::core {
 
-const char* to_string(VerdictStatus status) {
+const char *to_string(VerdictStatus status) {
   switch (status) {
   case VerdictStatus::pass: return "pass";
   case VerdictStatus::fail: return "fail";
@@ -30,28 +30,28 @@ std::string format_rate(double rate) {
   return buffer;
 }
 
-std::string count_of(int count, int total, const char* noun) {
+std::string count_of(int count, int total, const char *noun) {
   return std::to_string(count) + " of " + std::to_string(total) + " " + noun;
 }
 
 class Judge {
 public:
-  Judge(const std::vector<JudgedScope>& scopes, const GateConfig& gates)
+  Judge(const std::vector<JudgedScope> &scopes, const GateConfig &gates)
       : m_scopes(scopes), m_gates(gates), m_several(scopes.size() > 1) {}
 
   void add(std::string name, std::string flag, GateScope scope, std::optional<double> figure,
            std::optional<double> limit, std::string message, bool passed) {
-    m_verdict.gates.push_back({std::move(name), std::move(flag), scope, figure, limit,
-                               std::move(message), passed});
+    m_verdict.gates.push_back(
+        {std::move(name), std::move(flag), scope, figure, limit, std::move(message), passed});
   }
 
   // "endpoint 1, long: " where several scopes are judged; nothing otherwise.
-  std::string prefix(const JudgedScope& scope) const {
+  std::string prefix(const JudgedScope &scope) const {
     if (!m_several) return "";
     return "endpoint " + std::to_string(scope.endpoint) + ", " + to_string(scope.probe) + ": ";
   }
 
-  static GateScope scope_of(const JudgedScope& scope) {
+  static GateScope scope_of(const JudgedScope &scope) {
     return GateScope{scope.endpoint, scope.probe, std::nullopt};
   }
 
@@ -59,10 +59,10 @@ public:
     int failed = 0;
     int recorded = 0;
     std::map<std::string, int> reasons;
-    for (const auto& scope : m_scopes) {
+    for (const auto &scope : m_scopes) {
       failed += scope.analysis->summary.failed_requests;
       recorded += scope.analysis->summary.requests;
-      for (const auto& [reason, count] : scope.analysis->summary.failure_reasons)
+      for (const auto &[reason, count] : scope.analysis->summary.failure_reasons)
         reasons[reason] += count;
     }
     const double rate = recorded > 0 ? static_cast<double>(failed) / recorded : 0.0;
@@ -71,7 +71,7 @@ public:
       // Grouped by reason, most frequent first, at most three named.
       std::vector<std::pair<std::string, int>> sorted(reasons.begin(), reasons.end());
       std::stable_sort(sorted.begin(), sorted.end(),
-                       [](const auto& a, const auto& b) { return a.second > b.second; });
+                       [](const auto &a, const auto &b) { return a.second > b.second; });
       message += " (";
       for (std::size_t i = 0; i < sorted.size() && i < 3; ++i) {
         if (i > 0) message += "; ";
@@ -81,29 +81,31 @@ public:
       message += ")";
     }
     message += ", limit " + format_rate(m_gates.max_failed_rate) + " (--max-failed-rate)";
-    add("max_failed_rate", "--max-failed-rate", GateScope{}, rate, m_gates.max_failed_rate,
-        message, rate <= m_gates.max_failed_rate);
+    add("max_failed_rate", "--max-failed-rate", GateScope{}, rate, m_gates.max_failed_rate, message,
+        rate <= m_gates.max_failed_rate);
   }
 
-  void unstable(const JudgedScope& scope) {
-    const AuditSummary& s = scope.analysis->summary;
+  void unstable(const JudgedScope &scope) {
+    const AuditSummary &s = scope.analysis->summary;
     const int judged = s.stable_prompts + s.unstable_prompts;
-    std::string message = prefix(scope) + count_of(s.unstable_prompts, judged, "judged prompts") +
-                          " unstable";
+    std::string message =
+        prefix(scope) + count_of(s.unstable_prompts, judged, "judged prompts") + " unstable";
     if (s.inconclusive_prompts > 0)
       message += ", " + std::to_string(s.inconclusive_prompts) + " inconclusive";
     message += " (--fail-on unstable)";
-    add("fail_on_unstable", "--fail-on unstable", scope_of(scope), s.unstable_prompts, 0,
-        message, s.unstable_prompts == 0);
+    // No judged prompt is no evidence of stability: the gate does not pass on nothing.
+    if (judged == 0) message = prefix(scope) + "no prompt could be judged (--fail-on unstable)";
+    add("fail_on_unstable", "--fail-on unstable", scope_of(scope), s.unstable_prompts, 0, message,
+        s.unstable_prompts == 0 && judged > 0);
   }
 
-  void fragile(const JudgedScope& scope) {
-    const AuditSummary& s = scope.analysis->summary;
-    std::string message = prefix(scope) + count_of(s.fragile_prompts, s.prompts, "prompts") +
-                          " fragile";
+  void fragile(const JudgedScope &scope) {
+    const AuditSummary &s = scope.analysis->summary;
+    std::string message =
+        prefix(scope) + count_of(s.fragile_prompts, s.prompts, "prompts") + " fragile";
     if (s.fragility_unknown_prompts > 0) {
       message += ", " + std::to_string(s.fragility_unknown_prompts) + " of unknown fragility";
-      for (const auto& prompt : scope.analysis->prompts)
+      for (const auto &prompt : scope.analysis->prompts)
         if (!prompt.fragile) {
           message += " (prompt " + prompt.id + ": " + prompt.fragility_reason + ")";
           break;
@@ -116,7 +118,7 @@ public:
   }
 
   // One gate per compared endpoint: its reference completions against endpoint 0's.
-  void disagree(const std::optional<EndpointComparison>& comparison, ProbeKind probe) {
+  void disagree(const std::optional<EndpointComparison> &comparison, ProbeKind probe) {
     if (!comparison || comparison->prompts.empty()) {
       add("fail_on_disagree", "--fail-on disagree", GateScope{}, std::nullopt, 0,
           comparison ? "no prompt to compare between endpoints (--fail-on disagree)"
@@ -130,9 +132,9 @@ public:
       int disagreeing = 0;
       int endpoint = 0;
       std::string first;
-      for (const auto& prompt : comparison->prompts) {
+      for (const auto &prompt : comparison->prompts) {
         if (k >= prompt.endpoints.size()) continue;
-        const EndpointDivergence& other = prompt.endpoints[k];
+        const EndpointDivergence &other = prompt.endpoints[k];
         endpoint = other.endpoint_index;
         if (other.agrees) continue;
         ++disagreeing;
@@ -148,10 +150,10 @@ public:
     }
   }
 
-  void max_unique(const JudgedScope& scope, int limit) {
+  void max_unique(const JudgedScope &scope, int limit) {
     int worst = 0;
     std::string worst_id;
-    for (const auto& prompt : scope.analysis->prompts)
+    for (const auto &prompt : scope.analysis->prompts)
       if (prompt.unique_completions > worst) {
         worst = prompt.unique_completions;
         worst_id = prompt.id;
@@ -159,11 +161,17 @@ public:
     std::string message = prefix(scope) + "most distinct completions: " + std::to_string(worst);
     if (!worst_id.empty()) message += " (prompt " + worst_id + ")";
     message += ", limit " + std::to_string(limit) + " (--max-unique)";
-    add("max_unique", "--max-unique", scope_of(scope), worst, limit, message, worst <= limit);
+    const AuditSummary &s = scope.analysis->summary;
+    const bool judged = s.stable_prompts + s.unstable_prompts > 0;
+    if (!judged)
+      message = prefix(scope) + "no prompt could be judged, limit " + std::to_string(limit) +
+                " (--max-unique)";
+    add("max_unique", "--max-unique", scope_of(scope), worst, limit, message,
+        judged && worst <= limit);
   }
 
-  void max_unstable_rate(const JudgedScope& scope, double limit) {
-    const AuditSummary& s = scope.analysis->summary;
+  void max_unstable_rate(const JudgedScope &scope, double limit) {
+    const AuditSummary &s = scope.analysis->summary;
     const int judged = s.stable_prompts + s.unstable_prompts;
     if (judged == 0) {
       add("max_unstable_rate", "--max-unstable-rate", scope_of(scope), std::nullopt, limit,
@@ -182,8 +190,8 @@ public:
         rate <= limit);
   }
 
-  void min_tara(const JudgedScope& scope, double limit) {
-    const AuditSummary& s = scope.analysis->summary;
+  void min_tara(const JudgedScope &scope, double limit) {
+    const AuditSummary &s = scope.analysis->summary;
     if (s.prompts == 0) {
       add("min_tara", "--min-tara", scope_of(scope), std::nullopt, limit,
           prefix(scope) + "TARa was not computed, minimum " + format_rate(limit) + " (--min-tara)",
@@ -196,29 +204,28 @@ public:
         s.tara >= limit);
   }
 
-  void missing_evidence(const RunFacts& facts) {
-    auto& errors = m_verdict.errors;
+  void missing_evidence(const RunFacts &facts) {
+    auto &errors = m_verdict.errors;
     if (!facts.run_error.empty()) errors.push_back("the run stopped: " + facts.run_error);
     if (facts.recorded_requests < facts.planned_requests) {
       const std::string recorded = std::to_string(facts.recorded_requests) + " of " +
                                    std::to_string(facts.planned_requests) +
                                    " planned requests recorded";
-      errors.push_back(facts.interrupted ? "interrupted: " + recorded
-                                         : "incomplete: " + recorded);
+      errors.push_back(facts.interrupted ? "interrupted: " + recorded : "incomplete: " + recorded);
     } else if (facts.interrupted) {
       errors.push_back("interrupted");
     }
-    for (const auto& scope : m_scopes)
+    for (const auto &scope : m_scopes)
       if (scope.analysis->summary.prompts_with_two_completions == 0)
         errors.push_back(prefix(scope) + "no prompt has two successful completions to compare");
   }
 
-  Verdict finish(const std::vector<JudgedScope>& scopes) {
+  Verdict finish(const std::vector<JudgedScope> &scopes) {
     Verdict verdict = std::move(m_verdict);
     verdict.stability_gated = m_gates.stability_gated();
     int failed = 0;
-    const GateResult* first_failed = nullptr;
-    for (const auto& gate : verdict.gates)
+    const GateResult *first_failed = nullptr;
+    for (const auto &gate : verdict.gates)
       if (!gate.passed) {
         ++failed;
         if (!first_failed) first_failed = &gate;
@@ -231,15 +238,15 @@ public:
     } else if (failed > 0) {
       verdict.status = VerdictStatus::fail;
       verdict.headline = "FAIL: " + std::to_string(failed) + " of " +
-                         std::to_string(verdict.gates.size()) + " gates failed: " +
-                         first_failed->message;
+                         std::to_string(verdict.gates.size()) +
+                         " gates failed: " + first_failed->message;
     } else {
       verdict.status = VerdictStatus::pass;
       if (verdict.stability_gated) {
         verdict.headline = "PASS: " + std::to_string(verdict.gates.size()) + " gates passed";
       } else {
         // No gate asked about stability: say what the audit saw instead of a bare PASS.
-        const AuditSummary& s = scopes.front().analysis->summary;
+        const AuditSummary &s = scopes.front().analysis->summary;
         const int judged = s.stable_prompts + s.unstable_prompts;
         verdict.headline =
             "NO STABILITY GATE: " + count_of(s.unstable_prompts, judged, "prompts") + " unstable";
@@ -251,17 +258,17 @@ public:
   }
 
 private:
-  const std::vector<JudgedScope>& m_scopes;
-  const GateConfig& m_gates;
+  const std::vector<JudgedScope> &m_scopes;
+  const GateConfig &m_gates;
   bool m_several = false;
   Verdict m_verdict;
 };
 
 } // namespace
 
-Verdict judge(const std::vector<JudgedScope>& scopes,
-              const std::optional<EndpointComparison>& comparison, const GateConfig& gates,
-              const RunFacts& facts) {
+Verdict judge(const std::vector<JudgedScope> &scopes,
+              const std::optional<EndpointComparison> &comparison, const GateConfig &gates,
+              const RunFacts &facts) {
   if (scopes.empty()) {
     Verdict verdict;
     verdict.status = VerdictStatus::error;
@@ -272,7 +279,7 @@ Verdict judge(const std::vector<JudgedScope>& scopes,
   Judge judge(scopes, gates);
   judge.missing_evidence(facts);
   judge.failed_requests();
-  for (const auto& scope : scopes) {
+  for (const auto &scope : scopes) {
     if (gates.fail_on.unstable) judge.unstable(scope);
     if (gates.fail_on.fragile) judge.fragile(scope);
     if (gates.max_unique) judge.max_unique(scope, *gates.max_unique);

@@ -97,6 +97,11 @@ TEST_CASE("missing evidence is an error, never a pass") {
     CHECK(verdict.errors[0] == "no prompt has two successful completions to compare");
     CHECK(verdict.headline == "ERROR: the audit could not be judged: no prompt has two successful "
                               "completions to compare");
+    // No gate passes on nothing.
+    for (const auto& gate : verdict.gates)
+      if (gate.name != "max_failed_rate") CHECK_FALSE(gate.passed);
+    CHECK(gate_named(verdict, "fail_on_unstable")->message ==
+          "no prompt could be judged (--fail-on unstable)");
   }
   SUBCASE("planned requests missing") {
     const auto analysis = analysis_of(2, 0);
