@@ -64,10 +64,17 @@ std::string identity_key(const Completion& completion, IdentityMode mode) {
 
 int shared_prefix(const Completion& a, const Completion& b, IdentityMode mode) {
   if (mode == IdentityMode::text) {
+    // In characters (code points), as `divergence_unit: "char"` says: the first differing byte,
+    // moved back to the start of its character, then the characters before it counted.
     const auto limit = std::min(a.text.size(), b.text.size());
     std::size_t i = 0;
     while (i < limit && a.text[i] == b.text[i]) ++i;
-    return static_cast<int>(i);
+    const auto continuation = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; };
+    while (i > 0 && i < a.text.size() && continuation(a.text[i])) --i;
+    int characters = 0;
+    for (std::size_t k = 0; k < i; ++k)
+      if (!continuation(a.text[k])) ++characters;
+    return characters;
   }
   const auto limit = std::min(a.tokens.size(), b.tokens.size());
   std::size_t i = 0;
@@ -92,7 +99,11 @@ int shared_prefix(const Completion& a, const Completion& b, IdentityMode mode) {
 DivergenceKind divergence_kind(const Completion& reference, const Completion& other, int shared,
                                IdentityMode mode) {
   const auto length = [mode](const Completion& c) {
-    return mode == IdentityMode::text ? c.text.size() : c.tokens.size();
+    if (mode == IdentityMode::tokens) return c.tokens.size();
+    std::size_t characters = 0; // code points, the unit of text-mode positions
+    for (char byte : c.text)
+      if ((static_cast<unsigned char>(byte) & 0xC0) != 0x80) ++characters;
+    return characters;
   };
   const auto at = static_cast<std::size_t>(shared);
   return at >= length(reference) || at >= length(other) ? DivergenceKind::length

@@ -198,6 +198,29 @@ TEST_CASE("analyse without logprobs") {
   CHECK(analysis.summary.predictor.true_positive + analysis.summary.predictor.false_negative == 0);
 }
 
+TEST_CASE("text mode counts divergence in characters") {
+  Completion x;
+  x.text = "caf\xC3\xA9 au lait";
+  Completion y;
+  y.text = "caf\xC3\xA8 noir";
+  const std::vector<RequestRecord> records{ok_record(0, 1, 0, x), ok_record(0, 1, 1, x),
+                                           ok_record(0, 1, 2, y)};
+  const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+  const auto& p = analysis.prompts.at(0);
+  CHECK(p.text_mode);
+  CHECK(p.first_divergence == 3); // "caf", then é against è (the bytes differ at the second)
+  CHECK(p.divergence_kind == DivergenceKind::token);
+
+  Completion z;
+  z.text = "caf\xC3\xA9";
+  const std::vector<RequestRecord> shorter{ok_record(0, 1, 0, x), ok_record(0, 1, 1, x),
+                                           ok_record(0, 1, 2, z)};
+  const auto shorter_analysis = analyse(suite_of(1), shorter, AnalysisConfig{});
+  const auto& q = shorter_analysis.prompts.at(0);
+  CHECK(q.first_divergence == 4);
+  CHECK(q.divergence_kind == DivergenceKind::length); // "café" ends where "café au lait" goes on
+}
+
 TEST_CASE("analyse window") {
   const auto a = completion_of({{"a", 1.0}, {"b", 1.0}, {"c", 0.01}});
   std::vector<RequestRecord> records{ok_record(0, 1, 0, a)};
@@ -296,7 +319,8 @@ TEST_CASE("an empty completion is an empty token sequence, not text mode") {
   empty.has_logprobs = true;
   const std::vector<RequestRecord> records{ok_record(0, 1, 0, a), ok_record(0, 1, 1, a),
                                            ok_record(0, 1, 2, empty)};
-  const auto& p = analyse(suite_of(1), records, AnalysisConfig{}).prompts[0];
+  const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+  const auto& p = analysis.prompts[0];
   CHECK_FALSE(p.text_mode);
   CHECK(p.unique_completions == 2);
   CHECK(p.first_divergence == 0);
