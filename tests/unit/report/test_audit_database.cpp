@@ -449,7 +449,8 @@ TEST_CASE("AuditDatabase: unknown log probabilities and number counts") {
     run_sql(path, R"(UPDATE tokens SET more = '[["e","nan"],["f",-1.5]]' WHERE token = 'c';)");
     auto database = AuditDatabase::open(path);
     REQUIRE_MESSAGE(database, (database ? "" : database.error().message));
-    const auto& top = load_or_fail(*database).records[0].outcome.completion.tokens[1].top;
+    const auto loaded = load_or_fail(*database);
+    const auto& top = loaded.records[0].outcome.completion.tokens[1].top;
     REQUIRE(top.size() == 4);
     CHECK(std::isnan(top[2].logprob));
     CHECK(top[3].logprob == -1.5);
