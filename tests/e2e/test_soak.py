@@ -4,7 +4,9 @@
 finishes with every request accounted for: one database row per planned request, successes and
 failures adding up to the plan, every POST the endpoint saw matching an attempt the database
 recorded (a connection the endpoint's listen queue refused is an attempt it never logs), and the
-prompts that always fail recorded as failed after their last retry."""
+prompts that always fail recorded as failed after their last retry. Those failures fail the
+failure gate (--max-failed-rate, default 0): exit 1, with the gate's figure exactly the failed
+share the database holds, and --quiet still printing why."""
 
 import e2e_harness as h
 import standard_audit as std
@@ -44,7 +46,8 @@ class Soak(h.E2ETestCase):
              "--concurrency", ",".join(str(level) for level in LEVELS),
              "--timeout", str(TIMEOUT_S), "--retries", str(RETRIES), "--db", db,
              "--json", report_path, "--quiet"], timeout=150)
-        self.assert_exit(run, 0)
+        self.assert_exit(run, 1)
+        self.assertTrue(run.stderr.startswith("llmrepro: FAIL: 1 of 1 gates failed: "), run.stderr)
 
         planned = total_prompts * RUNS * len(LEVELS)
         self.assertEqual(planned, 2000)
@@ -78,6 +81,11 @@ class Soak(h.E2ETestCase):
         self.assertGreater(attempts, planned, "faults were injected and retried")
 
         report = self.load_report(report_path)
+        verdict = report["summary"]["verdict"]
+        self.assertEqual(verdict["status"], "fail")
+        gate = next(g for g in verdict["gates"] if g["name"] == "max_failed_rate")
+        self.assertEqual((gate["passed"], gate["figure"]), (False, failed / planned))
+        self.assertEqual(sum(r["count"] for r in report["summary"]["failure_reasons"]), failed)
         summary = report["summary"]
         self.assertEqual((summary["requests"], summary["failed_requests"]), (planned, failed))
         self.assertEqual(report["audit"]["status"], "complete")
