@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <string_view>
 #include <unordered_map>
 
 namespace llmrepro::core {
@@ -62,19 +63,30 @@ std::string identity_key(const Completion& completion, IdentityMode mode) {
   return key;
 }
 
+bool is_utf8_continuation(char byte) { return (static_cast<unsigned char>(byte) & 0xC0) == 0x80; }
+
+// Code points in `text`: the unit of text-mode positions (`divergence_unit: "char"`).
+std::size_t code_points_in(std::string_view text) {
+  std::size_t characters = 0;
+  for (char byte : text)
+    if (!is_utf8_continuation(byte)) ++characters;
+  return characters;
+}
+
+// Leading bytes the two texts share.
+std::size_t shared_bytes(const std::string& a, const std::string& b) {
+  const auto limit = std::min(a.size(), b.size());
+  std::size_t i = 0;
+  while (i < limit && a[i] == b[i]) ++i;
+  return i;
+}
+
 int shared_prefix(const Completion& a, const Completion& b, IdentityMode mode) {
   if (mode == IdentityMode::text) {
-    // In characters (code points), as `divergence_unit: "char"` says: the first differing byte,
-    // moved back to the start of its character, then the characters before it counted.
-    const auto limit = std::min(a.text.size(), b.text.size());
-    std::size_t i = 0;
-    while (i < limit && a.text[i] == b.text[i]) ++i;
-    const auto continuation = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; };
-    while (i > 0 && i < a.text.size() && continuation(a.text[i])) --i;
-    int characters = 0;
-    for (std::size_t k = 0; k < i; ++k)
-      if (!continuation(a.text[k])) ++characters;
-    return characters;
+    // In characters: the first differing byte, moved back to the start of its character.
+    std::size_t i = shared_bytes(a.text, b.text);
+    while (i > 0 && i < a.text.size() && is_utf8_continuation(a.text[i])) --i;
+    return static_cast<int>(code_points_in(std::string_view(a.text).substr(0, i)));
   }
   const auto limit = std::min(a.tokens.size(), b.tokens.size());
   std::size_t i = 0;
@@ -82,9 +94,7 @@ int shared_prefix(const Completion& a, const Completion& b, IdentityMode mode) {
   if (i == a.tokens.size() && i == b.tokens.size() && a.text != b.text) {
     // Equal tokens, different texts: the tokens do not describe the text. Place the divergence
     // at the reference token whose bytes cover the first byte where the texts part.
-    std::size_t byte = 0;
-    const auto text_limit = std::min(a.text.size(), b.text.size());
-    while (byte < text_limit && a.text[byte] == b.text[byte]) ++byte;
+    const std::size_t byte = shared_bytes(a.text, b.text);
     std::size_t covered = 0;
     for (std::size_t t = 0; t < a.tokens.size(); ++t) {
       covered += token_bytes(a.tokens[t].token).size();
@@ -99,11 +109,7 @@ int shared_prefix(const Completion& a, const Completion& b, IdentityMode mode) {
 DivergenceKind divergence_kind(const Completion& reference, const Completion& other, int shared,
                                IdentityMode mode) {
   const auto length = [mode](const Completion& c) {
-    if (mode == IdentityMode::tokens) return c.tokens.size();
-    std::size_t characters = 0; // code points, the unit of text-mode positions
-    for (char byte : c.text)
-      if ((static_cast<unsigned char>(byte) & 0xC0) != 0x80) ++characters;
-    return characters;
+    return mode == IdentityMode::tokens ? c.tokens.size() : code_points_in(c.text);
   };
   const auto at = static_cast<std::size_t>(shared);
   return at >= length(reference) || at >= length(other) ? DivergenceKind::length
