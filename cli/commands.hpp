@@ -13,8 +13,8 @@ class App;
 
 namespace llmrepro::cli {
 
-// The documented exit codes (DESIGN.md "Gates"); a judged audit's come from its verdict
-// (exit_code_of in cli/judging_options.hpp).
+// The documented exit codes (docs/design.md "Verdict and gates"); a judged audit's exit code
+// comes from its verdict (exit_code_of in cli/judging_options.hpp).
 inline constexpr int k_exit_pass = 0;
 inline constexpr int k_exit_gate_failed = 1;
 inline constexpr int k_exit_usage = 2;

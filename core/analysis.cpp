@@ -1,4 +1,4 @@
-// The analysis of an audit, exactly as DESIGN.md "Analysis: definitions" states it.
+// The analysis of an audit, exactly as docs/design.md "Analysis: definitions" states it.
 //
 // For one prompt we look at its successful completions and ask: how many distinct ones came
 // back, which one is the reference (the modal completion; ties go to the one seen first at the

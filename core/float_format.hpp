@@ -55,7 +55,7 @@ inline float round_to(Precision precision, float value) {
 }
 
 // Distance between |reference| and the next representable value of the precision above it:
-// the unit in which drift is reported (gpu_probe.md §7.2).
+// the unit in which drift is reported (docs/gpu-probe.md §7.2).
 float ulp_at(Precision precision, float reference);
 
 } // namespace llmrepro::core

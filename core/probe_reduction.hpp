@@ -20,7 +20,7 @@ namespace llmrepro::core {
 // partials left to right from 0.0f gives dot_split_k's result bit for bit.
 void dot_chunk_partials(const float* a, const float* b, std::size_t n, int splits, float* partials);
 
-// How split-K partials are combined (the cuBLASLt reduction schemes, gpu_probe.md §3.2).
+// How split-K partials are combined (the cuBLASLt reduction schemes, docs/gpu-probe.md §3.2).
 enum class PartialScheme {
   compute_type, // fp32 partials summed left to right in fp32, then one rounding
   output_type,  // partials rounded to the output dtype first, then summed in fp32

@@ -1,6 +1,6 @@
 // The result of `llmrepro gpu-probe`: pure data shared by the probe (gpu/), which fills it, and
 // the renderers (report/), which draw it. Schema "llmrepro.gpu-probe.v1"; field meanings follow
-// reference/gpu_probe.md §7.2.
+// docs/gpu-probe.md §7.2.
 #pragma once
 
 #include <array>

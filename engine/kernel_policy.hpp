@@ -1,5 +1,5 @@
 // How the engine's kernels pick their reduction order from the shape of a step, the way GPU
-// libraries do (gpu_probe.md §3-4): a split-K count for each matmul from the number of rows, an
+// libraries do (docs/gpu-probe.md §3-4): a split-K count for each matmul from the row count, an
 // RMSNorm strategy from the batch size, a split-KV count for attention from the number of
 // queries. Batch-invariant mode fixes every order, whatever the shape.
 #pragma once

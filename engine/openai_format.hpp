@@ -1,5 +1,5 @@
 // JSON bodies of the OpenAI-compatible responses, in the exact shapes of the OpenAI API
-// (reference/formats/openai_*.json): chat completions, legacy completions, their SSE chunks,
+// (tests/data/formats/openai_*.json): chat completions, legacy completions, their SSE chunks,
 // embeddings, models and errors. Pure functions from typed values to JSON text.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The probe's experiments E0-E7 (gpu_probe.md §7.3) on the CPU: every reduction order emulated
+// The probe's experiments E0-E7 (docs/gpu-probe.md §7.3) on the CPU: every reduction order emulated
 // in fp32 with bf16/fp16 rounding, policies choosing the order from the batch shape the way GPU
 // libraries do. The CUDA helper runs E2, E4, E5 and E6 through the same code with its device ops.
 #pragma once

@@ -1,4 +1,4 @@
-// How two outputs of the same op are compared (gpu_probe.md §7.2): bits changed, largest
+// How two outputs of the same op are compared (docs/gpu-probe.md §7.2): bits changed, largest
 // absolute and ULP distance, a ULP histogram, and digests for run-to-run checks.
 #pragma once
 

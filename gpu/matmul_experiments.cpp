@@ -64,7 +64,7 @@ core::ProbeExperiment run_self_test(const ExperimentConfig& config) {
   experiment.title = "Self-test: rounding vectors, partial sums, run-to-run digests";
   experiment.varied = {"check"};
 
-  // gpu_probe.md §6.2 vectors for bf16; fp16 ties, subnormals, overflow and NaN.
+  // docs/gpu-probe.md §6.2 vectors for bf16; fp16 ties, subnormals, overflow and NaN.
   const RneVector bf16_vectors[] = {
       {core::float_from_bits(0x3F808000u), 0x3F80}, {core::float_from_bits(0x3F818000u), 0x3F82},
       {core::float_from_bits(0x3F808001u), 0x3F81}, {core::float_from_bits(0x7F800001u), 0x7FC0},

@@ -1,5 +1,5 @@
 // The split decisions that make GPU reductions depend on the batch: a wave-quantisation split-K
-// rule for matmul and FlashAttention-2's split-KV heuristic (gpu_probe.md §3.3, §4.1),
+// rule for matmul and FlashAttention-2's split-KV heuristic (docs/gpu-probe.md §3.3, §4.1),
 // re-implemented from their published descriptions, and the batch-invariant alternatives.
 #pragma once
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails on an upward or sideways include between modules, or a third-party header in a public
-# header. The rooms and what each may include are the module table of docs/design.md.
+# header. The rooms and what each may include are the table of docs/design.md "Module map".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

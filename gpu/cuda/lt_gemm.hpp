@@ -14,7 +14,7 @@
 
 namespace llmrepro::gpu::cuda {
 
-// The algorithm configuration a GEMM runs (gpu_probe.md §3.2). `opaque` is the
+// The algorithm configuration a GEMM runs (docs/gpu-probe.md §3.2). `opaque` is the
 // cublasLtMatmulAlgo_t itself, so that one algorithm can be pinned for other shapes.
 struct LtAlgoInfo {
   int algo_id = -1;

@@ -441,7 +441,7 @@ class State:
 
 
 # ----------------------------------------------------------------------------------------------
-# Payload builders: one per dialect, each following reference/formats exactly.
+# Payload builders: one per dialect, each following tests/data/formats exactly.
 
 def usage(n):
     return {"prompt_tokens": 12, "completion_tokens": n, "total_tokens": 12 + n}

@@ -10,9 +10,9 @@ once per level:
   but not fragile (false negative).
 - hello: always the same, with a 0.01 gap at index 2 whose candidates the script lists lowest
   first (the adapters must sort): fragile but stable (false positive).
-Expected numbers are written out here from those definitions (DESIGN.md "Analysis"); the only
-arithmetic is the same double subtraction the tool performs, and for llama.cpp's old shape the
-log of the probability the endpoint sent.
+Expected numbers are written out here from those definitions
+(docs/design.md "Analysis: definitions"); the only arithmetic is the same double subtraction the
+tool performs, and for llama.cpp's old shape the log of the probability the endpoint sent.
 """
 
 import json

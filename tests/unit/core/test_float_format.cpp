@@ -8,7 +8,7 @@
 using namespace llmrepro::core;
 
 TEST_CASE("bf16_bits_from_float") {
-  // Test vectors of gpu_probe.md §6.2.
+  // Test vectors of docs/gpu-probe.md §6.2.
   CHECK(bf16_bits_from_float(float_from_bits(0x3F808000u)) == 0x3F80); // tie, even below
   CHECK(bf16_bits_from_float(float_from_bits(0x3F818000u)) == 0x3F82); // tie, odd below
   CHECK(bf16_bits_from_float(float_from_bits(0x3F808001u)) == 0x3F81); // above the tie

@@ -59,7 +59,7 @@ TEST_CASE("matmul_split_k") {
     core::matmul_split_k(x.data(), rows, k, w.data(), n, 4, four.data(), 0, n);
     const std::size_t fp32_changed = differing_bits(one, four);
     CHECK(fp32_changed > rows * n / 4);
-    // At a long K, a few outputs also change after rounding to bf16 (gpu_probe.md §0: ~0.05%).
+    // At a long K, a few outputs also change after rounding to bf16 (docs/gpu-probe.md §0: ~0.05%).
     const std::size_t long_k = 4096, many = 128;
     const auto big_x = bf16_values(3, many * long_k);
     const auto big_w = bf16_values(4, long_k * n, 0.05);
@@ -130,7 +130,7 @@ TEST_CASE("matmul_split_k with bf16 partials") {
     core::round_bf16_inplace(one.data(), one.size());
     core::round_bf16_inplace(two.data(), two.size());
     // Rounding each of two partials to 8 significant bits moves the sum by up to about one
-    // bf16 step of the output, so a large share of outputs change (gpu_probe.md §2.3: ~51%).
+    // bf16 step of the output, so a large share of outputs change (docs/gpu-probe.md §2.3: ~51%).
     CHECK(differing_bits(one, two) > rows * n / 10);
   }
 }

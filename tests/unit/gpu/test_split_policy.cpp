@@ -5,7 +5,7 @@
 using namespace llmrepro::gpu;
 
 TEST_CASE("heuristic_split_k") {
-  // gpu_probe.md §7.3 E1: s = 4 for M <= 128, 2 for 129..256, 1 beyond at N = K = 4096.
+  // docs/gpu-probe.md §7.3 E1: s = 4 for M <= 128, 2 for 129..256, 1 beyond at N = K = 4096.
   for (const int m : {1, 2, 17, 64, 128}) CHECK(heuristic_split_k(m, 4096, 4096, 132) == 4);
   for (const int m : {129, 200, 256}) CHECK(heuristic_split_k(m, 4096, 4096, 132) == 2);
   for (const int m : {257, 1024, 2048}) CHECK(heuristic_split_k(m, 4096, 4096, 132) == 1);
@@ -14,7 +14,7 @@ TEST_CASE("heuristic_split_k") {
 }
 
 TEST_CASE("fa2_decode_splits") {
-  // The worked example of gpu_probe.md §4.1 (8 KV heads, 132 SMs).
+  // The worked example of docs/gpu-probe.md §4.1 (8 KV heads, 132 SMs).
   const int expected_4096[] = {32, 16, 7, 4, 2, 4, 1};
   const int expected_1024[] = {8, 8, 8, 4, 2, 4, 1};
   const int batches[] = {1, 2, 4, 8, 16, 24, 27};
