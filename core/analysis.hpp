@@ -1,5 +1,5 @@
 // Analysis of an audit: distinct completions, divergence, gaps, fragility and its predictive power.
-// Definitions follow DESIGN.md "Analysis: definitions" word for word; see analysis.cpp.
+// Definitions follow docs/design.md "Analysis: definitions"; see analysis.cpp.
 #pragma once
 
 #include <map>
@@ -94,8 +94,9 @@ struct PromptAnalysis {
   std::vector<LevelAnalysis> by_concurrency;
   std::vector<DistinctCompletion> completions; // reference first, then by count, then first seen
 
-  // Answers (the suite's `extract`, or the trimmed text): distinct answers with their counts,
-  // most frequent first; runs whose answer could not be parsed are counted in answer_failures.
+  // Answers (the suite's `extract`, or the text with its whitespace collapsed): distinct answers
+  // with their counts, most frequent first; runs whose answer could not be parsed are counted in
+  // answer_failures.
   std::vector<std::pair<std::string, int>> answers;
   int answer_failures = 0;
   // All runs succeeded, parsed, and gave one answer: what TARa@N counts.

@@ -84,8 +84,9 @@ struct AuditInfo {
 };
 
 // What the probes sent to one endpoint besides the audited requests: the mixed probe's filler,
-// the prefix probe's priming requests and cache flushes. Counted by the run that sent them; an
-// audit loaded from its database has none.
+// the prefix probe's priming requests and cache flushes. Counted by the run that sent them and
+// stored with the audit (a resumed run's counts replace the earlier run's), so that `report`
+// shows them too.
 struct ProbeActivity {
   int filler_sent = 0;
   int filler_failed = 0;
@@ -105,7 +106,7 @@ struct AuditData {
   Suite suite;
   std::vector<RequestRecord> records; // in the order they were recorded
   std::vector<std::string> errors;    // audit-level problems worth reporting (not per request)
-  std::vector<ProbeActivity> probe_activity; // per endpoint, by the run that just ended; not stored
+  std::vector<ProbeActivity> probe_activity; // per endpoint, counted by the last run; stored
   // Semantic agreement of endpoint 0's distinct completions (--embeddings); empty when not measured.
   std::optional<SemanticAgreement> semantic;
 };

@@ -1,6 +1,7 @@
 // Row-batched matmul with an explicit split-K order: the kernel behind the reference engine's
-// linear layers and the gpu-probe's CPU matmul experiments. The split count is a parameter, so
-// whoever calls it decides the policy (a batch-shape heuristic, or a fixed order).
+// linear layers (the gpu-probe's CPU experiments add in the same order through dot_split_k in
+// reduction.hpp). The split count is a parameter, so whoever calls it decides the policy (a
+// batch-shape heuristic, or a fixed order).
 #pragma once
 
 #include <cstddef>
@@ -20,7 +21,8 @@ void matmul_split_k(const float* x, std::size_t rows, std::size_t k, const float
 // How split-K partials are combined. fp32: kept in fp32 (cuBLAS with reduced-precision reduction
 // disallowed). bf16: each split's fp32 partial is rounded to bf16 before the partials are added,
 // as cuBLAS(Lt) may do for a bf16 output when reduced-precision reduction is allowed (PyTorch's
-// default, gpu_probe.md §3): the scheme that makes a split-count change visible in most outputs.
+// default, docs/gpu-probe.md §3.2): the scheme that makes a split-count change visible in most
+// outputs.
 enum class SplitPartials { fp32, bf16 };
 
 // As above, with the partials combined as `partials` says. With one split there is nothing to

@@ -1,6 +1,7 @@
 // RMSNorm of one row with an explicit strategy for its sum of squares: the engine picks the
-// strategy from the batch size (as GPU kernels pick a block size), the gpu-probe's CPU backend
-// runs the same strategies. The output is rounded to bf16, as a bf16 kernel stores it.
+// strategy from the batch size (as GPU kernels pick a block size); the gpu-probe's CPU backend
+// runs strategies of the same kind (rmsnorm_row in reduction_schemes.hpp). The output is rounded
+// to bf16, as a bf16 kernel stores it.
 #pragma once
 
 #include <cstddef>

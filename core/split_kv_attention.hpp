@@ -1,7 +1,8 @@
 // Single-query attention over a KV cache with an explicit split-KV count (flash-decoding):
 // the engine derives the count from the number of queries in a step, as FlashAttention's
-// heuristic does from the batch (gpu_probe.md §4); the gpu-probe's CPU backend runs the same
-// orders. One split is the plain order; a fixed count makes the result batch-invariant.
+// heuristic does from the batch (docs/gpu-probe.md §4); the gpu-probe runs its own variant with
+// arbitrary split bounds and portable exp/log (attention_decode in reduction_schemes.hpp).
+// One split is the plain order; a fixed count makes the result batch-invariant.
 #pragma once
 
 #include <cstddef>
