@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's second command and what CI runs: every test of the project.
-#   1. the layering check;
+#   1. the layering check and the document-link check (every Markdown file named exists);
 #   2. an ASan+UBSan build running the unit and end-to-end tests (except the slow scenarios and
 #      those that measure memory);
 #   3. a TSan build running the threaded unit tests (scheduler, engine, database writer);
@@ -18,6 +18,9 @@ scripts/install-deps.sh test
 
 step "layering"
 scripts/check-layering.sh
+
+step "doc links"
+scripts/check-doc-links.sh
 
 if [[ ${LLMREPRO_TEST_QUICK:-0} != 1 ]]; then
   step "ASan+UBSan build and tests"

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Fails when a comment or a document names a Markdown file that does not exist, so that a clone
+# can follow every reference it reads. Scanned: the comments of C++, CUDA, Python, shell, CMake
+# and YAML files, the descriptions of JSON files, and Markdown outside fenced code blocks (a code
+# block shows commands, where a `--markdown` value names a file to write, not one to read). A name
+# inside a URL belongs to another project and is not checked. A name resolves against the citing
+# file's folder or the repository root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec python3 - "$@" <<'PYTHON'
+import io
+import os
+import re
+import subprocess
+import sys
+import tokenize
+
+SOURCE_SUFFIXES = (".cpp", ".hpp", ".cu", ".cuh")
+HASH_SUFFIXES = (".sh", ".cmake", ".yml", ".yaml")
+NAME = re.compile(r"(?<![A-Za-z0-9_./-])([A-Za-z0-9_.][A-Za-z0-9_./-]*\.md)(?![A-Za-z0-9_])")
+URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+"
+                 r"|(?<![\w/.-])(?:[\w-]+\.)+(?:com|org|io|ai|net|dev|edu|gov)/\S*")
+JSON_PROSE = re.compile(r'"(?:description|\$comment|title)"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def candidate_files():
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard"], check=True, capture_output=True).stdout
+        paths = [p for p in listed.decode("utf-8", "replace").split("\0") if p]
+    except (OSError, subprocess.CalledProcessError):
+        paths = []
+        for folder, dirs, files in os.walk("."):
+            dirs[:] = [d for d in dirs if not d.startswith((".git", "build"))]
+            paths += [os.path.relpath(os.path.join(folder, f)) for f in files]
+    for path in sorted(set(paths)):
+        first = path.split("/", 1)[0]
+        if first.startswith(("build", ".git")) or not os.path.isfile(path):
+            continue
+        name = os.path.basename(path)
+        if (path.endswith(SOURCE_SUFFIXES + HASH_SUFFIXES + (".py", ".md", ".json"))
+                or name == "CMakeLists.txt"):
+            yield path
+
+
+def source_comments(text):
+    """(line, text) of every // and /* */ comment, string and character literals skipped."""
+    out, line, i, n = [], 1, 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+            i += 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            out.append((line, text[i:end]))
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            for offset, part in enumerate(text[i:end].split("\n")):
+                out.append((line + offset, part))
+            line += text.count("\n", i, end)
+            i = end
+        elif text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            open_paren = text.find("(", i + 2)
+            delimiter = ")" + text[i + 2:open_paren] + '"'
+            end = text.find(delimiter, open_paren)
+            end = n if end < 0 or open_paren < 0 else end + len(delimiter)
+            line += text.count("\n", i, end)
+            i = end
+        elif c == '"' or (c == "'" and (i == 0 or not text[i - 1].isalnum())):
+            i += 1
+            while i < n and text[i] != c and text[i] != "\n":
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+        else:
+            i += 1
+    return out
+
+
+def python_comments(text):
+    """(line, text) of comments and of docstrings (strings standing alone as a statement)."""
+    out, previous = [], None
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                out.append((token.start[0], token.string))
+            elif token.type == tokenize.STRING and previous in (
+                    None, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+                for offset, part in enumerate(token.string.split("\n")):
+                    out.append((token.start[0] + offset, part))
+            if token.type not in (tokenize.NL, tokenize.COMMENT):
+                previous = token.type
+    except (tokenize.TokenError, SyntaxError):
+        out = [(number, line) for number, line in enumerate(text.split("\n"), 1)
+               if line.lstrip().startswith("#")]
+    return out
+
+
+def hash_comments(text):
+    """(line, text) from the first # outside quotes that starts a word, to the end of the line."""
+    out = []
+    for number, line in enumerate(text.split("\n"), 1):
+        quote = None
+        for i, c in enumerate(line):
+            if quote:
+                if c == quote:
+                    quote = None
+            elif c in "'\"":
+                quote = c
+            elif c == "#" and (i == 0 or line[i - 1].isspace()):
+                out.append((number, line[i:]))
+                break
+    return out
+
+
+def markdown_prose(text):
+    out, fence = [], None
+    for number, line in enumerate(text.split("\n"), 1):
+        marker = line.lstrip()[:3]
+        if marker in ("```", "~~~"):
+            fence = None if fence == marker else (fence or marker)
+        elif fence is None:
+            out.append((number, line))
+    return out
+
+
+def json_prose(text):
+    """(line, text) of the descriptions, comments and titles of a JSON document (a schema)."""
+    return [(number, match.group(1)) for number, line in enumerate(text.split("\n"), 1)
+            for match in JSON_PROSE.finditer(line)]
+
+
+def prose_of(path, text):
+    if path.endswith(SOURCE_SUFFIXES):
+        return source_comments(text)
+    if path.endswith(".py"):
+        return python_comments(text)
+    if path.endswith(".md"):
+        return markdown_prose(text)
+    if path.endswith(".json"):
+        return json_prose(text)
+    return hash_comments(text)
+
+
+missing = 0
+for path in candidate_files():
+    with open(path, encoding="utf-8", errors="replace") as file:
+        text = file.read()
+    folder = os.path.dirname(path)
+    for number, line in prose_of(path, text):
+        urls = [m.span() for m in URL.finditer(line)]
+        for match in NAME.finditer(line):
+            if any(start <= match.start() < end for start, end in urls):
+                continue
+            name = match.group(1)
+            if os.path.exists(os.path.join(folder, name)) or os.path.exists(name):
+                continue
+            print(f"doc-links: {path}:{number} names {name}, which does not exist")
+            missing += 1
+if missing:
+    sys.exit(1)
+print("doc-links: ok")
+PYTHON
