@@ -64,3 +64,22 @@ private:
 };
 
 } // namespace llmrepro::core
+
+// Early return on failure, the one spelling of it in the project (std::expected has no `?`).
+//
+// LLMREPRO_TRY(expression): evaluates a Result; on failure returns its Error from the enclosing
+// function, whose return type is any Result. The value of a Result<T>, if any, is discarded.
+#define LLMREPRO_TRY(expression)                                                                   \
+  do {                                                                                             \
+    auto&& llmrepro_try_result = (expression);                                                     \
+    if (!llmrepro_try_result) return llmrepro_try_result.error();                                  \
+  } while (false)
+
+// LLMREPRO_TRY_ASSIGN(target, expression): evaluates a Result<T>; on failure returns its Error,
+// otherwise moves the value into `target`, an lvalue declared before (`x`, `data.field`).
+#define LLMREPRO_TRY_ASSIGN(target, expression)                                                    \
+  do {                                                                                             \
+    auto llmrepro_try_result = (expression);                                                       \
+    if (!llmrepro_try_result) return llmrepro_try_result.error();                                  \
+    target = std::move(*llmrepro_try_result);                                                      \
+  } while (false)
