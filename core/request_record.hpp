@@ -25,7 +25,8 @@ struct RequestRecord {
   RequestOutcome outcome;
 };
 
-// Where finished requests go as they finish. core declares it; report implements it with SQLite.
+// Where finished requests go as they finish. core declares it; store (report/store) implements it
+// with SQLite.
 class RecordSink {
 public:
   virtual ~RecordSink() = default;

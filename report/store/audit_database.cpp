@@ -19,7 +19,7 @@
 //              threshold, and per prompt the pairwise similarity statistics
 // Candidates 1 and 2 have their own columns because almost every audit asks for top-2 and the
 // analysis reads millions of token rows: only candidates 3..k pay for JSON decoding.
-#include "report/audit_database.hpp"
+#include "report/store/audit_database.hpp"
 
 #include <sqlite3.h>
 
@@ -31,9 +31,9 @@
 #include <set>
 #include <utility>
 
-#include "report/audit_database_codec.hpp"
+#include "report/store/detail/json_columns.hpp"
 
-namespace llmrepro::report {
+namespace llmrepro::store {
 namespace {
 
 using core::Error;
@@ -1093,4 +1093,4 @@ Result<std::optional<core::SemanticAgreement>> AuditDatabase::load_semantic() co
   return read_semantic(*m_impl);
 }
 
-} // namespace llmrepro::report
+} // namespace llmrepro::store

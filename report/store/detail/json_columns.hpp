@@ -12,7 +12,7 @@
 #include "core/result.hpp"
 #include "core/suite.hpp"
 
-namespace llmrepro::report {
+namespace llmrepro::store {
 
 // Every AuditConfig field, gates included (absent optional gates as null).
 std::string encode_config(const core::AuditConfig& config);
@@ -48,4 +48,4 @@ std::string encode_candidates(const std::vector<core::TokenCandidate>& top, std:
 core::Result<void> decode_candidates(const std::string& text, std::vector<core::TokenCandidate>& top,
                                      const std::string& where);
 
-} // namespace llmrepro::report
+} // namespace llmrepro::store

@@ -1,4 +1,4 @@
-#include "report/audit_database_codec.hpp"
+#include "report/store/detail/json_columns.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-namespace llmrepro::report {
+namespace llmrepro::store {
 namespace {
 
 using core::Error;
@@ -394,4 +394,4 @@ Result<void> decode_candidates(const std::string& text, std::vector<core::TokenC
   return {};
 }
 
-} // namespace llmrepro::report
+} // namespace llmrepro::store
