@@ -29,9 +29,9 @@
 #include "probes/endpoint_url.hpp"
 #include "probes/scheduler.hpp"
 #include "probes/suite_loader.hpp"
-#include "report/audit_database.hpp"
-#include "report/database_sink.hpp"
-#include "report/report_loader.hpp"
+#include "report/store/audit_database.hpp"
+#include "report/store/database_sink.hpp"
+#include "report/store/report_loader.hpp"
 #include "report/terminal_summary.hpp"
 
 namespace llmrepro::cli {
@@ -391,7 +391,7 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
 // audit, and put into `data` so that every report of this run shows it as `report` would.
 core::Result<void> measure_and_store_semantics(const AuditOptions& options,
                                                const core::AuditReport& audit_report,
-                                               report::AuditDatabase& database,
+                                               store::AuditDatabase& database,
                                                core::AuditData& data) {
   probes::EmbeddingsTarget target;
   target.url = options.embeddings;
@@ -440,10 +440,10 @@ int run_audit(const AuditOptions& options) {
   urls.insert(urls.end(), options.compare.begin(), options.compare.end());
 
   core::AuditData header;
-  std::optional<report::AuditDatabase> database;
+  std::optional<store::AuditDatabase> database;
   bool judging_changed = false;
   if (options.resume) {
-    auto opened = report::AuditDatabase::open(options.db);
+    auto opened = store::AuditDatabase::open(options.db);
     if (!opened) return report_error(opened.error());
     database.emplace(std::move(*opened));
     // Streamed, so that the header is read without holding every completion's tokens.
@@ -512,7 +512,7 @@ int run_audit(const AuditOptions& options) {
     header.info.started_ms = clock.now_ms();
     header.info.status = "partial";
     header.endpoints = infos;
-    auto created = report::AuditDatabase::create(options.db, header);
+    auto created = store::AuditDatabase::create(options.db, header);
     if (!created) return report_error(created.error());
     database.emplace(std::move(*created));
   } else {
@@ -564,7 +564,7 @@ int run_audit(const AuditOptions& options) {
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
-  report::DatabaseSink sink(*database);
+  store::DatabaseSink sink(*database);
   std::vector<core::ProbeActivity> activity;
   auto ran = probes::run_plan(plan, header.suite, endpoint_targets, scheduler, sink,
                               already_recorded, progress, g_stop_requested, activity);
@@ -581,7 +581,7 @@ int run_audit(const AuditOptions& options) {
   // 6. Analyse (streaming the records from the database), judge with what only the run knows
   //    (an interruption, an endpoint that refused every connection), and write every report:
   //    the files, the terminal summary and the exit code all state the one verdict.
-  auto loaded = report::load_report(*database, tool_info());
+  auto loaded = store::load_report(*database, tool_info());
   if (!loaded) return report_error(loaded.error());
   core::AuditData& data = *loaded->data;
   core::AuditReport& audit_report = loaded->report;

@@ -7,8 +7,8 @@
 #include "cli/commands.hpp"
 #include "cli/report_outputs.hpp"
 #include "core/audit_diff.hpp"
-#include "report/audit_database.hpp"
 #include "report/diff_report.hpp"
+#include "report/store/audit_database.hpp"
 
 namespace llmrepro::cli {
 
@@ -27,7 +27,7 @@ struct DiffOptions {
 };
 
 core::Result<core::AuditData> load_audit(const std::string& path) {
-  auto database = report::AuditDatabase::open(path);
+  auto database = store::AuditDatabase::open(path);
   if (!database) return database.error();
   return database->load();
 }

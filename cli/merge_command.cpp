@@ -15,7 +15,7 @@
 #include "core/audit_merge.hpp"
 #include "core/audit_report.hpp"
 #include "core/semantic_agreement.hpp"
-#include "report/audit_database.hpp"
+#include "report/store/audit_database.hpp"
 #include "report/terminal_summary.hpp"
 
 namespace llmrepro::cli {
@@ -56,7 +56,7 @@ int run_merge(const MergeOptions& options) {
     if (std::filesystem::equivalent(input, options.output, ignored))
       return report_error(core::make_error(
           core::ErrorCode::usage, fmt::format("merge: '{}' is both an input and the output", input)));
-    auto database = report::AuditDatabase::open(input);
+    auto database = store::AuditDatabase::open(input);
     if (!database) return report_error(database.error());
     auto data = database->load();
     if (!data) return report_error(data.error());
@@ -75,7 +75,7 @@ int run_merge(const MergeOptions& options) {
           fmt::format("'{}' already exists: pass --overwrite to replace it", options.output)));
     std::filesystem::remove(options.output);
   }
-  auto created = report::AuditDatabase::create(options.output, *merged);
+  auto created = store::AuditDatabase::create(options.output, *merged);
   if (!created) return report_error(created.error());
   if (auto semantic = merged_semantics(semantics)) {
     if (auto stored = created->store_semantic(*semantic); !stored) return report_error(stored.error());

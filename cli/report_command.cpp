@@ -11,8 +11,8 @@
 #include "cli/judging_options.hpp"
 #include "cli/report_outputs.hpp"
 #include "core/audit_report.hpp"
-#include "report/audit_database.hpp"
-#include "report/report_loader.hpp"
+#include "report/store/audit_database.hpp"
+#include "report/store/report_loader.hpp"
 #include "report/terminal_summary.hpp"
 
 namespace llmrepro::cli {
@@ -35,10 +35,10 @@ core::Result<void> rejudge_config(const ReportOptions& options, core::AuditData&
                          "audit again with --compare URL to compare endpoints");
 }
 
-// report::load_report, with the judging flags applied to the header before the analysis is
+// store::load_report, with the judging flags applied to the header before the analysis is
 // built: --fragile-gap and --fragile-window change the analysis, the gates the verdict.
-core::Result<report::LoadedReport> load_rejudged(const report::AuditDatabase& database,
-                                                 const ReportOptions& options) {
+core::Result<store::LoadedReport> load_rejudged(const store::AuditDatabase& database,
+                                                const ReportOptions& options) {
   std::optional<core::AuditReportBuilder> builder;
   auto loaded = database.load([&](const core::AuditData& stored, int prompt_index,
                                   const std::vector<core::RequestRecord>& records) {
@@ -51,7 +51,7 @@ core::Result<report::LoadedReport> load_rejudged(const report::AuditDatabase& da
     return core::Result<void>{};
   });
   if (!loaded) return loaded.error();
-  report::LoadedReport out;
+  store::LoadedReport out;
   out.data = std::make_unique<core::AuditData>(std::move(*loaded));
   if (auto fits = rejudge_config(options, *out.data); !fits) return fits.error();
   if (!builder) builder.emplace(*out.data); // an audit with no records yet
@@ -64,11 +64,11 @@ int run_report(const ReportOptions& options) {
   core::AuditConfig scratch;
   if (auto valid = apply_judging_options(options.judging, scratch, true); !valid)
     return report_error(valid.error());
-  auto database = report::AuditDatabase::open(options.db);
+  auto database = store::AuditDatabase::open(options.db);
   if (!database) return report_error(database.error());
   auto loaded = any_judging_option_given(options.judging)
                     ? load_rejudged(*database, options)
-                    : report::load_report(*database, tool_info());
+                    : store::load_report(*database, tool_info());
   if (!loaded) return report_error(loaded.error());
   core::AuditReport& audit_report = loaded->report;
   core::rejudge(audit_report, loaded->data->config.gates, core::stored_run_facts(audit_report));

@@ -31,7 +31,7 @@ if [[ ${LLMREPRO_TEST_QUICK:-0} != 1 ]]; then
     ctest --test-dir build-asan --output-on-failure -j "$LLMREPRO_JOBS" -L 'unit|e2e' -LE 'slow|unsanitized'
 
   step "TSan build and tests"
-  LLMREPRO_TARGETS="test_probes test_engine test_report" scripts/build.sh build-tsan \
+  LLMREPRO_TARGETS="test_probes test_engine test_store" scripts/build.sh build-tsan \
     -DLLMREPRO_WERROR=ON -DLLMREPRO_CUDA=OFF -DLLMREPRO_SANITIZE=thread >/dev/null
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" \
     ctest --test-dir build-tsan --output-on-failure -j "$LLMREPRO_JOBS" -L tsan

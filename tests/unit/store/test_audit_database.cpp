@@ -13,12 +13,12 @@
 #include <limits>
 #include <thread>
 
-#include "report/audit_database.hpp"
-#include "report/database_sink.hpp"
+#include "report/store/audit_database.hpp"
+#include "report/store/database_sink.hpp"
 
 using namespace llmrepro;
 using core::ErrorCode;
-using report::AuditDatabase;
+using store::AuditDatabase;
 
 namespace {
 
@@ -363,7 +363,7 @@ TEST_CASE("AuditDatabase::record") {
     }
   }
   SUBCASE("through the DatabaseSink") {
-    report::DatabaseSink sink(database);
+    store::DatabaseSink sink(database);
     core::RecordSink& as_sink = sink;
     REQUIRE(as_sink.record(make_record(0, 8, 3, true)));
     REQUIRE(sink.finish());

@@ -7,9 +7,9 @@
 #include "core/audit.hpp"
 #include "core/audit_report.hpp"
 #include "core/result.hpp"
-#include "report/audit_database.hpp"
+#include "report/store/audit_database.hpp"
 
-namespace llmrepro::report {
+namespace llmrepro::store {
 
 // A stored audit and its report. `data` keeps every record's key and outcome but not the
 // completion text and tokens, which only the analysis needed; `report.data` points into it.
@@ -22,4 +22,4 @@ struct LoadedReport {
 // report as core::make_audit_report over AuditDatabase::load(), in bounded memory.
 core::Result<LoadedReport> load_report(const AuditDatabase& database, const core::ToolInfo& tool);
 
-} // namespace llmrepro::report
+} // namespace llmrepro::store

@@ -1,10 +1,10 @@
-#include "report/database_sink.hpp"
+#include "report/store/database_sink.hpp"
 
 #include <algorithm>
 #include <utility>
 #include <vector>
 
-namespace llmrepro::report {
+namespace llmrepro::store {
 
 DatabaseSink::DatabaseSink(AuditDatabase& database, std::size_t queue_capacity,
                            std::size_t max_batch)
@@ -80,4 +80,4 @@ void DatabaseSink::run() {
   }
 }
 
-} // namespace llmrepro::report
+} // namespace llmrepro::store

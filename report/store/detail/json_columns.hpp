@@ -1,6 +1,6 @@
 // The JSON columns of the audit database (config, prompt fields, candidates 3..k, errors):
 // how they are written and read back, every missing or mistyped field an error naming it.
-// Used by AuditDatabase only; kept apart so that the SQL stays readable.
+// Used by the record writer and reader only; kept apart so that the SQL stays readable.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +12,7 @@
 #include "core/result.hpp"
 #include "core/suite.hpp"
 
-namespace llmrepro::report {
+namespace llmrepro::store::detail {
 
 // Every AuditConfig field, gates included (absent optional gates as null).
 std::string encode_config(const core::AuditConfig& config);
@@ -48,4 +48,4 @@ std::string encode_candidates(const std::vector<core::TokenCandidate>& top, std:
 core::Result<void> decode_candidates(const std::string& text, std::vector<core::TokenCandidate>& top,
                                      const std::string& where);
 
-} // namespace llmrepro::report
+} // namespace llmrepro::store::detail

@@ -16,7 +16,7 @@
 #include "core/result.hpp"
 #include "core/semantic_agreement.hpp"
 
-namespace llmrepro::report {
+namespace llmrepro::store {
 
 class AuditDatabase {
 public:
@@ -99,4 +99,4 @@ private:
   std::unique_ptr<Impl> m_impl;
 };
 
-} // namespace llmrepro::report
+} // namespace llmrepro::store

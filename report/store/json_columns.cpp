@@ -1,4 +1,4 @@
-#include "report/audit_database_codec.hpp"
+#include "report/store/detail/json_columns.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-namespace llmrepro::report {
+#include "report/store/detail/assign_or_return.hpp"
+
+namespace llmrepro::store::detail {
 namespace {
 
 using core::Error;
@@ -107,14 +109,6 @@ public:
 private:
   std::string m_where;
 };
-
-// Assigns a Result's value to `target` or returns its error from the enclosing function.
-#define LLMREPRO_ASSIGN_OR_RETURN(target, expression)                                              \
-  do {                                                                                             \
-    auto llmrepro_result = (expression);                                                           \
-    if (!llmrepro_result) return llmrepro_result.error();                                          \
-    target = std::move(*llmrepro_result);                                                          \
-  } while (false)
 
 Json config_to_json(const core::AuditConfig& config) {
   Json probes = Json::array();
@@ -394,4 +388,4 @@ Result<void> decode_candidates(const std::string& text, std::vector<core::TokenC
   return {};
 }
 
-} // namespace llmrepro::report
+} // namespace llmrepro::store::detail

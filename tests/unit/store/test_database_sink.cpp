@@ -10,12 +10,12 @@
 #include <string>
 #include <thread>
 
-#include "report/audit_database.hpp"
-#include "report/database_sink.hpp"
+#include "report/store/audit_database.hpp"
+#include "report/store/database_sink.hpp"
 
 using namespace llmrepro;
-using report::AuditDatabase;
-using report::DatabaseSink;
+using store::AuditDatabase;
+using store::DatabaseSink;
 
 namespace {
 

@@ -1,8 +1,8 @@
-#include "report/report_loader.hpp"
+#include "report/store/report_loader.hpp"
 
 #include <optional>
 
-namespace llmrepro::report {
+namespace llmrepro::store {
 
 core::Result<LoadedReport> load_report(const AuditDatabase& database, const core::ToolInfo& tool) {
   std::optional<core::AuditReportBuilder> builder;
@@ -20,4 +20,4 @@ core::Result<LoadedReport> load_report(const AuditDatabase& database, const core
   return out;
 }
 
-} // namespace llmrepro::report
+} // namespace llmrepro::store

@@ -12,9 +12,9 @@
 
 #include "core/request_record.hpp"
 #include "core/result.hpp"
-#include "report/audit_database.hpp"
+#include "report/store/audit_database.hpp"
 
-namespace llmrepro::report {
+namespace llmrepro::store {
 
 class DatabaseSink final : public core::RecordSink {
 public:
@@ -66,4 +66,4 @@ private:
   std::thread m_writer; // last: starts once every member it uses is constructed
 };
 
-} // namespace llmrepro::report
+} // namespace llmrepro::store

@@ -6,9 +6,9 @@
 
 #include "core/audit_report.hpp"
 #include "core/probe_text.hpp"
-#include "report/audit_database.hpp"
 #include "report/json_report.hpp"
-#include "report/report_loader.hpp"
+#include "report/store/audit_database.hpp"
+#include "report/store/report_loader.hpp"
 
 using namespace llmrepro;
 
@@ -71,7 +71,7 @@ core::AuditData make_header() {
 TEST_CASE("load_report") {
   const std::string path = temp_file("audit.db");
   std::filesystem::remove(path);
-  auto database = report::AuditDatabase::create(path, make_header());
+  auto database = store::AuditDatabase::create(path, make_header());
   REQUIRE(database);
   // Recorded interleaved across prompts, endpoints and probes, as a real run records them.
   int recorded = 0;
@@ -97,7 +97,7 @@ TEST_CASE("load_report") {
     auto whole = database->load();
     REQUIRE(whole);
     const auto expected = core::make_audit_report(*whole, tool);
-    auto streamed = report::load_report(*database, tool);
+    auto streamed = store::load_report(*database, tool);
     REQUIRE(streamed);
     CHECK(report::render_json(streamed->report) == report::render_json(expected));
     CHECK(streamed->report.analysis.summary.unstable_prompts == 1);
@@ -111,7 +111,7 @@ TEST_CASE("load_report") {
 
   SUBCASE("keeps every record's key and outcome in recorded order, without text and tokens") {
     auto whole = database->load();
-    auto streamed = report::load_report(*database, tool);
+    auto streamed = store::load_report(*database, tool);
     REQUIRE(whole);
     REQUIRE(streamed);
     const auto& records = streamed->data->records;

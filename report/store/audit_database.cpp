@@ -1,0 +1,207 @@
+// The audit database's facade: opening and creating the file, the connection's settings, the lock
+// that serialises every call, and the transactions. The work is done by the pieces it delegates
+// to: the SQLite wrapper (sqlite.cpp), the tables and their version (schema.cpp, which describes
+// the layout), the record writer and reader, and the semantic tables.
+#include "report/store/audit_database.hpp"
+
+#include <filesystem>
+#include <mutex>
+#include <utility>
+
+#include "report/store/detail/assign_or_return.hpp"
+#include "report/store/detail/record_reader.hpp"
+#include "report/store/detail/record_writer.hpp"
+#include "report/store/detail/schema.hpp"
+#include "report/store/detail/semantic_tables.hpp"
+#include "report/store/detail/sqlite.hpp"
+
+namespace llmrepro::store {
+
+using core::ErrorCode;
+using core::Result;
+
+struct AuditDatabase::Impl {
+  // First, so that it closes after every statement below is finalized.
+  detail::Connection connection;
+  mutable std::mutex mutex;
+  detail::Statement begin;
+  detail::Statement commit;
+  detail::Statement rollback;
+  // False only when an older database lacks the numbers_* columns and could not be given them
+  // (a read-only file): its requests read with zero counts and are written without them.
+  bool numbers_columns = true;
+  detail::RecordWriter writer;
+
+  explicit Impl(detail::Connection opened) : connection(std::move(opened)), writer(connection) {}
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  detail::RecordReader reader() const { return detail::RecordReader(connection, numbers_columns); }
+
+  // Another process's lock is waited for up to 10 s. synchronous=NORMAL: in WAL mode a commit
+  // survives a crash of the process (kill -9 loses only the requests in flight) without an fsync
+  // per commit.
+  Result<void> configure_connection() {
+    sqlite3_busy_timeout(connection.handle(), 10000);
+    return connection.exec("PRAGMA synchronous=NORMAL;");
+  }
+
+  // The statements used again and again: the transaction's and the record writer's.
+  Result<void> prepare_cached() {
+    LLMREPRO_ASSIGN_OR_RETURN(begin, connection.prepare("BEGIN IMMEDIATE"));
+    LLMREPRO_ASSIGN_OR_RETURN(commit, connection.prepare("COMMIT"));
+    LLMREPRO_ASSIGN_OR_RETURN(rollback, connection.prepare("ROLLBACK"));
+    return writer.prepare(numbers_columns);
+  }
+
+  // Runs `body` in one transaction: committed when it succeeds, rolled back otherwise.
+  template <typename Body> Result<void> transaction(Body&& body) {
+    if (auto done = connection.step_done(begin.get(), "cannot begin a transaction"); !done)
+      return done;
+    auto result = body();
+    if (!result) {
+      const detail::StatementUse use(rollback.get());
+      sqlite3_step(rollback.get());
+      return result;
+    }
+    if (auto done = connection.step_done(commit.get(), "cannot commit"); !done) {
+      const detail::StatementUse use(rollback.get());
+      sqlite3_step(rollback.get());
+      return done;
+    }
+    return {};
+  }
+};
+
+AuditDatabase::AuditDatabase(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+AuditDatabase::AuditDatabase(AuditDatabase&& other) noexcept = default;
+AuditDatabase& AuditDatabase::operator=(AuditDatabase&& other) noexcept = default;
+AuditDatabase::~AuditDatabase() = default;
+
+const std::string& AuditDatabase::path() const { return m_impl->connection.path(); }
+
+Result<AuditDatabase> AuditDatabase::create(const std::string& path,
+                                            const core::AuditData& header) {
+  auto connected = detail::Connection::open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (!connected) return connected.error();
+  auto impl = std::make_unique<Impl>(std::move(*connected));
+  const detail::Connection& connection = impl->connection;
+  if (auto empty = detail::check_new_file(connection); !empty) return empty.error();
+  {
+    // WAL: readers (`report` while an audit runs) never block the writer, and a commit is one
+    // append to the log.
+    auto statement = connection.prepare("PRAGMA journal_mode=WAL");
+    if (!statement) return statement.error();
+    if (sqlite3_step(statement->get()) != SQLITE_ROW ||
+        detail::column_text(statement->get(), 0) != "wal")
+      return connection.failure(ErrorCode::environment, "cannot switch to WAL mode");
+  }
+  if (auto done = impl->configure_connection(); !done) return done.error();
+  if (auto done = connection.exec("BEGIN IMMEDIATE"); !done) return done.error();
+  auto written = [&]() -> Result<void> {
+    if (auto done = detail::create_tables(connection); !done) return done;
+    if (auto done = impl->prepare_cached(); !done) return done;
+    if (auto done = detail::write_schema_version(connection); !done) return done;
+    if (auto done = impl->writer.write_header(header); !done) return done;
+    return connection.exec("COMMIT");
+  }();
+  if (!written) {
+    (void)connection.exec("ROLLBACK");
+    return written.error();
+  }
+  return AuditDatabase(std::move(impl));
+}
+
+Result<AuditDatabase> AuditDatabase::open(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error))
+    return core::make_error(ErrorCode::input, "no audit database at '" + path + "'");
+  auto connected = detail::Connection::open(path, SQLITE_OPEN_READWRITE);
+  if (!connected) return connected.error();
+  auto impl = std::make_unique<Impl>(std::move(*connected));
+  if (auto version = detail::check_schema_version(impl->connection); !version)
+    return version.error();
+  if (auto done = impl->configure_connection(); !done) return done.error();
+  impl->numbers_columns = detail::add_numbers_columns(impl->connection);
+  if (auto done = impl->prepare_cached(); !done) return done.error();
+  return AuditDatabase(std::move(impl));
+}
+
+Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit) const {
+  const std::lock_guard lock(m_impl->mutex);
+  const detail::Connection& connection = m_impl->connection;
+  const detail::RecordReader reader = m_impl->reader();
+  // One read transaction: a snapshot even while another process records.
+  if (auto done = connection.exec("BEGIN"); !done) return done.error();
+  core::AuditData data;
+  auto loaded = reader.read_header(data);
+  if (loaded) loaded = visit ? reader.stream_records(data, visit) : reader.read_records(data);
+  if (loaded) loaded = reader.read_probe_activity(data);
+  if (loaded) {
+    auto semantic = detail::read_semantic(connection);
+    if (semantic)
+      data.semantic = std::move(*semantic);
+    else
+      loaded = semantic.error();
+  }
+  (void)connection.exec("COMMIT");
+  if (!loaded) return loaded.error();
+  detail::derive_fingerprints(data);
+  return data;
+}
+
+Result<void> AuditDatabase::record(const core::RequestRecord& record) {
+  const std::lock_guard lock(m_impl->mutex);
+  return m_impl->transaction([&] { return m_impl->writer.write_record(record); });
+}
+
+Result<void> AuditDatabase::record_batch(const std::vector<core::RequestRecord>& records) {
+  if (records.empty()) return {};
+  const std::lock_guard lock(m_impl->mutex);
+  return m_impl->transaction([&]() -> Result<void> {
+    for (const auto& record : records)
+      if (auto done = m_impl->writer.write_record(record); !done) return done;
+    return {};
+  });
+}
+
+Result<std::vector<core::PlannedRequest>> AuditDatabase::recorded_successes() const {
+  const std::lock_guard lock(m_impl->mutex);
+  return m_impl->reader().read_successes();
+}
+
+Result<void> AuditDatabase::set_status(const std::string& status, std::int64_t finished_ms) {
+  if (status != "partial" && status != "complete")
+    return core::make_error(ErrorCode::internal,
+                            "audit status '" + status + "' is neither partial nor complete");
+  const std::lock_guard lock(m_impl->mutex);
+  return m_impl->writer.write_status(status, finished_ms);
+}
+
+Result<void> AuditDatabase::store_probe_activity(const std::vector<core::ProbeActivity>& activity) {
+  const std::lock_guard lock(m_impl->mutex);
+  return m_impl->writer.write_probe_activity(activity);
+}
+
+Result<void> AuditDatabase::update_endpoint(int index, const core::EndpointInfo& endpoint) {
+  const std::lock_guard lock(m_impl->mutex);
+  return m_impl->writer.write_endpoint(index, endpoint);
+}
+
+Result<void> AuditDatabase::update_config(const core::AuditConfig& config) {
+  const std::lock_guard lock(m_impl->mutex);
+  return m_impl->writer.write_config(config);
+}
+
+Result<void> AuditDatabase::store_semantic(const core::SemanticAgreement& agreement) {
+  const std::lock_guard lock(m_impl->mutex);
+  return m_impl->transaction(
+      [&] { return detail::write_semantic(m_impl->connection, agreement); });
+}
+
+Result<std::optional<core::SemanticAgreement>> AuditDatabase::load_semantic() const {
+  const std::lock_guard lock(m_impl->mutex);
+  return detail::read_semantic(m_impl->connection);
+}
+
+} // namespace llmrepro::store

@@ -1,0 +1,59 @@
+// Everything the audit database writes but the schema and the semantic tables: the audit's
+// header (audit row, endpoints, prompts), each finished request with its token rows, and the
+// later updates (status, endpoint, configuration, probe activity). Private to report/store.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/audit.hpp"
+#include "core/request_record.hpp"
+#include "core/result.hpp"
+#include "report/store/detail/sqlite.hpp"
+
+namespace llmrepro::store::detail {
+
+// Holds the statements a record needs, prepared once: a run stores thousands of records. Every
+// write runs inside the caller's transaction (the header, a record) or is one statement (the
+// updates); the caller holds AuditDatabase's lock.
+class RecordWriter {
+public:
+  // `connection` must outlive the writer; prepare() before any write.
+  explicit RecordWriter(const Connection& connection);
+
+  // Prepares the cached statements. `numbers_columns` false: the requests table lacks the
+  // numbers_* columns (see add_numbers_columns) and records are written without them.
+  core::Result<void> prepare(bool numbers_columns);
+
+  // Stores the audit row, the endpoints, the suite's prompts and `header`'s records.
+  core::Result<void> write_header(const core::AuditData& header);
+
+  // Stores one finished request with its tokens. A record whose key (endpoint, prompt,
+  // concurrency, probe, repeat) is already stored replaces the old record and its tokens.
+  core::Result<void> write_record(const core::RequestRecord& record);
+
+  // The updates behind AuditDatabase::set_status, update_endpoint, update_config and
+  // store_probe_activity, with the errors those document.
+  core::Result<void> write_status(const std::string& status, std::int64_t finished_ms);
+  core::Result<void> write_endpoint(int index, const core::EndpointInfo& endpoint);
+  core::Result<void> write_config(const core::AuditConfig& config);
+  core::Result<void> write_probe_activity(const std::vector<core::ProbeActivity>& activity);
+
+private:
+  // Stores the token rows of request `request_id`.
+  core::Result<void> write_tokens(sqlite3_int64 request_id,
+                                  const std::vector<core::TokenLogprob>& tokens);
+
+  const Connection& m_connection;
+  // False only when an older database lacks the numbers_* columns and could not be given them.
+  bool m_numbers_columns = true;
+  Statement m_find_request;
+  Statement m_delete_tokens;
+  Statement m_delete_request;
+  Statement m_insert_request;
+  Statement m_insert_token;
+  Statement m_insert_token_batch; // a batch of token rows in one statement (record_writer.cpp)
+};
+
+} // namespace llmrepro::store::detail

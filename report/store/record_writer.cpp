@@ -1,0 +1,271 @@
+#include "report/store/detail/record_writer.hpp"
+
+#include "report/store/detail/assign_or_return.hpp"
+#include "report/store/detail/json_columns.hpp"
+
+namespace llmrepro::store::detail {
+namespace {
+
+using core::ErrorCode;
+using core::Result;
+
+// Token rows go in k_token_batch at a time: one statement step per batch instead of per row is
+// most of what inserting a 256-token completion costs.
+constexpr int k_token_batch = 32;
+constexpr int k_token_columns = 9;
+
+constexpr const char* k_insert_request_sql =
+    "INSERT INTO requests (endpoint_index, prompt_index, concurrency, probe, repeat, ok, "
+    "http_status, error, attempts, started_ms, finished_ms, text, has_logprobs, finish_reason, "
+    "system_fingerprint, model, completion_tokens, numbers_nan, numbers_infinity, "
+    "numbers_negative_infinity, numbers_overflow, numbers_null) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+    "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)";
+
+// The same without the numbers_* columns, for a database that lacks them.
+constexpr const char* k_insert_request_without_numbers_sql =
+    "INSERT INTO requests (endpoint_index, prompt_index, concurrency, probe, repeat, ok, "
+    "http_status, error, attempts, started_ms, finished_ms, text, has_logprobs, finish_reason, "
+    "system_fingerprint, model, completion_tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+    "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
+
+constexpr const char* k_insert_token_sql =
+    "INSERT INTO tokens (request_id, position, token, logprob, c1_token, c1_logprob, c2_token, "
+    "c2_logprob, more) VALUES ";
+
+// Binds token `position` of a request as row `row` of a statement of token rows; `more` holds
+// the encoded candidates beyond the second and must live until the statement steps.
+void bind_token(sqlite3_stmt* statement, int row, sqlite3_int64 request_id, std::size_t position,
+                const core::TokenLogprob& token, const std::string& more) {
+  const int base = row * k_token_columns;
+  const auto& top = token.top;
+  sqlite3_bind_int64(statement, base + 1, request_id);
+  sqlite3_bind_int64(statement, base + 2, static_cast<sqlite3_int64>(position));
+  bind_text(statement, base + 3, token.token);
+  bind_logprob(statement, base + 4, token.logprob);
+  bind_optional_text(statement, base + 5, top.size() > 0 ? &top[0].token : nullptr);
+  if (top.size() > 0) bind_logprob(statement, base + 6, top[0].logprob);
+  bind_optional_text(statement, base + 7, top.size() > 1 ? &top[1].token : nullptr);
+  if (top.size() > 1) bind_logprob(statement, base + 8, top[1].logprob);
+  bind_optional_text(statement, base + 9, top.size() > 2 ? &more : nullptr);
+}
+
+} // namespace
+
+RecordWriter::RecordWriter(const Connection& connection) : m_connection(connection) {}
+
+Result<void> RecordWriter::prepare(bool numbers_columns) {
+  m_numbers_columns = numbers_columns;
+  LLMREPRO_ASSIGN_OR_RETURN(
+      m_find_request,
+      m_connection.prepare("SELECT id FROM requests WHERE endpoint_index = ?1 AND prompt_index = "
+                           "?2 AND concurrency = ?3 AND probe = ?4 AND repeat = ?5"));
+  LLMREPRO_ASSIGN_OR_RETURN(m_delete_tokens,
+                            m_connection.prepare("DELETE FROM tokens WHERE request_id = ?1"));
+  LLMREPRO_ASSIGN_OR_RETURN(m_delete_request,
+                            m_connection.prepare("DELETE FROM requests WHERE id = ?1"));
+  LLMREPRO_ASSIGN_OR_RETURN(m_insert_request,
+                            m_connection.prepare(numbers_columns
+                                                     ? k_insert_request_sql
+                                                     : k_insert_request_without_numbers_sql));
+  const std::string one = std::string(k_insert_token_sql) + "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+  LLMREPRO_ASSIGN_OR_RETURN(m_insert_token, m_connection.prepare(one.c_str()));
+  std::string batch = k_insert_token_sql;
+  for (int row = 0; row < k_token_batch; ++row)
+    batch += row == 0 ? "(?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?)";
+  LLMREPRO_ASSIGN_OR_RETURN(m_insert_token_batch, m_connection.prepare(batch.c_str()));
+  return {};
+}
+
+Result<void> RecordWriter::write_record(const core::RequestRecord& record) {
+  const auto& planned = record.planned;
+  const auto& outcome = record.outcome;
+  const std::string probe = core::to_string(planned.probe);
+  {
+    sqlite3_stmt* statement = m_find_request.get();
+    const StatementUse use(statement);
+    sqlite3_bind_int(statement, 1, planned.endpoint_index);
+    sqlite3_bind_int(statement, 2, planned.prompt_index);
+    sqlite3_bind_int(statement, 3, planned.concurrency);
+    bind_text(statement, 4, probe);
+    sqlite3_bind_int(statement, 5, planned.repeat);
+    const int step = sqlite3_step(statement);
+    if (step == SQLITE_ROW) {
+      const sqlite3_int64 old_id = sqlite3_column_int64(statement, 0);
+      sqlite3_bind_int64(m_delete_tokens.get(), 1, old_id);
+      if (auto done = m_connection.step_done(m_delete_tokens.get(), "cannot replace a record");
+          !done)
+        return done;
+      sqlite3_bind_int64(m_delete_request.get(), 1, old_id);
+      if (auto done = m_connection.step_done(m_delete_request.get(), "cannot replace a record");
+          !done)
+        return done;
+    } else if (step != SQLITE_DONE) {
+      return m_connection.failure(ErrorCode::environment, "cannot look up a record");
+    }
+  }
+  const auto& completion = outcome.completion;
+  sqlite3_stmt* statement = m_insert_request.get();
+  sqlite3_bind_int(statement, 1, planned.endpoint_index);
+  sqlite3_bind_int(statement, 2, planned.prompt_index);
+  sqlite3_bind_int(statement, 3, planned.concurrency);
+  bind_text(statement, 4, probe);
+  sqlite3_bind_int(statement, 5, planned.repeat);
+  sqlite3_bind_int(statement, 6, outcome.ok ? 1 : 0);
+  sqlite3_bind_int(statement, 7, outcome.http_status);
+  bind_text(statement, 8, outcome.error);
+  sqlite3_bind_int(statement, 9, outcome.attempts);
+  sqlite3_bind_int64(statement, 10, outcome.started_ms);
+  sqlite3_bind_int64(statement, 11, outcome.finished_ms);
+  bind_text(statement, 12, completion.text);
+  sqlite3_bind_int(statement, 13, completion.has_logprobs ? 1 : 0);
+  bind_text(statement, 14, completion.finish_reason);
+  bind_text(statement, 15, completion.system_fingerprint);
+  bind_text(statement, 16, completion.model);
+  sqlite3_bind_int64(statement, 17, completion.completion_tokens);
+  if (m_numbers_columns) {
+    const auto& numbers = completion.numbers;
+    sqlite3_bind_int(statement, 18, numbers.nan);
+    sqlite3_bind_int(statement, 19, numbers.infinity);
+    sqlite3_bind_int(statement, 20, numbers.negative_infinity);
+    sqlite3_bind_int(statement, 21, numbers.overflow);
+    sqlite3_bind_int(statement, 22, numbers.null);
+  }
+  if (auto done = m_connection.step_done(statement, "cannot store a record"); !done) return done;
+  return write_tokens(sqlite3_last_insert_rowid(m_connection.handle()), completion.tokens);
+}
+
+// Whole batches of k_token_batch rows, then the rest one row at a time.
+Result<void> RecordWriter::write_tokens(sqlite3_int64 request_id,
+                                        const std::vector<core::TokenLogprob>& tokens) {
+  std::vector<std::string> more(static_cast<std::size_t>(k_token_batch));
+  std::size_t position = 0;
+  while (position < tokens.size()) {
+    const std::size_t rows = tokens.size() - position >= static_cast<std::size_t>(k_token_batch)
+                                 ? static_cast<std::size_t>(k_token_batch)
+                                 : 1;
+    sqlite3_stmt* statement = rows == 1 ? m_insert_token.get() : m_insert_token_batch.get();
+    for (std::size_t row = 0; row < rows; ++row) {
+      const auto& token = tokens[position + row];
+      more[row].clear();
+      if (token.top.size() > 2) more[row] = encode_candidates(token.top, 2);
+      bind_token(statement, static_cast<int>(row), request_id, position + row, token, more[row]);
+    }
+    if (auto done = m_connection.step_done(statement, "cannot store a token"); !done) return done;
+    position += rows;
+  }
+  return {};
+}
+
+Result<void> RecordWriter::write_header(const core::AuditData& header) {
+  const std::string config_text = encode_config(header.config);
+  const std::string errors_text = encode_strings(header.errors);
+  Statement statement;
+  LLMREPRO_ASSIGN_OR_RETURN(
+      statement,
+      m_connection.prepare("INSERT INTO audit (singleton, id, started_ms, finished_ms, status, "
+                           "config, suite_source, errors) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+  bind_text(statement.get(), 1, header.info.id);
+  sqlite3_bind_int64(statement.get(), 2, header.info.started_ms);
+  sqlite3_bind_int64(statement.get(), 3, header.info.finished_ms);
+  bind_text(statement.get(), 4, header.info.status);
+  bind_text(statement.get(), 5, config_text);
+  bind_text(statement.get(), 6, header.suite.source);
+  bind_text(statement.get(), 7, errors_text);
+  if (auto done = m_connection.step_done(statement.get(), "cannot write the audit"); !done)
+    return done;
+
+  LLMREPRO_ASSIGN_OR_RETURN(statement,
+                            m_connection.prepare("INSERT INTO endpoints (idx, url, dialect, "
+                                                 "model, embedded) VALUES (?1, ?2, ?3, ?4, ?5)"));
+  for (std::size_t i = 0; i < header.endpoints.size(); ++i) {
+    const auto& endpoint = header.endpoints[i];
+    sqlite3_bind_int64(statement.get(), 1, static_cast<sqlite3_int64>(i));
+    bind_text(statement.get(), 2, endpoint.url);
+    bind_text(statement.get(), 3, endpoint.dialect);
+    bind_text(statement.get(), 4, endpoint.model);
+    sqlite3_bind_int(statement.get(), 5, endpoint.embedded ? 1 : 0);
+    if (auto done = m_connection.step_done(statement.get(), "cannot write an endpoint"); !done)
+      return done;
+  }
+
+  LLMREPRO_ASSIGN_OR_RETURN(
+      statement,
+      m_connection.prepare("INSERT INTO prompts (idx, id, text, messages, max_tokens, tags, "
+                           "expect, extract, response_format, source_line) VALUES (?1, ?2, ?3, "
+                           "?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+  for (std::size_t i = 0; i < header.suite.prompts.size(); ++i) {
+    const auto& prompt = header.suite.prompts[i];
+    const PromptJsonColumns columns = encode_prompt_columns(prompt);
+    sqlite3_stmt* raw = statement.get();
+    sqlite3_bind_int64(raw, 1, static_cast<sqlite3_int64>(i));
+    bind_text(raw, 2, prompt.id);
+    bind_optional_text(raw, 3, prompt.text ? &*prompt.text : nullptr);
+    bind_text(raw, 4, columns.messages);
+    if (prompt.max_tokens) sqlite3_bind_int(raw, 5, *prompt.max_tokens);
+    bind_text(raw, 6, columns.tags);
+    bind_text(raw, 7, columns.expect);
+    bind_text(raw, 8, columns.extract);
+    bind_text(raw, 9, prompt.response_format_json);
+    sqlite3_bind_int(raw, 10, prompt.source_line);
+    if (auto done = m_connection.step_done(raw, "cannot write a prompt"); !done) return done;
+  }
+  for (const auto& record : header.records)
+    if (auto done = write_record(record); !done) return done;
+  return {};
+}
+
+Result<void> RecordWriter::write_status(const std::string& status, std::int64_t finished_ms) {
+  Statement statement;
+  LLMREPRO_ASSIGN_OR_RETURN(statement,
+                            m_connection.prepare("UPDATE audit SET status = ?1, finished_ms = ?2 "
+                                                 "WHERE singleton = 1"));
+  bind_text(statement.get(), 1, status);
+  sqlite3_bind_int64(statement.get(), 2, finished_ms);
+  if (auto done = m_connection.step_done(statement.get(), "cannot store the status"); !done)
+    return done;
+  if (sqlite3_changes(m_connection.handle()) != 1) return m_connection.corrupt("holds no audit");
+  return {};
+}
+
+Result<void> RecordWriter::write_endpoint(int index, const core::EndpointInfo& endpoint) {
+  Statement statement;
+  LLMREPRO_ASSIGN_OR_RETURN(statement,
+                            m_connection.prepare("UPDATE endpoints SET url = ?2, dialect = ?3, "
+                                                 "model = ?4, embedded = ?5 WHERE idx = ?1"));
+  sqlite3_bind_int(statement.get(), 1, index);
+  bind_text(statement.get(), 2, endpoint.url);
+  bind_text(statement.get(), 3, endpoint.dialect);
+  bind_text(statement.get(), 4, endpoint.model);
+  sqlite3_bind_int(statement.get(), 5, endpoint.embedded ? 1 : 0);
+  if (auto done = m_connection.step_done(statement.get(), "cannot store the endpoint"); !done)
+    return done;
+  if (sqlite3_changes(m_connection.handle()) != 1)
+    return core::make_error(ErrorCode::internal,
+                            m_connection.where() + ": no endpoint " + std::to_string(index));
+  return {};
+}
+
+Result<void> RecordWriter::write_config(const core::AuditConfig& config) {
+  Statement statement;
+  LLMREPRO_ASSIGN_OR_RETURN(
+      statement, m_connection.prepare("UPDATE audit SET config = ?1 WHERE singleton = 1"));
+  const std::string encoded = encode_config(config);
+  bind_text(statement.get(), 1, encoded);
+  if (auto done = m_connection.step_done(statement.get(), "cannot store the configuration"); !done)
+    return done;
+  if (sqlite3_changes(m_connection.handle()) != 1) return m_connection.corrupt("holds no audit");
+  return {};
+}
+
+Result<void>
+RecordWriter::write_probe_activity(const std::vector<core::ProbeActivity>& activity) {
+  Statement statement;
+  LLMREPRO_ASSIGN_OR_RETURN(statement,
+                            m_connection.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES "
+                                                 "('probe_activity', ?1)"));
+  const std::string encoded = encode_probe_activity(activity); // bound without a copy
+  bind_text(statement.get(), 1, encoded);
+  return m_connection.step_done(statement.get(), "cannot store the probe activity");
+}
+
+} // namespace llmrepro::store::detail

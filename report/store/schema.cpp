@@ -1,0 +1,174 @@
+// The audit database's layout (AuditDatabase::k_schema_version 1):
+//   meta       key/value: schema_version, format
+//   audit      one row: id, times, status, the AuditConfig as JSON, the suite's source, errors
+//   endpoints  one row per endpoint, by index
+//   prompts    one row per suite prompt, by index, every Prompt field
+//   requests   one row per logical request, unique on its plan key; rowid = recorded order;
+//              numbers_* count the log probabilities of its response that were no finite number
+//              (core::NumberAnomalies). Those five columns came after version 1 was released and
+//              are additive, so the version stayed: open() adds them to a database that lacks
+//              them (every count 0), and older builds, which name their columns, still read and
+//              write it
+//   tokens     one row per generated token, keyed (request_id, position), WITHOUT ROWID so that
+//              a scan in key order reads each request's tokens contiguously. A log probability
+//              the endpoint gave no usable number for (core::k_unknown_logprob, NaN) is NULL in
+//              logprob, c1_logprob and c2_logprob and null in `more`; NULL reads back as NaN
+//   semantic, semantic_prompts  (only once --embeddings measured them) the embedding model and
+//              threshold, and per prompt the pairwise similarity statistics (semantic_tables.cpp)
+// Candidates 1 and 2 have their own columns because almost every audit asks for top-2 and the
+// analysis reads millions of token rows: only candidates 3..k pay for JSON decoding.
+#include "report/store/detail/schema.hpp"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "report/store/audit_database.hpp"
+#include "report/store/detail/assign_or_return.hpp"
+
+namespace llmrepro::store::detail {
+namespace {
+
+using core::ErrorCode;
+using core::Result;
+
+constexpr const char* k_format = "llmrepro.audit";
+
+constexpr const char* k_schema_sql = R"sql(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE audit (
+  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+  id TEXT NOT NULL, started_ms INTEGER NOT NULL, finished_ms INTEGER NOT NULL,
+  status TEXT NOT NULL, config TEXT NOT NULL, suite_source TEXT NOT NULL, errors TEXT NOT NULL);
+CREATE TABLE endpoints (
+  idx INTEGER PRIMARY KEY, url TEXT NOT NULL, dialect TEXT NOT NULL, model TEXT NOT NULL,
+  embedded INTEGER NOT NULL);
+CREATE TABLE prompts (
+  idx INTEGER PRIMARY KEY, id TEXT NOT NULL, text TEXT, messages TEXT NOT NULL, max_tokens INTEGER,
+  tags TEXT NOT NULL, expect TEXT NOT NULL, extract TEXT NOT NULL, response_format TEXT NOT NULL,
+  source_line INTEGER NOT NULL);
+CREATE TABLE requests (
+  id INTEGER PRIMARY KEY,
+  endpoint_index INTEGER NOT NULL, prompt_index INTEGER NOT NULL, concurrency INTEGER NOT NULL,
+  probe TEXT NOT NULL, repeat INTEGER NOT NULL,
+  ok INTEGER NOT NULL, http_status INTEGER NOT NULL, error TEXT NOT NULL, attempts INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL, finished_ms INTEGER NOT NULL,
+  text TEXT NOT NULL, has_logprobs INTEGER NOT NULL, finish_reason TEXT NOT NULL,
+  system_fingerprint TEXT NOT NULL, model TEXT NOT NULL, completion_tokens INTEGER NOT NULL,
+  numbers_nan INTEGER NOT NULL DEFAULT 0, numbers_infinity INTEGER NOT NULL DEFAULT 0,
+  numbers_negative_infinity INTEGER NOT NULL DEFAULT 0, numbers_overflow INTEGER NOT NULL DEFAULT 0,
+  numbers_null INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (endpoint_index, prompt_index, concurrency, probe, repeat));
+CREATE TABLE tokens (
+  request_id INTEGER NOT NULL, position INTEGER NOT NULL, token TEXT NOT NULL, logprob REAL,
+  c1_token TEXT, c1_logprob REAL, c2_token TEXT, c2_logprob REAL, more TEXT,
+  PRIMARY KEY (request_id, position)) WITHOUT ROWID;
+)sql";
+
+// The requests columns holding Completion::numbers, in NumberAnomalies order; a database
+// created before they existed gets them from open().
+constexpr const char* k_numbers_columns[] = {"numbers_nan", "numbers_infinity",
+                                             "numbers_negative_infinity", "numbers_overflow",
+                                             "numbers_null"};
+
+Result<std::set<std::string>> request_column_names(const Connection& connection) {
+  Statement statement;
+  LLMREPRO_ASSIGN_OR_RETURN(statement,
+                            connection.prepare("PRAGMA table_info(requests)", ErrorCode::input));
+  std::set<std::string> names;
+  auto read = connection.for_each_row(statement.get(), "cannot read the requests table",
+                                      [&](sqlite3_stmt* row) -> Result<void> {
+                                        names.insert(column_text(row, 1));
+                                        return Result<void>{};
+                                      });
+  if (!read) return read.error();
+  return names;
+}
+
+} // namespace
+
+Result<void> check_new_file(const Connection& connection) {
+  // An empty file is an empty SQLite database; anything with tables belongs to something else.
+  auto statement = connection.prepare("SELECT count(*), sum(name = 'meta') FROM sqlite_master",
+                                      ErrorCode::input);
+  if (!statement || sqlite3_step(statement->get()) != SQLITE_ROW) {
+    if (sqlite3_errcode(connection.handle()) == SQLITE_NOTADB)
+      return connection.corrupt("is not an SQLite database");
+    return connection.failure(ErrorCode::environment, "cannot read");
+  }
+  if (sqlite3_column_int(statement->get(), 1) > 0)
+    return connection.corrupt("already holds an audit");
+  if (sqlite3_column_int(statement->get(), 0) > 0)
+    return connection.corrupt("holds another program's tables, not an audit");
+  return {};
+}
+
+Result<void> create_tables(const Connection& connection) { return connection.exec(k_schema_sql); }
+
+Result<void> write_schema_version(const Connection& connection) {
+  Statement statement;
+  LLMREPRO_ASSIGN_OR_RETURN(statement,
+                            connection.prepare("INSERT INTO meta (key, value) VALUES "
+                                               "('schema_version', ?1), ('format', ?2)"));
+  const std::string version = std::to_string(AuditDatabase::k_schema_version);
+  const std::string format = k_format;
+  bind_text(statement.get(), 1, version);
+  bind_text(statement.get(), 2, format);
+  return connection.step_done(statement.get(), "cannot write the schema version");
+}
+
+Result<void> check_schema_version(const Connection& connection) {
+  sqlite3_stmt* raw = nullptr;
+  const int prepared =
+      sqlite3_prepare_v2(connection.handle(), "SELECT value FROM meta WHERE key = 'schema_version'",
+                         -1, &raw, nullptr);
+  const Statement statement(raw);
+  if (prepared != SQLITE_OK) {
+    if (sqlite3_errcode(connection.handle()) == SQLITE_NOTADB)
+      return connection.corrupt("is not an SQLite database");
+    return connection.corrupt("is not an llmrepro audit database (no meta table)");
+  }
+  const int step = sqlite3_step(raw);
+  if (step != SQLITE_ROW) {
+    if (step == SQLITE_DONE) return connection.corrupt("has no schema version");
+    return connection.failure(ErrorCode::input, "cannot read the schema version");
+  }
+  const std::string version = column_text(raw, 0);
+  if (version != std::to_string(AuditDatabase::k_schema_version))
+    return connection.corrupt("has schema version " + version + "; this build reads version " +
+                              std::to_string(AuditDatabase::k_schema_version));
+  return {};
+}
+
+// In one transaction, because another process may be adding the columns too: the check is
+// repeated under the write lock.
+bool add_numbers_columns(const Connection& connection) {
+  const auto missing = [&]() -> Result<std::vector<std::string>> {
+    auto names = request_column_names(connection);
+    if (!names) return names.error();
+    std::vector<std::string> absent;
+    for (const char* column : k_numbers_columns)
+      if (names->count(column) == 0) absent.emplace_back(column);
+    return absent;
+  };
+  auto absent = missing();
+  if (absent && absent->empty()) return true;
+  if (!connection.exec("BEGIN IMMEDIATE")) return false;
+  auto added = [&]() -> Result<void> {
+    auto still_absent = missing();
+    if (!still_absent) return still_absent.error();
+    for (const auto& column : *still_absent) {
+      const std::string sql =
+          "ALTER TABLE requests ADD COLUMN " + column + " INTEGER NOT NULL DEFAULT 0";
+      if (auto done = connection.exec(sql.c_str()); !done) return done;
+    }
+    return connection.exec("COMMIT");
+  }();
+  if (!added) {
+    (void)connection.exec("ROLLBACK");
+    return false;
+  }
+  return true;
+}
+
+} // namespace llmrepro::store::detail
