@@ -8,24 +8,17 @@
 
 #include "gpu/probe_json.hpp"
 #include "gpu/probe_runner.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace llmrepro;
 
 namespace {
 
-// A temporary directory removed with its contents.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gpu-probe-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+using testing::TempDir;
 
 // A stand-in for llmrepro-gpu-cuda: a shell script answering the helper protocol.
 std::string fake_helper(const TempDir& dir, const std::string& body) {
-  const auto file = dir.path / "helper.sh";
+  const auto file = dir.path() / "helper.sh";
   std::ofstream(file) << "#!/bin/sh\n" << body;
   ::chmod(file.c_str(), 0755);
   return file.string();
@@ -52,7 +45,7 @@ TEST_CASE("run_probe") {
     CHECK(result.error().code == core::ErrorCode::environment);
   }
   SUBCASE("auto falls back to the CPU when the helper sees no device") {
-    TempDir dir;
+    TempDir dir("gpu-probe");
     options.cuda_helper = fake_helper(dir, "exit 77\n");
     auto result = gpu::run_probe(options);
     REQUIRE(result.has_value());
@@ -64,18 +57,18 @@ TEST_CASE("run_probe") {
     CHECK(forced.error().message.find("no CUDA device") != std::string::npos);
   }
   SUBCASE("auto reads the helper's report when a device is visible") {
-    TempDir dir;
+    TempDir dir("gpu-probe");
     core::ProbeResult report;
     report.backend = "cuda";
     report.dtype = "fp16";
     report.device.name = "Test GPU";
     report.device.sm_count = 7;
-    std::ofstream(dir.path / "report.json") << gpu::probe_result_to_json(report);
+    std::ofstream(dir.path() / "report.json") << gpu::probe_result_to_json(report);
     options.precision = core::Precision::fp16;
     options.cuda_helper = fake_helper(
         dir, "if [ \"$1\" = --check-device ]; then echo 'Test GPU'; exit 0; fi\n"
              "[ \"$1 $2 $3\" = '--dtype fp16 --quick' ] || exit 9\n"
-             "cat '" + (dir.path / "report.json").string() + "'\n");
+             "cat '" + (dir.path() / "report.json").string() + "'\n");
     auto result = gpu::run_probe(options);
     REQUIRE_MESSAGE(result.has_value(), result.error().message);
     CHECK(result->backend == "cuda");
@@ -83,7 +76,7 @@ TEST_CASE("run_probe") {
     CHECK(result->backend_reason == "auto: CUDA device visible: Test GPU");
   }
   SUBCASE("a helper that fails mid-run is an internal error") {
-    TempDir dir;
+    TempDir dir("gpu-probe");
     options.cuda_helper =
         fake_helper(dir, "if [ \"$1\" = --check-device ]; then echo GPU; exit 0; fi\nexit 1\n");
     auto result = gpu::run_probe(options);

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "probes/suite_loader.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace llmrepro;
 using probes::load_suite;
@@ -13,31 +14,7 @@ using probes::parse_suite;
 
 namespace {
 
-// A fresh directory removed with everything in it when the test ends.
-class TempDir {
-public:
-  TempDir() {
-    static int counter = 0;
-    m_path = std::filesystem::temp_directory_path() /
-             ("llmrepro-suite-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
-    std::filesystem::create_directories(m_path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(m_path, ignored);
-  }
-  TempDir(const TempDir &) = delete;
-  TempDir &operator=(const TempDir &) = delete;
-
-  std::string write(const std::string &name, const std::string &text) const {
-    std::ofstream(m_path / name, std::ios::binary) << text;
-    return (m_path / name).string();
-  }
-  std::string path(const std::string &name) const { return (m_path / name).string(); }
-
-private:
-  std::filesystem::path m_path;
-};
+using testing::TempDir;
 
 core::Suite parse_ok(const std::string &text) {
   auto suite = parse_suite(text, "suite.jsonl");
@@ -203,20 +180,20 @@ TEST_CASE("load_suite files") {
     CHECK(suite.error().message == path + ":2: field 'prompt' must be a string");
   }
   SUBCASE("missing file") {
-    auto suite = load_suite(dir.path("x"));
+    auto suite = load_suite(dir.file("x"));
     REQUIRE_FALSE(suite.has_value());
     CHECK(suite.error().code == core::ErrorCode::input);
     CHECK(suite.error().message ==
-          "cannot open suite '" + dir.path("x") + "': No such file or directory");
+          "cannot open suite '" + dir.file("x") + "': No such file or directory");
   }
   SUBCASE("a directory") {
-    auto suite = load_suite(dir.path(""));
+    auto suite = load_suite(dir.file(""));
     REQUIRE_FALSE(suite.has_value());
-    CHECK(suite.error().message == "cannot read suite '" + dir.path("") + "': Is a directory");
+    CHECK(suite.error().message == "cannot read suite '" + dir.file("") + "': Is a directory");
   }
   SUBCASE("empty suites") {
     auto suite = load_suite(dir.write("empty.jsonl", "\n# nothing\n\n"));
     REQUIRE_FALSE(suite.has_value());
-    CHECK(suite.error().message == "suite '" + dir.path("empty.jsonl") + "' has no prompts");
+    CHECK(suite.error().message == "suite '" + dir.file("empty.jsonl") + "' has no prompts");
   }
 }

@@ -9,8 +9,8 @@
 #include "report/html_report.hpp"
 #include "report/html_style.hpp"
 #include "report/svg_chart.hpp"
-#include "tests/unit/report/audit_sections_fixture.hpp"
-#include "tests/unit/report/reviewer_fixture.hpp"
+#include "tests/support/audit_sections_fixture.hpp"
+#include "tests/support/reviewer_fixture.hpp"
 
 using namespace llmrepro;
 

@@ -5,8 +5,8 @@
 #include <regex>
 #include <sstream>
 
-#include "audit_report_fixture.hpp"
-#include "audit_sections_fixture.hpp"
+#include "tests/support/audit_report_fixture.hpp"
+#include "tests/support/audit_sections_fixture.hpp"
 #include "report/iso_time.hpp"
 #include "report/json_report.hpp"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "report/junit_report.hpp"
-#include "tests/unit/report/reviewer_fixture.hpp"
+#include "tests/support/reviewer_fixture.hpp"
 
 using namespace llmrepro;
 

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "report/markdown_report.hpp"
-#include "tests/unit/report/audit_sections_fixture.hpp"
-#include "tests/unit/report/reviewer_fixture.hpp"
+#include "tests/support/audit_sections_fixture.hpp"
+#include "tests/support/reviewer_fixture.hpp"
 
 using namespace llmrepro;
 

@@ -3,7 +3,7 @@
 #include <sstream>
 #include <vector>
 
-#include "audit_report_fixture.hpp"
+#include "tests/support/audit_report_fixture.hpp"
 #include "report/terminal_summary.hpp"
 
 using namespace llmrepro;

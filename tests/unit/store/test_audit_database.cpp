@@ -15,6 +15,7 @@
 
 #include "report/store/audit_database.hpp"
 #include "report/store/database_sink.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace llmrepro;
 using core::ErrorCode;
@@ -22,25 +23,7 @@ using store::AuditDatabase;
 
 namespace {
 
-// A fresh directory per test, removed with everything in it.
-class TempDir {
-public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "llmrepro-db-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    m_path = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(m_path, ignored);
-  }
-  std::string file(const std::string& name) const { return (m_path / name).string(); }
-
-private:
-  std::filesystem::path m_path;
-};
+using testing::TempDir;
 
 core::AuditData make_header() {
   core::AuditData header;

@@ -12,6 +12,7 @@
 
 #include "report/store/audit_database.hpp"
 #include "report/store/database_sink.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace llmrepro;
 using store::AuditDatabase;
@@ -19,27 +20,9 @@ using store::DatabaseSink;
 
 namespace {
 
+using testing::TempDir;
+
 constexpr int k_prompts = 32;
-
-class SinkTempDir {
-public:
-  SinkTempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "llmrepro-sink-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    m_path = pattern;
-  }
-  SinkTempDir(const SinkTempDir&) = delete;
-  SinkTempDir& operator=(const SinkTempDir&) = delete;
-  ~SinkTempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(m_path, ignored);
-  }
-  std::string file(const std::string& name) const { return (m_path / name).string(); }
-
-private:
-  std::filesystem::path m_path;
-};
 
 AuditDatabase create_audit(const std::string& path) {
   core::AuditData header;
@@ -118,7 +101,7 @@ std::vector<int> range(int from, int to) {
 } // namespace
 
 TEST_CASE("DatabaseSink") {
-  SinkTempDir dir;
+  TempDir dir("sink");
   const std::string path = dir.file("audit.db");
   auto database = create_audit(path);
 

@@ -9,16 +9,11 @@
 #include "report/json_report.hpp"
 #include "report/store/audit_database.hpp"
 #include "report/store/report_loader.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace llmrepro;
 
 namespace {
-
-std::string temp_file(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("llmrepro-loader-" + std::to_string(getpid()) + "-" + name))
-      .string();
-}
 
 core::TokenLogprob token(std::string text, double logprob, double runner_up) {
   return core::TokenLogprob{text, logprob, {{text, logprob}, {"~", runner_up}}};
@@ -69,8 +64,8 @@ core::AuditData make_header() {
 } // namespace
 
 TEST_CASE("load_report") {
-  const std::string path = temp_file("audit.db");
-  std::filesystem::remove(path);
+  const testing::TempDir dir("loader");
+  const std::string path = dir.file("audit.db");
   auto database = store::AuditDatabase::create(path, make_header());
   REQUIRE(database);
   // Recorded interleaved across prompts, endpoints and probes, as a real run records them.
@@ -156,7 +151,4 @@ TEST_CASE("load_report") {
     CHECK(loaded.error().message == "visitor refused");
     CHECK(visits == 1);
   }
-  std::filesystem::remove(path);
-  std::filesystem::remove(path + "-wal");
-  std::filesystem::remove(path + "-shm");
 }
