@@ -1,12 +1,12 @@
-#include "core/probe_reduction.hpp"
+#include "core/numerics/reduction_schemes.hpp"
 
 #include <cmath>
 #include <limits>
 
-#include "core/probe_math.hpp"
-#include "core/reduction.hpp"
+#include "core/numerics/portable_math.hpp"
+#include "core/numerics/reduction.hpp"
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
 void dot_chunk_partials(const float* a, const float* b, std::size_t n, int splits, float* partials) {
   const std::size_t s = splits < 1 ? 1 : static_cast<std::size_t>(splits);
@@ -103,4 +103,4 @@ float attention_decode(const float* q, const float* keys, const float* values, s
   return global_max + probe_log(total);
 }
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

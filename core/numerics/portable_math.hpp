@@ -2,7 +2,7 @@
 // multiplies so that the host (-ffp-contract=off) and the CUDA reference kernels (--fmad=false)
 // compute the same bits: the C library's expf/logf and CUDA's differ in their last bits, which
 // would hide the reduction-order effect behind a library difference. Accurate to a few ULP;
-// used only where the probe compares CPU and GPU orders, never by the engine.
+// used only where the gpu-probe compares CPU and GPU orders, never by the engine.
 // Header-only and C++17 so that nvcc compiles the same functions for the device.
 #pragma once
 
@@ -15,7 +15,7 @@
 #define LLMREPRO_HOST_DEVICE
 #endif
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
 namespace probe_math_detail {
 
@@ -104,4 +104,4 @@ LLMREPRO_HOST_DEVICE inline float probe_log(float x) {
   return fe * 0.693145751953125f + (fe * 1.428606765330187e-06f + log_m);
 }
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

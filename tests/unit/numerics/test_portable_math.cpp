@@ -3,10 +3,10 @@
 #include <cmath>
 #include <limits>
 
-#include "core/float_format.hpp"
-#include "core/probe_math.hpp"
+#include "core/numerics/float_format.hpp"
+#include "core/numerics/portable_math.hpp"
 
-using namespace llmrepro::core;
+using namespace llmrepro::numerics;
 
 namespace {
 
