@@ -58,7 +58,7 @@ float rmsnorm_row(const float* x, const float* weight, std::size_t n, RowReducti
 // Each split keeps its max m, sum l = sum exp(s - m) and o = sum exp(s - m) v in key order;
 // splits are combined left to right relative to the global max. out (head_dim values) is
 // rounded to `precision`; returns the log-sum-exp of the scores. exp and log are
-// numerics::probe_exp / probe_log (core/numerics/portable_math.hpp), which the CUDA kernel
+// numerics::portable_exp / portable_log (core/numerics/portable_math.hpp), which the CUDA kernel
 // shares, so the same bounds give the same bits on CPU and GPU.
 float attention_decode(const float* q, const float* keys, const float* values, std::size_t length,
                        std::size_t head_dim, const std::vector<std::size_t>& bounds, float scale,

@@ -1,6 +1,6 @@
 // The device side of E2, E4, E5 and E6. Built with --fmad=false and IEEE division and square
 // root (the nvcc defaults): every a * b + c is a rounded multiply then a rounded add, as the
-// host emulation (-ffp-contract=off) computes it; exp and log are probe_exp and probe_log
+// host emulation (-ffp-contract=off) computes it; exp and log are portable_exp and portable_log
 // (core/numerics/portable_math.hpp), shared with the host. Comments name the CPU function each
 // kernel mirrors.
 #include <cuda_fp16.h>
@@ -154,7 +154,7 @@ __global__ void attention_split(const float* q, const float* keys, const float* 
   const float m = shared_max;
   // Scores become weights p_j = exp(s_j - m) in place.
   for (long long j = begin + t; j < end; j += blockDim.x)
-    own_scores[j] = numerics::probe_exp(own_scores[j] - m);
+    own_scores[j] = numerics::portable_exp(own_scores[j] - m);
   __syncthreads();
   const long long slot = static_cast<long long>(h) * splits + s;
   if (t == 0) {
@@ -183,12 +183,12 @@ __global__ void attention_combine(const float* split_max, const float* split_sum
   float total = 0.0f;
   float acc = 0.0f;
   for (int s = 0; s < splits; ++s) {
-    const float factor = numerics::probe_exp(split_max[h * splits + s] - global_max);
+    const float factor = numerics::portable_exp(split_max[h * splits + s] - global_max);
     total = total + split_sum[h * splits + s] * factor;
     if (d < head_dim) acc = acc + split_out[(h * splits + s) * head_dim + d] * factor;
   }
   if (d < head_dim) out[h * head_dim + d] = acc / total;
-  if (d == 0) lse[h] = global_max + numerics::probe_log(total);
+  if (d == 0) lse[h] = global_max + numerics::portable_log(total);
 }
 
 __global__ void flip_logits(const float* hidden, const float* perturbed, const float* weights,
