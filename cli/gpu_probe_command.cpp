@@ -64,7 +64,7 @@ int run_gpu_probe(const GpuProbeOptions& options) {
   }
   auto backend = gpu::parse_backend(options.backend);
   if (!backend) return report_error(backend.error());
-  auto precision = core::parse_precision(options.dtype);
+  auto precision = numerics::parse_precision(options.dtype);
   if (!precision) return report_error(precision.error());
   gpu::ProbeOptions probe;
   probe.backend = *backend;

@@ -28,8 +28,8 @@ int KernelPolicy::matmul_splits(std::size_t rows, std::size_t n, std::size_t k) 
   return static_cast<int>(splits);
 }
 
-core::RmsReduction KernelPolicy::rms_reduction(std::size_t rows) const {
-  using Kind = core::RmsReduction::Kind;
+numerics::RmsReduction KernelPolicy::rms_reduction(std::size_t rows) const {
+  using Kind = numerics::RmsReduction::Kind;
   if (m_batch_invariant) return {Kind::split_k, 1};
   if (rows <= 2) return {Kind::strided_tree, 64};
   if (rows <= 8) return {Kind::strided_tree, 16};

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "core/rms_norm.hpp"
+#include "core/numerics/rms_norm.hpp"
 
 namespace llmrepro::engine {
 
@@ -19,13 +19,13 @@ public:
   // Split-K count for a [rows x k] by [k x n] matmul. Adaptive mode mimics wave quantisation:
   // output tiles of 16 rows x 64 columns over 32 "SMs", split K until the machine is full
   // (at most 8 splits, at least 16 K values a split), so the count steps down at 17, 33, 49...
-  // rows. The engine rounds split partials to bf16 (core::SplitPartials::bf16), so each step
+  // rows. The engine rounds split partials to bf16 (numerics::SplitPartials::bf16), so each step
   // changes most outputs' bits. Invariant mode: always 1.
   int matmul_splits(std::size_t rows, std::size_t n, std::size_t k) const;
 
   // RMSNorm reduction for a step of `rows` rows. Adaptive mode: small batches spread a row over
   // many lanes (a strided tree), large ones reduce each row sequentially. Invariant: sequential.
-  core::RmsReduction rms_reduction(std::size_t rows) const;
+  numerics::RmsReduction rms_reduction(std::size_t rows) const;
 
   // Split-KV count for decode attention when `queries` query rows (times heads) share the step,
   // over `length` cached positions: the FlashAttention occupancy rule with 132 SMs and blocks of

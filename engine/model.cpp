@@ -4,10 +4,10 @@
 #include <cmath>
 #include <numeric>
 
-#include "core/batched_matmul.hpp"
-#include "core/float_format.hpp"
+#include "core/numerics/batched_matmul.hpp"
+#include "core/numerics/float_format.hpp"
+#include "core/numerics/split_kv_attention.hpp"
 #include "core/random.hpp"
-#include "core/split_kv_attention.hpp"
 
 namespace llmrepro::engine {
 
@@ -16,7 +16,7 @@ namespace {
 constexpr float k_rms_eps = 1e-5f;
 constexpr float k_unk_bias = -10.0f;
 
-float bf16(float value) { return core::round_to(core::Precision::bf16, value); }
+float bf16(float value) { return numerics::round_to(numerics::Precision::bf16, value); }
 
 // Uniform values with the given standard deviation, rounded to bf16: weights are stored in the
 // model's dtype.
@@ -86,10 +86,11 @@ void Model::linear(const std::vector<float>& x, std::size_t rows, const std::vec
   const std::size_t blocks = (n + block - 1) / block;
   pool.parallel_for(blocks, [&](std::size_t b0, std::size_t b1) {
     if (b0 < b1)
-      core::matmul_split_k(x.data(), rows, k, w.data(), n, splits, core::SplitPartials::bf16,
-                           out.data(), b0 * block, std::min(b1 * block, n));
+      numerics::matmul_split_k(x.data(), rows, k, w.data(), n, splits,
+                               numerics::SplitPartials::bf16, out.data(), b0 * block,
+                               std::min(b1 * block, n));
   });
-  core::round_bf16_inplace(out.data(), out.size());
+  numerics::round_bf16_inplace(out.data(), out.size());
 }
 
 void Model::forward(const std::vector<StepItem>& items, const KernelPolicy& policy,
@@ -116,13 +117,14 @@ void Model::forward(const std::vector<StepItem>& items, const KernelPolicy& poli
       x[r * d + i] = bf16(m_embedding[token * d + i] + m_positions[row_pos[r] * d + i]);
   }
 
-  const core::RmsReduction rms = policy.rms_reduction(rows);
+  const numerics::RmsReduction rms = policy.rms_reduction(rows);
   auto norm_rows = [&](const std::vector<float>& in, const std::vector<float>& gain,
                        std::vector<float>& out) {
     out.resize(rows * d);
     pool.parallel_for(rows, [&](std::size_t r0, std::size_t r1) {
       for (std::size_t r = r0; r < r1; ++r)
-        core::rms_norm_row(in.data() + r * d, gain.data(), d, k_rms_eps, rms, out.data() + r * d);
+        numerics::rms_norm_row(in.data() + r * d, gain.data(), d, k_rms_eps, rms,
+                               out.data() + r * d);
     });
   };
 
@@ -149,11 +151,10 @@ void Model::forward(const std::vector<StepItem>& items, const KernelPolicy& poli
         const std::size_t length = row_pos[r] + 1;
         const int splits = policy.attention_splits(rows, heads, length);
         float* out = attn.data() + r * d + head * head_dim;
-        core::attention_split_kv(qkv.data() + r * 3 * d + head * head_dim,
-                                 cache.keys[l].data() + head * head_dim,
-                                 cache.values[l].data() + head * head_dim, length, head_dim, d,
-                                 scale, splits, out);
-        core::round_bf16_inplace(out, head_dim);
+        numerics::attention_split_kv(
+            qkv.data() + r * 3 * d + head * head_dim, cache.keys[l].data() + head * head_dim,
+            cache.values[l].data() + head * head_dim, length, head_dim, d, scale, splits, out);
+        numerics::round_bf16_inplace(out, head_dim);
       }
     });
     linear(attn, rows, layer.wo, d, d, policy, pool, o);
@@ -212,9 +213,9 @@ std::vector<TokenChoice> Model::step(const std::vector<StepItem>& items,
   constexpr std::size_t block = 64;
   pool.parallel_for((v + block - 1) / block, [&](std::size_t b0, std::size_t b1) {
     if (b0 < b1)
-      core::matmul_split_k(selected.data(), rows, d, m_unembedding.data(), v, splits,
-                           core::SplitPartials::bf16, sums.data(), b0 * block,
-                           std::min(b1 * block, v));
+      numerics::matmul_split_k(selected.data(), rows, d, m_unembedding.data(), v, splits,
+                               numerics::SplitPartials::bf16, sums.data(), b0 * block,
+                               std::min(b1 * block, v));
   });
 
   std::vector<TokenChoice> choices(rows);

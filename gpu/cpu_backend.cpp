@@ -17,7 +17,7 @@ core::ProbeExperiment cost_not_measured() {
 core::ProbeResult run_cpu_backend(const ExperimentConfig& config) {
   core::ProbeResult result;
   result.backend = "cpu";
-  result.dtype = core::to_string(config.precision);
+  result.dtype = numerics::to_string(config.precision);
   result.quick = config.quick;
   result.device.name = "CPU emulation (fp32 accumulation, round-to-nearest-even)";
   result.device.sm_count = k_emulated_sm_count;

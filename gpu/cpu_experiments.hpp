@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/float_format.hpp"
+#include "core/numerics/float_format.hpp"
 #include "core/probe_result.hpp"
 #include "core/result.hpp"
 #include "gpu/experiment_ops.hpp"
@@ -14,17 +14,17 @@
 namespace llmrepro::gpu {
 
 struct ExperimentConfig {
-  core::Precision precision = core::Precision::bf16;
+  numerics::Precision precision = numerics::Precision::bf16;
   bool quick = false;         // smaller sweeps: the CPU run stays within seconds
   std::uint64_t seed = 20260; // every input derives from it
 };
 
 // Inputs drawn uniformly from [-scale, scale) and rounded to `precision` (so products of two
 // bf16/fp16 inputs are exact in fp32). The same (n, seed) gives the same values everywhere.
-std::vector<float> random_values(std::size_t n, std::uint64_t seed, core::Precision precision,
+std::vector<float> random_values(std::size_t n, std::uint64_t seed, numerics::Precision precision,
                                  float scale = 1.0f);
 
-// E0: rounding test vectors, partial sums vs core::dot_split_k, run-to-run digests.
+// E0: rounding test vectors, partial sums vs numerics::dot_split_k, run-to-run digests.
 core::ProbeExperiment run_self_test(const ExperimentConfig& config);
 // E1: the anchor row's matmul output for batch sizes M vs M = 1, heuristic split-K vs fixed order.
 core::ProbeExperiment run_matmul_batch_sweep(const ExperimentConfig& config);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/float_format.hpp"
+#include "core/numerics/float_format.hpp"
 #include "core/probe_result.hpp"
 
 namespace llmrepro::gpu {
@@ -17,7 +17,7 @@ namespace llmrepro::gpu {
 // carries the fraction of pre-rounding values whose bits changed.
 core::ProbeRow compare_outputs(std::string variant, std::vector<core::ProbeParam> params,
                                const float* reference, const float* test, std::size_t n,
-                               core::Precision precision, const float* reference_fp32 = nullptr,
+                               numerics::Precision precision, const float* reference_fp32 = nullptr,
                                const float* test_fp32 = nullptr);
 
 // SHA-256 (lower-case hex) of the values' bit patterns, each as 4 little-endian bytes: equal

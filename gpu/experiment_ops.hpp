@@ -1,7 +1,7 @@
 // The arithmetic of experiments E2, E4, E5 and E6 behind one interface, so that the same
 // experiment code (inputs, references, metrics, notes) runs with the CPU emulation (CpuOps,
 // here) or with the CUDA reference kernels (gpu/cuda/device_ops.hpp). Both implement the orders
-// documented in core/probe_reduction.hpp: for the same order, the same bits.
+// documented in core/numerics/reduction_schemes.hpp: for the same order, the same bits.
 #pragma once
 
 #include <cstddef>
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/float_format.hpp"
-#include "core/probe_reduction.hpp"
+#include "core/numerics/float_format.hpp"
+#include "core/numerics/reduction_schemes.hpp"
 #include "core/result.hpp"
 
 namespace llmrepro::gpu {
@@ -74,38 +74,38 @@ public:
 
   virtual core::Result<SplitKOutputs> split_k(const float* x, const float* weights,
                                               std::size_t outputs, std::size_t k, int splits,
-                                              core::PartialScheme scheme,
-                                              core::Precision precision) = 0;
+                                              numerics::PartialScheme scheme,
+                                              numerics::Precision precision) = 0;
 
   virtual core::Result<NormOutputs> rmsnorm(const float* x, const float* residual,
                                             const float* weight, std::size_t rows,
-                                            std::size_t hidden, core::RowReduction order,
-                                            float eps, core::Precision precision) = 0;
+                                            std::size_t hidden, numerics::RowReduction order,
+                                            float eps, numerics::Precision precision) = 0;
 
-  // bounds as core::attention_decode takes them.
+  // bounds as numerics::attention_decode takes them.
   virtual core::Result<AttentionOutputs> attention(const AttentionInputs& inputs,
                                                    const std::vector<std::size_t>& bounds) = 0;
 
-  virtual core::Result<FlipLogits> flip_logits(const FlipInputs& inputs, core::Precision logits,
+  virtual core::Result<FlipLogits> flip_logits(const FlipInputs& inputs, numerics::Precision logits,
                                                bool drift) = 0;
 };
 
-// The CPU emulation: core::dot_chunk_partials / combine_partials, core::rmsnorm_row,
-// core::attention_decode and core::dot_split_k. Never fails.
+// The CPU emulation: numerics::dot_chunk_partials / combine_partials, numerics::rmsnorm_row,
+// numerics::attention_decode and numerics::dot_split_k. Never fails.
 class CpuOps final : public ExperimentOps {
 public:
   std::string name() const override;
   int sm_count() const override;
   core::Result<SplitKOutputs> split_k(const float* x, const float* weights, std::size_t outputs,
-                                      std::size_t k, int splits, core::PartialScheme scheme,
-                                      core::Precision precision) override;
+                                      std::size_t k, int splits, numerics::PartialScheme scheme,
+                                      numerics::Precision precision) override;
   core::Result<NormOutputs> rmsnorm(const float* x, const float* residual, const float* weight,
                                     std::size_t rows, std::size_t hidden,
-                                    core::RowReduction order, float eps,
-                                    core::Precision precision) override;
+                                    numerics::RowReduction order, float eps,
+                                    numerics::Precision precision) override;
   core::Result<AttentionOutputs> attention(const AttentionInputs& inputs,
                                            const std::vector<std::size_t>& bounds) override;
-  core::Result<FlipLogits> flip_logits(const FlipInputs& inputs, core::Precision logits,
+  core::Result<FlipLogits> flip_logits(const FlipInputs& inputs, numerics::Precision logits,
                                        bool drift) override;
 };
 

@@ -13,8 +13,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/numerics/reduction.hpp"
 #include "core/random.hpp"
-#include "core/reduction.hpp"
 #include "gpu/cpu_experiments.hpp"
 #include "gpu/drift_metrics.hpp"
 #include "gpu/experiment_ops.hpp"
@@ -86,17 +86,17 @@ core::Result<FlipOutcome> run_flip(const ExperimentConfig& config, ExperimentOps
                      {"computed_on", ProbeValue{ops.name()}}};
   experiment.varied = {"logits", "perturbation", "gap_low", "gap_high"};
 
-  const core::Precision stored = config.precision;
-  const std::string stored_name = std::string(core::to_string(stored)) + "_logits";
+  const numerics::Precision stored = config.precision;
+  const std::string stored_name = std::string(numerics::to_string(stored)) + "_logits";
   struct Variant {
     std::string logits;
-    core::Precision precision;
+    numerics::Precision precision;
     bool drift;
   };
   std::vector<Variant> variants = {{stored_name, stored, false}, {stored_name, stored, true}};
-  if (stored != core::Precision::fp32) {
-    variants.push_back({"fp32_logits", core::Precision::fp32, false});
-    variants.push_back({"fp32_logits", core::Precision::fp32, true});
+  if (stored != numerics::Precision::fp32) {
+    variants.push_back({"fp32_logits", numerics::Precision::fp32, false});
+    variants.push_back({"fp32_logits", numerics::Precision::fp32, true});
   }
   const float magnitudes[] = {4.0f, 12.0f, 24.0f};
 
@@ -115,16 +115,16 @@ core::Result<FlipOutcome> run_flip(const ExperimentConfig& config, ExperimentOps
       float* drifted = inputs.drifted.data() + step * k;
       float* weights = inputs.weights.data() + step * 2 * k;
       for (std::size_t i = 0; i < k; ++i)
-        hidden[i] = core::round_to(stored, static_cast<float>(random.uniform() * 2.0 - 1.0));
+        hidden[i] = numerics::round_to(stored, static_cast<float>(random.uniform() * 2.0 - 1.0));
       for (std::size_t i = 0; i < 2 * k; ++i)
-        weights[i] = core::round_to(stored, static_cast<float>(random.uniform() * 2.0 - 1.0));
+        weights[i] = numerics::round_to(stored, static_cast<float>(random.uniform() * 2.0 - 1.0));
       for (std::size_t i = 0; i < k; ++i) {
         const bool flip_this = random.uniform() < k_hidden_drift_frac;
         const bool upward = (random.next() & 1u) != 0;
         drifted[i] = hidden[i];
         if (flip_this) {
-          const float spacing = core::ulp_at(stored, hidden[i]);
-          drifted[i] = core::round_to(stored, hidden[i] + (upward ? spacing : -spacing));
+          const float spacing = numerics::ulp_at(stored, hidden[i]);
+          drifted[i] = numerics::round_to(stored, hidden[i] + (upward ? spacing : -spacing));
         }
       }
       // Gap mixture: 1 % exact ties, 89 % log-uniform on [1e-4, 1], 10 % uniform on [1, 4].
@@ -152,12 +152,12 @@ core::Result<FlipOutcome> run_flip(const ExperimentConfig& config, ExperimentOps
       BinCounts& bin = bins[bin_of(observed)];
       ++bin.steps;
       for (std::size_t c = 0; c < 2; ++c) {
-        if (core::float_bits(logit_a[c]) == core::float_bits(logit_b[c])) continue;
+        if (numerics::float_bits(logit_a[c]) == numerics::float_bits(logit_b[c])) continue;
         ++bin.logits_changed;
         const double difference = std::fabs(static_cast<double>(logit_a[c]) - static_cast<double>(logit_b[c]));
         bin.max_abs = std::max(bin.max_abs, difference);
-        bin.max_ulp = std::max(
-            bin.max_ulp, difference / static_cast<double>(core::ulp_at(variant.precision, logit_a[c])));
+        const float ulp = numerics::ulp_at(variant.precision, logit_a[c]);
+        bin.max_ulp = std::max(bin.max_ulp, difference / static_cast<double>(ulp));
       }
       if (logits->argmax_a[step] != logits->argmax_b[step]) {
         ++bin.flips;
@@ -196,7 +196,7 @@ core::Result<FlipOutcome> run_flip(const ExperimentConfig& config, ExperimentOps
   core::FlipRecommendation& advice = outcome.recommendation;
   advice.any_flip = stored_flips > 0;
   advice.flip_gap = std::max(stored_flip_gap, 0.0);
-  const std::string dtype = core::to_string(stored);
+  const std::string dtype = numerics::to_string(stored);
   if (!advice.any_flip) {
     advice.text = "No argmax flipped with " + dtype + " logits; the default tau = " +
                   format_number(advice.default_tau) + " stands.";

@@ -8,22 +8,22 @@
 #include <string>
 #include <utility>
 
-#include "core/probe_reduction.hpp"
+#include "core/numerics/reduction.hpp"
+#include "core/numerics/reduction_schemes.hpp"
 #include "core/random.hpp"
-#include "core/reduction.hpp"
 #include "gpu/cpu_experiments.hpp"
 #include "gpu/drift_metrics.hpp"
 #include "gpu/split_policy.hpp"
 
 namespace llmrepro::gpu {
 
-std::vector<float> random_values(std::size_t n, std::uint64_t seed, core::Precision precision,
+std::vector<float> random_values(std::size_t n, std::uint64_t seed, numerics::Precision precision,
                                  float scale) {
   core::SplitMix64 random(seed);
   std::vector<float> values(n);
   for (auto& value : values) {
     const float uniform = static_cast<float>(random.uniform() * 2.0 - 1.0);
-    value = core::round_to(precision, uniform * scale);
+    value = numerics::round_to(precision, uniform * scale);
   }
   return values;
 }
@@ -41,13 +41,13 @@ std::vector<float> anchor_row(const std::vector<float>& x, const std::vector<flo
                               std::size_t n, std::size_t k, int splits) {
   std::vector<float> out(n);
   for (std::size_t j = 0; j < n; ++j)
-    out[j] = core::dot_split_k(x.data(), weights.data() + j * k, k, splits);
+    out[j] = numerics::dot_split_k(x.data(), weights.data() + j * k, k, splits);
   return out;
 }
 
-std::vector<float> rounded(core::Precision precision, const std::vector<float>& values) {
+std::vector<float> rounded(numerics::Precision precision, const std::vector<float>& values) {
   std::vector<float> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = core::round_to(precision, values[i]);
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = numerics::round_to(precision, values[i]);
   return out;
 }
 
@@ -66,9 +66,12 @@ core::ProbeExperiment run_self_test(const ExperimentConfig& config) {
 
   // docs/gpu-probe.md §6.2 vectors for bf16; fp16 ties, subnormals, overflow and NaN.
   const RneVector bf16_vectors[] = {
-      {core::float_from_bits(0x3F808000u), 0x3F80}, {core::float_from_bits(0x3F818000u), 0x3F82},
-      {core::float_from_bits(0x3F808001u), 0x3F81}, {core::float_from_bits(0x7F800001u), 0x7FC0},
-      {core::float_from_bits(0x7F7FFFFFu), 0x7F80}, {-1.0f, 0xBF80}};
+      {numerics::float_from_bits(0x3F808000u), 0x3F80},
+      {numerics::float_from_bits(0x3F818000u), 0x3F82},
+      {numerics::float_from_bits(0x3F808001u), 0x3F81},
+      {numerics::float_from_bits(0x7F800001u), 0x7FC0},
+      {numerics::float_from_bits(0x7F7FFFFFu), 0x7F80},
+      {-1.0f, 0xBF80}};
   const RneVector fp16_vectors[] = {
       {1.0f, 0x3C00},          {65504.0f, 0x7BFF},         {65520.0f, 0x7C00},
       {0x1.0p-24f, 0x0001},    {0x1.0p-25f, 0x0000},       {0x1.8p-25f, 0x0001},
@@ -77,22 +80,22 @@ core::ProbeExperiment run_self_test(const ExperimentConfig& config) {
   std::vector<float> actual;
   for (const auto& vector : bf16_vectors) {
     expected.push_back(static_cast<float>(vector.expected));
-    actual.push_back(static_cast<float>(core::bf16_bits_from_float(vector.input)));
+    actual.push_back(static_cast<float>(numerics::bf16_bits_from_float(vector.input)));
   }
   experiment.rows.push_back(compare_outputs("bf16_rne_vectors", {param("check", "rounding")},
                                             expected.data(), actual.data(), expected.size(),
-                                            core::Precision::fp32));
+                                            numerics::Precision::fp32));
   expected.clear();
   actual.clear();
   for (const auto& vector : fp16_vectors) {
     expected.push_back(static_cast<float>(vector.expected));
-    actual.push_back(static_cast<float>(core::fp16_bits_from_float(vector.input)));
+    actual.push_back(static_cast<float>(numerics::fp16_bits_from_float(vector.input)));
   }
   experiment.rows.push_back(compare_outputs("fp16_rne_vectors", {param("check", "rounding")},
                                             expected.data(), actual.data(), expected.size(),
-                                            core::Precision::fp32));
+                                            numerics::Precision::fp32));
 
-  // The partial-sum path the other experiments use must equal core::dot_split_k bit for bit.
+  // The partial-sum path the other experiments use must equal numerics::dot_split_k bit for bit.
   const std::size_t k = 4096;
   const std::size_t outputs = config.quick ? 64 : 256;
   const auto x = random_values(k, config.seed, config.precision);
@@ -102,15 +105,15 @@ core::ProbeExperiment run_self_test(const ExperimentConfig& config) {
     std::vector<float> via_partials(outputs);
     std::vector<float> partials(static_cast<std::size_t>(splits));
     for (std::size_t j = 0; j < outputs; ++j) {
-      direct[j] = core::dot_split_k(x.data(), weights.data() + j * k, k, splits);
-      core::dot_chunk_partials(x.data(), weights.data() + j * k, k, splits, partials.data());
+      direct[j] = numerics::dot_split_k(x.data(), weights.data() + j * k, k, splits);
+      numerics::dot_chunk_partials(x.data(), weights.data() + j * k, k, splits, partials.data());
       float total = 0.0f;
       for (const float partial : partials) total += partial;
       via_partials[j] = total;
     }
     experiment.rows.push_back(compare_outputs(
         "partials_vs_dot_split_k", {param("check", "partials"), param("split", splits)},
-        direct.data(), via_partials.data(), outputs, core::Precision::fp32));
+        direct.data(), via_partials.data(), outputs, numerics::Precision::fp32));
   }
 
   // Run to run: a fixed order gives one digest over 20 repeats.
@@ -148,7 +151,7 @@ core::ProbeExperiment run_matmul_batch_sweep(const ExperimentConfig& config) {
   experiment.title = "Matmul: the anchor row alone (M = 1) vs inside a batch of M rows";
   experiment.held = {param("anchor_row", 0), param("tile", "128x128x64"),
                      param("emulated_sms", k_emulated_sm_count),
-                     {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
+                     {"dtype", ProbeValue{std::string(numerics::to_string(config.precision))}}};
   experiment.varied = {"shape", "M", "variant"};
 
   struct Shape {
@@ -225,30 +228,31 @@ core::Result<core::ProbeExperiment> run_forced_split_k(const ExperimentConfig& c
   const std::size_t outputs = config.quick ? 512 : 2048;
   experiment.held = {param("M", 1), param("outputs", static_cast<std::int64_t>(outputs)),
                      param("computed_on", ops.name().c_str()),
-                     {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
+                     {"dtype", ProbeValue{std::string(numerics::to_string(config.precision))}}};
   experiment.varied = {"K", "split", "scheme"};
   const std::vector<std::size_t> depths =
       config.quick ? std::vector<std::size_t>{4096} : std::vector<std::size_t>{4096, 14336};
   for (const std::size_t k : depths) {
     const auto x = random_values(k, config.seed + 30 + k, config.precision);
     const auto weights = random_values(outputs * k, config.seed + 40 + k, config.precision);
-    // One split with fp32 partials is the plain sequential order (core::dot_split_k(..., 1)).
+    // One split with fp32 partials is the plain sequential order (numerics::dot_split_k(..., 1)).
     auto sequential = ops.split_k(x.data(), weights.data(), outputs, k, 1,
-                                  core::PartialScheme::compute_type, config.precision);
+                                  numerics::PartialScheme::compute_type, config.precision);
     if (!sequential) return sequential.error();
     const std::vector<float>& reference_fp32 = sequential->out_fp32;
     const auto reference = rounded(config.precision, reference_fp32);
     for (const int splits : {2, 4, 8, 16, 32}) {
-      for (const auto scheme : {core::PartialScheme::compute_type,
-                                core::PartialScheme::output_type, core::PartialScheme::inplace}) {
+      for (const auto scheme :
+           {numerics::PartialScheme::compute_type, numerics::PartialScheme::output_type,
+            numerics::PartialScheme::inplace}) {
         auto test = ops.split_k(x.data(), weights.data(), outputs, k, splits, scheme,
                                 config.precision);
         if (!test) return test.error();
-        const bool fp32_known = scheme == core::PartialScheme::compute_type;
+        const bool fp32_known = scheme == numerics::PartialScheme::compute_type;
         experiment.rows.push_back(compare_outputs(
-            core::to_string(scheme),
+            numerics::to_string(scheme),
             {param("K", static_cast<std::int64_t>(k)), param("split", splits),
-             param("scheme", core::to_string(scheme))},
+             param("scheme", numerics::to_string(scheme))},
             reference.data(), test->out.data(), outputs, config.precision,
             fp32_known ? reference_fp32.data() : nullptr,
             fp32_known ? test->out_fp32.data() : nullptr));
@@ -277,23 +281,24 @@ core::ProbeExperiment run_atomics(const ExperimentConfig& config) {
   experiment.held = {param("outputs", static_cast<std::int64_t>(outputs)),
                      param("K", static_cast<std::int64_t>(k)), param("split", splits),
                      param("runs", runs),
-                     {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
+                     {"dtype", ProbeValue{std::string(numerics::to_string(config.precision))}}};
   experiment.varied = {"variant"};
   const auto x = random_values(k, config.seed + 50, config.precision);
   const auto weights = random_values(outputs * k, config.seed + 51, config.precision);
   const std::size_t s = static_cast<std::size_t>(splits);
   std::vector<float> partials(outputs * s);
   for (std::size_t j = 0; j < outputs; ++j)
-    core::dot_chunk_partials(x.data(), weights.data() + j * k, k, splits, partials.data() + j * s);
+    numerics::dot_chunk_partials(x.data(), weights.data() + j * k, k, splits,
+                                 partials.data() + j * s);
 
   std::vector<std::size_t> in_order(s);
   std::iota(in_order.begin(), in_order.end(), 0);
   std::vector<float> serial(outputs);
   std::vector<float> serial_fp32(outputs);
   for (std::size_t j = 0; j < outputs; ++j) {
-    serial_fp32[j] = core::sum_in_order(partials.data() + j * s, in_order.data(), s, false,
-                                        core::Precision::fp32);
-    serial[j] = core::round_to(config.precision, serial_fp32[j]);
+    serial_fp32[j] = numerics::sum_in_order(partials.data() + j * s, in_order.data(), s, false,
+                                            numerics::Precision::fp32);
+    serial[j] = numerics::round_to(config.precision, serial_fp32[j]);
   }
 
   struct Variant {
@@ -317,9 +322,9 @@ core::ProbeExperiment run_atomics(const ExperimentConfig& config) {
       for (std::size_t j = 0; j < outputs; ++j) {
         if (variant.permuted)
           for (std::size_t i = s - 1; i > 0; --i) std::swap(order[i], order[random.below(i + 1)]);
-        out_fp32[j] = core::sum_in_order(partials.data() + j * s, order.data(), s,
-                                         variant.round_each, config.precision);
-        out[j] = core::round_to(config.precision, out_fp32[j]);
+        out_fp32[j] = numerics::sum_in_order(partials.data() + j * s, order.data(), s,
+                                             variant.round_each, config.precision);
+        out[j] = numerics::round_to(config.precision, out_fp32[j]);
       }
       digests.push_back(output_digest(out.data(), outputs));
       digests_fp32.push_back(output_digest(out_fp32.data(), outputs));

@@ -2,7 +2,7 @@
 // attention, each with the policy that picks the order from the batch and its fixed alternative.
 #include <map>
 
-#include "core/probe_reduction.hpp"
+#include "core/numerics/reduction_schemes.hpp"
 #include "gpu/cpu_experiments.hpp"
 #include "gpu/drift_metrics.hpp"
 #include "gpu/experiment_ops.hpp"
@@ -17,14 +17,14 @@ using core::ProbeValue;
 
 using core::param;
 
-std::vector<float> rounded(core::Precision precision, const std::vector<float>& values) {
+std::vector<float> rounded(numerics::Precision precision, const std::vector<float>& values) {
   std::vector<float> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = core::round_to(precision, values[i]);
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = numerics::round_to(precision, values[i]);
   return out;
 }
 
 // The RMSNorm block-reduction order a policy picks for a batch of `tokens` rows.
-core::RowReduction norm_order(const std::string& policy, std::int64_t tokens) {
+numerics::RowReduction norm_order(const std::string& policy, std::int64_t tokens) {
   if (policy == "adaptive_block") return {tokens < 256 ? 1024 : 256, 1};
   if (policy == "split_row") return {256, tokens < 64 ? 4 : 1};
   return {256, 1};
@@ -41,7 +41,7 @@ core::Result<core::ProbeExperiment> run_rmsnorm(const ExperimentConfig& config,
   experiment.held = {param("anchor_rows", static_cast<std::int64_t>(anchors)),
                      param("fused_residual", "yes"), param("computed_on", ops.name().c_str()),
                      {"eps", ProbeValue{1e-6}},
-                     {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
+                     {"dtype", ProbeValue{std::string(numerics::to_string(config.precision))}}};
   experiment.varied = {"hidden", "tokens", "variant"};
   const std::vector<std::size_t> hiddens =
       config.quick ? std::vector<std::size_t>{4096} : std::vector<std::size_t>{4096, 5120, 8192};
@@ -52,7 +52,7 @@ core::Result<core::ProbeExperiment> run_rmsnorm(const ExperimentConfig& config,
     const auto residual =
         random_values(anchors * hidden, config.seed + 70 + hidden, config.precision, 4.0f);
     const auto weight = random_values(hidden, config.seed + 80 + hidden, config.precision, 2.0f);
-    const auto run = [&](core::RowReduction order) {
+    const auto run = [&](numerics::RowReduction order) {
       return ops.rmsnorm(x.data(), residual.data(), weight.data(), anchors, hidden, order, eps,
                          config.precision);
     };
@@ -63,7 +63,7 @@ core::Result<core::ProbeExperiment> run_rmsnorm(const ExperimentConfig& config,
       const std::vector<float>& reference_inv = reference_run->inv_rms;
       const auto reference = rounded(config.precision, reference_fp32);
       for (const std::int64_t tokens : {255, 256, 2048}) {
-        const core::RowReduction order = norm_order(policy, tokens);
+        const numerics::RowReduction order = norm_order(policy, tokens);
         auto test_run = run(order);
         if (!test_run) return test_run.error();
         const std::vector<float>& test_fp32 = test_run->out;
@@ -77,7 +77,8 @@ core::Result<core::ProbeExperiment> run_rmsnorm(const ExperimentConfig& config,
                                    config.precision, reference_fp32.data(), test_fp32.data());
         std::int64_t inv_changed = 0;
         for (std::size_t a = 0; a < anchors; ++a)
-          if (core::float_bits(reference_inv[a]) != core::float_bits(test_inv[a])) ++inv_changed;
+          if (numerics::float_bits(reference_inv[a]) != numerics::float_bits(test_inv[a]))
+            ++inv_changed;
         add_measure(row, "inv_rms_changed_frac",
                     static_cast<double>(inv_changed) / static_cast<double>(anchors));
         experiment.rows.push_back(std::move(row));
@@ -110,7 +111,7 @@ core::Result<core::ProbeExperiment> run_attention(const ExperimentConfig& config
                      param("head_dim", static_cast<std::int64_t>(head_dim)),
                      param(ops.name() == "cpu" ? "emulated_sms" : "sm_count", ops.sm_count()),
                      param("computed_on", ops.name().c_str()),
-                     {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
+                     {"dtype", ProbeValue{std::string(numerics::to_string(config.precision))}}};
   experiment.varied = {"L", "B", "variant"};
   const std::vector<std::size_t> lengths =
       config.quick ? std::vector<std::size_t>{1024, 4096}
@@ -165,7 +166,8 @@ core::Result<core::ProbeExperiment> run_attention(const ExperimentConfig& config
             reference_output.out.data(), test_output.out.data());
         std::int64_t lse_changed = 0;
         for (std::size_t h = 0; h < query_heads; ++h)
-          if (core::float_bits(reference_output.lse[h]) != core::float_bits(test_output.lse[h]))
+          if (numerics::float_bits(reference_output.lse[h]) !=
+              numerics::float_bits(test_output.lse[h]))
             ++lse_changed;
         add_measure(row, "lse_changed_frac",
                     static_cast<double>(lse_changed) / static_cast<double>(query_heads));

@@ -105,7 +105,7 @@ core::Result<core::ProbeResult> run_probe(const ProbeOptions& options) {
     result.backend_reason = reason;
     return result;
   }
-  std::string arguments = std::string("--dtype ") + core::to_string(options.precision);
+  std::string arguments = std::string("--dtype ") + numerics::to_string(options.precision);
   if (options.quick) arguments += " --quick";
   auto run = run_helper(options.cuda_helper, arguments);
   if (!run) return run.error();

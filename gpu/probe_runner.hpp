@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/float_format.hpp"
+#include "core/numerics/float_format.hpp"
 #include "core/probe_result.hpp"
 #include "core/result.hpp"
 
@@ -24,7 +24,7 @@ inline constexpr int k_exit_no_device = 77;
 
 struct ProbeOptions {
   Backend backend = Backend::automatic;
-  core::Precision precision = core::Precision::bf16;
+  numerics::Precision precision = numerics::Precision::bf16;
   bool quick = false;
   std::string cuda_helper; // path of the helper; empty when this build has none
 };

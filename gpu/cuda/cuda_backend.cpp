@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/reduction.hpp"
+#include "core/numerics/reduction.hpp"
 #include "gpu/cuda/lt_experiments.hpp"
 #include "gpu/cuda/device_checks.hpp"
 #include "gpu/cuda/detail/device_memory.hpp"
@@ -87,13 +87,12 @@ core::Result<core::ProbeExperiment> run_device_self_test(const ExperimentConfig&
       std::vector<float> cpu_out(static_cast<std::size_t>(m * n));
       for (int r = 0; r < m; ++r)
         for (int j = 0; j < n; ++j)
-          cpu_out[static_cast<std::size_t>(r * n + j)] =
-              core::dot_split_k(x.data() + r * k, w.data() + j * k, static_cast<std::size_t>(k),
-                                splits);
+          cpu_out[static_cast<std::size_t>(r * n + j)] = numerics::dot_split_k(
+              x.data() + r * k, w.data() + j * k, static_cast<std::size_t>(k), splits);
       experiment.rows.push_back(compare_outputs(
           fixed ? "fixed_order_kernel_vs_cpu" : "split_k_kernel_vs_cpu",
           {param("check", "cpu_vs_gpu"), param("K", k), param("split", splits)}, cpu_out.data(),
-          gpu_out->data(), cpu_out.size(), core::Precision::fp32));
+          gpu_out->data(), cpu_out.size(), numerics::Precision::fp32));
     }
   }
   // The fixed-order kernel: the anchor row's bits may not depend on M.
@@ -129,11 +128,11 @@ core::Result<core::ProbeExperiment> run_device_self_test(const ExperimentConfig&
     experiment.rows.push_back(compare_outputs("fixed_order_kernel_batch_invariance",
                                               {param("check", "batch_invariance"), param("M", m)},
                                               reference.data(), row.data(), row.size(),
-                                              core::Precision::fp32));
+                                              numerics::Precision::fp32));
   }
   auto repeat_row = compare_outputs("fixed_order_kernel_repeats", {param("check", "repeats")},
                                     reference.data(), reference.data(), reference.size(),
-                                    core::Precision::fp32);
+                                    numerics::Precision::fp32);
   add_measure(repeat_row, "runs", 20);
   add_measure(repeat_row, "distinct_digests", static_cast<double>(distinct_count(digests)));
   repeat_row.sha256 = digests.front();
@@ -170,7 +169,7 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
   experiment.title = "Matmul: the anchor row alone (M = 1) vs inside a batch of M rows";
   experiment.held = {param("workspace_bytes", static_cast<std::int64_t>(k_workspace_bytes)),
                      param("anchor_positions", "first, last"),
-                     {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
+                     {"dtype", ProbeValue{std::string(numerics::to_string(config.precision))}}};
   experiment.varied = {"shape", "M", "variant", "position"};
   struct Shape {
     const char* name;
@@ -188,7 +187,7 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
                                       2048};
   DeviceBuffer workspace(k_workspace_bytes);
   if (!workspace) return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
-  const core::Precision precision = config.precision;
+  const numerics::Precision precision = config.precision;
   const std::size_t bytes = element_bytes(precision);
   int lt_default_differs = 0;
   int cases = 0;
@@ -326,7 +325,7 @@ core::Result<core::ProbeExperiment> run_device_atomics(const ExperimentConfig& c
   const int splits = 8;
   const int runs = config.quick ? 20 : 100;
   experiment.held = {param("outputs", n), param("K", k), param("split", splits), param("runs", runs),
-                     {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
+                     {"dtype", ProbeValue{std::string(numerics::to_string(config.precision))}}};
   experiment.varied = {"variant"};
   const auto x = random_values(static_cast<std::size_t>(k), config.seed + 50, config.precision);
   const auto w = random_values(static_cast<std::size_t>(n * k), config.seed + 51, config.precision);
@@ -384,7 +383,7 @@ core::Result<core::ProbeResult> run_cuda_backend(const ExperimentConfig& config)
   if (!name) return name.error();
   core::ProbeResult result;
   result.backend = "cuda";
-  result.dtype = core::to_string(config.precision);
+  result.dtype = numerics::to_string(config.precision);
   result.quick = config.quick;
   cudaDeviceProp properties{};
   cudaGetDeviceProperties(&properties, 0);

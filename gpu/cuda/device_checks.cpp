@@ -22,7 +22,7 @@ core::ProbeRow same_bits(const std::string& op, std::vector<core::ProbeParam> pa
     return row;
   }
   return compare_outputs(op + "_device_vs_cpu", std::move(params), host.data(), device.data(),
-                         host.size(), core::Precision::fp32);
+                         host.size(), numerics::Precision::fp32);
 }
 
 std::vector<float> as_floats(const std::vector<std::uint8_t>& flags) {
@@ -35,20 +35,21 @@ core::Result<std::vector<core::ProbeRow>> device_vs_host_rows(const ExperimentCo
                                                               ExperimentOps& device) {
   CpuOps host;
   std::vector<core::ProbeRow> rows;
-  const core::Precision precision = config.precision;
+  const numerics::Precision precision = config.precision;
 
   const std::size_t k = 4096;
   const std::size_t outputs = 256;
   const auto x = random_values(k, config.seed + 101, precision);
   const auto w = random_values(outputs * k, config.seed + 102, precision);
   for (const int splits : {1, 3, 8})
-    for (const auto scheme : {core::PartialScheme::compute_type, core::PartialScheme::output_type,
-                              core::PartialScheme::inplace}) {
+    for (const auto scheme :
+         {numerics::PartialScheme::compute_type, numerics::PartialScheme::output_type,
+          numerics::PartialScheme::inplace}) {
       auto on_host = host.split_k(x.data(), w.data(), outputs, k, splits, scheme, precision);
       auto on_device = device.split_k(x.data(), w.data(), outputs, k, splits, scheme, precision);
       if (!on_device) return on_device.error();
       std::vector<core::ProbeParam> params = {param("split", splits),
-                                              param("scheme", core::to_string(scheme))};
+                                              param("scheme", numerics::to_string(scheme))};
       rows.push_back(same_bits("split_k", params, on_host->out, on_device->out));
       rows.push_back(same_bits("split_k_fp32", params, on_host->out_fp32, on_device->out_fp32));
     }
@@ -58,8 +59,9 @@ core::Result<std::vector<core::ProbeRow>> device_vs_host_rows(const ExperimentCo
   const auto nx = random_values(norm_rows * hidden, config.seed + 103, precision, 4.0f);
   const auto nr = random_values(norm_rows * hidden, config.seed + 104, precision, 4.0f);
   const auto nw = random_values(hidden, config.seed + 105, precision, 2.0f);
-  for (const core::RowReduction order : {core::RowReduction{1024, 1}, core::RowReduction{256, 1},
-                                         core::RowReduction{256, 4}, core::RowReduction{32, 3}}) {
+  for (const numerics::RowReduction order :
+       {numerics::RowReduction{1024, 1}, numerics::RowReduction{256, 1},
+        numerics::RowReduction{256, 4}, numerics::RowReduction{32, 3}}) {
     auto on_host = host.rmsnorm(nx.data(), nr.data(), nw.data(), norm_rows, hidden, order, 1e-6f,
                                 precision);
     auto on_device = device.rmsnorm(nx.data(), nr.data(), nw.data(), norm_rows, hidden, order,
@@ -97,15 +99,15 @@ core::Result<std::vector<core::ProbeRow>> device_vs_host_rows(const ExperimentCo
   flip.hidden = random_values(flip.steps * flip.k, config.seed + 109, precision);
   flip.drifted = flip.hidden;
   for (std::size_t i = 0; i < flip.drifted.size(); i += 37)
-    flip.drifted[i] = core::round_to(precision, flip.drifted[i] * 1.01f);
+    flip.drifted[i] = numerics::round_to(precision, flip.drifted[i] * 1.01f);
   flip.weights = random_values(2 * flip.steps * flip.k, config.seed + 110, precision);
-  flip.targets = random_values(2 * flip.steps, config.seed + 111, core::Precision::fp32, 8.0f);
-  for (const core::Precision logits : {precision, core::Precision::fp32})
+  flip.targets = random_values(2 * flip.steps, config.seed + 111, numerics::Precision::fp32, 8.0f);
+  for (const numerics::Precision logits : {precision, numerics::Precision::fp32})
     for (const bool drift : {false, true}) {
       auto on_host = host.flip_logits(flip, logits, drift);
       auto on_device = device.flip_logits(flip, logits, drift);
       if (!on_device) return on_device.error();
-      std::vector<core::ProbeParam> params = {param("logits", core::to_string(logits)),
+      std::vector<core::ProbeParam> params = {param("logits", numerics::to_string(logits)),
                                               param("drift", drift ? "yes" : "no")};
       rows.push_back(same_bits("flip_logit_a", params, on_host->logit_a, on_device->logit_a));
       rows.push_back(same_bits("flip_logit_b", params, on_host->logit_b, on_device->logit_b));

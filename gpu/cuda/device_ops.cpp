@@ -8,13 +8,13 @@ namespace llmrepro::gpu::cuda {
 
 namespace {
 
-int precision_code(core::Precision precision) { return static_cast<int>(precision); }
+int precision_code(numerics::Precision precision) { return static_cast<int>(precision); }
 
-int scheme_code(core::PartialScheme scheme) {
+int scheme_code(numerics::PartialScheme scheme) {
   switch (scheme) {
-  case core::PartialScheme::compute_type: return 0;
-  case core::PartialScheme::output_type: return 1;
-  case core::PartialScheme::inplace: return 2;
+  case numerics::PartialScheme::compute_type: return 0;
+  case numerics::PartialScheme::output_type: return 1;
+  case numerics::PartialScheme::inplace: return 2;
   }
   return 0;
 }
@@ -35,8 +35,8 @@ int DeviceOps::sm_count() const { return m_sm_count; }
 
 core::Result<SplitKOutputs> DeviceOps::split_k(const float* x, const float* weights,
                                                std::size_t outputs, std::size_t k, int splits,
-                                               core::PartialScheme scheme,
-                                               core::Precision precision) {
+                                               numerics::PartialScheme scheme,
+                                               numerics::Precision precision) {
   const std::size_t s = splits < 1 ? 1 : static_cast<std::size_t>(splits);
   DeviceBuffer x_device(k * 4);
   DeviceBuffer w_device(outputs * k * 4);
@@ -63,8 +63,8 @@ core::Result<SplitKOutputs> DeviceOps::split_k(const float* x, const float* weig
 
 core::Result<NormOutputs> DeviceOps::rmsnorm(const float* x, const float* residual,
                                              const float* weight, std::size_t rows,
-                                             std::size_t hidden, core::RowReduction order,
-                                             float eps, core::Precision precision) {
+                                             std::size_t hidden, numerics::RowReduction order,
+                                             float eps, numerics::Precision precision) {
   const std::size_t splits = order.row_splits < 1 ? 1 : static_cast<std::size_t>(order.row_splits);
   const std::size_t total = rows * hidden;
   DeviceBuffer x_device(total * 4);
@@ -131,7 +131,7 @@ core::Result<AttentionOutputs> DeviceOps::attention(const AttentionInputs& in,
   return AttentionOutputs{std::move(*out_host), std::move(*lse_host)};
 }
 
-core::Result<FlipLogits> DeviceOps::flip_logits(const FlipInputs& in, core::Precision logits,
+core::Result<FlipLogits> DeviceOps::flip_logits(const FlipInputs& in, numerics::Precision logits,
                                                 bool drift) {
   const std::size_t hidden_elements = in.steps * in.k;
   DeviceBuffer hidden(hidden_elements * 4);

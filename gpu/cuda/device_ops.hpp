@@ -14,15 +14,15 @@ public:
   std::string name() const override;
   int sm_count() const override;
   core::Result<SplitKOutputs> split_k(const float* x, const float* weights, std::size_t outputs,
-                                      std::size_t k, int splits, core::PartialScheme scheme,
-                                      core::Precision precision) override;
+                                      std::size_t k, int splits, numerics::PartialScheme scheme,
+                                      numerics::Precision precision) override;
   core::Result<NormOutputs> rmsnorm(const float* x, const float* residual, const float* weight,
                                     std::size_t rows, std::size_t hidden,
-                                    core::RowReduction order, float eps,
-                                    core::Precision precision) override;
+                                    numerics::RowReduction order, float eps,
+                                    numerics::Precision precision) override;
   core::Result<AttentionOutputs> attention(const AttentionInputs& inputs,
                                            const std::vector<std::size_t>& bounds) override;
-  core::Result<FlipLogits> flip_logits(const FlipInputs& inputs, core::Precision logits,
+  core::Result<FlipLogits> flip_logits(const FlipInputs& inputs, numerics::Precision logits,
                                        bool drift) override;
 
 private:

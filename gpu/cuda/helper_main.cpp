@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
     } else if (flag == "--quick") {
       config.quick = true;
     } else if (flag == "--dtype" && i + 1 < argc) {
-      auto precision = core::parse_precision(argv[++i]);
+      auto precision = numerics::parse_precision(argv[++i]);
       if (!precision) {
         std::fprintf(stderr, "llmrepro-gpu-cuda: %s\n", precision.error().message.c_str());
         return 2;

@@ -7,11 +7,11 @@
 namespace llmrepro::gpu::cuda {
 
 // out[r*n + j] = sum over i of x[r*k + i] * w[j*k + i], each output summed left to right in
-// K order (core::dot_split_k with one split), in shared-memory tiles. The order never depends
+// K order (numerics::dot_split_k with one split), in shared-memory tiles. The order never depends
 // on m: the probe's batch-invariant kernel.
 int launch_fixed_order_gemm(const float* x, const float* w, float* out, int m, int n, int k);
 
-// The same product with each output summed as core::dot_split_k(…, splits): one thread per
+// The same product with each output summed as numerics::dot_split_k(…, splits): one thread per
 // output, chunk partials left to right, then the partials left to right.
 int launch_split_k_gemm(const float* x, const float* w, float* out, int m, int n, int k,
                         int splits);

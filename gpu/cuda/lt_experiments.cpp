@@ -34,7 +34,7 @@ struct GemmBuffers {
   DeviceBuffer x_float, x_typed, w_float, w_typed, d_float, d_typed;
 };
 
-core::Result<void> fill(GemmBuffers& b, core::Precision precision, const std::vector<float>& x,
+core::Result<void> fill(GemmBuffers& b, numerics::Precision precision, const std::vector<float>& x,
                         const std::vector<float>& w, std::size_t mn) {
   const std::size_t bytes = element_bytes(precision);
   b.x_float = DeviceBuffer(x.size() * 4);
@@ -60,7 +60,7 @@ core::Result<void> append_lt_forced_split_k(const ExperimentConfig& config,
   const int m = 16;
   const int n = 4096;
   const int k = 4096;
-  const core::Precision precision = config.precision;
+  const numerics::Precision precision = config.precision;
   const std::size_t mn = static_cast<std::size_t>(m) * static_cast<std::size_t>(n);
   const auto x = random_values(static_cast<std::size_t>(m) * k, config.seed + 120, precision);
   const auto w = random_values(static_cast<std::size_t>(n) * k, config.seed + 121, precision);
@@ -130,9 +130,9 @@ core::Result<core::ProbeExperiment> run_device_cost(const ExperimentConfig& conf
                      param("l2_flush_bytes", static_cast<std::int64_t>(flush_bytes)),
                      param("sm_clock_peak_mhz", clock_khz / 1000),
                      param("timing", "CUDA events around each launch, L2 flushed before each"),
-                     {"dtype", ProbeValue{std::string(core::to_string(config.precision))}}};
+                     {"dtype", ProbeValue{std::string(numerics::to_string(config.precision))}}};
   experiment.varied = {"M", "variant"};
-  const core::Precision precision = config.precision;
+  const numerics::Precision precision = config.precision;
   const std::size_t bytes = element_bytes(precision);
   const auto w = random_values(static_cast<std::size_t>(n) * k, config.seed + 70, precision);
   DeviceBuffer workspace(k_workspace_bytes);
@@ -224,7 +224,7 @@ core::Result<core::ProbeExperiment> run_device_cost(const ExperimentConfig& conf
       if (v == 0) default_us = median;
       auto out = output(v);
       if (!out) return out.error();
-      const core::Precision stored = v < 3 ? precision : core::Precision::fp32;
+      const numerics::Precision stored = v < 3 ? precision : numerics::Precision::fp32;
       const auto reference = decode(stored, numerics[static_cast<std::size_t>(v)].data(), mn);
       const auto timed = decode(stored, out->data(), mn);
       auto row = compare_outputs(names[v], {param("M", m)}, reference.data(), timed.data(), mn,

@@ -28,11 +28,11 @@ core::Error lt_error(const char* what, cublasStatus_t status) {
                               std::to_string(static_cast<int>(status)) + ")");
 }
 
-cudaDataType_t data_type(core::Precision precision) {
+cudaDataType_t data_type(numerics::Precision precision) {
   switch (precision) {
-  case core::Precision::bf16: return CUDA_R_16BF;
-  case core::Precision::fp16: return CUDA_R_16F;
-  case core::Precision::fp32: return CUDA_R_32F;
+  case numerics::Precision::bf16: return CUDA_R_16BF;
+  case numerics::Precision::fp16: return CUDA_R_16F;
+  case numerics::Precision::fp32: return CUDA_R_32F;
   }
   return CUDA_R_32F;
 }
@@ -100,7 +100,7 @@ const char* lt_scheme_name(unsigned scheme) {
   }
 }
 
-core::Result<std::unique_ptr<LtGemm>> LtGemm::create(core::Precision precision, int m, int n,
+core::Result<std::unique_ptr<LtGemm>> LtGemm::create(numerics::Precision precision, int m, int n,
                                                      int k, const LtRequest& request,
                                                      void* workspace, std::size_t workspace_bytes) {
   auto state = std::make_unique<State>();

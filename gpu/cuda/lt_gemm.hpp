@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "core/float_format.hpp"
+#include "core/numerics/float_format.hpp"
 #include "core/result.hpp"
 
 namespace llmrepro::gpu::cuda {
@@ -56,7 +56,7 @@ public:
   // Creates the descriptors and picks the algorithm as `request` says. workspace: device memory
   // of workspace_bytes shared by all GEMMs (also the heuristic's limit). An algorithm that
   // cuBLASLt rejects for the shape is an environment error naming the policy.
-  static core::Result<std::unique_ptr<LtGemm>> create(core::Precision precision, int m, int n,
+  static core::Result<std::unique_ptr<LtGemm>> create(numerics::Precision precision, int m, int n,
                                                       int k, const LtRequest& request,
                                                       void* workspace, std::size_t workspace_bytes);
   ~LtGemm();

@@ -1,11 +1,12 @@
 // The device side of E2, E4, E5 and E6. Built with --fmad=false and IEEE division and square
 // root (the nvcc defaults): every a * b + c is a rounded multiply then a rounded add, as the
-// host emulation (-ffp-contract=off) computes it; exp and log are core/probe_math.hpp's, shared
-// with the host. Comments name the CPU function each kernel mirrors.
+// host emulation (-ffp-contract=off) computes it; exp and log are portable_exp and portable_log
+// (core/numerics/portable_math.hpp), shared with the host. Comments name the CPU function each
+// kernel mirrors.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "core/probe_math.hpp"
+#include "core/numerics/portable_math.hpp"
 #include "gpu/cuda/probe_kernels.hpp"
 
 namespace llmrepro::gpu::cuda {
@@ -17,7 +18,7 @@ constexpr int k_precision_fp32 = 2;
 constexpr int k_scheme_output_type = 1;
 constexpr int k_scheme_inplace = 2;
 
-// core::round_to: bf16 by round-to-nearest-even on the bits, fp16 by the hardware conversion.
+// numerics::round_to: bf16 by round-to-nearest-even on the bits, fp16 by the hardware conversion.
 __device__ float round_to(float value, int precision) {
   if (precision == k_precision_fp32) return value;
   if (precision == k_precision_fp16) return __half2float(__float2half_rn(value));
@@ -27,7 +28,7 @@ __device__ float round_to(float value, int precision) {
   return __uint_as_float(bits & 0xFFFF0000u);
 }
 
-// Chunk bounds of core::dot_split_k: n * c / splits.
+// Chunk bounds of numerics::dot_split_k: n * c / splits.
 __device__ long long chunk_bound(long long n, long long splits, long long c) {
   return n * c / splits;
 }
@@ -38,7 +39,7 @@ __device__ float dot_range(const float* a, const float* b, long long begin, long
   return partial;
 }
 
-// core::dot_split_k.
+// numerics::dot_split_k.
 __device__ float dot_split(const float* a, const float* b, long long n, long long splits) {
   float total = 0.0f;
   for (long long c = 0; c < splits; ++c)
@@ -55,7 +56,7 @@ __global__ void split_k_partials(const float* x, const float* w, float* partials
   partials[index] = dot_range(x, w + j * k, chunk_bound(k, splits, c), chunk_bound(k, splits, c + 1));
 }
 
-// core::combine_partials.
+// numerics::combine_partials.
 __device__ float combine(const float* partials, int count, int scheme, int precision) {
   float total = 0.0f;
   for (int c = 0; c < count; ++c) {
@@ -75,7 +76,7 @@ __global__ void combine_partials(const float* partials, float* out, float* out_f
   out_fp32[j] = combine(own, splits, scheme, k_precision_fp32);
 }
 
-// Pass 1 of core::rmsnorm_row: core::sum_strided_tree over one chunk of one row.
+// Pass 1 of numerics::rmsnorm_row: numerics::sum_strided_tree over one chunk of one row.
 __global__ void rmsnorm_chunks(const float* x, const float* residual, float* summed,
                                float* chunk_sums, int hidden, int row_splits, int precision) {
   __shared__ float partial[1024];
@@ -120,7 +121,7 @@ __global__ void rmsnorm_apply(const float* summed, const float* weight, const fl
     out[base + i] = (summed[base + i] * inv) * weight[i];
 }
 
-// One split of core::attention_decode for one query head.
+// One split of numerics::attention_decode for one query head.
 __global__ void attention_split(const float* q, const float* keys, const float* values,
                                 const long long* bounds, int splits, float* scores,
                                 float* split_max, float* split_sum, float* split_out,
@@ -153,7 +154,7 @@ __global__ void attention_split(const float* q, const float* keys, const float* 
   const float m = shared_max;
   // Scores become weights p_j = exp(s_j - m) in place.
   for (long long j = begin + t; j < end; j += blockDim.x)
-    own_scores[j] = core::probe_exp(own_scores[j] - m);
+    own_scores[j] = numerics::portable_exp(own_scores[j] - m);
   __syncthreads();
   const long long slot = static_cast<long long>(h) * splits + s;
   if (t == 0) {
@@ -169,7 +170,7 @@ __global__ void attention_split(const float* q, const float* keys, const float* 
   }
 }
 
-// The combine of core::attention_decode: every thread derives the same global max, factors and
+// The combine of numerics::attention_decode: every thread derives the same global max, factors and
 // total, then divides its own dimension.
 __global__ void attention_combine(const float* split_max, const float* split_sum,
                                   const float* split_out, float* out, float* lse, int splits,
@@ -182,12 +183,12 @@ __global__ void attention_combine(const float* split_max, const float* split_sum
   float total = 0.0f;
   float acc = 0.0f;
   for (int s = 0; s < splits; ++s) {
-    const float factor = core::probe_exp(split_max[h * splits + s] - global_max);
+    const float factor = numerics::portable_exp(split_max[h * splits + s] - global_max);
     total = total + split_sum[h * splits + s] * factor;
     if (d < head_dim) acc = acc + split_out[(h * splits + s) * head_dim + d] * factor;
   }
   if (d < head_dim) out[h * head_dim + d] = acc / total;
-  if (d == 0) lse[h] = global_max + core::probe_log(total);
+  if (d == 0) lse[h] = global_max + numerics::portable_log(total);
 }
 
 __global__ void flip_logits(const float* hidden, const float* perturbed, const float* weights,

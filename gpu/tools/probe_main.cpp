@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
       if (!backend) return std::fprintf(stderr, "%s\n", backend.error().message.c_str()), 2;
       options.backend = *backend;
     } else if (flag == "--dtype" && has_value) {
-      auto precision = core::parse_precision(argv[++i]);
+      auto precision = numerics::parse_precision(argv[++i]);
       if (!precision) return std::fprintf(stderr, "%s\n", precision.error().message.c_str()), 2;
       options.precision = *precision;
     } else if (flag == "--json" && has_value) {

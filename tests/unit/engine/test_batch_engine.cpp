@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/float_format.hpp"
+#include "core/numerics/float_format.hpp"
 #include "engine/batch_engine.hpp"
 
 using namespace llmrepro;
@@ -56,9 +56,11 @@ bool same_bits(const Generation::Snapshot& a, const Generation::Snapshot& b) {
   if (a.tokens.size() != b.tokens.size()) return false;
   for (std::size_t i = 0; i < a.tokens.size(); ++i) {
     if (a.tokens[i].token != b.tokens[i].token) return false;
-    if (core::float_bits(a.tokens[i].logprob) != core::float_bits(b.tokens[i].logprob)) return false;
+    if (numerics::float_bits(a.tokens[i].logprob) != numerics::float_bits(b.tokens[i].logprob))
+      return false;
     for (std::size_t c = 0; c < a.tokens[i].top.size(); ++c)
-      if (core::float_bits(a.tokens[i].top[c].logprob) != core::float_bits(b.tokens[i].top[c].logprob))
+      if (numerics::float_bits(a.tokens[i].top[c].logprob) !=
+          numerics::float_bits(b.tokens[i].top[c].logprob))
         return false;
   }
   return true;
@@ -79,13 +81,13 @@ TEST_CASE("Model::step") {
   SUBCASE("logits are bf16 values and the choice is their argmax") {
     std::size_t best = 0;
     for (std::size_t j = 0; j < logits[0].size(); ++j) {
-      CHECK((core::float_bits(logits[0][j]) & 0xFFFFu) == 0u);
+      CHECK((numerics::float_bits(logits[0][j]) & 0xFFFFu) == 0u);
       if (logits[0][j] > logits[0][best]) best = j;
     }
     CHECK(choices[0].token == static_cast<int>(best));
   }
   SUBCASE("keys and values in the cache are bf16 values") {
-    for (float value : cache.keys[0]) CHECK((core::float_bits(value) & 0xFFFFu) == 0u);
+    for (float value : cache.keys[0]) CHECK((numerics::float_bits(value) & 0xFFFFu) == 0u);
   }
   SUBCASE("logprobs are a log_softmax of the logits, ranked") {
     const auto& top = choices[0].top;

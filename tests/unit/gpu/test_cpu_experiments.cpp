@@ -199,7 +199,7 @@ TEST_CASE("run_flip") {
 
 TEST_CASE("run_cpu_backend") {
   gpu::ExperimentConfig config = quick_bf16();
-  config.precision = core::Precision::fp16;
+  config.precision = numerics::Precision::fp16;
   const auto result = gpu::run_cpu_backend(config);
   CHECK(result.backend == "cpu");
   CHECK(result.dtype == "fp16");

@@ -10,7 +10,7 @@ TEST_CASE("compare_outputs") {
   const float test[] = {1.0f, 1.0f + 0x1.0p-7f, 2.0f + 0x1.0p-5f, 2.0f + 0x1.0p-1f, 0.0f};
   const float reference_fp32[] = {1.0f, 1.0f, 2.0f, 2.0f, -1.0f};
   const float test_fp32[] = {1.0f, 1.0f, 2.0f, 2.0f, -1.0f + 0x1.0p-20f};
-  const auto row = gpu::compare_outputs("v", {}, reference, test, 5, core::Precision::bf16,
+  const auto row = gpu::compare_outputs("v", {}, reference, test, 5, numerics::Precision::bf16,
                                         reference_fp32, test_fp32);
   CHECK(row.elements == 5);
   CHECK(row.changed_frac == doctest::Approx(0.8));
@@ -18,7 +18,8 @@ TEST_CASE("compare_outputs") {
   CHECK(row.max_ulp == 128.0); // |0 - (-1)| / 2^-7
   CHECK(row.ulp_histogram == std::array<std::int64_t, 5>{1, 1, 1, 0, 2});
   CHECK(row.fp32_changed_frac.value() == doctest::Approx(0.2));
-  const auto without = gpu::compare_outputs("v", {}, reference, reference, 5, core::Precision::bf16);
+  const auto without =
+      gpu::compare_outputs("v", {}, reference, reference, 5, numerics::Precision::bf16);
   CHECK(without.changed_frac == 0.0);
   CHECK_FALSE(without.fp32_changed_frac.has_value());
 }

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "core/reduction.hpp"
+#include "core/numerics/reduction.hpp"
 #include "gpu/cpu_experiments.hpp"
 #include "gpu/experiment_ops.hpp"
 
@@ -11,16 +11,16 @@ TEST_CASE("CpuOps") {
   CHECK(ops.name() == "cpu");
   CHECK(ops.sm_count() == 132);
   SUBCASE("split_k: one split with fp32 partials is the sequential dot product") {
-    const auto x = gpu::random_values(1000, 1, core::Precision::bf16);
-    const auto w = gpu::random_values(3000, 2, core::Precision::bf16);
-    auto out = ops.split_k(x.data(), w.data(), 3, 1000, 1, core::PartialScheme::compute_type,
-                           core::Precision::bf16);
+    const auto x = gpu::random_values(1000, 1, numerics::Precision::bf16);
+    const auto w = gpu::random_values(3000, 2, numerics::Precision::bf16);
+    auto out = ops.split_k(x.data(), w.data(), 3, 1000, 1, numerics::PartialScheme::compute_type,
+                           numerics::Precision::bf16);
     REQUIRE(out.has_value());
     for (std::size_t j = 0; j < 3; ++j) {
-      const float exact = core::dot_split_k(x.data(), w.data() + j * 1000, 1000, 1);
-      CHECK(core::float_bits(out->out_fp32[j]) == core::float_bits(exact));
-      CHECK(core::float_bits(out->out[j]) ==
-            core::float_bits(core::round_to(core::Precision::bf16, exact)));
+      const float exact = numerics::dot_split_k(x.data(), w.data() + j * 1000, 1000, 1);
+      CHECK(numerics::float_bits(out->out_fp32[j]) == numerics::float_bits(exact));
+      CHECK(numerics::float_bits(out->out[j]) ==
+            numerics::float_bits(numerics::round_to(numerics::Precision::bf16, exact)));
     }
   }
   SUBCASE("flip_logits: the bias puts order A exactly on the target, ties go to index 0") {
@@ -31,7 +31,7 @@ TEST_CASE("CpuOps") {
     in.drifted = in.hidden;
     in.weights = {1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0};
     in.targets = {4.0f, 4.0f};
-    auto logits = ops.flip_logits(in, core::Precision::bf16, false);
+    auto logits = ops.flip_logits(in, numerics::Precision::bf16, false);
     REQUIRE(logits.has_value());
     CHECK(logits->logit_a[0] == 4.0f);
     CHECK(logits->logit_a[1] == 4.0f);

@@ -64,7 +64,7 @@ TEST_CASE("run_probe") {
     report.device.name = "Test GPU";
     report.device.sm_count = 7;
     std::ofstream(dir.path() / "report.json") << gpu::probe_result_to_json(report);
-    options.precision = core::Precision::fp16;
+    options.precision = numerics::Precision::fp16;
     options.cuda_helper = fake_helper(
         dir, "if [ \"$1\" = --check-device ]; then echo 'Test GPU'; exit 0; fi\n"
              "[ \"$1 $2 $3\" = '--dtype fp16 --quick' ] || exit 9\n"

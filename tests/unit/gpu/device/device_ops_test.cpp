@@ -68,7 +68,8 @@ int main() {
   // The CPU emulation's SM count, so that E5's heuristic picks the same splits on both sides.
   gpu::cuda::DeviceOps device(gpu::k_emulated_sm_count);
 
-  for (const core::Precision precision : {core::Precision::bf16, core::Precision::fp16}) {
+  for (const numerics::Precision precision :
+       {numerics::Precision::bf16, numerics::Precision::fp16}) {
     gpu::ExperimentConfig config;
     config.precision = precision;
     config.quick = true;
@@ -78,7 +79,7 @@ int main() {
       continue;
     }
     for (const auto& row : *rows) {
-      std::string what = row.variant + " [" + core::to_string(precision) + "]";
+      std::string what = row.variant + " [" + numerics::to_string(precision) + "]";
       for (const auto& p : row.params)
         if (const auto* text = std::get_if<std::string>(&p.value)) what += " " + p.name + "=" + *text;
         else if (const auto* number = std::get_if<std::int64_t>(&p.value))

@@ -1,11 +1,11 @@
-#include "core/batched_matmul.hpp"
+#include "core/numerics/batched_matmul.hpp"
 
 #include <algorithm>
 #include <array>
 
-#include "core/float_format.hpp"
+#include "core/numerics/float_format.hpp"
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
 namespace {
 
@@ -34,7 +34,7 @@ void matmul_split_k(const float* x, std::size_t rows, std::size_t k, const float
       const std::size_t width = std::min(k_column_block, col_end - j0);
       std::fill(total.begin(), total.end(), 0.0f);
       for (std::size_t c = 0; c < s; ++c) {
-        // Chunk bounds as in core::dot_split_k: sizes differ by at most one.
+        // Chunk bounds as in numerics::dot_split_k: sizes differ by at most one.
         const std::size_t begin = k * c / s;
         const std::size_t end = k * (c + 1) / s;
         std::fill(partial.begin(), partial.end(), 0.0f);
@@ -66,4 +66,4 @@ void round_bf16_inplace(float* v, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) v[i] = round_to(Precision::bf16, v[i]);
 }
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

@@ -3,10 +3,10 @@
 #include <cmath>
 #include <limits>
 
-#include "core/float_format.hpp"
-#include "core/probe_math.hpp"
+#include "core/numerics/float_format.hpp"
+#include "core/numerics/portable_math.hpp"
 
-using namespace llmrepro::core;
+using namespace llmrepro::numerics;
 
 namespace {
 
@@ -18,39 +18,39 @@ double ulps(float value, double exact) {
 
 } // namespace
 
-TEST_CASE("probe_exp") {
+TEST_CASE("portable_exp") {
   SUBCASE("within 2 ULP of exp over the range attention uses") {
     double worst = 0.0;
     for (int i = 0; i <= 200000; ++i) {
       const float x = -80.0f + 88.0f * static_cast<float>(i) / 200000.0f;
-      worst = std::max(worst, ulps(probe_exp(x), std::exp(static_cast<double>(x))));
+      worst = std::max(worst, ulps(portable_exp(x), std::exp(static_cast<double>(x))));
     }
     CHECK(worst <= 2.0);
   }
   SUBCASE("exact and special points") {
-    CHECK(probe_exp(0.0f) == 1.0f);
-    CHECK(probe_exp(-100.0f) == 0.0f);
-    CHECK(std::isinf(probe_exp(100.0f)));
-    CHECK(std::isnan(probe_exp(std::numeric_limits<float>::quiet_NaN())));
-    CHECK(probe_exp(-std::numeric_limits<float>::infinity()) == 0.0f);
+    CHECK(portable_exp(0.0f) == 1.0f);
+    CHECK(portable_exp(-100.0f) == 0.0f);
+    CHECK(std::isinf(portable_exp(100.0f)));
+    CHECK(std::isnan(portable_exp(std::numeric_limits<float>::quiet_NaN())));
+    CHECK(portable_exp(-std::numeric_limits<float>::infinity()) == 0.0f);
   }
 }
 
-TEST_CASE("probe_log") {
+TEST_CASE("portable_log") {
   SUBCASE("within 3 ULP of log from subnormals to 1e30 (cancellation near 1 costs one)") {
     double worst = 0.0;
     for (int i = 0; i <= 200000; ++i) {
       const float x = std::pow(10.0f, -40.0f + 70.0f * static_cast<float>(i) / 200000.0f);
       if (x == 0.0f || x == 1.0f) continue;
-      worst = std::max(worst, ulps(probe_log(x), std::log(static_cast<double>(x))));
+      worst = std::max(worst, ulps(portable_log(x), std::log(static_cast<double>(x))));
     }
     CHECK(worst <= 3.0);
   }
   SUBCASE("special points") {
-    CHECK(probe_log(1.0f) == 0.0f);
-    CHECK(std::isinf(probe_log(0.0f)));
-    CHECK(probe_log(0.0f) < 0.0f);
-    CHECK(std::isnan(probe_log(-1.0f)));
-    CHECK(std::isinf(probe_log(std::numeric_limits<float>::infinity())));
+    CHECK(portable_log(1.0f) == 0.0f);
+    CHECK(std::isinf(portable_log(0.0f)));
+    CHECK(portable_log(0.0f) < 0.0f);
+    CHECK(std::isnan(portable_log(-1.0f)));
+    CHECK(std::isinf(portable_log(std::numeric_limits<float>::infinity())));
   }
 }

@@ -1,8 +1,8 @@
-#include "core/reduction.hpp"
+#include "core/numerics/reduction.hpp"
 
 #include <vector>
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
 namespace {
 
@@ -46,4 +46,4 @@ float sum_strided_tree(const float* x, std::size_t n, int lanes) {
   return partial[0];
 }
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

@@ -1,9 +1,9 @@
-#include "core/sha256.hpp"
+#include "core/numerics/sha256.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
 namespace {
 
@@ -111,4 +111,4 @@ std::string sha256_hex(const void* data, std::size_t size) {
 
 std::string sha256_hex(std::string_view text) { return sha256_hex(text.data(), text.size()); }
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

@@ -1,12 +1,12 @@
-#include "core/probe_reduction.hpp"
+#include "core/numerics/reduction_schemes.hpp"
 
 #include <cmath>
 #include <limits>
 
-#include "core/probe_math.hpp"
-#include "core/reduction.hpp"
+#include "core/numerics/portable_math.hpp"
+#include "core/numerics/reduction.hpp"
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
 void dot_chunk_partials(const float* a, const float* b, std::size_t n, int splits, float* partials) {
   const std::size_t s = splits < 1 ? 1 : static_cast<std::size_t>(splits);
@@ -84,7 +84,7 @@ float attention_decode(const float* q, const float* keys, const float* values, s
       if (scores[j] > split_max[s]) split_max[s] = scores[j];
     float* o = split_out.data() + s * head_dim;
     for (std::size_t j = bounds[s]; j < bounds[s + 1]; ++j) {
-      const float p = probe_exp(scores[j] - split_max[s]);
+      const float p = portable_exp(scores[j] - split_max[s]);
       split_sum[s] += p;
       for (std::size_t d = 0; d < head_dim; ++d) o[d] += p * values[j * head_dim + d];
     }
@@ -95,12 +95,12 @@ float attention_decode(const float* q, const float* keys, const float* values, s
   float total = 0.0f;
   std::vector<float> acc(head_dim, 0.0f);
   for (std::size_t s = 0; s < splits; ++s) {
-    const float factor = probe_exp(split_max[s] - global_max);
+    const float factor = portable_exp(split_max[s] - global_max);
     total += split_sum[s] * factor;
     for (std::size_t d = 0; d < head_dim; ++d) acc[d] += split_out[s * head_dim + d] * factor;
   }
   for (std::size_t d = 0; d < head_dim; ++d) out[d] = round_to(precision, acc[d] / total);
-  return global_max + probe_log(total);
+  return global_max + portable_log(total);
 }
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

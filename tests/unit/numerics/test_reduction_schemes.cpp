@@ -3,10 +3,10 @@
 #include <cmath>
 #include <vector>
 
-#include "core/probe_reduction.hpp"
-#include "core/reduction.hpp"
+#include "core/numerics/reduction.hpp"
+#include "core/numerics/reduction_schemes.hpp"
 
-using namespace llmrepro::core;
+using namespace llmrepro::numerics;
 
 TEST_CASE("dot_chunk_partials") {
   std::vector<float> a(1000);

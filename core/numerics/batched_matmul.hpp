@@ -6,13 +6,13 @@
 
 #include <cstddef>
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
 // out[r*n + j] = sum over i of x[r*k + i] * w[i*n + j], in fp32, for rows r in [0, rows) and
 // columns j in [col_begin, col_end). The weight is stored k-major (w[i*n + j]) so that
 // neighbouring columns are computed together; each output is still summed in exactly the order
-// of core::dot_split_k: `splits` contiguous chunks of K, each summed left to right from 0, then the
-// chunk partials summed left to right from 0. The sums are left unrounded (the caller adds any
+// of numerics::dot_split_k: `splits` contiguous chunks of K, each summed left to right from 0, then
+// the chunk partials summed left to right from 0. The sums are left unrounded (the caller adds any
 // epilogue and rounds). splits <= 1 is the plain sequential order.
 void matmul_split_k(const float* x, std::size_t rows, std::size_t k, const float* w,
                     std::size_t n, int splits, float* out, std::size_t col_begin,
@@ -34,4 +34,4 @@ void matmul_split_k(const float* x, std::size_t rows, std::size_t k, const float
 // Rounds every value of v[0, count) to bf16 in place (round to nearest even).
 void round_bf16_inplace(float* v, std::size_t count);
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

@@ -8,12 +8,12 @@
 
 #include "core/result.hpp"
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
 enum class Precision { bf16, fp16, fp32 };
 
 const char* to_string(Precision precision);
-Result<Precision> parse_precision(const std::string& text);
+core::Result<Precision> parse_precision(const std::string& text);
 
 inline std::uint32_t float_bits(float value) {
   std::uint32_t bits;
@@ -58,4 +58,4 @@ inline float round_to(Precision precision, float value) {
 // the unit in which drift is reported (docs/gpu-probe.md §7.2).
 float ulp_at(Precision precision, float reference);
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

@@ -2,9 +2,9 @@
 
 #include <string>
 
-#include "core/sha256.hpp"
+#include "core/numerics/sha256.hpp"
 
-using namespace llmrepro::core;
+using namespace llmrepro::numerics;
 
 TEST_CASE("sha256_hex") {
   // FIPS 180-4 / NIST example messages.

@@ -2,7 +2,7 @@
 // multiplies so that the host (-ffp-contract=off) and the CUDA reference kernels (--fmad=false)
 // compute the same bits: the C library's expf/logf and CUDA's differ in their last bits, which
 // would hide the reduction-order effect behind a library difference. Accurate to a few ULP;
-// used only where the probe compares CPU and GPU orders, never by the engine.
+// used only where the gpu-probe compares CPU and GPU orders, never by the engine.
 // Header-only and C++17 so that nvcc compiles the same functions for the device.
 #pragma once
 
@@ -15,9 +15,9 @@
 #define LLMREPRO_HOST_DEVICE
 #endif
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
-namespace probe_math_detail {
+namespace portable_math_detail {
 
 LLMREPRO_HOST_DEVICE inline std::uint32_t bits_of(float value) {
 #if defined(__CUDA_ARCH__)
@@ -44,13 +44,13 @@ LLMREPRO_HOST_DEVICE inline float power_of_two(int n) {
   return float_of(static_cast<std::uint32_t>(n + 127) << 23);
 }
 
-} // namespace probe_math_detail
+} // namespace portable_math_detail
 
 // e^x: Cody-Waite reduction x = n ln2 + r (|r| <= ln2/2, n*ln2_hi exact), a degree-7 Taylor
 // polynomial in Horner form, then scaling by 2^n. Below -87.3 it returns 0 (no subnormal
 // results); above 88.7 +inf; NaN stays NaN.
-LLMREPRO_HOST_DEVICE inline float probe_exp(float x) {
-  using namespace probe_math_detail;
+LLMREPRO_HOST_DEVICE inline float portable_exp(float x) {
+  using namespace portable_math_detail;
   if (x != x) return x;
   if (x > 88.72f) return float_of(0x7F800000u);
   if (x < -87.33f) return 0.0f;
@@ -73,8 +73,8 @@ LLMREPRO_HOST_DEVICE inline float probe_exp(float x) {
 // Natural logarithm: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s) with
 // s = (m - 1) / (m + 1) as an odd series, then e ln2 added in two parts. log(0) = -inf,
 // negative or NaN input gives NaN, +inf stays +inf.
-LLMREPRO_HOST_DEVICE inline float probe_log(float x) {
-  using namespace probe_math_detail;
+LLMREPRO_HOST_DEVICE inline float portable_log(float x) {
+  using namespace portable_math_detail;
   if (x != x || x < 0.0f) return float_of(0x7FC00000u);
   if (x == 0.0f) return float_of(0xFF800000u);
   if (bits_of(x) == 0x7F800000u) return x;
@@ -104,4 +104,4 @@ LLMREPRO_HOST_DEVICE inline float probe_log(float x) {
   return fe * 0.693145751953125f + (fe * 1.428606765330187e-06f + log_m);
 }
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

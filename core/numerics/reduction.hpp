@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
 // Sum of a[i]*b[i] in fp32, split into `splits` contiguous chunks of K (as split-K matmul does):
 // each chunk summed left to right, then the chunk partials summed left to right.
@@ -20,4 +20,4 @@ float sum_split_k(const float* x, std::size_t n, int splits);
 // x[j+lanes], ...), then a halving tree over the lanes (lanes must be a power of two).
 float sum_strided_tree(const float* x, std::size_t n, int lanes);
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

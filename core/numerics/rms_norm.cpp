@@ -1,12 +1,12 @@
-#include "core/rms_norm.hpp"
+#include "core/numerics/rms_norm.hpp"
 
 #include <cmath>
 #include <vector>
 
-#include "core/float_format.hpp"
-#include "core/reduction.hpp"
+#include "core/numerics/float_format.hpp"
+#include "core/numerics/reduction.hpp"
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
 float rms_norm_row(const float* x, const float* weight, std::size_t n, float eps,
                    RmsReduction reduction, float* out) {
@@ -22,4 +22,4 @@ float rms_norm_row(const float* x, const float* weight, std::size_t n, float eps
   return inv_rms;
 }
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

@@ -7,7 +7,7 @@
 
 #include <cstddef>
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
 // One head's attention output for query q (head_dim values) over `length` cached positions:
 // key i is keys[i*stride .. +head_dim), value i is values[i*stride .. +head_dim).
@@ -21,4 +21,4 @@ void attention_split_kv(const float* q, const float* keys, const float* values,
                         std::size_t length, std::size_t head_dim, std::size_t stride,
                         float scale, int splits, float* out);
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

@@ -6,9 +6,10 @@
 
 #include <cstddef>
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
-// How the sum of squares of a row is reduced (see core/reduction.hpp for the exact orders).
+// How the sum of squares of a row is reduced (see core/numerics/reduction.hpp for the exact
+// orders).
 struct RmsReduction {
   enum class Kind { split_k, strided_tree };
   Kind kind = Kind::split_k;
@@ -17,9 +18,9 @@ struct RmsReduction {
 };
 
 // out[i] = bf16(bf16(x[i] * inv_rms) * weight[i]) with inv_rms = 1 / sqrt(sum(x^2) / n + eps),
-// the sum taken in the given order. Returns inv_rms (unrounded), which the probe reports because
+// the sum taken in the given order. Returns inv_rms (unrounded), which the gpu-probe reports, as
 // a change in its bits is the root cause of RMSNorm drift. x and out may not alias.
 float rms_norm_row(const float* x, const float* weight, std::size_t n, float eps,
                    RmsReduction reduction, float* out);
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

@@ -1,8 +1,8 @@
-#include "core/float_format.hpp"
+#include "core/numerics/float_format.hpp"
 
 #include <cmath>
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
 const char* to_string(Precision precision) {
   switch (precision) {
@@ -13,11 +13,12 @@ const char* to_string(Precision precision) {
   return "fp32";
 }
 
-Result<Precision> parse_precision(const std::string& text) {
+core::Result<Precision> parse_precision(const std::string& text) {
   if (text == "bf16") return Precision::bf16;
   if (text == "fp16") return Precision::fp16;
   if (text == "fp32") return Precision::fp32;
-  return make_error(ErrorCode::usage, "unknown dtype '" + text + "' (expected bf16, fp16 or fp32)");
+  return core::make_error(core::ErrorCode::usage,
+                          "unknown dtype '" + text + "' (expected bf16, fp16 or fp32)");
 }
 
 std::uint16_t fp16_bits_from_float(float value) {
@@ -82,4 +83,4 @@ float ulp_at(Precision precision, float reference) {
   return 0.0f;
 }
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
 // Incremental SHA-256: update() any number of times, then digest() once.
 class Sha256 {
@@ -37,4 +37,4 @@ std::string sha256_hex(const void* data, std::size_t size);
 // Lower-case hex of the SHA-256 of a string's bytes.
 std::string sha256_hex(std::string_view text);
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

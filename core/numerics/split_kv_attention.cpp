@@ -1,11 +1,11 @@
-#include "core/split_kv_attention.hpp"
+#include "core/numerics/split_kv_attention.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
 void attention_split_kv(const float* q, const float* keys, const float* values,
                         std::size_t length, std::size_t head_dim, std::size_t stride,
@@ -55,4 +55,4 @@ void attention_split_kv(const float* q, const float* keys, const float* values,
   for (std::size_t d = 0; d < head_dim; ++d) out[d] /= denominator;
 }
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

@@ -1,6 +1,6 @@
-// Reduction orders used by the gpu-probe beyond core/reduction.hpp: split-K partials and the
-// three ways GPU libraries combine them, permuted (atomic) sums, RMSNorm with a block-reduction
-// order, and split-KV decode attention with a log-sum-exp combine.
+// Reduction schemes beyond core/numerics/reduction.hpp, as the gpu-probe runs them: split-K
+// partials and the three ways GPU libraries combine them, permuted (atomic) sums, RMSNorm with a
+// block-reduction order, and split-KV decode attention with a log-sum-exp combine.
 //
 // Every function adds in exactly the order it documents; the CUDA reference kernels mirror
 // these orders so that CPU and GPU agree bit for bit (experiment E0). fp32 addition is not
@@ -11,11 +11,11 @@
 #include <cstddef>
 #include <vector>
 
-#include "core/float_format.hpp"
+#include "core/numerics/float_format.hpp"
 
-namespace llmrepro::core {
+namespace llmrepro::numerics {
 
-// The chunk sums of dot_split_k (core/reduction.hpp): partials[c] is chunk c of `splits`
+// The chunk sums of dot_split_k (core/numerics/reduction.hpp): partials[c] is chunk c of `splits`
 // contiguous chunks of n (bounds n*c/splits), summed left to right from 0.0f. Summing the
 // partials left to right from 0.0f gives dot_split_k's result bit for bit.
 void dot_chunk_partials(const float* a, const float* b, std::size_t n, int splits, float* partials);
@@ -40,7 +40,7 @@ float sum_in_order(const float* values, const std::size_t* order, std::size_t n,
                    Precision precision);
 
 // How a row reduction is organised: `row_splits` contiguous chunks (CTAs sharing a row), each
-// reduced by `lanes` strided partials and a halving tree (core::sum_strided_tree), the chunk
+// reduced by `lanes` strided partials and a halving tree (numerics::sum_strided_tree), the chunk
 // results summed left to right.
 struct RowReduction {
   int lanes = 256;
@@ -58,10 +58,10 @@ float rmsnorm_row(const float* x, const float* weight, std::size_t n, RowReducti
 // Each split keeps its max m, sum l = sum exp(s - m) and o = sum exp(s - m) v in key order;
 // splits are combined left to right relative to the global max. out (head_dim values) is
 // rounded to `precision`; returns the log-sum-exp of the scores. exp and log are
-// core::probe_exp / probe_log (core/probe_math.hpp), which the CUDA kernel shares, so the
-// same bounds give the same bits on CPU and GPU.
+// numerics::portable_exp / portable_log (core/numerics/portable_math.hpp), which the CUDA kernel
+// shares, so the same bounds give the same bits on CPU and GPU.
 float attention_decode(const float* q, const float* keys, const float* values, std::size_t length,
                        std::size_t head_dim, const std::vector<std::size_t>& bounds, float scale,
                        Precision precision, float* out);
 
-} // namespace llmrepro::core
+} // namespace llmrepro::numerics

@@ -2,10 +2,10 @@
 
 #include <cmath>
 
-#include "core/float_format.hpp"
-#include "core/reduction.hpp"
+#include "core/numerics/float_format.hpp"
+#include "core/numerics/reduction.hpp"
 
-using namespace llmrepro::core;
+using namespace llmrepro::numerics;
 
 TEST_CASE("bf16_bits_from_float") {
   // Test vectors of docs/gpu-probe.md §6.2.
