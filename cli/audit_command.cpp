@@ -540,16 +540,8 @@ int run_audit(const AuditOptions& options) {
                            static_cast<int>(key.probe), key.repeat}) > 0;
   };
 
-  probes::SchedulerConfig scheduler;
-  scheduler.params.model = target.info.model;
-  scheduler.params.max_tokens = config.max_tokens;
-  scheduler.params.top_logprobs = config.top_logprobs;
-  scheduler.params.seed = config.seed;
-  scheduler.params.stream = config.stream;
-  scheduler.timeout_s = config.timeout_s;
-  scheduler.retries = config.retries;
-  scheduler.rate_limit = config.rate_limit;
-  scheduler.max_response_bytes = options.max_response_bytes;
+  const probes::SchedulerConfig scheduler =
+      probes::scheduler_config_of(config, target.info.model, options.max_response_bytes);
 
   const bool show_progress = !options.quiet && isatty(STDERR_FILENO);
   const auto progress = [&](const probes::SchedulerProgress& p) {
@@ -566,8 +558,16 @@ int run_audit(const AuditOptions& options) {
   std::signal(SIGTERM, on_interrupt);
   report::DatabaseSink sink(*database);
   std::vector<core::ProbeActivity> activity;
-  auto ran = probes::run_plan(plan, header.suite, endpoint_targets, scheduler, sink,
-                              already_recorded, progress, g_stop_requested, activity);
+  auto ran = probes::run_plan({.plan = plan,
+                               .suite = header.suite,
+                               .targets = endpoint_targets,
+                               .config = scheduler,
+                               .sink = sink,
+                               .stop_requested = g_stop_requested,
+                               .clock = clock,
+                               .already_recorded = already_recorded,
+                               .on_progress = progress,
+                               .activity = &activity});
   // The sink commits on its own thread: drain it before anything reads the records back or
   // marks the audit partial or complete. Its error counts when the run itself succeeded.
   if (auto drained = sink.finish(); !drained && ran) ran = drained.error();
