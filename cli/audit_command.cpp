@@ -32,7 +32,6 @@
 #include "report/audit_database.hpp"
 #include "report/database_sink.hpp"
 #include "report/report_loader.hpp"
-#include "report/terminal_summary.hpp"
 
 namespace llmrepro::cli {
 
@@ -600,12 +599,8 @@ int run_audit(const AuditOptions& options) {
   facts.interrupted = interrupted;
   if (!ran) facts.run_error = ran.error().message;
   core::rejudge(audit_report, config.gates, facts);
-  if (auto written = write_report_outputs(audit_report, options.outputs); !written)
-    return report_error(written.error());
-  if (!options.quiet)
-    fmt::print("{}", report::render_terminal_summary(audit_report, isatty(STDOUT_FILENO) != 0));
-  else
-    print_quiet_verdict(audit_report.verdict);
+  if (auto emitted = emit_reports(audit_report, options.outputs, options.quiet); !emitted)
+    return report_error(emitted.error());
 
   if (!ran) report_error(ran.error());
   if (interrupted)

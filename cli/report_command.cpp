@@ -1,11 +1,9 @@
 // `llmrepro report`: re-renders the reports of a stored audit, without touching the endpoint.
 // Judging flags given here re-judge the audit for this report only; the database keeps its own.
 #include <CLI/CLI.hpp>
-#include <fmt/core.h>
 
 #include <memory>
 #include <optional>
-#include <unistd.h>
 
 #include "cli/commands.hpp"
 #include "cli/judging_options.hpp"
@@ -13,7 +11,6 @@
 #include "core/audit_report.hpp"
 #include "report/audit_database.hpp"
 #include "report/report_loader.hpp"
-#include "report/terminal_summary.hpp"
 
 namespace llmrepro::cli {
 
@@ -72,12 +69,8 @@ int run_report(const ReportOptions& options) {
   if (!loaded) return report_error(loaded.error());
   core::AuditReport& audit_report = loaded->report;
   core::rejudge(audit_report, loaded->data->config.gates, core::stored_run_facts(audit_report));
-  if (auto written = write_report_outputs(audit_report, options.outputs); !written)
-    return report_error(written.error());
-  if (!options.quiet)
-    fmt::print("{}", report::render_terminal_summary(audit_report, isatty(STDOUT_FILENO) != 0));
-  else
-    print_quiet_verdict(audit_report.verdict);
+  if (auto emitted = emit_reports(audit_report, options.outputs, options.quiet); !emitted)
+    return report_error(emitted.error());
   return exit_code_of(audit_report.verdict);
 }
 
