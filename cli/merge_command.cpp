@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <unistd.h>
 
 #include "cli/commands.hpp"
 #include "cli/judging_options.hpp"
@@ -16,7 +15,6 @@
 #include "core/audit_report.hpp"
 #include "core/semantic_agreement.hpp"
 #include "report/store/audit_database.hpp"
-#include "report/terminal_summary.hpp"
 
 namespace llmrepro::cli {
 
@@ -85,15 +83,12 @@ int run_merge(const MergeOptions& options) {
   if (!data) return report_error(data.error());
 
   const core::AuditReport audit_report = core::make_audit_report(*data, tool_info());
-  if (auto written = write_report_outputs(audit_report, options.outputs); !written)
-    return report_error(written.error());
-  if (!options.quiet) {
-    fmt::print(stderr, "llmrepro: merged {} shard database(s) into '{}' ({} records, {})\n",
-               shards.size(), options.output, data->records.size(), data->info.status);
-    fmt::print("{}", report::render_terminal_summary(audit_report, isatty(STDOUT_FILENO) != 0));
-  } else {
-    print_quiet_verdict(audit_report.verdict);
-  }
+  const std::string merged_note =
+      fmt::format("llmrepro: merged {} shard database(s) into '{}' ({} records, {})\n",
+                  shards.size(), options.output, data->records.size(), data->info.status);
+  if (auto emitted = emit_reports(audit_report, options.outputs, options.quiet, merged_note);
+      !emitted)
+    return report_error(emitted.error());
   return exit_code_of(audit_report.verdict);
 }
 

@@ -1,11 +1,9 @@
 // `llmrepro report`: re-renders the reports of a stored audit, without touching the endpoint.
 // Judging flags given here re-judge the audit for this report only; the database keeps its own.
 #include <CLI/CLI.hpp>
-#include <fmt/core.h>
 
 #include <memory>
 #include <optional>
-#include <unistd.h>
 
 #include "cli/commands.hpp"
 #include "cli/judging_options.hpp"
@@ -13,7 +11,6 @@
 #include "core/audit_report.hpp"
 #include "report/store/audit_database.hpp"
 #include "report/store/report_loader.hpp"
-#include "report/terminal_summary.hpp"
 
 namespace llmrepro::cli {
 
@@ -38,7 +35,7 @@ core::Result<void> rejudge_config(const ReportOptions& options, core::AuditData&
 // store::load_report, with the judging flags applied to the header before the analysis is
 // built: --fragile-gap and --fragile-window change the analysis, the gates the verdict.
 core::Result<store::LoadedReport> load_rejudged(const store::AuditDatabase& database,
-                                                const ReportOptions& options) {
+                                                 const ReportOptions& options) {
   std::optional<core::AuditReportBuilder> builder;
   auto loaded = database.load([&](const core::AuditData& stored, int prompt_index,
                                   const std::vector<core::RequestRecord>& records) {
@@ -72,12 +69,8 @@ int run_report(const ReportOptions& options) {
   if (!loaded) return report_error(loaded.error());
   core::AuditReport& audit_report = loaded->report;
   core::rejudge(audit_report, loaded->data->config.gates, core::stored_run_facts(audit_report));
-  if (auto written = write_report_outputs(audit_report, options.outputs); !written)
-    return report_error(written.error());
-  if (!options.quiet)
-    fmt::print("{}", report::render_terminal_summary(audit_report, isatty(STDOUT_FILENO) != 0));
-  else
-    print_quiet_verdict(audit_report.verdict);
+  if (auto emitted = emit_reports(audit_report, options.outputs, options.quiet); !emitted)
+    return report_error(emitted.error());
   return exit_code_of(audit_report.verdict);
 }
 

@@ -1,17 +1,22 @@
 #include "cli/report_outputs.hpp"
 
 #include <CLI/CLI.hpp>
+#include <fmt/core.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <vector>
+#include <unistd.h>
+
+#include "cli/judging_options.hpp"
 
 #include "report/html_report.hpp"
 #include "report/json_report.hpp"
 #include "report/junit_report.hpp"
 #include "report/markdown_report.hpp"
+#include "report/terminal_summary.hpp"
 
 namespace llmrepro::cli {
 
@@ -86,6 +91,18 @@ core::Result<void> write_report_outputs(const core::AuditReport& report, const R
         !written)
       return written;
   }
+  return {};
+}
+
+core::Result<void> emit_reports(const core::AuditReport& report, const ReportOutputs& outputs,
+                                bool quiet, const std::string& note) {
+  if (auto written = write_report_outputs(report, outputs); !written) return written;
+  if (quiet) {
+    print_quiet_verdict(report.verdict);
+    return {};
+  }
+  if (!note.empty()) fmt::print(stderr, "{}", note);
+  fmt::print("{}", report::render_terminal_summary(report, isatty(STDOUT_FILENO) != 0));
   return {};
 }
 

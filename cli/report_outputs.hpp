@@ -1,4 +1,5 @@
-// The report files an audit, `report` or `diff` can write, and the flags that name them.
+// The report files an audit, `report` or `diff` can write, the flags that name them, and the one
+// way audit, report and merge emit a judged audit: its files, then its summary.
 #pragma once
 
 #include <functional>
@@ -26,6 +27,12 @@ void add_report_output_options(CLI::App& command, ReportOutputs& outputs);
 
 // Renders and writes each report that has a path; each file is written whole or not at all.
 core::Result<void> write_report_outputs(const core::AuditReport& report, const ReportOutputs& outputs);
+
+// Writes each report file, then prints the terminal summary on stdout, or under `quiet` only
+// the verdict's headline (print_quiet_verdict). `note`, when not empty, is printed on stderr
+// just before the summary (never under `quiet`).
+core::Result<void> emit_reports(const core::AuditReport& report, const ReportOutputs& outputs,
+                                bool quiet, const std::string& note = {});
 
 // Writes `content` to `path` through a temporary file and a rename.
 core::Result<void> write_file_atomically(const std::string& path, const std::string& content);

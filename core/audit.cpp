@@ -49,6 +49,17 @@ Result<FailOnSet> parse_fail_on(const std::string& text) {
   return set;
 }
 
+bool judging_differs(const AuditConfig& a, const AuditConfig& b) {
+  return !(a.gates == b.gates) || a.fragile_gap != b.fragile_gap ||
+         a.fragile_window != b.fragile_window;
+}
+
+bool audit_complete(std::size_t recorded, std::size_t planned, bool interrupted) {
+  return recorded >= planned && !interrupted;
+}
+
+const char* audit_status(bool complete) { return complete ? "complete" : "partial"; }
+
 PlanConfig plan_config_of(const AuditConfig& config, int endpoints) {
   PlanConfig plan;
   plan.endpoints = endpoints < 1 ? 1 : endpoints;

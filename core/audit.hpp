@@ -1,6 +1,7 @@
 // An audit as stored and reported: its configuration, endpoints, suite and recorded requests.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -113,6 +114,18 @@ struct AuditData {
 
 // The plan an audit configuration implies for `endpoints` endpoints.
 PlanConfig plan_config_of(const AuditConfig& config, int endpoints);
+
+// Whether two configurations judge differently: their gates differ, or the fragility settings
+// (fragile_gap, fragile_window) that the analysis reads. The plan-defining rest is not compared.
+// --resume stores the judging settings it was given only when they differ.
+bool judging_differs(const AuditConfig& a, const AuditConfig& b);
+
+// Whether an audit is complete: every one of the `planned` requests is recorded (`recorded`
+// counts successes and failures alike) and the run that just ended was not interrupted.
+bool audit_complete(std::size_t recorded, std::size_t planned, bool interrupted);
+
+// The status an audit is stored with: "complete" or "partial".
+const char* audit_status(bool complete);
 
 // The tool's own identity, printed by --version and written into every report.
 struct ToolInfo {

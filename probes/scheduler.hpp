@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/audit.hpp"
+#include "core/clock.hpp"
 #include "core/plan.hpp"
 #include "core/request_record.hpp"
 #include "core/result.hpp"
@@ -44,8 +45,27 @@ struct SchedulerProgress {
   int concurrency = 0;    // the level of the wave running now
 };
 
-// Runs every wave of `plan` in order against targets[wave.endpoint_index] and hands each
-// request's RequestRecord to `sink` on this thread as it finishes.
+// What run_plan works from and reports to. The references must outlive the call.
+struct RunPlanInputs {
+  const core::Plan &plan;
+  const core::Suite &suite;                   // the prompts the plan indexes
+  const std::vector<EndpointTarget> &targets; // indexed by Wave::endpoint_index
+  const SchedulerConfig &config;
+  core::RecordSink &sink; // receives every recorded request, on the calling thread
+  const std::atomic<bool> &stop_requested;
+  // The timestamps of the records (started_ms, finished_ms); timing itself (timeouts, backoff,
+  // rate limit) runs on the steady clock.
+  const core::Clock &clock;
+  // Requests to skip (--resume: already recorded); empty: none.
+  std::function<bool(const core::PlannedRequest &)> already_recorded = {};
+  // Called whenever a wave starts and a request is recorded; empty: none.
+  std::function<void(const SchedulerProgress &)> on_progress = {};
+  // The probe kinds' side traffic per endpoint, resized to the number of targets; null: not kept.
+  std::vector<core::ProbeActivity> *activity = nullptr;
+};
+
+// Runs every wave of `inputs.plan` in order against targets[wave.endpoint_index] and hands each
+// request's RequestRecord to the sink on this thread as it finishes.
 //
 // Concurrency: exactly wave.concurrency logical requests are active at once (fewer only at the
 // wave's tail). A request waiting out its backoff keeps its slot, so the endpoint sees exactly
@@ -66,21 +86,7 @@ struct SchedulerProgress {
 // with the default backoff), which also gives a server that is still starting a chance.
 // A server that answers anything, even an error status, is reachable: the rule is then off.
 //
-// Stop: once stop_requested is true nothing new starts; transfers in flight finish (bounded by
-// their timeout) and are recorded if they succeeded or failed for good; a request that would
-// still retry is abandoned unrecorded, so that --resume runs it again. Returns success.
-//
-// A sink error aborts the transfers in flight and is returned.
-core::Result<void>
-run_plan(const core::Plan &plan, const core::Suite &suite,
-         const std::vector<EndpointTarget> &targets, const SchedulerConfig &config,
-         core::RecordSink &sink,
-         const std::function<bool(const core::PlannedRequest &)> &already_recorded,
-         const std::function<void(const SchedulerProgress &)> &on_progress,
-         const std::atomic<bool> &stop_requested);
-
-// As above, and the probe kinds' side traffic, counted per endpoint into `activity` (resized to
-// the number of targets):
+// Side traffic of the probe kinds, counted per endpoint into `activity`:
 // - each request is sent as core::probe_prompt(prompt, wave.probe) gives it;
 // - mixed waves keep wave.concurrency filler requests (core::filler_prompt) in flight beside the
 //   audited ones while any audited request of the wave is active; fillers are never recorded,
@@ -89,13 +95,19 @@ run_plan(const core::Plan &plan, const core::Suite &suite,
 //   priming request with the shared prefix; before a cold trial a cache flush, by the first of
 //   POST /flush_cache (SGLang) and POST /reset_prefix_cache (vLLM) that answers 2xx, looked up
 //   once per endpoint; when none does, cold trials run without a flush and activity says so.
-core::Result<void>
-run_plan(const core::Plan &plan, const core::Suite &suite,
-         const std::vector<EndpointTarget> &targets, const SchedulerConfig &config,
-         core::RecordSink &sink,
-         const std::function<bool(const core::PlannedRequest &)> &already_recorded,
-         const std::function<void(const SchedulerProgress &)> &on_progress,
-         const std::atomic<bool> &stop_requested, std::vector<core::ProbeActivity> &activity);
+//
+// Stop: once stop_requested is true nothing new starts; transfers in flight finish (bounded by
+// their timeout) and are recorded if they succeeded or failed for good; a request that would
+// still retry is abandoned unrecorded, so that --resume runs it again. Returns success.
+//
+// A sink error aborts the transfers in flight and is returned.
+core::Result<void> run_plan(const RunPlanInputs &inputs);
+
+// The scheduler's settings for an audit run with `config`: its generation parameters (requesting
+// `model` where a target names none), timeout, retries and rate limit; a response larger than
+// `max_response_bytes` is refused. The backoff keeps its defaults.
+SchedulerConfig scheduler_config_of(const core::AuditConfig &config, const std::string &model,
+                                    std::size_t max_response_bytes);
 
 // The cache-flush routes tried, in order.
 inline constexpr const char *k_flush_routes[] = {"/flush_cache", "/reset_prefix_cache"};

@@ -145,8 +145,17 @@ Run run(const Plan &plan, const std::string &url, const SchedulerConfig &config,
   target.base_url = url;
   std::atomic<bool> never{false};
   const auto start = std::chrono::steady_clock::now();
-  Result<void> result = run_plan(plan, suite, {target}, config, sink, skip, progress,
-                                 stop != nullptr ? *stop : never);
+  const std::vector<EndpointTarget> targets{target};
+  const llmrepro::core::SystemClock clock;
+  Result<void> result = run_plan({.plan = plan,
+                                  .suite = suite,
+                                  .targets = targets,
+                                  .config = config,
+                                  .sink = sink,
+                                  .stop_requested = stop != nullptr ? *stop : never,
+                                  .clock = clock,
+                                  .already_recorded = skip,
+                                  .on_progress = progress});
   return {result, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
 }
 
@@ -381,6 +390,127 @@ TEST_CASE("run_plan") {
     CHECK(result.seconds >= 0.2);
     CHECK(result.seconds < 0.6);
   }
+}
+
+TEST_CASE("run_plan with RunPlanInputs") {
+  static const Suite suite = make_suite(2);
+  std::atomic<bool> never{false};
+
+  SUBCASE("the records' timestamps come from the injected clock") {
+    // A clock that stands still: every timestamp is the one it gives.
+    class StoppedClock final : public llmrepro::core::Clock {
+    public:
+      std::int64_t now_ms() const override { return 1234; }
+    };
+    ScriptedEndpoint endpoint([](int, httplib::Response &response) { answer_ok(response); });
+    EndpointTarget target;
+    target.base_url = endpoint.url();
+    const std::vector<EndpointTarget> targets{target};
+    const StoppedClock clock;
+    VectorSink sink;
+    const SchedulerConfig config = fast_config();
+    const Plan plan = make_plan({2}, 3);
+    REQUIRE(run_plan({.plan = plan,
+                      .suite = suite,
+                      .targets = targets,
+                      .config = config,
+                      .sink = sink,
+                      .stop_requested = never,
+                      .clock = clock})
+                .has_value());
+    REQUIRE(sink.records.size() == 3);
+    for (const RequestRecord &record : sink.records) {
+      CHECK(record.outcome.started_ms == 1234);
+      CHECK(record.outcome.finished_ms == 1234);
+    }
+  }
+
+  SUBCASE("mixed waves send filler beside the audited requests and count it") {
+    ScriptedEndpoint endpoint([](int, httplib::Response &response) { answer_ok(response); });
+    EndpointTarget target;
+    target.base_url = endpoint.url();
+    const std::vector<EndpointTarget> targets{target};
+    const llmrepro::core::SystemClock clock;
+    VectorSink sink;
+    const SchedulerConfig config = fast_config();
+    Plan plan = make_plan({2}, 4);
+    plan.waves[0].probe = llmrepro::core::ProbeKind::mixed;
+    std::vector<llmrepro::core::ProbeActivity> activity;
+    REQUIRE(run_plan({.plan = plan,
+                      .suite = suite,
+                      .targets = targets,
+                      .config = config,
+                      .sink = sink,
+                      .stop_requested = never,
+                      .clock = clock,
+                      .activity = &activity})
+                .has_value());
+    CHECK(sink.records.size() == 4);
+    REQUIRE(activity.size() == 1);
+    CHECK(activity[0].filler_sent >= 2);
+    CHECK(activity[0].filler_failed == 0);
+    // Fillers are never recorded: the endpoint saw them beside the four audited requests.
+    CHECK(endpoint.hits() == 4 + activity[0].filler_sent);
+  }
+
+  SUBCASE("prefix waves prime warm trials and look for a flush route once") {
+    ScriptedEndpoint endpoint([](int, httplib::Response &response) { answer_ok(response); });
+    EndpointTarget target;
+    target.base_url = endpoint.url();
+    const std::vector<EndpointTarget> targets{target};
+    const llmrepro::core::SystemClock clock;
+    VectorSink sink;
+    const SchedulerConfig config = fast_config();
+    // Repeats 0..3 of one prompt: two cold trials and two warm ones.
+    Plan plan = make_plan({1}, 4);
+    plan.waves[0].probe = llmrepro::core::ProbeKind::prefix;
+    for (auto &planned : plan.waves[0].requests) planned.probe = llmrepro::core::ProbeKind::prefix;
+    std::vector<llmrepro::core::ProbeActivity> activity;
+    REQUIRE(run_plan({.plan = plan,
+                      .suite = suite,
+                      .targets = targets,
+                      .config = config,
+                      .sink = sink,
+                      .stop_requested = never,
+                      .clock = clock,
+                      .activity = &activity})
+                .has_value());
+    CHECK(sink.records.size() == 4);
+    REQUIRE(activity.size() == 1);
+    CHECK(activity[0].primes_sent == 2);
+    CHECK(activity[0].primes_failed == 0);
+    // The scripted endpoint has no flush route: both are tried once, then cold trials go unflushed.
+    CHECK(activity[0].flush_looked_up);
+    CHECK(activity[0].flush_route.empty());
+    CHECK(activity[0].flushes_sent == 2);
+    CHECK(activity[0].flushes_failed == 2);
+    CHECK(endpoint.hits() == 4 + 2);
+    CHECK(endpoint.max_active() == 1);
+  }
+}
+
+TEST_CASE("scheduler_config_of") {
+  llmrepro::core::AuditConfig audit;
+  audit.max_tokens = 7;
+  audit.top_logprobs = 5;
+  audit.seed = 42;
+  audit.stream = true;
+  audit.timeout_s = 3.5;
+  audit.retries = 1;
+  audit.rate_limit = 2.5;
+  const SchedulerConfig config = llmrepro::probes::scheduler_config_of(audit, "tiny", 4096);
+  CHECK(config.params.model == "tiny");
+  CHECK(config.params.max_tokens == 7);
+  CHECK(config.params.top_logprobs == 5);
+  CHECK(config.params.seed == 42);
+  CHECK(config.params.stream);
+  CHECK(config.timeout_s == 3.5);
+  CHECK(config.retries == 1);
+  CHECK(config.rate_limit == 2.5);
+  CHECK(config.max_response_bytes == 4096);
+  // The backoff is not an audit setting: it keeps the scheduler's defaults.
+  CHECK(config.backoff_initial_s == SchedulerConfig{}.backoff_initial_s);
+  CHECK(config.backoff_max_s == SchedulerConfig{}.backoff_max_s);
 }
 
 TEST_CASE("backoff_delay_s") {

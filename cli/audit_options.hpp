@@ -1,0 +1,73 @@
+// The flags of `llmrepro audit`, as registered by audit_command.cpp and read by its passes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/judging_options.hpp"
+#include "cli/report_outputs.hpp"
+
+namespace CLI {
+class Option;
+}
+
+namespace llmrepro::cli {
+
+struct AuditOptions {
+  std::string suite;
+  std::vector<std::string> endpoints; // --endpoint, repeatable
+  std::vector<std::string> compare;   // --compare, after the endpoints
+  std::vector<std::string> probes{"sweep"};
+  std::string api = "auto";
+  std::string model;
+  int runs = 5;
+  std::vector<int> levels{1, 8, 32};
+  int max_tokens = 128;
+  int top_logprobs = 2;
+  bool stream = false;
+  double timeout_s = 120.0;
+  int retries = 3;
+  std::size_t max_response_bytes = 16u << 20;
+  std::string api_key_env = "OPENAI_API_KEY";
+  std::vector<std::string> headers;
+  bool insecure = false;
+  std::string db = "llmrepro-audit.db";
+  bool resume = false;
+  bool overwrite = false;
+  JudgingOptions judging; // --fail-on, --max-unique, ..., --fragile-gap, --fragile-window
+  std::uint64_t seed = 0;
+  std::string shard = "1/1";
+  double rate = 0.0;
+  std::string embeddings;
+  std::string embeddings_model;
+  double semantic_threshold = 0.9;
+  ReportOutputs outputs;
+  bool quiet = false;
+  // The embedded reference engine, used when no --endpoint is given.
+  int engine_max_num_seqs = 16;
+  bool engine_batch_invariant = false;
+  bool engine_prefix_cache = false;
+  std::uint64_t engine_seed = 0;
+
+  // The plan-defining flags, to tell what was given on the command line (--resume compares
+  // those with the stored audit).
+  struct PlanFlags {
+    CLI::Option* suite = nullptr;
+    CLI::Option* endpoint = nullptr;
+    CLI::Option* compare = nullptr;
+    CLI::Option* api = nullptr;
+    CLI::Option* model = nullptr;
+    CLI::Option* runs = nullptr;
+    CLI::Option* concurrency = nullptr;
+    CLI::Option* max_tokens = nullptr;
+    CLI::Option* top_logprobs = nullptr;
+    CLI::Option* seed = nullptr;
+    CLI::Option* probe = nullptr;
+    CLI::Option* shard = nullptr;
+    CLI::Option* stream = nullptr;
+  } plan_flags;
+};
+
+} // namespace llmrepro::cli

@@ -1,0 +1,479 @@
+#include "cli/audit_passes.hpp"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <unistd.h>
+
+#include "cli/commands.hpp"
+#include "cli/judging_options.hpp"
+#include "core/resume_check.hpp"
+#include "probes/embeddings_client.hpp"
+#include "probes/endpoint_detector.hpp"
+#include "probes/endpoint_url.hpp"
+#include "probes/suite_loader.hpp"
+#include "report/store/database_sink.hpp"
+
+namespace llmrepro::cli {
+
+namespace {
+
+std::atomic<bool> g_stop_requested{false};
+std::atomic<int> g_interrupts{0};
+
+extern "C" void on_interrupt(int) {
+  // First Ctrl-C: finish the requests in flight and keep a consistent, partial database.
+  // Second: leave at once; every recorded request is already committed.
+  if (g_interrupts.fetch_add(1) >= 1) std::_Exit(130);
+  g_stop_requested.store(true);
+}
+
+// "i/n" with 1 <= i <= n, as the 0-based index and the count.
+core::Result<std::pair<int, int>> parse_shard(const std::string& text) {
+  const auto bad = [&] {
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--shard '{}' is not i/n with 1 <= i <= n, e.g. 2/4", text));
+  };
+  const auto slash = text.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == text.size()) return bad();
+  int index = 0;
+  int count = 0;
+  try {
+    std::size_t used_index = 0;
+    std::size_t used_count = 0;
+    index = std::stoi(text.substr(0, slash), &used_index);
+    count = std::stoi(text.substr(slash + 1), &used_count);
+    if (used_index != slash || used_count != text.size() - slash - 1) return bad();
+  } catch (const std::exception&) {
+    return bad();
+  }
+  if (count < 1 || index < 1 || index > count) return bad();
+  return std::pair<int, int>{index - 1, count};
+}
+
+// Every flag's value checked (NaN, infinities and out-of-range values are usage errors naming
+// the flag) and gathered into the configuration a new audit runs with.
+core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
+  core::AuditConfig config;
+  config.api = options.api;
+  config.model = options.model;
+  if (options.runs < 1)
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--runs must be at least 1 (got {})", options.runs));
+  config.runs = options.runs;
+  if (options.levels.empty())
+    return core::make_error(core::ErrorCode::usage, "--concurrency needs at least one level");
+  for (std::size_t i = 0; i < options.levels.size(); ++i) {
+    const int level = options.levels[i];
+    if (level < 1 || level > 4096)
+      return core::make_error(core::ErrorCode::usage,
+                              fmt::format("--concurrency level {} is out of range 1..4096", level));
+    if (std::find(options.levels.begin(), options.levels.begin() + static_cast<long>(i), level) !=
+        options.levels.begin() + static_cast<long>(i))
+      return core::make_error(core::ErrorCode::usage,
+                              fmt::format("--concurrency lists level {} twice", level));
+  }
+  config.levels = options.levels;
+  if (options.max_tokens < 1)
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--max-tokens must be at least 1 (got {})",
+                                        options.max_tokens));
+  config.max_tokens = options.max_tokens;
+  if (options.top_logprobs < 2 || options.top_logprobs > 20)
+    return core::make_error(core::ErrorCode::usage,
+                            "--top-logprobs must be between 2 and 20 (the gap needs two candidates)");
+  config.top_logprobs = options.top_logprobs;
+  config.seed = options.seed;
+  config.probes.clear();
+  for (const auto& name : options.probes) {
+    auto probe = core::parse_probe_kind(name);
+    if (!probe) return probe.error();
+    if (std::find(config.probes.begin(), config.probes.end(), *probe) != config.probes.end())
+      return core::make_error(core::ErrorCode::usage,
+                              fmt::format("--probe names '{}' twice", name));
+    config.probes.push_back(*probe);
+  }
+  if (config.probes.empty())
+    return core::make_error(core::ErrorCode::usage, "--probe needs at least one probe kind");
+  auto shard = parse_shard(options.shard);
+  if (!shard) return shard.error();
+  std::tie(config.shard_index, config.shard_count) = *shard;
+  if (!(std::isfinite(options.rate) && options.rate >= 0.0))
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--rate must be a finite number >= 0 (0: unlimited; got {})",
+                                        options.rate));
+  config.rate_limit = options.rate;
+  if (auto valid = check_finite_in("--semantic-threshold", options.semantic_threshold, -1.0, 1.0);
+      !valid)
+    return valid.error();
+  if (!options.embeddings.empty())
+    if (auto valid = probes::validate_base_url(options.embeddings); !valid)
+      return core::make_error(core::ErrorCode::usage, "--embeddings: " + valid.error().message);
+  config.stream = options.stream;
+  if (auto valid = check_finite_above("--timeout", options.timeout_s, 0.0,
+                                      "a finite number of seconds");
+      !valid)
+    return valid.error();
+  config.timeout_s = options.timeout_s;
+  if (options.retries < 0)
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--retries must be >= 0 (got {})", options.retries));
+  config.retries = options.retries;
+  if (options.engine_max_num_seqs < 1)
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--engine-max-num-seqs must be at least 1 (got {})",
+                                        options.engine_max_num_seqs));
+  if (auto judged = apply_judging_options(options.judging, config, false); !judged)
+    return judged.error();
+  return config;
+}
+
+// How many endpoints the command line names: --endpoint (or the embedded engine) and --compare.
+std::size_t given_endpoint_count(const AuditOptions& options) {
+  return std::max<std::size_t>(options.endpoints.size(), 1) + options.compare.size();
+}
+
+// A base URL as stored: trailing slashes dropped, credentials removed.
+std::string comparable_url(const std::string& url) {
+  auto valid = probes::validate_base_url(url);
+  return probes::strip_credentials(valid ? *valid : url);
+}
+
+// --resume runs the stored plan: every plan-defining flag given on the command line must say
+// what the stored audit (run.header) says. One usage error names each difference, before any
+// request.
+core::Result<void> check_resume_plan(const AuditRun& run, const core::AuditConfig& wanted,
+                                     bool urls_given) {
+  const AuditOptions& options = run.options;
+  const auto& flags = options.plan_flags;
+  core::ResumeRequest request;
+  request.config = wanted;
+  request.given = {.api = given(flags.api),
+                   .model = given(flags.model),
+                   .runs = given(flags.runs),
+                   .concurrency = given(flags.concurrency),
+                   .max_tokens = given(flags.max_tokens),
+                   .top_logprobs = given(flags.top_logprobs),
+                   .seed = given(flags.seed),
+                   .probe = given(flags.probe),
+                   .shard = given(flags.shard),
+                   .stream = given(flags.stream)};
+  if (given(flags.suite)) {
+    auto suite = probes::load_suite(options.suite);
+    if (!suite) return suite.error();
+    request.suite = std::move(*suite);
+    request.suite_path = options.suite;
+  }
+  request.urls = run.urls;
+  request.endpoint_flag_count = std::max<std::size_t>(options.endpoints.size(), 1);
+  request.endpoints_given = urls_given;
+  const core::UrlForms url_forms{comparable_url, probes::strip_credentials};
+  const auto differences = core::resume_plan_differences(run.header, request, url_forms);
+  if (differences.empty()) return {};
+  std::vector<std::string> texts;
+  for (const auto& difference : differences) texts.push_back(core::to_string(difference));
+  return core::make_error(
+      core::ErrorCode::usage,
+      fmt::format("--resume: the audit in '{}' was planned with other settings: {}. Resume with "
+                  "the stored settings, or start a new audit with --overwrite",
+                  options.db, fmt::join(texts, "; ")));
+}
+
+// --resume: the stored audit's header, checked against the flags given; the judging flags given
+// replace the stored ones (and are stored once the run starts).
+core::Result<void> resume_stored(AuditRun& run, const core::AuditConfig& wanted, bool urls_given) {
+  const AuditOptions& options = run.options;
+  auto opened = store::AuditDatabase::open(options.db);
+  if (!opened) return opened.error();
+  run.database.emplace(std::move(*opened));
+  // Streamed, so that the header is read without holding every completion's tokens.
+  auto stored = run.database->load([](const core::AuditData&, int,
+                                      const std::vector<core::RequestRecord>&) {
+    return core::Result<void>{};
+  });
+  if (!stored) return stored.error();
+  run.header = std::move(*stored);
+  run.header.records.clear();
+  // The plan is the stored one: what the command line says of it must agree.
+  if (auto same = check_resume_plan(run, wanted, urls_given); !same) return same;
+  if (!urls_given) {
+    run.urls.clear();
+    for (const auto& endpoint : run.header.endpoints)
+      run.urls.push_back(endpoint.embedded ? std::string() : endpoint.url);
+  }
+  const core::AuditConfig before = run.header.config;
+  if (auto judged = apply_judging_options(options.judging, run.header.config, true); !judged)
+    return judged;
+  if (auto fits = check_gates_fit(run.header.config, run.header.endpoints.size(),
+                                  "the endpoints of an audit do not change on --resume");
+      !fits)
+    return fits;
+  run.judging_changed = core::judging_differs(before, run.header.config);
+  return {};
+}
+
+// `endpoint` empty: the embedded reference engine.
+core::Result<Target> connect(const AuditOptions& options, const core::AuditConfig& config,
+                             const std::string& endpoint) {
+  Target result;
+  if (endpoint.empty()) {
+    engine::ServeConfig serve;
+    serve.port = 0;
+    serve.max_num_seqs = options.engine_max_num_seqs;
+    serve.batch_invariant = options.engine_batch_invariant;
+    serve.prefix_cache = options.engine_prefix_cache;
+    serve.seed = options.engine_seed;
+    auto server = engine::EngineServer::start(serve);
+    if (!server) return server.error();
+    result.embedded = std::move(*server);
+    result.target.base_url = result.embedded->base_url();
+    result.target.dialect = probes::Dialect::openai_chat;
+    result.info.url = result.target.base_url;
+    result.info.dialect = probes::to_string(result.target.dialect);
+    result.info.model = result.embedded->model_name();
+    result.info.embedded = true;
+    return result;
+  }
+
+  auto valid = probes::validate_base_url(endpoint);
+  if (!valid) return valid.error();
+  result.target.base_url = endpoint;
+  result.target.headers = options.headers;
+  result.target.insecure = options.insecure;
+  if (const char* key = std::getenv(options.api_key_env.c_str()); key && *key)
+    result.target.api_key = key;
+  result.info.url = probes::strip_credentials(endpoint);
+
+  if (config.api == "auto") {
+    std::string explanation;
+    auto dialect = probes::detect_dialect(endpoint, result.target.headers,
+                                          result.target.api_key, options.insecure,
+                                          std::min(config.timeout_s, 10.0), &explanation);
+    if (!dialect) return dialect.error();
+    result.target.dialect = *dialect;
+    if (!options.quiet)
+      fmt::print(stderr, "llmrepro: --api auto chose {} ({})\n", probes::to_string(*dialect),
+                 explanation);
+  } else {
+    auto dialect = probes::parse_dialect(config.api);
+    if (!dialect) return dialect.error();
+    result.target.dialect = *dialect;
+  }
+  result.info.dialect = probes::to_string(result.target.dialect);
+  result.info.model = config.model;
+  return result;
+}
+
+// Semantic agreement of the distinct completions (--embeddings): measured, stored beside the
+// audit, and put into `data` so that every report of this run shows it as `report` would.
+core::Result<void> measure_and_store_semantics(const AuditOptions& options,
+                                               const core::AuditReport& audit_report,
+                                               store::AuditDatabase& database,
+                                               core::AuditData& data) {
+  probes::EmbeddingsTarget target;
+  target.url = options.embeddings;
+  target.model = options.embeddings_model;
+  target.headers = options.headers;
+  target.insecure = options.insecure;
+  target.timeout_s = options.timeout_s;
+  if (const char* key = std::getenv(options.api_key_env.c_str()); key && *key) target.api_key = key;
+  auto agreement =
+      probes::measure_semantic_agreement(target, audit_report.analysis, options.semantic_threshold);
+  if (!agreement) return agreement.error();
+  if (auto stored = database.store_semantic(*agreement); !stored) return stored.error();
+  data.semantic = std::move(*agreement);
+  return {};
+}
+
+} // namespace
+
+core::Result<void> load_or_resume(AuditRun& run) {
+  const AuditOptions& options = run.options;
+  auto config_or = config_from(options);
+  if (!config_or) return config_or.error();
+  const std::string second_endpoint_hint = "add --compare URL or a second --endpoint";
+  if (!options.resume)
+    if (auto fits = check_gates_fit(*config_or, given_endpoint_count(options), second_endpoint_hint);
+        !fits)
+      return fits;
+  run.database_existed = std::filesystem::exists(options.db);
+  if (options.resume && !run.database_existed)
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--resume: no audit database at '{}'", options.db));
+  if (!options.resume && run.database_existed && !options.overwrite)
+    return core::make_error(
+        core::ErrorCode::usage,
+        fmt::format("'{}' already exists: pass --resume to continue that audit, --overwrite to "
+                    "replace it, or --db to choose another file",
+                    options.db));
+
+  // The endpoints: the user's, or the embedded reference engine (""). Several (--endpoint
+  // repeated, --compare): the same plan runs against each; endpoint 0's analysis stays the
+  // top-level one. --compare alone compares the embedded engine with them. --resume without
+  // either flag runs against the stored endpoints.
+  const bool urls_given = !options.endpoints.empty() || !options.compare.empty();
+  run.urls = options.endpoints;
+  if (run.urls.empty()) run.urls.push_back("");
+  run.urls.insert(run.urls.end(), options.compare.begin(), options.compare.end());
+
+  if (options.resume) return resume_stored(run, *config_or, urls_given);
+  if (options.suite.empty())
+    return core::make_error(core::ErrorCode::usage, "--suite is required");
+  auto suite = probes::load_suite(options.suite);
+  if (!suite) return suite.error();
+  run.header.suite = std::move(*suite);
+  run.header.config = *config_or;
+  return {};
+}
+
+core::Result<void> connect_endpoints(AuditRun& run) {
+  const AuditOptions& options = run.options;
+  const core::AuditConfig& config = run.config();
+  for (const auto& url : run.urls) {
+    auto target_or = connect(options, config, url);
+    if (!target_or) return target_or.error();
+    Target& target = *target_or;
+    if (target.info.model.empty() && !target.embedded) {
+      auto model = probes::detect_model(url, target.target.headers, target.target.api_key,
+                                        options.insecure, std::min(config.timeout_s, 10.0));
+      if (model) target.info.model = *model;
+    }
+    target.target.model = target.info.model;
+    run.targets.push_back(std::move(target));
+  }
+  return {};
+}
+
+core::Result<void> open_database(AuditRun& run) {
+  const AuditOptions& options = run.options;
+  std::vector<core::EndpointInfo> infos;
+  for (const auto& target : run.targets) infos.push_back(target.info);
+  if (!options.resume) {
+    if (run.database_existed) std::filesystem::remove(options.db);
+    core::AuditData& header = run.header;
+    header.info.id = fmt::format("audit-{}", run.clock.now_ms());
+    header.info.started_ms = run.clock.now_ms();
+    header.info.status = core::audit_status(false);
+    header.endpoints = infos;
+    auto created = store::AuditDatabase::create(options.db, header);
+    if (!created) return created.error();
+    run.database.emplace(std::move(*created));
+    return {};
+  }
+  for (std::size_t e = 0; e < infos.size(); ++e)
+    if (auto updated = run.database->update_endpoint(static_cast<int>(e), infos[e]); !updated)
+      return updated;
+  // So that a later `llmrepro report` judges the audit as this run does.
+  if (run.judging_changed)
+    if (auto updated = run.database->update_config(run.config()); !updated) return updated;
+  return {};
+}
+
+core::Result<void> plan_requests(AuditRun& run) {
+  run.plan = core::make_plan(
+      run.header.suite, core::plan_config_of(run.config(), static_cast<int>(run.targets.size())));
+  auto done = run.database->recorded_successes();
+  if (!done) return done.error();
+  run.recorded = core::RecordedRequests(*done);
+  return {};
+}
+
+core::Result<void> run_requests(AuditRun& run) {
+  const AuditOptions& options = run.options;
+  const core::AuditConfig& config = run.config();
+  const Target& target = run.targets.front();
+  const probes::SchedulerConfig scheduler =
+      probes::scheduler_config_of(config, target.info.model, options.max_response_bytes);
+  std::vector<probes::EndpointTarget> endpoint_targets;
+  for (const auto& each : run.targets) endpoint_targets.push_back(each.target);
+
+  const bool show_progress = !options.quiet && isatty(STDERR_FILENO);
+  const auto progress = [&](const probes::SchedulerProgress& p) {
+    if (!show_progress) return;
+    fmt::print(stderr, "\r\033[Kllmrepro: c={} {}/{} requests, {} failed", p.concurrency, p.done,
+               p.total, p.failed);
+  };
+  if (!options.quiet)
+    fmt::print(stderr, "llmrepro: auditing {}{} with {} prompts x {} runs at concurrency {}\n",
+               target.info.url, target.embedded ? " (embedded reference engine)" : "",
+               run.header.suite.prompts.size(), config.runs, fmt::join(config.levels, ","));
+
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  store::DatabaseSink sink(*run.database);
+  const core::RecordedRequests& recorded = run.recorded;
+  run.ran = probes::run_plan(
+      {.plan = run.plan,
+       .suite = run.header.suite,
+       .targets = endpoint_targets,
+       .config = scheduler,
+       .sink = sink,
+       .stop_requested = g_stop_requested,
+       .clock = run.clock,
+       .already_recorded = [&](const core::PlannedRequest& key) { return recorded.contains(key); },
+       .on_progress = progress,
+       .activity = &run.activity});
+  // The sink commits on its own thread: drain it before anything reads the records back or
+  // marks the audit partial or complete. Its error counts when the run itself succeeded.
+  if (auto drained = sink.finish(); !drained && run.ran) run.ran = drained.error();
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  if (show_progress) fmt::print(stderr, "\r\033[K");
+  run.interrupted = g_stop_requested.load();
+  return run.database->store_probe_activity(run.activity);
+}
+
+core::Result<void> analyse_records(AuditRun& run) {
+  auto loaded = store::load_report(*run.database, tool_info());
+  if (!loaded) return loaded.error();
+  run.loaded.emplace(std::move(*loaded));
+  return {};
+}
+
+core::Result<void> finish_status(AuditRun& run) {
+  core::AuditData& data = *run.loaded->data;
+  const bool complete =
+      core::audit_complete(data.records.size(), run.plan.size(), run.interrupted);
+  const std::int64_t finished_ms = run.clock.now_ms();
+  if (auto status = run.database->set_status(core::audit_status(complete), finished_ms); !status)
+    return status;
+  data.info.status = core::audit_status(complete);
+  data.info.finished_ms = finished_ms;
+  return {};
+}
+
+core::Result<void> judge_run(AuditRun& run) {
+  core::AuditReport& audit_report = run.report();
+  if (!run.options.embeddings.empty() && run.ran && !run.interrupted) {
+    auto measured =
+        measure_and_store_semantics(run.options, audit_report, *run.database, *run.loaded->data);
+    if (!measured) return measured;
+  }
+  core::RunFacts facts = core::stored_run_facts(audit_report);
+  facts.interrupted = run.interrupted;
+  if (!run.ran) facts.run_error = run.ran.error().message;
+  core::rejudge(audit_report, run.config().gates, facts);
+  return {};
+}
+
+int conclude(AuditRun& run) {
+  const AuditOptions& options = run.options;
+  if (!run.ran) report_error(run.ran.error());
+  if (run.interrupted)
+    fmt::print(stderr, "llmrepro: interrupted; '{}' holds a partial audit: continue it with "
+                       "--resume --db {}\n",
+               options.db, options.db);
+  return exit_code_of(run.report().verdict, run.interrupted);
+}
+
+} // namespace llmrepro::cli

@@ -1,0 +1,106 @@
+// The passes of `llmrepro audit` and the one context they share. run_audit (audit_command.cpp)
+// calls them in order; each reads what the passes before it filled in and fills in its own part.
+// The rules they apply live in core and probes; the passes only wire them to the flags, the
+// endpoints and the database.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/audit_options.hpp"
+#include "core/audit.hpp"
+#include "core/audit_report.hpp"
+#include "core/clock.hpp"
+#include "core/plan.hpp"
+#include "core/recorded_requests.hpp"
+#include "core/result.hpp"
+#include "engine/engine_server.hpp"
+#include "probes/scheduler.hpp"
+#include "report/store/audit_database.hpp"
+#include "report/store/report_loader.hpp"
+
+namespace llmrepro::cli {
+
+// One endpoint as it will be driven: either the user's, or the embedded engine started here
+// (kept alive for as long as the run holds this).
+struct Target {
+  probes::EndpointTarget target;
+  core::EndpointInfo info;
+  std::unique_ptr<engine::EngineServer> embedded;
+};
+
+// The context every pass reads and fills, in the order the passes run.
+struct AuditRun {
+  AuditRun(const AuditOptions& given_options, const core::Clock& given_clock)
+      : options(given_options), clock(given_clock) {}
+
+  const AuditOptions& options;
+  const core::Clock& clock; // the audit's id and its start and finish times
+
+  // load_or_resume: the endpoints to drive ("" for the embedded reference engine), the audit's
+  // header (configuration and suite; on --resume also its endpoints and identity) and, on
+  // --resume, the stored database.
+  std::vector<std::string> urls;
+  core::AuditData header;
+  std::optional<store::AuditDatabase> database;
+  bool database_existed = false; // --db named an existing file (replaced under --overwrite)
+  bool judging_changed = false;  // --resume was given judging flags that differ from the stored
+
+  // connect_endpoints: one target per URL, in order.
+  std::vector<Target> targets;
+
+  // plan_requests: the whole plan, and what of it the database already holds.
+  core::Plan plan;
+  core::RecordedRequests recorded;
+
+  // run_requests: how the run ended (its error is reported after the reports are written),
+  // whether Ctrl-C stopped it, and the probes' side traffic.
+  core::Result<void> ran;
+  bool interrupted = false;
+  std::vector<core::ProbeActivity> activity;
+
+  // analyse_records: the audit read back from the database and analysed.
+  std::optional<store::LoadedReport> loaded;
+
+  const core::AuditConfig& config() const { return header.config; }
+  core::AuditReport& report() { return loaded->report; }
+};
+
+// Checks every flag, then reads the stored audit (--resume: its plan must agree with the flags
+// given) or loads the suite for a new one, and decides which endpoints to drive.
+core::Result<void> load_or_resume(AuditRun& run);
+
+// Connects to each endpoint, or starts the embedded reference engine, detecting the dialect
+// (--api auto) and the model where asked.
+core::Result<void> connect_endpoints(AuditRun& run);
+
+// Creates the database with the header before any request, so that a crash leaves a resumable
+// audit; on --resume records the endpoints as now connected and any judging flags given.
+core::Result<void> open_database(AuditRun& run);
+
+// Builds the plan and reads which of its requests are already recorded (--resume skips them).
+core::Result<void> plan_requests(AuditRun& run);
+
+// Runs the plan: exactly c requests in flight per level, each committed as it finishes. The
+// first Ctrl-C stops it cleanly (the database stays consistent); a second leaves at once. An
+// error of the run itself is kept in run.ran, not returned: the reports still say what was done.
+core::Result<void> run_requests(AuditRun& run);
+
+// Reads the recorded audit back and analyses it, streaming each prompt's records.
+core::Result<void> analyse_records(AuditRun& run);
+
+// Marks the audit complete when every planned request is recorded and the run was not
+// interrupted, partial otherwise, and stamps when it finished.
+core::Result<void> finish_status(AuditRun& run);
+
+// Measures semantic agreement (--embeddings) after a whole run, then judges the audit with what
+// only the run knows: an interruption, or an endpoint that refused every connection.
+core::Result<void> judge_run(AuditRun& run);
+
+// Reports the run's own error and how to continue an interrupted audit (stderr), and returns
+// the exit code of the verdict.
+int conclude(AuditRun& run);
+
+} // namespace llmrepro::cli

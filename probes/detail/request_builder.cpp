@@ -1,0 +1,36 @@
+#include "probes/detail/request_builder.hpp"
+
+#include <utility>
+
+#include "probes/endpoint_url.hpp"
+
+namespace llmrepro::probes::detail {
+
+GenerationParams params_for(const EndpointTarget &target, const SchedulerConfig &config) {
+  GenerationParams params = config.params;
+  if (!target.model.empty()) params.model = target.model;
+  return params;
+}
+
+HttpRequest post_request(const EndpointTarget &target, const SchedulerConfig &config,
+                         const std::string &path, std::string body) {
+  HttpRequest request;
+  request.method = HttpRequest::Method::post;
+  request.url = join_url(target.base_url, path);
+  request.body = std::move(body);
+  request.headers.push_back("Content-Type: application/json");
+  request.headers.insert(request.headers.end(), target.headers.begin(), target.headers.end());
+  request.api_key = target.api_key;
+  request.timeout_s = config.timeout_s;
+  request.max_response_bytes = config.max_response_bytes;
+  request.insecure = target.insecure;
+  return request;
+}
+
+HttpRequest generation_request(const EndpointTarget &target, const SchedulerConfig &config,
+                               const core::Prompt &prompt, const GenerationParams &params) {
+  DialectRequest built = build_request(target.dialect, prompt, params);
+  return post_request(target, config, built.path, std::move(built.body));
+}
+
+} // namespace llmrepro::probes::detail

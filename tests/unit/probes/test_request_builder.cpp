@@ -1,0 +1,87 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "core/probe_text.hpp"
+#include "probes/detail/filler_traffic.hpp"
+#include "probes/detail/prefix_trial.hpp"
+#include "probes/detail/request_builder.hpp"
+
+using llmrepro::probes::EndpointTarget;
+using llmrepro::probes::HttpRequest;
+using llmrepro::probes::SchedulerConfig;
+using namespace llmrepro::probes::detail;
+
+namespace {
+
+EndpointTarget test_target() {
+  EndpointTarget target;
+  target.base_url = "http://127.0.0.1:9/base";
+  target.headers = {"X-Team: audit"};
+  target.api_key = "secret";
+  target.insecure = true;
+  return target;
+}
+
+SchedulerConfig test_config() {
+  SchedulerConfig config;
+  config.params.model = "run-model";
+  config.params.max_tokens = 64;
+  config.params.stream = true;
+  config.timeout_s = 7;
+  config.max_response_bytes = 4096;
+  return config;
+}
+
+} // namespace
+
+TEST_CASE("post_request") {
+  const HttpRequest request = post_request(test_target(), test_config(), "/flush_cache", "{}");
+  CHECK(request.method == HttpRequest::Method::post);
+  CHECK(request.url == "http://127.0.0.1:9/base/flush_cache");
+  CHECK(request.body == "{}");
+  REQUIRE(request.headers.size() == 2);
+  CHECK(request.headers[0] == "Content-Type: application/json");
+  CHECK(request.headers[1] == "X-Team: audit");
+  CHECK(request.api_key == "secret");
+  CHECK(request.timeout_s == 7);
+  CHECK(request.max_response_bytes == 4096);
+  CHECK(request.insecure);
+}
+
+TEST_CASE("params_for") {
+  EndpointTarget target = test_target();
+  CHECK(params_for(target, test_config()).model == "run-model");
+  target.model = "own-model";
+  CHECK(params_for(target, test_config()).model == "own-model");
+  CHECK(params_for(target, test_config()).max_tokens == 64);
+}
+
+TEST_CASE("generation_request") {
+  llmrepro::core::Prompt prompt;
+  prompt.id = "p";
+  prompt.text = "What is the capital of France?";
+  const HttpRequest request =
+      generation_request(test_target(), test_config(), prompt, params_for(test_target(), test_config()));
+  CHECK(request.url == "http://127.0.0.1:9/base/v1/chat/completions");
+  CHECK(request.body.find("capital of France") != std::string::npos);
+  CHECK(request.body.find("\"run-model\"") != std::string::npos);
+  CHECK(request.api_key == "secret");
+}
+
+TEST_CASE("side traffic requests") {
+  SUBCASE("filler_request: the filler prompt, its own length, never streamed") {
+    const HttpRequest request = filler_request(test_target(), test_config(), 3);
+    CHECK(request.url == "http://127.0.0.1:9/base/v1/chat/completions");
+    CHECK(request.body.find("\"max_tokens\":" +
+                            std::to_string(llmrepro::core::filler_max_tokens(3))) !=
+          std::string::npos);
+    CHECK(request.body.find("\"stream\":true") == std::string::npos);
+  }
+  SUBCASE("priming_request: the shared prefix, one token") {
+    const HttpRequest request = priming_request(test_target(), test_config());
+    CHECK(request.body.find("\"max_tokens\":1,") != std::string::npos);
+    CHECK(request.body.find("\"stream\":true") == std::string::npos);
+    CHECK(request.headers.size() == 2);
+  }
+}
