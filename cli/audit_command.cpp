@@ -1,4 +1,4 @@
-// `llmrepro audit`: the driver. It reads like the design: a list of named passes over one
+// `llmrepro audit`: the driver. It reads as a list of named passes over one
 // context (cli/audit_passes.hpp), each a wiring of rules that live in core and probes. This file
 // holds the pass list and the flags.
 #include <CLI/CLI.hpp>
@@ -11,40 +11,43 @@
 #include "cli/judging_options.hpp"
 #include "cli/report_outputs.hpp"
 #include "core/clock.hpp"
+#include "core/result.hpp"
 
 namespace llmrepro::cli {
 
 namespace {
 
-// Runs one pass of the audit; its error ends the audit with the exit code of the error's kind.
-#define LLMREPRO_AUDIT_PASS(pass)                                                                 \
-  if (auto passed = (pass); !passed) return report_error(passed.error())
+// The passes of an audit, in order; the first error ends it.
+core::Result<void> run_passes(AuditRun& run) {
+  const AuditOptions& options = run.options;
+  // Every flag and the suite are checked, and a stored audit read, before anything is sent.
+  LLMREPRO_TRY(load_or_resume(run));
+  // Each endpoint is reached (or the embedded engine started) and its dialect and model known.
+  LLMREPRO_TRY(connect_endpoints(run));
+  // The header is stored before the first request, so that a crash leaves a resumable audit.
+  LLMREPRO_TRY(open_database(run));
+  // The plan fixes every request up front; --resume skips what is already recorded.
+  LLMREPRO_TRY(plan_requests(run));
+  // Each level's concurrency is held exactly; its own error is reported after the reports.
+  LLMREPRO_TRY(run_requests(run));
+  // The analysis reads the records back as stored, a prompt at a time, in bounded memory.
+  LLMREPRO_TRY(analyse_records(run));
+  // Complete only when every planned request is recorded, so --resume knows what is left.
+  LLMREPRO_TRY(finish_status(run));
+  // What only the run knows (an interruption, an unreachable endpoint) enters the verdict.
+  LLMREPRO_TRY(judge_run(run));
+  // The files, the terminal summary and the exit code all state the one verdict.
+  LLMREPRO_TRY(emit_reports(run.report(), options.outputs, options.quiet));
+  return {};
+}
 
 int run_audit(const AuditOptions& options) {
   const core::SystemClock clock;
   AuditRun run{options, clock}; // the context every pass reads and fills
-  // Every flag and the suite are checked, and a stored audit read, before anything is sent.
-  LLMREPRO_AUDIT_PASS(load_or_resume(run));
-  // Each endpoint is reached (or the embedded engine started) and its dialect and model known.
-  LLMREPRO_AUDIT_PASS(connect_endpoints(run));
-  // The header is stored before the first request, so that a crash leaves a resumable audit.
-  LLMREPRO_AUDIT_PASS(open_database(run));
-  // The plan fixes every request up front; --resume skips what is already recorded.
-  LLMREPRO_AUDIT_PASS(plan_requests(run));
-  // Each level's concurrency is held exactly; its own error is reported after the reports.
-  LLMREPRO_AUDIT_PASS(run_requests(run));
-  // The analysis reads the records back as stored, a prompt at a time, in bounded memory.
-  LLMREPRO_AUDIT_PASS(analyse_records(run));
-  // Complete only when every planned request is recorded, so --resume knows what is left.
-  LLMREPRO_AUDIT_PASS(finish_status(run));
-  // What only the run knows (an interruption, an unreachable endpoint) enters the verdict.
-  LLMREPRO_AUDIT_PASS(judge_run(run));
-  // The files, the terminal summary and the exit code all state the one verdict.
-  LLMREPRO_AUDIT_PASS(emit_reports(run.report(), options.outputs, options.quiet));
+  // An error ends the audit with the exit code of its kind (commands.hpp).
+  if (auto done = run_passes(run); !done) return report_error(done.error());
   return conclude(run);
 }
-
-#undef LLMREPRO_AUDIT_PASS
 
 } // namespace
 

@@ -1,5 +1,5 @@
 // The CPU backend: every experiment in the emulation, assembled into one result.
-#include "gpu/cpu_experiments.hpp"
+#include "gpu/detail/cpu_experiments.hpp"
 #include "gpu/split_policy.hpp"
 
 namespace llmrepro::gpu {

@@ -1,5 +1,5 @@
 #include "core/numerics/reduction.hpp"
-#include "gpu/experiment_ops.hpp"
+#include "gpu/detail/experiment_ops.hpp"
 #include "gpu/split_policy.hpp"
 
 namespace llmrepro::gpu {

@@ -15,9 +15,9 @@
 
 #include "core/numerics/reduction.hpp"
 #include "core/random.hpp"
-#include "gpu/cpu_experiments.hpp"
+#include "gpu/detail/cpu_experiments.hpp"
 #include "gpu/drift_metrics.hpp"
-#include "gpu/experiment_ops.hpp"
+#include "gpu/detail/experiment_ops.hpp"
 
 namespace llmrepro::gpu {
 

@@ -1,4 +1,4 @@
-#include "gpu/json_writer.hpp"
+#include "gpu/detail/json_writer.hpp"
 
 #include <charconv>
 #include <cmath>

@@ -11,7 +11,7 @@
 #include "core/numerics/reduction.hpp"
 #include "core/numerics/reduction_schemes.hpp"
 #include "core/random.hpp"
-#include "gpu/cpu_experiments.hpp"
+#include "gpu/detail/cpu_experiments.hpp"
 #include "gpu/drift_metrics.hpp"
 #include "gpu/split_policy.hpp"
 

@@ -3,9 +3,9 @@
 #include <map>
 
 #include "core/numerics/reduction_schemes.hpp"
-#include "gpu/cpu_experiments.hpp"
+#include "gpu/detail/cpu_experiments.hpp"
 #include "gpu/drift_metrics.hpp"
-#include "gpu/experiment_ops.hpp"
+#include "gpu/detail/experiment_ops.hpp"
 #include "gpu/split_policy.hpp"
 
 namespace llmrepro::gpu {

@@ -1,7 +1,7 @@
 #include "gpu/probe_json.hpp"
 
 #include "core/json_value.hpp"
-#include "gpu/json_writer.hpp"
+#include "gpu/detail/json_writer.hpp"
 
 namespace llmrepro::gpu {
 

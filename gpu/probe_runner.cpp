@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "gpu/cpu_experiments.hpp"
+#include "gpu/detail/cpu_experiments.hpp"
 #include "gpu/probe_json.hpp"
 
 namespace llmrepro::gpu {

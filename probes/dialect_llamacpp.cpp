@@ -9,7 +9,7 @@
 // a last event with "stop": true (no [DONE]); errors mid-stream come as an `error:` line.
 #include "core/logprob_floor.hpp"
 #include "probes/detail/dialect_adapters.hpp"
-#include "probes/prompt_text.hpp"
+#include "probes/detail/prompt_text.hpp"
 
 namespace llmrepro::probes::detail {
 

@@ -13,7 +13,7 @@
 //   choices [], an error arrives as `data: {"error": ...}`, and `data: [DONE]` ends it.
 // - Log probabilities may be NaN, Infinity, -Infinity, 1e400 or null (read_logprob()).
 #include "probes/detail/dialect_adapters.hpp"
-#include "probes/prompt_text.hpp"
+#include "probes/detail/prompt_text.hpp"
 
 namespace llmrepro::probes::detail {
 

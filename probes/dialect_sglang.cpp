@@ -12,7 +12,7 @@
 // counts of log probabilities that were no finite number; orjson, which the server encodes
 // with, writes NaN and the infinities as null).
 #include "probes/detail/dialect_adapters.hpp"
-#include "probes/prompt_text.hpp"
+#include "probes/detail/prompt_text.hpp"
 
 namespace llmrepro::probes::detail {
 

@@ -6,7 +6,7 @@
 // generated_tokens); there is no [DONE]. Special tokens (such as </s>) appear among the tokens
 // but not in generated_text.
 #include "probes/detail/dialect_adapters.hpp"
-#include "probes/prompt_text.hpp"
+#include "probes/detail/prompt_text.hpp"
 
 namespace llmrepro::probes::detail {
 

@@ -1,4 +1,4 @@
-#include "probes/prompt_text.hpp"
+#include "probes/detail/prompt_text.hpp"
 
 namespace llmrepro::probes {
 

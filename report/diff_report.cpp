@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "report/html_style.hpp"
+#include "report/detail/html_style.hpp"
 #include "report/markdown_report.hpp"
 
 namespace llmrepro::report {

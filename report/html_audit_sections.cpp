@@ -1,8 +1,8 @@
-#include "report/html_audit_sections.hpp"
+#include "report/detail/html_audit_sections.hpp"
 
 #include <fmt/format.h>
 
-#include "report/html_style.hpp"
+#include "report/detail/html_style.hpp"
 
 namespace llmrepro::report {
 namespace {

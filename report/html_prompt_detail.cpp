@@ -1,6 +1,6 @@
 // Per-prompt detail of the HTML report. Every piece of model text passes through
 // html_escape exactly once, here, on its way into an element or a quoted attribute.
-#include "report/html_prompt_detail.hpp"
+#include "report/detail/html_prompt_detail.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "core/text_utf8.hpp"
-#include "report/html_style.hpp"
-#include "report/svg_chart.hpp"
+#include "report/detail/html_style.hpp"
+#include "report/detail/svg_chart.hpp"
 
 namespace llmrepro::report {
 namespace {

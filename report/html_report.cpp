@@ -13,11 +13,11 @@
 
 #include "core/prompt_ranking.hpp"
 #include "core/text_utf8.hpp"
-#include "report/html_audit_sections.hpp"
-#include "report/html_prompt_detail.hpp"
-#include "report/html_style.hpp"
-#include "report/iso_time.hpp"
-#include "report/svg_chart.hpp"
+#include "report/detail/html_audit_sections.hpp"
+#include "report/detail/html_prompt_detail.hpp"
+#include "report/detail/html_style.hpp"
+#include "report/detail/iso_time.hpp"
+#include "report/detail/svg_chart.hpp"
 
 namespace llmrepro::report {
 namespace {

@@ -1,4 +1,4 @@
-#include "report/iso_time.hpp"
+#include "report/detail/iso_time.hpp"
 
 #include <chrono>
 #include <cstdio>

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <nlohmann/json.hpp>
 
-#include "report/iso_time.hpp"
+#include "report/detail/iso_time.hpp"
 
 namespace llmrepro::report {
 namespace {

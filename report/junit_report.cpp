@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/text_utf8.hpp"
-#include "report/iso_time.hpp"
+#include "report/detail/iso_time.hpp"
 
 namespace llmrepro::report {
 namespace {

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "report/html_style.hpp"
-#include "report/svg_chart.hpp"
+#include "report/detail/html_style.hpp"
+#include "report/detail/svg_chart.hpp"
 
 namespace llmrepro::report {
 

@@ -1,12 +1,12 @@
 // SVG charts. Coordinates are computed in doubles and printed with one decimal, so a chart's
 // markup is a pure function of its data (the tests compare markup).
-#include "report/svg_chart.hpp"
+#include "report/detail/svg_chart.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
-#include "report/html_style.hpp"
+#include "report/detail/html_style.hpp"
 
 namespace llmrepro::report {
 namespace {

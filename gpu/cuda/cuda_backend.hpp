@@ -5,7 +5,7 @@
 
 #include "core/probe_result.hpp"
 #include "core/result.hpp"
-#include "gpu/cpu_experiments.hpp"
+#include "gpu/detail/cpu_experiments.hpp"
 
 namespace llmrepro::gpu::cuda {
 

@@ -7,8 +7,8 @@
 
 #include "core/probe_result.hpp"
 #include "core/result.hpp"
-#include "gpu/cpu_experiments.hpp"
-#include "gpu/experiment_ops.hpp"
+#include "gpu/detail/cpu_experiments.hpp"
+#include "gpu/detail/experiment_ops.hpp"
 
 namespace llmrepro::gpu::cuda {
 

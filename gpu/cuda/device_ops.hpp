@@ -3,7 +3,7 @@
 // the device and a test can demand device == host bit for bit.
 #pragma once
 
-#include "gpu/experiment_ops.hpp"
+#include "gpu/detail/experiment_ops.hpp"
 
 namespace llmrepro::gpu::cuda {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "gpu/cpu_experiments.hpp"
+#include "gpu/detail/cpu_experiments.hpp"
 
 using namespace llmrepro;
 

@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
 #include "core/numerics/reduction.hpp"
-#include "gpu/cpu_experiments.hpp"
-#include "gpu/experiment_ops.hpp"
+#include "gpu/detail/cpu_experiments.hpp"
+#include "gpu/detail/experiment_ops.hpp"
 
 using namespace llmrepro;
 

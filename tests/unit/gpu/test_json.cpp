@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/json_value.hpp"
-#include "gpu/json_writer.hpp"
+#include "gpu/detail/json_writer.hpp"
 
 using namespace llmrepro::gpu;
 

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probes/dialect.hpp"
-#include "probes/prompt_text.hpp"
+#include "probes/detail/prompt_text.hpp"
 
 using namespace llmrepro;
 using probes::Dialect;

@@ -5,10 +5,10 @@
 #include <fstream>
 #include <string>
 
-#include "report/html_prompt_detail.hpp"
+#include "report/detail/html_prompt_detail.hpp"
 #include "report/html_report.hpp"
-#include "report/html_style.hpp"
-#include "report/svg_chart.hpp"
+#include "report/detail/html_style.hpp"
+#include "report/detail/svg_chart.hpp"
 #include "tests/support/audit_sections_fixture.hpp"
 #include "tests/support/reviewer_fixture.hpp"
 

@@ -7,7 +7,7 @@
 
 #include "tests/support/audit_report_fixture.hpp"
 #include "tests/support/audit_sections_fixture.hpp"
-#include "report/iso_time.hpp"
+#include "report/detail/iso_time.hpp"
 #include "report/json_report.hpp"
 
 using namespace llmrepro;

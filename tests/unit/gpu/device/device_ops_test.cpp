@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "gpu/cpu_experiments.hpp"
+#include "gpu/detail/cpu_experiments.hpp"
 #include "gpu/cuda/cuda_backend.hpp"
 #include "gpu/cuda/device_checks.hpp"
 #include "gpu/cuda/device_ops.hpp"

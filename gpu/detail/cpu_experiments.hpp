@@ -9,7 +9,7 @@
 #include "core/numerics/float_format.hpp"
 #include "core/probe_result.hpp"
 #include "core/result.hpp"
-#include "gpu/experiment_ops.hpp"
+#include "gpu/detail/experiment_ops.hpp"
 
 namespace llmrepro::gpu {
 
