@@ -8,7 +8,7 @@
 #include <mutex>
 #include <utility>
 
-#include "report/store/detail/assign_or_return.hpp"
+#include "core/result.hpp"
 #include "report/store/detail/record_reader.hpp"
 #include "report/store/detail/record_writer.hpp"
 #include "report/store/detail/schema.hpp"
@@ -48,9 +48,9 @@ struct AuditDatabase::Impl {
 
   // The statements used again and again: the transaction's and the record writer's.
   Result<void> prepare_cached() {
-    LLMREPRO_ASSIGN_OR_RETURN(begin, connection.prepare("BEGIN IMMEDIATE"));
-    LLMREPRO_ASSIGN_OR_RETURN(commit, connection.prepare("COMMIT"));
-    LLMREPRO_ASSIGN_OR_RETURN(rollback, connection.prepare("ROLLBACK"));
+    LLMREPRO_TRY_ASSIGN(begin, connection.prepare("BEGIN IMMEDIATE"));
+    LLMREPRO_TRY_ASSIGN(commit, connection.prepare("COMMIT"));
+    LLMREPRO_TRY_ASSIGN(rollback, connection.prepare("ROLLBACK"));
     return writer.prepare(numbers_columns);
   }
 

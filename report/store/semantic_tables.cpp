@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "report/store/detail/assign_or_return.hpp"
+#include "core/result.hpp"
 
 namespace llmrepro::store::detail {
 namespace {
@@ -25,17 +25,16 @@ Result<void> write_semantic(const Connection& connection,
                             const core::SemanticAgreement& agreement) {
   if (auto done = connection.exec(k_semantic_sql); !done) return done;
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(statement, connection.prepare("INSERT INTO semantic (singleton, "
-                                                          "model, threshold) VALUES (1, ?1, ?2)"));
+  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("INSERT INTO semantic (singleton, "
+                                                    "model, threshold) VALUES (1, ?1, ?2)"));
   bind_text(statement.get(), 1, agreement.model);
   sqlite3_bind_double(statement.get(), 2, agreement.threshold);
   if (auto done = connection.step_done(statement.get(), "cannot store the semantic agreement");
       !done)
     return done;
-  LLMREPRO_ASSIGN_OR_RETURN(statement,
-                            connection.prepare("INSERT INTO semantic_prompts (prompt_index, "
-                                               "distinct_count, pairs, mean, std, min) VALUES "
-                                               "(?1, ?2, ?3, ?4, ?5, ?6)"));
+  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("INSERT INTO semantic_prompts (prompt_index, "
+                                                    "distinct_count, pairs, mean, std, min) VALUES "
+                                                    "(?1, ?2, ?3, ?4, ?5, ?6)"));
   for (const auto& prompt : agreement.prompts) {
     sqlite3_bind_int(statement.get(), 1, prompt.prompt_index);
     sqlite3_bind_int(statement.get(), 2, prompt.distinct);
@@ -52,7 +51,7 @@ Result<void> write_semantic(const Connection& connection,
 
 Result<std::optional<core::SemanticAgreement>> read_semantic(const Connection& connection) {
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(
+  LLMREPRO_TRY_ASSIGN(
       statement, connection.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'semantic'",
                                     ErrorCode::input));
   int tables = 0;
@@ -66,7 +65,7 @@ Result<std::optional<core::SemanticAgreement>> read_semantic(const Connection& c
 
   core::SemanticAgreement agreement;
   bool found = false;
-  LLMREPRO_ASSIGN_OR_RETURN(
+  LLMREPRO_TRY_ASSIGN(
       statement, connection.prepare("SELECT model, threshold FROM semantic", ErrorCode::input));
   read = connection.for_each_row(statement.get(), "cannot read the semantic agreement",
                                  [&](sqlite3_stmt* row) {
@@ -77,11 +76,11 @@ Result<std::optional<core::SemanticAgreement>> read_semantic(const Connection& c
                                  });
   if (!read) return read.error();
   if (!found) return std::optional<core::SemanticAgreement>{};
-  LLMREPRO_ASSIGN_OR_RETURN(statement,
-                            connection.prepare("SELECT prompt_index, distinct_count, pairs, mean, "
-                                               "std, min FROM semantic_prompts ORDER BY "
-                                               "prompt_index",
-                                               ErrorCode::input));
+  LLMREPRO_TRY_ASSIGN(statement,
+                      connection.prepare("SELECT prompt_index, distinct_count, pairs, mean, "
+                                         "std, min FROM semantic_prompts ORDER BY "
+                                         "prompt_index",
+                                         ErrorCode::input));
   read = connection.for_each_row(
       statement.get(), "cannot read the semantic agreement", [&](sqlite3_stmt* row) {
         core::PromptSemantics prompt;
