@@ -57,10 +57,10 @@ public:
   }
 
   Result<int> small_integer(const Json& object, const std::string& field) const {
-    auto value = integer(object, field);
-    if (!value) return value.error();
-    if (*value < INT32_MIN || *value > INT32_MAX) return error(field, "an integer in range");
-    return static_cast<int>(*value);
+    std::int64_t value = 0;
+    LLMREPRO_TRY_ASSIGN(value, integer(object, field));
+    if (value < INT32_MIN || value > INT32_MAX) return error(field, "an integer in range");
+    return static_cast<int>(value);
   }
 
   Result<std::uint64_t> unsigned_integer(const Json& object, const std::string& field) const {
@@ -86,9 +86,9 @@ public:
     const Json* value = find(object, field);
     if (value == nullptr) return error(field, "null or an integer");
     if (value->is_null()) return std::optional<int>{};
-    auto parsed = small_integer(object, field);
-    if (!parsed) return parsed.error();
-    return std::optional<int>{*parsed};
+    int parsed = 0;
+    LLMREPRO_TRY_ASSIGN(parsed, small_integer(object, field));
+    return std::optional<int>{parsed};
   }
 
   Result<std::optional<double>> optional_number(const Json& object,
@@ -238,9 +238,9 @@ double logprob_from_json(const Json& json, bool& ok) {
 std::string encode_config(const core::AuditConfig& config) { return dump(config_to_json(config)); }
 
 Result<core::AuditConfig> decode_config(const std::string& text, const std::string& where) {
-  auto json = parse(text, where + ": config");
-  if (!json) return json.error();
-  return config_from_json(*json, where);
+  Json json;
+  LLMREPRO_TRY_ASSIGN(json, parse(text, where + ": config"));
+  return config_from_json(json, where);
 }
 
 PromptJsonColumns encode_prompt_columns(const core::Prompt& prompt) {
@@ -312,11 +312,11 @@ std::string encode_probe_activity(const std::vector<core::ProbeActivity>& activi
 
 Result<std::vector<core::ProbeActivity>> decode_probe_activity(const std::string& text,
                                                                const std::string& where) {
-  auto json = parse(text, where);
-  if (!json) return json.error();
-  if (!json->is_array()) return core::make_error(ErrorCode::input, where + ": not an array");
+  Json json;
+  LLMREPRO_TRY_ASSIGN(json, parse(text, where));
+  if (!json.is_array()) return core::make_error(ErrorCode::input, where + ": not an array");
   std::vector<core::ProbeActivity> activity;
-  for (const auto& item : *json) {
+  for (const auto& item : json) {
     core::ProbeActivity a;
     const auto integer = [&](const char* name, int& field) -> Result<void> {
       const auto found = item.find(name);
@@ -332,7 +332,7 @@ Result<std::vector<core::ProbeActivity>> decode_probe_activity(const std::string
                                {"primes_failed", &a.primes_failed},
                                {"flushes_sent", &a.flushes_sent},
                                {"flushes_failed", &a.flushes_failed}})
-      if (auto done = integer(name, *field); !done) return done.error();
+      LLMREPRO_TRY(integer(name, *field));
     const auto looked_up = item.find("flush_looked_up");
     const auto route = item.find("flush_route");
     if (looked_up == item.end() || !looked_up->is_boolean() || route == item.end() ||
@@ -349,12 +349,12 @@ Result<std::vector<core::ProbeActivity>> decode_probe_activity(const std::string
 std::string encode_strings(const std::vector<std::string>& strings) { return dump(Json(strings)); }
 
 Result<std::vector<std::string>> decode_strings(const std::string& text, const std::string& where) {
-  auto json = parse(text, where);
-  if (!json) return json.error();
-  if (!json->is_array())
+  Json json;
+  LLMREPRO_TRY_ASSIGN(json, parse(text, where));
+  if (!json.is_array())
     return core::make_error(ErrorCode::input, where + ": not an array of strings");
   std::vector<std::string> strings;
-  for (const auto& item : *json) {
+  for (const auto& item : json) {
     if (!item.is_string())
       return core::make_error(ErrorCode::input, where + ": not an array of strings");
     strings.push_back(item.get<std::string>());
@@ -371,14 +371,14 @@ std::string encode_candidates(const std::vector<core::TokenCandidate>& top, std:
 
 Result<void> decode_candidates(const std::string& text, std::vector<core::TokenCandidate>& top,
                                const std::string& where) {
-  auto json = parse(text, where);
-  if (!json) return json.error();
+  Json json;
+  LLMREPRO_TRY_ASSIGN(json, parse(text, where));
   const auto bad = [&] {
     return core::make_error(ErrorCode::input,
                             where + ": not an array of [token, logprob] pairs");
   };
-  if (!json->is_array()) return bad();
-  for (const auto& pair : *json) {
+  if (!json.is_array()) return bad();
+  for (const auto& pair : json) {
     if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string()) return bad();
     bool ok = false;
     const double logprob = logprob_from_json(pair[1], ok);

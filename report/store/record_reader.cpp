@@ -273,7 +273,7 @@ Result<std::vector<core::PlannedRequest>> RecordReader::read_successes() const {
                                                       "WHERE ok = 1 ORDER BY id",
                                                       ErrorCode::input));
   std::vector<core::PlannedRequest> keys;
-  auto read = m_connection.for_each_row(
+  LLMREPRO_TRY(m_connection.for_each_row(
       statement.get(), "cannot read the records", [&](sqlite3_stmt* row) -> Result<void> {
         core::PlannedRequest key;
         key.endpoint_index = column_int(row, 0);
@@ -286,8 +286,7 @@ Result<std::vector<core::PlannedRequest>> RecordReader::read_successes() const {
         key.repeat = column_int(row, 4);
         keys.push_back(key);
         return Result<void>{};
-      });
-  if (!read) return read.error();
+      }));
   return keys;
 }
 

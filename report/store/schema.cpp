@@ -76,12 +76,11 @@ Result<std::set<std::string>> request_column_names(const Connection& connection)
   LLMREPRO_TRY_ASSIGN(statement,
                       connection.prepare("PRAGMA table_info(requests)", ErrorCode::input));
   std::set<std::string> names;
-  auto read = connection.for_each_row(statement.get(), "cannot read the requests table",
-                                      [&](sqlite3_stmt* row) -> Result<void> {
-                                        names.insert(column_text(row, 1));
-                                        return Result<void>{};
-                                      });
-  if (!read) return read.error();
+  LLMREPRO_TRY(connection.for_each_row(statement.get(), "cannot read the requests table",
+                                       [&](sqlite3_stmt* row) -> Result<void> {
+                                         names.insert(column_text(row, 1));
+                                         return Result<void>{};
+                                       }));
   return names;
 }
 

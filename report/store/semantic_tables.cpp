@@ -55,46 +55,43 @@ Result<std::optional<core::SemanticAgreement>> read_semantic(const Connection& c
       statement, connection.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'semantic'",
                                     ErrorCode::input));
   int tables = 0;
-  auto read = connection.for_each_row(statement.get(), "cannot read the tables",
-                                      [&](sqlite3_stmt* row) {
-                                        tables = column_int(row, 0);
-                                        return Result<void>{};
-                                      });
-  if (!read) return read.error();
+  LLMREPRO_TRY(
+      connection.for_each_row(statement.get(), "cannot read the tables", [&](sqlite3_stmt* row) {
+        tables = column_int(row, 0);
+        return Result<void>{};
+      }));
   if (tables == 0) return std::optional<core::SemanticAgreement>{};
 
   core::SemanticAgreement agreement;
   bool found = false;
   LLMREPRO_TRY_ASSIGN(
       statement, connection.prepare("SELECT model, threshold FROM semantic", ErrorCode::input));
-  read = connection.for_each_row(statement.get(), "cannot read the semantic agreement",
-                                 [&](sqlite3_stmt* row) {
-                                   found = true;
-                                   agreement.model = column_text(row, 0);
-                                   agreement.threshold = sqlite3_column_double(row, 1);
-                                   return Result<void>{};
-                                 });
-  if (!read) return read.error();
+  LLMREPRO_TRY(connection.for_each_row(statement.get(), "cannot read the semantic agreement",
+                                       [&](sqlite3_stmt* row) {
+                                         found = true;
+                                         agreement.model = column_text(row, 0);
+                                         agreement.threshold = sqlite3_column_double(row, 1);
+                                         return Result<void>{};
+                                       }));
   if (!found) return std::optional<core::SemanticAgreement>{};
   LLMREPRO_TRY_ASSIGN(statement,
                       connection.prepare("SELECT prompt_index, distinct_count, pairs, mean, "
                                          "std, min FROM semantic_prompts ORDER BY "
                                          "prompt_index",
                                          ErrorCode::input));
-  read = connection.for_each_row(
-      statement.get(), "cannot read the semantic agreement", [&](sqlite3_stmt* row) {
-        core::PromptSemantics prompt;
-        prompt.prompt_index = column_int(row, 0);
-        prompt.distinct = column_int(row, 1);
-        prompt.pairs = column_int(row, 2);
-        prompt.mean = sqlite3_column_double(row, 3);
-        prompt.std = sqlite3_column_double(row, 4);
-        prompt.min = sqlite3_column_double(row, 5);
-        prompt.agrees = prompt.min >= agreement.threshold;
-        agreement.prompts.push_back(prompt);
-        return Result<void>{};
-      });
-  if (!read) return read.error();
+  LLMREPRO_TRY(connection.for_each_row(statement.get(), "cannot read the semantic agreement",
+                                       [&](sqlite3_stmt* row) {
+                                         core::PromptSemantics prompt;
+                                         prompt.prompt_index = column_int(row, 0);
+                                         prompt.distinct = column_int(row, 1);
+                                         prompt.pairs = column_int(row, 2);
+                                         prompt.mean = sqlite3_column_double(row, 3);
+                                         prompt.std = sqlite3_column_double(row, 4);
+                                         prompt.min = sqlite3_column_double(row, 5);
+                                         prompt.agrees = prompt.min >= agreement.threshold;
+                                         agreement.prompts.push_back(prompt);
+                                         return Result<void>{};
+                                       }));
   core::summarize(agreement);
   return std::optional<core::SemanticAgreement>{std::move(agreement)};
 }
