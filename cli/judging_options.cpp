@@ -74,8 +74,8 @@ core::Result<void> apply_judging_options(const JudgingOptions& judging, core::Au
     return !given_only || given(option);
   };
   // Every value is validated, given or not, so that a bad one is reported whatever the mode.
-  auto fail_on = core::parse_fail_on(judging.fail_on);
-  if (!fail_on) return fail_on.error();
+  core::FailOnSet fail_on;
+  LLMREPRO_TRY_ASSIGN(fail_on, core::parse_fail_on(judging.fail_on));
   if (judging.max_unique && *judging.max_unique < 1)
     return core::make_error(core::ErrorCode::usage,
                             fmt::format("--max-unique must be at least 1 (got {})",
@@ -98,7 +98,7 @@ core::Result<void> apply_judging_options(const JudgingOptions& judging, core::Au
                             fmt::format("--fragile-window must be at least 1 (got {})",
                                         judging.fragile_window));
 
-  if (take(o.fail_on)) config.gates.fail_on = *fail_on;
+  if (take(o.fail_on)) config.gates.fail_on = fail_on;
   if (take(o.max_unique)) config.gates.max_unique = judging.max_unique;
   if (take(o.max_unstable_rate)) config.gates.max_unstable_rate = judging.max_unstable_rate;
   if (take(o.min_tara)) config.gates.min_tara = judging.min_tara;

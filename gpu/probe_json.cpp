@@ -246,9 +246,8 @@ std::string probe_result_to_json(const core::ProbeResult& result) {
 }
 
 core::Result<core::ProbeResult> probe_result_from_json(const std::string& text) {
-  auto parsed = parse_json(text);
-  if (!parsed) return parsed.error();
-  const JsonValue& root = *parsed;
+  JsonValue root;
+  LLMREPRO_TRY_ASSIGN(root, parse_json(text));
   if (root.type != JsonValue::Type::object)
     return core::make_error(core::ErrorCode::input, "probe report: the document is not an object");
   Reader read;

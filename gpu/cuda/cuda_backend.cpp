@@ -72,8 +72,8 @@ core::Result<core::ProbeExperiment> run_device_self_test(const ExperimentConfig&
     DeviceBuffer out_device(static_cast<std::size_t>(m * n) * 4);
     if (!x_device || !w_device || !out_device)
       return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
-    if (auto r = upload(x_device.get(), x.data(), x.size() * 4); !r) return r.error();
-    if (auto r = upload(w_device.get(), w.data(), w.size() * 4); !r) return r.error();
+    LLMREPRO_TRY(upload(x_device.get(), x.data(), x.size() * 4));
+    LLMREPRO_TRY(upload(w_device.get(), w.data(), w.size() * 4));
     for (const int splits : {1, 2, 3, 8}) {
       const bool fixed = splits == 1;
       const int status =
@@ -101,7 +101,7 @@ core::Result<core::ProbeExperiment> run_device_self_test(const ExperimentConfig&
   const auto w = random_values(static_cast<std::size_t>(n * k), config.seed + 6, config.precision);
   DeviceBuffer w_device(w.size() * 4);
   if (!w_device) return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
-  if (auto r = upload(w_device.get(), w.data(), w.size() * 4); !r) return r.error();
+  LLMREPRO_TRY(upload(w_device.get(), w.data(), w.size() * 4));
   std::vector<float> reference;
   std::vector<std::string> digests;
   for (const int m : {1, 2, 17, 128, 257}) {
@@ -112,16 +112,14 @@ core::Result<core::ProbeExperiment> run_device_self_test(const ExperimentConfig&
     DeviceBuffer out_device(static_cast<std::size_t>(m * n) * 4);
     if (!x_device || !out_device)
       return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
-    if (auto r = upload(x_device.get(), x.data(), x.size() * 4); !r) return r.error();
+    LLMREPRO_TRY(upload(x_device.get(), x.data(), x.size() * 4));
     const int repeats = m == 1 ? 20 : 1;
     std::vector<float> row;
     for (int repeat = 0; repeat < repeats; ++repeat) {
       const int status =
           launch_fixed_order_gemm(x_device.floats(), w_device.floats(), out_device.floats(), m, n, k);
       if (status != 0) return cuda_error("fixed-order kernel", status);
-      auto out = download_floats(out_device.floats(), static_cast<std::size_t>(n));
-      if (!out) return out.error();
-      row = *out;
+      LLMREPRO_TRY_ASSIGN(row, download_floats(out_device.floats(), static_cast<std::size_t>(n)));
       if (m == 1) digests.push_back(output_digest(row.data(), row.size()));
     }
     if (reference.empty()) reference = row;
@@ -201,9 +199,9 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
     DeviceBuffer w_float(nk * 4);
     DeviceBuffer w_typed(nk * bytes);
     if (!w_float || !w_typed) return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
-    if (auto r = upload(w_float.get(), w.data(), nk * 4); !r) return r.error();
+    LLMREPRO_TRY(upload(w_float.get(), w.data(), nk * 4));
     const auto w_encoded = encode(precision, w);
-    if (auto r = upload(w_typed.get(), w_encoded.data(), w_encoded.size()); !r) return r.error();
+    LLMREPRO_TRY(upload(w_typed.get(), w_encoded.data(), w_encoded.size()));
     const char* variants[] = {"lt_default", "lt_no_split_k", "lt_pinned", "fixed_order_kernel"};
     constexpr int k_lt_variants = 3;
     std::vector<AnchorOutputs> references(4);
@@ -227,9 +225,9 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
       DeviceBuffer d_typed(rows * static_cast<std::size_t>(shape.n) * bytes);
       if (!x_float || !x_typed || !d_float || !d_typed)
         return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
-      if (auto r = upload(x_float.get(), x.data(), x.size() * 4); !r) return r.error();
+      LLMREPRO_TRY(upload(x_float.get(), x.data(), x.size() * 4));
       const auto x_encoded = encode(precision, x);
-      if (auto r = upload(x_typed.get(), x_encoded.data(), x_encoded.size()); !r) return r.error();
+      LLMREPRO_TRY(upload(x_typed.get(), x_encoded.data(), x_encoded.size()));
       const std::size_t row_bytes = static_cast<std::size_t>(shape.n) * bytes;
       const std::size_t last_offset = (rows - 1) * static_cast<std::size_t>(shape.n);
       for (int v = 0; v < 4; ++v) {
@@ -248,8 +246,7 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
             continue;
           }
           if (!gemm) return gemm.error();
-          if (auto r = (*gemm)->run(x_typed.get(), w_typed.get(), d_typed.get()); !r)
-            return r.error();
+          LLMREPRO_TRY((*gemm)->run(x_typed.get(), w_typed.get(), d_typed.get()));
           out.algo = (*gemm)->algo();
           const auto* base = static_cast<const unsigned char*>(d_typed.get());
           auto first = download(base, row_bytes);
@@ -334,8 +331,8 @@ core::Result<core::ProbeExperiment> run_device_atomics(const ExperimentConfig& c
   DeviceBuffer out_device(static_cast<std::size_t>(n) * 4);
   if (!x_device || !w_device || !out_device)
     return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
-  if (auto r = upload(x_device.get(), x.data(), x.size() * 4); !r) return r.error();
-  if (auto r = upload(w_device.get(), w.data(), w.size() * 4); !r) return r.error();
+  LLMREPRO_TRY(upload(x_device.get(), x.data(), x.size() * 4));
+  LLMREPRO_TRY(upload(w_device.get(), w.data(), w.size() * 4));
   std::vector<float> serial_fp32;
   for (const char* variant : {"serial_split_k", "atomic_fp32"}) {
     const bool atomic = std::string(variant) == "atomic_fp32";
@@ -379,9 +376,8 @@ core::Result<core::ProbeExperiment> run_device_atomics(const ExperimentConfig& c
 } // namespace
 
 core::Result<core::ProbeResult> run_cuda_backend(const ExperimentConfig& config) {
-  auto name = visible_device_name();
-  if (!name) return name.error();
   core::ProbeResult result;
+  LLMREPRO_TRY_ASSIGN(result.device.name, visible_device_name());
   result.backend = "cuda";
   result.dtype = numerics::to_string(config.precision);
   result.quick = config.quick;
@@ -391,7 +387,6 @@ core::Result<core::ProbeResult> run_cuda_backend(const ExperimentConfig& config)
   int runtime = 0;
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
-  result.device.name = *name;
   result.device.sm_count = properties.multiProcessorCount;
   result.device.driver = "CUDA driver API " + version_text(driver);
   result.device.cuda = version_text(runtime);
@@ -410,7 +405,7 @@ core::Result<core::ProbeResult> run_cuda_backend(const ExperimentConfig& config)
   progress("E2 forced split-K");
   auto forced = run_forced_split_k(config, device);
   if (!forced) return forced.error();
-  if (auto lt_rows = append_lt_forced_split_k(config, *forced); !lt_rows) return lt_rows.error();
+  LLMREPRO_TRY(append_lt_forced_split_k(config, *forced));
   result.experiments.push_back(std::move(*forced));
   progress("E3 atomics");
   auto atomics = run_device_atomics(config);

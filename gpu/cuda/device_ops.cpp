@@ -44,8 +44,8 @@ core::Result<SplitKOutputs> DeviceOps::split_k(const float* x, const float* weig
   DeviceBuffer out(outputs * 4);
   DeviceBuffer out_fp32(outputs * 4);
   if (!partials || !out || !out_fp32) return allocation_error();
-  if (auto r = upload_floats(x_device, x, k); !r) return r.error();
-  if (auto r = upload_floats(w_device, weights, outputs * k); !r) return r.error();
+  LLMREPRO_TRY(upload_floats(x_device, x, k));
+  LLMREPRO_TRY(upload_floats(w_device, weights, outputs * k));
   const int n = static_cast<int>(outputs);
   int status = launch_split_k_partials(x_device.floats(), w_device.floats(), partials.floats(), n,
                                        static_cast<int>(k), static_cast<int>(s));
@@ -53,7 +53,7 @@ core::Result<SplitKOutputs> DeviceOps::split_k(const float* x, const float* weig
     status = launch_combine_partials(partials.floats(), out.floats(), out_fp32.floats(), n,
                                      static_cast<int>(s), scheme_code(scheme),
                                      precision_code(precision));
-  if (auto r = finish("split-K kernels", status); !r) return r.error();
+  LLMREPRO_TRY(finish("split-K kernels", status));
   auto rounded = download_floats(out.floats(), outputs);
   auto unrounded = download_floats(out_fp32.floats(), outputs);
   if (!rounded) return rounded.error();
@@ -75,15 +75,15 @@ core::Result<NormOutputs> DeviceOps::rmsnorm(const float* x, const float* residu
   DeviceBuffer out(total * 4);
   DeviceBuffer inv_rms(rows * 4);
   if (!summed || !chunk_sums || !out || !inv_rms) return allocation_error();
-  if (auto r = upload_floats(x_device, x, total); !r) return r.error();
-  if (auto r = upload_floats(residual_device, residual, total); !r) return r.error();
-  if (auto r = upload_floats(weight_device, weight, hidden); !r) return r.error();
+  LLMREPRO_TRY(upload_floats(x_device, x, total));
+  LLMREPRO_TRY(upload_floats(residual_device, residual, total));
+  LLMREPRO_TRY(upload_floats(weight_device, weight, hidden));
   const int status = launch_rmsnorm(
       x_device.floats(), residual_device.floats(), weight_device.floats(), summed.floats(),
       chunk_sums.floats(), out.floats(), inv_rms.floats(), static_cast<int>(rows),
       static_cast<int>(hidden), order.lanes, static_cast<int>(splits), eps,
       precision_code(precision));
-  if (auto r = finish("RMSNorm kernels", status); !r) return r.error();
+  LLMREPRO_TRY(finish("RMSNorm kernels", status));
   auto out_host = download_floats(out.floats(), total);
   auto inv_host = download_floats(inv_rms.floats(), rows);
   if (!out_host) return out_host.error();
@@ -110,20 +110,19 @@ core::Result<AttentionOutputs> DeviceOps::attention(const AttentionInputs& in,
   DeviceBuffer lse(in.query_heads * 4);
   if (!bounds_device || !scores || !split_max || !split_sum || !split_out || !out || !lse)
     return allocation_error();
-  if (auto r = upload_floats(q, in.q, q_elements); !r) return r.error();
-  if (auto r = upload_floats(keys, in.keys, kv_elements); !r) return r.error();
-  if (auto r = upload_floats(values, in.values, kv_elements); !r) return r.error();
+  LLMREPRO_TRY(upload_floats(q, in.q, q_elements));
+  LLMREPRO_TRY(upload_floats(keys, in.keys, kv_elements));
+  LLMREPRO_TRY(upload_floats(values, in.values, kv_elements));
   const std::vector<long long> bounds_host(bounds.begin(), bounds.end());
-  if (auto r = upload(bounds_device.get(), bounds_host.data(), bounds_host.size() * sizeof(long long));
-      !r)
-    return r.error();
+  LLMREPRO_TRY(
+      upload(bounds_device.get(), bounds_host.data(), bounds_host.size() * sizeof(long long)));
   const int status = launch_attention_decode(
       q.floats(), keys.floats(), values.floats(), static_cast<const long long*>(bounds_device.get()),
       static_cast<int>(splits), scores.floats(), split_max.floats(), split_sum.floats(),
       split_out.floats(), out.floats(), lse.floats(), static_cast<int>(in.query_heads),
       static_cast<int>(in.kv_heads), static_cast<int>(in.length), static_cast<int>(in.head_dim),
       in.scale);
-  if (auto r = finish("attention kernels", status); !r) return r.error();
+  LLMREPRO_TRY(finish("attention kernels", status));
   auto out_host = download_floats(out.floats(), q_elements);
   auto lse_host = download_floats(lse.floats(), in.query_heads);
   if (!out_host) return out_host.error();
@@ -143,18 +142,17 @@ core::Result<FlipLogits> DeviceOps::flip_logits(const FlipInputs& in, numerics::
   DeviceBuffer argmax_a(in.steps);
   DeviceBuffer argmax_b(in.steps);
   if (!logit_a || !logit_b || !argmax_a || !argmax_b) return allocation_error();
-  if (auto r = upload_floats(hidden, in.hidden.data(), hidden_elements); !r) return r.error();
+  LLMREPRO_TRY(upload_floats(hidden, in.hidden.data(), hidden_elements));
   const std::vector<float>& source = drift ? in.drifted : in.hidden;
-  if (auto r = upload_floats(perturbed, source.data(), hidden_elements); !r) return r.error();
-  if (auto r = upload_floats(weights, in.weights.data(), 2 * hidden_elements); !r)
-    return r.error();
-  if (auto r = upload_floats(targets, in.targets.data(), 2 * in.steps); !r) return r.error();
+  LLMREPRO_TRY(upload_floats(perturbed, source.data(), hidden_elements));
+  LLMREPRO_TRY(upload_floats(weights, in.weights.data(), 2 * hidden_elements));
+  LLMREPRO_TRY(upload_floats(targets, in.targets.data(), 2 * in.steps));
   const int status = launch_flip_logits(
       hidden.floats(), perturbed.floats(), weights.floats(), targets.floats(), logit_a.floats(),
       logit_b.floats(), static_cast<unsigned char*>(argmax_a.get()),
       static_cast<unsigned char*>(argmax_b.get()), static_cast<int>(in.steps),
       static_cast<int>(in.k), precision_code(logits));
-  if (auto r = finish("flip kernel", status); !r) return r.error();
+  LLMREPRO_TRY(finish("flip kernel", status));
   auto a = download_floats(logit_a.floats(), 2 * in.steps);
   auto b = download_floats(logit_b.floats(), 2 * in.steps);
   auto first = download(argmax_a.get(), in.steps);

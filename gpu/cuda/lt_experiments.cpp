@@ -71,9 +71,7 @@ core::Result<void> append_lt_forced_split_k(const ExperimentConfig& config,
   const auto run = [&](const LtRequest& request, LtAlgoInfo& algo) -> core::Result<std::vector<float>> {
     auto gemm = LtGemm::create(precision, m, n, k, request, workspace.get(), k_workspace_bytes);
     if (!gemm) return gemm.error();
-    if (auto r = (*gemm)->run(buffers.x_typed.get(), buffers.w_typed.get(), buffers.d_typed.get());
-        !r)
-      return r.error();
+    LLMREPRO_TRY((*gemm)->run(buffers.x_typed.get(), buffers.w_typed.get(), buffers.d_typed.get()));
     algo = (*gemm)->algo();
     auto out = download(buffers.d_typed.get(), mn * element_bytes(precision));
     if (!out) return out.error();
@@ -151,7 +149,7 @@ core::Result<core::ProbeExperiment> run_device_cost(const ExperimentConfig& conf
     const auto x = random_values(static_cast<std::size_t>(m) * k,
                                  config.seed + 71 + static_cast<std::uint64_t>(m), precision);
     GemmBuffers b;
-    if (auto r = fill(b, precision, x, w, mn); !r) return r.error();
+    LLMREPRO_TRY(fill(b, precision, x, w, mn));
     if (!pinned) {
       auto source = LtGemm::create(precision, batch_sizes.back(), n, k,
                                    LtRequest{LtPolicy::no_split_k, 1, 0, nullptr}, workspace.get(),
@@ -192,13 +190,10 @@ core::Result<core::ProbeExperiment> run_device_cost(const ExperimentConfig& conf
     std::vector<std::vector<unsigned char>> numerics(k_variants);
     for (int v = 0; v < k_variants; ++v) {
       if (!present(v)) continue;
-      for (int warm = 0; warm < 10; ++warm)
-        if (auto r = launch(v); !r) return r.error();
+      for (int warm = 0; warm < 10; ++warm) LLMREPRO_TRY(launch(v));
       if (const int status = static_cast<int>(cudaDeviceSynchronize()); status != 0)
         return cuda_error("warm-up", status);
-      auto out = output(v);
-      if (!out) return out.error();
-      numerics[static_cast<std::size_t>(v)] = std::move(*out);
+      LLMREPRO_TRY_ASSIGN(numerics[static_cast<std::size_t>(v)], output(v));
     }
     std::vector<std::vector<double>> times(k_variants);
     // Interleaved A B C D A B C D ... so that clock drift spreads over all variants.
@@ -207,7 +202,7 @@ core::Result<core::ProbeExperiment> run_device_cost(const ExperimentConfig& conf
         if (!present(v)) continue;
         cudaMemsetAsync(flush.get(), sample & 0xFF, flush_bytes);
         cudaEventRecord(start);
-        if (auto r = launch(v); !r) return r.error();
+        LLMREPRO_TRY(launch(v));
         cudaEventRecord(stop);
         if (const int status = static_cast<int>(cudaEventSynchronize(stop)); status != 0)
           return cuda_error("timed launch", status);

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <utility>
 
-#include "report/store/detail/assign_or_return.hpp"
+#include "core/result.hpp"
 #include "report/store/detail/record_reader.hpp"
 #include "report/store/detail/record_writer.hpp"
 #include "report/store/detail/schema.hpp"
@@ -48,9 +48,9 @@ struct AuditDatabase::Impl {
 
   // The statements used again and again: the transaction's and the record writer's.
   Result<void> prepare_cached() {
-    LLMREPRO_ASSIGN_OR_RETURN(begin, connection.prepare("BEGIN IMMEDIATE"));
-    LLMREPRO_ASSIGN_OR_RETURN(commit, connection.prepare("COMMIT"));
-    LLMREPRO_ASSIGN_OR_RETURN(rollback, connection.prepare("ROLLBACK"));
+    LLMREPRO_TRY_ASSIGN(begin, connection.prepare("BEGIN IMMEDIATE"));
+    LLMREPRO_TRY_ASSIGN(commit, connection.prepare("COMMIT"));
+    LLMREPRO_TRY_ASSIGN(rollback, connection.prepare("ROLLBACK"));
     return writer.prepare(numbers_columns);
   }
 
@@ -86,18 +86,18 @@ Result<AuditDatabase> AuditDatabase::create(const std::string& path,
   if (!connected) return connected.error();
   auto impl = std::make_unique<Impl>(std::move(*connected));
   const detail::Connection& connection = impl->connection;
-  if (auto empty = detail::check_new_file(connection); !empty) return empty.error();
+  LLMREPRO_TRY(detail::check_new_file(connection));
   {
     // WAL: readers (`report` while an audit runs) never block the writer, and a commit is one
     // append to the log.
-    auto statement = connection.prepare("PRAGMA journal_mode=WAL");
-    if (!statement) return statement.error();
-    if (sqlite3_step(statement->get()) != SQLITE_ROW ||
-        detail::column_text(statement->get(), 0) != "wal")
+    detail::Statement statement;
+    LLMREPRO_TRY_ASSIGN(statement, connection.prepare("PRAGMA journal_mode=WAL"));
+    if (sqlite3_step(statement.get()) != SQLITE_ROW ||
+        detail::column_text(statement.get(), 0) != "wal")
       return connection.failure(ErrorCode::environment, "cannot switch to WAL mode");
   }
-  if (auto done = impl->configure_connection(); !done) return done.error();
-  if (auto done = connection.exec("BEGIN IMMEDIATE"); !done) return done.error();
+  LLMREPRO_TRY(impl->configure_connection());
+  LLMREPRO_TRY(connection.exec("BEGIN IMMEDIATE"));
   auto written = [&]() -> Result<void> {
     if (auto done = detail::create_tables(connection); !done) return done;
     if (auto done = impl->prepare_cached(); !done) return done;
@@ -119,11 +119,10 @@ Result<AuditDatabase> AuditDatabase::open(const std::string& path) {
   auto connected = detail::Connection::open(path, SQLITE_OPEN_READWRITE);
   if (!connected) return connected.error();
   auto impl = std::make_unique<Impl>(std::move(*connected));
-  if (auto version = detail::check_schema_version(impl->connection); !version)
-    return version.error();
-  if (auto done = impl->configure_connection(); !done) return done.error();
+  LLMREPRO_TRY(detail::check_schema_version(impl->connection));
+  LLMREPRO_TRY(impl->configure_connection());
   impl->numbers_columns = detail::add_numbers_columns(impl->connection);
-  if (auto done = impl->prepare_cached(); !done) return done.error();
+  LLMREPRO_TRY(impl->prepare_cached());
   return AuditDatabase(std::move(impl));
 }
 
@@ -132,7 +131,7 @@ Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit) c
   const detail::Connection& connection = m_impl->connection;
   const detail::RecordReader reader = m_impl->reader();
   // One read transaction: a snapshot even while another process records.
-  if (auto done = connection.exec("BEGIN"); !done) return done.error();
+  LLMREPRO_TRY(connection.exec("BEGIN"));
   core::AuditData data;
   auto loaded = reader.read_header(data);
   if (loaded) loaded = visit ? reader.stream_records(data, visit) : reader.read_records(data);

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "report/store/detail/assign_or_return.hpp"
+#include "core/result.hpp"
 
 namespace llmrepro::store::detail {
 namespace {
@@ -57,10 +57,10 @@ public:
   }
 
   Result<int> small_integer(const Json& object, const std::string& field) const {
-    auto value = integer(object, field);
-    if (!value) return value.error();
-    if (*value < INT32_MIN || *value > INT32_MAX) return error(field, "an integer in range");
-    return static_cast<int>(*value);
+    std::int64_t value = 0;
+    LLMREPRO_TRY_ASSIGN(value, integer(object, field));
+    if (value < INT32_MIN || value > INT32_MAX) return error(field, "an integer in range");
+    return static_cast<int>(value);
   }
 
   Result<std::uint64_t> unsigned_integer(const Json& object, const std::string& field) const {
@@ -86,9 +86,9 @@ public:
     const Json* value = find(object, field);
     if (value == nullptr) return error(field, "null or an integer");
     if (value->is_null()) return std::optional<int>{};
-    auto parsed = small_integer(object, field);
-    if (!parsed) return parsed.error();
-    return std::optional<int>{*parsed};
+    int parsed = 0;
+    LLMREPRO_TRY_ASSIGN(parsed, small_integer(object, field));
+    return std::optional<int>{parsed};
   }
 
   Result<std::optional<double>> optional_number(const Json& object,
@@ -143,18 +143,18 @@ Json config_to_json(const core::AuditConfig& config) {
 Result<core::AuditConfig> config_from_json(const Json& json, const std::string& where) {
   const JsonReader read(where + ": config");
   core::AuditConfig config;
-  LLMREPRO_ASSIGN_OR_RETURN(config.api, read.string(json, "api"));
-  LLMREPRO_ASSIGN_OR_RETURN(config.model, read.string(json, "model"));
-  LLMREPRO_ASSIGN_OR_RETURN(config.runs, read.small_integer(json, "runs"));
+  LLMREPRO_TRY_ASSIGN(config.api, read.string(json, "api"));
+  LLMREPRO_TRY_ASSIGN(config.model, read.string(json, "model"));
+  LLMREPRO_TRY_ASSIGN(config.runs, read.small_integer(json, "runs"));
   const Json* levels = nullptr;
-  LLMREPRO_ASSIGN_OR_RETURN(levels, read.array(json, "levels"));
+  LLMREPRO_TRY_ASSIGN(levels, read.array(json, "levels"));
   config.levels.clear();
   for (const auto& level : *levels) {
     if (!level.is_number_integer()) return read.error("levels", "an array of integers");
     config.levels.push_back(level.get<int>());
   }
   const Json* probes = nullptr;
-  LLMREPRO_ASSIGN_OR_RETURN(probes, read.array(json, "probes"));
+  LLMREPRO_TRY_ASSIGN(probes, read.array(json, "probes"));
   config.probes.clear();
   for (const auto& probe : *probes) {
     if (!probe.is_string()) return read.error("probes", "an array of probe names");
@@ -162,33 +162,33 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
     if (!kind) return read.error("probes", "an array of probe names");
     config.probes.push_back(*kind);
   }
-  LLMREPRO_ASSIGN_OR_RETURN(config.max_tokens, read.small_integer(json, "max_tokens"));
-  LLMREPRO_ASSIGN_OR_RETURN(config.top_logprobs, read.small_integer(json, "top_logprobs"));
-  LLMREPRO_ASSIGN_OR_RETURN(config.seed, read.unsigned_integer(json, "seed"));
-  LLMREPRO_ASSIGN_OR_RETURN(config.stream, read.boolean(json, "stream"));
-  LLMREPRO_ASSIGN_OR_RETURN(config.timeout_s, read.number(json, "timeout_s"));
-  LLMREPRO_ASSIGN_OR_RETURN(config.retries, read.small_integer(json, "retries"));
-  LLMREPRO_ASSIGN_OR_RETURN(config.fragile_gap, read.number(json, "fragile_gap"));
-  LLMREPRO_ASSIGN_OR_RETURN(config.fragile_window, read.small_integer(json, "fragile_window"));
-  LLMREPRO_ASSIGN_OR_RETURN(config.rate_limit, read.number(json, "rate_limit"));
-  LLMREPRO_ASSIGN_OR_RETURN(config.shard_index, read.small_integer(json, "shard_index"));
-  LLMREPRO_ASSIGN_OR_RETURN(config.shard_count, read.small_integer(json, "shard_count"));
+  LLMREPRO_TRY_ASSIGN(config.max_tokens, read.small_integer(json, "max_tokens"));
+  LLMREPRO_TRY_ASSIGN(config.top_logprobs, read.small_integer(json, "top_logprobs"));
+  LLMREPRO_TRY_ASSIGN(config.seed, read.unsigned_integer(json, "seed"));
+  LLMREPRO_TRY_ASSIGN(config.stream, read.boolean(json, "stream"));
+  LLMREPRO_TRY_ASSIGN(config.timeout_s, read.number(json, "timeout_s"));
+  LLMREPRO_TRY_ASSIGN(config.retries, read.small_integer(json, "retries"));
+  LLMREPRO_TRY_ASSIGN(config.fragile_gap, read.number(json, "fragile_gap"));
+  LLMREPRO_TRY_ASSIGN(config.fragile_window, read.small_integer(json, "fragile_window"));
+  LLMREPRO_TRY_ASSIGN(config.rate_limit, read.number(json, "rate_limit"));
+  LLMREPRO_TRY_ASSIGN(config.shard_index, read.small_integer(json, "shard_index"));
+  LLMREPRO_TRY_ASSIGN(config.shard_count, read.small_integer(json, "shard_count"));
   const Json* gates = read.find(json, "gates");
   if (gates == nullptr || !gates->is_object()) return read.error("gates", "an object");
   const JsonReader read_gates(where + ": config.gates");
   std::string fail_on;
-  LLMREPRO_ASSIGN_OR_RETURN(fail_on, read_gates.string(*gates, "fail_on"));
+  LLMREPRO_TRY_ASSIGN(fail_on, read_gates.string(*gates, "fail_on"));
   auto parsed_fail_on = core::parse_fail_on(fail_on);
   if (!parsed_fail_on)
     return read_gates.error("fail_on", "none, or a comma list of unstable, fragile, disagree");
   config.gates.fail_on = *parsed_fail_on;
-  LLMREPRO_ASSIGN_OR_RETURN(config.gates.max_unique, read_gates.optional_int(*gates, "max_unique"));
-  LLMREPRO_ASSIGN_OR_RETURN(config.gates.max_unstable_rate,
-                            read_gates.optional_number(*gates, "max_unstable_rate"));
-  LLMREPRO_ASSIGN_OR_RETURN(config.gates.min_tara, read_gates.optional_number(*gates, "min_tara"));
+  LLMREPRO_TRY_ASSIGN(config.gates.max_unique, read_gates.optional_int(*gates, "max_unique"));
+  LLMREPRO_TRY_ASSIGN(config.gates.max_unstable_rate,
+                      read_gates.optional_number(*gates, "max_unstable_rate"));
+  LLMREPRO_TRY_ASSIGN(config.gates.min_tara, read_gates.optional_number(*gates, "min_tara"));
   // Absent from audits stored before the failure gate existed: its default, 0.
   std::optional<double> max_failed_rate;
-  LLMREPRO_ASSIGN_OR_RETURN(max_failed_rate, read_gates.optional_number(*gates, "max_failed_rate"));
+  LLMREPRO_TRY_ASSIGN(max_failed_rate, read_gates.optional_number(*gates, "max_failed_rate"));
   config.gates.max_failed_rate = max_failed_rate.value_or(0.0);
   return config;
 }
@@ -238,9 +238,9 @@ double logprob_from_json(const Json& json, bool& ok) {
 std::string encode_config(const core::AuditConfig& config) { return dump(config_to_json(config)); }
 
 Result<core::AuditConfig> decode_config(const std::string& text, const std::string& where) {
-  auto json = parse(text, where + ": config");
-  if (!json) return json.error();
-  return config_from_json(*json, where);
+  Json json;
+  LLMREPRO_TRY_ASSIGN(json, parse(text, where + ": config"));
+  return config_from_json(json, where);
 }
 
 PromptJsonColumns encode_prompt_columns(const core::Prompt& prompt) {
@@ -262,37 +262,37 @@ Result<void> decode_prompt_columns(const PromptJsonColumns& columns, core::Promp
                                    const std::string& where) {
   const JsonReader read(where);
   Json messages;
-  LLMREPRO_ASSIGN_OR_RETURN(messages, parse(columns.messages, where + ": messages"));
+  LLMREPRO_TRY_ASSIGN(messages, parse(columns.messages, where + ": messages"));
   if (!messages.is_array()) return read.error("messages", "an array");
   prompt.messages.clear();
   const JsonReader read_message(where + ": messages[]");
   for (const auto& message : messages) {
     core::Message decoded;
-    LLMREPRO_ASSIGN_OR_RETURN(decoded.role, read_message.string(message, "role"));
-    LLMREPRO_ASSIGN_OR_RETURN(decoded.content, read_message.string(message, "content"));
+    LLMREPRO_TRY_ASSIGN(decoded.role, read_message.string(message, "role"));
+    LLMREPRO_TRY_ASSIGN(decoded.content, read_message.string(message, "content"));
     prompt.messages.push_back(std::move(decoded));
   }
-  LLMREPRO_ASSIGN_OR_RETURN(prompt.tags, decode_strings(columns.tags, where + ": tags"));
+  LLMREPRO_TRY_ASSIGN(prompt.tags, decode_strings(columns.tags, where + ": tags"));
 
   Json expect;
-  LLMREPRO_ASSIGN_OR_RETURN(expect, parse(columns.expect, where + ": expect"));
+  LLMREPRO_TRY_ASSIGN(expect, parse(columns.expect, where + ": expect"));
   const JsonReader read_expect(where + ": expect");
   std::string kind;
-  LLMREPRO_ASSIGN_OR_RETURN(kind, read_expect.string(expect, "kind"));
-  LLMREPRO_ASSIGN_OR_RETURN(prompt.expect.kind,
-                            parse_kind(kind, core::Expectation::Kind::number, read_expect, "kind"));
-  LLMREPRO_ASSIGN_OR_RETURN(prompt.expect.value, read_expect.string(expect, "value"));
-  LLMREPRO_ASSIGN_OR_RETURN(prompt.expect.path, read_expect.string(expect, "path"));
-  LLMREPRO_ASSIGN_OR_RETURN(prompt.expect.number, read_expect.number(expect, "number"));
-  LLMREPRO_ASSIGN_OR_RETURN(prompt.expect.tolerance, read_expect.number(expect, "tolerance"));
+  LLMREPRO_TRY_ASSIGN(kind, read_expect.string(expect, "kind"));
+  LLMREPRO_TRY_ASSIGN(prompt.expect.kind,
+                      parse_kind(kind, core::Expectation::Kind::number, read_expect, "kind"));
+  LLMREPRO_TRY_ASSIGN(prompt.expect.value, read_expect.string(expect, "value"));
+  LLMREPRO_TRY_ASSIGN(prompt.expect.path, read_expect.string(expect, "path"));
+  LLMREPRO_TRY_ASSIGN(prompt.expect.number, read_expect.number(expect, "number"));
+  LLMREPRO_TRY_ASSIGN(prompt.expect.tolerance, read_expect.number(expect, "tolerance"));
 
   Json extract;
-  LLMREPRO_ASSIGN_OR_RETURN(extract, parse(columns.extract, where + ": extract"));
+  LLMREPRO_TRY_ASSIGN(extract, parse(columns.extract, where + ": extract"));
   const JsonReader read_extract(where + ": extract");
-  LLMREPRO_ASSIGN_OR_RETURN(kind, read_extract.string(extract, "kind"));
-  LLMREPRO_ASSIGN_OR_RETURN(
-      prompt.extract.kind, parse_kind(kind, core::Extraction::Kind::last_line, read_extract, "kind"));
-  LLMREPRO_ASSIGN_OR_RETURN(prompt.extract.pattern, read_extract.string(extract, "pattern"));
+  LLMREPRO_TRY_ASSIGN(kind, read_extract.string(extract, "kind"));
+  LLMREPRO_TRY_ASSIGN(prompt.extract.kind,
+                      parse_kind(kind, core::Extraction::Kind::last_line, read_extract, "kind"));
+  LLMREPRO_TRY_ASSIGN(prompt.extract.pattern, read_extract.string(extract, "pattern"));
   return {};
 }
 
@@ -312,11 +312,11 @@ std::string encode_probe_activity(const std::vector<core::ProbeActivity>& activi
 
 Result<std::vector<core::ProbeActivity>> decode_probe_activity(const std::string& text,
                                                                const std::string& where) {
-  auto json = parse(text, where);
-  if (!json) return json.error();
-  if (!json->is_array()) return core::make_error(ErrorCode::input, where + ": not an array");
+  Json json;
+  LLMREPRO_TRY_ASSIGN(json, parse(text, where));
+  if (!json.is_array()) return core::make_error(ErrorCode::input, where + ": not an array");
   std::vector<core::ProbeActivity> activity;
-  for (const auto& item : *json) {
+  for (const auto& item : json) {
     core::ProbeActivity a;
     const auto integer = [&](const char* name, int& field) -> Result<void> {
       const auto found = item.find(name);
@@ -332,7 +332,7 @@ Result<std::vector<core::ProbeActivity>> decode_probe_activity(const std::string
                                {"primes_failed", &a.primes_failed},
                                {"flushes_sent", &a.flushes_sent},
                                {"flushes_failed", &a.flushes_failed}})
-      if (auto done = integer(name, *field); !done) return done.error();
+      LLMREPRO_TRY(integer(name, *field));
     const auto looked_up = item.find("flush_looked_up");
     const auto route = item.find("flush_route");
     if (looked_up == item.end() || !looked_up->is_boolean() || route == item.end() ||
@@ -349,12 +349,12 @@ Result<std::vector<core::ProbeActivity>> decode_probe_activity(const std::string
 std::string encode_strings(const std::vector<std::string>& strings) { return dump(Json(strings)); }
 
 Result<std::vector<std::string>> decode_strings(const std::string& text, const std::string& where) {
-  auto json = parse(text, where);
-  if (!json) return json.error();
-  if (!json->is_array())
+  Json json;
+  LLMREPRO_TRY_ASSIGN(json, parse(text, where));
+  if (!json.is_array())
     return core::make_error(ErrorCode::input, where + ": not an array of strings");
   std::vector<std::string> strings;
-  for (const auto& item : *json) {
+  for (const auto& item : json) {
     if (!item.is_string())
       return core::make_error(ErrorCode::input, where + ": not an array of strings");
     strings.push_back(item.get<std::string>());
@@ -371,14 +371,14 @@ std::string encode_candidates(const std::vector<core::TokenCandidate>& top, std:
 
 Result<void> decode_candidates(const std::string& text, std::vector<core::TokenCandidate>& top,
                                const std::string& where) {
-  auto json = parse(text, where);
-  if (!json) return json.error();
+  Json json;
+  LLMREPRO_TRY_ASSIGN(json, parse(text, where));
   const auto bad = [&] {
     return core::make_error(ErrorCode::input,
                             where + ": not an array of [token, logprob] pairs");
   };
-  if (!json->is_array()) return bad();
-  for (const auto& pair : *json) {
+  if (!json.is_array()) return bad();
+  for (const auto& pair : json) {
     if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string()) return bad();
     bool ok = false;
     const double logprob = logprob_from_json(pair[1], ok);

@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "report/store/detail/assign_or_return.hpp"
+#include "core/result.hpp"
 #include "report/store/detail/json_columns.hpp"
 
 namespace llmrepro::store::detail {
@@ -27,10 +27,9 @@ RecordReader::RecordReader(const Connection& connection, bool numbers_columns)
 Result<void> RecordReader::read_header(core::AuditData& data) const {
   const Connection& db = m_connection;
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(statement,
-                            db.prepare("SELECT id, started_ms, finished_ms, status, config, "
-                                       "suite_source, errors FROM audit WHERE singleton = 1",
-                                       ErrorCode::input));
+  LLMREPRO_TRY_ASSIGN(statement, db.prepare("SELECT id, started_ms, finished_ms, status, config, "
+                                            "suite_source, errors FROM audit WHERE singleton = 1",
+                                            ErrorCode::input));
   bool found = false;
   auto read = db.for_each_row(
       statement.get(), "cannot read the audit", [&](sqlite3_stmt* row) -> Result<void> {
@@ -39,18 +38,18 @@ Result<void> RecordReader::read_header(core::AuditData& data) const {
         data.info.started_ms = column_int64(row, 1);
         data.info.finished_ms = column_int64(row, 2);
         data.info.status = column_text(row, 3);
-        LLMREPRO_ASSIGN_OR_RETURN(data.config, decode_config(column_text(row, 4), db.where()));
+        LLMREPRO_TRY_ASSIGN(data.config, decode_config(column_text(row, 4), db.where()));
         data.suite.source = column_text(row, 5);
-        LLMREPRO_ASSIGN_OR_RETURN(data.errors,
-                                  decode_strings(column_text(row, 6), db.where() + ": errors"));
+        LLMREPRO_TRY_ASSIGN(data.errors,
+                            decode_strings(column_text(row, 6), db.where() + ": errors"));
         return Result<void>{};
       });
   if (!read) return read;
   if (!found) return db.corrupt("holds no audit");
 
-  LLMREPRO_ASSIGN_OR_RETURN(statement, db.prepare("SELECT idx, url, dialect, model, embedded FROM "
-                                                  "endpoints ORDER BY idx",
-                                                  ErrorCode::input));
+  LLMREPRO_TRY_ASSIGN(statement, db.prepare("SELECT idx, url, dialect, model, embedded FROM "
+                                            "endpoints ORDER BY idx",
+                                            ErrorCode::input));
   read = db.for_each_row(
       statement.get(), "cannot read the endpoints", [&](sqlite3_stmt* row) -> Result<void> {
         if (column_int64(row, 0) != static_cast<std::int64_t>(data.endpoints.size()))
@@ -65,7 +64,7 @@ Result<void> RecordReader::read_header(core::AuditData& data) const {
       });
   if (!read) return read;
 
-  LLMREPRO_ASSIGN_OR_RETURN(
+  LLMREPRO_TRY_ASSIGN(
       statement, db.prepare("SELECT idx, id, text, messages, max_tokens, tags, expect, extract, "
                             "response_format, source_line FROM prompts ORDER BY idx",
                             ErrorCode::input));
@@ -158,7 +157,7 @@ Result<void> RecordReader::append_token(sqlite3_stmt* row, std::int64_t request_
 Result<void> RecordReader::read_records(core::AuditData& data) const {
   const Connection& db = m_connection;
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(statement, db.prepare(requests_query("id").c_str(), ErrorCode::input));
+  LLMREPRO_TRY_ASSIGN(statement, db.prepare(requests_query("id").c_str(), ErrorCode::input));
   std::vector<std::int64_t> ids;
   auto read = db.for_each_row(
       statement.get(), "cannot read the records", [&](sqlite3_stmt* row) -> Result<void> {
@@ -170,7 +169,7 @@ Result<void> RecordReader::read_records(core::AuditData& data) const {
       });
   if (!read) return read;
 
-  LLMREPRO_ASSIGN_OR_RETURN(
+  LLMREPRO_TRY_ASSIGN(
       statement,
       db.prepare((std::string(k_select_tokens) + "ORDER BY request_id, position").c_str(),
                  ErrorCode::input));
@@ -193,13 +192,13 @@ RecordReader::stream_records(core::AuditData& data,
                              const AuditDatabase::PromptRecordsVisitor& visit) const {
   const Connection& db = m_connection;
   Statement requests;
-  LLMREPRO_ASSIGN_OR_RETURN(
-      requests, db.prepare(requests_query("prompt_index, id").c_str(), ErrorCode::input));
+  LLMREPRO_TRY_ASSIGN(requests,
+                      db.prepare(requests_query("prompt_index, id").c_str(), ErrorCode::input));
   Statement tokens;
-  LLMREPRO_ASSIGN_OR_RETURN(
-      tokens, db.prepare((std::string(k_select_tokens) + "WHERE request_id = ? ORDER BY position")
-                             .c_str(),
-                         ErrorCode::input));
+  LLMREPRO_TRY_ASSIGN(
+      tokens,
+      db.prepare((std::string(k_select_tokens) + "WHERE request_id = ? ORDER BY position").c_str(),
+                 ErrorCode::input));
   const core::AuditData& header = data; // records are added only once every prompt is visited
   std::vector<std::pair<std::int64_t, core::RequestRecord>> kept; // (id, trimmed record)
   std::vector<core::RequestRecord> group;
@@ -257,26 +256,24 @@ RecordReader::stream_records(core::AuditData& data,
 
 Result<void> RecordReader::read_probe_activity(core::AuditData& data) const {
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(statement,
-                            m_connection.prepare("SELECT value FROM meta WHERE key = "
-                                                 "'probe_activity'",
-                                                 ErrorCode::input));
+  LLMREPRO_TRY_ASSIGN(statement, m_connection.prepare("SELECT value FROM meta WHERE key = "
+                                                      "'probe_activity'",
+                                                      ErrorCode::input));
   if (sqlite3_step(statement.get()) != SQLITE_ROW) return {};
-  LLMREPRO_ASSIGN_OR_RETURN(data.probe_activity,
-                            decode_probe_activity(column_text(statement.get(), 0),
-                                                  m_connection.where() + ": probe_activity"));
+  LLMREPRO_TRY_ASSIGN(data.probe_activity,
+                      decode_probe_activity(column_text(statement.get(), 0),
+                                            m_connection.where() + ": probe_activity"));
   return {};
 }
 
 Result<std::vector<core::PlannedRequest>> RecordReader::read_successes() const {
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(statement,
-                            m_connection.prepare("SELECT endpoint_index, prompt_index, "
-                                                 "concurrency, probe, repeat FROM requests "
-                                                 "WHERE ok = 1 ORDER BY id",
-                                                 ErrorCode::input));
+  LLMREPRO_TRY_ASSIGN(statement, m_connection.prepare("SELECT endpoint_index, prompt_index, "
+                                                      "concurrency, probe, repeat FROM requests "
+                                                      "WHERE ok = 1 ORDER BY id",
+                                                      ErrorCode::input));
   std::vector<core::PlannedRequest> keys;
-  auto read = m_connection.for_each_row(
+  LLMREPRO_TRY(m_connection.for_each_row(
       statement.get(), "cannot read the records", [&](sqlite3_stmt* row) -> Result<void> {
         core::PlannedRequest key;
         key.endpoint_index = column_int(row, 0);
@@ -289,8 +286,7 @@ Result<std::vector<core::PlannedRequest>> RecordReader::read_successes() const {
         key.repeat = column_int(row, 4);
         keys.push_back(key);
         return Result<void>{};
-      });
-  if (!read) return read.error();
+      }));
   return keys;
 }
 

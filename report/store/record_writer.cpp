@@ -1,6 +1,6 @@
 #include "report/store/detail/record_writer.hpp"
 
-#include "report/store/detail/assign_or_return.hpp"
+#include "core/result.hpp"
 #include "report/store/detail/json_columns.hpp"
 
 namespace llmrepro::store::detail {
@@ -55,24 +55,22 @@ RecordWriter::RecordWriter(const Connection& connection) : m_connection(connecti
 
 Result<void> RecordWriter::prepare(bool numbers_columns) {
   m_numbers_columns = numbers_columns;
-  LLMREPRO_ASSIGN_OR_RETURN(
+  LLMREPRO_TRY_ASSIGN(
       m_find_request,
       m_connection.prepare("SELECT id FROM requests WHERE endpoint_index = ?1 AND prompt_index = "
                            "?2 AND concurrency = ?3 AND probe = ?4 AND repeat = ?5"));
-  LLMREPRO_ASSIGN_OR_RETURN(m_delete_tokens,
-                            m_connection.prepare("DELETE FROM tokens WHERE request_id = ?1"));
-  LLMREPRO_ASSIGN_OR_RETURN(m_delete_request,
-                            m_connection.prepare("DELETE FROM requests WHERE id = ?1"));
-  LLMREPRO_ASSIGN_OR_RETURN(m_insert_request,
-                            m_connection.prepare(numbers_columns
-                                                     ? k_insert_request_sql
-                                                     : k_insert_request_without_numbers_sql));
+  LLMREPRO_TRY_ASSIGN(m_delete_tokens,
+                      m_connection.prepare("DELETE FROM tokens WHERE request_id = ?1"));
+  LLMREPRO_TRY_ASSIGN(m_delete_request, m_connection.prepare("DELETE FROM requests WHERE id = ?1"));
+  LLMREPRO_TRY_ASSIGN(m_insert_request,
+                      m_connection.prepare(numbers_columns ? k_insert_request_sql
+                                                           : k_insert_request_without_numbers_sql));
   const std::string one = std::string(k_insert_token_sql) + "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
-  LLMREPRO_ASSIGN_OR_RETURN(m_insert_token, m_connection.prepare(one.c_str()));
+  LLMREPRO_TRY_ASSIGN(m_insert_token, m_connection.prepare(one.c_str()));
   std::string batch = k_insert_token_sql;
   for (int row = 0; row < k_token_batch; ++row)
     batch += row == 0 ? "(?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?)";
-  LLMREPRO_ASSIGN_OR_RETURN(m_insert_token_batch, m_connection.prepare(batch.c_str()));
+  LLMREPRO_TRY_ASSIGN(m_insert_token_batch, m_connection.prepare(batch.c_str()));
   return {};
 }
 
@@ -160,7 +158,7 @@ Result<void> RecordWriter::write_header(const core::AuditData& header) {
   const std::string config_text = encode_config(header.config);
   const std::string errors_text = encode_strings(header.errors);
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(
+  LLMREPRO_TRY_ASSIGN(
       statement,
       m_connection.prepare("INSERT INTO audit (singleton, id, started_ms, finished_ms, status, "
                            "config, suite_source, errors) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
@@ -174,9 +172,9 @@ Result<void> RecordWriter::write_header(const core::AuditData& header) {
   if (auto done = m_connection.step_done(statement.get(), "cannot write the audit"); !done)
     return done;
 
-  LLMREPRO_ASSIGN_OR_RETURN(statement,
-                            m_connection.prepare("INSERT INTO endpoints (idx, url, dialect, "
-                                                 "model, embedded) VALUES (?1, ?2, ?3, ?4, ?5)"));
+  LLMREPRO_TRY_ASSIGN(statement,
+                      m_connection.prepare("INSERT INTO endpoints (idx, url, dialect, "
+                                           "model, embedded) VALUES (?1, ?2, ?3, ?4, ?5)"));
   for (std::size_t i = 0; i < header.endpoints.size(); ++i) {
     const auto& endpoint = header.endpoints[i];
     sqlite3_bind_int64(statement.get(), 1, static_cast<sqlite3_int64>(i));
@@ -188,7 +186,7 @@ Result<void> RecordWriter::write_header(const core::AuditData& header) {
       return done;
   }
 
-  LLMREPRO_ASSIGN_OR_RETURN(
+  LLMREPRO_TRY_ASSIGN(
       statement,
       m_connection.prepare("INSERT INTO prompts (idx, id, text, messages, max_tokens, tags, "
                            "expect, extract, response_format, source_line) VALUES (?1, ?2, ?3, "
@@ -216,9 +214,9 @@ Result<void> RecordWriter::write_header(const core::AuditData& header) {
 
 Result<void> RecordWriter::write_status(const std::string& status, std::int64_t finished_ms) {
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(statement,
-                            m_connection.prepare("UPDATE audit SET status = ?1, finished_ms = ?2 "
-                                                 "WHERE singleton = 1"));
+  LLMREPRO_TRY_ASSIGN(statement,
+                      m_connection.prepare("UPDATE audit SET status = ?1, finished_ms = ?2 "
+                                           "WHERE singleton = 1"));
   bind_text(statement.get(), 1, status);
   sqlite3_bind_int64(statement.get(), 2, finished_ms);
   if (auto done = m_connection.step_done(statement.get(), "cannot store the status"); !done)
@@ -229,9 +227,9 @@ Result<void> RecordWriter::write_status(const std::string& status, std::int64_t 
 
 Result<void> RecordWriter::write_endpoint(int index, const core::EndpointInfo& endpoint) {
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(statement,
-                            m_connection.prepare("UPDATE endpoints SET url = ?2, dialect = ?3, "
-                                                 "model = ?4, embedded = ?5 WHERE idx = ?1"));
+  LLMREPRO_TRY_ASSIGN(statement,
+                      m_connection.prepare("UPDATE endpoints SET url = ?2, dialect = ?3, "
+                                           "model = ?4, embedded = ?5 WHERE idx = ?1"));
   sqlite3_bind_int(statement.get(), 1, index);
   bind_text(statement.get(), 2, endpoint.url);
   bind_text(statement.get(), 3, endpoint.dialect);
@@ -247,8 +245,8 @@ Result<void> RecordWriter::write_endpoint(int index, const core::EndpointInfo& e
 
 Result<void> RecordWriter::write_config(const core::AuditConfig& config) {
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(
-      statement, m_connection.prepare("UPDATE audit SET config = ?1 WHERE singleton = 1"));
+  LLMREPRO_TRY_ASSIGN(statement,
+                      m_connection.prepare("UPDATE audit SET config = ?1 WHERE singleton = 1"));
   const std::string encoded = encode_config(config);
   bind_text(statement.get(), 1, encoded);
   if (auto done = m_connection.step_done(statement.get(), "cannot store the configuration"); !done)
@@ -260,9 +258,9 @@ Result<void> RecordWriter::write_config(const core::AuditConfig& config) {
 Result<void>
 RecordWriter::write_probe_activity(const std::vector<core::ProbeActivity>& activity) {
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(statement,
-                            m_connection.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES "
-                                                 "('probe_activity', ?1)"));
+  LLMREPRO_TRY_ASSIGN(statement,
+                      m_connection.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES "
+                                           "('probe_activity', ?1)"));
   const std::string encoded = encode_probe_activity(activity); // bound without a copy
   bind_text(statement.get(), 1, encoded);
   return m_connection.step_done(statement.get(), "cannot store the probe activity");

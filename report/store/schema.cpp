@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "core/result.hpp"
 #include "report/store/audit_database.hpp"
-#include "report/store/detail/assign_or_return.hpp"
 
 namespace llmrepro::store::detail {
 namespace {
@@ -73,15 +73,14 @@ constexpr const char* k_numbers_columns[] = {"numbers_nan", "numbers_infinity",
 
 Result<std::set<std::string>> request_column_names(const Connection& connection) {
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(statement,
-                            connection.prepare("PRAGMA table_info(requests)", ErrorCode::input));
+  LLMREPRO_TRY_ASSIGN(statement,
+                      connection.prepare("PRAGMA table_info(requests)", ErrorCode::input));
   std::set<std::string> names;
-  auto read = connection.for_each_row(statement.get(), "cannot read the requests table",
-                                      [&](sqlite3_stmt* row) -> Result<void> {
-                                        names.insert(column_text(row, 1));
-                                        return Result<void>{};
-                                      });
-  if (!read) return read.error();
+  LLMREPRO_TRY(connection.for_each_row(statement.get(), "cannot read the requests table",
+                                       [&](sqlite3_stmt* row) -> Result<void> {
+                                         names.insert(column_text(row, 1));
+                                         return Result<void>{};
+                                       }));
   return names;
 }
 
@@ -107,9 +106,8 @@ Result<void> create_tables(const Connection& connection) { return connection.exe
 
 Result<void> write_schema_version(const Connection& connection) {
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(statement,
-                            connection.prepare("INSERT INTO meta (key, value) VALUES "
-                                               "('schema_version', ?1), ('format', ?2)"));
+  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("INSERT INTO meta (key, value) VALUES "
+                                                    "('schema_version', ?1), ('format', ?2)"));
   const std::string version = std::to_string(AuditDatabase::k_schema_version);
   const std::string format = k_format;
   bind_text(statement.get(), 1, version);

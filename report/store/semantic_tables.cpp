@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "report/store/detail/assign_or_return.hpp"
+#include "core/result.hpp"
 
 namespace llmrepro::store::detail {
 namespace {
@@ -25,17 +25,16 @@ Result<void> write_semantic(const Connection& connection,
                             const core::SemanticAgreement& agreement) {
   if (auto done = connection.exec(k_semantic_sql); !done) return done;
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(statement, connection.prepare("INSERT INTO semantic (singleton, "
-                                                          "model, threshold) VALUES (1, ?1, ?2)"));
+  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("INSERT INTO semantic (singleton, "
+                                                    "model, threshold) VALUES (1, ?1, ?2)"));
   bind_text(statement.get(), 1, agreement.model);
   sqlite3_bind_double(statement.get(), 2, agreement.threshold);
   if (auto done = connection.step_done(statement.get(), "cannot store the semantic agreement");
       !done)
     return done;
-  LLMREPRO_ASSIGN_OR_RETURN(statement,
-                            connection.prepare("INSERT INTO semantic_prompts (prompt_index, "
-                                               "distinct_count, pairs, mean, std, min) VALUES "
-                                               "(?1, ?2, ?3, ?4, ?5, ?6)"));
+  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("INSERT INTO semantic_prompts (prompt_index, "
+                                                    "distinct_count, pairs, mean, std, min) VALUES "
+                                                    "(?1, ?2, ?3, ?4, ?5, ?6)"));
   for (const auto& prompt : agreement.prompts) {
     sqlite3_bind_int(statement.get(), 1, prompt.prompt_index);
     sqlite3_bind_int(statement.get(), 2, prompt.distinct);
@@ -52,50 +51,47 @@ Result<void> write_semantic(const Connection& connection,
 
 Result<std::optional<core::SemanticAgreement>> read_semantic(const Connection& connection) {
   Statement statement;
-  LLMREPRO_ASSIGN_OR_RETURN(
+  LLMREPRO_TRY_ASSIGN(
       statement, connection.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'semantic'",
                                     ErrorCode::input));
   int tables = 0;
-  auto read = connection.for_each_row(statement.get(), "cannot read the tables",
-                                      [&](sqlite3_stmt* row) {
-                                        tables = column_int(row, 0);
-                                        return Result<void>{};
-                                      });
-  if (!read) return read.error();
+  LLMREPRO_TRY(
+      connection.for_each_row(statement.get(), "cannot read the tables", [&](sqlite3_stmt* row) {
+        tables = column_int(row, 0);
+        return Result<void>{};
+      }));
   if (tables == 0) return std::optional<core::SemanticAgreement>{};
 
   core::SemanticAgreement agreement;
   bool found = false;
-  LLMREPRO_ASSIGN_OR_RETURN(
+  LLMREPRO_TRY_ASSIGN(
       statement, connection.prepare("SELECT model, threshold FROM semantic", ErrorCode::input));
-  read = connection.for_each_row(statement.get(), "cannot read the semantic agreement",
-                                 [&](sqlite3_stmt* row) {
-                                   found = true;
-                                   agreement.model = column_text(row, 0);
-                                   agreement.threshold = sqlite3_column_double(row, 1);
-                                   return Result<void>{};
-                                 });
-  if (!read) return read.error();
+  LLMREPRO_TRY(connection.for_each_row(statement.get(), "cannot read the semantic agreement",
+                                       [&](sqlite3_stmt* row) {
+                                         found = true;
+                                         agreement.model = column_text(row, 0);
+                                         agreement.threshold = sqlite3_column_double(row, 1);
+                                         return Result<void>{};
+                                       }));
   if (!found) return std::optional<core::SemanticAgreement>{};
-  LLMREPRO_ASSIGN_OR_RETURN(statement,
-                            connection.prepare("SELECT prompt_index, distinct_count, pairs, mean, "
-                                               "std, min FROM semantic_prompts ORDER BY "
-                                               "prompt_index",
-                                               ErrorCode::input));
-  read = connection.for_each_row(
-      statement.get(), "cannot read the semantic agreement", [&](sqlite3_stmt* row) {
-        core::PromptSemantics prompt;
-        prompt.prompt_index = column_int(row, 0);
-        prompt.distinct = column_int(row, 1);
-        prompt.pairs = column_int(row, 2);
-        prompt.mean = sqlite3_column_double(row, 3);
-        prompt.std = sqlite3_column_double(row, 4);
-        prompt.min = sqlite3_column_double(row, 5);
-        prompt.agrees = prompt.min >= agreement.threshold;
-        agreement.prompts.push_back(prompt);
-        return Result<void>{};
-      });
-  if (!read) return read.error();
+  LLMREPRO_TRY_ASSIGN(statement,
+                      connection.prepare("SELECT prompt_index, distinct_count, pairs, mean, "
+                                         "std, min FROM semantic_prompts ORDER BY "
+                                         "prompt_index",
+                                         ErrorCode::input));
+  LLMREPRO_TRY(connection.for_each_row(statement.get(), "cannot read the semantic agreement",
+                                       [&](sqlite3_stmt* row) {
+                                         core::PromptSemantics prompt;
+                                         prompt.prompt_index = column_int(row, 0);
+                                         prompt.distinct = column_int(row, 1);
+                                         prompt.pairs = column_int(row, 2);
+                                         prompt.mean = sqlite3_column_double(row, 3);
+                                         prompt.std = sqlite3_column_double(row, 4);
+                                         prompt.min = sqlite3_column_double(row, 5);
+                                         prompt.agrees = prompt.min >= agreement.threshold;
+                                         agreement.prompts.push_back(prompt);
+                                         return Result<void>{};
+                                       }));
   core::summarize(agreement);
   return std::optional<core::SemanticAgreement>{std::move(agreement)};
 }
