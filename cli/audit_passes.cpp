@@ -17,6 +17,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/judging_options.hpp"
+#include "core/result.hpp"
 #include "core/resume_check.hpp"
 #include "probes/embeddings_client.hpp"
 #include "probes/endpoint_detector.hpp"
@@ -133,8 +134,7 @@ core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
     return core::make_error(core::ErrorCode::usage,
                             fmt::format("--engine-max-num-seqs must be at least 1 (got {})",
                                         options.engine_max_num_seqs));
-  if (auto judged = apply_judging_options(options.judging, config, false); !judged)
-    return judged.error();
+  LLMREPRO_TRY(apply_judging_options(options.judging, config, false));
   return config;
 }
 
@@ -205,15 +205,14 @@ core::Result<void> resume_stored(AuditRun& run, const core::AuditConfig& wanted,
   run.header = std::move(*stored);
   run.header.records.clear();
   // The plan is the stored one: what the command line says of it must agree.
-  if (auto same = check_resume_plan(run, wanted, urls_given); !same) return same;
+  LLMREPRO_TRY(check_resume_plan(run, wanted, urls_given));
   if (!urls_given) {
     run.urls.clear();
     for (const auto& endpoint : run.header.endpoints)
       run.urls.push_back(endpoint.embedded ? std::string() : endpoint.url);
   }
   const core::AuditConfig before = run.header.config;
-  if (auto judged = apply_judging_options(options.judging, run.header.config, true); !judged)
-    return judged;
+  LLMREPRO_TRY(apply_judging_options(options.judging, run.header.config, true));
   if (auto fits = check_gates_fit(run.header.config, run.header.endpoints.size(),
                                   "the endpoints of an audit do not change on --resume");
       !fits)
@@ -290,7 +289,7 @@ core::Result<void> measure_and_store_semantics(const AuditOptions& options,
   auto agreement =
       probes::measure_semantic_agreement(target, audit_report.analysis, options.semantic_threshold);
   if (!agreement) return agreement.error();
-  if (auto stored = database.store_semantic(*agreement); !stored) return stored.error();
+  LLMREPRO_TRY(database.store_semantic(*agreement));
   data.semantic = std::move(*agreement);
   return {};
 }
@@ -371,11 +370,10 @@ core::Result<void> open_database(AuditRun& run) {
     return {};
   }
   for (std::size_t e = 0; e < infos.size(); ++e)
-    if (auto updated = run.database->update_endpoint(static_cast<int>(e), infos[e]); !updated)
-      return updated;
+    LLMREPRO_TRY(run.database->update_endpoint(static_cast<int>(e), infos[e]));
   // So that a later `llmrepro report` judges the audit as this run does.
   if (run.judging_changed)
-    if (auto updated = run.database->update_config(run.config()); !updated) return updated;
+    LLMREPRO_TRY(run.database->update_config(run.config()));
   return {};
 }
 
@@ -445,8 +443,7 @@ core::Result<void> finish_status(AuditRun& run) {
   const bool complete =
       core::audit_complete(data.records.size(), run.plan.size(), run.interrupted);
   const std::int64_t finished_ms = run.clock.now_ms();
-  if (auto status = run.database->set_status(core::audit_status(complete), finished_ms); !status)
-    return status;
+  LLMREPRO_TRY(run.database->set_status(core::audit_status(complete), finished_ms));
   data.info.status = core::audit_status(complete);
   data.info.finished_ms = finished_ms;
   return {};

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/commands.hpp"
+#include "core/result.hpp"
 
 namespace llmrepro::cli {
 
@@ -85,10 +86,8 @@ core::Result<void> apply_judging_options(const JudgingOptions& judging, core::Au
         !valid)
       return valid;
   if (judging.min_tara)
-    if (auto valid = check_finite_in("--min-tara", *judging.min_tara, 0.0, 1.0); !valid)
-      return valid;
-  if (auto valid = check_finite_in("--max-failed-rate", judging.max_failed_rate, 0.0, 1.0); !valid)
-    return valid;
+    LLMREPRO_TRY(check_finite_in("--min-tara", *judging.min_tara, 0.0, 1.0));
+  LLMREPRO_TRY(check_finite_in("--max-failed-rate", judging.max_failed_rate, 0.0, 1.0));
   if (auto valid = check_finite_above("--fragile-gap", judging.fragile_gap, 0.0,
                                       "a finite number of nats");
       !valid)

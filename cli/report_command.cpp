@@ -9,6 +9,7 @@
 #include "cli/judging_options.hpp"
 #include "cli/report_outputs.hpp"
 #include "core/audit_report.hpp"
+#include "core/result.hpp"
 #include "report/store/audit_database.hpp"
 #include "report/store/report_loader.hpp"
 
@@ -26,8 +27,7 @@ struct ReportOptions {
 // The stored configuration with the judging flags given on the command line in place of the
 // stored ones, checked against the audit it judges.
 core::Result<void> rejudge_config(const ReportOptions& options, core::AuditData& header) {
-  if (auto judged = apply_judging_options(options.judging, header.config, true); !judged)
-    return judged;
+  LLMREPRO_TRY(apply_judging_options(options.judging, header.config, true));
   return check_gates_fit(header.config, header.endpoints.size(),
                          "audit again with --compare URL to compare endpoints");
 }
@@ -38,10 +38,11 @@ core::Result<store::LoadedReport> load_rejudged(const store::AuditDatabase& data
                                                  const ReportOptions& options) {
   std::optional<core::AuditReportBuilder> builder;
   auto loaded = database.load([&](const core::AuditData& stored, int prompt_index,
-                                  const std::vector<core::RequestRecord>& records) {
+                                  const std::vector<core::RequestRecord>& records)
+                                  -> core::Result<void> {
     if (!builder) {
       core::AuditData header = stored; // no records: the configuration, endpoints and suite
-      if (auto fits = rejudge_config(options, header); !fits) return fits;
+      LLMREPRO_TRY(rejudge_config(options, header));
       builder.emplace(header);
     }
     builder->add_prompt(prompt_index, records);
@@ -50,7 +51,7 @@ core::Result<store::LoadedReport> load_rejudged(const store::AuditDatabase& data
   if (!loaded) return loaded.error();
   store::LoadedReport out;
   out.data = std::make_unique<core::AuditData>(std::move(*loaded));
-  if (auto fits = rejudge_config(options, *out.data); !fits) return fits.error();
+  LLMREPRO_TRY(rejudge_config(options, *out.data));
   if (!builder) builder.emplace(*out.data); // an audit with no records yet
   out.report = builder->finish(tool_info(), *out.data);
   return out;

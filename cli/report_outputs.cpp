@@ -12,6 +12,7 @@
 
 #include "cli/judging_options.hpp"
 
+#include "core/result.hpp"
 #include "report/html_report.hpp"
 #include "report/json_report.hpp"
 #include "report/junit_report.hpp"
@@ -96,7 +97,7 @@ core::Result<void> write_report_outputs(const core::AuditReport& report, const R
 
 core::Result<void> emit_reports(const core::AuditReport& report, const ReportOutputs& outputs,
                                 bool quiet, const std::string& note) {
-  if (auto written = write_report_outputs(report, outputs); !written) return written;
+  LLMREPRO_TRY(write_report_outputs(report, outputs));
   if (quiet) {
     print_quiet_verdict(report.verdict);
     return {};

@@ -8,6 +8,7 @@
 
 #include "core/probe_text.hpp"
 #include "core/random.hpp"
+#include "core/result.hpp"
 #include "probes/detail/filler_traffic.hpp"
 #include "probes/detail/prefix_trial.hpp"
 #include "probes/detail/request_builder.hpp"
@@ -151,7 +152,7 @@ public:
     for (;;) {
       const bool draining = m_unreachable.unreachable() || m_stop.load();
       Steady::time_point now = Steady::now();
-      if (auto started = start_queued(state, draining, now); !started) return started;
+      LLMREPRO_TRY(start_queued(state, draining, now));
       if (auto retried = retry_waiting(state, draining, now); !retried) return abort(retried);
       // Filler runs only while audited work of the wave is active.
       const bool audited_active = !state.slots.empty() || (!state.queue.empty() && !draining);
@@ -213,7 +214,7 @@ private:
         continue;
       }
       if (m_unreachable.unreachable()) {
-        if (auto recorded = record_failure(slot); !recorded) return recorded;
+        LLMREPRO_TRY(record_failure(slot));
         slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
         continue;
       }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/result.hpp"
 #include "gpu/cuda/detail/device_memory.hpp"
 #include "gpu/cuda/kernels.hpp"
 #include "gpu/cuda/lt_gemm.hpp"
@@ -45,11 +46,11 @@ core::Result<void> fill(GemmBuffers& b, numerics::Precision precision, const std
   b.d_typed = DeviceBuffer(mn * bytes);
   if (!b.x_float || !b.x_typed || !b.w_float || !b.w_typed || !b.d_float || !b.d_typed)
     return allocation_error();
-  if (auto r = upload(b.x_float.get(), x.data(), x.size() * 4); !r) return r;
-  if (auto r = upload(b.w_float.get(), w.data(), w.size() * 4); !r) return r;
+  LLMREPRO_TRY(upload(b.x_float.get(), x.data(), x.size() * 4));
+  LLMREPRO_TRY(upload(b.w_float.get(), w.data(), w.size() * 4));
   const auto x_encoded = encode(precision, x);
   const auto w_encoded = encode(precision, w);
-  if (auto r = upload(b.x_typed.get(), x_encoded.data(), x_encoded.size()); !r) return r;
+  LLMREPRO_TRY(upload(b.x_typed.get(), x_encoded.data(), x_encoded.size()));
   return upload(b.w_typed.get(), w_encoded.data(), w_encoded.size());
 }
 
@@ -65,7 +66,7 @@ core::Result<void> append_lt_forced_split_k(const ExperimentConfig& config,
   const auto x = random_values(static_cast<std::size_t>(m) * k, config.seed + 120, precision);
   const auto w = random_values(static_cast<std::size_t>(n) * k, config.seed + 121, precision);
   GemmBuffers buffers;
-  if (auto r = fill(buffers, precision, x, w, mn); !r) return r;
+  LLMREPRO_TRY(fill(buffers, precision, x, w, mn));
   DeviceBuffer workspace(k_workspace_bytes);
   if (!workspace) return allocation_error();
   const auto run = [&](const LtRequest& request, LtAlgoInfo& algo) -> core::Result<std::vector<float>> {

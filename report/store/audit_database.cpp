@@ -56,8 +56,7 @@ struct AuditDatabase::Impl {
 
   // Runs `body` in one transaction: committed when it succeeds, rolled back otherwise.
   template <typename Body> Result<void> transaction(Body&& body) {
-    if (auto done = connection.step_done(begin.get(), "cannot begin a transaction"); !done)
-      return done;
+    LLMREPRO_TRY(connection.step_done(begin.get(), "cannot begin a transaction"));
     auto result = body();
     if (!result) {
       const detail::StatementUse use(rollback.get());
@@ -99,10 +98,10 @@ Result<AuditDatabase> AuditDatabase::create(const std::string& path,
   LLMREPRO_TRY(impl->configure_connection());
   LLMREPRO_TRY(connection.exec("BEGIN IMMEDIATE"));
   auto written = [&]() -> Result<void> {
-    if (auto done = detail::create_tables(connection); !done) return done;
-    if (auto done = impl->prepare_cached(); !done) return done;
-    if (auto done = detail::write_schema_version(connection); !done) return done;
-    if (auto done = impl->writer.write_header(header); !done) return done;
+    LLMREPRO_TRY(detail::create_tables(connection));
+    LLMREPRO_TRY(impl->prepare_cached());
+    LLMREPRO_TRY(detail::write_schema_version(connection));
+    LLMREPRO_TRY(impl->writer.write_header(header));
     return connection.exec("COMMIT");
   }();
   if (!written) {
@@ -159,7 +158,7 @@ Result<void> AuditDatabase::record_batch(const std::vector<core::RequestRecord>&
   const std::lock_guard lock(m_impl->mutex);
   return m_impl->transaction([&]() -> Result<void> {
     for (const auto& record : records)
-      if (auto done = m_impl->writer.write_record(record); !done) return done;
+      LLMREPRO_TRY(m_impl->writer.write_record(record));
     return {};
   });
 }

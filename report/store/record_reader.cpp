@@ -163,7 +163,7 @@ Result<void> RecordReader::read_records(core::AuditData& data) const {
       statement.get(), "cannot read the records", [&](sqlite3_stmt* row) -> Result<void> {
         core::RequestRecord record;
         ids.push_back(column_int64(row, 0));
-        if (auto done = read_record(row, record); !done) return done;
+        LLMREPRO_TRY(read_record(row, record));
         data.records.push_back(std::move(record));
         return Result<void>{};
       });
@@ -219,7 +219,7 @@ RecordReader::stream_records(core::AuditData& data,
                                   });
       if (!read) return read;
     }
-    if (auto visited = visit(header, group_prompt, group); !visited) return visited;
+    LLMREPRO_TRY(visit(header, group_prompt, group));
     for (std::size_t i = 0; i < group.size(); ++i) {
       auto& completion = group[i].outcome.completion;
       // Assigned fresh: `= {}` would clear but keep the capacity.
@@ -235,16 +235,16 @@ RecordReader::stream_records(core::AuditData& data,
   auto read = db.for_each_row(
       requests.get(), "cannot read the records", [&](sqlite3_stmt* row) -> Result<void> {
         core::RequestRecord record;
-        if (auto done = read_record(row, record); !done) return done;
+        LLMREPRO_TRY(read_record(row, record));
         if (!group.empty() && record.planned.prompt_index != group_prompt)
-          if (auto flushed = flush(); !flushed) return flushed;
+          LLMREPRO_TRY(flush());
         group_prompt = record.planned.prompt_index;
         group_ids.push_back(column_int64(row, 0));
         group.push_back(std::move(record));
         return Result<void>{};
       });
   if (!read) return read;
-  if (auto flushed = flush(); !flushed) return flushed;
+  LLMREPRO_TRY(flush());
 
   // Recorded order, as read_records() gives it.
   std::sort(kept.begin(), kept.end(),

@@ -128,7 +128,7 @@ Result<void> RecordWriter::write_record(const core::RequestRecord& record) {
     sqlite3_bind_int(statement, 21, numbers.overflow);
     sqlite3_bind_int(statement, 22, numbers.null);
   }
-  if (auto done = m_connection.step_done(statement, "cannot store a record"); !done) return done;
+  LLMREPRO_TRY(m_connection.step_done(statement, "cannot store a record"));
   return write_tokens(sqlite3_last_insert_rowid(m_connection.handle()), completion.tokens);
 }
 
@@ -148,7 +148,7 @@ Result<void> RecordWriter::write_tokens(sqlite3_int64 request_id,
       if (token.top.size() > 2) more[row] = encode_candidates(token.top, 2);
       bind_token(statement, static_cast<int>(row), request_id, position + row, token, more[row]);
     }
-    if (auto done = m_connection.step_done(statement, "cannot store a token"); !done) return done;
+    LLMREPRO_TRY(m_connection.step_done(statement, "cannot store a token"));
     position += rows;
   }
   return {};
@@ -169,8 +169,7 @@ Result<void> RecordWriter::write_header(const core::AuditData& header) {
   bind_text(statement.get(), 5, config_text);
   bind_text(statement.get(), 6, header.suite.source);
   bind_text(statement.get(), 7, errors_text);
-  if (auto done = m_connection.step_done(statement.get(), "cannot write the audit"); !done)
-    return done;
+  LLMREPRO_TRY(m_connection.step_done(statement.get(), "cannot write the audit"));
 
   LLMREPRO_TRY_ASSIGN(statement,
                       m_connection.prepare("INSERT INTO endpoints (idx, url, dialect, "
@@ -182,8 +181,7 @@ Result<void> RecordWriter::write_header(const core::AuditData& header) {
     bind_text(statement.get(), 3, endpoint.dialect);
     bind_text(statement.get(), 4, endpoint.model);
     sqlite3_bind_int(statement.get(), 5, endpoint.embedded ? 1 : 0);
-    if (auto done = m_connection.step_done(statement.get(), "cannot write an endpoint"); !done)
-      return done;
+    LLMREPRO_TRY(m_connection.step_done(statement.get(), "cannot write an endpoint"));
   }
 
   LLMREPRO_TRY_ASSIGN(
@@ -205,10 +203,10 @@ Result<void> RecordWriter::write_header(const core::AuditData& header) {
     bind_text(raw, 8, columns.extract);
     bind_text(raw, 9, prompt.response_format_json);
     sqlite3_bind_int(raw, 10, prompt.source_line);
-    if (auto done = m_connection.step_done(raw, "cannot write a prompt"); !done) return done;
+    LLMREPRO_TRY(m_connection.step_done(raw, "cannot write a prompt"));
   }
   for (const auto& record : header.records)
-    if (auto done = write_record(record); !done) return done;
+    LLMREPRO_TRY(write_record(record));
   return {};
 }
 
@@ -219,8 +217,7 @@ Result<void> RecordWriter::write_status(const std::string& status, std::int64_t 
                                            "WHERE singleton = 1"));
   bind_text(statement.get(), 1, status);
   sqlite3_bind_int64(statement.get(), 2, finished_ms);
-  if (auto done = m_connection.step_done(statement.get(), "cannot store the status"); !done)
-    return done;
+  LLMREPRO_TRY(m_connection.step_done(statement.get(), "cannot store the status"));
   if (sqlite3_changes(m_connection.handle()) != 1) return m_connection.corrupt("holds no audit");
   return {};
 }
@@ -235,8 +232,7 @@ Result<void> RecordWriter::write_endpoint(int index, const core::EndpointInfo& e
   bind_text(statement.get(), 3, endpoint.dialect);
   bind_text(statement.get(), 4, endpoint.model);
   sqlite3_bind_int(statement.get(), 5, endpoint.embedded ? 1 : 0);
-  if (auto done = m_connection.step_done(statement.get(), "cannot store the endpoint"); !done)
-    return done;
+  LLMREPRO_TRY(m_connection.step_done(statement.get(), "cannot store the endpoint"));
   if (sqlite3_changes(m_connection.handle()) != 1)
     return core::make_error(ErrorCode::internal,
                             m_connection.where() + ": no endpoint " + std::to_string(index));
@@ -249,8 +245,7 @@ Result<void> RecordWriter::write_config(const core::AuditConfig& config) {
                       m_connection.prepare("UPDATE audit SET config = ?1 WHERE singleton = 1"));
   const std::string encoded = encode_config(config);
   bind_text(statement.get(), 1, encoded);
-  if (auto done = m_connection.step_done(statement.get(), "cannot store the configuration"); !done)
-    return done;
+  LLMREPRO_TRY(m_connection.step_done(statement.get(), "cannot store the configuration"));
   if (sqlite3_changes(m_connection.handle()) != 1) return m_connection.corrupt("holds no audit");
   return {};
 }

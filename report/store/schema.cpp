@@ -158,7 +158,7 @@ bool add_numbers_columns(const Connection& connection) {
     for (const auto& column : *still_absent) {
       const std::string sql =
           "ALTER TABLE requests ADD COLUMN " + column + " INTEGER NOT NULL DEFAULT 0";
-      if (auto done = connection.exec(sql.c_str()); !done) return done;
+      LLMREPRO_TRY(connection.exec(sql.c_str()));
     }
     return connection.exec("COMMIT");
   }();

@@ -23,7 +23,7 @@ DELETE FROM semantic; DELETE FROM semantic_prompts;
 
 Result<void> write_semantic(const Connection& connection,
                             const core::SemanticAgreement& agreement) {
-  if (auto done = connection.exec(k_semantic_sql); !done) return done;
+  LLMREPRO_TRY(connection.exec(k_semantic_sql));
   Statement statement;
   LLMREPRO_TRY_ASSIGN(statement, connection.prepare("INSERT INTO semantic (singleton, "
                                                     "model, threshold) VALUES (1, ?1, ?2)"));

@@ -158,7 +158,7 @@ public:
       const int step = sqlite3_step(statement);
       if (step == SQLITE_DONE) return {};
       if (step != SQLITE_ROW) return failure(core::ErrorCode::input, what);
-      if (auto done = row(statement); !done) return done;
+      LLMREPRO_TRY(row(statement));
     }
   }
 
