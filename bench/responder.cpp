@@ -74,9 +74,10 @@ std::string chat_body(int variant) {
 
 std::string stream_body(int variant) {
   std::string out;
-  const std::string head = "data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\","
-                           "\"created\":1755000000,\"model\":\"bench-model\",\"system_fingerprint\":"
-                           "\"fp_bench\",\"choices\":[{\"index\":0,";
+  const std::string head =
+      "data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\","
+      "\"created\":1755000000,\"model\":\"bench-model\",\"system_fingerprint\":"
+      "\"fp_bench\",\"choices\":[{\"index\":0,";
   out += head + "\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,"
                 "\"finish_reason\":null}]}\n\n";
   for (int i = 0; i < k_tokens; ++i) {
@@ -116,8 +117,7 @@ std::size_t complete_request(const std::string& in, bool* stream) {
     const std::size_t eol = in.find("\r\n", line);
     std::string_view header(in.data() + line, eol - line);
     constexpr std::string_view name = "content-length:";
-    if (header.size() > name.size() &&
-        strncasecmp(header.data(), name.data(), name.size()) == 0)
+    if (header.size() > name.size() && strncasecmp(header.data(), name.data(), name.size()) == 0)
       length = std::strtoul(std::string(header.substr(name.size())).c_str(), nullptr, 10);
     line = eol + 2;
   }
@@ -191,8 +191,14 @@ void serve(int port, Responses& responses) {
       bool alive = true;
       for (;;) {
         const ssize_t n = recv(fd, buffer, sizeof buffer, 0);
-        if (n == 0) { alive = false; break; }
-        if (n < 0) { alive = errno == EAGAIN || errno == EWOULDBLOCK; break; }
+        if (n == 0) {
+          alive = false;
+          break;
+        }
+        if (n < 0) {
+          alive = errno == EAGAIN || errno == EWOULDBLOCK;
+          break;
+        }
         connection.in.append(buffer, static_cast<std::size_t>(n));
       }
       bool stream = false;

@@ -54,46 +54,56 @@ int run_audit(const AuditOptions& options) {
 void register_audit_command(CLI::App& app, CommandResult& result) {
   auto options = std::make_shared<AuditOptions>();
   CLI::App* audit = app.add_subcommand(
-      "audit", "Send each prompt of a suite N times at each concurrency level and analyse the drift");
+      "audit",
+      "Send each prompt of a suite N times at each concurrency level and analyse the drift");
   auto& flags = options->plan_flags;
   flags.suite =
       audit->add_option("--suite", options->suite, "JSON Lines suite (or one prompt per line)");
-  flags.endpoint = audit->add_option("--endpoint", options->endpoints,
-                    "Base URL of the server (repeatable: the same plan runs against each and the "
-                    "report compares them); omitted: the embedded reference engine");
-  flags.compare = audit->add_option("--compare", options->compare,
-                    "Another endpoint to run the same plan against and compare (repeatable)");
-  flags.probe = audit->add_option("--probe", options->probes,
-                    "Probe kinds: sweep, mixed (filler traffic), prefix (warm vs cold shared "
-                    "prefix), long (long prompts)")
-      ->delimiter(',')
-      ->capture_default_str();
-  flags.api = audit->add_option("--api", options->api,
-                    "auto|openai-chat|openai-completions|llamacpp|sglang|ollama|tgi")
-      ->capture_default_str();
-  flags.model = audit->add_option("--model", options->model, "Model name to request (default: detected)");
+  flags.endpoint = audit->add_option(
+      "--endpoint", options->endpoints,
+      "Base URL of the server (repeatable: the same plan runs against each and the "
+      "report compares them); omitted: the embedded reference engine");
+  flags.compare =
+      audit->add_option("--compare", options->compare,
+                        "Another endpoint to run the same plan against and compare (repeatable)");
+  flags.probe =
+      audit
+          ->add_option("--probe", options->probes,
+                       "Probe kinds: sweep, mixed (filler traffic), prefix (warm vs cold shared "
+                       "prefix), long (long prompts)")
+          ->delimiter(',')
+          ->capture_default_str();
+  flags.api = audit
+                  ->add_option("--api", options->api,
+                               "auto|openai-chat|openai-completions|llamacpp|sglang|ollama|tgi")
+                  ->capture_default_str();
+  flags.model =
+      audit->add_option("--model", options->model, "Model name to request (default: detected)");
   flags.runs = audit->add_option("--runs", options->runs, "Runs of each prompt at each level")
-      ->capture_default_str();
-  flags.concurrency =
-      audit->add_option("--concurrency", options->levels, "Concurrency levels, e.g. 1,8,32 (each once)")
-      ->delimiter(',')
-      ->capture_default_str();
+                   ->capture_default_str();
+  flags.concurrency = audit
+                          ->add_option("--concurrency", options->levels,
+                                       "Concurrency levels, e.g. 1,8,32 (each once)")
+                          ->delimiter(',')
+                          ->capture_default_str();
   flags.max_tokens = audit->add_option("--max-tokens", options->max_tokens, "Default max_tokens")
                          ->capture_default_str();
   flags.top_logprobs =
       audit->add_option("--top-logprobs", options->top_logprobs, "Candidates per token (2..20)")
-      ->capture_default_str();
+          ->capture_default_str();
   flags.stream = audit->add_flag("--stream", options->stream, "Use streaming (SSE) responses");
   audit->add_option("--timeout", options->timeout_s, "Per-request timeout in seconds (> 0)")
       ->capture_default_str();
   audit->add_option("--retries", options->retries, "Retries for connection errors, 429 and 5xx")
       ->capture_default_str();
-  audit->add_option("--max-response-bytes", options->max_response_bytes,
-                    "Reject a response larger than this, without buffering it")
+  audit
+      ->add_option("--max-response-bytes", options->max_response_bytes,
+                   "Reject a response larger than this, without buffering it")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 34));
-  audit->add_option("--api-key-env", options->api_key_env,
-                    "Environment variable holding the API key (sent as a bearer token)")
+  audit
+      ->add_option("--api-key-env", options->api_key_env,
+                   "Environment variable holding the API key (sent as a bearer token)")
       ->capture_default_str();
   audit->add_option("--header", options->headers, "Extra request header 'K: V' (repeatable)");
   audit->add_flag("--insecure", options->insecure, "Do not verify TLS certificates");
@@ -102,12 +112,16 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
                   "Continue the audit stored in --db with its stored plan; judging flags given "
                   "replace the stored ones");
   audit->add_flag("--overwrite", options->overwrite, "Replace an existing --db");
-  flags.seed = audit->add_option("--seed", options->seed, "Seed sent to the endpoint and used for the shuffle")
-      ->capture_default_str();
-  flags.shard = audit->add_option("--shard", options->shard,
-                    "Audit only slice i of n of the suite (every n-th prompt from the i-th); "
-                    "join the slices with `llmrepro merge`")
-      ->capture_default_str();
+  flags.seed = audit
+                   ->add_option("--seed", options->seed,
+                                "Seed sent to the endpoint and used for the shuffle")
+                   ->capture_default_str();
+  flags.shard =
+      audit
+          ->add_option("--shard", options->shard,
+                       "Audit only slice i of n of the suite (every n-th prompt from the i-th); "
+                       "join the slices with `llmrepro merge`")
+          ->capture_default_str();
   audit->add_option("--rate", options->rate, "Cap on requests per second (>= 0; 0: unlimited)")
       ->capture_default_str();
   audit->add_option("--embeddings", options->embeddings,
@@ -115,16 +129,18 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
                     "OpenAI-compatible /v1/embeddings server and report their cosine similarity");
   audit->add_option("--embeddings-model", options->embeddings_model,
                     "Embedding model to request (default: the server's)");
-  audit->add_option("--semantic-threshold", options->semantic_threshold,
-                    "A prompt agrees semantically when its least similar pair reaches this cosine "
-                    "(-1..1)")
+  audit
+      ->add_option("--semantic-threshold", options->semantic_threshold,
+                   "A prompt agrees semantically when its least similar pair reaches this cosine "
+                   "(-1..1)")
       ->capture_default_str();
   add_judging_options(*audit, options->judging);
   add_report_output_options(*audit, options->outputs);
   audit->add_flag("--quiet", options->quiet,
                   "Print nothing but errors and, unless the verdict is pass, its headline");
-  audit->add_option("--engine-max-num-seqs", options->engine_max_num_seqs,
-                    "Embedded engine: sequences per batch")
+  audit
+      ->add_option("--engine-max-num-seqs", options->engine_max_num_seqs,
+                   "Embedded engine: sequences per batch")
       ->capture_default_str();
   audit->add_flag("--engine-batch-invariant", options->engine_batch_invariant,
                   "Embedded engine: fix every reduction order");

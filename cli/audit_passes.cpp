@@ -42,8 +42,9 @@ extern "C" void on_interrupt(int) {
 // "i/n" with 1 <= i <= n, as the 0-based index and the count.
 core::Result<std::pair<int, int>> parse_shard(const std::string& text) {
   const auto bad = [&] {
-    return core::make_error(core::ErrorCode::usage,
-                            fmt::format("--shard '{}' is not i/n with 1 <= i <= n, e.g. 2/4", text));
+    return core::make_error(
+        core::ErrorCode::usage,
+        fmt::format("--shard '{}' is not i/n with 1 <= i <= n, e.g. 2/4", text));
   };
   const auto slash = text.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == text.size()) return bad();
@@ -86,13 +87,14 @@ core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
   }
   config.levels = options.levels;
   if (options.max_tokens < 1)
-    return core::make_error(core::ErrorCode::usage,
-                            fmt::format("--max-tokens must be at least 1 (got {})",
-                                        options.max_tokens));
+    return core::make_error(
+        core::ErrorCode::usage,
+        fmt::format("--max-tokens must be at least 1 (got {})", options.max_tokens));
   config.max_tokens = options.max_tokens;
   if (options.top_logprobs < 2 || options.top_logprobs > 20)
-    return core::make_error(core::ErrorCode::usage,
-                            "--top-logprobs must be between 2 and 20 (the gap needs two candidates)");
+    return core::make_error(
+        core::ErrorCode::usage,
+        "--top-logprobs must be between 2 and 20 (the gap needs two candidates)");
   config.top_logprobs = options.top_logprobs;
   config.seed = options.seed;
   config.probes.clear();
@@ -110,9 +112,9 @@ core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
   if (!shard) return shard.error();
   std::tie(config.shard_index, config.shard_count) = *shard;
   if (!(std::isfinite(options.rate) && options.rate >= 0.0))
-    return core::make_error(core::ErrorCode::usage,
-                            fmt::format("--rate must be a finite number >= 0 (0: unlimited; got {})",
-                                        options.rate));
+    return core::make_error(
+        core::ErrorCode::usage,
+        fmt::format("--rate must be a finite number >= 0 (0: unlimited; got {})", options.rate));
   config.rate_limit = options.rate;
   if (auto valid = check_finite_in("--semantic-threshold", options.semantic_threshold, -1.0, 1.0);
       !valid)
@@ -121,8 +123,8 @@ core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
     if (auto valid = probes::validate_base_url(options.embeddings); !valid)
       return core::make_error(core::ErrorCode::usage, "--embeddings: " + valid.error().message);
   config.stream = options.stream;
-  if (auto valid = check_finite_above("--timeout", options.timeout_s, 0.0,
-                                      "a finite number of seconds");
+  if (auto valid =
+          check_finite_above("--timeout", options.timeout_s, 0.0, "a finite number of seconds");
       !valid)
     return valid.error();
   config.timeout_s = options.timeout_s;
@@ -197,10 +199,10 @@ core::Result<void> resume_stored(AuditRun& run, const core::AuditConfig& wanted,
   if (!opened) return opened.error();
   run.database.emplace(std::move(*opened));
   // Streamed, so that the header is read without holding every completion's tokens.
-  auto stored = run.database->load([](const core::AuditData&, int,
-                                      const std::vector<core::RequestRecord>&) {
-    return core::Result<void>{};
-  });
+  auto stored =
+      run.database->load([](const core::AuditData&, int, const std::vector<core::RequestRecord>&) {
+        return core::Result<void>{};
+      });
   if (!stored) return stored.error();
   run.header = std::move(*stored);
   run.header.records.clear();
@@ -255,9 +257,9 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
 
   if (config.api == "auto") {
     std::string explanation;
-    auto dialect = probes::detect_dialect(endpoint, result.target.headers,
-                                          result.target.api_key, options.insecure,
-                                          std::min(config.timeout_s, 10.0), &explanation);
+    auto dialect =
+        probes::detect_dialect(endpoint, result.target.headers, result.target.api_key,
+                               options.insecure, std::min(config.timeout_s, 10.0), &explanation);
     if (!dialect) return dialect.error();
     result.target.dialect = *dialect;
     if (!options.quiet)
@@ -302,7 +304,8 @@ core::Result<void> load_or_resume(AuditRun& run) {
   if (!config_or) return config_or.error();
   const std::string second_endpoint_hint = "add --compare URL or a second --endpoint";
   if (!options.resume)
-    if (auto fits = check_gates_fit(*config_or, given_endpoint_count(options), second_endpoint_hint);
+    if (auto fits =
+            check_gates_fit(*config_or, given_endpoint_count(options), second_endpoint_hint);
         !fits)
       return fits;
   run.database_existed = std::filesystem::exists(options.db);
@@ -326,8 +329,7 @@ core::Result<void> load_or_resume(AuditRun& run) {
   run.urls.insert(run.urls.end(), options.compare.begin(), options.compare.end());
 
   if (options.resume) return resume_stored(run, *config_or, urls_given);
-  if (options.suite.empty())
-    return core::make_error(core::ErrorCode::usage, "--suite is required");
+  if (options.suite.empty()) return core::make_error(core::ErrorCode::usage, "--suite is required");
   auto suite = probes::load_suite(options.suite);
   if (!suite) return suite.error();
   run.header.suite = std::move(*suite);
@@ -372,8 +374,7 @@ core::Result<void> open_database(AuditRun& run) {
   for (std::size_t e = 0; e < infos.size(); ++e)
     LLMREPRO_TRY(run.database->update_endpoint(static_cast<int>(e), infos[e]));
   // So that a later `llmrepro report` judges the audit as this run does.
-  if (run.judging_changed)
-    LLMREPRO_TRY(run.database->update_config(run.config()));
+  if (run.judging_changed) LLMREPRO_TRY(run.database->update_config(run.config()));
   return {};
 }
 
@@ -440,8 +441,7 @@ core::Result<void> analyse_records(AuditRun& run) {
 
 core::Result<void> finish_status(AuditRun& run) {
   core::AuditData& data = *run.loaded->data;
-  const bool complete =
-      core::audit_complete(data.records.size(), run.plan.size(), run.interrupted);
+  const bool complete = core::audit_complete(data.records.size(), run.plan.size(), run.interrupted);
   const std::int64_t finished_ms = run.clock.now_ms();
   LLMREPRO_TRY(run.database->set_status(core::audit_status(complete), finished_ms));
   data.info.status = core::audit_status(complete);
@@ -467,8 +467,9 @@ int conclude(AuditRun& run) {
   const AuditOptions& options = run.options;
   if (!run.ran) report_error(run.ran.error());
   if (run.interrupted)
-    fmt::print(stderr, "llmrepro: interrupted; '{}' holds a partial audit: continue it with "
-                       "--resume --db {}\n",
+    fmt::print(stderr,
+               "llmrepro: interrupted; '{}' holds a partial audit: continue it with "
+               "--resume --db {}\n",
                options.db, options.db);
   return exit_code_of(run.report().verdict, run.interrupted);
 }

@@ -36,7 +36,8 @@ int run_diff(const DiffOptions& options) {
   if (options.alpha <= 0 || options.alpha >= 1)
     return report_error(core::make_error(core::ErrorCode::usage, "--alpha must be in (0, 1)"));
   if (options.resamples < 100)
-    return report_error(core::make_error(core::ErrorCode::usage, "--resamples must be at least 100"));
+    return report_error(
+        core::make_error(core::ErrorCode::usage, "--resamples must be at least 100"));
   auto a = load_audit(options.a);
   if (!a) return report_error(a.error());
   auto b = load_audit(options.b);

@@ -32,16 +32,14 @@ void add_judging_options(CLI::App& command, JudgingOptions& judging) {
                       "Fail when the share of requests that failed after their retries exceeds "
                       "it (0..1)")
           ->capture_default_str();
-  given.fragile_gap =
-      command
-          .add_option("--fragile-gap", judging.fragile_gap,
-                      "τ: fragile when a top-1/top-2 gap is below it (nats, > 0)")
-          ->capture_default_str();
-  given.fragile_window =
-      command
-          .add_option("--fragile-window", judging.fragile_window,
-                      "W: tokens of the reference searched for the gap (>= 1)")
-          ->capture_default_str();
+  given.fragile_gap = command
+                          .add_option("--fragile-gap", judging.fragile_gap,
+                                      "τ: fragile when a top-1/top-2 gap is below it (nats, > 0)")
+                          ->capture_default_str();
+  given.fragile_window = command
+                             .add_option("--fragile-window", judging.fragile_window,
+                                         "W: tokens of the reference searched for the gap (>= 1)")
+                             ->capture_default_str();
 }
 
 bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
@@ -55,9 +53,9 @@ bool any_judging_option_given(const JudgingOptions& judging) {
 
 core::Result<void> check_finite_in(const char* flag, double value, double low, double high) {
   if (std::isfinite(value) && value >= low && value <= high) return {};
-  return core::make_error(core::ErrorCode::usage,
-                          fmt::format("{} must be a finite number within {}..{} (got {})", flag,
-                                      low, high, value));
+  return core::make_error(
+      core::ErrorCode::usage,
+      fmt::format("{} must be a finite number within {}..{} (got {})", flag, low, high, value));
 }
 
 core::Result<void> check_finite_above(const char* flag, double value, double low,
@@ -78,24 +76,23 @@ core::Result<void> apply_judging_options(const JudgingOptions& judging, core::Au
   core::FailOnSet fail_on;
   LLMREPRO_TRY_ASSIGN(fail_on, core::parse_fail_on(judging.fail_on));
   if (judging.max_unique && *judging.max_unique < 1)
-    return core::make_error(core::ErrorCode::usage,
-                            fmt::format("--max-unique must be at least 1 (got {})",
-                                        *judging.max_unique));
+    return core::make_error(
+        core::ErrorCode::usage,
+        fmt::format("--max-unique must be at least 1 (got {})", *judging.max_unique));
   if (judging.max_unstable_rate)
     if (auto valid = check_finite_in("--max-unstable-rate", *judging.max_unstable_rate, 0.0, 1.0);
         !valid)
       return valid;
-  if (judging.min_tara)
-    LLMREPRO_TRY(check_finite_in("--min-tara", *judging.min_tara, 0.0, 1.0));
+  if (judging.min_tara) LLMREPRO_TRY(check_finite_in("--min-tara", *judging.min_tara, 0.0, 1.0));
   LLMREPRO_TRY(check_finite_in("--max-failed-rate", judging.max_failed_rate, 0.0, 1.0));
-  if (auto valid = check_finite_above("--fragile-gap", judging.fragile_gap, 0.0,
-                                      "a finite number of nats");
+  if (auto valid =
+          check_finite_above("--fragile-gap", judging.fragile_gap, 0.0, "a finite number of nats");
       !valid)
     return valid;
   if (judging.fragile_window < 1)
-    return core::make_error(core::ErrorCode::usage,
-                            fmt::format("--fragile-window must be at least 1 (got {})",
-                                        judging.fragile_window));
+    return core::make_error(
+        core::ErrorCode::usage,
+        fmt::format("--fragile-window must be at least 1 (got {})", judging.fragile_window));
 
   if (take(o.fail_on)) config.gates.fail_on = fail_on;
   if (take(o.max_unique)) config.gates.max_unique = judging.max_unique;

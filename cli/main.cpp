@@ -23,9 +23,7 @@ int report_error(const core::Error& error) {
   return k_exit_internal;
 }
 
-core::ToolInfo tool_info() {
-  return {LLMREPRO_VERSION, LLMREPRO_BUILD_INFO, LLMREPRO_CUDA_STATE};
-}
+core::ToolInfo tool_info() { return {LLMREPRO_VERSION, LLMREPRO_BUILD_INFO, LLMREPRO_CUDA_STATE}; }
 
 } // namespace llmrepro::cli
 
@@ -34,9 +32,8 @@ int main(int argc, char** argv) {
   CLI::App app{"llmrepro: audit how reproducible an LLM inference endpoint is at temperature 0"};
   app.require_subcommand(1);
   const auto info = tool_info();
-  app.set_version_flag("--version",
-                       fmt::format("llmrepro {}\nbuilt with {}\nCUDA backend: {}", info.version,
-                                   info.build, info.cuda));
+  app.set_version_flag("--version", fmt::format("llmrepro {}\nbuilt with {}\nCUDA backend: {}",
+                                                info.version, info.build, info.cuda));
   CommandResult result;
   register_audit_command(app, result);
   register_report_command(app, result);

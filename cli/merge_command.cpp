@@ -52,8 +52,9 @@ int run_merge(const MergeOptions& options) {
   for (const auto& input : options.inputs) {
     std::error_code ignored; // a missing output is not the same file as anything
     if (std::filesystem::equivalent(input, options.output, ignored))
-      return report_error(core::make_error(
-          core::ErrorCode::usage, fmt::format("merge: '{}' is both an input and the output", input)));
+      return report_error(
+          core::make_error(core::ErrorCode::usage,
+                           fmt::format("merge: '{}' is both an input and the output", input)));
     auto database = store::AuditDatabase::open(input);
     if (!database) return report_error(database.error());
     auto data = database->load();
@@ -76,7 +77,8 @@ int run_merge(const MergeOptions& options) {
   auto created = store::AuditDatabase::create(options.output, *merged);
   if (!created) return report_error(created.error());
   if (auto semantic = merged_semantics(semantics)) {
-    if (auto stored = created->store_semantic(*semantic); !stored) return report_error(stored.error());
+    if (auto stored = created->store_semantic(*semantic); !stored)
+      return report_error(stored.error());
   }
   // Reload so that the report reads exactly what `llmrepro report --db OUT` will read.
   auto data = created->load();

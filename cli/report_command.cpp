@@ -35,19 +35,19 @@ core::Result<void> rejudge_config(const ReportOptions& options, core::AuditData&
 // store::load_report, with the judging flags applied to the header before the analysis is
 // built: --fragile-gap and --fragile-window change the analysis, the gates the verdict.
 core::Result<store::LoadedReport> load_rejudged(const store::AuditDatabase& database,
-                                                 const ReportOptions& options) {
+                                                const ReportOptions& options) {
   std::optional<core::AuditReportBuilder> builder;
-  auto loaded = database.load([&](const core::AuditData& stored, int prompt_index,
-                                  const std::vector<core::RequestRecord>& records)
-                                  -> core::Result<void> {
-    if (!builder) {
-      core::AuditData header = stored; // no records: the configuration, endpoints and suite
-      LLMREPRO_TRY(rejudge_config(options, header));
-      builder.emplace(header);
-    }
-    builder->add_prompt(prompt_index, records);
-    return core::Result<void>{};
-  });
+  auto loaded =
+      database.load([&](const core::AuditData& stored, int prompt_index,
+                        const std::vector<core::RequestRecord>& records) -> core::Result<void> {
+        if (!builder) {
+          core::AuditData header = stored; // no records: the configuration, endpoints and suite
+          LLMREPRO_TRY(rejudge_config(options, header));
+          builder.emplace(header);
+        }
+        builder->add_prompt(prompt_index, records);
+        return core::Result<void>{};
+      });
   if (!loaded) return loaded.error();
   store::LoadedReport out;
   out.data = std::make_unique<core::AuditData>(std::move(*loaded));
@@ -82,7 +82,8 @@ void register_report_command(CLI::App& app, CommandResult& result) {
   CLI::App* command = app.add_subcommand(
       "report", "Re-render JSON, HTML, JUnit and Markdown from an audit database, and re-judge "
                 "it with any judging flag given (the database keeps its own)");
-  command->add_option("--db", options->db, "Audit database written by `llmrepro audit`")->required();
+  command->add_option("--db", options->db, "Audit database written by `llmrepro audit`")
+      ->required();
   add_judging_options(*command, options->judging);
   add_report_output_options(*command, options->outputs);
   command->add_flag("--quiet", options->quiet,

@@ -25,7 +25,8 @@ void add_report_output_options(CLI::App& command, ReportOutputs& outputs) {
   command.add_option("--json", outputs.json, "Write the JSON report (llmrepro.audit.v1) here");
   command.add_option("--html", outputs.html, "Write the self-contained HTML report here");
   command.add_option("--junit", outputs.junit, "Write JUnit XML (one test case per prompt) here");
-  command.add_option("--markdown", outputs.markdown, "Write a Markdown summary (for a PR comment) here");
+  command.add_option("--markdown", outputs.markdown,
+                     "Write a Markdown summary (for a PR comment) here");
 }
 
 core::Result<void> write_file_atomically(const std::string& path,
@@ -76,7 +77,8 @@ void write_rendered(const core::AuditReport& report, std::ostream& out) {
 
 } // namespace
 
-core::Result<void> write_report_outputs(const core::AuditReport& report, const ReportOutputs& outputs) {
+core::Result<void> write_report_outputs(const core::AuditReport& report,
+                                        const ReportOutputs& outputs) {
   // The JSON report is the large one: it is streamed into its file a prompt at a time.
   const struct {
     const std::string& path;
@@ -87,8 +89,8 @@ core::Result<void> write_report_outputs(const core::AuditReport& report, const R
                {outputs.markdown, write_rendered<report::render_markdown>}};
   for (const auto& file : files) {
     if (file.path.empty()) continue;
-    if (auto written = write_file_atomically(
-            file.path, [&](std::ostream& out) { file.write(report, out); });
+    if (auto written =
+            write_file_atomically(file.path, [&](std::ostream& out) { file.write(report, out); });
         !written)
       return written;
   }

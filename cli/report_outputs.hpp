@@ -26,7 +26,8 @@ struct ReportOutputs {
 void add_report_output_options(CLI::App& command, ReportOutputs& outputs);
 
 // Renders and writes each report that has a path; each file is written whole or not at all.
-core::Result<void> write_report_outputs(const core::AuditReport& report, const ReportOutputs& outputs);
+core::Result<void> write_report_outputs(const core::AuditReport& report,
+                                        const ReportOutputs& outputs);
 
 // Writes each report file, then prints the terminal summary on stdout, or under `quiet` only
 // the verdict's headline (print_quiet_verdict). `note`, when not empty, is printed on stderr

@@ -19,19 +19,22 @@ void register_serve_command(CLI::App& app, CommandResult& result) {
   command->add_option("--host", config->host, "address to listen on")->capture_default_str();
   command->add_option("--port", config->port, "port to listen on (0: any free port)")
       ->capture_default_str();
-  command->add_option("--max-num-seqs", config->max_num_seqs,
-                      "most sequences in one forward step (continuous batching)")
+  command
+      ->add_option("--max-num-seqs", config->max_num_seqs,
+                   "most sequences in one forward step (continuous batching)")
       ->capture_default_str();
   command->add_flag("--batch-invariant", config->batch_invariant,
                     "fix every reduction order, whatever the batch shape");
   command->add_flag("--prefix-cache", config->prefix_cache,
                     "reuse the keys and values of shared prompt prefixes");
-  command->add_option("--chunked-prefill", config->chunked_prefill,
-                      "run prompts in chunks of N tokens beside other work (0: off)")
+  command
+      ->add_option("--chunked-prefill", config->chunked_prefill,
+                   "run prompts in chunks of N tokens beside other work (0: off)")
       ->capture_default_str();
   command->add_option("--seed", config->seed, "seed of the model's weights")->capture_default_str();
-  command->add_option("--threads", config->threads,
-                      "threads per forward step (never changes a result)")
+  command
+      ->add_option("--threads", config->threads,
+                   "threads per forward step (never changes a result)")
       ->capture_default_str();
   command->callback([config, &result] {
     // Block the stop signals before any thread starts, so that every thread inherits the mask
@@ -52,7 +55,8 @@ void register_serve_command(CLI::App& app, CommandResult& result) {
     std::fflush(stdout);
     int received = 0;
     sigwait(&signals, &received);
-    std::fprintf(stderr, "llmrepro serve: stopping (%s)\n", received == SIGINT ? "SIGINT" : "SIGTERM");
+    std::fprintf(stderr, "llmrepro serve: stopping (%s)\n",
+                 received == SIGINT ? "SIGINT" : "SIGTERM");
     (*server)->stop();
     result.exit_code = k_exit_pass;
   });

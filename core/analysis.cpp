@@ -182,15 +182,15 @@ void judge_fragility(PromptAnalysis& result, const Completion& ref, const Analys
     const std::string of_window = " of " + std::to_string(window) + " positions";
     const int not_a_number = unknown - too_few_candidates;
     if (not_a_number == 0)
-      result.fragility_reason = "fewer than two candidates at " + std::to_string(unknown) + of_window;
+      result.fragility_reason =
+          "fewer than two candidates at " + std::to_string(unknown) + of_window;
     else if (too_few_candidates == 0)
       result.fragility_reason =
           "a logprob that was not a number at " + std::to_string(unknown) + of_window;
     else
       result.fragility_reason = "gap unknown at " + std::to_string(unknown) + of_window + " (" +
                                 std::to_string(too_few_candidates) +
-                                " with fewer than two candidates, " +
-                                std::to_string(not_a_number) +
+                                " with fewer than two candidates, " + std::to_string(not_a_number) +
                                 " with a logprob that was not a number)";
   } else {
     result.fragile = false;
@@ -219,8 +219,7 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     if (completion.tokens.empty() && !completion.text.empty()) all_have_tokens = false;
     if (!completion.has_logprobs) all_have_logprobs = false;
     result.numbers += completion.numbers;
-    if (!completion.tokens.empty() && !tokens_are_ids(completion) &&
-        !tokens_match_text(completion))
+    if (!completion.tokens.empty() && !tokens_are_ids(completion) && !tokens_match_text(completion))
       ++result.token_text_mismatch;
     if (completion.has_logprobs)
       for (const auto& token : completion.tokens) {
@@ -321,8 +320,10 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
       }
       // Levels are visited lowest first: the first with a completion is the serial one.
       const auto level_modal = modal(seen);
-      if (!serial_modal) serial_modal = level_modal;
-      else if (level_modal) level.differs_from_serial = *level_modal != *serial_modal;
+      if (!serial_modal)
+        serial_modal = level_modal;
+      else if (level_modal)
+        level.differs_from_serial = *level_modal != *serial_modal;
     }
   }
   for (auto& [concurrency, level] : levels) {
@@ -339,14 +340,17 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     if (has_checker) ++result.checked_runs;
     if (!record->outcome.ok) continue;
     const std::string& text = record->outcome.completion.text;
-    if (const auto answer = extract_answer(prompt.extract, text)) ++answer_counts[*answer];
-    else ++result.answer_failures;
+    if (const auto answer = extract_answer(prompt.extract, text))
+      ++answer_counts[*answer];
+    else
+      ++result.answer_failures;
     if (has_checker && check_answer(prompt.expect, text).value_or(false)) ++passes;
   }
   for (const auto& entry : answer_counts) result.answers.push_back(entry);
   std::stable_sort(result.answers.begin(), result.answers.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
-  result.answers_agree = result.failed == 0 && result.answer_failures == 0 && result.answers.size() == 1;
+  result.answers_agree =
+      result.failed == 0 && result.answer_failures == 0 && result.answers.size() == 1;
   if (has_checker) result.passes = passes;
 
   // Reference first, then the most frequent, then the earliest seen.
@@ -424,7 +428,8 @@ AnalysisBuilder::AnalysisBuilder(AnalysisBuilder&&) noexcept = default;
 AnalysisBuilder& AnalysisBuilder::operator=(AnalysisBuilder&&) noexcept = default;
 AnalysisBuilder::~AnalysisBuilder() = default;
 
-void AnalysisBuilder::add_prompt(int prompt_index, const std::vector<const RequestRecord*>& records) {
+void AnalysisBuilder::add_prompt(int prompt_index,
+                                 const std::vector<const RequestRecord*>& records) {
   const auto index = static_cast<std::size_t>(prompt_index);
   if (prompt_index < 0 || index >= m_suite->prompts.size()) return;
   std::vector<const RequestRecord*> mine;
@@ -454,7 +459,8 @@ void AnalysisBuilder::add_prompt(int prompt_index, const std::vector<const Reque
   if (prompt.runs > 0 && !prompt.has_logprobs) ++summary.prompts_without_logprobs;
   if (prompt.non_greedy_tokens > 0) ++summary.non_greedy_prompts;
   if (prompt.token_text_mismatch > 0) ++summary.token_text_mismatch_prompts;
-  if (prompt.min_candidates && (!summary.min_candidates || *prompt.min_candidates < *summary.min_candidates))
+  if (prompt.min_candidates &&
+      (!summary.min_candidates || *prompt.min_candidates < *summary.min_candidates))
     summary.min_candidates = prompt.min_candidates;
   summary.numbers += prompt.numbers;
   if (prompt.status == PromptStatus::stable) ++totals.agreeing;
@@ -463,10 +469,14 @@ void AnalysisBuilder::add_prompt(int prompt_index, const std::vector<const Reque
   // Only prompts whose fragility and stability are both known take part in the predictor.
   if (prompt.fragile && prompt.status != PromptStatus::inconclusive) {
     ConfusionMatrix& m = summary.predictor;
-    if (*prompt.fragile && prompt.unstable) ++m.true_positive;
-    else if (*prompt.fragile) ++m.false_positive;
-    else if (prompt.unstable) ++m.false_negative;
-    else ++m.true_negative;
+    if (*prompt.fragile && prompt.unstable)
+      ++m.true_positive;
+    else if (*prompt.fragile)
+      ++m.false_positive;
+    else if (prompt.unstable)
+      ++m.false_negative;
+    else
+      ++m.true_negative;
   }
 
   // Checkers: per-run accuracy, and the best/worst-possible accuracy over prompts.
@@ -525,7 +535,8 @@ AuditAnalysis AnalysisBuilder::finish() {
       total += run.second.accuracy;
       checks.per_run.push_back(run.second);
     }
-    checks.mean_accuracy = totals.runs.empty() ? 0.0 : total / static_cast<double>(totals.runs.size());
+    checks.mean_accuracy =
+        totals.runs.empty() ? 0.0 : total / static_cast<double>(totals.runs.size());
     checks.best_possible = static_cast<double>(totals.best) / checks.prompts_checked;
     checks.worst_possible = static_cast<double>(totals.worst) / checks.prompts_checked;
     checks.spread = checks.best_possible - checks.worst_possible;
@@ -569,8 +580,8 @@ AuditAnalysis AnalysisBuilder::finish() {
   return analysis;
 }
 
-std::vector<std::vector<const RequestRecord*>> records_by_prompt(
-    const Suite& suite, const std::vector<RequestRecord>& records) {
+std::vector<std::vector<const RequestRecord*>>
+records_by_prompt(const Suite& suite, const std::vector<RequestRecord>& records) {
   std::vector<std::vector<const RequestRecord*>> by_prompt(suite.prompts.size());
   for (const auto& record : records) {
     const auto index = static_cast<std::size_t>(record.planned.prompt_index);

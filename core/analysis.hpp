@@ -48,10 +48,10 @@ struct DistinctCompletion {
 
 struct LevelAnalysis {
   int concurrency = 1;
-  int runs = 0;   // successful completions at this level
+  int runs = 0; // successful completions at this level
   int failed = 0;
   int unique_completions = 0;
-  std::optional<int> first_divergence; // against the prompt's overall reference
+  std::optional<int> first_divergence;              // against the prompt's overall reference
   PromptStatus status = PromptStatus::inconclusive; // within this level alone
   // This level's modal completion is not the serial (lowest level's) modal completion; false at
   // the lowest level and where either level has no successful completion.
@@ -73,7 +73,7 @@ struct PromptAnalysis {
   std::optional<double> min_gap;
   std::optional<int> min_gap_position;
   PromptStatus status = PromptStatus::inconclusive;
-  bool unstable = false;     // status == unstable, kept for readers of the flag
+  bool unstable = false; // status == unstable, kept for readers of the flag
   // Fragility is three-valued: true, false, or empty when it cannot be computed (no logprobs,
   // text mode, gaps unknown within the window); `fragility_reason` then says why.
   std::optional<bool> fragile;
@@ -154,7 +154,7 @@ struct CheckerSummary {
 
 struct AuditSummary {
   int prompts = 0;
-  int requests = 0;         // logical requests recorded
+  int requests = 0; // logical requests recorded
   int failed_requests = 0;
   // Why requests failed: the reason (HTTP status and error, one line) -> count, most first.
   std::vector<std::pair<std::string, int>> failure_reasons;
@@ -172,8 +172,8 @@ struct AuditSummary {
   // Who answered: model and system_fingerprint -> successful completions ("" where absent).
   std::map<std::string, int> models_seen;
   std::map<std::string, int> fingerprints_seen;
-  double tarr = 0.0;        // TARr@N
-  double tara = 0.0;        // TARa@N
+  double tarr = 0.0;                    // TARr@N
+  double tara = 0.0;                    // TARa@N
   std::optional<CheckerSummary> checks; // empty when no prompt has a checker
   ConfusionMatrix predictor;
   std::vector<LevelSummary> by_concurrency;
@@ -220,8 +220,8 @@ AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& reco
 
 // The records of each prompt of the suite (index = prompt index), in recording order; records
 // naming no prompt of the suite are left out.
-std::vector<std::vector<const RequestRecord*>> records_by_prompt(
-    const Suite& suite, const std::vector<RequestRecord>& records);
+std::vector<std::vector<const RequestRecord*>>
+records_by_prompt(const Suite& suite, const std::vector<RequestRecord>& records);
 
 // Leading tokens two completions share (token strings; texts' characters when either lacks tokens).
 int shared_prefix_length(const Completion& a, const Completion& b);

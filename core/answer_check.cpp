@@ -236,7 +236,8 @@ std::optional<bool> check_answer(const Expectation& expectation, std::string_vie
   case Expectation::Kind::none: return std::nullopt;
   case Expectation::Kind::regex: return search(expectation.value, std::string(text)).has_value();
   case Expectation::Kind::contains: return text.find(expectation.value) != std::string_view::npos;
-  case Expectation::Kind::equals: return collapse_whitespace(text) == collapse_whitespace(expectation.value);
+  case Expectation::Kind::equals:
+    return collapse_whitespace(text) == collapse_whitespace(expectation.value);
   case Expectation::Kind::choice: {
     const auto letter = choice_letter(text);
     return letter && *letter == collapse_whitespace(expectation.value);

@@ -40,8 +40,7 @@ Result<FailOnSet> parse_fail_on(const std::string& text) {
       return make_error(ErrorCode::usage,
                         "unknown --fail-on value '" + item +
                             "' (expected none, or a comma list of unstable, fragile, disagree)");
-    if (*slot)
-      return make_error(ErrorCode::usage, "--fail-on names '" + item + "' twice");
+    if (*slot) return make_error(ErrorCode::usage, "--fail-on names '" + item + "' twice");
     *slot = true;
     if (comma == std::string::npos) break;
     from = comma + 1;

@@ -50,20 +50,20 @@ struct GateConfig {
 // Everything that shapes an audit's requests and analysis. Stored in the database so that
 // --resume, `report` and `merge` see exactly what the audit ran with.
 struct AuditConfig {
-  std::string api = "auto";     // requested dialect; EndpointInfo::dialect is what was used
-  std::string model;            // empty: whatever the endpoint serves
+  std::string api = "auto"; // requested dialect; EndpointInfo::dialect is what was used
+  std::string model;        // empty: whatever the endpoint serves
   int runs = 5;
   std::vector<int> levels{1, 8, 32};
   std::vector<ProbeKind> probes{ProbeKind::sweep};
   int max_tokens = 128;
   int top_logprobs = 2;
-  std::uint64_t seed = 0;       // sent where the API takes one, and the plan's shuffle seed
+  std::uint64_t seed = 0; // sent where the API takes one, and the plan's shuffle seed
   bool stream = false;
   double timeout_s = 120.0;
   int retries = 3;
   double fragile_gap = 0.05;
   int fragile_window = 50;
-  double rate_limit = 0.0;      // requests per second, 0: unlimited
+  double rate_limit = 0.0; // requests per second, 0: unlimited
   int shard_index = 0;
   int shard_count = 1;
   GateConfig gates;
@@ -73,7 +73,7 @@ struct EndpointInfo {
   std::string url;     // base URL with any credentials removed
   std::string dialect; // the adapter used: openai-chat, openai-completions, llamacpp, ...
   std::string model;
-  bool embedded = false; // the in-process reference engine
+  bool embedded = false;                 // the in-process reference engine
   std::vector<std::string> fingerprints; // distinct system_fingerprint values seen, sorted
 };
 
@@ -108,7 +108,8 @@ struct AuditData {
   std::vector<RequestRecord> records; // in the order they were recorded
   std::vector<std::string> errors;    // audit-level problems worth reporting (not per request)
   std::vector<ProbeActivity> probe_activity; // per endpoint, counted by the last run; stored
-  // Semantic agreement of endpoint 0's distinct completions (--embeddings); empty when not measured.
+  // Semantic agreement of endpoint 0's distinct completions (--embeddings); empty when not
+  // measured.
   std::optional<SemanticAgreement> semantic;
 };
 
@@ -130,8 +131,8 @@ const char* audit_status(bool complete);
 // The tool's own identity, printed by --version and written into every report.
 struct ToolInfo {
   std::string version;
-  std::string build;        // compiler, build type and dependency versions
-  std::string cuda;         // "compiled (CUDA 13.0)" or "not compiled"
+  std::string build; // compiler, build type and dependency versions
+  std::string cuda;  // "compiled (CUDA 13.0)" or "not compiled"
 };
 
 } // namespace llmrepro::core

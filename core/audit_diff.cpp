@@ -10,13 +10,13 @@
 namespace llmrepro::core {
 namespace {
 
-PromptSide side_of(const AuditReport &report, const PromptAnalysis &prompt,
-                   const PassCountSource &pass_counts) {
+PromptSide side_of(const AuditReport& report, const PromptAnalysis& prompt,
+                   const PassCountSource& pass_counts) {
   PromptSide side;
   side.runs = prompt.runs;
   side.failed = prompt.failed;
   side.unique_completions = prompt.unique_completions;
-  for (const DistinctCompletion &completion : prompt.completions) {
+  for (const DistinctCompletion& completion : prompt.completions) {
     if (completion.is_reference) side.reference_count = completion.count;
   }
   side.unstable = prompt.unstable;
@@ -28,7 +28,7 @@ PromptSide side_of(const AuditReport &report, const PromptAnalysis &prompt,
   return side;
 }
 
-AuditSide audit_side(const AuditReport &report) {
+AuditSide audit_side(const AuditReport& report) {
   AuditSide side;
   side.prompts = static_cast<int>(report.analysis.prompts.size());
   if (report.data == nullptr) return side;
@@ -36,7 +36,7 @@ AuditSide audit_side(const AuditReport &report) {
   side.runs = report.data->config.runs;
   const auto endpoint = static_cast<std::size_t>(report.analysis.endpoint_index);
   if (endpoint < report.data->endpoints.size()) {
-    const EndpointInfo &info = report.data->endpoints[endpoint];
+    const EndpointInfo& info = report.data->endpoints[endpoint];
     side.endpoint = info.url;
     side.model = info.model;
     side.fingerprints = info.fingerprints;
@@ -44,13 +44,13 @@ AuditSide audit_side(const AuditReport &report) {
   return side;
 }
 
-std::string agreement_change(const PromptSide &a, const PromptSide &b) {
+std::string agreement_change(const PromptSide& a, const PromptSide& b) {
   if (a.runs == 0 || b.runs == 0) return "no completions";
   if (a.unstable == b.unstable) return a.unstable ? "unstable" : "stable";
   return b.unstable ? "newly unstable" : "newly stable";
 }
 
-void judge(MetricDiff &metric, double alpha) {
+void judge(MetricDiff& metric, double alpha) {
   metric.beyond_noise = metric.p_value < alpha;
   if (metric.sign_test_p && !(*metric.sign_test_p < alpha)) metric.beyond_noise = false;
   const bool better = metric.higher_is_better ? metric.delta > 0.0 : metric.delta < 0.0;
@@ -61,7 +61,7 @@ void judge(MetricDiff &metric, double alpha) {
 
 // A rate over paired prompts ("the event held"), tested with McNemar.
 MetricDiff paired_rate(std::string name, std::string description, bool higher_is_better,
-                       const std::vector<std::pair<bool, bool>> &events, double alpha) {
+                       const std::vector<std::pair<bool, bool>>& events, double alpha) {
   MetricDiff metric;
   metric.name = std::move(name);
   metric.description = std::move(description);
@@ -72,7 +72,7 @@ MetricDiff paired_rate(std::string name, std::string description, bool higher_is
   int in_b = 0;
   int only_a = 0;
   int only_b = 0;
-  for (const auto &[event_a, event_b] : events) {
+  for (const auto& [event_a, event_b] : events) {
     in_a += event_a ? 1 : 0;
     in_b += event_b ? 1 : 0;
     only_a += event_a && !event_b ? 1 : 0;
@@ -94,8 +94,8 @@ MetricDiff paired_rate(std::string name, std::string description, bool higher_is
 
 // A mean over paired prompts, tested with the paired bootstrap (and the sign test as a guard).
 MetricDiff paired_mean(std::string name, std::string description, bool higher_is_better,
-                       const std::vector<std::pair<double, double>> &values,
-                       const DiffConfig &config) {
+                       const std::vector<std::pair<double, double>>& values,
+                       const DiffConfig& config) {
   MetricDiff metric;
   metric.name = std::move(name);
   metric.description = std::move(description);
@@ -105,7 +105,7 @@ MetricDiff paired_mean(std::string name, std::string description, bool higher_is
   std::vector<double> differences;
   double sum_a = 0.0;
   double sum_b = 0.0;
-  for (const auto &[a, b] : values) {
+  for (const auto& [a, b] : values) {
     sum_a += a;
     sum_b += b;
     differences.push_back(b - a);
@@ -124,13 +124,13 @@ MetricDiff paired_mean(std::string name, std::string description, bool higher_is
   return metric;
 }
 
-double rate(const PassCount &pass) {
+double rate(const PassCount& pass) {
   return pass.runs > 0 ? static_cast<double>(pass.passed) / pass.runs : 0.0;
 }
 
 } // namespace
 
-std::optional<PassCount> checker_pass_count(const AuditReport &, const PromptAnalysis &prompt) {
+std::optional<PassCount> checker_pass_count(const AuditReport&, const PromptAnalysis& prompt) {
   if (!prompt.passes) return std::nullopt;
   return PassCount{*prompt.passes, prompt.checked_runs};
 }
@@ -140,26 +140,26 @@ double PromptSide::agreement() const {
 }
 
 bool AuditDiff::regression() const {
-  for (const MetricDiff &metric : metrics) {
+  for (const MetricDiff& metric : metrics) {
     if (metric.regression) return true;
   }
-  for (const PromptDiff &prompt : prompts) {
+  for (const PromptDiff& prompt : prompts) {
     if (prompt.regression) return true;
   }
   return false;
 }
 
 bool AuditDiff::improvement() const {
-  for (const MetricDiff &metric : metrics) {
+  for (const MetricDiff& metric : metrics) {
     if (metric.improvement) return true;
   }
-  for (const PromptDiff &prompt : prompts) {
+  for (const PromptDiff& prompt : prompts) {
     if (prompt.improvement) return true;
   }
   return false;
 }
 
-AuditDiff diff_audits(const AuditReport &a, const AuditReport &b, const DiffConfig &config) {
+AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConfig& config) {
   AuditDiff diff;
   diff.a = audit_side(a);
   diff.b = audit_side(b);
@@ -167,11 +167,10 @@ AuditDiff diff_audits(const AuditReport &a, const AuditReport &b, const DiffConf
   diff.bootstrap_resamples = config.bootstrap_resamples;
   diff.seed = config.seed;
 
-  std::map<std::string, const PromptAnalysis *> in_b;
-  for (const PromptAnalysis &prompt : b.analysis.prompts)
-    in_b.emplace(prompt.id, &prompt);
+  std::map<std::string, const PromptAnalysis*> in_b;
+  for (const PromptAnalysis& prompt : b.analysis.prompts) in_b.emplace(prompt.id, &prompt);
   std::map<std::string, bool> seen_in_a;
-  for (const PromptAnalysis &prompt : a.analysis.prompts) {
+  for (const PromptAnalysis& prompt : a.analysis.prompts) {
     seen_in_a[prompt.id] = true;
     const auto found = in_b.find(prompt.id);
     if (found == in_b.end()) {
@@ -185,7 +184,7 @@ AuditDiff diff_audits(const AuditReport &a, const AuditReport &b, const DiffConf
     prompt_diff.agreement_change = agreement_change(prompt_diff.a, prompt_diff.b);
     diff.prompts.push_back(std::move(prompt_diff));
   }
-  for (const PromptAnalysis &prompt : b.analysis.prompts) {
+  for (const PromptAnalysis& prompt : b.analysis.prompts) {
     if (!seen_in_a.contains(prompt.id)) diff.only_in_b.push_back(prompt.id);
   }
 
@@ -194,7 +193,7 @@ AuditDiff diff_audits(const AuditReport &a, const AuditReport &b, const DiffConf
   std::vector<double> pass_p;
   std::vector<std::size_t> with_pass;
   for (std::size_t i = 0; i < diff.prompts.size(); ++i) {
-    PromptDiff &p = diff.prompts[i];
+    PromptDiff& p = diff.prompts[i];
     p.agreement_p = fisher_exact_p(p.a.reference_count, p.a.runs, p.b.reference_count, p.b.runs);
     agreement_p.push_back(p.agreement_p);
     if (p.a.pass && p.b.pass) {
@@ -209,7 +208,7 @@ AuditDiff diff_audits(const AuditReport &a, const AuditReport &b, const DiffConf
     diff.prompts[with_pass[k]].pass_p_adjusted = pass_adjusted[k];
   }
   for (std::size_t i = 0; i < diff.prompts.size(); ++i) {
-    PromptDiff &p = diff.prompts[i];
+    PromptDiff& p = diff.prompts[i];
     p.agreement_p_adjusted = agreement_adjusted[i];
     bool worse = false;
     bool better = false;
@@ -237,7 +236,7 @@ AuditDiff diff_audits(const AuditReport &a, const AuditReport &b, const DiffConf
   int runs_a = 0;
   int passed_b = 0;
   int runs_b = 0;
-  for (const PromptDiff &p : diff.prompts) {
+  for (const PromptDiff& p : diff.prompts) {
     if (p.a.runs == 0 || p.b.runs == 0) continue;
     stable.emplace_back(!p.a.unstable, !p.b.unstable);
     if (p.a.has_logprobs && p.b.has_logprobs) fragile.emplace_back(p.a.fragile, p.b.fragile);

@@ -22,13 +22,13 @@ struct PassCount {
 
 // Where pass counts come from: the prompt's checker results, or nothing where none ran.
 using PassCountSource =
-    std::function<std::optional<PassCount>(const AuditReport &, const PromptAnalysis &)>;
+    std::function<std::optional<PassCount>(const AuditReport&, const PromptAnalysis&)>;
 
 // The default pass-count source: the prompt's checker results (PromptAnalysis::passes of
 // checked_runs), nothing for a prompt without a checker. Pass-rate figures of a diff exist
 // only for prompts with pass counts on both sides.
-std::optional<PassCount> checker_pass_count(const AuditReport &report,
-                                            const PromptAnalysis &prompt);
+std::optional<PassCount> checker_pass_count(const AuditReport& report,
+                                            const PromptAnalysis& prompt);
 
 struct DiffConfig {
   double alpha = 0.05; // significance level of every test
@@ -128,6 +128,6 @@ struct AuditDiff {
 };
 
 // Compares B against A over the prompt ids present in both (A's order).
-AuditDiff diff_audits(const AuditReport &a, const AuditReport &b, const DiffConfig &config);
+AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConfig& config);
 
 } // namespace llmrepro::core

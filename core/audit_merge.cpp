@@ -80,7 +80,8 @@ Result<AuditData> merge_shards(const std::vector<AuditData>& shards) {
   std::set<int> present;
   for (const AuditData* shard : ordered) {
     const AuditConfig& config = shard->config;
-    if (config.shard_count < 1 || config.shard_index < 0 || config.shard_index >= config.shard_count)
+    if (config.shard_count < 1 || config.shard_index < 0 ||
+        config.shard_index >= config.shard_count)
       return make_error(ErrorCode::usage, "merge: " + shard_name(*shard) + " is not a valid shard");
     if (const auto field = config_difference(first.config, config); !field.empty())
       return make_error(ErrorCode::usage, "merge: " + shard_name(*shard) + " and " +
@@ -92,15 +93,16 @@ Result<AuditData> merge_shards(const std::vector<AuditData>& shards) {
                                               ")");
     if (shard->endpoints.size() != first.endpoints.size())
       return make_error(ErrorCode::usage, "merge: " + shard_name(*shard) + " and " +
-                                              shard_name(first) + " audited different numbers of endpoints");
+                                              shard_name(first) +
+                                              " audited different numbers of endpoints");
     for (std::size_t e = 0; e < first.endpoints.size(); ++e) {
       const auto& a = first.endpoints[e];
       const auto& b = shard->endpoints[e];
       if (a.dialect != b.dialect || a.model != b.model || a.embedded != b.embedded)
-        return make_error(ErrorCode::usage,
-                          "merge: " + shard_name(*shard) + " audited " + b.dialect + " model '" +
-                              b.model + "' where " + shard_name(first) + " audited " + a.dialect +
-                              " model '" + a.model + "'");
+        return make_error(ErrorCode::usage, "merge: " + shard_name(*shard) + " audited " +
+                                                b.dialect + " model '" + b.model + "' where " +
+                                                shard_name(first) + " audited " + a.dialect +
+                                                " model '" + a.model + "'");
     }
     if (!present.insert(config.shard_index).second)
       return make_error(ErrorCode::usage, "merge: shard " + std::to_string(config.shard_index + 1) +
@@ -108,7 +110,8 @@ Result<AuditData> merge_shards(const std::vector<AuditData>& shards) {
                                               " is given twice: shards overlap");
     for (const auto& record : shard->records)
       if (record.planned.prompt_index % count != config.shard_index)
-        return make_error(ErrorCode::usage, "merge: " + shard_name(*shard) + " holds a record of prompt " +
+        return make_error(ErrorCode::usage, "merge: " + shard_name(*shard) +
+                                                " holds a record of prompt " +
                                                 std::to_string(record.planned.prompt_index + 1) +
                                                 ", which belongs to another shard");
   }

@@ -20,10 +20,11 @@ std::vector<std::string> audit_warnings(const AuditReport& report, int top_logpr
   std::vector<std::string> warnings;
   for (std::size_t e = 0; e < report.observed.size(); ++e) {
     const auto& seen = report.observed[e];
-    const std::string who = report.observed.size() > 1 ? "endpoint " + std::to_string(e) : "the endpoint";
+    const std::string who =
+        report.observed.size() > 1 ? "endpoint " + std::to_string(e) : "the endpoint";
     if (seen.models.size() > 1)
-      warnings.push_back(who + " answered as " + std::to_string(seen.models.size()) +
-                         " models (" + counts_list(seen.models) +
+      warnings.push_back(who + " answered as " + std::to_string(seen.models.size()) + " models (" +
+                         counts_list(seen.models) +
                          "): completions that differ may come from different models, not from "
                          "batch drift");
     if (seen.fingerprints.size() > 1)
@@ -36,8 +37,7 @@ std::vector<std::string> audit_warnings(const AuditReport& report, int top_logpr
   if (s.min_candidates && *s.min_candidates < top_logprobs)
     warnings.push_back("the endpoint returned as few as " + std::to_string(*s.min_candidates) +
                        " candidates at a position where --top-logprobs asked for " +
-                       std::to_string(top_logprobs) +
-                       ": gaps there are unknown");
+                       std::to_string(top_logprobs) + ": gaps there are unknown");
   if (s.non_greedy_prompts > 0)
     warnings.push_back(std::to_string(s.non_greedy_prompts) +
                        " prompts have tokens that are not the top candidate: the endpoint did not "
@@ -61,8 +61,8 @@ std::vector<std::string> audit_warnings(const AuditReport& report, int top_logpr
 } // namespace
 
 AuditReportBuilder::AuditReportBuilder(const AuditData& data)
-    : m_suite(std::make_unique<Suite>(data.suite)),
-      m_config{data.config.fragile_gap, data.config.fragile_window},
+    : m_suite(std::make_unique<Suite>(data.suite)), m_config{data.config.fragile_gap,
+                                                             data.config.fragile_window},
       m_primary_probe(primary_probe(data.config.probes)) {
   // Endpoint 0's primary probe is analysed once and reused as probes[k] and endpoints[0].
   for (std::size_t e = 0; e < std::max<std::size_t>(data.endpoints.size(), 1); ++e)

@@ -25,11 +25,11 @@ struct AuditReport {
   const AuditData* data = nullptr; // not owned; outlives the report
   AuditAnalysis analysis;          // of endpoint 0, its primary probe kind
   ProbeKind primary_probe = ProbeKind::sweep;
-  std::vector<ProbeAnalysis> probes;   // endpoint 0, each configured probe kind on its own
+  std::vector<ProbeAnalysis> probes;    // endpoint 0, each configured probe kind on its own
   std::vector<AuditAnalysis> endpoints; // each endpoint's primary probe; [0] is `analysis`
   // Endpoints 1.. with their non-primary probe kinds, so that the gates judge every scope.
   std::vector<ProbeAnalysis> other_endpoint_probes;
-  std::vector<int> other_endpoint_indices; // endpoint of other_endpoint_probes[i]
+  std::vector<int> other_endpoint_indices;      // endpoint of other_endpoint_probes[i]
   std::optional<EndpointComparison> comparison; // with two or more endpoints
   std::vector<EndpointObservations> observed;   // per endpoint
   Verdict verdict;
@@ -38,7 +38,7 @@ struct AuditReport {
   std::vector<std::string> warnings;
   ToolInfo tool;
   std::size_t planned_requests = 0;
-  std::optional<double> tara;      // TARa@N where answers were extracted
+  std::optional<double> tara; // TARa@N where answers were extracted
 };
 
 // Every scope the gates judge: endpoint 0's primary probe kind first, then endpoint 0's other

@@ -32,8 +32,7 @@ struct TokenLogprob {
   // either of the two has an unknown log probability.
   std::optional<double> gap() const {
     if (top.size() < 2) return std::nullopt;
-    if (!is_known_logprob(top[0].logprob) || !is_known_logprob(top[1].logprob))
-      return std::nullopt;
+    if (!is_known_logprob(top[0].logprob) || !is_known_logprob(top[1].logprob)) return std::nullopt;
     return top[0].logprob - top[1].logprob;
   }
 

@@ -34,8 +34,7 @@ private:
   static constexpr int k_max_depth = 64;
 
   Error failure() const {
-    return make_error(ErrorCode::input,
-                            "JSON: " + m_error + " at offset " + std::to_string(m_pos));
+    return make_error(ErrorCode::input, "JSON: " + m_error + " at offset " + std::to_string(m_pos));
   }
 
   void skip_space() {
@@ -142,9 +141,12 @@ private:
     for (int i = 0; i < 4; ++i) {
       const char c = m_text[m_pos++];
       code <<= 4;
-      if (c >= '0' && c <= '9') code |= static_cast<unsigned>(c - '0');
-      else if (c >= 'a' && c <= 'f') code |= static_cast<unsigned>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') code |= static_cast<unsigned>(c - 'A' + 10);
+      if (c >= '0' && c <= '9')
+        code |= static_cast<unsigned>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        code |= static_cast<unsigned>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        code |= static_cast<unsigned>(c - 'A' + 10);
       else {
         m_error = "bad \\u escape";
         return false;

@@ -45,9 +45,10 @@ ProbeKind primary_probe(const std::vector<ProbeKind>& probes) {
   return probes.front();
 }
 
-std::optional<PrefixPromptDrift> prefix_drift_of_prompt(
-    const Suite& suite, int prompt_index, const std::vector<const RequestRecord*>& records,
-    const AnalysisConfig& config, int endpoint_index) {
+std::optional<PrefixPromptDrift>
+prefix_drift_of_prompt(const Suite& suite, int prompt_index,
+                       const std::vector<const RequestRecord*>& records,
+                       const AnalysisConfig& config, int endpoint_index) {
   std::vector<const RequestRecord*> cold;
   std::vector<const RequestRecord*> warm;
   for (const auto* record : records) {

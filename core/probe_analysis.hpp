@@ -39,9 +39,10 @@ struct ProbeAnalysis {
 
 // The prefix probe's warm-against-cold drift of one prompt from its records (only endpoint
 // `endpoint_index`'s prefix trials count); empty when it has none.
-std::optional<PrefixPromptDrift> prefix_drift_of_prompt(
-    const Suite& suite, int prompt_index, const std::vector<const RequestRecord*>& records,
-    const AnalysisConfig& config, int endpoint_index);
+std::optional<PrefixPromptDrift>
+prefix_drift_of_prompt(const Suite& suite, int prompt_index,
+                       const std::vector<const RequestRecord*>& records,
+                       const AnalysisConfig& config, int endpoint_index);
 
 // The probe kind whose analysis is the audit's top-level one: the sweep when it ran, otherwise
 // the first configured kind.

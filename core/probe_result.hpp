@@ -64,10 +64,10 @@ struct ProbeExperiment {
   std::string id;    // "E0" ... "E7"
   std::string title; // one line for people
   ProbeStatus status = ProbeStatus::ok;
-  std::vector<ProbeParam> held;     // parameters fixed for every row
-  std::vector<std::string> varied;  // names of the parameters that rows vary
+  std::vector<ProbeParam> held;    // parameters fixed for every row
+  std::vector<std::string> varied; // names of the parameters that rows vary
   std::vector<ProbeRow> rows;
-  std::vector<std::string> notes;   // what the rows show, caveats, why skipped
+  std::vector<std::string> notes; // what the rows show, caveats, why skipped
 };
 
 // The flip experiment's conclusion: the largest observed top-1/top-2 gap at which the argmax

@@ -11,10 +11,10 @@ namespace {
 
 // Plain English words: every tokenizer knows them, so lengths in tokens stay predictable.
 constexpr std::array<std::string_view, 32> k_words{
-    "the",   "river", "stone", "light", "north", "garden", "window", "paper",
-    "quiet", "table", "green", "music", "early", "winter", "bridge", "market",
-    "cloud", "house", "storm", "field", "letter", "silver", "forest", "harbor",
-    "clock", "mountain", "yellow", "station", "summer", "valley", "story", "road"};
+    "the",   "river",    "stone",  "light",   "north",  "garden", "window", "paper",
+    "quiet", "table",    "green",  "music",   "early",  "winter", "bridge", "market",
+    "cloud", "house",    "storm",  "field",   "letter", "silver", "forest", "harbor",
+    "clock", "mountain", "yellow", "station", "summer", "valley", "story",  "road"};
 
 constexpr std::uint64_t k_prefix_seed = 0x70726566697831ULL;
 constexpr std::uint64_t k_long_seed = 0x6C6F6E67637478ULL;

@@ -10,6 +10,6 @@ namespace llmrepro::core {
 
 // The unstable or fragile prompts, worst first: most distinct completions, then the earliest
 // first divergence, then the smallest min_gap, then suite order. At most `limit` of them.
-std::vector<const PromptAnalysis *> worst_prompts(const AuditAnalysis &analysis, std::size_t limit);
+std::vector<const PromptAnalysis*> worst_prompts(const AuditAnalysis& analysis, std::size_t limit);
 
 } // namespace llmrepro::core

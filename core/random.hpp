@@ -1,4 +1,5 @@
-// Deterministic randomness injected into core: the plan's shuffle must be reproducible for --resume.
+// Deterministic randomness injected into core: the plan's shuffle must be reproducible for
+// --resume.
 #pragma once
 
 #include <cstdint>

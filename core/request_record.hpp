@@ -12,9 +12,9 @@ namespace llmrepro::core {
 
 struct RequestOutcome {
   bool ok = false;
-  int http_status = 0;   // last HTTP status seen; 0 when no response arrived
-  std::string error;     // why it failed, after the last attempt; empty on success
-  int attempts = 0;      // 1 plus the retries spent
+  int http_status = 0; // last HTTP status seen; 0 when no response arrived
+  std::string error;   // why it failed, after the last attempt; empty on success
+  int attempts = 0;    // 1 plus the retries spent
   std::int64_t started_ms = 0;
   std::int64_t finished_ms = 0;
   Completion completion; // meaningful when ok

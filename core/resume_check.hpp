@@ -74,8 +74,7 @@ std::string to_string(const PlanDifference& difference);
 // Every plan-defining value in `wanted` that differs from the audit `stored` was planned with, in
 // the order of the flags: --suite, the endpoints, --api, --model, --runs, --concurrency,
 // --max-tokens, --top-logprobs, --seed, --probe, --shard, --stream. Empty when they agree.
-std::vector<PlanDifference> resume_plan_differences(const AuditData& stored,
-                                                    const ResumeRequest& wanted,
-                                                    const UrlForms& urls);
+std::vector<PlanDifference>
+resume_plan_differences(const AuditData& stored, const ResumeRequest& wanted, const UrlForms& urls);
 
 } // namespace llmrepro::core

@@ -28,8 +28,8 @@ Result<PromptSemantics> prompt_semantics(int prompt_index,
                                          const std::vector<std::vector<double>>& embeddings,
                                          double threshold) {
   if (embeddings.empty())
-    return make_error(ErrorCode::input, "prompt " + std::to_string(prompt_index + 1) +
-                                            " has no completion to embed");
+    return make_error(ErrorCode::input,
+                      "prompt " + std::to_string(prompt_index + 1) + " has no completion to embed");
   PromptSemantics result;
   result.prompt_index = prompt_index;
   result.distinct = static_cast<int>(embeddings.size());

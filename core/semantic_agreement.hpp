@@ -24,8 +24,8 @@ struct PromptSemantics {
 };
 
 struct SemanticAgreement {
-  std::string model;       // the embedding model asked for (empty: the endpoint's default)
-  double threshold = 0.9;  // a prompt agrees when its least similar pair reaches it
+  std::string model;      // the embedding model asked for (empty: the endpoint's default)
+  double threshold = 0.9; // a prompt agrees when its least similar pair reaches it
   std::vector<PromptSemantics> prompts; // by prompt index
   // Share of prompts that agree; empty when no prompt was embedded.
   std::optional<double> agreeing_share;

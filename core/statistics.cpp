@@ -36,17 +36,16 @@ double log_choose(int n, int k) {
 constexpr double k_tie_tolerance = 1e-7;
 
 // log(sum(exp(x))) over `terms`, stable for very small probabilities.
-double log_sum_exp(const std::vector<double> &terms) {
+double log_sum_exp(const std::vector<double>& terms) {
   if (terms.empty()) return -INFINITY;
   const double top = *std::max_element(terms.begin(), terms.end());
   double sum = 0.0;
-  for (double t : terms)
-    sum += std::exp(t - top);
+  for (double t : terms) sum += std::exp(t - top);
   return top + std::log(sum);
 }
 
 // Linear interpolation between order statistics (Hyndman and Fan type 7) of sorted values.
-double quantile_sorted(const std::vector<double> &sorted, double q) {
+double quantile_sorted(const std::vector<double>& sorted, double q) {
   const double position = q * static_cast<double>(sorted.size() - 1);
   const auto below = static_cast<std::size_t>(std::floor(position));
   const std::size_t above = std::min(below + 1, sorted.size() - 1);
@@ -122,7 +121,7 @@ double mcnemar_exact_p(int only_a, int only_b) {
   return binomial_two_sided_p(only_a, only_a + only_b);
 }
 
-double sign_test_p(const std::vector<double> &differences) {
+double sign_test_p(const std::vector<double>& differences) {
   int positive = 0;
   int nonzero = 0;
   for (double d : differences) {
@@ -153,7 +152,7 @@ double fisher_exact_p(int a_successes, int a_trials, int b_successes, int b_tria
   return std::min(1.0, std::exp(log_sum_exp(terms)));
 }
 
-std::vector<double> holm_adjust(const std::vector<double> &p_values) {
+std::vector<double> holm_adjust(const std::vector<double>& p_values) {
   const std::size_t m = p_values.size();
   std::vector<std::size_t> order(m);
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -170,7 +169,7 @@ std::vector<double> holm_adjust(const std::vector<double> &p_values) {
   return adjusted;
 }
 
-BootstrapResult paired_bootstrap_mean(const std::vector<double> &differences, int resamples,
+BootstrapResult paired_bootstrap_mean(const std::vector<double>& differences, int resamples,
                                       std::uint64_t seed, double alpha) {
   BootstrapResult result;
   result.resamples = std::max(resamples, 0);
@@ -189,8 +188,7 @@ BootstrapResult paired_bootstrap_mean(const std::vector<double> &differences, in
   int at_or_above_zero = 0;
   for (int r = 0; r < result.resamples; ++r) {
     double sum = 0.0;
-    for (std::size_t i = 0; i < n; ++i)
-      sum += differences[random.below(n)];
+    for (std::size_t i = 0; i < n; ++i) sum += differences[random.below(n)];
     const double mean = sum / static_cast<double>(n);
     if (mean <= 0.0) ++at_or_below_zero;
     if (mean >= 0.0) ++at_or_above_zero;

@@ -31,7 +31,7 @@ double mcnemar_exact_p(int only_a, int only_b);
 
 // Exact sign test of paired differences: zeros dropped, then the binomial test of the
 // positive count among the non-zero ones.
-double sign_test_p(const std::vector<double> &differences);
+double sign_test_p(const std::vector<double>& differences);
 
 // Two-sided Fisher exact test of two independent rates (a_successes of a_trials against
 // b_successes of b_trials). 1 when either side has no trials.
@@ -39,7 +39,7 @@ double fisher_exact_p(int a_successes, int a_trials, int b_successes, int b_tria
 
 // Holm's step-down adjustment for testing many hypotheses at once: the same order as given,
 // each adjusted p at least as large as the raw one, monotone in the raw p, capped at 1.
-std::vector<double> holm_adjust(const std::vector<double> &p_values);
+std::vector<double> holm_adjust(const std::vector<double>& p_values);
 
 struct BootstrapResult {
   double mean = 0.0;    // of the observed differences
@@ -51,7 +51,7 @@ struct BootstrapResult {
 // Paired bootstrap of the mean of per-pair differences: `resamples` resamples of the pairs
 // with replacement, drawn from SplitMix64(seed), so a seed names one result everywhere.
 // With no differences the mean is 0, the interval [0, 0] and p 1.
-BootstrapResult paired_bootstrap_mean(const std::vector<double> &differences, int resamples,
+BootstrapResult paired_bootstrap_mean(const std::vector<double>& differences, int resamples,
                                       std::uint64_t seed, double alpha = 0.05);
 
 } // namespace llmrepro::core

@@ -16,10 +16,10 @@ struct Message {
 struct Expectation {
   enum class Kind { none, regex, contains, equals, json_path, choice, number };
   Kind kind = Kind::none;
-  std::string value;       // pattern, substring, exact text, choice letter, or expected JSON value
-  std::string path;        // json_path only: a `$.a.b[0]` path
-  double number = 0.0;     // number only: the expected value
-  double tolerance = 0.0;  // number only: absolute tolerance
+  std::string value;      // pattern, substring, exact text, choice letter, or expected JSON value
+  std::string path;       // json_path only: a `$.a.b[0]` path
+  double number = 0.0;    // number only: the expected value
+  double tolerance = 0.0; // number only: absolute tolerance
 };
 
 // How to parse an answer out of a completion for answer agreement (`extract`).

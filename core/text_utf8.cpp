@@ -73,8 +73,7 @@ std::vector<std::string> utf8_code_points(std::string_view text) {
 std::string truncate_utf8(std::string_view text, std::size_t max_code_points) {
   const std::vector<std::string> points = utf8_code_points(text);
   std::string out;
-  for (std::size_t k = 0; k < points.size() && k < max_code_points; ++k)
-    out += points[k];
+  for (std::size_t k = 0; k < points.size() && k < max_code_points; ++k) out += points[k];
   if (points.size() > max_code_points) out += "\xE2\x80\xA6";
   return out;
 }

@@ -13,7 +13,7 @@
 
 namespace llmrepro::core {
 
-const char *to_string(VerdictStatus status) {
+const char* to_string(VerdictStatus status) {
   switch (status) {
   case VerdictStatus::pass: return "pass";
   case VerdictStatus::fail: return "fail";
@@ -30,13 +30,13 @@ std::string format_rate(double rate) {
   return buffer;
 }
 
-std::string count_of(int count, int total, const char *noun) {
+std::string count_of(int count, int total, const char* noun) {
   return std::to_string(count) + " of " + std::to_string(total) + " " + noun;
 }
 
 class Judge {
 public:
-  Judge(const std::vector<JudgedScope> &scopes, const GateConfig &gates)
+  Judge(const std::vector<JudgedScope>& scopes, const GateConfig& gates)
       : m_scopes(scopes), m_gates(gates), m_several(scopes.size() > 1) {}
 
   void add(std::string name, std::string flag, GateScope scope, std::optional<double> figure,
@@ -46,12 +46,12 @@ public:
   }
 
   // "endpoint 1, long: " where several scopes are judged; nothing otherwise.
-  std::string prefix(const JudgedScope &scope) const {
+  std::string prefix(const JudgedScope& scope) const {
     if (!m_several) return "";
     return "endpoint " + std::to_string(scope.endpoint) + ", " + to_string(scope.probe) + ": ";
   }
 
-  static GateScope scope_of(const JudgedScope &scope) {
+  static GateScope scope_of(const JudgedScope& scope) {
     return GateScope{scope.endpoint, scope.probe, std::nullopt};
   }
 
@@ -59,10 +59,10 @@ public:
     int failed = 0;
     int recorded = 0;
     std::map<std::string, int> reasons;
-    for (const auto &scope : m_scopes) {
+    for (const auto& scope : m_scopes) {
       failed += scope.analysis->summary.failed_requests;
       recorded += scope.analysis->summary.requests;
-      for (const auto &[reason, count] : scope.analysis->summary.failure_reasons)
+      for (const auto& [reason, count] : scope.analysis->summary.failure_reasons)
         reasons[reason] += count;
     }
     const double rate = recorded > 0 ? static_cast<double>(failed) / recorded : 0.0;
@@ -71,7 +71,7 @@ public:
       // Grouped by reason, most frequent first, at most three named.
       std::vector<std::pair<std::string, int>> sorted(reasons.begin(), reasons.end());
       std::stable_sort(sorted.begin(), sorted.end(),
-                       [](const auto &a, const auto &b) { return a.second > b.second; });
+                       [](const auto& a, const auto& b) { return a.second > b.second; });
       message += " (";
       for (std::size_t i = 0; i < sorted.size() && i < 3; ++i) {
         if (i > 0) message += "; ";
@@ -85,8 +85,8 @@ public:
         rate <= m_gates.max_failed_rate);
   }
 
-  void unstable(const JudgedScope &scope) {
-    const AuditSummary &s = scope.analysis->summary;
+  void unstable(const JudgedScope& scope) {
+    const AuditSummary& s = scope.analysis->summary;
     const int judged = s.stable_prompts + s.unstable_prompts;
     std::string message =
         prefix(scope) + count_of(s.unstable_prompts, judged, "judged prompts") + " unstable";
@@ -99,13 +99,13 @@ public:
         s.unstable_prompts == 0 && judged > 0);
   }
 
-  void fragile(const JudgedScope &scope) {
-    const AuditSummary &s = scope.analysis->summary;
+  void fragile(const JudgedScope& scope) {
+    const AuditSummary& s = scope.analysis->summary;
     std::string message =
         prefix(scope) + count_of(s.fragile_prompts, s.prompts, "prompts") + " fragile";
     if (s.fragility_unknown_prompts > 0) {
       message += ", " + std::to_string(s.fragility_unknown_prompts) + " of unknown fragility";
-      for (const auto &prompt : scope.analysis->prompts)
+      for (const auto& prompt : scope.analysis->prompts)
         if (!prompt.fragile) {
           message += " (prompt " + prompt.id + ": " + prompt.fragility_reason + ")";
           break;
@@ -118,7 +118,7 @@ public:
   }
 
   // One gate per compared endpoint: its reference completions against endpoint 0's.
-  void disagree(const std::optional<EndpointComparison> &comparison, ProbeKind probe) {
+  void disagree(const std::optional<EndpointComparison>& comparison, ProbeKind probe) {
     if (!comparison || comparison->prompts.empty()) {
       add("fail_on_disagree", "--fail-on disagree", GateScope{}, std::nullopt, 0,
           comparison ? "no prompt to compare between endpoints (--fail-on disagree)"
@@ -132,9 +132,9 @@ public:
       int disagreeing = 0;
       int endpoint = 0;
       std::string first;
-      for (const auto &prompt : comparison->prompts) {
+      for (const auto& prompt : comparison->prompts) {
         if (k >= prompt.endpoints.size()) continue;
-        const EndpointDivergence &other = prompt.endpoints[k];
+        const EndpointDivergence& other = prompt.endpoints[k];
         endpoint = other.endpoint_index;
         if (other.agrees) continue;
         ++disagreeing;
@@ -150,10 +150,10 @@ public:
     }
   }
 
-  void max_unique(const JudgedScope &scope, int limit) {
+  void max_unique(const JudgedScope& scope, int limit) {
     int worst = 0;
     std::string worst_id;
-    for (const auto &prompt : scope.analysis->prompts)
+    for (const auto& prompt : scope.analysis->prompts)
       if (prompt.unique_completions > worst) {
         worst = prompt.unique_completions;
         worst_id = prompt.id;
@@ -161,7 +161,7 @@ public:
     std::string message = prefix(scope) + "most distinct completions: " + std::to_string(worst);
     if (!worst_id.empty()) message += " (prompt " + worst_id + ")";
     message += ", limit " + std::to_string(limit) + " (--max-unique)";
-    const AuditSummary &s = scope.analysis->summary;
+    const AuditSummary& s = scope.analysis->summary;
     const bool judged = s.stable_prompts + s.unstable_prompts > 0;
     if (!judged)
       message = prefix(scope) + "no prompt could be judged, limit " + std::to_string(limit) +
@@ -170,8 +170,8 @@ public:
         judged && worst <= limit);
   }
 
-  void max_unstable_rate(const JudgedScope &scope, double limit) {
-    const AuditSummary &s = scope.analysis->summary;
+  void max_unstable_rate(const JudgedScope& scope, double limit) {
+    const AuditSummary& s = scope.analysis->summary;
     const int judged = s.stable_prompts + s.unstable_prompts;
     if (judged == 0) {
       add("max_unstable_rate", "--max-unstable-rate", scope_of(scope), std::nullopt, limit,
@@ -190,8 +190,8 @@ public:
         rate <= limit);
   }
 
-  void min_tara(const JudgedScope &scope, double limit) {
-    const AuditSummary &s = scope.analysis->summary;
+  void min_tara(const JudgedScope& scope, double limit) {
+    const AuditSummary& s = scope.analysis->summary;
     if (s.prompts == 0) {
       add("min_tara", "--min-tara", scope_of(scope), std::nullopt, limit,
           prefix(scope) + "TARa was not computed, minimum " + format_rate(limit) + " (--min-tara)",
@@ -204,8 +204,8 @@ public:
         s.tara >= limit);
   }
 
-  void missing_evidence(const RunFacts &facts) {
-    auto &errors = m_verdict.errors;
+  void missing_evidence(const RunFacts& facts) {
+    auto& errors = m_verdict.errors;
     if (!facts.run_error.empty()) errors.push_back("the run stopped: " + facts.run_error);
     if (facts.recorded_requests < facts.planned_requests) {
       const std::string recorded = std::to_string(facts.recorded_requests) + " of " +
@@ -215,17 +215,17 @@ public:
     } else if (facts.interrupted) {
       errors.push_back("interrupted");
     }
-    for (const auto &scope : m_scopes)
+    for (const auto& scope : m_scopes)
       if (scope.analysis->summary.prompts_with_two_completions == 0)
         errors.push_back(prefix(scope) + "no prompt has two successful completions to compare");
   }
 
-  Verdict finish(const std::vector<JudgedScope> &scopes) {
+  Verdict finish(const std::vector<JudgedScope>& scopes) {
     Verdict verdict = std::move(m_verdict);
     verdict.stability_gated = m_gates.stability_gated();
     int failed = 0;
-    const GateResult *first_failed = nullptr;
-    for (const auto &gate : verdict.gates)
+    const GateResult* first_failed = nullptr;
+    for (const auto& gate : verdict.gates)
       if (!gate.passed) {
         ++failed;
         if (!first_failed) first_failed = &gate;
@@ -246,7 +246,7 @@ public:
         verdict.headline = "PASS: " + std::to_string(verdict.gates.size()) + " gates passed";
       } else {
         // No gate asked about stability: say what the audit saw instead of a bare PASS.
-        const AuditSummary &s = scopes.front().analysis->summary;
+        const AuditSummary& s = scopes.front().analysis->summary;
         const int judged = s.stable_prompts + s.unstable_prompts;
         verdict.headline =
             "NO STABILITY GATE: " + count_of(s.unstable_prompts, judged, "prompts") + " unstable";
@@ -258,17 +258,17 @@ public:
   }
 
 private:
-  const std::vector<JudgedScope> &m_scopes;
-  const GateConfig &m_gates;
+  const std::vector<JudgedScope>& m_scopes;
+  const GateConfig& m_gates;
   bool m_several = false;
   Verdict m_verdict;
 };
 
 } // namespace
 
-Verdict judge(const std::vector<JudgedScope> &scopes,
-              const std::optional<EndpointComparison> &comparison, const GateConfig &gates,
-              const RunFacts &facts) {
+Verdict judge(const std::vector<JudgedScope>& scopes,
+              const std::optional<EndpointComparison>& comparison, const GateConfig& gates,
+              const RunFacts& facts) {
   if (scopes.empty()) {
     Verdict verdict;
     verdict.status = VerdictStatus::error;
@@ -279,7 +279,7 @@ Verdict judge(const std::vector<JudgedScope> &scopes,
   Judge judge(scopes, gates);
   judge.missing_evidence(facts);
   judge.failed_requests();
-  for (const auto &scope : scopes) {
+  for (const auto& scope : scopes) {
     if (gates.fail_on.unstable) judge.unstable(scope);
     if (gates.fail_on.fragile) judge.fragile(scope);
     if (gates.max_unique) judge.max_unique(scope, *gates.max_unique);

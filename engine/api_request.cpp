@@ -69,7 +69,8 @@ std::string chat_prompt(const json& messages) {
     reject_unknown(message, {"role", "content", "name"});
     if (!message.contains("role")) fail(where + ".role", "'" + where + ".role' is required");
     const std::string role = string_field(message["role"], where + ".role");
-    if (!roles.contains(role)) fail(where + ".role", "'" + where + ".role' is not a known role: " + role);
+    if (!roles.contains(role))
+      fail(where + ".role", "'" + where + ".role' is not a known role: " + role);
     if (!message.contains("content"))
       fail(where + ".content", "'" + where + ".content' is required");
     const json& content = message["content"];
@@ -86,7 +87,8 @@ std::string chat_prompt(const json& messages) {
         text += (text.empty() ? "" : " ") + string_field(content[p]["text"], part + ".text");
       }
     } else {
-      fail(where + ".content", "'" + where + ".content' must be a string or an array of text parts");
+      fail(where + ".content",
+           "'" + where + ".content' must be a string or an array of text parts");
     }
     if (!prompt.empty()) prompt += "\n";
     prompt += text;
@@ -99,9 +101,9 @@ std::string chat_prompt(const json& messages) {
 ApiRequest parse_api_request(const std::string& body, ApiKind kind) {
   const json document = parse_object(body);
   const bool chat = kind == ApiKind::chat_completions;
-  std::set<std::string> known{"model",  "max_tokens",     "temperature",     "top_p",
-                              "logprobs", "seed",         "stream",          "stream_options",
-                              "response_format", "n",     "user"};
+  std::set<std::string> known{"model",           "max_tokens", "temperature", "top_p",
+                              "logprobs",        "seed",       "stream",      "stream_options",
+                              "response_format", "n",          "user"};
   if (chat) {
     known.insert({"messages", "top_logprobs", "max_completion_tokens"});
   } else {
@@ -143,15 +145,16 @@ ApiRequest parse_api_request(const std::string& body, ApiKind kind) {
   if (document.contains("top_p")) {
     const json& top_p = document["top_p"];
     if (!top_p.is_number()) fail("top_p", "'top_p' must be a number");
-    if (top_p.get<double>() != 1.0) fail("top_p", "'top_p' must be 1: this engine only decodes greedily");
+    if (top_p.get<double>() != 1.0)
+      fail("top_p", "'top_p' must be 1: this engine only decodes greedily");
   }
-  if (document.contains("n") && int_field(document["n"], "n") != 1)
-    fail("n", "'n' must be 1");
+  if (document.contains("n") && int_field(document["n"], "n") != 1) fail("n", "'n' must be 1");
   if (document.contains("seed")) request.seed = int_field(document["seed"], "seed");
   if (document.contains("user")) (void)string_field(document["user"], "user");
 
   if (chat) {
-    if (document.contains("logprobs")) request.logprobs = bool_field(document["logprobs"], "logprobs");
+    if (document.contains("logprobs"))
+      request.logprobs = bool_field(document["logprobs"], "logprobs");
     if (document.contains("top_logprobs")) {
       const long long top = int_field(document["top_logprobs"], "top_logprobs");
       if (top < 0 || top > k_max_top_logprobs)
@@ -188,7 +191,8 @@ ApiRequest parse_api_request(const std::string& body, ApiKind kind) {
       fail("response_format", "'response_format' must be an object with a string 'type'");
     const std::string type = format["type"].get<std::string>();
     if (type != "text" && type != "json_object" && type != "json_schema")
-      fail("response_format.type", "'response_format.type' must be text, json_object or json_schema");
+      fail("response_format.type",
+           "'response_format.type' must be text, json_object or json_schema");
   }
   return request;
 }

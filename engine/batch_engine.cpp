@@ -63,8 +63,7 @@ StepStats BatchEngine::step() {
   for (std::size_t i = 0; i < m_active.size(); ++i) {
     Sequence& sequence = m_active[i];
     sequence.computed += items[i].count;
-    if (m_options.prefix_cache && !sequence.cached &&
-        sequence.computed >= sequence.prompt_length) {
+    if (m_options.prefix_cache && !sequence.cached && sequence.computed >= sequence.prompt_length) {
       m_prefix_cache.insert(sequence.tokens, sequence.prompt_length, sequence.cache);
       sequence.cached = true;
     }

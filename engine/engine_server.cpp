@@ -54,7 +54,8 @@ struct EngineServer::Impl {
         scheduler(model, options, static_cast<std::size_t>(serve_config.max_queue)) {
     fingerprint = std::string("llmrepro-engine-") + k_engine_version + "-bi" +
                   (config.batch_invariant ? "1" : "0") + "-pc" + (config.prefix_cache ? "1" : "0") +
-                  "-cp" + std::to_string(config.chunked_prefill) + "-s" + std::to_string(config.seed);
+                  "-cp" + std::to_string(config.chunked_prefill) + "-s" +
+                  std::to_string(config.seed);
   }
 
   // Every route goes through here: the one place where an error becomes an HTTP response.
@@ -75,15 +76,16 @@ struct EngineServer::Impl {
     } catch (const ApiError& error) {
       write_error(res, error);
     } catch (const std::exception& error) {
-      write_error(res, ApiError(500, std::string("internal error: ") + error.what(), "",
-                                "server_error"));
+      write_error(
+          res, ApiError(500, std::string("internal error: ") + error.what(), "", "server_error"));
     }
   }
 
   void check_model(const std::optional<std::string>& requested) const {
     if (requested && *requested != k_model_name)
-      throw ApiError(404, "The model '" + *requested + "' does not exist; this engine serves '" +
-                              k_model_name + "'",
+      throw ApiError(404,
+                     "The model '" + *requested + "' does not exist; this engine serves '" +
+                         k_model_name + "'",
                      "model", "invalid_request_error", "model_not_found");
   }
 
@@ -104,9 +106,10 @@ struct EngineServer::Impl {
                      prompt_field);
     const std::size_t context = model.config().max_context;
     if (prompt.size() + request.max_tokens > context)
-      throw ApiError(400, "the prompt (" + std::to_string(prompt.size()) + " tokens) plus " +
-                              "'max_tokens' (" + std::to_string(request.max_tokens) +
-                              ") exceed the context of " + std::to_string(context) + " tokens",
+      throw ApiError(400,
+                     "the prompt (" + std::to_string(prompt.size()) + " tokens) plus " +
+                         "'max_tokens' (" + std::to_string(request.max_tokens) +
+                         ") exceed the context of " + std::to_string(context) + " tokens",
                      "max_tokens");
 
     ResponseContext response;
@@ -244,9 +247,9 @@ core::Result<std::unique_ptr<EngineServer>> EngineServer::start(const ServeConfi
                               "cannot listen on " + config.host + " (any port)");
   } else {
     if (!impl->server.bind_to_port(config.host, config.port))
-      return core::make_error(core::ErrorCode::environment,
-                              "cannot listen on " + config.host + ":" +
-                                  std::to_string(config.port) + " (in use or not allowed)");
+      return core::make_error(core::ErrorCode::environment, "cannot listen on " + config.host +
+                                                                ":" + std::to_string(config.port) +
+                                                                " (in use or not allowed)");
     impl->port = config.port;
   }
   Impl* raw = impl.get();

@@ -1,6 +1,7 @@
 // `llmrepro serve`: the reference engine behind an OpenAI-compatible HTTP API on loopback or any
-// address, with SGLang's POST /flush_cache to empty its prefix cache between cold trials. The CLI and the embedded audit target start it through this header only; the HTTP
-// library stays inside the implementation.
+// address, with SGLang's POST /flush_cache to empty its prefix cache between cold trials. The CLI
+// and the embedded audit target start it through this header only; the HTTP library stays inside
+// the implementation.
 #pragma once
 
 #include <cstdint>

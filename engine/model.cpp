@@ -48,8 +48,8 @@ Model::Model(const ModelConfig& config)
   m_positions.resize(config.max_context * d);
   for (std::size_t p = 0; p < config.max_context; ++p)
     for (std::size_t i = 0; i < d; i += 2) {
-      const double angle =
-          static_cast<double>(p) / std::pow(10000.0, static_cast<double>(i) / static_cast<double>(d));
+      const double angle = static_cast<double>(p) /
+                           std::pow(10000.0, static_cast<double>(i) / static_cast<double>(d));
       m_positions[p * d + i] = bf16(static_cast<float>(0.5 * std::sin(angle)));
       if (i + 1 < d) m_positions[p * d + i + 1] = bf16(static_cast<float>(0.5 * std::cos(angle)));
     }
@@ -188,8 +188,8 @@ void Model::output_bias(const std::vector<int>& tokens, std::size_t length, floa
   }
 }
 
-std::vector<TokenChoice> Model::step(const std::vector<StepItem>& items,
-                                     const KernelPolicy& policy, ThreadPool& pool,
+std::vector<TokenChoice> Model::step(const std::vector<StepItem>& items, const KernelPolicy& policy,
+                                     ThreadPool& pool,
                                      std::vector<std::vector<float>>* logits_out) const {
   const std::size_t d = m_config.d_model;
   const std::size_t v = m_vocabulary.size();
@@ -260,7 +260,8 @@ std::vector<float> Model::embed(const std::vector<int>& tokens) const {
   std::vector<float> embedding(d, 0.0f);
   if (tokens.empty()) return embedding;
   const std::size_t length = std::min(tokens.size(), m_config.max_context);
-  const std::vector<int> clipped(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(length));
+  const std::vector<int> clipped(tokens.begin(),
+                                 tokens.begin() + static_cast<std::ptrdiff_t>(length));
   KvCache cache = make_cache(length);
   const std::vector<StepItem> items{{&clipped, &cache, 0, length, false}};
   ThreadPool pool(1);

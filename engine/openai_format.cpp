@@ -85,7 +85,8 @@ json usage(const ApiRequest& request, const ResponseContext& context, std::size_
 
 json header(const ApiRequest& request, const ResponseContext& context, bool chunk) {
   const bool chat = request.kind == ApiKind::chat_completions;
-  const char* object = chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+  const char* object =
+      chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
   return json{{"id", context.id},
               {"object", object},
               {"created", context.created},
@@ -118,14 +119,17 @@ std::string completion_body(const ApiRequest& request, const ResponseContext& co
     }
     choice = {{"index", 0},
               {"message",
-               {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}, {"annotations", json::array()}}},
+               {{"role", "assistant"},
+                {"content", text},
+                {"refusal", nullptr},
+                {"annotations", json::array()}}},
               {"logprobs", std::move(logprobs)},
               {"finish_reason", snapshot.finish_reason}};
   } else {
     json logprobs = nullptr;
     if (request.logprobs)
-      logprobs = legacy_logprobs(vocabulary, snapshot.tokens, request.top_logprobs,
-                                 context.prompt_chars);
+      logprobs =
+          legacy_logprobs(vocabulary, snapshot.tokens, request.top_logprobs, context.prompt_chars);
     choice = {{"text", text},
               {"index", 0},
               {"logprobs", std::move(logprobs)},
@@ -145,10 +149,11 @@ std::string stream_events(const ApiRequest& request, const ResponseContext& cont
   std::string out;
   if (chat && opening) {
     json chunk = header(request, context, true);
-    chunk["choices"] = json::array({{{"index", 0},
-                                     {"delta", {{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}}},
-                                     {"logprobs", nullptr},
-                                     {"finish_reason", nullptr}}});
+    chunk["choices"] =
+        json::array({{{"index", 0},
+                      {"delta", {{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}}},
+                      {"logprobs", nullptr},
+                      {"finish_reason", nullptr}}});
     out += event(chunk);
   }
   std::size_t offset = context.prompt_chars + text_chars_before;
@@ -158,8 +163,9 @@ std::string stream_events(const ApiRequest& request, const ResponseContext& cont
     json logprobs = nullptr;
     if (chat) {
       if (request.logprobs)
-        logprobs = {{"content", json::array({chat_logprob(vocabulary, token, request.top_logprobs)})},
-                    {"refusal", nullptr}};
+        logprobs = {
+            {"content", json::array({chat_logprob(vocabulary, token, request.top_logprobs)})},
+            {"refusal", nullptr}};
       chunk["choices"] = json::array({{{"index", 0},
                                        {"delta", {{"content", text}}},
                                        {"logprobs", std::move(logprobs)},
@@ -183,10 +189,8 @@ std::string stream_events(const ApiRequest& request, const ResponseContext& cont
                                        {"logprobs", nullptr},
                                        {"finish_reason", finish_reason}}});
     else
-      chunk["choices"] = json::array({{{"text", ""},
-                                       {"index", 0},
-                                       {"logprobs", nullptr},
-                                       {"finish_reason", finish_reason}}});
+      chunk["choices"] = json::array(
+          {{{"text", ""}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}});
     out += event(chunk);
     if (request.include_usage) {
       json usage_chunk = header(request, context, true);

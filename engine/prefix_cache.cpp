@@ -12,8 +12,8 @@ std::size_t PrefixCache::lookup(const std::vector<int>& tokens, std::size_t limi
   std::size_t length = 0;
   const std::size_t span = m_block_tokens * m_d_model;
   while (length + m_block_tokens <= std::min(limit, tokens.size())) {
-    const std::vector<int> key(tokens.begin(),
-                               tokens.begin() + static_cast<std::ptrdiff_t>(length + m_block_tokens));
+    const std::vector<int> key(
+        tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(length + m_block_tokens));
     const auto it = m_blocks.find(key);
     if (it == m_blocks.end()) break;
     const auto offset = static_cast<std::ptrdiff_t>(length * m_d_model);
@@ -26,8 +26,7 @@ std::size_t PrefixCache::lookup(const std::vector<int>& tokens, std::size_t limi
   return length;
 }
 
-void PrefixCache::insert(const std::vector<int>& tokens, std::size_t length,
-                         const KvCache& cache) {
+void PrefixCache::insert(const std::vector<int>& tokens, std::size_t length, const KvCache& cache) {
   const std::size_t span = m_block_tokens * m_d_model;
   for (std::size_t end = m_block_tokens; end <= std::min(length, tokens.size());
        end += m_block_tokens) {
@@ -39,7 +38,8 @@ void PrefixCache::insert(const std::vector<int>& tokens, std::size_t length,
       block.keys.emplace_back(cache.keys[l].begin() + offset,
                               cache.keys[l].begin() + offset + static_cast<std::ptrdiff_t>(span));
       block.values.emplace_back(cache.values[l].begin() + offset,
-                                cache.values[l].begin() + offset + static_cast<std::ptrdiff_t>(span));
+                                cache.values[l].begin() + offset +
+                                    static_cast<std::ptrdiff_t>(span));
     }
     m_blocks.emplace(key, std::move(block));
     m_order.push_back(std::move(key));

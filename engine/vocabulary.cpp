@@ -8,9 +8,7 @@ namespace llmrepro::engine {
 
 namespace {
 
-bool is_word_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0;
-}
+bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
 std::string lower(std::string_view text) {
   std::string out(text);

@@ -30,11 +30,16 @@ core::ProbeRow compare_outputs(std::string variant, std::vector<core::ProbeParam
     // NaN against a number is the worst kind of change: count it as unbounded.
     const double distance = std::isnan(ulps) ? std::numeric_limits<double>::infinity() : ulps;
     row.max_ulp = std::max(row.max_ulp, distance);
-    if (distance == 0.0) ++row.ulp_histogram[0]; // +0 vs -0
-    else if (distance <= 1.0) ++row.ulp_histogram[1];
-    else if (distance <= 2.0) ++row.ulp_histogram[2];
-    else if (distance < 8.0) ++row.ulp_histogram[3];
-    else ++row.ulp_histogram[4];
+    if (distance == 0.0)
+      ++row.ulp_histogram[0]; // +0 vs -0
+    else if (distance <= 1.0)
+      ++row.ulp_histogram[1];
+    else if (distance <= 2.0)
+      ++row.ulp_histogram[2];
+    else if (distance < 8.0)
+      ++row.ulp_histogram[3];
+    else
+      ++row.ulp_histogram[4];
   }
   row.changed_frac = n == 0 ? 0.0 : static_cast<double>(changed) / static_cast<double>(n);
   if (reference_fp32 != nullptr && test_fp32 != nullptr) {

@@ -34,8 +34,8 @@ struct GapBin {
 };
 
 // Observed-gap bins; the first holds exact ties only.
-const GapBin k_bins[] = {{0.0, 0.0},   {0.0, 1e-4},  {1e-4, 1e-3}, {1e-3, 1e-2}, {1e-2, 3e-2},
-                         {3e-2, 0.1},  {0.1, 0.3},   {0.3, 1.0},   {1.0, 1e9}};
+const GapBin k_bins[] = {{0.0, 0.0},  {0.0, 1e-4}, {1e-4, 1e-3}, {1e-3, 1e-2}, {1e-2, 3e-2},
+                         {3e-2, 0.1}, {0.1, 0.3},  {0.3, 1.0},   {1.0, 1e9}};
 constexpr std::size_t k_bin_count = sizeof k_bins / sizeof k_bins[0];
 
 std::size_t bin_of(double gap) {
@@ -130,8 +130,10 @@ core::Result<FlipOutcome> run_flip(const ExperimentConfig& config, ExperimentOps
       // Gap mixture: 1 % exact ties, 89 % log-uniform on [1e-4, 1], 10 % uniform on [1, 4].
       const double pick = random.uniform();
       double gap = 0.0;
-      if (pick >= 0.01 && pick < 0.90) gap = std::pow(10.0, -4.0 + 4.0 * random.uniform());
-      else if (pick >= 0.90) gap = 1.0 + 3.0 * random.uniform();
+      if (pick >= 0.01 && pick < 0.90)
+        gap = std::pow(10.0, -4.0 + 4.0 * random.uniform());
+      else if (pick >= 0.90)
+        gap = 1.0 + 3.0 * random.uniform();
       const float top = magnitudes[step % 3];
       const std::size_t winner = random.below(2);
       inputs.targets[2 * step + winner] = top;
@@ -148,13 +150,15 @@ core::Result<FlipOutcome> run_flip(const ExperimentConfig& config, ExperimentOps
     for (std::size_t step = 0; step < inputs.steps; ++step) {
       const float* logit_a = logits->logit_a.data() + 2 * step;
       const float* logit_b = logits->logit_b.data() + 2 * step;
-      const double observed = std::fabs(static_cast<double>(logit_a[0]) - static_cast<double>(logit_a[1]));
+      const double observed =
+          std::fabs(static_cast<double>(logit_a[0]) - static_cast<double>(logit_a[1]));
       BinCounts& bin = bins[bin_of(observed)];
       ++bin.steps;
       for (std::size_t c = 0; c < 2; ++c) {
         if (numerics::float_bits(logit_a[c]) == numerics::float_bits(logit_b[c])) continue;
         ++bin.logits_changed;
-        const double difference = std::fabs(static_cast<double>(logit_a[c]) - static_cast<double>(logit_b[c]));
+        const double difference =
+            std::fabs(static_cast<double>(logit_a[c]) - static_cast<double>(logit_b[c]));
         bin.max_abs = std::max(bin.max_abs, difference);
         const float ulp = numerics::ulp_at(variant.precision, logit_a[c]);
         bin.max_ulp = std::max(bin.max_ulp, difference / static_cast<double>(ulp));
@@ -168,11 +172,11 @@ core::Result<FlipOutcome> run_flip(const ExperimentConfig& config, ExperimentOps
       const BinCounts& bin = bins[b];
       core::ProbeRow row;
       row.variant = variant.logits + "/" + (variant.drift ? "hidden_drift" : "order_only");
-      row.params = {{"logits", ProbeValue{variant.logits}},
-                    {"perturbation",
-                     ProbeValue{std::string(variant.drift ? "hidden_drift" : "order_only")}},
-                    {"gap_low", ProbeValue{k_bins[b].low}},
-                    {"gap_high", ProbeValue{k_bins[b].high}}};
+      row.params = {
+          {"logits", ProbeValue{variant.logits}},
+          {"perturbation", ProbeValue{std::string(variant.drift ? "hidden_drift" : "order_only")}},
+          {"gap_low", ProbeValue{k_bins[b].low}},
+          {"gap_high", ProbeValue{k_bins[b].high}}};
       row.elements = 2 * bin.steps;
       row.changed_frac = bin.steps == 0 ? 0.0
                                         : static_cast<double>(bin.logits_changed) /
@@ -181,9 +185,9 @@ core::Result<FlipOutcome> run_flip(const ExperimentConfig& config, ExperimentOps
       row.max_ulp = bin.max_ulp;
       add_measure(row, "steps", static_cast<double>(bin.steps));
       add_measure(row, "flips", static_cast<double>(bin.flips));
-      add_measure(row, "flip_rate", bin.steps == 0 ? 0.0
-                                                   : static_cast<double>(bin.flips) /
-                                                         static_cast<double>(bin.steps));
+      add_measure(row, "flip_rate",
+                  bin.steps == 0 ? 0.0
+                                 : static_cast<double>(bin.flips) / static_cast<double>(bin.steps));
       if (bin.flips > 0) add_measure(row, "max_flip_gap", bin.max_flip_gap);
       experiment.rows.push_back(std::move(row));
       if (variant.precision == stored) {
@@ -198,18 +202,19 @@ core::Result<FlipOutcome> run_flip(const ExperimentConfig& config, ExperimentOps
   advice.flip_gap = std::max(stored_flip_gap, 0.0);
   const std::string dtype = numerics::to_string(stored);
   if (!advice.any_flip) {
-    advice.text = "No argmax flipped with " + dtype + " logits; the default tau = " +
-                  format_number(advice.default_tau) + " stands.";
+    advice.text = "No argmax flipped with " + dtype +
+                  " logits; the default tau = " + format_number(advice.default_tau) + " stands.";
   } else if (advice.flip_gap < advice.default_tau) {
     advice.text = "With " + dtype + " logits tokens flipped at observed gaps up to " +
-                  format_number(advice.flip_gap) + " nats, below the default tau = " +
-                  format_number(advice.default_tau) + ": --fragile-gap " +
-                  format_number(advice.default_tau) + " covers them.";
+                  format_number(advice.flip_gap) +
+                  " nats, below the default tau = " + format_number(advice.default_tau) +
+                  ": --fragile-gap " + format_number(advice.default_tau) + " covers them.";
   } else {
     advice.text = "With " + dtype + " logits tokens flipped at observed gaps up to " +
-                  format_number(advice.flip_gap) + " nats, at or above the default tau = " +
-                  format_number(advice.default_tau) + ": use --fragile-gap " +
-                  format_number(threshold_above(advice.flip_gap)) + " on this dtype.";
+                  format_number(advice.flip_gap) +
+                  " nats, at or above the default tau = " + format_number(advice.default_tau) +
+                  ": use --fragile-gap " + format_number(threshold_above(advice.flip_gap)) +
+                  " on this dtype.";
   }
   experiment.notes.push_back(
       "A logit gap equals the logprob gap (both logits share one normaliser), so gaps here are "

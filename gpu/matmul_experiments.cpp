@@ -65,17 +65,21 @@ core::ProbeExperiment run_self_test(const ExperimentConfig& config) {
   experiment.varied = {"check"};
 
   // docs/gpu-probe.md §6.2 vectors for bf16; fp16 ties, subnormals, overflow and NaN.
-  const RneVector bf16_vectors[] = {
-      {numerics::float_from_bits(0x3F808000u), 0x3F80},
-      {numerics::float_from_bits(0x3F818000u), 0x3F82},
-      {numerics::float_from_bits(0x3F808001u), 0x3F81},
-      {numerics::float_from_bits(0x7F800001u), 0x7FC0},
-      {numerics::float_from_bits(0x7F7FFFFFu), 0x7F80},
-      {-1.0f, 0xBF80}};
-  const RneVector fp16_vectors[] = {
-      {1.0f, 0x3C00},          {65504.0f, 0x7BFF},         {65520.0f, 0x7C00},
-      {0x1.0p-24f, 0x0001},    {0x1.0p-25f, 0x0000},       {0x1.8p-25f, 0x0001},
-      {1.0f + 0x1.0p-11f, 0x3C00}, {1.0f + 0x1.8p-10f, 0x3C02}, {-2.0f, 0xC000}};
+  const RneVector bf16_vectors[] = {{numerics::float_from_bits(0x3F808000u), 0x3F80},
+                                    {numerics::float_from_bits(0x3F818000u), 0x3F82},
+                                    {numerics::float_from_bits(0x3F808001u), 0x3F81},
+                                    {numerics::float_from_bits(0x7F800001u), 0x7FC0},
+                                    {numerics::float_from_bits(0x7F7FFFFFu), 0x7F80},
+                                    {-1.0f, 0xBF80}};
+  const RneVector fp16_vectors[] = {{1.0f, 0x3C00},
+                                    {65504.0f, 0x7BFF},
+                                    {65520.0f, 0x7C00},
+                                    {0x1.0p-24f, 0x0001},
+                                    {0x1.0p-25f, 0x0000},
+                                    {0x1.8p-25f, 0x0001},
+                                    {1.0f + 0x1.0p-11f, 0x3C00},
+                                    {1.0f + 0x1.8p-10f, 0x3C02},
+                                    {-2.0f, 0xC000}};
   std::vector<float> expected;
   std::vector<float> actual;
   for (const auto& vector : bf16_vectors) {
@@ -149,7 +153,8 @@ core::ProbeExperiment run_matmul_batch_sweep(const ExperimentConfig& config) {
   core::ProbeExperiment experiment;
   experiment.id = "E1";
   experiment.title = "Matmul: the anchor row alone (M = 1) vs inside a batch of M rows";
-  experiment.held = {param("anchor_row", 0), param("tile", "128x128x64"),
+  experiment.held = {param("anchor_row", 0),
+                     param("tile", "128x128x64"),
                      param("emulated_sms", k_emulated_sm_count),
                      {"dtype", ProbeValue{std::string(numerics::to_string(config.precision))}}};
   experiment.varied = {"shape", "M", "variant"};
@@ -166,8 +171,8 @@ core::ProbeExperiment run_matmul_batch_sweep(const ExperimentConfig& config) {
   }
   const std::vector<std::int64_t> batch_sizes =
       config.quick ? std::vector<std::int64_t>{1, 2, 16, 128, 129, 256, 257, 1024}
-                   : std::vector<std::int64_t>{1, 2, 3, 4, 8, 16, 17, 32, 33, 64, 128, 256, 257,
-                                               512, 1024, 2048};
+                   : std::vector<std::int64_t>{1,  2,  3,   4,   8,   16,  17,   32,
+                                               33, 64, 128, 256, 257, 512, 1024, 2048};
   std::int64_t differing = 0;
   std::int64_t compared = 0;
   for (std::size_t shape_index = 0; shape_index < shapes.size(); ++shape_index) {
@@ -185,10 +190,10 @@ core::ProbeExperiment run_matmul_batch_sweep(const ExperimentConfig& config) {
     for (const char* variant : {"heuristic_split_k", "fixed_order"}) {
       const bool heuristic = std::string(variant) == "heuristic_split_k";
       const auto split_for = [&](std::int64_t m) {
-        return heuristic ? heuristic_split_k(m, static_cast<std::int64_t>(shape.n),
-                                             static_cast<std::int64_t>(shape.k),
-                                             k_emulated_sm_count)
-                         : 1;
+        return heuristic
+                   ? heuristic_split_k(m, static_cast<std::int64_t>(shape.n),
+                                       static_cast<std::int64_t>(shape.k), k_emulated_sm_count)
+                   : 1;
       };
       const std::vector<float> reference_fp32 = row_for(split_for(1));
       const auto reference = rounded(config.precision, reference_fp32);
@@ -199,8 +204,7 @@ core::ProbeExperiment run_matmul_batch_sweep(const ExperimentConfig& config) {
         auto row = compare_outputs(
             variant,
             {param("shape", shape.name), param("K", static_cast<std::int64_t>(shape.k)),
-             param("N", static_cast<std::int64_t>(shape.n)), param("M", m),
-             param("split", splits)},
+             param("N", static_cast<std::int64_t>(shape.n)), param("M", m), param("split", splits)},
             reference.data(), test.data(), shape.n, config.precision, reference_fp32.data(),
             test_fp32.data());
         if (m != 1) {
@@ -226,7 +230,8 @@ core::Result<core::ProbeExperiment> run_forced_split_k(const ExperimentConfig& c
   experiment.id = "E2";
   experiment.title = "Forced split-K counts and reduction schemes vs the sequential order";
   const std::size_t outputs = config.quick ? 512 : 2048;
-  experiment.held = {param("M", 1), param("outputs", static_cast<std::int64_t>(outputs)),
+  experiment.held = {param("M", 1),
+                     param("outputs", static_cast<std::int64_t>(outputs)),
                      param("computed_on", ops.name().c_str()),
                      {"dtype", ProbeValue{std::string(numerics::to_string(config.precision))}}};
   experiment.varied = {"K", "split", "scheme"};
@@ -245,17 +250,17 @@ core::Result<core::ProbeExperiment> run_forced_split_k(const ExperimentConfig& c
       for (const auto scheme :
            {numerics::PartialScheme::compute_type, numerics::PartialScheme::output_type,
             numerics::PartialScheme::inplace}) {
-        auto test = ops.split_k(x.data(), weights.data(), outputs, k, splits, scheme,
-                                config.precision);
+        auto test =
+            ops.split_k(x.data(), weights.data(), outputs, k, splits, scheme, config.precision);
         if (!test) return test.error();
         const bool fp32_known = scheme == numerics::PartialScheme::compute_type;
-        experiment.rows.push_back(compare_outputs(
-            numerics::to_string(scheme),
-            {param("K", static_cast<std::int64_t>(k)), param("split", splits),
-             param("scheme", numerics::to_string(scheme))},
-            reference.data(), test->out.data(), outputs, config.precision,
-            fp32_known ? reference_fp32.data() : nullptr,
-            fp32_known ? test->out_fp32.data() : nullptr));
+        experiment.rows.push_back(
+            compare_outputs(numerics::to_string(scheme),
+                            {param("K", static_cast<std::int64_t>(k)), param("split", splits),
+                             param("scheme", numerics::to_string(scheme))},
+                            reference.data(), test->out.data(), outputs, config.precision,
+                            fp32_known ? reference_fp32.data() : nullptr,
+                            fp32_known ? test->out_fp32.data() : nullptr));
       }
     }
   }
@@ -279,7 +284,8 @@ core::ProbeExperiment run_atomics(const ExperimentConfig& config) {
   const int splits = 8;
   const int runs = config.quick ? 20 : 50;
   experiment.held = {param("outputs", static_cast<std::int64_t>(outputs)),
-                     param("K", static_cast<std::int64_t>(k)), param("split", splits),
+                     param("K", static_cast<std::int64_t>(k)),
+                     param("split", splits),
                      param("runs", runs),
                      {"dtype", ProbeValue{std::string(numerics::to_string(config.precision))}}};
   experiment.varied = {"variant"};
@@ -306,16 +312,16 @@ core::ProbeExperiment run_atomics(const ExperimentConfig& config) {
     bool permuted;   // arrival order differs per run
     bool round_each; // atomicAdd on an output-dtype buffer
   };
-  for (const Variant variant : {Variant{"atomic_fp32", true, false},
-                                Variant{"atomic_output_dtype", true, true},
-                                Variant{"serial_semaphore", false, false},
-                                Variant{"two_pass_workspace", false, false}}) {
+  for (const Variant variant :
+       {Variant{"atomic_fp32", true, false}, Variant{"atomic_output_dtype", true, true},
+        Variant{"serial_semaphore", false, false}, Variant{"two_pass_workspace", false, false}}) {
     std::vector<std::string> digests;
     std::vector<std::string> digests_fp32;
     core::ProbeRow worst;
     bool have_worst = false;
     for (int run = 0; run < runs; ++run) {
-      core::SplitMix64 random(config.seed * std::uint64_t{1000003} + static_cast<std::uint64_t>(run));
+      core::SplitMix64 random(config.seed * std::uint64_t{1000003} +
+                              static_cast<std::uint64_t>(run));
       std::vector<float> out(outputs);
       std::vector<float> out_fp32(outputs);
       std::vector<std::size_t> order = in_order;

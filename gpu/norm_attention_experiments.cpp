@@ -39,7 +39,8 @@ core::Result<core::ProbeExperiment> run_rmsnorm(const ExperimentConfig& config,
   experiment.title = "RMSNorm with fused residual add: block size and split-row policies";
   const std::size_t anchors = config.quick ? 32 : 128;
   experiment.held = {param("anchor_rows", static_cast<std::int64_t>(anchors)),
-                     param("fused_residual", "yes"), param("computed_on", ops.name().c_str()),
+                     param("fused_residual", "yes"),
+                     param("computed_on", ops.name().c_str()),
                      {"eps", ProbeValue{1e-6}},
                      {"dtype", ProbeValue{std::string(numerics::to_string(config.precision))}}};
   experiment.varied = {"hidden", "tokens", "variant"};
@@ -47,8 +48,8 @@ core::Result<core::ProbeExperiment> run_rmsnorm(const ExperimentConfig& config,
       config.quick ? std::vector<std::size_t>{4096} : std::vector<std::size_t>{4096, 5120, 8192};
   const float eps = 1e-6f;
   for (const std::size_t hidden : hiddens) {
-    const auto x = random_values(anchors * hidden, config.seed + 60 + hidden, config.precision,
-                                 4.0f);
+    const auto x =
+        random_values(anchors * hidden, config.seed + 60 + hidden, config.precision, 4.0f);
     const auto residual =
         random_values(anchors * hidden, config.seed + 70 + hidden, config.precision, 4.0f);
     const auto weight = random_values(hidden, config.seed + 80 + hidden, config.precision, 2.0f);
@@ -113,21 +114,21 @@ core::Result<core::ProbeExperiment> run_attention(const ExperimentConfig& config
                      param("computed_on", ops.name().c_str()),
                      {"dtype", ProbeValue{std::string(numerics::to_string(config.precision))}}};
   experiment.varied = {"L", "B", "variant"};
-  const std::vector<std::size_t> lengths =
-      config.quick ? std::vector<std::size_t>{1024, 4096}
-                   : std::vector<std::size_t>{1024, 4096, 16384, 32768};
+  const std::vector<std::size_t> lengths = config.quick
+                                               ? std::vector<std::size_t>{1024, 4096}
+                                               : std::vector<std::size_t>{1024, 4096, 16384, 32768};
   const std::vector<std::int64_t> batches = {1, 2, 4, 8, 16, 24, 32, 64};
   const float scale = 1.0f / 11.3137085f; // 1/sqrt(128), rounded once
   for (const std::size_t length : lengths) {
-    const auto q = random_values(query_heads * head_dim, config.seed + 90 + length,
-                                 config.precision);
+    const auto q =
+        random_values(query_heads * head_dim, config.seed + 90 + length, config.precision);
     const auto keys =
         random_values(kv_heads * length * head_dim, config.seed + 91 + length, config.precision);
     const auto values =
         random_values(kv_heads * length * head_dim, config.seed + 92 + length, config.precision);
     // The anchor sequence's output (fp32) and LSE per head, for one set of split bounds.
-    const AttentionInputs inputs{q.data(),  keys.data(), values.data(), query_heads,
-                                 kv_heads,  length,      head_dim,      scale};
+    const AttentionInputs inputs{q.data(), keys.data(), values.data(), query_heads,
+                                 kv_heads, length,      head_dim,      scale};
     std::map<std::vector<std::size_t>, AttentionOutputs> cache;
     const auto compute =
         [&](const std::vector<std::size_t>& bounds) -> core::Result<const AttentionOutputs*> {
@@ -137,13 +138,14 @@ core::Result<core::ProbeExperiment> run_attention(const ExperimentConfig& config
       if (!result) return result.error();
       return &cache.emplace(bounds, std::move(*result)).first->second;
     };
-    for (const char* policy : {"fa2_heuristic", "fixed_split_256", "fixed_split_2048", "no_split"}) {
+    for (const char* policy :
+         {"fa2_heuristic", "fixed_split_256", "fixed_split_2048", "no_split"}) {
       const std::string name = policy;
       const auto bounds_for = [&](std::int64_t batch) {
         if (name == "fa2_heuristic")
-          return block_split_bounds(
-              length, fa2_decode_splits(batch, static_cast<std::int64_t>(kv_heads), length,
-                                        ops.sm_count()));
+          return block_split_bounds(length,
+                                    fa2_decode_splits(batch, static_cast<std::int64_t>(kv_heads),
+                                                      length, ops.sm_count()));
         if (name == "fixed_split_256") return fixed_size_bounds(length, 256);
         if (name == "fixed_split_2048") return fixed_size_bounds(length, 2048);
         return std::vector<std::size_t>{0, length};
@@ -158,12 +160,12 @@ core::Result<core::ProbeExperiment> run_attention(const ExperimentConfig& config
         if (!test_found) return test_found.error();
         const AttentionOutputs& test_output = **test_found;
         const auto test = rounded(config.precision, test_output.out);
-        auto row = compare_outputs(
-            policy,
-            {param("L", static_cast<std::int64_t>(length)), param("B", batch),
-             param("splits", static_cast<std::int64_t>(bounds.size() - 1))},
-            reference.data(), test.data(), reference.size(), config.precision,
-            reference_output.out.data(), test_output.out.data());
+        auto row =
+            compare_outputs(policy,
+                            {param("L", static_cast<std::int64_t>(length)), param("B", batch),
+                             param("splits", static_cast<std::int64_t>(bounds.size() - 1))},
+                            reference.data(), test.data(), reference.size(), config.precision,
+                            reference_output.out.data(), test_output.out.data());
         std::int64_t lse_changed = 0;
         for (std::size_t h = 0; h < query_heads; ++h)
           if (numerics::float_bits(reference_output.lse[h]) !=

@@ -11,9 +11,12 @@ using core::JsonValue;
 using core::parse_json;
 
 void write_value(JsonWriter& out, const core::ProbeValue& value) {
-  if (const auto* integer = std::get_if<std::int64_t>(&value)) out.value(*integer);
-  else if (const auto* real = std::get_if<double>(&value)) out.value(*real);
-  else out.value(std::get<std::string>(value));
+  if (const auto* integer = std::get_if<std::int64_t>(&value))
+    out.value(*integer);
+  else if (const auto* real = std::get_if<double>(&value))
+    out.value(*real);
+  else
+    out.value(std::get<std::string>(value));
 }
 
 void write_params(JsonWriter& out, const std::vector<core::ProbeParam>& params) {
@@ -44,8 +47,10 @@ void write_row(JsonWriter& out, const core::ProbeRow& row) {
   for (const auto count : row.ulp_histogram) out.value(count);
   out.end_array();
   out.key("fp32_changed_frac");
-  if (row.fp32_changed_frac) out.value(*row.fp32_changed_frac);
-  else out.null();
+  if (row.fp32_changed_frac)
+    out.value(*row.fp32_changed_frac);
+  else
+    out.null();
   out.key("measures");
   out.begin_object();
   for (const auto& measure : row.measures) {
@@ -132,10 +137,12 @@ public:
     const JsonValue* value = member(object, path, name, JsonValue::Type::object);
     if (value == nullptr) return out;
     for (const auto& [key, item] : value->object) {
-      if (item.type == JsonValue::Type::string) out.push_back({key, item.string});
+      if (item.type == JsonValue::Type::string)
+        out.push_back({key, item.string});
       else if (item.type == JsonValue::Type::number && item.integer)
         out.push_back({key, static_cast<std::int64_t>(item.number)});
-      else if (item.type == JsonValue::Type::number) out.push_back({key, item.number});
+      else if (item.type == JsonValue::Type::number)
+        out.push_back({key, item.number});
       else {
         m_error = "field '" + path + name + "." + key + "' has the wrong type";
         break;
@@ -152,7 +159,8 @@ public:
     row.changed_frac = number(object, path, "changed_frac");
     row.max_abs = number(object, path, "max_abs");
     row.max_ulp = number(object, path, "max_ulp");
-    if (const JsonValue* histogram = member(object, path, "ulp_histogram", JsonValue::Type::array)) {
+    if (const JsonValue* histogram =
+            member(object, path, "ulp_histogram", JsonValue::Type::array)) {
       if (histogram->array.size() != row.ulp_histogram.size()) {
         m_error = "field '" + path + "ulp_histogram' must have 5 counts";
       } else {
@@ -169,8 +177,10 @@ public:
     if (const JsonValue* measures = member(object, path, "measures", JsonValue::Type::object))
       for (const auto& [key, item] : measures->object) row.measures.push_back({key, item.number});
     if (const JsonValue* digest = object.find("sha256")) {
-      if (digest->type != JsonValue::Type::string) m_error = "field '" + path + "sha256' must be a string";
-      else row.sha256 = digest->string;
+      if (digest->type != JsonValue::Type::string)
+        m_error = "field '" + path + "sha256' must be a string";
+      else
+        row.sha256 = digest->string;
     }
     return row;
   }
@@ -180,9 +190,12 @@ public:
     experiment.id = text(object, path, "id");
     experiment.title = text(object, path, "title");
     const std::string status = text(object, path, "status");
-    if (status == "ok") experiment.status = core::ProbeStatus::ok;
-    else if (status == "skipped") experiment.status = core::ProbeStatus::skipped;
-    else experiment.status = core::ProbeStatus::failed;
+    if (status == "ok")
+      experiment.status = core::ProbeStatus::ok;
+    else if (status == "skipped")
+      experiment.status = core::ProbeStatus::skipped;
+    else
+      experiment.status = core::ProbeStatus::failed;
     experiment.held = params(object, path, "held");
     if (const JsonValue* varied = member(object, path, "varied", JsonValue::Type::array))
       for (const auto& item : varied->array) experiment.varied.push_back(item.string);
@@ -254,9 +267,8 @@ core::Result<core::ProbeResult> probe_result_from_json(const std::string& text) 
   core::ProbeResult result;
   result.schema = read.text(root, "", "schema");
   if (!read.failed() && result.schema != core::k_probe_schema)
-    return core::make_error(core::ErrorCode::input,
-                            "probe report: schema '" + result.schema + "' is not " +
-                                core::k_probe_schema);
+    return core::make_error(core::ErrorCode::input, "probe report: schema '" + result.schema +
+                                                        "' is not " + core::k_probe_schema);
   result.backend = read.text(root, "", "backend");
   result.backend_reason = read.text(root, "", "backend_reason");
   result.dtype = read.text(root, "", "dtype");
@@ -272,14 +284,14 @@ core::Result<core::ProbeResult> probe_result_from_json(const std::string& text) 
     for (std::size_t i = 0; i < experiments->array.size() && !read.failed(); ++i)
       result.experiments.push_back(
           read.experiment(experiments->array[i], "experiments[" + std::to_string(i) + "]."));
-  if (const JsonValue* advice =
-          read.member(root, "", "recommendation", JsonValue::Type::object)) {
+  if (const JsonValue* advice = read.member(root, "", "recommendation", JsonValue::Type::object)) {
     result.recommendation.any_flip = read.flag(*advice, "recommendation.", "any_flip");
     result.recommendation.flip_gap = read.number(*advice, "recommendation.", "flip_gap");
     result.recommendation.default_tau = read.number(*advice, "recommendation.", "default_tau");
     result.recommendation.text = read.text(*advice, "recommendation.", "text");
   }
-  if (read.failed()) return core::make_error(core::ErrorCode::input, "probe report: " + read.error());
+  if (read.failed())
+    return core::make_error(core::ErrorCode::input, "probe report: " + read.error());
   return result;
 }
 

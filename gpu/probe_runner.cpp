@@ -21,8 +21,10 @@ struct HelperRun {
 std::string shell_quote(const std::string& text) {
   std::string out = "'";
   for (const char c : text) {
-    if (c == '\'') out += "'\\''";
-    else out.push_back(c);
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out.push_back(c);
   }
   return out + "'";
 }
@@ -111,8 +113,7 @@ core::Result<core::ProbeResult> run_probe(const ProbeOptions& options) {
   if (!run) return run.error();
   if (run->exit_code != 0)
     return core::make_error(core::ErrorCode::internal,
-                            "the CUDA helper exited with status " +
-                                std::to_string(run->exit_code));
+                            "the CUDA helper exited with status " + std::to_string(run->exit_code));
   auto result = probe_result_from_json(run->output);
   if (!result)
     return core::make_error(core::ErrorCode::internal,

@@ -28,11 +28,11 @@ std::string probe_summary_text(const core::ProbeResult& result) {
       max_changed = std::max(max_changed, row.changed_frac);
       max_ulp = std::max(max_ulp, row.max_ulp);
     }
-    std::snprintf(line, sizeof line,
-                  "  %-3s %-7s %-66s %3zu/%-3zu rows changed, max %.3g%% of outputs, max %.3g ULP\n",
-                  experiment.id.c_str(), core::to_string(experiment.status),
-                  experiment.title.c_str(), drifted, experiment.rows.size(), 100.0 * max_changed,
-                  max_ulp);
+    std::snprintf(
+        line, sizeof line,
+        "  %-3s %-7s %-66s %3zu/%-3zu rows changed, max %.3g%% of outputs, max %.3g ULP\n",
+        experiment.id.c_str(), core::to_string(experiment.status), experiment.title.c_str(),
+        drifted, experiment.rows.size(), 100.0 * max_changed, max_ulp);
     out += line;
   }
   out += "recommendation: " + result.recommendation.text + "\n";

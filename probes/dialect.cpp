@@ -19,8 +19,7 @@ std::string one_line(std::string_view text, std::size_t max_bytes) {
   bool cut = text.size() > max_bytes;
   if (cut) {
     std::size_t end = max_bytes;
-    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0U) == 0x80U)
-      --end;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0U) == 0x80U) --end;
     text = text.substr(0, end);
   }
   std::string line;
@@ -38,7 +37,7 @@ std::optional<std::string> envelope_message(std::string_view body) {
   detail::Json root;
   try {
     root = detail::parse_json(body);
-  } catch (const detail::ParseFailure &) {
+  } catch (const detail::ParseFailure&) {
     return std::nullopt;
   }
   if (!root.is_object()) return std::nullopt;
@@ -60,17 +59,17 @@ std::optional<std::string> envelope_message(std::string_view body) {
   return std::nullopt;
 }
 
-template <typename Parse> core::Result<core::Completion> guarded(Dialect dialect, Parse &&parse) {
+template <typename Parse> core::Result<core::Completion> guarded(Dialect dialect, Parse&& parse) {
   std::string prefix = std::string(to_string(dialect)) + ": ";
   try {
     core::Completion completion = parse();
     core::sort_candidates(completion);
     return completion;
-  } catch (const detail::ParseFailure &failure) {
+  } catch (const detail::ParseFailure& failure) {
     return core::make_error(core::ErrorCode::endpoint, prefix + failure.what());
-  } catch (const std::bad_alloc &) {
+  } catch (const std::bad_alloc&) {
     return core::make_error(core::ErrorCode::endpoint, prefix + "response too large to parse");
-  } catch (const std::exception &error) {
+  } catch (const std::exception& error) {
     // A JSON library error the typed getters did not anticipate: still data, not a crash.
     return core::make_error(core::ErrorCode::endpoint,
                             prefix + "unreadable response: " + one_line(error.what(), 200));
@@ -79,8 +78,8 @@ template <typename Parse> core::Result<core::Completion> guarded(Dialect dialect
 
 } // namespace
 
-DialectRequest build_request(Dialect dialect, const core::Prompt &prompt,
-                             const GenerationParams &params) {
+DialectRequest build_request(Dialect dialect, const core::Prompt& prompt,
+                             const GenerationParams& params) {
   switch (dialect) {
   case Dialect::openai_chat: return detail::build_openai_chat_request(prompt, params);
   case Dialect::openai_completions: return detail::build_openai_completions_request(prompt, params);

@@ -28,7 +28,7 @@ core::Result<Dialect> parse_dialect(const std::string& text);
 std::vector<Dialect> all_dialects();
 
 struct GenerationParams {
-  std::string model;      // may be empty where the API allows
+  std::string model; // may be empty where the API allows
   int max_tokens = 128;
   int top_logprobs = 2;   // 0..20
   std::uint64_t seed = 0; // sent where the API takes one

@@ -8,17 +8,17 @@
 
 namespace llmrepro::probes::detail {
 
-int effective_max_tokens(const core::Prompt &prompt, const GenerationParams &params) {
+int effective_max_tokens(const core::Prompt& prompt, const GenerationParams& params) {
   return prompt.max_tokens ? *prompt.max_tokens : params.max_tokens;
 }
 
-Json response_format(const core::Prompt &prompt) {
+Json response_format(const core::Prompt& prompt) {
   Json parsed = Json::parse(prompt.response_format_json, nullptr, false);
   if (parsed.is_discarded()) return Json(prompt.response_format_json);
   return parsed;
 }
 
-std::string dump_body(const Json &body) {
+std::string dump_body(const Json& body) {
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
@@ -26,7 +26,7 @@ namespace {
 
 // What a log probability (or probability) literal that is no finite number stands for, counted
 // by kind in `numbers`; nullopt for a finite number. Throws unless a number or null.
-std::optional<double> non_finite(const JsonView &value, core::NumberAnomalies &numbers) {
+std::optional<double> non_finite(const JsonView& value, core::NumberAnomalies& numbers) {
   if (value.is_null()) {
     ++numbers.null;
     return core::k_unknown_logprob;
@@ -44,12 +44,12 @@ std::optional<double> non_finite(const JsonView &value, core::NumberAnomalies &n
 
 } // namespace
 
-double read_logprob(const JsonView &value, core::NumberAnomalies &numbers) {
+double read_logprob(const JsonView& value, core::NumberAnomalies& numbers) {
   if (auto mapped = non_finite(value, numbers)) return *mapped;
   return core::clamp_logprob(value.number());
 }
 
-std::string read_token_text(const JsonView &entry, std::string_view key) {
+std::string read_token_text(const JsonView& entry, std::string_view key) {
   std::string token = entry.at(key).string();
   auto bytes = entry.find("bytes");
   if (!bytes || !bytes->is_array()) return token;
@@ -61,7 +61,7 @@ std::string read_token_text(const JsonView &entry, std::string_view key) {
     long byte = 0;
     try {
       byte = bytes->at(i).integer();
-    } catch (const ParseFailure &) {
+    } catch (const ParseFailure&) {
       return token; // not a list of byte values: the string is all there is
     }
     if (byte < 0 || byte > 255) return token;
@@ -80,7 +80,7 @@ std::string read_token_text(const JsonView &entry, std::string_view key) {
   return spelled;
 }
 
-double read_probability_as_logprob(const JsonView &value, core::NumberAnomalies &numbers) {
+double read_probability_as_logprob(const JsonView& value, core::NumberAnomalies& numbers) {
   if (auto mapped = non_finite(value, numbers)) return *mapped;
   double p = value.number();
   // Probabilities arrive as float32 softmax outputs: allow the last bit of rounding above 1.
@@ -89,7 +89,7 @@ double read_probability_as_logprob(const JsonView &value, core::NumberAnomalies 
   return core::clamp_logprob(std::log(std::min(p, 1.0)));
 }
 
-core::TokenLogprob read_openai_token(const JsonView &entry, core::NumberAnomalies &numbers) {
+core::TokenLogprob read_openai_token(const JsonView& entry, core::NumberAnomalies& numbers) {
   core::TokenLogprob token;
   token.token = read_token_text(entry, "token");
   token.logprob = read_logprob(entry.at("logprob"), numbers);
@@ -105,7 +105,7 @@ core::TokenLogprob read_openai_token(const JsonView &entry, core::NumberAnomalie
   return token;
 }
 
-void fail_on_error_envelope(const JsonView &root, std::string_view text, const std::string &what) {
+void fail_on_error_envelope(const JsonView& root, std::string_view text, const std::string& what) {
   if (!root.is_object()) return;
   bool has_error = root.find("error").has_value();
   if (!has_error) {
@@ -118,8 +118,7 @@ void fail_on_error_envelope(const JsonView &root, std::string_view text, const s
 std::vector<std::string> sse_events(std::string_view body) {
   SseParser parser;
   std::vector<std::string> events = parser.feed(body);
-  for (auto &event : parser.finish())
-    events.push_back(std::move(event));
+  for (auto& event : parser.finish()) events.push_back(std::move(event));
   return events;
 }
 

@@ -15,7 +15,7 @@ namespace llmrepro::probes::detail {
 
 namespace {
 
-core::TokenLogprob read_probability_token(const JsonView &entry, core::NumberAnomalies &numbers) {
+core::TokenLogprob read_probability_token(const JsonView& entry, core::NumberAnomalies& numbers) {
   core::TokenLogprob token;
   token.token = read_token_text(entry, "token");
   token.logprob = read_probability_as_logprob(entry.at("prob"), numbers);
@@ -30,7 +30,7 @@ core::TokenLogprob read_probability_token(const JsonView &entry, core::NumberAno
   return token;
 }
 
-core::TokenLogprob read_old_token(const JsonView &entry, core::NumberAnomalies &numbers) {
+core::TokenLogprob read_old_token(const JsonView& entry, core::NumberAnomalies& numbers) {
   core::TokenLogprob token;
   token.token = entry.at("content").string();
   // The old shape gives no probability for the sampled token itself: it is its candidate's,
@@ -53,8 +53,8 @@ core::TokenLogprob read_old_token(const JsonView &entry, core::NumberAnomalies &
   return token;
 }
 
-std::vector<core::TokenLogprob> read_probabilities(const JsonView &probabilities,
-                                                   core::NumberAnomalies &numbers) {
+std::vector<core::TokenLogprob> read_probabilities(const JsonView& probabilities,
+                                                   core::NumberAnomalies& numbers) {
   std::vector<core::TokenLogprob> tokens;
   std::size_t count = probabilities.size();
   tokens.reserve(count);
@@ -73,9 +73,9 @@ std::vector<core::TokenLogprob> read_probabilities(const JsonView &probabilities
 }
 
 // `stop_type` ("eos", "word", "limit", "none"), or the same word from the old boolean flags.
-std::string read_finish_reason(const JsonView &root) {
+std::string read_finish_reason(const JsonView& root) {
   if (root.find("stop_type")) return root.at("stop_type").string();
-  for (const char *reason : {"eos", "word", "limit"}) {
+  for (const char* reason : {"eos", "word", "limit"}) {
     auto flag = root.find(std::string("stopped_") + reason);
     if (flag && flag->boolean()) return reason;
   }
@@ -83,7 +83,7 @@ std::string read_finish_reason(const JsonView &root) {
 }
 
 // Fields of the final result: why it stopped, the model, how many tokens it predicted.
-void read_final(const JsonView &root, core::Completion &completion) {
+void read_final(const JsonView& root, core::Completion& completion) {
   completion.finish_reason = read_finish_reason(root);
   completion.model = root.optional_string("model");
   if (auto predicted = root.find("tokens_predicted"))
@@ -106,8 +106,8 @@ core::Completion parse_whole(std::string_view body) {
   return completion;
 }
 
-bool same_tokens(const std::vector<core::TokenLogprob> &a,
-                 const std::vector<core::TokenLogprob> &b) {
+bool same_tokens(const std::vector<core::TokenLogprob>& a,
+                 const std::vector<core::TokenLogprob>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i].token != b[i].token) return false;
@@ -120,7 +120,7 @@ std::string describe_stream_error(std::string_view payload) {
     Json error = parse_json(payload);
     if (error.is_object() && error.contains("message"))
       return describe_error_body(dump_body(Json{{"error", std::move(error)}}));
-  } catch (const ParseFailure &) {
+  } catch (const ParseFailure&) {
     // Not JSON: the raw text is the best reason there is.
   }
   return describe_error_body(payload);
@@ -160,8 +160,7 @@ core::Completion parse_stream(std::string_view body) {
         // event; a final list as long as what the partials already gave is that repeat.
         bool repeat = done && !completion.tokens.empty() && same_tokens(tokens, completion.tokens);
         if (!repeat) {
-          for (auto &token : tokens)
-            completion.tokens.push_back(std::move(token));
+          for (auto& token : tokens) completion.tokens.push_back(std::move(token));
           completion.numbers += numbers;
         }
       }
@@ -177,7 +176,7 @@ core::Completion parse_stream(std::string_view body) {
 
 } // namespace
 
-DialectRequest build_llamacpp_request(const core::Prompt &prompt, const GenerationParams &params) {
+DialectRequest build_llamacpp_request(const core::Prompt& prompt, const GenerationParams& params) {
   Json body;
   body["prompt"] = prompt_as_text(prompt);
   body["n_predict"] = effective_max_tokens(prompt, params);

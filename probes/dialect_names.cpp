@@ -15,17 +15,19 @@ const char* to_string(Dialect dialect) {
 }
 
 std::vector<Dialect> all_dialects() {
-  return {Dialect::openai_chat, Dialect::openai_completions, Dialect::llamacpp,
-          Dialect::sglang,      Dialect::ollama,             Dialect::tgi};
+  return {Dialect::openai_chat, Dialect::openai_completions,
+          Dialect::llamacpp,    Dialect::sglang,
+          Dialect::ollama,      Dialect::tgi};
 }
 
 core::Result<Dialect> parse_dialect(const std::string& text) {
   for (Dialect dialect : all_dialects())
     if (text == to_string(dialect)) return dialect;
-  return core::make_error(core::ErrorCode::usage,
-                          "unknown --api '" + text +
-                              "' (expected auto, openai-chat, openai-completions, llamacpp, sglang, "
-                              "ollama or tgi)");
+  return core::make_error(
+      core::ErrorCode::usage,
+      "unknown --api '" + text +
+          "' (expected auto, openai-chat, openai-completions, llamacpp, sglang, "
+          "ollama or tgi)");
 }
 
 } // namespace llmrepro::probes

@@ -11,7 +11,7 @@ namespace llmrepro::probes::detail {
 namespace {
 
 // Suites give OpenAI's response_format; Ollama's "format" takes "json" or a JSON schema.
-Json ollama_format(const core::Prompt &prompt) {
+Json ollama_format(const core::Prompt& prompt) {
   Json format = response_format(prompt);
   if (format.is_object()) {
     auto type = format.find("type");
@@ -25,14 +25,14 @@ Json ollama_format(const core::Prompt &prompt) {
 }
 
 // The text of one object: message.content for /api/chat, response for /api/generate.
-std::string read_text(const JsonView &root) {
+std::string read_text(const JsonView& root) {
   if (root.contains("message")) return root.at("message").at("content").string();
   if (root.contains("response")) return root.at("response").string();
   fail("missing field message.content (chat) or response (generate)");
 }
 
 // Reads one object into `completion`; returns its "done" flag.
-bool read_object(const JsonView &root, std::string_view text, core::Completion &completion) {
+bool read_object(const JsonView& root, std::string_view text, core::Completion& completion) {
   fail_on_error_envelope(root, text, "");
   completion.text += read_text(root);
   if (auto logprobs = root.find("logprobs")) {
@@ -86,13 +86,13 @@ core::Completion parse_stream(std::string_view body) {
 
 } // namespace
 
-DialectRequest build_ollama_request(const core::Prompt &prompt, const GenerationParams &params) {
+DialectRequest build_ollama_request(const core::Prompt& prompt, const GenerationParams& params) {
   Json body;
   if (!params.model.empty()) body["model"] = params.model;
   std::string path;
   if (prompt.is_chat()) {
     Json messages = Json::array();
-    for (const auto &message : prompt.messages)
+    for (const auto& message : prompt.messages)
       messages.push_back(Json{{"role", message.role}, {"content", message.content}});
     body["messages"] = std::move(messages);
     path = "/api/chat";

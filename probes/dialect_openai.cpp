@@ -19,7 +19,7 @@ namespace llmrepro::probes::detail {
 
 namespace {
 
-void add_common_fields(Json &body, const core::Prompt &prompt, const GenerationParams &params) {
+void add_common_fields(Json& body, const core::Prompt& prompt, const GenerationParams& params) {
   if (!params.model.empty()) body["model"] = params.model;
   body["temperature"] = 0.0;
   body["max_tokens"] = effective_max_tokens(prompt, params);
@@ -32,7 +32,7 @@ void add_common_fields(Json &body, const core::Prompt &prompt, const GenerationP
 
 // Appends `logprobs.content[]` (chat shape) or the legacy parallel arrays to `completion`.
 // Returns false when `logprobs` carries neither (content null: a refusal, say).
-bool append_logprobs(const JsonView &logprobs, core::Completion &completion) {
+bool append_logprobs(const JsonView& logprobs, core::Completion& completion) {
   if (logprobs.contains("content")) {
     auto content = logprobs.find("content");
     if (!content) return false;
@@ -71,13 +71,13 @@ bool append_logprobs(const JsonView &logprobs, core::Completion &completion) {
   return true;
 }
 
-void read_usage(const JsonView &root, core::Completion &completion) {
+void read_usage(const JsonView& root, core::Completion& completion) {
   if (auto usage = root.find("usage"))
     completion.completion_tokens = usage->at("completion_tokens").integer();
 }
 
 // Fields every OpenAI-shaped response or chunk may carry at the top level.
-void read_envelope(const JsonView &root, core::Completion &completion) {
+void read_envelope(const JsonView& root, core::Completion& completion) {
   std::string model = root.optional_string("model");
   if (!model.empty()) completion.model = std::move(model);
   std::string fingerprint = root.optional_string("system_fingerprint");
@@ -87,7 +87,7 @@ void read_envelope(const JsonView &root, core::Completion &completion) {
 
 // Chat `message.content` or completions `text`; a null chat content (a refusal or a tool
 // call) is empty text.
-std::string read_text(const JsonView &choice, bool chat) {
+std::string read_text(const JsonView& choice, bool chat) {
   if (!chat) return choice.at("text").string();
   JsonView content = choice.at("message").at("content");
   return content.is_null() ? std::string() : content.string();
@@ -117,7 +117,7 @@ core::Completion parse_stream(std::string_view body, bool chat) {
   bool saw_usage = false;
   std::vector<std::string> events = sse_events(body);
   for (std::size_t index = 0; index < events.size(); ++index) {
-    const std::string &data = events[index];
+    const std::string& data = events[index];
     if (data == "[DONE]") {
       done = true;
       break;
@@ -150,11 +150,11 @@ core::Completion parse_stream(std::string_view body, bool chat) {
 
 } // namespace
 
-DialectRequest build_openai_chat_request(const core::Prompt &prompt,
-                                         const GenerationParams &params) {
+DialectRequest build_openai_chat_request(const core::Prompt& prompt,
+                                         const GenerationParams& params) {
   Json body;
   Json messages = Json::array();
-  for (const auto &message : prompt_as_messages(prompt))
+  for (const auto& message : prompt_as_messages(prompt))
     messages.push_back(Json{{"role", message.role}, {"content", message.content}});
   body["messages"] = std::move(messages);
   add_common_fields(body, prompt, params);
@@ -163,8 +163,8 @@ DialectRequest build_openai_chat_request(const core::Prompt &prompt,
   return {"/v1/chat/completions", dump_body(body)};
 }
 
-DialectRequest build_openai_completions_request(const core::Prompt &prompt,
-                                                const GenerationParams &params) {
+DialectRequest build_openai_completions_request(const core::Prompt& prompt,
+                                                const GenerationParams& params) {
   Json body;
   body["prompt"] = prompt_as_text(prompt);
   add_common_fields(body, prompt, params);

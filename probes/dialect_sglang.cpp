@@ -18,7 +18,7 @@ namespace llmrepro::probes::detail {
 
 namespace {
 
-core::TokenCandidate read_triple(const JsonView &triple, core::NumberAnomalies &numbers) {
+core::TokenCandidate read_triple(const JsonView& triple, core::NumberAnomalies& numbers) {
   if (triple.size() < 2) fail(triple.describe() + " must be [logprob, token_id, text]");
   core::TokenCandidate candidate;
   candidate.logprob = read_logprob(triple.at(0), numbers);
@@ -37,7 +37,7 @@ struct Piece {
   core::NumberAnomalies numbers;
 };
 
-Piece read_piece(const JsonView &root) {
+Piece read_piece(const JsonView& root) {
   Piece piece;
   piece.text = root.at("text").string();
   JsonView meta = root.at("meta_info");
@@ -108,19 +108,17 @@ core::Completion parse_stream(std::string_view body) {
   }
   if (!done) fail("stream ended without data: [DONE] (truncated)");
   if (pieces.empty()) fail("stream carried no event before [DONE]");
-  Piece &last = pieces.back();
+  Piece& last = pieces.back();
   std::size_t total = 0;
-  for (const auto &piece : pieces)
-    total += piece.tokens.size();
+  for (const auto& piece : pieces) total += piece.tokens.size();
   bool incremental = last.completion_tokens >= 0 &&
                      last.tokens.size() < static_cast<std::size_t>(last.completion_tokens) &&
                      total == static_cast<std::size_t>(last.completion_tokens);
   if (!incremental) return to_completion(std::move(last));
   Piece joined;
-  for (auto &piece : pieces) {
+  for (auto& piece : pieces) {
     joined.text += piece.text;
-    for (auto &token : piece.tokens)
-      joined.tokens.push_back(std::move(token));
+    for (auto& token : piece.tokens) joined.tokens.push_back(std::move(token));
     joined.has_logprobs = joined.has_logprobs || piece.has_logprobs;
     joined.numbers += piece.numbers;
   }
@@ -131,7 +129,7 @@ core::Completion parse_stream(std::string_view body) {
 
 } // namespace
 
-DialectRequest build_sglang_request(const core::Prompt &prompt, const GenerationParams &params) {
+DialectRequest build_sglang_request(const core::Prompt& prompt, const GenerationParams& params) {
   Json body;
   body["text"] = prompt_as_text(prompt);
   body["sampling_params"] =

@@ -13,20 +13,20 @@ namespace llmrepro::probes::detail {
 namespace {
 
 // TGI's schema declares Token.logprob nullable: null reads as core::k_unknown_logprob.
-core::TokenCandidate read_tgi_token(const JsonView &token, core::NumberAnomalies &numbers) {
+core::TokenCandidate read_tgi_token(const JsonView& token, core::NumberAnomalies& numbers) {
   return {token.at("text").string(), read_logprob(token.at("logprob"), numbers)};
 }
 
 // One position's top_tokens; null means none.
-void read_candidates(const JsonView &candidates, core::TokenLogprob &token,
-                     core::NumberAnomalies &numbers) {
+void read_candidates(const JsonView& candidates, core::TokenLogprob& token,
+                     core::NumberAnomalies& numbers) {
   if (candidates.is_null()) return;
   std::size_t count = candidates.size();
   for (std::size_t i = 0; i < count; ++i)
     token.top.push_back(read_tgi_token(candidates.at(i), numbers));
 }
 
-void read_details_summary(const JsonView &details, core::Completion &completion) {
+void read_details_summary(const JsonView& details, core::Completion& completion) {
   completion.finish_reason = details.optional_string("finish_reason");
   if (auto generated = details.find("generated_tokens"))
     completion.completion_tokens = generated->integer();
@@ -93,7 +93,7 @@ core::Completion parse_stream(std::string_view body) {
 
 } // namespace
 
-DialectRequest build_tgi_request(const core::Prompt &prompt, const GenerationParams &params) {
+DialectRequest build_tgi_request(const core::Prompt& prompt, const GenerationParams& params) {
   Json parameters{{"details", true},
                   {"top_n_tokens", params.top_logprobs},
                   {"do_sample", false},

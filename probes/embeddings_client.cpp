@@ -11,8 +11,8 @@ namespace {
 using Json = nlohmann::json;
 
 core::Error unusable(const std::string& url, const std::string& what) {
-  return core::make_error(core::ErrorCode::endpoint, "embeddings endpoint " +
-                                                         strip_credentials(url) + ": " + what);
+  return core::make_error(core::ErrorCode::endpoint,
+                          "embeddings endpoint " + strip_credentials(url) + ": " + what);
 }
 
 bool ends_with(const std::string& text, const std::string& suffix) {
@@ -86,9 +86,9 @@ core::Result<std::vector<std::vector<double>>> embed(const EmbeddingsTarget& tar
   return vectors;
 }
 
-core::Result<core::SemanticAgreement> measure_semantic_agreement(const EmbeddingsTarget& target,
-                                                                 const core::AuditAnalysis& analysis,
-                                                                 double threshold) {
+core::Result<core::SemanticAgreement>
+measure_semantic_agreement(const EmbeddingsTarget& target, const core::AuditAnalysis& analysis,
+                           double threshold) {
   core::SemanticAgreement agreement;
   agreement.model = target.model;
   agreement.threshold = threshold;

@@ -33,8 +33,8 @@ core::Result<std::vector<std::vector<double>>> embed(const EmbeddingsTarget& tar
 
 // Embeds the distinct completions of every analysed prompt that has any (a batch per prompt) and
 // compares them pairwise against `threshold`. Errors as embed(), naming the prompt.
-core::Result<core::SemanticAgreement> measure_semantic_agreement(const EmbeddingsTarget& target,
-                                                                 const core::AuditAnalysis& analysis,
-                                                                 double threshold);
+core::Result<core::SemanticAgreement>
+measure_semantic_agreement(const EmbeddingsTarget& target, const core::AuditAnalysis& analysis,
+                           double threshold);
 
 } // namespace llmrepro::probes

@@ -14,26 +14,26 @@ namespace {
 
 using nlohmann::json;
 
-bool ok(const ProbeAnswer &answer) {
+bool ok(const ProbeAnswer& answer) {
   return answer.answered && answer.http_status >= 200 && answer.http_status < 300;
 }
 
 // The body as a JSON object when the probe succeeded with one; detection never trusts a 2xx
 // alone, since catch-all web servers answer 200 with HTML to any path.
-std::optional<json> object_of(const ProbeAnswer &answer) {
+std::optional<json> object_of(const ProbeAnswer& answer) {
   if (!ok(answer)) return std::nullopt;
   try {
     json parsed = json::parse(answer.body);
     if (parsed.is_object()) return parsed;
-  } catch (const json::exception &) {
+  } catch (const json::exception&) {
   }
   return std::nullopt;
 }
 
-bool models_owned_by_llamacpp(const json &models) {
+bool models_owned_by_llamacpp(const json& models) {
   const auto data = models.find("data");
   if (data == models.end() || !data->is_array()) return false;
-  for (const json &model : *data) {
+  for (const json& model : *data) {
     if (!model.is_object()) continue;
     const auto owner = model.find("owned_by");
     if (owner != model.end() && owner->is_string() && owner->get<std::string>() == "llamacpp")
@@ -42,7 +42,7 @@ bool models_owned_by_llamacpp(const json &models) {
   return false;
 }
 
-std::string status_line(const char *path, const ProbeAnswer &answer) {
+std::string status_line(const char* path, const ProbeAnswer& answer) {
   if (!answer.answered) return std::string(path) + ": " + answer.error;
   return std::string(path) + ": HTTP " + std::to_string(answer.http_status);
 }
@@ -58,10 +58,10 @@ ProbeAnswer to_answer(HttpResponse response) {
 
 // GETs each path concurrently on one transport; answers come back in the order of `paths`.
 template <std::size_t N>
-std::array<ProbeAnswer, N> fetch_all(const std::string &base_url,
-                                     const std::array<const char *, N> &paths,
-                                     const std::vector<std::string> &headers,
-                                     const std::string &api_key, bool insecure, double timeout_s) {
+std::array<ProbeAnswer, N> fetch_all(const std::string& base_url,
+                                     const std::array<const char*, N>& paths,
+                                     const std::vector<std::string>& headers,
+                                     const std::string& api_key, bool insecure, double timeout_s) {
   HttpTransport transport;
   std::array<HttpTransport::RequestId, N> ids{};
   for (std::size_t i = 0; i < N; ++i) {
@@ -78,7 +78,7 @@ std::array<ProbeAnswer, N> fetch_all(const std::string &base_url,
   }
   std::array<ProbeAnswer, N> answers{};
   while (transport.in_flight() > 0) {
-    for (HttpTransport::Finished &finished : transport.poll(0.1))
+    for (HttpTransport::Finished& finished : transport.poll(0.1))
       for (std::size_t i = 0; i < N; ++i)
         if (ids[i] == finished.id) answers[i] = to_answer(std::move(finished.response));
   }
@@ -87,9 +87,9 @@ std::array<ProbeAnswer, N> fetch_all(const std::string &base_url,
 
 } // namespace
 
-core::Result<Dialect> decide_dialect(const std::string &base_url, const DetectionProbes &probes,
-                                     std::string *explanation) {
-  const auto explain = [&](Dialect dialect, const std::string &why) -> core::Result<Dialect> {
+core::Result<Dialect> decide_dialect(const std::string& base_url, const DetectionProbes& probes,
+                                     std::string* explanation) {
+  const auto explain = [&](Dialect dialect, const std::string& why) -> core::Result<Dialect> {
     if (explanation != nullptr) *explanation = std::string(to_string(dialect)) + ": " + why;
     return dialect;
   };
@@ -115,11 +115,10 @@ core::Result<Dialect> decide_dialect(const std::string &base_url, const Detectio
     return explain(Dialect::llamacpp, "/v1/models lists owned_by \"llamacpp\"");
   if (models) return explain(Dialect::openai_chat, "/v1/models answers (OpenAI-compatible)");
 
-  const std::array<const ProbeAnswer *, 6> all{&probes.models, &probes.health, &probes.props,
-                                               &probes.tags,   &probes.info,   &probes.model_info};
+  const std::array<const ProbeAnswer*, 6> all{&probes.models, &probes.health, &probes.props,
+                                              &probes.tags,   &probes.info,   &probes.model_info};
   bool any_answered = false;
-  for (const ProbeAnswer *answer : all)
-    any_answered = any_answered || answer->answered;
+  for (const ProbeAnswer* answer : all) any_answered = any_answered || answer->answered;
   const std::string url = strip_credentials(base_url);
   if (!any_answered)
     return core::make_error(core::ErrorCode::endpoint,
@@ -135,11 +134,11 @@ core::Result<Dialect> decide_dialect(const std::string &base_url, const Detectio
   return core::make_error(core::ErrorCode::endpoint, message);
 }
 
-core::Result<std::string> pick_model(const ProbeAnswer &models, const ProbeAnswer &tags) {
+core::Result<std::string> pick_model(const ProbeAnswer& models, const ProbeAnswer& tags) {
   if (const auto listed = object_of(models)) {
     const auto data = listed->find("data");
     if (data != listed->end() && data->is_array() && !data->empty()) {
-      const json &first = data->front();
+      const json& first = data->front();
       if (first.is_object() && first.contains("id") && first["id"].is_string())
         return first["id"].get<std::string>();
     }
@@ -147,8 +146,8 @@ core::Result<std::string> pick_model(const ProbeAnswer &models, const ProbeAnswe
   if (const auto listed = object_of(tags)) {
     const auto list = listed->find("models");
     if (list != listed->end() && list->is_array() && !list->empty()) {
-      const json &first = list->front();
-      for (const char *field : {"name", "model"})
+      const json& first = list->front();
+      for (const char* field : {"name", "model"})
         if (first.is_object() && first.contains(field) && first[field].is_string())
           return first[field].get<std::string>();
     }
@@ -164,12 +163,12 @@ core::Result<std::string> pick_model(const ProbeAnswer &models, const ProbeAnswe
                           "could not find a model to audit (" + why + "); pass --model");
 }
 
-core::Result<Dialect> detect_dialect(const std::string &base_url,
-                                     const std::vector<std::string> &headers,
-                                     const std::string &api_key, bool insecure, double timeout_s,
-                                     std::string *explanation) {
-  const std::array<const char *, 6> paths{"/v1/models", "/health", "/props",
-                                          "/api/tags",  "/info",   "/get_model_info"};
+core::Result<Dialect> detect_dialect(const std::string& base_url,
+                                     const std::vector<std::string>& headers,
+                                     const std::string& api_key, bool insecure, double timeout_s,
+                                     std::string* explanation) {
+  const std::array<const char*, 6> paths{"/v1/models", "/health", "/props",
+                                         "/api/tags",  "/info",   "/get_model_info"};
   std::array<ProbeAnswer, 6> answers =
       fetch_all(base_url, paths, headers, api_key, insecure, timeout_s);
   DetectionProbes probes;
@@ -182,11 +181,11 @@ core::Result<Dialect> detect_dialect(const std::string &base_url,
   return decide_dialect(base_url, probes, explanation);
 }
 
-core::Result<std::string> detect_model(const std::string &base_url,
-                                       const std::vector<std::string> &headers,
-                                       const std::string &api_key, bool insecure,
+core::Result<std::string> detect_model(const std::string& base_url,
+                                       const std::vector<std::string>& headers,
+                                       const std::string& api_key, bool insecure,
                                        double timeout_s) {
-  const std::array<const char *, 2> paths{"/v1/models", "/api/tags"};
+  const std::array<const char*, 2> paths{"/v1/models", "/api/tags"};
   std::array<ProbeAnswer, 2> answers =
       fetch_all(base_url, paths, headers, api_key, insecure, timeout_s);
   if (!answers[0].answered && !answers[1].answered)

@@ -37,22 +37,22 @@ struct DetectionProbes {
 // No probe answered: ErrorCode::endpoint "cannot reach <url>: <error>". Answers that match no
 // rule: ErrorCode::endpoint naming what /v1/models said and suggesting --api. `explanation`,
 // when given, receives one line saying which evidence decided.
-core::Result<Dialect> decide_dialect(const std::string &base_url, const DetectionProbes &probes,
-                                     std::string *explanation);
+core::Result<Dialect> decide_dialect(const std::string& base_url, const DetectionProbes& probes,
+                                     std::string* explanation);
 
 // The first model id: /v1/models data[0].id, else /api/tags models[0].name. An error names
 // what was missing when neither lists a model.
-core::Result<std::string> pick_model(const ProbeAnswer &models, const ProbeAnswer &tags);
+core::Result<std::string> pick_model(const ProbeAnswer& models, const ProbeAnswer& tags);
 
 // Sends the detection GETs concurrently (each bounded by timeout_s) and decides the dialect.
-core::Result<Dialect> detect_dialect(const std::string &base_url,
-                                     const std::vector<std::string> &headers,
-                                     const std::string &api_key, bool insecure, double timeout_s,
-                                     std::string *explanation);
+core::Result<Dialect> detect_dialect(const std::string& base_url,
+                                     const std::vector<std::string>& headers,
+                                     const std::string& api_key, bool insecure, double timeout_s,
+                                     std::string* explanation);
 
 // GETs /v1/models and /api/tags and returns the first model id, for when --model is not given.
-core::Result<std::string> detect_model(const std::string &base_url,
-                                       const std::vector<std::string> &headers,
-                                       const std::string &api_key, bool insecure, double timeout_s);
+core::Result<std::string> detect_model(const std::string& base_url,
+                                       const std::vector<std::string>& headers,
+                                       const std::string& api_key, bool insecure, double timeout_s);
 
 } // namespace llmrepro::probes

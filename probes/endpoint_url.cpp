@@ -23,7 +23,7 @@ struct UrlParts {
   std::size_t fragment_begin = std::string::npos;  // index of '#'
 };
 
-UrlParts split(const std::string &url) {
+UrlParts split(const std::string& url) {
   UrlParts parts;
   const std::size_t scheme_end = url.find("://");
   if (scheme_end == std::string::npos) return parts;
@@ -70,7 +70,7 @@ std::string strip_query(std::string_view query) {
 
 } // namespace
 
-std::string strip_credentials(const std::string &url) {
+std::string strip_credentials(const std::string& url) {
   const UrlParts parts = split(url);
   if (parts.authority_begin == std::string::npos) return url;
   std::string authority =
@@ -94,8 +94,8 @@ std::string strip_credentials(const std::string &url) {
   return out;
 }
 
-core::Result<std::string> validate_base_url(const std::string &url) {
-  const auto fail = [&](const std::string &why) {
+core::Result<std::string> validate_base_url(const std::string& url) {
+  const auto fail = [&](const std::string& why) {
     return core::make_error(core::ErrorCode::usage,
                             "endpoint '" + strip_credentials(url) + "': " + why);
   };
@@ -119,12 +119,11 @@ core::Result<std::string> validate_base_url(const std::string &url) {
   const std::size_t path_end =
       parts.query_begin != std::string::npos ? parts.query_begin : url.size();
   std::size_t trimmed_end = path_end;
-  while (trimmed_end > parts.authority_end && url[trimmed_end - 1] == '/')
-    --trimmed_end;
+  while (trimmed_end > parts.authority_end && url[trimmed_end - 1] == '/') --trimmed_end;
   return url.substr(0, trimmed_end) + url.substr(path_end);
 }
 
-std::string join_url(const std::string &base_url, const std::string &path) {
+std::string join_url(const std::string& base_url, const std::string& path) {
   const UrlParts parts = split(base_url);
   std::size_t path_end = base_url.size();
   if (parts.authority_begin != std::string::npos) {

@@ -22,8 +22,8 @@ void global_init_once() {
 // Per-transfer state; heap-allocated so that the pointers handed to libcurl stay valid.
 struct Transfer {
   HttpTransport::RequestId id = 0;
-  CURL *easy = nullptr;
-  curl_slist *headers = nullptr;
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
   std::string request_body;
   std::string response_body;
   std::size_t cap = 0;
@@ -40,15 +40,13 @@ struct Transfer {
 std::string trim(std::string_view text) {
   std::size_t begin = 0;
   std::size_t end = text.size();
-  while (begin < end && std::isspace(static_cast<unsigned char>(text[begin])) != 0)
-    ++begin;
-  while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1])) != 0)
-    --end;
+  while (begin < end && std::isspace(static_cast<unsigned char>(text[begin])) != 0) ++begin;
+  while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1])) != 0) --end;
   return std::string(text.substr(begin, end - begin));
 }
 
 // Retry-After is either delta-seconds or an HTTP date (RFC 9110 section 10.2.3).
-std::optional<double> parse_retry_after(const std::string &value) {
+std::optional<double> parse_retry_after(const std::string& value) {
   if (value.empty()) return std::nullopt;
   if (std::all_of(value.begin(), value.end(),
                   [](unsigned char c) { return std::isdigit(c) != 0; })) {
@@ -61,8 +59,8 @@ std::optional<double> parse_retry_after(const std::string &value) {
   return delta > 0 ? delta : 0.0;
 }
 
-size_t on_body(char *data, size_t size, size_t count, void *user) {
-  auto *transfer = static_cast<Transfer *>(user);
+size_t on_body(char* data, size_t size, size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
   const size_t bytes = size * count;
   if (transfer->response_body.size() + bytes > transfer->cap) {
     // Returning less than `bytes` makes libcurl abort with CURLE_WRITE_ERROR: the rest of an
@@ -76,8 +74,8 @@ size_t on_body(char *data, size_t size, size_t count, void *user) {
   return bytes;
 }
 
-size_t on_header(char *data, size_t size, size_t count, void *user) {
-  auto *transfer = static_cast<Transfer *>(user);
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
   const size_t bytes = size * count;
   const std::string_view line(data, bytes);
   // A new status line (after a 100 Continue, say) starts a new header block.
@@ -128,7 +126,7 @@ std::string cap_text(std::size_t cap) {
 
 } // namespace
 
-const char *to_string(TransportFailure failure) {
+const char* to_string(TransportFailure failure) {
   switch (failure) {
   case TransportFailure::none: return "none";
   case TransportFailure::connect: return "connection failed";
@@ -142,9 +140,9 @@ const char *to_string(TransportFailure failure) {
 }
 
 struct HttpTransport::Impl {
-  CURLM *multi = nullptr;
+  CURLM* multi = nullptr;
   RequestId next_id = 1;
-  std::unordered_map<CURL *, std::unique_ptr<Transfer>> transfers;
+  std::unordered_map<CURL*, std::unique_ptr<Transfer>> transfers;
   // Finished transfers that perform() collected on behalf of a later poll().
   std::deque<Finished> stashed;
 
@@ -159,21 +157,20 @@ struct HttpTransport::Impl {
   }
 
   void remove_all() {
-    for (auto &[easy, transfer] : transfers)
-      curl_multi_remove_handle(multi, easy);
+    for (auto& [easy, transfer] : transfers) curl_multi_remove_handle(multi, easy);
     transfers.clear();
   }
 
   // Moves every finished transfer out of the multi handle into `out`.
-  void collect(std::vector<Finished> &out) {
+  void collect(std::vector<Finished>& out) {
     int queued = 0;
-    while (CURLMsg *message = curl_multi_info_read(multi, &queued)) {
+    while (CURLMsg* message = curl_multi_info_read(multi, &queued)) {
       if (message->msg != CURLMSG_DONE) continue;
-      CURL *easy = message->easy_handle;
+      CURL* easy = message->easy_handle;
       const CURLcode code = message->data.result;
       auto found = transfers.find(easy);
       if (found == transfers.end()) continue;
-      Transfer &transfer = *found->second;
+      Transfer& transfer = *found->second;
 
       Finished finished;
       finished.id = transfer.id;
@@ -203,12 +200,12 @@ struct HttpTransport::Impl {
 HttpTransport::HttpTransport() : m_impl(std::make_unique<Impl>()) {}
 HttpTransport::~HttpTransport() = default;
 
-HttpTransport::RequestId HttpTransport::submit(const HttpRequest &request) {
+HttpTransport::RequestId HttpTransport::submit(const HttpRequest& request) {
   auto transfer = std::make_unique<Transfer>();
   transfer->id = m_impl->next_id++;
   transfer->cap = request.max_response_bytes;
   transfer->easy = curl_easy_init();
-  CURL *easy = transfer->easy;
+  CURL* easy = transfer->easy;
 
   curl_easy_setopt(easy, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
@@ -225,7 +222,7 @@ HttpTransport::RequestId HttpTransport::submit(const HttpRequest &request) {
   curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, request.insecure ? 0L : 1L);
   curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, request.insecure ? 0L : 2L);
 
-  for (const std::string &header : request.headers)
+  for (const std::string& header : request.headers)
     transfer->headers = curl_slist_append(transfer->headers, header.c_str());
   if (!request.api_key.empty())
     transfer->headers =
@@ -274,11 +271,9 @@ void HttpTransport::cancel_all() {
   m_impl->stashed.clear();
 }
 
-std::size_t HttpTransport::in_flight() const {
-  return m_impl->transfers.size();
-}
+std::size_t HttpTransport::in_flight() const { return m_impl->transfers.size(); }
 
-HttpResponse HttpTransport::perform(const HttpRequest &request) {
+HttpResponse HttpTransport::perform(const HttpRequest& request) {
   const RequestId id = submit(request);
   for (;;) {
     // Drives the multi handle directly rather than through poll(), which would hand back the
@@ -288,7 +283,7 @@ HttpResponse HttpTransport::perform(const HttpRequest &request) {
     std::vector<Finished> finished;
     m_impl->collect(finished);
     std::optional<HttpResponse> mine;
-    for (Finished &item : finished) {
+    for (Finished& item : finished) {
       if (item.id == id)
         mine = std::move(item.response);
       else

@@ -36,7 +36,7 @@ enum class TransportFailure {
   other,     // any other transport error
 };
 
-const char *to_string(TransportFailure failure);
+const char* to_string(TransportFailure failure);
 
 struct HttpResponse {
   int http_status = 0; // 0 when no status line arrived
@@ -60,11 +60,11 @@ public:
 
   HttpTransport();
   ~HttpTransport(); // aborts whatever is still in flight
-  HttpTransport(const HttpTransport &) = delete;
-  HttpTransport &operator=(const HttpTransport &) = delete;
+  HttpTransport(const HttpTransport&) = delete;
+  HttpTransport& operator=(const HttpTransport&) = delete;
 
   // Starts a request; it makes progress only inside poll(). Ids are unique per transport.
-  RequestId submit(const HttpRequest &request);
+  RequestId submit(const HttpRequest& request);
 
   // Drives the transfers, waiting at most `max_wait_s` for network activity, and returns the
   // transfers that finished (possibly none). Returns at once when something already finished.
@@ -76,7 +76,7 @@ public:
   std::size_t in_flight() const;
 
   // Runs one request to completion (a submit/poll loop); for one-off calls such as detection.
-  HttpResponse perform(const HttpRequest &request);
+  HttpResponse perform(const HttpRequest& request);
 
 private:
   struct Impl;

@@ -36,8 +36,8 @@ bool deeper_than(std::string_view text, std::size_t limit) {
 }
 
 // The path of `index` in `document`, appended to `out`: ".key" steps (no dot first) and "[i]".
-void append_path(const JsonDocument &document, std::uint32_t index, std::string &out) {
-  const JsonNode &node = document.node(index);
+void append_path(const JsonDocument& document, std::uint32_t index, std::string& out) {
+  const JsonNode& node = document.node(index);
   if (node.parent == JsonNode::k_no_parent) return;
   append_path(document, node.parent, out);
   if (document.node(node.parent).type == JsonType::array) {
@@ -62,22 +62,20 @@ double to_double(std::string_view text) {
 
 } // namespace
 
-void fail(const std::string &message) {
-  throw ParseFailure(message);
-}
+void fail(const std::string& message) { throw ParseFailure(message); }
 
-Json parse_json(std::string_view text, const std::string &what) {
+Json parse_json(std::string_view text, const std::string& what) {
   if (deeper_than(text, k_max_json_depth))
     fail(what + "JSON nested deeper than " + std::to_string(k_max_json_depth) + " levels");
   try {
     return Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error &error) {
+  } catch (const Json::parse_error& error) {
     if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) fail(what + "empty body");
     fail(what + "malformed JSON at byte " + std::to_string(error.byte));
   }
 }
 
-JsonDocument parse_document(std::string_view text, const std::string &what) {
+JsonDocument parse_document(std::string_view text, const std::string& what) {
   JsonDocument document;
   if (document.parse(text, k_max_json_depth)) return document;
   // Rejected (malformed, too deep): parse_json() gives the verdict and the message, exactly as
@@ -85,11 +83,11 @@ JsonDocument parse_document(std::string_view text, const std::string &what) {
   // the document accepted before its fault are first overwritten with "0" and spaces, the same
   // length and not extended by whatever follows: the message then names the real fault, at its
   // byte.
-  const std::vector<JsonSpan> &nonstandard = document.nonstandard_numbers();
+  const std::vector<JsonSpan>& nonstandard = document.nonstandard_numbers();
   std::string strict;
   if (!nonstandard.empty()) {
     strict.assign(text);
-    for (const JsonSpan &span : nonstandard) {
+    for (const JsonSpan& span : nonstandard) {
       strict.replace(span.offset, span.length, span.length, ' ');
       strict[span.offset] = '0';
     }
@@ -105,7 +103,7 @@ JsonDocument parse_document(std::string_view text, const std::string &what) {
 
 std::string JsonView::path() const {
   std::string out;
-  const JsonNode &self = node();
+  const JsonNode& self = node();
   if (!m_bracketed || self.parent == JsonNode::k_no_parent) {
     append_path(*m_document, m_node, out);
     return out;
@@ -123,7 +121,7 @@ std::string JsonView::describe() const {
 }
 
 std::uint32_t JsonView::member_node(std::string_view key) const {
-  const JsonNode &self = node();
+  const JsonNode& self = node();
   for (std::uint32_t i = 0; i < self.count; ++i) {
     std::uint32_t child = m_document->child(self, i);
     if (m_document->node(child).key == key) return child;
@@ -155,7 +153,7 @@ bool JsonView::contains(std::string_view key) const {
 
 JsonView JsonView::at(std::size_t index) const {
   if (!is_array()) fail(describe() + " must be an array");
-  const JsonNode &self = node();
+  const JsonNode& self = node();
   if (index >= self.count) fail("missing field " + path() + "[" + std::to_string(index) + "]");
   return JsonView(m_document, m_document->child(self, index), false);
 }
@@ -171,25 +169,25 @@ std::string JsonView::string() const {
 }
 
 double JsonView::number() const {
-  const JsonNode &self = node();
+  const JsonNode& self = node();
   if (self.type != JsonType::number) fail(describe() + " must be a number");
   if (self.number != JsonNumber::finite) fail(describe() + " must be a finite number");
   return to_double(self.text);
 }
 
 JsonNumber JsonView::number_kind() const {
-  const JsonNode &self = node();
+  const JsonNode& self = node();
   if (self.type != JsonType::number) fail(describe() + " must be a number");
   return self.number;
 }
 
 long JsonView::integer() const {
-  const JsonNode &self = node();
+  const JsonNode& self = node();
   // The DOM parser kept a literal without fraction or exponent as an integer when it fit in
   // 64 bits (unsigned when not negative) and as a double otherwise.
   bool integral = self.type == JsonType::number && self.flag;
-  const char *begin = self.text.data();
-  const char *end = begin + self.text.size();
+  const char* begin = self.text.data();
+  const char* end = begin + self.text.size();
   if (integral && !self.text.empty() && self.text.front() != '-') {
     std::uint64_t value = 0;
     auto [stop, error] = std::from_chars(begin, end, value);
@@ -210,7 +208,7 @@ long JsonView::integer() const {
 }
 
 bool JsonView::boolean() const {
-  const JsonNode &self = node();
+  const JsonNode& self = node();
   if (self.type != JsonType::boolean) fail(describe() + " must be true or false");
   return self.flag;
 }

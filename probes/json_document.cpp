@@ -9,9 +9,7 @@ namespace llmrepro::probes::detail {
 
 namespace {
 
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -20,14 +18,14 @@ int hex_value(char c) {
   return -1;
 }
 
-bool in_range(const char *p, unsigned low, unsigned high) {
+bool in_range(const char* p, unsigned low, unsigned high) {
   auto byte = static_cast<unsigned char>(*p);
   return byte >= low && byte <= high;
 }
 
 // Length of the well-formed UTF-8 sequence at `p` (RFC 3629: no overlong forms, no surrogates,
 // nothing above U+10FFFF), or 0 when it is not one.
-std::size_t utf8_length(const char *p, const char *end) {
+std::size_t utf8_length(const char* p, const char* end) {
   auto lead = static_cast<unsigned char>(*p);
   auto left = static_cast<std::size_t>(end - p);
   if (lead >= 0xC2 && lead <= 0xDF) return left >= 2 && in_range(p + 1, 0x80, 0xBF) ? 2 : 0;
@@ -46,7 +44,7 @@ std::size_t utf8_length(const char *p, const char *end) {
   return 0;
 }
 
-char *put_utf8(char *out, std::uint32_t code) {
+char* put_utf8(char* out, std::uint32_t code) {
   auto byte = [](std::uint32_t value) {
     return static_cast<char>(static_cast<unsigned char>(value));
   };
@@ -86,12 +84,12 @@ thread_local std::vector<JsonNode> t_spare_nodes;
 thread_local std::vector<std::uint32_t> t_spare_children;
 thread_local std::vector<std::uint32_t> t_scratch;
 
-template <typename T> void take_spare(std::vector<T> &into, std::vector<T> &spare) {
+template <typename T> void take_spare(std::vector<T>& into, std::vector<T>& spare) {
   if (into.capacity() < spare.capacity()) into.swap(spare);
   into.clear();
 }
 
-template <typename T> void give_spare(std::vector<T> &from, std::vector<T> &spare) {
+template <typename T> void give_spare(std::vector<T>& from, std::vector<T>& spare) {
   if (from.capacity() > spare.capacity() && from.capacity() <= k_max_spare_nodes) {
     from.clear();
     spare.swap(from);
@@ -105,7 +103,7 @@ template <typename T> void give_spare(std::vector<T> &from, std::vector<T> &spar
 // to the document's child list when the container closes, so every child list is contiguous.
 class JsonTapeBuilder {
 public:
-  JsonTapeBuilder(JsonDocument &document, std::string_view text, std::size_t max_depth)
+  JsonTapeBuilder(JsonDocument& document, std::string_view text, std::size_t max_depth)
       : m_document(document), m_p(text.data()), m_end(text.data() + text.size()),
         m_begin(text.data()), m_max_depth(max_depth) {}
 
@@ -124,8 +122,7 @@ public:
 
 private:
   void skip_whitespace() {
-    while (m_p < m_end && (*m_p == ' ' || *m_p == '\n' || *m_p == '\r' || *m_p == '\t'))
-      ++m_p;
+    while (m_p < m_end && (*m_p == ' ' || *m_p == '\n' || *m_p == '\r' || *m_p == '\t')) ++m_p;
   }
 
   bool literal(std::string_view word) {
@@ -230,7 +227,7 @@ private:
   bool close(std::uint32_t self, std::size_t mark, bool members) {
     std::size_t count = m_scratch.size() - mark;
     if (members && count > 1) count = fold_duplicates(mark, count);
-    JsonNode &node = m_document.m_nodes[self];
+    JsonNode& node = m_document.m_nodes[self];
     node.first = static_cast<std::uint32_t>(m_document.m_children.size());
     node.count = static_cast<std::uint32_t>(count);
     m_document.m_children.insert(m_document.m_children.end(),
@@ -241,14 +238,13 @@ private:
   }
 
   std::size_t fold_duplicates(std::size_t mark, std::size_t count) {
-    std::uint32_t *members = m_scratch.data() + mark;
-    const auto &nodes = m_document.m_nodes;
+    std::uint32_t* members = m_scratch.data() + mark;
+    const auto& nodes = m_document.m_nodes;
     std::size_t kept = 0;
     if (count <= 16) {
       for (std::size_t i = 0; i < count; ++i) {
         std::size_t j = 0;
-        while (j < kept && nodes[members[j]].key != nodes[members[i]].key)
-          ++j;
+        while (j < kept && nodes[members[j]].key != nodes[members[i]].key) ++j;
         members[j] = members[i];
         if (j == kept) ++kept;
       }
@@ -265,16 +261,16 @@ private:
   }
 
   // Records the literal outside strict JSON that starts at `start` and ends at m_p.
-  void note_nonstandard(const char *start) {
+  void note_nonstandard(const char* start) {
     m_document.m_nonstandard.push_back(
         {static_cast<std::uint32_t>(start - m_begin), static_cast<std::uint32_t>(m_p - start)});
   }
 
   // NaN, Infinity or -Infinity (Python's json.dumps spelling) at m_p, as a number node.
   bool named_number(std::uint32_t self, std::string_view word, JsonNumber kind) {
-    const char *start = m_p;
+    const char* start = m_p;
     if (!literal(word)) return false;
-    JsonNode &node = m_document.m_nodes[self];
+    JsonNode& node = m_document.m_nodes[self];
     node.text = std::string_view(start, word.size());
     node.number = kind;
     note_nonstandard(start);
@@ -282,7 +278,7 @@ private:
   }
 
   bool number(std::uint32_t self) {
-    const char *start = m_p;
+    const char* start = m_p;
     if (m_p < m_end && *m_p == '-') {
       if (m_end - m_p > 1 && m_p[1] == 'I')
         return named_number(self, "-Infinity", JsonNumber::negative_infinity);
@@ -292,8 +288,7 @@ private:
     if (*m_p == '0') {
       ++m_p;
     } else if (*m_p >= '1' && *m_p <= '9') {
-      while (m_p < m_end && is_digit(*m_p))
-        ++m_p;
+      while (m_p < m_end && is_digit(*m_p)) ++m_p;
     } else {
       return false;
     }
@@ -302,21 +297,19 @@ private:
     if (m_p < m_end && *m_p == '.') {
       ++m_p;
       if (m_p == m_end || !is_digit(*m_p)) return false;
-      while (m_p < m_end && is_digit(*m_p))
-        ++m_p;
+      while (m_p < m_end && is_digit(*m_p)) ++m_p;
       integer = false;
     }
     if (m_p < m_end && (*m_p == 'e' || *m_p == 'E')) {
       ++m_p;
       if (m_p < m_end && (*m_p == '+' || *m_p == '-')) ++m_p;
       if (m_p == m_end || !is_digit(*m_p)) return false;
-      while (m_p < m_end && is_digit(*m_p))
-        ++m_p;
+      while (m_p < m_end && is_digit(*m_p)) ++m_p;
       integer = false;
       exponent = true;
     }
     std::string_view text(start, static_cast<std::size_t>(m_p - start));
-    JsonNode &node = m_document.m_nodes[self];
+    JsonNode& node = m_document.m_nodes[self];
     node.text = text;
     node.flag = integer;
     if ((exponent || text.size() > 300) && !finite_number(text)) {
@@ -327,8 +320,8 @@ private:
   }
 
   // At the opening quote; leaves m_p past the closing one.
-  bool string(std::string_view &out) {
-    const char *start = ++m_p;
+  bool string(std::string_view& out) {
+    const char* start = ++m_p;
     while (m_p < m_end) {
       auto c = static_cast<unsigned char>(*m_p);
       if (c == '"') {
@@ -350,15 +343,14 @@ private:
   }
 
   // The rest of a string from its first escape, decoded into the arena.
-  bool decode(const char *start, std::string_view &out) {
+  bool decode(const char* start, std::string_view& out) {
     if (!m_document.m_arena) {
       m_document.m_arena = std::make_unique<char[]>(static_cast<std::size_t>(m_end - m_begin));
       m_arena_at = m_document.m_arena.get();
     }
-    char *first = m_arena_at;
-    char *at = first;
-    for (const char *p = start; p < m_p; ++p)
-      *at++ = *p;
+    char* first = m_arena_at;
+    char* at = first;
+    for (const char* p = start; p < m_p; ++p) *at++ = *p;
     while (m_p < m_end) {
       auto c = static_cast<unsigned char>(*m_p);
       if (c == '"') {
@@ -371,8 +363,7 @@ private:
       if (c >= 0x80) {
         std::size_t length = utf8_length(m_p, m_end);
         if (length == 0) return false;
-        for (std::size_t i = 0; i < length; ++i)
-          *at++ = *m_p++;
+        for (std::size_t i = 0; i < length; ++i) *at++ = *m_p++;
         continue;
       }
       if (c != '\\') {
@@ -410,7 +401,7 @@ private:
     return false;
   }
 
-  bool hex4(std::uint32_t &code) {
+  bool hex4(std::uint32_t& code) {
     if (m_end - m_p < 4) return false;
     for (int i = 0; i < 4; ++i) {
       int digit = hex_value(*m_p++);
@@ -420,14 +411,14 @@ private:
     return true;
   }
 
-  JsonDocument &m_document;
-  const char *m_p;
-  const char *m_end;
-  const char *m_begin;
+  JsonDocument& m_document;
+  const char* m_p;
+  const char* m_end;
+  const char* m_begin;
   std::size_t m_max_depth;
-  char *m_arena_at = nullptr;
+  char* m_arena_at = nullptr;
   // Children of the open containers; the thread's one, as parsing never nests.
-  std::vector<std::uint32_t> &m_scratch = t_scratch;
+  std::vector<std::uint32_t>& m_scratch = t_scratch;
 };
 
 JsonDocument::~JsonDocument() {

@@ -6,23 +6,23 @@
 namespace llmrepro::probes::detail {
 namespace {
 
-bool answered_2xx(const HttpResponse &response) {
+bool answered_2xx(const HttpResponse& response) {
   return response.failure == TransportFailure::none && response.http_status >= 200 &&
          response.http_status < 300;
 }
 
 } // namespace
 
-HttpRequest priming_request(const EndpointTarget &target, const SchedulerConfig &config) {
+HttpRequest priming_request(const EndpointTarget& target, const SchedulerConfig& config) {
   GenerationParams params = params_for(target, config);
   params.max_tokens = 1;
   params.stream = false;
   return generation_request(target, config, core::prefix_priming_prompt(), params);
 }
 
-void prepare_prefix_trial(HttpTransport &transport, const EndpointTarget &target,
-                          const SchedulerConfig &config, const core::PlannedRequest &planned,
-                          core::ProbeActivity &activity) {
+void prepare_prefix_trial(HttpTransport& transport, const EndpointTarget& target,
+                          const SchedulerConfig& config, const core::PlannedRequest& planned,
+                          core::ProbeActivity& activity) {
   if (core::prefix_trial_is_warm(planned.repeat)) {
     ++activity.primes_sent;
     if (!answered_2xx(transport.perform(priming_request(target, config)))) ++activity.primes_failed;
@@ -30,7 +30,7 @@ void prepare_prefix_trial(HttpTransport &transport, const EndpointTarget &target
   }
   if (!activity.flush_looked_up) {
     activity.flush_looked_up = true;
-    for (const char *route : k_flush_routes) {
+    for (const char* route : k_flush_routes) {
       ++activity.flushes_sent;
       if (answered_2xx(transport.perform(post_request(target, config, route, "{}")))) {
         activity.flush_route = route;

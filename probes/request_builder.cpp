@@ -6,14 +6,14 @@
 
 namespace llmrepro::probes::detail {
 
-GenerationParams params_for(const EndpointTarget &target, const SchedulerConfig &config) {
+GenerationParams params_for(const EndpointTarget& target, const SchedulerConfig& config) {
   GenerationParams params = config.params;
   if (!target.model.empty()) params.model = target.model;
   return params;
 }
 
-HttpRequest post_request(const EndpointTarget &target, const SchedulerConfig &config,
-                         const std::string &path, std::string body) {
+HttpRequest post_request(const EndpointTarget& target, const SchedulerConfig& config,
+                         const std::string& path, std::string body) {
   HttpRequest request;
   request.method = HttpRequest::Method::post;
   request.url = join_url(target.base_url, path);
@@ -27,8 +27,8 @@ HttpRequest post_request(const EndpointTarget &target, const SchedulerConfig &co
   return request;
 }
 
-HttpRequest generation_request(const EndpointTarget &target, const SchedulerConfig &config,
-                               const core::Prompt &prompt, const GenerationParams &params) {
+HttpRequest generation_request(const EndpointTarget& target, const SchedulerConfig& config,
+                               const core::Prompt& prompt, const GenerationParams& params) {
   DialectRequest built = build_request(target.dialect, prompt, params);
   return post_request(target, config, built.path, std::move(built.body));
 }

@@ -43,7 +43,7 @@ struct Judgement {
   bool unreachable = false; // connection or TLS failure: nothing usable is listening there
 };
 
-Judgement judge(const HttpResponse &response, Dialect dialect, bool stream) {
+Judgement judge(const HttpResponse& response, Dialect dialect, bool stream) {
   Judgement judgement;
   using Verdict = Judgement::Verdict;
   switch (response.failure) {
@@ -95,7 +95,7 @@ Judgement judge(const HttpResponse &response, Dialect dialect, bool stream) {
 
 // One logical request holding a concurrency slot: in flight, or waiting for its next attempt.
 struct Slot {
-  const core::PlannedRequest *planned = nullptr;
+  const core::PlannedRequest* planned = nullptr;
   HttpRequest request;
   int attempts = 0;
   std::int64_t started_ms = 0;
@@ -108,10 +108,10 @@ struct Slot {
 
 // One wave as it runs: its requests still to start and the slots of those started.
 struct WaveState {
-  const core::Wave &wave;
-  const EndpointTarget &target;
-  core::ProbeActivity &activity;
-  std::deque<const core::PlannedRequest *> queue;
+  const core::Wave& wave;
+  const EndpointTarget& target;
+  core::ProbeActivity& activity;
+  std::deque<const core::PlannedRequest*> queue;
   bool serial_prefix = false;   // the prefix probe: one request at a time, with its side traffic
   std::size_t concurrency = 1;  // slots
   std::size_t filler_count = 0; // fillers kept in flight (the mixed probe)
@@ -120,7 +120,7 @@ struct WaveState {
 
 class Runner {
 public:
-  explicit Runner(const RunPlanInputs &inputs, std::vector<core::ProbeActivity> &activity)
+  explicit Runner(const RunPlanInputs& inputs, std::vector<core::ProbeActivity>& activity)
       : m_suite(inputs.suite), m_targets(inputs.targets), m_config(inputs.config),
         m_sink(inputs.sink), m_on_progress(inputs.on_progress), m_stop(inputs.stop_requested),
         m_clock(inputs.clock), m_activity(activity),
@@ -131,8 +131,8 @@ public:
   void set_total(std::size_t total) { m_progress.total = total; }
 
   // Runs one wave; returns an error when the run must end (sink failure, unreachable endpoint).
-  core::Result<void> run_wave(const core::Wave &wave,
-                              std::deque<const core::PlannedRequest *> queue) {
+  core::Result<void> run_wave(const core::Wave& wave,
+                              std::deque<const core::PlannedRequest*> queue) {
     if (wave.endpoint_index < 0 ||
         static_cast<std::size_t>(wave.endpoint_index) >= m_targets.size())
       return core::make_error(core::ErrorCode::internal,
@@ -162,7 +162,7 @@ public:
 
       std::vector<HttpTransport::Finished> finished = m_transport.poll(idle_wait_s(state, now));
       now = Steady::now();
-      for (HttpTransport::Finished &done : finished) {
+      for (HttpTransport::Finished& done : finished) {
         if (m_fillers.take(done, state.activity)) continue;
         if (auto handled = on_finished(state, done, now); !handled) return abort(handled);
       }
@@ -185,7 +185,7 @@ private:
   }
 
   // Fills free slots, in the wave's order, as the rate limit allows.
-  core::Result<void> start_queued(WaveState &state, bool draining, Steady::time_point now) {
+  core::Result<void> start_queued(WaveState& state, bool draining, Steady::time_point now) {
     while (!draining && state.slots.size() < state.concurrency && !state.queue.empty() &&
            may_start(now)) {
       Slot slot;
@@ -205,10 +205,10 @@ private:
 
   // Slots whose backoff has passed try again; when draining they end here, recorded as failed
   // when the endpoint is unreachable, abandoned unrecorded when the run stops.
-  core::Result<void> retry_waiting(WaveState &state, bool draining, Steady::time_point now) {
-    auto &slots = state.slots;
+  core::Result<void> retry_waiting(WaveState& state, bool draining, Steady::time_point now) {
+    auto& slots = state.slots;
     for (std::size_t i = 0; i < slots.size();) {
-      Slot &slot = slots[i];
+      Slot& slot = slots[i];
       if (slot.in_flight) {
         ++i;
         continue;
@@ -230,9 +230,9 @@ private:
 
   // How long to wait for the transport: until the next retry or rate-limited start is due, at
   // most k_max_idle_s so that a stop request is noticed promptly.
-  double idle_wait_s(const WaveState &state, Steady::time_point now) const {
+  double idle_wait_s(const WaveState& state, Steady::time_point now) const {
     double wait_s = k_max_idle_s;
-    for (const Slot &slot : state.slots)
+    for (const Slot& slot : state.slots)
       if (!slot.in_flight) wait_s = std::min(wait_s, seconds_until(slot.retry_at, now));
     if (m_config.rate_limit > 0)
       wait_s = std::min(wait_s, std::max(0.0, seconds_until(m_next_start, now)));
@@ -240,13 +240,13 @@ private:
   }
 
   // An audited attempt finished: its request is recorded, or waits for its next attempt.
-  core::Result<void> on_finished(WaveState &state, HttpTransport::Finished &done,
+  core::Result<void> on_finished(WaveState& state, HttpTransport::Finished& done,
                                  Steady::time_point now) {
-    auto found = std::find_if(state.slots.begin(), state.slots.end(), [&](const Slot &slot) {
+    auto found = std::find_if(state.slots.begin(), state.slots.end(), [&](const Slot& slot) {
       return slot.in_flight && slot.transfer == done.id;
     });
     if (found == state.slots.end()) return {};
-    Slot &slot = *found;
+    Slot& slot = *found;
     slot.in_flight = false;
     if (done.response.http_status > 0) slot.last_status = done.response.http_status;
     Judgement judgement = judge(done.response, state.target.dialect, m_config.params.stream);
@@ -277,8 +277,8 @@ private:
     return {};
   }
 
-  core::Result<void> prepare(Slot &slot, const core::PlannedRequest &planned,
-                             const WaveState &state) const {
+  core::Result<void> prepare(Slot& slot, const core::PlannedRequest& planned,
+                             const WaveState& state) const {
     if (planned.prompt_index < 0 ||
         static_cast<std::size_t>(planned.prompt_index) >= m_suite.prompts.size())
       return core::make_error(core::ErrorCode::internal,
@@ -292,7 +292,7 @@ private:
     return {};
   }
 
-  void start(Slot &slot, Steady::time_point now) {
+  void start(Slot& slot, Steady::time_point now) {
     slot.transfer = m_transport.submit(slot.request);
     slot.in_flight = true;
     ++slot.attempts;
@@ -300,7 +300,7 @@ private:
       m_next_start = std::max(m_next_start, now) + seconds(1.0 / m_config.rate_limit);
   }
 
-  core::Result<void> record_success(const Slot &slot, core::Completion completion) {
+  core::Result<void> record_success(const Slot& slot, core::Completion completion) {
     core::RequestRecord record;
     record.planned = *slot.planned;
     record.outcome.ok = true;
@@ -312,7 +312,7 @@ private:
     return commit(std::move(record));
   }
 
-  core::Result<void> record_failure(const Slot &slot) {
+  core::Result<void> record_failure(const Slot& slot) {
     core::RequestRecord record;
     record.planned = *slot.planned;
     record.outcome.ok = false;
@@ -343,14 +343,14 @@ private:
     if (m_on_progress) m_on_progress(m_progress);
   }
 
-  const core::Suite &m_suite;
-  const std::vector<EndpointTarget> &m_targets;
-  const SchedulerConfig &m_config;
-  core::RecordSink &m_sink;
-  const std::function<void(const SchedulerProgress &)> &m_on_progress;
-  const std::atomic<bool> &m_stop;
-  const core::Clock &m_clock;
-  std::vector<core::ProbeActivity> &m_activity;
+  const core::Suite& m_suite;
+  const std::vector<EndpointTarget>& m_targets;
+  const SchedulerConfig& m_config;
+  core::RecordSink& m_sink;
+  const std::function<void(const SchedulerProgress&)>& m_on_progress;
+  const std::atomic<bool>& m_stop;
+  const core::Clock& m_clock;
+  std::vector<core::ProbeActivity>& m_activity;
   core::SplitMix64 m_rng;
   HttpTransport m_transport; // one for the whole run, so connections are reused across waves
   detail::FillerTraffic m_fillers;
@@ -361,12 +361,12 @@ private:
 
 } // namespace
 
-double backoff_delay_s(const SchedulerConfig &config, int retry, double jitter) {
+double backoff_delay_s(const SchedulerConfig& config, int retry, double jitter) {
   const double doubled = config.backoff_initial_s * std::pow(2.0, std::max(0, retry - 1));
   return std::min(doubled, config.backoff_max_s) * (1.0 + 0.1 * jitter);
 }
 
-SchedulerConfig scheduler_config_of(const core::AuditConfig &config, const std::string &model,
+SchedulerConfig scheduler_config_of(const core::AuditConfig& config, const std::string& model,
                                     std::size_t max_response_bytes) {
   SchedulerConfig scheduler;
   scheduler.params.model = model;
@@ -381,16 +381,15 @@ SchedulerConfig scheduler_config_of(const core::AuditConfig &config, const std::
   return scheduler;
 }
 
-core::Result<void> run_plan(const RunPlanInputs &inputs) {
+core::Result<void> run_plan(const RunPlanInputs& inputs) {
   // Decide the work up front so that progress has a true total.
-  const core::Plan &plan = inputs.plan;
-  std::vector<std::deque<const core::PlannedRequest *>> queues;
+  const core::Plan& plan = inputs.plan;
+  std::vector<std::deque<const core::PlannedRequest*>> queues;
   std::size_t total = 0;
-  for (const core::Wave &wave : plan.waves) {
-    std::deque<const core::PlannedRequest *> queue;
-    for (const core::PlannedRequest &planned : wave.requests)
-      if (!inputs.already_recorded || !inputs.already_recorded(planned))
-        queue.push_back(&planned);
+  for (const core::Wave& wave : plan.waves) {
+    std::deque<const core::PlannedRequest*> queue;
+    for (const core::PlannedRequest& planned : wave.requests)
+      if (!inputs.already_recorded || !inputs.already_recorded(planned)) queue.push_back(&planned);
     total += queue.size();
     queues.push_back(std::move(queue));
   }

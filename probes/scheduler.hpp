@@ -47,21 +47,21 @@ struct SchedulerProgress {
 
 // What run_plan works from and reports to. The references must outlive the call.
 struct RunPlanInputs {
-  const core::Plan &plan;
-  const core::Suite &suite;                   // the prompts the plan indexes
-  const std::vector<EndpointTarget> &targets; // indexed by Wave::endpoint_index
-  const SchedulerConfig &config;
-  core::RecordSink &sink; // receives every recorded request, on the calling thread
-  const std::atomic<bool> &stop_requested;
+  const core::Plan& plan;
+  const core::Suite& suite;                   // the prompts the plan indexes
+  const std::vector<EndpointTarget>& targets; // indexed by Wave::endpoint_index
+  const SchedulerConfig& config;
+  core::RecordSink& sink; // receives every recorded request, on the calling thread
+  const std::atomic<bool>& stop_requested;
   // The timestamps of the records (started_ms, finished_ms); timing itself (timeouts, backoff,
   // rate limit) runs on the steady clock.
-  const core::Clock &clock;
+  const core::Clock& clock;
   // Requests to skip (--resume: already recorded); empty: none.
-  std::function<bool(const core::PlannedRequest &)> already_recorded = {};
+  std::function<bool(const core::PlannedRequest&)> already_recorded = {};
   // Called whenever a wave starts and a request is recorded; empty: none.
-  std::function<void(const SchedulerProgress &)> on_progress = {};
+  std::function<void(const SchedulerProgress&)> on_progress = {};
   // The probe kinds' side traffic per endpoint, resized to the number of targets; null: not kept.
-  std::vector<core::ProbeActivity> *activity = nullptr;
+  std::vector<core::ProbeActivity>* activity = nullptr;
 };
 
 // Runs every wave of `inputs.plan` in order against targets[wave.endpoint_index] and hands each
@@ -101,19 +101,19 @@ struct RunPlanInputs {
 // still retry is abandoned unrecorded, so that --resume runs it again. Returns success.
 //
 // A sink error aborts the transfers in flight and is returned.
-core::Result<void> run_plan(const RunPlanInputs &inputs);
+core::Result<void> run_plan(const RunPlanInputs& inputs);
 
 // The scheduler's settings for an audit run with `config`: its generation parameters (requesting
 // `model` where a target names none), timeout, retries and rate limit; a response larger than
 // `max_response_bytes` is refused. The backoff keeps its defaults.
-SchedulerConfig scheduler_config_of(const core::AuditConfig &config, const std::string &model,
+SchedulerConfig scheduler_config_of(const core::AuditConfig& config, const std::string& model,
                                     std::size_t max_response_bytes);
 
 // The cache-flush routes tried, in order.
-inline constexpr const char *k_flush_routes[] = {"/flush_cache", "/reset_prefix_cache"};
+inline constexpr const char* k_flush_routes[] = {"/flush_cache", "/reset_prefix_cache"};
 
 // The delay before retry number `retry` (1-based): backoff_initial_s * 2^(retry-1), capped at
 // backoff_max_s, times (1 + 0.1 * jitter) with jitter in [0, 1). Exposed for tests.
-double backoff_delay_s(const SchedulerConfig &config, int retry, double jitter);
+double backoff_delay_s(const SchedulerConfig& config, int retry, double jitter);
 
 } // namespace llmrepro::probes

@@ -44,7 +44,7 @@ std::vector<std::string> SseParser::finish() {
   return events;
 }
 
-void SseParser::process_line(std::vector<std::string> &events) {
+void SseParser::process_line(std::vector<std::string>& events) {
   std::string_view line = m_line;
   if (m_first_line) {
     m_first_line = false;

@@ -20,35 +20,32 @@ using Json = nlohmann::json;
 // file: it never leaves load_suite().
 class LineError : public std::runtime_error {
 public:
-  explicit LineError(const std::string &message) : std::runtime_error(message) {}
+  explicit LineError(const std::string& message) : std::runtime_error(message) {}
 };
 
-[[noreturn]] void line_error(const std::string &message) {
-  throw LineError(message);
-}
+[[noreturn]] void line_error(const std::string& message) { throw LineError(message); }
 
-void reject_unknown_fields(const Json &object, const std::string &prefix,
+void reject_unknown_fields(const Json& object, const std::string& prefix,
                            std::initializer_list<std::string_view> allowed) {
   for (auto it = object.begin(); it != object.end(); ++it) {
     bool known = false;
-    for (std::string_view name : allowed)
-      known = known || it.key() == name;
+    for (std::string_view name : allowed) known = known || it.key() == name;
     if (!known) line_error("unknown field '" + prefix + it.key() + "'");
   }
 }
 
-const Json &require(const Json &object, const std::string &key, const std::string &name) {
+const Json& require(const Json& object, const std::string& key, const std::string& name) {
   auto it = object.find(key);
   if (it == object.end()) line_error("missing field '" + name + "'");
   return *it;
 }
 
-std::string require_string(const Json &value, const std::string &name) {
+std::string require_string(const Json& value, const std::string& name) {
   if (!value.is_string()) line_error("field '" + name + "' must be a string");
   return value.get<std::string>();
 }
 
-std::string require_non_empty_string(const Json &value, const std::string &name) {
+std::string require_non_empty_string(const Json& value, const std::string& name) {
   std::string text = require_string(value, name);
   if (text.empty()) line_error("field '" + name + "' must not be empty");
   return text;
@@ -56,20 +53,20 @@ std::string require_non_empty_string(const Json &value, const std::string &name)
 
 // Checkers and extractors use ECMAScript regular expressions: a pattern that does not compile
 // is an input error now rather than a failed check after the whole audit has run.
-void check_regex(const std::string &pattern, const std::string &name) {
+void check_regex(const std::string& pattern, const std::string& name) {
   try {
     std::regex compiled(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error &error) {
+  } catch (const std::regex_error& error) {
     line_error("field '" + name + "' is not a valid regular expression: " + error.what());
   }
 }
 
-void check_json_path(const std::string &path, const std::string &name) {
+void check_json_path(const std::string& path, const std::string& name) {
   if (path.empty() || path.front() != '$')
     line_error("field '" + name + "' must be a JSON path starting with '$'");
 }
 
-core::Expectation read_expect(const Json &value) {
+core::Expectation read_expect(const Json& value) {
   if (!value.is_object()) line_error("field 'expect' must be an object");
   std::string type = require_string(require(value, "type", "expect.type"), "expect.type");
   core::Expectation expect;
@@ -97,7 +94,7 @@ core::Expectation read_expect(const Json &value) {
   } else if (type == "number") {
     reject_unknown_fields(value, "expect.", {"type", "value", "tolerance"});
     expect.kind = core::Expectation::Kind::number;
-    const Json &number = require(value, "value", "expect.value");
+    const Json& number = require(value, "value", "expect.value");
     if (!number.is_number()) line_error("field 'expect.value' must be a number");
     expect.number = number.get<double>();
     if (auto it = value.find("tolerance"); it != value.end()) {
@@ -113,7 +110,7 @@ core::Expectation read_expect(const Json &value) {
   return expect;
 }
 
-core::Extraction read_extract(const Json &value) {
+core::Extraction read_extract(const Json& value) {
   if (!value.is_object()) line_error("field 'extract' must be an object");
   std::string type = require_string(require(value, "type", "extract.type"), "extract.type");
   core::Extraction extract;
@@ -141,13 +138,13 @@ core::Extraction read_extract(const Json &value) {
   return extract;
 }
 
-std::vector<core::Message> read_messages(const Json &value) {
+std::vector<core::Message> read_messages(const Json& value) {
   if (!value.is_array()) line_error("field 'messages' must be an array");
   if (value.empty()) line_error("field 'messages' must not be empty");
   std::vector<core::Message> messages;
   for (std::size_t i = 0; i < value.size(); ++i) {
     std::string name = "messages[" + std::to_string(i) + "]";
-    const Json &message = value[i];
+    const Json& message = value[i];
     if (!message.is_object()) line_error("field '" + name + "' must be an object");
     reject_unknown_fields(message, name + ".", {"role", "content"});
     core::Message parsed;
@@ -164,7 +161,7 @@ core::Prompt read_json_prompt(std::string_view line) {
   Json object;
   try {
     object = Json::parse(line.begin(), line.end());
-  } catch (const Json::parse_error &error) {
+  } catch (const Json::parse_error& error) {
     line_error("invalid JSON at column " + std::to_string(error.byte));
   }
   if (!object.is_object()) line_error("expected a JSON object");
@@ -191,7 +188,7 @@ core::Prompt read_json_prompt(std::string_view line) {
   }
   if (auto it = object.find("tags"); it != object.end()) {
     if (!it->is_array()) line_error("field 'tags' must be an array of strings");
-    for (const Json &tag : *it) {
+    for (const Json& tag : *it) {
       if (!tag.is_string()) line_error("field 'tags' must be an array of strings");
       prompt.tags.push_back(tag.get<std::string>());
     }
@@ -226,7 +223,7 @@ std::vector<std::string_view> split_lines(std::string_view text) {
 
 } // namespace
 
-core::Result<core::Suite> parse_suite(std::string_view text, const std::string &source) {
+core::Result<core::Suite> parse_suite(std::string_view text, const std::string& source) {
   std::vector<std::string_view> lines = split_lines(text);
   bool json_lines = false;
   for (std::string_view line : lines) {
@@ -246,9 +243,9 @@ core::Result<core::Suite> parse_suite(std::string_view text, const std::string &
     if (json_lines) {
       try {
         prompt = read_json_prompt(line);
-      } catch (const LineError &error) {
+      } catch (const LineError& error) {
         return core::make_error(core::ErrorCode::input, where + error.what());
-      } catch (const std::exception &error) {
+      } catch (const std::exception& error) {
         return core::make_error(core::ErrorCode::input, where + "unreadable line: " + error.what());
       }
     } else {
@@ -268,16 +265,15 @@ core::Result<core::Suite> parse_suite(std::string_view text, const std::string &
   return suite;
 }
 
-core::Result<core::Suite> load_suite(const std::string &path) {
-  std::FILE *file = std::fopen(path.c_str(), "rb");
+core::Result<core::Suite> load_suite(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr)
     return core::make_error(core::ErrorCode::input,
                             "cannot open suite '" + path + "': " + std::strerror(errno));
   std::string text;
   char buffer[65536];
   std::size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0)
-    text.append(buffer, got);
+  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, got);
   bool failed = std::ferror(file) != 0;
   int read_errno = errno;
   std::fclose(file);

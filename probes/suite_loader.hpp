@@ -22,9 +22,9 @@ namespace llmrepro::probes {
 // "number" | "last_line", "pattern" (regex and json_path only)}) and "response_format" (an
 // object, kept as compact JSON). Unknown fields, duplicate ids and an empty suite are errors.
 // Every error is ErrorCode::input, e.g. "suite.jsonl:3: field 'prompt' must be a string".
-core::Result<core::Suite> load_suite(const std::string &path);
+core::Result<core::Suite> load_suite(const std::string& path);
 
 // The same, from text already in memory; `source` names it in messages and in Suite::source.
-core::Result<core::Suite> parse_suite(std::string_view text, const std::string &source);
+core::Result<core::Suite> parse_suite(std::string_view text, const std::string& source);
 
 } // namespace llmrepro::probes

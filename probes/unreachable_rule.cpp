@@ -14,7 +14,7 @@ void UnreachableRule::begin_wave(std::size_t requests, std::size_t max_attempts)
   m_error.clear();
 }
 
-bool UnreachableRule::attempt_ended(bool connect_failed, const std::string &reason, bool spent) {
+bool UnreachableRule::attempt_ended(bool connect_failed, const std::string& reason, bool spent) {
   // Anything but a connection or TLS failure proves that something answers there.
   if (!connect_failed) m_reached = true;
   if (!m_watching) return m_unreachable;

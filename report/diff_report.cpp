@@ -20,7 +20,7 @@ ordered_json number_or_null(double value) {
   return std::isfinite(value) ? ordered_json(value) : ordered_json(nullptr);
 }
 
-template <typename T> ordered_json optional_json(const std::optional<T> &value) {
+template <typename T> ordered_json optional_json(const std::optional<T>& value) {
   if (!value) return nullptr;
   if constexpr (std::is_floating_point_v<T>)
     return number_or_null(*value);
@@ -28,12 +28,12 @@ template <typename T> ordered_json optional_json(const std::optional<T> &value) 
     return *value;
 }
 
-ordered_json interval_json(const std::optional<core::Interval> &interval) {
+ordered_json interval_json(const std::optional<core::Interval>& interval) {
   if (!interval) return nullptr;
   return ordered_json::array({number_or_null(interval->low), number_or_null(interval->high)});
 }
 
-ordered_json side_json(const core::AuditSide &side) {
+ordered_json side_json(const core::AuditSide& side) {
   ordered_json out;
   out["audit_id"] = side.audit_id;
   out["endpoint"] = side.endpoint;
@@ -44,7 +44,7 @@ ordered_json side_json(const core::AuditSide &side) {
   return out;
 }
 
-ordered_json prompt_side_json(const core::PromptSide &side) {
+ordered_json prompt_side_json(const core::PromptSide& side) {
   ordered_json out;
   out["runs"] = side.runs;
   out["failed"] = side.failed;
@@ -62,7 +62,7 @@ ordered_json prompt_side_json(const core::PromptSide &side) {
   return out;
 }
 
-std::string verdict_status(const core::AuditDiff &diff) {
+std::string verdict_status(const core::AuditDiff& diff) {
   if (diff.regression()) return "regression";
   if (diff.improvement()) return "improvement";
   return "no_change";
@@ -73,34 +73,34 @@ std::string p_text(double p) {
 }
 
 // A metric's value: rates in %, means with two decimals.
-std::string value_text(const core::MetricDiff &m, double v) {
+std::string value_text(const core::MetricDiff& m, double v) {
   if (m.test == "mcnemar_exact" || m.name == "pass_rate" || m.name == "mean_agreement") {
     return fmt::format("{:.1f}%", 100.0 * v);
   }
   return fmt::format("{:.2f}", v);
 }
 
-std::string delta_text(const core::MetricDiff &m) {
+std::string delta_text(const core::MetricDiff& m) {
   if (m.test == "mcnemar_exact" || m.name == "pass_rate" || m.name == "mean_agreement") {
     return fmt::format("{:+.1f} pp", 100.0 * m.delta);
   }
   return fmt::format("{:+.2f}", m.delta);
 }
 
-std::string metric_verdict(const core::MetricDiff &m) {
+std::string metric_verdict(const core::MetricDiff& m) {
   if (m.regression) return "regression (beyond noise)";
   if (m.improvement) return "improvement (beyond noise)";
   return "within noise";
 }
 
-std::string prompt_verdict(const core::PromptDiff &p) {
+std::string prompt_verdict(const core::PromptDiff& p) {
   if (p.regression && p.improvement) return "changed (beyond noise)";
   if (p.regression) return "regression (beyond noise)";
   if (p.improvement) return "improvement (beyond noise)";
   return "within noise";
 }
 
-bool notable(const core::PromptDiff &p) {
+bool notable(const core::PromptDiff& p) {
   return p.beyond_noise || p.agreement_change == "newly unstable" ||
          p.agreement_change == "newly stable";
 }
@@ -109,12 +109,12 @@ bool notable(const core::PromptDiff &p) {
 // verdict line alone tells a reviewer where to look; empty without a regression.
 constexpr std::size_t k_named_prompts = 8;
 
-std::string regression_summary(const core::AuditDiff &diff, bool markdown) {
-  const auto escape = [markdown](const std::string &text) {
+std::string regression_summary(const core::AuditDiff& diff, bool markdown) {
+  const auto escape = [markdown](const std::string& text) {
     return markdown ? markdown_escape(text, 60) : html_escape(text);
   };
   std::string metrics;
-  for (const core::MetricDiff &m : diff.metrics) {
+  for (const core::MetricDiff& m : diff.metrics) {
     if (!m.regression) continue;
     // Metric names are the tool's own identifiers, printed as the metric table prints them.
     metrics += fmt::format("{}{} {} \u2192 {}", metrics.empty() ? "" : ", ",
@@ -122,7 +122,7 @@ std::string regression_summary(const core::AuditDiff &diff, bool markdown) {
                            value_text(m, m.b));
   }
   std::vector<std::string> ids;
-  for (const core::PromptDiff &p : diff.prompts) {
+  for (const core::PromptDiff& p : diff.prompts) {
     if (p.regression) ids.push_back(p.id);
   }
   std::string prompts;
@@ -140,10 +140,10 @@ std::string regression_summary(const core::AuditDiff &diff, bool markdown) {
 
 // Prompts a reviewer acts on come first: regressions, then improvements, then the rest, each
 // in A's suite order.
-std::vector<const core::PromptDiff *> prompts_by_concern(const core::AuditDiff &diff) {
-  std::vector<const core::PromptDiff *> out;
+std::vector<const core::PromptDiff*> prompts_by_concern(const core::AuditDiff& diff) {
+  std::vector<const core::PromptDiff*> out;
   for (int rank = 0; rank < 3; ++rank) {
-    for (const core::PromptDiff &p : diff.prompts) {
+    for (const core::PromptDiff& p : diff.prompts) {
       const int own = p.regression ? 0 : p.improvement ? 1 : 2;
       if (own == rank) out.push_back(&p);
     }
@@ -153,7 +153,7 @@ std::vector<const core::PromptDiff *> prompts_by_concern(const core::AuditDiff &
 
 } // namespace
 
-std::string render_diff_json(const core::AuditDiff &diff) {
+std::string render_diff_json(const core::AuditDiff& diff) {
   ordered_json out;
   out["schema"] = "llmrepro.diff.v1";
   out["a"] = side_json(diff.a);
@@ -165,7 +165,7 @@ std::string render_diff_json(const core::AuditDiff &diff) {
   out["only_in_a"] = diff.only_in_a;
   out["only_in_b"] = diff.only_in_b;
   out["metrics"] = ordered_json::array();
-  for (const core::MetricDiff &m : diff.metrics) {
+  for (const core::MetricDiff& m : diff.metrics) {
     ordered_json j;
     j["name"] = m.name;
     j["description"] = m.description;
@@ -188,7 +188,7 @@ std::string render_diff_json(const core::AuditDiff &diff) {
     out["metrics"].push_back(std::move(j));
   }
   out["prompts"] = ordered_json::array();
-  for (const core::PromptDiff &p : diff.prompts) {
+  for (const core::PromptDiff& p : diff.prompts) {
     ordered_json j;
     j["id"] = p.id;
     j["a"] = prompt_side_json(p.a);
@@ -210,7 +210,7 @@ std::string render_diff_json(const core::AuditDiff &diff) {
   return out.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
 }
 
-std::string render_diff_markdown(const core::AuditDiff &diff) {
+std::string render_diff_markdown(const core::AuditDiff& diff) {
   const std::string status = verdict_status(diff);
   std::string out = fmt::format("## llmrepro diff: {}\n\n",
                                 status == "regression"    ? "\u274c regression beyond noise"
@@ -229,14 +229,14 @@ std::string render_diff_markdown(const core::AuditDiff &diff) {
   }
   if (!diff.metrics.empty()) {
     out += "| metric | A | B | change | p | verdict |\n|---|---:|---:|---:|---:|---|\n";
-    for (const core::MetricDiff &m : diff.metrics) {
+    for (const core::MetricDiff& m : diff.metrics) {
       out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", m.name, value_text(m, m.a),
                          value_text(m, m.b), delta_text(m), p_text(m.p_value), metric_verdict(m));
     }
   }
   std::string rows;
   int shown = 0;
-  for (const core::PromptDiff &p : diff.prompts) {
+  for (const core::PromptDiff& p : diff.prompts) {
     if (!notable(p) || shown == 10) continue;
     ++shown;
     rows += fmt::format("| {} | {} | {} \u2192 {} | {:.0f}% \u2192 {:.0f}% | {} | {} |\n",
@@ -253,7 +253,7 @@ std::string render_diff_markdown(const core::AuditDiff &diff) {
   return out;
 }
 
-std::string render_diff_html(const core::AuditDiff &diff) {
+std::string render_diff_html(const core::AuditDiff& diff) {
   const std::string status = verdict_status(diff);
   std::string out =
       html_document_head("llmrepro diff " + diff.a.audit_id + " vs " + diff.b.audit_id);
@@ -284,7 +284,7 @@ std::string render_diff_html(const core::AuditDiff &diff) {
          "<th class=\"num\">A</th><th class=\"num\">B</th><th "
          "class=\"num\">change</th><th>interval</th>"
          "<th>test</th><th class=\"num\">p</th><th>verdict</th></tr></thead><tbody>";
-  for (const core::MetricDiff &m : diff.metrics) {
+  for (const core::MetricDiff& m : diff.metrics) {
     std::string interval;
     if (m.a_interval && m.b_interval) {
       interval = fmt::format("A [{}, {}] \u00b7 B [{}, {}]", value_text(m, m.a_interval->low),
@@ -295,7 +295,7 @@ std::string render_diff_html(const core::AuditDiff &diff) {
       interval += fmt::format("{}change [{:+.3f}, {:+.3f}]", interval.empty() ? "" : " \u00b7 ",
                               m.delta_interval->low, m.delta_interval->high);
     }
-    const char *tag = m.regression ? "fail" : m.improvement ? "pass" : "info";
+    const char* tag = m.regression ? "fail" : m.improvement ? "pass" : "info";
     out += fmt::format(
         "<tr><td><strong>{}</strong><div class=\"muted\">{}</div></td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num nowrap\">{}</td><td class=\"muted\">{}</td>"
@@ -311,9 +311,9 @@ std::string render_diff_html(const core::AuditDiff &diff) {
          "<th class=\"num\">distinct A \u2192 B</th><th class=\"num\">agreement A \u2192 B</th>"
          "<th class=\"num\">pass A \u2192 B</th><th class=\"num\">p "
          "(Holm)</th><th>verdict</th></tr></thead><tbody>";
-  for (const core::PromptDiff *prompt : prompts_by_concern(diff)) {
-    const core::PromptDiff &p = *prompt;
-    const char *tag = p.regression ? "fail" : p.improvement ? "pass" : "info";
+  for (const core::PromptDiff* prompt : prompts_by_concern(diff)) {
+    const core::PromptDiff& p = *prompt;
+    const char* tag = p.regression ? "fail" : p.improvement ? "pass" : "info";
     std::string pass = "\u2013";
     if (p.a.pass && p.b.pass) {
       pass = fmt::format("{}/{} \u2192 {}/{}", p.a.pass->passed, p.a.pass->runs, p.b.pass->passed,

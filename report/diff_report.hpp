@@ -12,13 +12,13 @@ namespace llmrepro::report {
 // "seed"},"paired_prompts","only_in_a":[..],"only_in_b":[..],"metrics":[..],"prompts":[..],
 // "verdict":{"status":"regression"|"improvement"|"no_change","regression","improvement"}}.
 // Absent optional numbers are null; 2-space indent.
-std::string render_diff_json(const core::AuditDiff &diff);
+std::string render_diff_json(const core::AuditDiff& diff);
 
 // Verdict, the metrics table (A, B, change, p, verdict) and the prompts whose change is beyond
 // noise or whose stability flipped.
-std::string render_diff_markdown(const core::AuditDiff &diff);
+std::string render_diff_markdown(const core::AuditDiff& diff);
 
 // One self-contained page: verdict, metrics with their intervals, and every paired prompt.
-std::string render_diff_html(const core::AuditDiff &diff);
+std::string render_diff_html(const core::AuditDiff& diff);
 
 } // namespace llmrepro::report

@@ -166,9 +166,8 @@ std::string render_comparison_section(const core::AuditReport& report) {
     std::string levels;
     for (const auto& level : s.by_concurrency)
       levels += fmt::format("{}c={}: {} \u00b7 {:.1f} tok/s \u00b7 {:.1f} ms",
-                            levels.empty() ? "" : "<br>", level.concurrency,
-                            level.unstable_prompts, level.tokens_per_second,
-                            level.mean_latency_ms);
+                            levels.empty() ? "" : "<br>", level.concurrency, level.unstable_prompts,
+                            level.tokens_per_second, level.mean_latency_ms);
     out += fmt::format("<tr><td class=\"num\">{}</td><td><code>{}</code></td><td class=\"num\">"
                        "{} of {}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
                        "<td class=\"nowrap\">{}</td></tr>",
@@ -188,8 +187,10 @@ std::string render_comparison_section(const core::AuditReport& report) {
                        prompt.all_agree ? "<span class=\"tag pass\">agree</span>"
                                         : "<span class=\"tag fail\">differ</span>");
     for (const auto& other : prompt.endpoints) {
-      if (!other.has_reference) out += "<td><span class=\"tag warn\">no completion</span></td>";
-      else if (other.agrees) out += "<td>same</td>";
+      if (!other.has_reference)
+        out += "<td><span class=\"tag warn\">no completion</span></td>";
+      else if (other.agrees)
+        out += "<td>same</td>";
       else
         out += "<td>differs from token " +
                (other.first_difference ? std::to_string(*other.first_difference) : dash()) +

@@ -21,14 +21,13 @@ constexpr std::size_t k_segment_code_points = 90; // text shown per tree node
 constexpr std::size_t k_max_children = 8;         // branches shown per tree node
 
 struct Branch {
-  const std::vector<std::string> *tokens = nullptr;
+  const std::vector<std::string>* tokens = nullptr;
   int count = 0;
 };
 
-std::string join(const std::vector<std::string> &tokens, std::size_t begin, std::size_t end) {
+std::string join(const std::vector<std::string>& tokens, std::size_t begin, std::size_t end) {
   std::string out;
-  for (std::size_t i = begin; i < end && i < tokens.size(); ++i)
-    out += tokens[i];
+  for (std::size_t i = begin; i < end && i < tokens.size(); ++i) out += tokens[i];
   return out;
 }
 
@@ -38,12 +37,12 @@ std::string percent(int part, int whole) {
 }
 
 // "“Queens” −0.0213": one candidate for a title attribute (escaped by the caller).
-std::string candidate_text(const core::TokenCandidate &candidate) {
+std::string candidate_text(const core::TokenCandidate& candidate) {
   return fmt::format("\u201c{}\u201d {:.4f}", candidate.token, candidate.logprob);
 }
 
 // The hover text of a token: its top candidates with logprobs, and the top-1/top-2 gap.
-std::string token_title(const core::TokenLogprob &token, std::size_t position) {
+std::string token_title(const core::TokenLogprob& token, std::size_t position) {
   std::string out =
       fmt::format("token {}: \u201c{}\u201d logprob {:.4f}", position, token.token, token.logprob);
   for (std::size_t k = 0; k < token.top.size() && k < 2; ++k) {
@@ -55,17 +54,17 @@ std::string token_title(const core::TokenLogprob &token, std::size_t position) {
 
 // The unit positions are counted in: tokens, or characters where the prompt was compared by
 // text (a completion came back without tokens).
-const char *unit_of(const core::PromptAnalysis &prompt) {
+const char* unit_of(const core::PromptAnalysis& prompt) {
   return prompt.text_mode ? "char" : "token";
 }
 
-void render_tree_node(const std::vector<Branch> &group, std::size_t start, int total,
-                      const char *unit, std::string &out) {
+void render_tree_node(const std::vector<Branch>& group, std::size_t start, int total,
+                      const char* unit, std::string& out) {
   // Extend the shared part while every branch has the same token at the position.
   std::size_t end = start;
   for (;;) {
     bool same = true;
-    for (const Branch &branch : group) {
+    for (const Branch& branch : group) {
       if (end >= branch.tokens->size() || (*branch.tokens)[end] != (*group.front().tokens)[end]) {
         same = false;
         break;
@@ -76,10 +75,9 @@ void render_tree_node(const std::vector<Branch> &group, std::size_t start, int t
   }
   if (group.size() == 1) end = group.front().tokens->size();
   int count = 0;
-  for (const Branch &branch : group)
-    count += branch.count;
+  for (const Branch& branch : group) count += branch.count;
 
-  const std::vector<std::string> &tokens = *group.front().tokens;
+  const std::vector<std::string>& tokens = *group.front().tokens;
   out += "<li><span class=\"node\">";
   if (start > 0 && start < tokens.size()) {
     out += fmt::format("<span class=\"muted\">at {} {}</span>", unit, start);
@@ -106,10 +104,10 @@ void render_tree_node(const std::vector<Branch> &group, std::size_t start, int t
   if (group.size() > 1) {
     // Partition by the token at `end` (a branch that ended there forms its own group).
     std::vector<std::vector<Branch>> children;
-    for (const Branch &branch : group) {
+    for (const Branch& branch : group) {
       const bool ended = end >= branch.tokens->size();
       auto found =
-          std::find_if(children.begin(), children.end(), [&](const std::vector<Branch> &c) {
+          std::find_if(children.begin(), children.end(), [&](const std::vector<Branch>& c) {
             const bool c_ended = end >= c.front().tokens->size();
             return ended ? c_ended : !c_ended && (*c.front().tokens)[end] == (*branch.tokens)[end];
           });
@@ -118,14 +116,13 @@ void render_tree_node(const std::vector<Branch> &group, std::size_t start, int t
       else
         found->push_back(branch);
     }
-    const auto weight = [](const std::vector<Branch> &c) {
+    const auto weight = [](const std::vector<Branch>& c) {
       int sum = 0;
-      for (const Branch &b : c)
-        sum += b.count;
+      for (const Branch& b : c) sum += b.count;
       return sum;
     };
     std::stable_sort(children.begin(), children.end(),
-                     [&](const auto &x, const auto &y) { return weight(x) > weight(y); });
+                     [&](const auto& x, const auto& y) { return weight(x) > weight(y); });
     // Branches whose shown units are all equal cannot be told apart here (the caller shows
     // distinct completions by units that differ, so this is a guard against endless recursion).
     if (children.size() < 2) {
@@ -147,18 +144,18 @@ void render_tree_node(const std::vector<Branch> &group, std::size_t start, int t
 
 // One side of a pair: shared context muted, the token at `divergence` highlighted, then the rest.
 // In text mode `tokens` are characters and carry no candidates to show on hover.
-std::string render_side(const core::DistinctCompletion &completion,
-                        const std::vector<std::string> &tokens, std::size_t divergence,
+std::string render_side(const core::DistinctCompletion& completion,
+                        const std::vector<std::string>& tokens, std::size_t divergence,
                         bool reference, bool text_mode) {
-  const char *unit = text_mode ? "char" : "token";
+  const char* unit = text_mode ? "char" : "token";
   std::string out = "<pre class=\"completion\">";
   const std::size_t shared_from = divergence > k_shared_context ? divergence - k_shared_context : 0;
   if (shared_from > 0) {
-    out += fmt::format("<span class=\"muted\">\u2026{} shared {}s\u2026 </span>", shared_from,
-                       unit);
+    out +=
+        fmt::format("<span class=\"muted\">\u2026{} shared {}s\u2026 </span>", shared_from, unit);
   }
   out += "<span class=\"shared\">" + html_escape(join(tokens, shared_from, divergence)) + "</span>";
-  const char *mark_class = reference ? " class=\"ref\"" : "";
+  const char* mark_class = reference ? " class=\"ref\"" : "";
   if (divergence < tokens.size()) {
     std::string title;
     if (!text_mode && divergence < completion.tokens.size())
@@ -178,9 +175,9 @@ std::string render_side(const core::DistinctCompletion &completion,
   return out + "</pre>";
 }
 
-std::string by_level(const core::DistinctCompletion &completion) {
+std::string by_level(const core::DistinctCompletion& completion) {
   std::string out;
-  for (const auto &[level, count] : completion.count_by_concurrency) {
+  for (const auto& [level, count] : completion.count_by_concurrency) {
     if (!out.empty()) out += ", ";
     out += fmt::format("c={}: {}", level, count);
   }
@@ -188,13 +185,13 @@ std::string by_level(const core::DistinctCompletion &completion) {
 }
 
 // "stop: 4, length: 1": value -> count, most first; a value the endpoint did not send is "(none)".
-std::string counts_html(const std::map<std::string, int> &counts) {
+std::string counts_html(const std::map<std::string, int>& counts) {
   if (counts.empty()) return "<span class=\"muted\">\u2013</span>";
   std::vector<std::pair<std::string, int>> sorted(counts.begin(), counts.end());
   std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto &a, const auto &b) { return a.second > b.second; });
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string out;
-  for (const auto &[value, count] : sorted) {
+  for (const auto& [value, count] : sorted) {
     if (!out.empty()) out += ", ";
     out += value.empty() ? std::string("<span class=\"muted\">(none)</span>")
                          : "<code>" + html_escape(value) + "</code>";
@@ -204,7 +201,7 @@ std::string counts_html(const std::map<std::string, int> &counts) {
 }
 
 // "token 3" / "char 0, where one ends": where a completion parts from the reference.
-std::string divergence_text(const core::PromptAnalysis &prompt, std::optional<int> at,
+std::string divergence_text(const core::PromptAnalysis& prompt, std::optional<int> at,
                             std::optional<core::DivergenceKind> kind) {
   if (!at) return "<span class=\"muted\">\u2013</span>";
   std::string out = fmt::format("{} {}", unit_of(prompt), *at);
@@ -215,14 +212,16 @@ std::string divergence_text(const core::PromptAnalysis &prompt, std::optional<in
 // What the evidence says of the prompt: its status, how it was compared, where it diverged and
 // whether it is fragile (and why that is unknown), then what the endpoint sent that a reader
 // should know of.
-std::string render_facts(const core::PromptAnalysis &prompt) {
+std::string render_facts(const core::PromptAnalysis& prompt) {
   std::string out = fmt::format(
       "<p class=\"facts\">status <b class=\"status-{0}\">{0}</b> \u00b7 compared by {1}",
-      core::to_string(prompt.status), prompt.text_mode ? "characters (a completion came back "
-                                                         "without tokens)"
-                                                       : "tokens");
+      core::to_string(prompt.status),
+      prompt.text_mode ? "characters (a completion came back "
+                         "without tokens)"
+                       : "tokens");
   if (prompt.first_divergence) {
-    out += fmt::format(" \u00b7 first divergence at {} {}", unit_of(prompt), *prompt.first_divergence);
+    out +=
+        fmt::format(" \u00b7 first divergence at {} {}", unit_of(prompt), *prompt.first_divergence);
     out += prompt.divergence_kind == core::DivergenceKind::length
                ? std::string(", where one completion ends and another goes on")
                : fmt::format(", where two {}s differ", unit_of(prompt));
@@ -243,22 +242,23 @@ std::string render_facts(const core::PromptAnalysis &prompt) {
   if (prompt.min_candidates)
     out += fmt::format(" \u00b7 fewest candidates {}", *prompt.min_candidates);
   if (prompt.numbers.total() > 0)
-    out += fmt::format(" \u00b7 {} log probabilities not finite (NaN {}, Infinity {}, -Infinity "
-                       "{}, overflow {}, null {})",
-                       prompt.numbers.total(), prompt.numbers.nan, prompt.numbers.infinity,
-                       prompt.numbers.negative_infinity, prompt.numbers.overflow,
-                       prompt.numbers.null);
+    out +=
+        fmt::format(" \u00b7 {} log probabilities not finite (NaN {}, Infinity {}, -Infinity "
+                    "{}, overflow {}, null {})",
+                    prompt.numbers.total(), prompt.numbers.nan, prompt.numbers.infinity,
+                    prompt.numbers.negative_infinity, prompt.numbers.overflow, prompt.numbers.null);
   return out + "</p>";
 }
 
 // One row per distinct completion: its runs, where it parts from the reference, and who
 // produced it and how it ended.
-std::string render_completions_table(const core::PromptAnalysis &prompt) {
-  std::string out = "<table class=\"completions\"><thead><tr><th>completion</th>"
-                    "<th class=\"num\">runs</th><th>by level</th><th>diverges at</th>"
-                    "<th>finish reasons</th><th>models</th><th>fingerprints</th></tr></thead><tbody>";
+std::string render_completions_table(const core::PromptAnalysis& prompt) {
+  std::string out =
+      "<table class=\"completions\"><thead><tr><th>completion</th>"
+      "<th class=\"num\">runs</th><th>by level</th><th>diverges at</th>"
+      "<th>finish reasons</th><th>models</th><th>fingerprints</th></tr></thead><tbody>";
   std::size_t variant = 0;
-  for (const core::DistinctCompletion &completion : prompt.completions) {
+  for (const core::DistinctCompletion& completion : prompt.completions) {
     const std::string name =
         completion.is_reference ? std::string("reference") : fmt::format("variant {}", ++variant);
     out += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"nowrap\">{}</td>"
@@ -280,10 +280,10 @@ struct ShownCompletions {
   bool by_text = false;
 };
 
-ShownCompletions shown_completions(const core::PromptAnalysis &prompt) {
+ShownCompletions shown_completions(const core::PromptAnalysis& prompt) {
   ShownCompletions shown;
   shown.units.reserve(prompt.completions.size());
-  for (const core::DistinctCompletion &completion : prompt.completions)
+  for (const core::DistinctCompletion& completion : prompt.completions)
     shown.units.push_back(display_tokens(completion));
   bool by_text = prompt.text_mode;
   for (std::size_t i = 0; i < shown.units.size() && !by_text; ++i)
@@ -297,9 +297,8 @@ ShownCompletions shown_completions(const core::PromptAnalysis &prompt) {
   return shown;
 }
 
-
-std::string render_gap_line(const core::PromptAnalysis &prompt,
-                            const core::DistinctCompletion &reference, double fragile_gap) {
+std::string render_gap_line(const core::PromptAnalysis& prompt,
+                            const core::DistinctCompletion& reference, double fragile_gap) {
   LineSeries series;
   series.name = "gap";
   for (std::size_t i = 0; i < reference.tokens.size(); ++i) {
@@ -331,19 +330,18 @@ std::string render_gap_line(const core::PromptAnalysis &prompt,
 
 } // namespace
 
-std::vector<std::string> display_tokens(const core::DistinctCompletion &completion) {
+std::vector<std::string> display_tokens(const core::DistinctCompletion& completion) {
   if (completion.tokens.empty()) return core::utf8_code_points(completion.text);
   std::vector<std::string> tokens;
   tokens.reserve(completion.tokens.size());
-  for (const core::TokenLogprob &token : completion.tokens)
-    tokens.push_back(token.token);
+  for (const core::TokenLogprob& token : completion.tokens) tokens.push_back(token.token);
   return tokens;
 }
 
-std::string render_divergence_tree(const core::PromptAnalysis &prompt) {
+std::string render_divergence_tree(const core::PromptAnalysis& prompt) {
   if (prompt.completions.empty()) return "<p class=\"muted\">No successful completion.</p>";
   const ShownCompletions shown = shown_completions(prompt);
-  const std::vector<std::vector<std::string>> &all = shown.units;
+  const std::vector<std::vector<std::string>>& all = shown.units;
   std::vector<Branch> group;
   int total = 0;
   for (std::size_t i = 0; i < all.size(); ++i) {
@@ -355,11 +353,11 @@ std::string render_divergence_tree(const core::PromptAnalysis &prompt) {
   return out + "</ul>";
 }
 
-std::string render_prompt_detail(const core::PromptAnalysis &prompt, double fragile_gap) {
+std::string render_prompt_detail(const core::PromptAnalysis& prompt, double fragile_gap) {
   std::string out = render_facts(prompt);
   if (!prompt.completions.empty()) out += render_completions_table(prompt);
-  const core::DistinctCompletion *reference = nullptr;
-  for (const core::DistinctCompletion &completion : prompt.completions) {
+  const core::DistinctCompletion* reference = nullptr;
+  for (const core::DistinctCompletion& completion : prompt.completions) {
     if (completion.is_reference) reference = &completion;
   }
   if (prompt.completions.size() > 1) {
@@ -370,10 +368,10 @@ std::string render_prompt_detail(const core::PromptAnalysis &prompt, double frag
   if (reference == nullptr) return out + "<p class=\"muted\">No successful completion.</p>";
   const ShownCompletions shown_units = shown_completions(prompt);
   const std::size_t reference_at = static_cast<std::size_t>(reference - prompt.completions.data());
-  const std::vector<std::string> &reference_tokens = shown_units.units[reference_at];
+  const std::vector<std::string>& reference_tokens = shown_units.units[reference_at];
   std::size_t shown = 0;
   for (std::size_t v = 0; v < prompt.completions.size(); ++v) {
-    const core::DistinctCompletion &variant = prompt.completions[v];
+    const core::DistinctCompletion& variant = prompt.completions[v];
     if (variant.is_reference) continue;
     if (shown == k_max_variants) {
       out += fmt::format("<p class=\"muted\">{} more variants not shown.</p>",
@@ -381,7 +379,7 @@ std::string render_prompt_detail(const core::PromptAnalysis &prompt, double frag
       break;
     }
     ++shown;
-    const std::vector<std::string> &tokens = shown_units.units[v];
+    const std::vector<std::string>& tokens = shown_units.units[v];
     // Highlighted where the shown units part (the analysis's position where they are tokens);
     // the heading gives the analysis's position in its unit.
     std::size_t highlight = 0;
@@ -394,12 +392,10 @@ std::string render_prompt_detail(const core::PromptAnalysis &prompt, double frag
                        by_level(*reference), html_escape(percent(reference->count, prompt.runs)));
     out += render_side(*reference, reference_tokens, highlight, true, shown_units.by_text);
     out += "</div><div class=\"side\">";
-    out += fmt::format("<h4>variant {} \u00b7 {} run{} ({}) \u00b7 diverges at {} {}{}</h4>", shown,
-                       variant.count, variant.count == 1 ? "" : "s", by_level(variant),
-                       unit_of(prompt), divergence,
-                       variant.divergence_kind == core::DivergenceKind::length
-                           ? " (one ends there)"
-                           : "");
+    out += fmt::format(
+        "<h4>variant {} \u00b7 {} run{} ({}) \u00b7 diverges at {} {}{}</h4>", shown, variant.count,
+        variant.count == 1 ? "" : "s", by_level(variant), unit_of(prompt), divergence,
+        variant.divergence_kind == core::DivergenceKind::length ? " (one ends there)" : "");
     out += render_side(variant, tokens, highlight, false, shown_units.by_text);
     out += "</div></div>";
   }

@@ -1,9 +1,10 @@
 // The HTML audit report. The page is assembled top-down in reading order: header, verdict (its
 // headline verbatim, #verdict-headline), warnings, summary cards, worst prompts (a reviewer
-// decides from these without scrolling at 1280x800), the concurrency levels, charts, each probe kind, the endpoint comparison and semantic agreement (where the audit has
-// them), the prompt table, then one collapsible section per prompt. Model text is escaped
-// where it enters (html_escape); the only script is a constant string with no data in it, so
-// no model text can ever reach a script context.
+// decides from these without scrolling at 1280x800), the concurrency levels, charts, each probe
+// kind, the endpoint comparison and semantic agreement (where the audit has them), the prompt
+// table, then one collapsible section per prompt. Model text is escaped where it enters
+// (html_escape); the only script is a constant string with no data in it, so no model text can ever
+// reach a script context.
 #include "report/html_report.hpp"
 
 #include <algorithm>
@@ -24,25 +25,23 @@ namespace {
 
 constexpr std::size_t k_worst_shown = 5;
 
-std::string pct(double share) {
-  return fmt::format("{:.1f}%", 100.0 * share);
-}
+std::string pct(double share) { return fmt::format("{:.1f}%", 100.0 * share); }
 
-std::string gap_text(const std::optional<double> &gap) {
+std::string gap_text(const std::optional<double>& gap) {
   return gap ? fmt::format("{:.3g}", *gap) : std::string("\u2013");
 }
 
-std::string position_text(const std::optional<int> &position) {
+std::string position_text(const std::optional<int>& position) {
   return position ? std::to_string(*position) : std::string("\u2013");
 }
 
-std::string prompt_anchor(const core::PromptAnalysis &prompt) {
+std::string prompt_anchor(const core::PromptAnalysis& prompt) {
   return "prompt-" + std::to_string(prompt.prompt_index);
 }
 
 // "“Queens” (−0.69) vs “New” (−0.70)", escaped.
-std::string candidates_html(const core::PromptAnalysis &prompt) {
-  const auto &c = prompt.candidates_at_divergence;
+std::string candidates_html(const core::PromptAnalysis& prompt) {
+  const auto& c = prompt.candidates_at_divergence;
   if (c.size() < 2) return "<span class=\"muted\">\u2013</span>";
   return fmt::format("<span class=\"tok\">{}</span> <span class=\"muted\">{:.3f}</span> vs "
                      "<span class=\"tok\">{}</span> <span class=\"muted\">{:.3f}</span>",
@@ -51,7 +50,7 @@ std::string candidates_html(const core::PromptAnalysis &prompt) {
 
 // The status tag, then what else a reader should see at a glance: failed requests, missing
 // logprobs. The prompt table shows fragility in a column of its own.
-std::string status_tags_without_fragility(const core::PromptAnalysis &prompt) {
+std::string status_tags_without_fragility(const core::PromptAnalysis& prompt) {
   std::string out = prompt_status_tag(prompt);
   if (prompt.runs > 0 && !prompt.has_logprobs)
     out += " <span class=\"tag info\">no logprobs</span>";
@@ -60,7 +59,7 @@ std::string status_tags_without_fragility(const core::PromptAnalysis &prompt) {
   return out;
 }
 
-std::string status_tags(const core::PromptAnalysis &prompt) {
+std::string status_tags(const core::PromptAnalysis& prompt) {
   std::string out = prompt_status_tag(prompt);
   if (prompt.fragile == true) out += " <span class=\"tag warn\">fragile</span>";
   if (!prompt.fragile)
@@ -74,7 +73,7 @@ std::string status_tags(const core::PromptAnalysis &prompt) {
 }
 
 // pass, fail, error, or nogate for a pass no stability gate judged (never shown as a green PASS).
-const char *verdict_class(const core::Verdict &verdict) {
+const char* verdict_class(const core::Verdict& verdict) {
   switch (verdict.status) {
   case core::VerdictStatus::pass: return verdict.stability_gated ? "pass" : "nogate";
   case core::VerdictStatus::fail: return "fail";
@@ -83,7 +82,7 @@ const char *verdict_class(const core::Verdict &verdict) {
   return "error";
 }
 
-const char *verdict_badge(const core::Verdict &verdict) {
+const char* verdict_badge(const core::Verdict& verdict) {
   switch (verdict.status) {
   case core::VerdictStatus::pass: return verdict.stability_gated ? "PASS" : "NO GATE";
   case core::VerdictStatus::fail: return "FAIL";
@@ -93,19 +92,19 @@ const char *verdict_badge(const core::Verdict &verdict) {
 }
 
 // "endpoint 0 · sweep · c=8"; "whole audit" where the gate looked at everything.
-std::string scope_text(const core::GateScope &scope) {
+std::string scope_text(const core::GateScope& scope) {
   std::vector<std::string> parts;
   if (scope.endpoint) parts.push_back(fmt::format("endpoint {}", *scope.endpoint));
   if (scope.probe) parts.push_back(core::to_string(*scope.probe));
   if (scope.level) parts.push_back(fmt::format("c={}", *scope.level));
   if (parts.empty()) return "whole audit";
   std::string out;
-  for (const auto &part : parts) out += (out.empty() ? "" : " \u00b7 ") + part;
+  for (const auto& part : parts) out += (out.empty() ? "" : " \u00b7 ") + part;
   return out;
 }
 
-std::string render_header(const core::AuditReport &report) {
-  const core::AuditData *data = report.data;
+std::string render_header(const core::AuditReport& report) {
+  const core::AuditData* data = report.data;
   std::string out = "<header class=\"page\"><h1>llmrepro audit</h1><span class=\"meta\">";
   std::vector<std::string> parts;
   if (data != nullptr) {
@@ -124,17 +123,16 @@ std::string render_header(const core::AuditReport &report) {
       parts.push_back("<span class=\"tag warn\">partial audit</span>");
   }
   if (!report.tool.version.empty()) parts.push_back("llmrepro " + html_escape(report.tool.version));
-  for (std::size_t i = 0; i < parts.size(); ++i)
-    out += (i ? " \u00b7 " : "") + parts[i];
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? " \u00b7 " : "") + parts[i];
   return out + "</span></header>\n";
 }
 
 // The verdict every output states: the headline verbatim, the counts behind it, each gate in its
 // scope, and why the audit could not be judged where it could not.
-std::string render_verdict(const core::AuditReport &report) {
-  const core::AuditSummary &s = report.analysis.summary;
-  const core::Verdict &verdict = report.verdict;
-  const char *status = verdict_class(verdict);
+std::string render_verdict(const core::AuditReport& report) {
+  const core::AuditSummary& s = report.analysis.summary;
+  const core::Verdict& verdict = report.verdict;
+  const char* status = verdict_class(verdict);
   std::string out = fmt::format(
       "<section class=\"verdict {0}\" id=\"verdict\" data-status=\"{1}\"><span "
       "class=\"badge\">{2}</span><div><div class=\"headline {0}\" id=\"verdict-headline\">{3}"
@@ -149,7 +147,7 @@ std::string render_verdict(const core::AuditReport &report) {
       s.fragility_unknown_prompts, pct(s.tarr), s.failed_requests, s.requests);
   out += "<ul class=\"gates\">";
   if (verdict.gates.empty()) out += "<li class=\"muted\">no gate configured</li>";
-  for (const core::GateResult &gate : verdict.gates) {
+  for (const core::GateResult& gate : verdict.gates) {
     out += fmt::format("<li class=\"{}\">{} <code title=\"{}\">{}</code> {} <span "
                        "class=\"scope\">({})</span></li>",
                        gate.passed ? "passed" : "failed", gate.passed ? "\u2714" : "\u2718",
@@ -159,7 +157,7 @@ std::string render_verdict(const core::AuditReport &report) {
   out += "</ul>";
   if (!verdict.errors.empty()) {
     out += "<ul class=\"verdict-errors\" id=\"verdict-errors\">";
-    for (const std::string &error : verdict.errors)
+    for (const std::string& error : verdict.errors)
       out += "<li>\u2718 could not judge: " + html_escape(error) + "</li>";
     out += "</ul>";
   }
@@ -167,23 +165,23 @@ std::string render_verdict(const core::AuditReport &report) {
 }
 
 // What a reader must know before trusting the figures; nothing when there is nothing to say.
-std::string render_warnings(const core::AuditReport &report) {
+std::string render_warnings(const core::AuditReport& report) {
   if (report.warnings.empty()) return {};
   std::string out = "<section class=\"panel warnings\" id=\"warnings\"><h2>Warnings</h2><ul>";
-  for (const std::string &warning : report.warnings) out += "<li>" + html_escape(warning) + "</li>";
+  for (const std::string& warning : report.warnings) out += "<li>" + html_escape(warning) + "</li>";
   return out + "</ul></section>\n";
 }
 
 // Per concurrency level: unstable, inconclusive and differing-from-serial prompts beside cost.
-std::string render_levels(const core::AuditReport &report) {
-  const auto &levels = report.analysis.summary.by_concurrency;
+std::string render_levels(const core::AuditReport& report) {
+  const auto& levels = report.analysis.summary.by_concurrency;
   if (levels.empty()) return {};
   return "<section class=\"panel\" id=\"levels\"><h2>Concurrency levels</h2>" +
          render_levels_table(levels) + "</section>\n";
 }
 
-std::string card(const std::string &label, const std::string &value_html,
-                 const std::string &sub_html, const std::string &extra_class = "") {
+std::string card(const std::string& label, const std::string& value_html,
+                 const std::string& sub_html, const std::string& extra_class = "") {
   return fmt::format(
       "<div class=\"card {}\"><div class=\"label\">{}</div><div class=\"value{}\">{}</div>"
       "<div class=\"sub\">{}</div></div>",
@@ -191,8 +189,8 @@ std::string card(const std::string &label, const std::string &value_html,
       sub_html.empty() ? "&nbsp;" : sub_html);
 }
 
-std::string render_cards(const core::AuditReport &report) {
-  const core::AuditSummary &s = report.analysis.summary;
+std::string render_cards(const core::AuditReport& report) {
+  const core::AuditSummary& s = report.analysis.summary;
   std::string endpoint = "\u2013";
   std::string dialect;
   std::string model = "\u2013";
@@ -200,14 +198,14 @@ std::string render_cards(const core::AuditReport &report) {
   std::size_t fingerprint_count = 0;
   const auto index = static_cast<std::size_t>(report.analysis.endpoint_index);
   if (report.data != nullptr && index < report.data->endpoints.size()) {
-    const core::EndpointInfo &e = report.data->endpoints[index];
+    const core::EndpointInfo& e = report.data->endpoints[index];
     endpoint = e.embedded ? std::string("embedded reference engine") : html_escape(e.url);
     dialect = html_escape(e.dialect);
     if (!e.model.empty()) model = html_escape(e.model);
     fingerprint_count = e.fingerprints.size();
     if (!e.fingerprints.empty()) {
       fingerprints.clear();
-      for (const std::string &f : e.fingerprints)
+      for (const std::string& f : e.fingerprints)
         fingerprints += (fingerprints.empty() ? "" : ", ") + html_escape(f);
     }
   }
@@ -235,14 +233,14 @@ std::string render_cards(const core::AuditReport &report) {
   out += card("inconclusive", std::to_string(s.inconclusive_prompts),
               fmt::format("{} stable", s.stable_prompts),
               s.inconclusive_prompts > 0 ? "warn" : "pass");
-  out += card("fragile", std::to_string(s.fragile_prompts),
-              s.fragility_unknown_prompts > 0
-                  ? fmt::format("{} unknown", s.fragility_unknown_prompts)
-                  : std::string("min gap below \u03c4"),
-              s.fragile_prompts > 0 || s.fragility_unknown_prompts > 0 ? "warn" : "pass");
+  out +=
+      card("fragile", std::to_string(s.fragile_prompts),
+           s.fragility_unknown_prompts > 0 ? fmt::format("{} unknown", s.fragility_unknown_prompts)
+                                           : std::string("min gap below \u03c4"),
+           s.fragile_prompts > 0 || s.fragility_unknown_prompts > 0 ? "warn" : "pass");
   out += card("TARr", pct(s.tarr), "identical runs", s.tarr < 1.0 ? "fail" : "pass");
-  const auto &p = s.predictor;
-  const auto opt = [](const std::optional<double> &v) {
+  const auto& p = s.predictor;
+  const auto opt = [](const std::optional<double>& v) {
     return v ? fmt::format("{:.2f}", *v) : std::string("\u2013");
   };
   out += card("predictor P / R", opt(p.precision) + " / " + opt(p.recall),
@@ -260,15 +258,17 @@ std::string render_cards(const core::AuditReport &report) {
   out += card("verdict", verdict_badge(report.verdict),
               fmt::format("{} gate{}", report.verdict.gates.size(),
                           report.verdict.gates.size() == 1 ? "" : "s"),
-              status == "pass" ? "pass" : status == "nogate" ? "warn" : "fail");
+              status == "pass"     ? "pass"
+              : status == "nogate" ? "warn"
+                                   : "fail");
   return out + "</section>\n";
 }
 
-std::string render_worst(const core::AuditReport &report) {
+std::string render_worst(const core::AuditReport& report) {
   const auto worst = core::worst_prompts(report.analysis, k_worst_shown);
   std::string out = "<section class=\"panel\" id=\"worst\"><h2>Worst prompts</h2>";
   if (worst.empty()) {
-    const core::AuditSummary &s = report.analysis.summary;
+    const core::AuditSummary& s = report.analysis.summary;
     if (s.prompts > 0 && s.stable_prompts == s.prompts)
       return out + (s.fragility_unknown_prompts > 0
                         ? fmt::format("<p class=\"muted\">Every prompt gave one completion in "
@@ -285,9 +285,9 @@ std::string render_worst(const core::AuditReport &report) {
          "<th class=\"num\">first divergence</th><th class=\"num\">gap</th><th>candidates at "
          "divergence</th>"
          "<th>status</th></tr></thead><tbody>";
-  for (const core::PromptAnalysis *prompt : worst) {
+  for (const core::PromptAnalysis* prompt : worst) {
     std::string levels;
-    for (const core::LevelAnalysis &level : prompt->by_concurrency) {
+    for (const core::LevelAnalysis& level : prompt->by_concurrency) {
       levels += fmt::format("{}c={}: {}", levels.empty() ? "" : " \u00b7 ", level.concurrency,
                             level.unique_completions);
     }
@@ -311,9 +311,9 @@ std::vector<double> gap_edges(double tau) {
   return {edges.begin(), edges.end()};
 }
 
-std::string render_charts(const core::AuditReport &report) {
-  const core::AuditAnalysis &analysis = report.analysis;
-  const core::AuditSummary &s = analysis.summary;
+std::string render_charts(const core::AuditReport& report) {
+  const core::AuditAnalysis& analysis = report.analysis;
+  const core::AuditSummary& s = analysis.summary;
   const double tau = report.data != nullptr ? report.data->config.fragile_gap : 0.05;
   std::string out = "<section class=\"charts\" id=\"charts\">";
 
@@ -322,7 +322,7 @@ std::string render_charts(const core::AuditReport &report) {
   unique.x_label = "concurrency level";
   unique.y_label = "distinct completions (all prompts)";
   unique.series.push_back({"distinct completions", {}});
-  for (const core::LevelSummary &level : s.by_concurrency) {
+  for (const core::LevelSummary& level : s.by_concurrency) {
     unique.categories.push_back(fmt::format("c={}", level.concurrency));
     unique.series[0].values.push_back(level.unique_completions);
     unique.value_labels.push_back(
@@ -341,7 +341,7 @@ std::string render_charts(const core::AuditReport &report) {
   divergence.empty_message = "no divergence: every prompt agreed with itself";
   divergence.counts = true;
   std::vector<int> positions;
-  for (const core::PromptAnalysis &p : analysis.prompts) {
+  for (const core::PromptAnalysis& p : analysis.prompts) {
     if (p.first_divergence) positions.push_back(*p.first_divergence);
   }
   if (!positions.empty()) {
@@ -375,14 +375,14 @@ std::string render_charts(const core::AuditReport &report) {
   };
   double divergence_total = 0.0;
   double token_total = 0.0;
-  for (const core::PromptAnalysis &p : analysis.prompts) {
+  for (const core::PromptAnalysis& p : analysis.prompts) {
     if (p.gap_at_divergence) {
       at_divergence[bin_of(*p.gap_at_divergence)] += 1.0;
       divergence_total += 1.0;
     }
-    for (const core::DistinctCompletion &c : p.completions) {
+    for (const core::DistinctCompletion& c : p.completions) {
       if (!c.is_reference) continue;
-      for (const core::TokenLogprob &token : c.tokens) {
+      for (const core::TokenLogprob& token : c.tokens) {
         if (const auto gap = token.gap()) {
           all_tokens[bin_of(*gap)] += 1.0;
           token_total += 1.0;
@@ -419,7 +419,7 @@ std::string render_charts(const core::AuditReport &report) {
   speed.y_label = "completion tokens / s";
   speed.empty_message = "no timing recorded";
   speed.series.push_back({"tokens/s", {}});
-  for (const core::LevelSummary &level : s.by_concurrency) {
+  for (const core::LevelSummary& level : s.by_concurrency) {
     speed.categories.push_back(fmt::format("c={}", level.concurrency));
     speed.series[0].values.push_back(level.tokens_per_second);
     speed.value_labels.push_back(fmt::format("{:.0f} tok/s \u00b7 {:.0f} ms",
@@ -429,20 +429,20 @@ std::string render_charts(const core::AuditReport &report) {
   return out + "</section>\n";
 }
 
-std::string sort_value(const std::optional<double> &v) {
+std::string sort_value(const std::optional<double>& v) {
   return v ? fmt::format("{}", *v) : std::string();
 }
-std::string sort_value(const std::optional<int> &v) {
+std::string sort_value(const std::optional<int>& v) {
   return v ? std::to_string(*v) : std::string();
 }
 
-std::string render_table(const core::AuditReport &report) {
-  const core::AuditAnalysis &analysis = report.analysis;
+std::string render_table(const core::AuditReport& report) {
+  const core::AuditAnalysis& analysis = report.analysis;
   std::vector<int> levels;
-  for (const core::LevelSummary &level : analysis.summary.by_concurrency)
+  for (const core::LevelSummary& level : analysis.summary.by_concurrency)
     levels.push_back(level.concurrency);
   bool any_checker = false;
-  for (const core::PromptAnalysis &p : analysis.prompts)
+  for (const core::PromptAnalysis& p : analysis.prompts)
     any_checker = any_checker || p.passes.has_value();
 
   std::string out =
@@ -455,15 +455,14 @@ std::string render_table(const core::AuditReport &report) {
          "class=\"sortable\">prompt</th>"
          "<th class=\"sortable num\">runs</th><th class=\"sortable num\">failed</th>"
          "<th class=\"sortable num\">distinct</th>";
-  for (int level : levels)
-    out += fmt::format("<th class=\"sortable num\">c={}</th>", level);
+  for (int level : levels) out += fmt::format("<th class=\"sortable num\">c={}</th>", level);
   out +=
       "<th class=\"sortable num\">first divergence</th><th class=\"sortable num\">gap at div.</th>"
       "<th class=\"sortable num\">min gap</th>";
   if (any_checker) out += "<th class=\"sortable num\">pass</th>";
   out += "<th class=\"sortable\">status</th><th class=\"sortable\">fragile</th></tr></thead>"
          "<tbody>";
-  for (const core::PromptAnalysis &p : analysis.prompts) {
+  for (const core::PromptAnalysis& p : analysis.prompts) {
     const bool problem = p.status != core::PromptStatus::stable || p.fragile == true;
     const int rank = p.status == core::PromptStatus::inconclusive ? 2
                      : p.status == core::PromptStatus::unstable   ? 1
@@ -478,7 +477,7 @@ std::string render_table(const core::AuditReport &report) {
     for (int level : levels) {
       const auto found =
           std::find_if(p.by_concurrency.begin(), p.by_concurrency.end(),
-                       [&](const core::LevelAnalysis &l) { return l.concurrency == level; });
+                       [&](const core::LevelAnalysis& l) { return l.concurrency == level; });
       if (found == p.by_concurrency.end())
         out += "<td class=\"num\" data-sort=\"\">\u2013</td>";
       else
@@ -512,11 +511,11 @@ std::string render_table(const core::AuditReport &report) {
   return out + "</tbody></table></section>\n";
 }
 
-std::string render_details(const core::AuditReport &report) {
+std::string render_details(const core::AuditReport& report) {
   const double tau = report.data != nullptr ? report.data->config.fragile_gap : 0.05;
   const auto worst = core::worst_prompts(report.analysis, 1);
   std::string out = "<section id=\"details\"><h2>Per prompt</h2>";
-  for (const core::PromptAnalysis &p : report.analysis.prompts) {
+  for (const core::PromptAnalysis& p : report.analysis.prompts) {
     const bool open = !worst.empty() && worst.front() == &p;
     out += fmt::format(
         "<details class=\"prompt\" id=\"{}\"{}><summary><span class=\"id\">{}</span> {} "
@@ -593,7 +592,7 @@ constexpr std::string_view k_script = R"js(
 
 } // namespace
 
-std::string render_html(const core::AuditReport &report) {
+std::string render_html(const core::AuditReport& report) {
   std::string title = "llmrepro audit";
   if (report.data != nullptr && !report.data->info.id.empty()) title += " " + report.data->info.id;
   std::string out = html_document_head(title);

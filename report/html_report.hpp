@@ -14,8 +14,9 @@ namespace llmrepro::report {
 // warnings (#warnings, one <li> each, only when there are some), summary cards, the concurrency
 // levels (#levels), inline SVG charts, the probe kinds, endpoint comparison and
 // semantic agreement where the audit has them (detail/html_audit_sections.hpp), a sortable and
-// filterable prompt table (one small inline script, no framework) and a section per prompt. All model text is escaped;
-// the page holds exactly one <script> element, ours, and no model text inside it.
-std::string render_html(const core::AuditReport &report);
+// filterable prompt table (one small inline script, no framework) and a section per prompt. All
+// model text is escaped; the page holds exactly one <script> element, ours, and no model text
+// inside it.
+std::string render_html(const core::AuditReport& report);
 
 } // namespace llmrepro::report

@@ -21,9 +21,7 @@ Json optional_number(const std::optional<double>& value) {
   return value ? number(*value) : Json(nullptr);
 }
 
-Json optional_int(const std::optional<int>& value) {
-  return value ? Json(*value) : Json(nullptr);
-}
+Json optional_int(const std::optional<int>& value) { return value ? Json(*value) : Json(nullptr); }
 
 // value -> count, in the map's (sorted) order; "" is a value like any other (absent upstream).
 Json counts_json(const std::map<std::string, int>& counts) {
@@ -86,29 +84,29 @@ Json endpoints_json(const core::AuditReport& report, const core::AuditData& data
 Json config_json(const core::AuditConfig& config) {
   Json probes = Json::array();
   for (const auto probe : config.probes) probes.push_back(core::to_string(probe));
-  return {{"api", config.api},
-          {"model", config.model},
-          {"runs", config.runs},
-          {"concurrency", config.levels},
-          {"probes", probes},
-          {"max_tokens", config.max_tokens},
-          {"top_logprobs", config.top_logprobs},
-          {"seed", config.seed},
-          {"stream", config.stream},
-          {"timeout_s", number(config.timeout_s)},
-          {"retries", config.retries},
-          {"fragile_gap", number(config.fragile_gap)},
-          {"fragile_window", config.fragile_window},
-          {"rate_limit", number(config.rate_limit)},
-          // 1-based, as the user gives it: --shard 1/4 is shard_index 0.
-          {"shard",
-           std::to_string(config.shard_index + 1) + "/" + std::to_string(config.shard_count)},
-          {"gates",
-           {{"fail_on", core::to_string(config.gates.fail_on)},
-            {"max_unique", optional_int(config.gates.max_unique)},
-            {"max_unstable_rate", optional_number(config.gates.max_unstable_rate)},
-            {"min_tara", optional_number(config.gates.min_tara)},
-            {"max_failed_rate", number(config.gates.max_failed_rate)}}}};
+  return {
+      {"api", config.api},
+      {"model", config.model},
+      {"runs", config.runs},
+      {"concurrency", config.levels},
+      {"probes", probes},
+      {"max_tokens", config.max_tokens},
+      {"top_logprobs", config.top_logprobs},
+      {"seed", config.seed},
+      {"stream", config.stream},
+      {"timeout_s", number(config.timeout_s)},
+      {"retries", config.retries},
+      {"fragile_gap", number(config.fragile_gap)},
+      {"fragile_window", config.fragile_window},
+      {"rate_limit", number(config.rate_limit)},
+      // 1-based, as the user gives it: --shard 1/4 is shard_index 0.
+      {"shard", std::to_string(config.shard_index + 1) + "/" + std::to_string(config.shard_count)},
+      {"gates",
+       {{"fail_on", core::to_string(config.gates.fail_on)},
+        {"max_unique", optional_int(config.gates.max_unique)},
+        {"max_unstable_rate", optional_number(config.gates.max_unstable_rate)},
+        {"min_tara", optional_number(config.gates.min_tara)},
+        {"max_failed_rate", number(config.gates.max_failed_rate)}}}};
 }
 
 Json checks_json(const std::optional<core::CheckerSummary>& checks) {
@@ -168,7 +166,8 @@ Json verdict_json(const core::Verdict& verdict) {
 
 Json failure_reasons_json(const std::vector<std::pair<std::string, int>>& reasons) {
   Json json = Json::array();
-  for (const auto& [reason, count] : reasons) json.push_back({{"reason", reason}, {"count", count}});
+  for (const auto& [reason, count] : reasons)
+    json.push_back({{"reason", reason}, {"count", count}});
   return json;
 }
 
@@ -237,7 +236,8 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
                       {"first_divergence", optional_int(level.first_divergence)},
                       {"differs_from_serial", level.differs_from_serial}});
   Json completions = Json::array();
-  for (const auto& completion : prompt.completions) completions.push_back(completion_json(completion));
+  for (const auto& completion : prompt.completions)
+    completions.push_back(completion_json(completion));
   Json answers = Json::array();
   for (const auto& [answer, count] : prompt.answers)
     answers.push_back({{"answer", answer}, {"count", count}});
@@ -270,7 +270,6 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
           {"by_concurrency", levels},
           {"completions", completions}};
 }
-
 
 // The stability and cost of one analysis, without its prompts.
 Json brief_summary_json(const core::AuditSummary& summary) {
@@ -372,9 +371,8 @@ Json semantic_json(const core::AuditData& data) {
   Json prompts = Json::array();
   for (const auto& prompt : semantic.prompts) {
     const auto index = static_cast<std::size_t>(prompt.prompt_index);
-    prompts.push_back({{"id", index < data.suite.prompts.size()
-                                  ? Json(data.suite.prompts[index].id)
-                                  : Json(nullptr)},
+    prompts.push_back({{"id", index < data.suite.prompts.size() ? Json(data.suite.prompts[index].id)
+                                                                : Json(nullptr)},
                        {"distinct", prompt.distinct},
                        {"pairs", prompt.pairs},
                        {"mean", number(prompt.mean)},
@@ -417,19 +415,14 @@ void write_json(const core::AuditReport& report, std::ostream& out) {
   // The prompts are spliced in one at a time below, so that neither the document tree nor the
   // text ever holds every prompt's completions and tokens at once.
   const Json prompts = Json::array();
-  const Json json = {{"schema", k_json_report_schema},
-                     {"tool", tool_json(report.tool)},
-                     {"audit", audit_json(report, data)},
-                     {"endpoints", endpoints_json(report, data)},
-                     {"config", config_json(data.config)},
-                     {"summary", summary_json(report)},
-                     {"warnings", report.warnings},
-                     {"prompts", prompts},
-                     {"errors", errors_json(report, data)},
-                     {"probe", core::to_string(report.primary_probe)},
-                     {"probes", probes_json(report, data)},
-                     {"comparison", comparison_json(report, data)},
-                     {"semantic", semantic_json(data)}};
+  const Json json = {
+      {"schema", k_json_report_schema},      {"tool", tool_json(report.tool)},
+      {"audit", audit_json(report, data)},   {"endpoints", endpoints_json(report, data)},
+      {"config", config_json(data.config)},  {"summary", summary_json(report)},
+      {"warnings", report.warnings},         {"prompts", prompts},
+      {"errors", errors_json(report, data)}, {"probe", core::to_string(report.primary_probe)},
+      {"probes", probes_json(report, data)}, {"comparison", comparison_json(report, data)},
+      {"semantic", semantic_json(data)}};
   // Model text may hold invalid UTF-8 (a BPE token can split a character); the replace handler
   // writes U+FFFD instead of throwing.
   const std::string skeleton = json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
@@ -449,7 +442,8 @@ void write_json(const core::AuditReport& report, std::ostream& out) {
   write("\n  \"prompts\": [");
   std::string one;
   for (std::size_t i = 0; i < report.analysis.prompts.size(); ++i) {
-    one = prompt_json(report.analysis.prompts[i]).dump(2, ' ', false, Json::error_handler_t::replace);
+    one =
+        prompt_json(report.analysis.prompts[i]).dump(2, ' ', false, Json::error_handler_t::replace);
     write(i == 0 ? "\n    " : ",\n    ");
     // Indented as an element of the top-level array; JSON strings hold no raw newline.
     const std::string_view element = one;

@@ -14,14 +14,14 @@ namespace {
 
 constexpr std::size_t k_token_width = 60; // code points of a candidate in a failure message
 
-std::string quoted(const std::string &token) {
+std::string quoted(const std::string& token) {
   return "\u201c" + core::truncate_utf8(token, k_token_width) + "\u201d";
 }
 
 // How a prompt's test case ends: it passes, or fails as one of these (the <failure> type).
 enum class Outcome { pass, unstable, inconclusive, fragile, fragility_unknown };
 
-const char *type_of(Outcome outcome) {
+const char* type_of(Outcome outcome) {
   switch (outcome) {
   case Outcome::unstable: return "unstable";
   case Outcome::inconclusive: return "inconclusive";
@@ -34,7 +34,7 @@ const char *type_of(Outcome outcome) {
 
 // Unstable first, then inconclusive (never a passing test: its stability was not shown), then
 // fragile; a prompt whose fragility is unknown fails only where --fail-on fragile asked.
-Outcome outcome_of(const core::PromptAnalysis &p, bool fail_on_fragile) {
+Outcome outcome_of(const core::PromptAnalysis& p, bool fail_on_fragile) {
   if (p.status == core::PromptStatus::unstable) return Outcome::unstable;
   if (p.status == core::PromptStatus::inconclusive) return Outcome::inconclusive;
   if (p.fragile == true) return Outcome::fragile;
@@ -44,14 +44,13 @@ Outcome outcome_of(const core::PromptAnalysis &p, bool fail_on_fragile) {
 
 // The one-line reason a prompt fails: what diverged where, how close a near-tie came, or why
 // the prompt could not be judged.
-std::string failure_message(const core::PromptAnalysis &p, Outcome outcome, double tau) {
+std::string failure_message(const core::PromptAnalysis& p, Outcome outcome, double tau) {
   std::string out;
   if (outcome == Outcome::inconclusive) {
-    out = p.runs == 0 ? fmt::format("inconclusive: no successful completion, {} requests failed",
-                                    p.failed)
-                      : fmt::format("inconclusive: {} successful completion{}, {} request{} failed",
-                                    p.runs, p.runs == 1 ? "" : "s", p.failed,
-                                    p.failed == 1 ? "" : "s");
+    out = p.runs == 0
+              ? fmt::format("inconclusive: no successful completion, {} requests failed", p.failed)
+              : fmt::format("inconclusive: {} successful completion{}, {} request{} failed", p.runs,
+                            p.runs == 1 ? "" : "s", p.failed, p.failed == 1 ? "" : "s");
     if (p.fragile == true) out += "; also fragile";
   } else if (outcome == Outcome::fragility_unknown) {
     out = "fragility unknown (--fail-on fragile): " + p.fragility_reason;
@@ -62,7 +61,7 @@ std::string failure_message(const core::PromptAnalysis &p, Outcome outcome, doub
                          *p.first_divergence);
     if (p.divergence_kind == core::DivergenceKind::length) out += " (one completion ends there)";
     if (p.candidates_at_divergence.size() >= 2) {
-      const auto &c = p.candidates_at_divergence;
+      const auto& c = p.candidates_at_divergence;
       out += fmt::format(": {} ({:.4f}) vs {} ({:.4f})", quoted(c[0].token), c[0].logprob,
                          quoted(c[1].token), c[1].logprob);
     }
@@ -78,19 +77,19 @@ std::string failure_message(const core::PromptAnalysis &p, Outcome outcome, doub
 }
 
 // Details in the failure body: the per-level counts and each distinct completion.
-std::string failure_details(const core::PromptAnalysis &p) {
+std::string failure_details(const core::PromptAnalysis& p) {
   std::string out;
-  for (const core::LevelAnalysis &level : p.by_concurrency) {
+  for (const core::LevelAnalysis& level : p.by_concurrency) {
     out += fmt::format("concurrency {}: {}, {} runs, {} distinct, {} failed{}\n", level.concurrency,
                        core::to_string(level.status), level.runs, level.unique_completions,
                        level.failed, level.differs_from_serial ? ", differs from serial" : "");
   }
-  for (const core::DistinctCompletion &c : p.completions) {
+  for (const core::DistinctCompletion& c : p.completions) {
     out += fmt::format("\n[{}] {} runs", c.is_reference ? "reference" : "variant", c.count);
     if (c.divergence)
-      out += fmt::format(", diverges at {} {}{}", p.text_mode ? "char" : "token", *c.divergence,
-                         c.divergence_kind == core::DivergenceKind::length ? " (one ends there)"
-                                                                           : "");
+      out +=
+          fmt::format(", diverges at {} {}{}", p.text_mode ? "char" : "token", *c.divergence,
+                      c.divergence_kind == core::DivergenceKind::length ? " (one ends there)" : "");
     out += ":\n" + core::truncate_utf8(c.text, 2000) + "\n";
   }
   return out;
@@ -128,17 +127,17 @@ std::string xml_escape(std::string_view text, bool attribute) {
   return out;
 }
 
-std::string render_junit(const core::AuditReport &report) {
-  const core::AuditData *data = report.data;
-  const core::Verdict &verdict = report.verdict;
+std::string render_junit(const core::AuditReport& report) {
+  const core::AuditData* data = report.data;
+  const core::Verdict& verdict = report.verdict;
   const double tau = data != nullptr ? data->config.fragile_gap : 0.05;
   // Whether the verdict judged --fail-on fragile: unknown fragility then fails a prompt too.
   bool fail_on_fragile = false;
-  for (const core::GateResult &gate : verdict.gates)
+  for (const core::GateResult& gate : verdict.gates)
     fail_on_fragile = fail_on_fragile || gate.name == "fail_on_fragile";
   int failures = 0;
   int errors = 0;
-  for (const core::PromptAnalysis &p : report.analysis.prompts)
+  for (const core::PromptAnalysis& p : report.analysis.prompts)
     if (outcome_of(p, fail_on_fragile) != Outcome::pass) ++failures;
   // The verdict is a test case of its own unless it passed, so that the suite fails exactly when
   // the exit code does.
@@ -166,18 +165,18 @@ std::string render_junit(const core::AuditReport &report) {
                      tests, failures, errors, seconds);
   if (!timestamp.empty()) out += fmt::format(" timestamp=\"{}\"", xml_escape(timestamp, true));
   out += ">\n    <properties>\n";
-  const auto property = [&](const std::string &name, const std::string &value) {
+  const auto property = [&](const std::string& name, const std::string& value) {
     out += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml_escape(name, true),
                        xml_escape(value, true));
   };
   const auto index = static_cast<std::size_t>(report.analysis.endpoint_index);
   if (data != nullptr && index < data->endpoints.size()) {
-    const core::EndpointInfo &e = data->endpoints[index];
+    const core::EndpointInfo& e = data->endpoints[index];
     property("endpoint", e.embedded ? "embedded reference engine" : e.url);
     property("dialect", e.dialect);
     property("model", e.model);
     std::string fingerprints;
-    for (const std::string &f : e.fingerprints)
+    for (const std::string& f : e.fingerprints)
       fingerprints += (fingerprints.empty() ? "" : ",") + f;
     property("fingerprints", fingerprints);
   }
@@ -189,12 +188,12 @@ std::string render_junit(const core::AuditReport &report) {
   if (verdict.status != core::VerdictStatus::pass) {
     // Named "verdict" in a class of its own, so that no prompt id can collide with it.
     std::string body;
-    const char *element = "failure";
+    const char* element = "failure";
     if (verdict.status == core::VerdictStatus::error) {
       element = "error";
-      for (const std::string &error : verdict.errors) body += "could not judge: " + error + "\n";
+      for (const std::string& error : verdict.errors) body += "could not judge: " + error + "\n";
     } else {
-      for (const core::GateResult &gate : verdict.gates)
+      for (const core::GateResult& gate : verdict.gates)
         if (!gate.passed) body += "failed: " + gate.flag + ": " + gate.message + "\n";
     }
     out += fmt::format("    <testcase classname=\"llmrepro.verdict\" name=\"verdict\" "
@@ -202,7 +201,7 @@ std::string render_junit(const core::AuditReport &report) {
                        "    </testcase>\n",
                        element, xml_escape(verdict.headline, true), xml_escape(body, false));
   }
-  for (const core::PromptAnalysis &p : report.analysis.prompts) {
+  for (const core::PromptAnalysis& p : report.analysis.prompts) {
     out += fmt::format("    <testcase classname=\"llmrepro.audit\" name=\"{}\" time=\"0\"",
                        xml_escape(p.id, true));
     const Outcome outcome = outcome_of(p, fail_on_fragile);

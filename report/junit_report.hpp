@@ -20,7 +20,7 @@ namespace llmrepro::report {
 // failed request) a <failure type="inconclusive">, never a passing test; a fragile one a
 // <failure type="fragile">; one whose fragility is unknown a <failure type="fragility_unknown">
 // where the verdict judged --fail-on fragile. Well-formed XML 1.0 whatever the model wrote.
-std::string render_junit(const core::AuditReport &report);
+std::string render_junit(const core::AuditReport& report);
 
 // Text made safe for XML 1.0 content and quoted attributes: invalid UTF-8 becomes U+FFFD,
 // characters XML 1.0 forbids (C0 controls but tab, LF, CR; U+FFFE, U+FFFF) are dropped, and

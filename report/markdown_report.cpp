@@ -11,12 +11,10 @@
 namespace llmrepro::report {
 namespace {
 
-std::string pct(double share) {
-  return fmt::format("{:.1f}%", 100.0 * share);
-}
+std::string pct(double share) { return fmt::format("{:.1f}%", 100.0 * share); }
 
-std::string candidates(const core::PromptAnalysis &p) {
-  const auto &c = p.candidates_at_divergence;
+std::string candidates(const core::PromptAnalysis& p) {
+  const auto& c = p.candidates_at_divergence;
   if (c.size() < 2) return "\u2013";
   return fmt::format("\u201c{}\u201d {:.3f} vs \u201c{}\u201d {:.3f}",
                      markdown_escape(c[0].token, 30), c[0].logprob, markdown_escape(c[1].token, 30),
@@ -25,37 +23,38 @@ std::string candidates(const core::PromptAnalysis &p) {
 
 constexpr std::size_t k_rows_shown = 10;
 
-int distinct_completions(const core::AuditAnalysis &analysis) {
+int distinct_completions(const core::AuditAnalysis& analysis) {
   int total = 0;
-  for (const auto &prompt : analysis.prompts) total += prompt.unique_completions;
+  for (const auto& prompt : analysis.prompts) total += prompt.unique_completions;
   return total;
 }
 
 // "c=1: 812 tok/s, 41 ms · c=8: ..." — each level's cost, to read beside its stability.
-std::string cost_text(const std::vector<core::LevelSummary> &levels) {
+std::string cost_text(const std::vector<core::LevelSummary>& levels) {
   std::string out;
-  for (const auto &level : levels)
-    out += fmt::format("{}c={}: {} unstable, {:.1f} tok/s, {:.1f} ms", out.empty() ? "" : " \u00b7 ",
-                       level.concurrency, level.unstable_prompts, level.tokens_per_second,
-                       level.mean_latency_ms);
+  for (const auto& level : levels)
+    out += fmt::format("{}c={}: {} unstable, {:.1f} tok/s, {:.1f} ms",
+                       out.empty() ? "" : " \u00b7 ", level.concurrency, level.unstable_prompts,
+                       level.tokens_per_second, level.mean_latency_ms);
   return out.empty() ? "\u2013" : out;
 }
 
 // "2 of 5", with " (1 inconclusive)" where some prompts could not be judged.
-std::string unstable_text(const core::AuditSummary &s) {
+std::string unstable_text(const core::AuditSummary& s) {
   std::string out = fmt::format("{} of {}", s.unstable_prompts, s.prompts);
   if (s.inconclusive_prompts > 0) out += fmt::format(" ({} inconclusive)", s.inconclusive_prompts);
   return out;
 }
 
-std::string endpoint_text(const core::AuditData *data, std::size_t index) {
+std::string endpoint_text(const core::AuditData* data, std::size_t index) {
   if (data == nullptr || index >= data->endpoints.size()) return "#" + std::to_string(index);
-  const core::EndpointInfo &e = data->endpoints[index];
+  const core::EndpointInfo& e = data->endpoints[index];
   return e.embedded ? std::string("embedded reference engine") : markdown_escape(e.url, 100);
 }
 
-// "✅ PASS", "⚠️ NO STABILITY GATE", "❌ FAIL", "⛔ ERROR": the title's word for the verdict.
-std::string verdict_title(const core::Verdict &verdict) {
+// "✅ PASS", "⚠️ NO STABILITY GATE", "❌ FAIL", "⛔ ERROR": the title's word for the
+// verdict.
+std::string verdict_title(const core::Verdict& verdict) {
   switch (verdict.status) {
   case core::VerdictStatus::pass:
     return verdict.stability_gated ? "\u2705 PASS" : "\u26a0\ufe0f NO STABILITY GATE";
@@ -66,9 +65,9 @@ std::string verdict_title(const core::Verdict &verdict) {
 }
 
 // "endpoint 0 · sweep · c=8"; "whole audit" where the gate looked at everything.
-std::string scope_text(const core::GateScope &scope) {
+std::string scope_text(const core::GateScope& scope) {
   std::string out;
-  const auto add = [&out](const std::string &part) {
+  const auto add = [&out](const std::string& part) {
     out += (out.empty() ? "" : " \u00b7 ") + part;
   };
   if (scope.endpoint) add(fmt::format("endpoint {}", *scope.endpoint));
@@ -77,17 +76,17 @@ std::string scope_text(const core::GateScope &scope) {
   return out.empty() ? "whole audit" : out;
 }
 
-std::string figure_text(const std::optional<double> &value) {
+std::string figure_text(const std::optional<double>& value) {
   return value ? fmt::format("{:g}", *value) : std::string("\u2013");
 }
 
 // Each gate in its scope, why the audit could not be judged, and the warnings.
-std::string verdict_markdown(const core::AuditReport &report) {
-  const core::Verdict &verdict = report.verdict;
+std::string verdict_markdown(const core::AuditReport& report) {
+  const core::Verdict& verdict = report.verdict;
   std::string out;
   if (!verdict.gates.empty()) {
     out += "\n| | gate | scope | measured | limit | |\n|---|---|---|---:|---:|---|\n";
-    for (const core::GateResult &gate : verdict.gates)
+    for (const core::GateResult& gate : verdict.gates)
       out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", gate.passed ? "\u2705" : "\u274c",
                          markdown_escape(gate.flag, 40), scope_text(gate.scope),
                          figure_text(gate.figure), figure_text(gate.limit),
@@ -95,12 +94,12 @@ std::string verdict_markdown(const core::AuditReport &report) {
   }
   if (!verdict.errors.empty()) {
     out += "\nThe audit could not be judged:\n\n";
-    for (const std::string &error : verdict.errors)
+    for (const std::string& error : verdict.errors)
       out += "- \u26d4 " + markdown_escape(error, 300) + "\n";
   }
   if (!report.warnings.empty()) {
     out += "\n**Warnings**\n\n";
-    for (const std::string &warning : report.warnings)
+    for (const std::string& warning : report.warnings)
       out += "- \u26a0\ufe0f " + markdown_escape(warning, 400) + "\n";
   }
   return out;
@@ -108,7 +107,7 @@ std::string verdict_markdown(const core::AuditReport &report) {
 
 // Per concurrency level: unstable, inconclusive, and prompts whose modal completion differs from
 // the serial (first) level's.
-std::string levels_markdown(const std::vector<core::LevelSummary> &levels) {
+std::string levels_markdown(const std::vector<core::LevelSummary>& levels) {
   if (levels.empty()) return {};
   std::string out = "\n| level | unstable | inconclusive | differs from serial |\n"
                     "|---:|---:|---:|---:|\n";
@@ -120,28 +119,27 @@ std::string levels_markdown(const std::vector<core::LevelSummary> &levels) {
   return out;
 }
 
-std::string probes_markdown(const core::AuditReport &report) {
+std::string probes_markdown(const core::AuditReport& report) {
   if (report.probes.size() < 2 &&
       (report.probes.empty() || report.probes.front().probe == core::ProbeKind::sweep))
     return {};
   std::string out = "\n### Probe kinds\n\n| probe | unstable | distinct completions | TARr | "
                     "TARa | requests (failed) | per level |\n|---|---:|---:|---:|---:|---:|---|\n";
-  const core::ProbeAnalysis *prefix = nullptr;
-  for (const auto &probe : report.probes) {
-    const core::AuditSummary &s = probe.analysis.summary;
-    out += fmt::format("| {} | {} | {} | {} | {} | {} ({}) | {} |\n",
-                       core::to_string(probe.probe), unstable_text(s),
-                       distinct_completions(probe.analysis), pct(s.tarr), pct(s.tara), s.requests,
-                       s.failed_requests, cost_text(s.by_concurrency));
+  const core::ProbeAnalysis* prefix = nullptr;
+  for (const auto& probe : report.probes) {
+    const core::AuditSummary& s = probe.analysis.summary;
+    out += fmt::format("| {} | {} | {} | {} | {} | {} ({}) | {} |\n", core::to_string(probe.probe),
+                       unstable_text(s), distinct_completions(probe.analysis), pct(s.tarr),
+                       pct(s.tara), s.requests, s.failed_requests, cost_text(s.by_concurrency));
     if (probe.probe == core::ProbeKind::prefix) prefix = &probe;
   }
   if (prefix != nullptr) {
     out += fmt::format("\nPrefix cache (warm against cold, apart from batch drift): {} of {} "
                        "prompts drift",
                        prefix->prefix_drift_prompts, prefix->prefix.size());
-    const core::AuditData *data = report.data;
+    const core::AuditData* data = report.data;
     if (data != nullptr && !data->probe_activity.empty()) {
-      const core::ProbeActivity &a = data->probe_activity.front();
+      const core::ProbeActivity& a = data->probe_activity.front();
       out += a.flush_route.empty()
                  ? std::string("; no cache flush available, cold trials ran without one")
                  : fmt::format("; {} flushes through {}", a.flushes_sent - a.flushes_failed,
@@ -149,7 +147,7 @@ std::string probes_markdown(const core::AuditReport &report) {
     }
     out += ".\n";
     std::size_t shown = 0;
-    for (const auto &drift : prefix->prefix) {
+    for (const auto& drift : prefix->prefix) {
       if (!drift.drift) continue;
       if (shown++ == 0)
         out += "\n| prompt | cold distinct | warm distinct | diverges at |\n|---|---:|---:|---:|\n";
@@ -158,39 +156,39 @@ std::string probes_markdown(const core::AuditReport &report) {
                          drift.cold_unique, drift.warm_unique,
                          drift.divergence ? std::to_string(*drift.divergence) : "\u2013");
     }
-    if (shown > k_rows_shown) out += fmt::format("\n{} more drifting prompts in the HTML report.\n",
-                                                 shown - k_rows_shown);
+    if (shown > k_rows_shown)
+      out += fmt::format("\n{} more drifting prompts in the HTML report.\n", shown - k_rows_shown);
   }
   return out;
 }
 
-std::string comparison_markdown(const core::AuditReport &report) {
+std::string comparison_markdown(const core::AuditReport& report) {
   if (!report.comparison) return {};
-  const core::EndpointComparison &comparison = *report.comparison;
+  const core::EndpointComparison& comparison = *report.comparison;
   std::string out = fmt::format(
       "\n### Endpoints compared\n\n{} of {} prompts give the same reference completion on every "
       "endpoint ({} probe).\n\n| # | endpoint | unstable | TARr | TARa | per level |\n"
       "|---:|---|---:|---:|---:|---|\n",
-      comparison.agreeing_prompts, comparison.prompts.size(), core::to_string(report.primary_probe));
+      comparison.agreeing_prompts, comparison.prompts.size(),
+      core::to_string(report.primary_probe));
   for (std::size_t e = 0; e < report.endpoints.size(); ++e) {
-    const core::AuditSummary &s = report.endpoints[e].summary;
+    const core::AuditSummary& s = report.endpoints[e].summary;
     out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", e, endpoint_text(report.data, e),
-                       unstable_text(s), pct(s.tarr), pct(s.tara),
-                       cost_text(s.by_concurrency));
+                       unstable_text(s), pct(s.tarr), pct(s.tara), cost_text(s.by_concurrency));
   }
   std::size_t shown = 0;
-  for (const auto &prompt : comparison.prompts) {
+  for (const auto& prompt : comparison.prompts) {
     if (prompt.all_agree) continue;
     if (shown++ == 0) out += "\n| prompt | differs on |\n|---|---|\n";
     if (shown > k_rows_shown) continue;
     std::string where;
-    for (const auto &other : prompt.endpoints) {
+    for (const auto& other : prompt.endpoints) {
       if (other.agrees) continue;
-      where += fmt::format("{}endpoint {}: {}", where.empty() ? "" : " \u00b7 ", other.endpoint_index,
-                           !other.has_reference ? std::string("no completion")
-                           : other.first_difference
-                               ? "from token " + std::to_string(*other.first_difference)
-                               : std::string("differs"));
+      where += fmt::format(
+          "{}endpoint {}: {}", where.empty() ? "" : " \u00b7 ", other.endpoint_index,
+          !other.has_reference     ? std::string("no completion")
+          : other.first_difference ? "from token " + std::to_string(*other.first_difference)
+                                   : std::string("differs"));
     }
     out += fmt::format("| {} | {} |\n", markdown_escape(prompt.id, 60), where);
   }
@@ -199,9 +197,9 @@ std::string comparison_markdown(const core::AuditReport &report) {
   return out;
 }
 
-std::string semantic_markdown(const core::AuditReport &report) {
+std::string semantic_markdown(const core::AuditReport& report) {
   if (report.data == nullptr || !report.data->semantic) return {};
-  const core::SemanticAgreement &semantic = *report.data->semantic;
+  const core::SemanticAgreement& semantic = *report.data->semantic;
   std::string out = fmt::format(
       "\n### Semantic agreement\n\n{} of {} prompts have every pair of distinct completions at "
       "cosine \u2265 {:g} (embedding model {}).\n",
@@ -209,7 +207,7 @@ std::string semantic_markdown(const core::AuditReport &report) {
       semantic.prompts.size(), semantic.threshold,
       semantic.model.empty() ? std::string("default") : markdown_escape(semantic.model, 60));
   std::size_t shown = 0;
-  for (const auto &prompt : semantic.prompts) {
+  for (const auto& prompt : semantic.prompts) {
     if (prompt.agrees) continue;
     if (shown++ == 0)
       out += "\n| prompt | distinct | mean | std | min |\n|---|---:|---:|---:|---:|\n";
@@ -237,7 +235,7 @@ std::string markdown_escape(std::string_view text, std::size_t max_code_points) 
       out += "\u2026";
       break;
     }
-    const std::string &point = points[i];
+    const std::string& point = points[i];
     if (point.size() != 1) {
       out += point;
       continue;
@@ -259,22 +257,22 @@ std::string markdown_escape(std::string_view text, std::size_t max_code_points) 
   return out;
 }
 
-std::string render_markdown(const core::AuditReport &report) {
-  const core::AuditSummary &s = report.analysis.summary;
-  const core::AuditData *data = report.data;
+std::string render_markdown(const core::AuditReport& report) {
+  const core::AuditSummary& s = report.analysis.summary;
+  const core::AuditData* data = report.data;
   // The headline verbatim, the first line after the title (escaped, so a prompt id or an error
   // text in it renders as itself).
   std::string out = fmt::format("## llmrepro audit: {}\n\n{}\n\n", verdict_title(report.verdict),
                                 markdown_escape(report.verdict.headline, 1000));
   const auto index = static_cast<std::size_t>(report.analysis.endpoint_index);
   if (data != nullptr && index < data->endpoints.size()) {
-    const core::EndpointInfo &e = data->endpoints[index];
+    const core::EndpointInfo& e = data->endpoints[index];
     out += fmt::format(
         "Endpoint {} \u00b7 model {} \u00b7 {} runs per level\n\n",
         e.embedded ? std::string("embedded reference engine") : markdown_escape(e.url, 100),
         e.model.empty() ? std::string("\u2013") : markdown_escape(e.model, 60), data->config.runs);
   }
-  const auto opt = [](const std::optional<double> &v) {
+  const auto opt = [](const std::optional<double>& v) {
     return v ? fmt::format("{:.2f}", *v) : std::string("\u2013");
   };
   out += "| | |\n|---|---|\n";
@@ -301,7 +299,7 @@ std::string render_markdown(const core::AuditReport &report) {
     out += "\n### Worst prompts\n\n| prompt | status | distinct | first divergence | gap (nats) | "
            "candidates |\n"
            "|---|---|---:|---:|---:|---|\n";
-    for (const core::PromptAnalysis *p : worst) {
+    for (const core::PromptAnalysis* p : worst) {
       const std::optional<double> gap = p->gap_at_divergence ? p->gap_at_divergence : p->min_gap;
       std::string status = core::to_string(p->status);
       if (p->fragile == true) status += ", fragile";
@@ -313,8 +311,7 @@ std::string render_markdown(const core::AuditReport &report) {
       }
       out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", markdown_escape(p->id, 60), status,
                          p->unique_completions, divergence,
-                         gap ? fmt::format("{:.3g}", *gap) : std::string("\u2013"),
-                         candidates(*p));
+                         gap ? fmt::format("{:.3g}", *gap) : std::string("\u2013"), candidates(*p));
     }
   }
   out += probes_markdown(report);

@@ -20,7 +20,7 @@ namespace llmrepro::report {
 // endpoints compared (stability beside tokens/s and latency per level, up to ten differing
 // prompts) and semantic agreement (up to ten prompts below the threshold). Model text and URLs
 // are escaped (markdown_escape).
-std::string render_markdown(const core::AuditReport &report);
+std::string render_markdown(const core::AuditReport& report);
 
 // Text safe inside a GitHub-flavoured Markdown table cell: at most `max_code_points` code
 // points, newlines shown as ⏎, control characters dropped, HTML and the characters that

@@ -18,10 +18,12 @@ namespace {
 constexpr std::string_view k_probe_style =
     "<style>table.probe{border-collapse:collapse;width:100%;background:var(--card);"
     "font-variant-numeric:tabular-nums;margin-bottom:8px}"
-    "table.probe td,table.probe th{border-bottom:1px solid #eaeef2;padding:3px 8px;text-align:right}"
+    "table.probe td,table.probe th{border-bottom:1px solid #eaeef2;padding:3px "
+    "8px;text-align:right}"
     "table.probe td:first-child,table.probe th:first-child{text-align:left}"
     "table.probe tr.changed td{background:var(--warn-bg)}"
-    ".status-ok{color:var(--pass)}.status-failed{color:var(--fail)}.status-skipped{color:var(--muted)}"
+    ".status-ok{color:var(--pass)}.status-failed{color:var(--fail)}.status-skipped{color:var(--"
+    "muted)}"
     ".held code{margin-right:10px}</style>\n";
 
 std::string value_text(const core::ProbeValue& value) {
@@ -57,7 +59,8 @@ const core::ProbeValue* find_param(const core::ProbeRow& row, const std::string&
 }
 
 // Column names in first-seen order over all rows.
-template <typename Getter> std::vector<std::string> union_names(const core::ProbeExperiment& e, Getter names) {
+template <typename Getter>
+std::vector<std::string> union_names(const core::ProbeExperiment& e, Getter names) {
   std::vector<std::string> out;
   for (const auto& row : e.rows)
     for (const auto& name : names(row))
@@ -76,16 +79,18 @@ std::string experiment_table(const core::ProbeExperiment& experiment) {
     for (const auto& measure : row.measures) names.push_back(measure.name);
     return names;
   });
-  const bool any_fp32 = std::any_of(experiment.rows.begin(), experiment.rows.end(),
-                                    [](const core::ProbeRow& row) { return row.fp32_changed_frac.has_value(); });
+  const bool any_fp32 =
+      std::any_of(experiment.rows.begin(), experiment.rows.end(),
+                  [](const core::ProbeRow& row) { return row.fp32_changed_frac.has_value(); });
   std::string out = "<table class=\"probe\"><thead><tr><th>variant</th>";
   for (const auto& name : params) out += "<th>" + html_escape(name) + "</th>";
   out += "<th>outputs</th><th>changed</th><th>max abs</th><th>max ULP</th>"
          "<th title=\"outputs at 0 / 1 / 2 / 3-7 / 8+ ULP\">ULP histogram</th>";
   if (any_fp32) out += "<th>fp32 changed</th>";
   for (const auto& name : measures) out += "<th>" + html_escape(name) + "</th>";
-  const bool any_digest = std::any_of(experiment.rows.begin(), experiment.rows.end(),
-                                      [](const core::ProbeRow& row) { return !row.sha256.empty(); });
+  const bool any_digest =
+      std::any_of(experiment.rows.begin(), experiment.rows.end(),
+                  [](const core::ProbeRow& row) { return !row.sha256.empty(); });
   if (any_digest) out += "<th title=\"SHA-256 of the output's bits\">SHA-256</th>";
   out += "</tr></thead><tbody>\n";
   for (const auto& row : experiment.rows) {
@@ -95,12 +100,14 @@ std::string experiment_table(const core::ProbeExperiment& experiment) {
       const core::ProbeValue* value = find_param(row, name);
       out += "<td>" + (value ? html_escape(value_text(*value)) : std::string()) + "</td>";
     }
-    out += fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {} / {} / {} / {}</td>",
-                       row.elements, percent_text(row.changed_frac), number_text(row.max_abs),
-                       number_text(row.max_ulp), row.ulp_histogram[0], row.ulp_histogram[1],
-                       row.ulp_histogram[2], row.ulp_histogram[3], row.ulp_histogram[4]);
+    out +=
+        fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {} / {} / {} / {}</td>",
+                    row.elements, percent_text(row.changed_frac), number_text(row.max_abs),
+                    number_text(row.max_ulp), row.ulp_histogram[0], row.ulp_histogram[1],
+                    row.ulp_histogram[2], row.ulp_histogram[3], row.ulp_histogram[4]);
     if (any_fp32)
-      out += "<td>" + (row.fp32_changed_frac ? percent_text(*row.fp32_changed_frac) : std::string("n/a")) +
+      out += "<td>" +
+             (row.fp32_changed_frac ? percent_text(*row.fp32_changed_frac) : std::string("n/a")) +
              "</td>";
     for (const auto& name : measures) {
       const core::ProbeMeasure* measure = find_measure(row, name);
@@ -140,7 +147,10 @@ std::string flip_chart(const core::ProbeResult& result) {
       const double lo = std::get<double>(*low);
       const double hi = std::get<double>(*high);
       // A bin is drawn at its geometric middle; ties at 0 fall to the floor; the top bin at 2x.
-      const double x = hi == 0.0 ? 0.0 : lo == 0.0 ? hi / 2.0 : hi >= 1e9 ? lo * 2.0 : std::sqrt(lo * hi);
+      const double x = hi == 0.0   ? 0.0
+                       : lo == 0.0 ? hi / 2.0
+                       : hi >= 1e9 ? lo * 2.0
+                                   : std::sqrt(lo * hi);
       auto series = std::find_if(chart.series.begin(), chart.series.end(),
                                  [&](const LineSeries& s) { return s.name == row.variant; });
       if (series == chart.series.end()) {
@@ -154,7 +164,8 @@ std::string flip_chart(const core::ProbeResult& result) {
   // Three colours in the shared style: keep the first three series that flipped at all.
   std::vector<LineSeries> kept;
   for (auto& series : chart.series)
-    if (kept.size() < 3 && std::any_of(series.y.begin(), series.y.end(), [](double y) { return y > 0.0; }))
+    if (kept.size() < 3 &&
+        std::any_of(series.y.begin(), series.y.end(), [](double y) { return y > 0.0; }))
       kept.push_back(std::move(series));
   chart.series = std::move(kept);
   return render_line_chart(chart);
@@ -179,8 +190,9 @@ std::string render_probe_html(const core::ProbeResult& result) {
   bool self_test_ok = false;
   for (const auto& experiment : result.experiments)
     if (experiment.id == "E0") self_test_ok = experiment.status == core::ProbeStatus::ok;
-  out += self_test_ok ? "<div class=\"verdict pass\"><span class=\"badge\">SELF-TEST OK</span><ul>"
-                      : "<div class=\"verdict fail\"><span class=\"badge\">SELF-TEST FAILED</span><ul>";
+  out += self_test_ok
+             ? "<div class=\"verdict pass\"><span class=\"badge\">SELF-TEST OK</span><ul>"
+             : "<div class=\"verdict fail\"><span class=\"badge\">SELF-TEST FAILED</span><ul>";
   out += "<li>" + html_escape(result.backend_reason) + "</li>";
   out += "<li>" + html_escape(result.recommendation.text) + "</li></ul></div>\n";
 
@@ -199,19 +211,22 @@ std::string render_probe_html(const core::ProbeResult& result) {
 
   for (const auto& experiment : result.experiments) {
     const char* status = core::to_string(experiment.status);
-    out += fmt::format("<h2 id=\"{0}\">{0} \xE2\x80\x94 {1} <span class=\"status-{2}\">({2})</span></h2>\n",
-                       html_escape(experiment.id), html_escape(experiment.title), status);
+    out += fmt::format(
+        "<h2 id=\"{0}\">{0} \xE2\x80\x94 {1} <span class=\"status-{2}\">({2})</span></h2>\n",
+        html_escape(experiment.id), html_escape(experiment.title), status);
     if (!experiment.held.empty()) {
       out += "<p class=\"held muted\">held: ";
       for (const auto& param : experiment.held)
         out += "<code>" + html_escape(param.name + " = " + value_text(param.value)) + "</code>";
       out += "</p>\n";
     }
-    for (const auto& note : experiment.notes) out += "<p class=\"muted\">" + html_escape(note) + "</p>\n";
+    for (const auto& note : experiment.notes)
+      out += "<p class=\"muted\">" + html_escape(note) + "</p>\n";
     if (!experiment.rows.empty()) out += experiment_table(experiment);
   }
   out += "<footer>ULP: spacing of the output dtype at the reference value. Changed rows are "
-         "shaded. Schema " + html_escape(result.schema) + ".</footer>\n</main>\n</body>\n</html>\n";
+         "shaded. Schema " +
+         html_escape(result.schema) + ".</footer>\n</main>\n</body>\n</html>\n";
   return out;
 }
 

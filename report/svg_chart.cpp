@@ -22,9 +22,7 @@ struct Frame {
   double plot_height() const { return height - top - bottom; }
 };
 
-std::string num(double value) {
-  return fmt::format("{:.1f}", value);
-}
+std::string num(double value) { return fmt::format("{:.1f}", value); }
 
 // A tick label: integers without decimals, small numbers with enough digits to differ.
 std::string tick_text(double value, bool percent) {
@@ -50,7 +48,7 @@ std::vector<double> linear_ticks(double lo, double hi, int target, double min_st
   return ticks;
 }
 
-std::string open_svg(const Frame &frame, const std::string &title) {
+std::string open_svg(const Frame& frame, const std::string& title) {
   std::string out = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" "
       "role=\"img\" aria-label=\"{}\" class=\"chart\">",
@@ -59,7 +57,7 @@ std::string open_svg(const Frame &frame, const std::string &title) {
   return out;
 }
 
-std::string empty_svg(const Frame &frame, const std::string &title, const std::string &message) {
+std::string empty_svg(const Frame& frame, const std::string& title, const std::string& message) {
   std::string out = open_svg(frame, title);
   if (!title.empty()) {
     out += fmt::format("<text class=\"chart-title\" x=\"{}\" y=\"18\">{}</text>", num(frame.left),
@@ -71,8 +69,8 @@ std::string empty_svg(const Frame &frame, const std::string &title, const std::s
   return out + "</svg>";
 }
 
-std::string axis_labels(const Frame &frame, const std::string &x_label,
-                        const std::string &y_label) {
+std::string axis_labels(const Frame& frame, const std::string& x_label,
+                        const std::string& y_label) {
   std::string out;
   if (!x_label.empty()) {
     out += fmt::format(
@@ -88,7 +86,7 @@ std::string axis_labels(const Frame &frame, const std::string &x_label,
   return out;
 }
 
-std::string legend(const Frame &frame, const std::vector<std::string> &names, const char *kind) {
+std::string legend(const Frame& frame, const std::vector<std::string>& names, const char* kind) {
   std::string out;
   double x = frame.width - frame.right;
   // Right-aligned, last entry rightmost: walk backwards.
@@ -108,14 +106,13 @@ std::string legend(const Frame &frame, const std::vector<std::string> &names, co
 
 } // namespace
 
-std::string render_bar_chart(const BarChart &chart) {
+std::string render_bar_chart(const BarChart& chart) {
   Frame frame;
   frame.width = chart.width;
   frame.height = chart.height;
   double max_value = 0.0;
-  for (const BarSeries &series : chart.series) {
-    for (double v : series.values)
-      max_value = std::max(max_value, v);
+  for (const BarSeries& series : chart.series) {
+    for (double v : series.values) max_value = std::max(max_value, v);
   }
   if (chart.categories.empty() || (max_value <= 0.0 && !chart.empty_message.empty())) {
     return empty_svg(frame, chart.title, chart.empty_message);
@@ -133,8 +130,7 @@ std::string render_bar_chart(const BarChart &chart) {
                      html_escape(chart.title));
   if (chart.series.size() > 1) {
     std::vector<std::string> names;
-    for (const BarSeries &series : chart.series)
-      names.push_back(series.name);
+    for (const BarSeries& series : chart.series) names.push_back(series.name);
     out += legend(frame, names, "bar");
   }
   for (double t : ticks) {
@@ -217,7 +213,7 @@ std::string render_bar_chart(const BarChart &chart) {
   return out + "</svg>";
 }
 
-std::string render_line_chart(const LineChart &chart) {
+std::string render_line_chart(const LineChart& chart) {
   Frame frame;
   frame.width = chart.width;
   frame.height = chart.height;
@@ -236,7 +232,7 @@ std::string render_line_chart(const LineChart &chart) {
   const auto ty = [&](double y) {
     return chart.log_y ? std::log10(std::max(y, chart.log_floor)) : y;
   };
-  for (const LineSeries &series : chart.series) {
+  for (const LineSeries& series : chart.series) {
     for (std::size_t i = 0; i < series.x.size() && i < series.y.size(); ++i) {
       any = true;
       x_lo = std::min(x_lo, tx(series.x[i]));
@@ -260,8 +256,7 @@ std::string render_line_chart(const LineChart &chart) {
     y_lo_t = std::log10(chart.log_floor);
     y_hi_t = std::ceil(std::log10(std::max(y_hi, chart.log_floor * 10.0)));
     const int step = (y_hi_t - y_lo_t) > 4.0 ? 2 : 1;
-    for (double t = y_lo_t; t <= y_hi_t + 1e-9; t += step)
-      y_ticks.push_back(t);
+    for (double t = y_lo_t; t <= y_hi_t + 1e-9; t += step) y_ticks.push_back(t);
   } else {
     y_ticks = linear_ticks(0.0, y_hi, chart.compact ? 2 : 4);
     y_hi_t = std::max(y_ticks.back(), y_hi);
@@ -281,8 +276,7 @@ std::string render_line_chart(const LineChart &chart) {
   }
   if (chart.series.size() > 1) {
     std::vector<std::string> names;
-    for (const LineSeries &series : chart.series)
-      names.push_back(series.name);
+    for (const LineSeries& series : chart.series) names.push_back(series.name);
     out += legend(frame, names, "dot");
   }
   for (double t : y_ticks) {
@@ -326,7 +320,7 @@ std::string render_line_chart(const LineChart &chart) {
                        num(x + 4.0), num(frame.top + 10.0), html_escape(chart.marker_label));
   }
   for (std::size_t s = 0; s < chart.series.size(); ++s) {
-    const LineSeries &series = chart.series[s];
+    const LineSeries& series = chart.series[s];
     std::string points;
     for (std::size_t i = 0; i < series.x.size() && i < series.y.size(); ++i) {
       if (!points.empty()) points += ' ';

@@ -14,8 +14,8 @@ constexpr std::size_t k_id_width = 24;
 constexpr std::size_t k_token_width = 16;
 constexpr std::size_t k_field_width = 60;
 constexpr std::size_t k_worst = 5;
-constexpr std::size_t k_reasons = 5;       // failure reasons listed before "N more"
-constexpr std::size_t k_label_width = 11;  // "prompts    ": the label column
+constexpr std::size_t k_reasons = 5;      // failure reasons listed before "N more"
+constexpr std::size_t k_label_width = 11; // "prompts    ": the label column
 
 // Decodes one UTF-8 code point at `at`; returns its length, or 0 when the bytes there are not a
 // well-formed sequence (overlong forms and surrogates included).
@@ -151,9 +151,9 @@ std::string worst_line(const core::PromptAnalysis& prompt) {
     if (prompt.gap_at_divergence) line += fmt::format("  gap {:.4f}", *prompt.gap_at_divergence);
     const auto& candidates = prompt.candidates_at_divergence;
     if (candidates.size() >= 2)
-      line += fmt::format("  {} ({:.4f}) vs {} ({:.4f})", quoted(candidates[0].token),
-                          candidates[0].logprob, quoted(candidates[1].token),
-                          candidates[1].logprob);
+      line +=
+          fmt::format("  {} ({:.4f}) vs {} ({:.4f})", quoted(candidates[0].token),
+                      candidates[0].logprob, quoted(candidates[1].token), candidates[1].logprob);
   } else if (prompt.min_gap && prompt.min_gap_position) {
     line += fmt::format("  {}min gap {:.4f} at token {}",
                         prompt.status == core::PromptStatus::stable ? "stable, " : "",
@@ -260,11 +260,11 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
   std::string out;
   const auto line = [&out](const std::string& text) { out += text + "\n"; };
 
-  std::string status = data.info.status == "complete" ? std::string("complete")
-                                                      : fmt::format("partial: {} of {} planned "
-                                                                    "requests recorded",
-                                                                    data.records.size(),
-                                                                    report.planned_requests);
+  std::string status = data.info.status == "complete"
+                           ? std::string("complete")
+                           : fmt::format("partial: {} of {} planned "
+                                         "requests recorded",
+                                         data.records.size(), report.planned_requests);
   // The verdict leads, then what a reader must know before trusting the figures.
   verdict_lines(report.verdict, paint, line);
   for (const auto& warning : report.warnings)
@@ -287,8 +287,8 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
                           escape_terminal_text(prompt.fragility_reason, k_field_width));
         break;
       }
-    line(label("") + fmt::format("fragility unknown: {} of {}{}",
-                                 summary.fragility_unknown_prompts, summary.prompts, why));
+    line(label("") + fmt::format("fragility unknown: {} of {}{}", summary.fragility_unknown_prompts,
+                                 summary.prompts, why));
   }
   if (summary.prompts_without_logprobs > 0)
     line(fmt::format("           prompts without logprobs: {} (judged on text alone)",
@@ -302,7 +302,8 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
                    predictor.true_positive, predictor.false_positive, predictor.false_negative,
                    predictor.true_negative));
 
-  // Each probe kind on its own (only when more than the sweep ran), then the endpoints side by side.
+  // Each probe kind on its own (only when more than the sweep ran), then the endpoints side by
+  // side.
   if (report.probes.size() > 1 || report.primary_probe != core::ProbeKind::sweep) {
     for (const auto& probe : report.probes) {
       const auto& s = probe.analysis.summary;

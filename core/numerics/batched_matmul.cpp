@@ -15,15 +15,14 @@ constexpr std::size_t k_column_block = 64;
 
 } // namespace
 
-void matmul_split_k(const float* x, std::size_t rows, std::size_t k, const float* w,
-                    std::size_t n, int splits, float* out, std::size_t col_begin,
-                    std::size_t col_end) {
+void matmul_split_k(const float* x, std::size_t rows, std::size_t k, const float* w, std::size_t n,
+                    int splits, float* out, std::size_t col_begin, std::size_t col_end) {
   matmul_split_k(x, rows, k, w, n, splits, SplitPartials::fp32, out, col_begin, col_end);
 }
 
-void matmul_split_k(const float* x, std::size_t rows, std::size_t k, const float* w,
-                    std::size_t n, int splits, SplitPartials partials, float* out,
-                    std::size_t col_begin, std::size_t col_end) {
+void matmul_split_k(const float* x, std::size_t rows, std::size_t k, const float* w, std::size_t n,
+                    int splits, SplitPartials partials, float* out, std::size_t col_begin,
+                    std::size_t col_end) {
   const std::size_t s = splits < 1 ? 1 : static_cast<std::size_t>(splits);
   const bool round_partials = partials == SplitPartials::bf16 && s > 1;
   std::array<float, k_column_block> partial{};
@@ -53,7 +52,8 @@ void matmul_split_k(const float* x, std::size_t rows, std::size_t k, const float
           }
         }
         if (round_partials)
-          for (std::size_t j = 0; j < width; ++j) partial[j] = round_to(Precision::bf16, partial[j]);
+          for (std::size_t j = 0; j < width; ++j)
+            partial[j] = round_to(Precision::bf16, partial[j]);
         for (std::size_t j = 0; j < width; ++j) total[j] += partial[j];
       }
       std::copy(total.begin(), total.begin() + static_cast<std::ptrdiff_t>(width),

@@ -14,9 +14,8 @@ namespace llmrepro::numerics {
 // of numerics::dot_split_k: `splits` contiguous chunks of K, each summed left to right from 0, then
 // the chunk partials summed left to right from 0. The sums are left unrounded (the caller adds any
 // epilogue and rounds). splits <= 1 is the plain sequential order.
-void matmul_split_k(const float* x, std::size_t rows, std::size_t k, const float* w,
-                    std::size_t n, int splits, float* out, std::size_t col_begin,
-                    std::size_t col_end);
+void matmul_split_k(const float* x, std::size_t rows, std::size_t k, const float* w, std::size_t n,
+                    int splits, float* out, std::size_t col_begin, std::size_t col_end);
 
 // How split-K partials are combined. fp32: kept in fp32 (cuBLAS with reduced-precision reduction
 // disallowed). bf16: each split's fp32 partial is rounded to bf16 before the partials are added,
@@ -27,9 +26,9 @@ enum class SplitPartials { fp32, bf16 };
 
 // As above, with the partials combined as `partials` says. With one split there is nothing to
 // combine and the result is the plain fp32 sum whatever `partials` says.
-void matmul_split_k(const float* x, std::size_t rows, std::size_t k, const float* w,
-                    std::size_t n, int splits, SplitPartials partials, float* out,
-                    std::size_t col_begin, std::size_t col_end);
+void matmul_split_k(const float* x, std::size_t rows, std::size_t k, const float* w, std::size_t n,
+                    int splits, SplitPartials partials, float* out, std::size_t col_begin,
+                    std::size_t col_end);
 
 // Rounds every value of v[0, count) to bf16 in place (round to nearest even).
 void round_bf16_inplace(float* v, std::size_t count);

@@ -39,8 +39,7 @@ std::uint16_t fp16_bits_from_float(float value) {
   const std::uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
   const std::uint32_t mantissa_bits = bits & 0x00000FFFu;
   const std::uint32_t nonsign = exp_bits + mantissa_bits;
-  return static_cast<std::uint16_t>((sign >> 16) |
-                                    (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+  return static_cast<std::uint16_t>((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
 }
 
 float float_from_fp16_bits(std::uint16_t h) {

@@ -8,7 +8,8 @@
 
 namespace llmrepro::numerics {
 
-void dot_chunk_partials(const float* a, const float* b, std::size_t n, int splits, float* partials) {
+void dot_chunk_partials(const float* a, const float* b, std::size_t n, int splits,
+                        float* partials) {
   const std::size_t s = splits < 1 ? 1 : static_cast<std::size_t>(splits);
   for (std::size_t c = 0; c < s; ++c) {
     float partial = 0.0f;
@@ -50,8 +51,8 @@ float sum_in_order(const float* values, const std::size_t* order, std::size_t n,
   return total;
 }
 
-float rmsnorm_row(const float* x, const float* weight, std::size_t n, RowReduction order,
-                  float eps, Precision precision, float* out) {
+float rmsnorm_row(const float* x, const float* weight, std::size_t n, RowReduction order, float eps,
+                  Precision precision, float* out) {
   std::vector<float> squares(n);
   for (std::size_t i = 0; i < n; ++i) squares[i] = x[i] * x[i];
   const std::size_t splits = order.row_splits < 1 ? 1 : static_cast<std::size_t>(order.row_splits);

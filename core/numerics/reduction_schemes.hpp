@@ -50,8 +50,8 @@ struct RowReduction {
 // RMSNorm of one row: out[i] = round(x[i] * inv_rms * weight[i]) with
 // inv_rms = 1 / sqrt(sum(x^2) / n + eps), the sum taken in the RowReduction's order and every
 // product rounded in fp32 (x * inv_rms first). Returns inv_rms.
-float rmsnorm_row(const float* x, const float* weight, std::size_t n, RowReduction order,
-                  float eps, Precision precision, float* out);
+float rmsnorm_row(const float* x, const float* weight, std::size_t n, RowReduction order, float eps,
+                  Precision precision, float* out);
 
 // Decode attention for one query head: scores s_j = (q . k_j) * scale (dot summed left to
 // right), keys split at `bounds` (bounds.front() == 0, bounds.back() == length, increasing).

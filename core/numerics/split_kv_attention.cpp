@@ -7,9 +7,9 @@
 
 namespace llmrepro::numerics {
 
-void attention_split_kv(const float* q, const float* keys, const float* values,
-                        std::size_t length, std::size_t head_dim, std::size_t stride,
-                        float scale, int splits, float* out) {
+void attention_split_kv(const float* q, const float* keys, const float* values, std::size_t length,
+                        std::size_t head_dim, std::size_t stride, float scale, int splits,
+                        float* out) {
   std::fill(out, out + head_dim, 0.0f);
   if (length == 0) return;
   std::size_t s = splits < 1 ? 1 : static_cast<std::size_t>(splits);

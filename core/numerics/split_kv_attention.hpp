@@ -17,8 +17,8 @@ namespace llmrepro::numerics {
 // (out = sum_c exp(m_c - M) acc_c / sum_c exp(m_c - M) l_c, M the largest m_c).
 // Scores are dot(q, key) * scale summed sequentially over head_dim. The output is fp32,
 // unrounded. splits is clamped to [1, length].
-void attention_split_kv(const float* q, const float* keys, const float* values,
-                        std::size_t length, std::size_t head_dim, std::size_t stride,
-                        float scale, int splits, float* out);
+void attention_split_kv(const float* q, const float* keys, const float* values, std::size_t length,
+                        std::size_t head_dim, std::size_t stride, float scale, int splits,
+                        float* out);
 
 } // namespace llmrepro::numerics

@@ -151,9 +151,9 @@ void report(const engine::Model& model, const Options& options, int level,
   std::sort(positions.begin(), positions.end());
   std::printf("concurrency %d: %zu/%zu prompts unstable (%.0f%%), fragile %zu, recall %.2f, "
               "near-tie tokens %.1f%%, %.0f tokens/s\n",
-              level, unstable, outcomes.size(), 100.0 * static_cast<double>(unstable) /
-                                                    static_cast<double>(outcomes.size()),
-              fragile, unstable == 0 ? 1.0 : static_cast<double>(both) / static_cast<double>(unstable),
+              level, unstable, outcomes.size(),
+              100.0 * static_cast<double>(unstable) / static_cast<double>(outcomes.size()), fragile,
+              unstable == 0 ? 1.0 : static_cast<double>(both) / static_cast<double>(unstable),
               100.0 * static_cast<double>(near_ties) / static_cast<double>(tokens),
               tokens_per_second);
   if (!positions.empty()) {
@@ -176,25 +176,44 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (arg == "--suite") options.suite = value();
-    else if (arg == "--runs") options.runs = std::stoi(value());
-    else if (arg == "--levels") options.levels = parse_levels(value());
-    else if (arg == "--max-tokens") options.max_tokens = std::stoul(value());
-    else if (arg == "--max-num-seqs") options.engine.max_num_seqs = std::stoi(value());
-    else if (arg == "--batch-invariant") options.engine.batch_invariant = true;
-    else if (arg == "--prefix-cache") options.engine.prefix_cache = true;
-    else if (arg == "--chunked-prefill") options.engine.chunked_prefill = std::stoi(value());
-    else if (arg == "--threads") options.engine.threads = std::stoi(value());
-    else if (arg == "--seed") options.model.seed = std::stoull(value());
-    else if (arg == "--output-scale") options.model.output_scale = std::stof(value());
-    else if (arg == "--prior-scale") options.model.prior_scale = std::stof(value());
-    else if (arg == "--repeat-penalty") options.model.repeat_penalty = std::stof(value());
-    else if (arg == "--show") options.show = true;
-    else if (arg == "--layer-gain") options.model.layer_gain = std::stof(value());
-    else if (arg == "--sharpness") options.model.attention_sharpness = std::stof(value());
-    else if (arg == "--layers") options.model.n_layers = std::stoul(value());
-    else if (arg == "--jitter") options.jitter = std::stoull(value());
-    else if (arg == "--unseen-penalty") options.model.unseen_penalty = std::stof(value());
+    if (arg == "--suite")
+      options.suite = value();
+    else if (arg == "--runs")
+      options.runs = std::stoi(value());
+    else if (arg == "--levels")
+      options.levels = parse_levels(value());
+    else if (arg == "--max-tokens")
+      options.max_tokens = std::stoul(value());
+    else if (arg == "--max-num-seqs")
+      options.engine.max_num_seqs = std::stoi(value());
+    else if (arg == "--batch-invariant")
+      options.engine.batch_invariant = true;
+    else if (arg == "--prefix-cache")
+      options.engine.prefix_cache = true;
+    else if (arg == "--chunked-prefill")
+      options.engine.chunked_prefill = std::stoi(value());
+    else if (arg == "--threads")
+      options.engine.threads = std::stoi(value());
+    else if (arg == "--seed")
+      options.model.seed = std::stoull(value());
+    else if (arg == "--output-scale")
+      options.model.output_scale = std::stof(value());
+    else if (arg == "--prior-scale")
+      options.model.prior_scale = std::stof(value());
+    else if (arg == "--repeat-penalty")
+      options.model.repeat_penalty = std::stof(value());
+    else if (arg == "--show")
+      options.show = true;
+    else if (arg == "--layer-gain")
+      options.model.layer_gain = std::stof(value());
+    else if (arg == "--sharpness")
+      options.model.attention_sharpness = std::stof(value());
+    else if (arg == "--layers")
+      options.model.n_layers = std::stoul(value());
+    else if (arg == "--jitter")
+      options.jitter = std::stoull(value());
+    else if (arg == "--unseen-penalty")
+      options.model.unseen_penalty = std::stof(value());
     else {
       std::fprintf(stderr, "engine-measure: unknown option %s\n", arg.c_str());
       return 2;
@@ -222,8 +241,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("vocabulary %zu tokens, %zu prompts (%zu unknown words), %d runs, %zu tokens each\n",
-              model.vocabulary().size(), prompts.size(), unknown, options.runs,
-              options.max_tokens);
+              model.vocabulary().size(), prompts.size(), unknown, options.runs, options.max_tokens);
   for (int level : options.levels) {
     double tokens_per_second = 0.0;
     const auto outcomes = run_level(model, options, prompts, level, tokens_per_second);

@@ -65,8 +65,10 @@ core::Result<core::ProbeExperiment> run_device_self_test(const ExperimentConfig&
   const int n = 256;
   for (const int k : {4096, 1000}) {
     const int m = 4;
-    const auto x = random_values(static_cast<std::size_t>(m * k), config.seed + 3, config.precision);
-    const auto w = random_values(static_cast<std::size_t>(n * k), config.seed + 4, config.precision);
+    const auto x =
+        random_values(static_cast<std::size_t>(m * k), config.seed + 3, config.precision);
+    const auto w =
+        random_values(static_cast<std::size_t>(n * k), config.seed + 4, config.precision);
     DeviceBuffer x_device(x.size() * 4);
     DeviceBuffer w_device(w.size() * 4);
     DeviceBuffer out_device(static_cast<std::size_t>(m * n) * 4);
@@ -76,11 +78,10 @@ core::Result<core::ProbeExperiment> run_device_self_test(const ExperimentConfig&
     LLMREPRO_TRY(upload(w_device.get(), w.data(), w.size() * 4));
     for (const int splits : {1, 2, 3, 8}) {
       const bool fixed = splits == 1;
-      const int status =
-          fixed ? launch_fixed_order_gemm(x_device.floats(), w_device.floats(), out_device.floats(),
-                                          m, n, k)
-                : launch_split_k_gemm(x_device.floats(), w_device.floats(), out_device.floats(), m,
-                                      n, k, splits);
+      const int status = fixed ? launch_fixed_order_gemm(x_device.floats(), w_device.floats(),
+                                                         out_device.floats(), m, n, k)
+                               : launch_split_k_gemm(x_device.floats(), w_device.floats(),
+                                                     out_device.floats(), m, n, k, splits);
       if (status != 0) return cuda_error("reference kernel", status);
       auto gpu_out = download_floats(out_device.floats(), static_cast<std::size_t>(m * n));
       if (!gpu_out) return gpu_out.error();
@@ -105,8 +106,8 @@ core::Result<core::ProbeExperiment> run_device_self_test(const ExperimentConfig&
   std::vector<float> reference;
   std::vector<std::string> digests;
   for (const int m : {1, 2, 17, 128, 257}) {
-    auto x = random_values(static_cast<std::size_t>(m * k), config.seed + 7 + static_cast<unsigned>(m),
-                           config.precision);
+    auto x = random_values(static_cast<std::size_t>(m * k),
+                           config.seed + 7 + static_cast<unsigned>(m), config.precision);
     std::copy(anchor.begin(), anchor.end(), x.begin());
     DeviceBuffer x_device(x.size() * 4);
     DeviceBuffer out_device(static_cast<std::size_t>(m * n) * 4);
@@ -116,21 +117,20 @@ core::Result<core::ProbeExperiment> run_device_self_test(const ExperimentConfig&
     const int repeats = m == 1 ? 20 : 1;
     std::vector<float> row;
     for (int repeat = 0; repeat < repeats; ++repeat) {
-      const int status =
-          launch_fixed_order_gemm(x_device.floats(), w_device.floats(), out_device.floats(), m, n, k);
+      const int status = launch_fixed_order_gemm(x_device.floats(), w_device.floats(),
+                                                 out_device.floats(), m, n, k);
       if (status != 0) return cuda_error("fixed-order kernel", status);
       LLMREPRO_TRY_ASSIGN(row, download_floats(out_device.floats(), static_cast<std::size_t>(n)));
       if (m == 1) digests.push_back(output_digest(row.data(), row.size()));
     }
     if (reference.empty()) reference = row;
-    experiment.rows.push_back(compare_outputs("fixed_order_kernel_batch_invariance",
-                                              {param("check", "batch_invariance"), param("M", m)},
-                                              reference.data(), row.data(), row.size(),
-                                              numerics::Precision::fp32));
+    experiment.rows.push_back(compare_outputs(
+        "fixed_order_kernel_batch_invariance", {param("check", "batch_invariance"), param("M", m)},
+        reference.data(), row.data(), row.size(), numerics::Precision::fp32));
   }
-  auto repeat_row = compare_outputs("fixed_order_kernel_repeats", {param("check", "repeats")},
-                                    reference.data(), reference.data(), reference.size(),
-                                    numerics::Precision::fp32);
+  auto repeat_row =
+      compare_outputs("fixed_order_kernel_repeats", {param("check", "repeats")}, reference.data(),
+                      reference.data(), reference.size(), numerics::Precision::fp32);
   add_measure(repeat_row, "runs", 20);
   add_measure(repeat_row, "distinct_digests", static_cast<double>(distinct_count(digests)));
   repeat_row.sha256 = digests.front();
@@ -180,9 +180,9 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
     shapes.push_back({"down", 14336, 4096});
   }
   const std::vector<int> batch_sizes =
-      config.quick ? std::vector<int>{1, 2, 16, 128, 129, 256, 257, 1024}
-                   : std::vector<int>{1, 2, 3, 4, 8, 16, 17, 32, 33, 64, 128, 256, 257, 512, 1024,
-                                      2048};
+      config.quick
+          ? std::vector<int>{1, 2, 16, 128, 129, 256, 257, 1024}
+          : std::vector<int>{1, 2, 3, 4, 8, 16, 17, 32, 33, 64, 128, 256, 257, 512, 1024, 2048};
   DeviceBuffer workspace(k_workspace_bytes);
   if (!workspace) return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
   const numerics::Precision precision = config.precision;
@@ -198,7 +198,8 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
         random_values(static_cast<std::size_t>(shape.k), config.seed + 10 + s, precision);
     DeviceBuffer w_float(nk * 4);
     DeviceBuffer w_typed(nk * bytes);
-    if (!w_float || !w_typed) return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
+    if (!w_float || !w_typed)
+      return core::make_error(core::ErrorCode::environment, "cudaMalloc failed");
     LLMREPRO_TRY(upload(w_float.get(), w.data(), nk * 4));
     const auto w_encoded = encode(precision, w);
     LLMREPRO_TRY(upload(w_typed.get(), w_encoded.data(), w_encoded.size()));
@@ -259,7 +260,8 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
                                                      d_float.floats(), m, shape.n, shape.k);
           if (status != 0) return cuda_error("fixed-order kernel", status);
           auto first = download_floats(d_float.floats(), static_cast<std::size_t>(shape.n));
-          auto last = download_floats(d_float.floats() + last_offset, static_cast<std::size_t>(shape.n));
+          auto last =
+              download_floats(d_float.floats() + last_offset, static_cast<std::size_t>(shape.n));
           if (!first || !last) return core::make_error(core::ErrorCode::environment, "copy failed");
           out.first_fp32 = *first;
           out.last_fp32 = *last;
@@ -321,7 +323,10 @@ core::Result<core::ProbeExperiment> run_device_atomics(const ExperimentConfig& c
   const int k = 4096;
   const int splits = 8;
   const int runs = config.quick ? 20 : 100;
-  experiment.held = {param("outputs", n), param("K", k), param("split", splits), param("runs", runs),
+  experiment.held = {param("outputs", n),
+                     param("K", k),
+                     param("split", splits),
+                     param("runs", runs),
                      {"dtype", ProbeValue{std::string(numerics::to_string(config.precision))}}};
   experiment.varied = {"variant"};
   const auto x = random_values(static_cast<std::size_t>(k), config.seed + 50, config.precision);
@@ -341,11 +346,10 @@ core::Result<core::ProbeExperiment> run_device_atomics(const ExperimentConfig& c
     core::ProbeRow worst;
     bool have_worst = false;
     for (int run = 0; run < runs; ++run) {
-      const int status =
-          atomic ? launch_atomic_split_k(x_device.floats(), w_device.floats(), out_device.floats(),
-                                         n, k, splits)
-                 : launch_split_k_gemm(x_device.floats(), w_device.floats(), out_device.floats(), 1,
-                                       n, k, splits);
+      const int status = atomic ? launch_atomic_split_k(x_device.floats(), w_device.floats(),
+                                                        out_device.floats(), n, k, splits)
+                                : launch_split_k_gemm(x_device.floats(), w_device.floats(),
+                                                      out_device.floats(), 1, n, k, splits);
       if (status != 0) return cuda_error("split-K kernel", status);
       auto out_fp32 = download_floats(out_device.floats(), static_cast<std::size_t>(n));
       if (!out_fp32) return out_fp32.error();

@@ -62,10 +62,10 @@ core::Result<std::vector<core::ProbeRow>> device_vs_host_rows(const ExperimentCo
   for (const numerics::RowReduction order :
        {numerics::RowReduction{1024, 1}, numerics::RowReduction{256, 1},
         numerics::RowReduction{256, 4}, numerics::RowReduction{32, 3}}) {
-    auto on_host = host.rmsnorm(nx.data(), nr.data(), nw.data(), norm_rows, hidden, order, 1e-6f,
-                                precision);
-    auto on_device = device.rmsnorm(nx.data(), nr.data(), nw.data(), norm_rows, hidden, order,
-                                    1e-6f, precision);
+    auto on_host =
+        host.rmsnorm(nx.data(), nr.data(), nw.data(), norm_rows, hidden, order, 1e-6f, precision);
+    auto on_device =
+        device.rmsnorm(nx.data(), nr.data(), nw.data(), norm_rows, hidden, order, 1e-6f, precision);
     if (!on_device) return on_device.error();
     std::vector<core::ProbeParam> params = {param("lanes", order.lanes),
                                             param("row_splits", order.row_splits)};
@@ -78,8 +78,8 @@ core::Result<std::vector<core::ProbeRow>> device_vs_host_rows(const ExperimentCo
   const auto q = random_values(8 * head_dim, config.seed + 106, precision);
   const auto keys = random_values(2 * length * head_dim, config.seed + 107, precision);
   const auto values = random_values(2 * length * head_dim, config.seed + 108, precision);
-  const AttentionInputs inputs{q.data(), keys.data(), values.data(), 8, 2, length, head_dim,
-                               1.0f / 11.3137085f};
+  const AttentionInputs inputs{q.data(), keys.data(), values.data(), 8,
+                               2,        length,      head_dim,      1.0f / 11.3137085f};
   const std::pair<const char*, std::vector<std::size_t>> bound_sets[] = {
       {"no_split", {0, length}},
       {"blocks_3", block_split_bounds(length, 3)},
@@ -89,8 +89,8 @@ core::Result<std::vector<core::ProbeRow>> device_vs_host_rows(const ExperimentCo
     auto on_device = device.attention(inputs, bounds);
     if (!on_device) return on_device.error();
     rows.push_back(same_bits("attention", {param("bounds", name)}, on_host->out, on_device->out));
-    rows.push_back(same_bits("attention_lse", {param("bounds", name)}, on_host->lse,
-                             on_device->lse));
+    rows.push_back(
+        same_bits("attention_lse", {param("bounds", name)}, on_host->lse, on_device->lse));
   }
 
   FlipInputs flip;

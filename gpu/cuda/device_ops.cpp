@@ -1,6 +1,5 @@
 #include "gpu/cuda/device_ops.hpp"
 
-
 #include "gpu/cuda/detail/device_memory.hpp"
 #include "gpu/cuda/probe_kernels.hpp"
 
@@ -78,11 +77,11 @@ core::Result<NormOutputs> DeviceOps::rmsnorm(const float* x, const float* residu
   LLMREPRO_TRY(upload_floats(x_device, x, total));
   LLMREPRO_TRY(upload_floats(residual_device, residual, total));
   LLMREPRO_TRY(upload_floats(weight_device, weight, hidden));
-  const int status = launch_rmsnorm(
-      x_device.floats(), residual_device.floats(), weight_device.floats(), summed.floats(),
-      chunk_sums.floats(), out.floats(), inv_rms.floats(), static_cast<int>(rows),
-      static_cast<int>(hidden), order.lanes, static_cast<int>(splits), eps,
-      precision_code(precision));
+  const int status =
+      launch_rmsnorm(x_device.floats(), residual_device.floats(), weight_device.floats(),
+                     summed.floats(), chunk_sums.floats(), out.floats(), inv_rms.floats(),
+                     static_cast<int>(rows), static_cast<int>(hidden), order.lanes,
+                     static_cast<int>(splits), eps, precision_code(precision));
   LLMREPRO_TRY(finish("RMSNorm kernels", status));
   auto out_host = download_floats(out.floats(), total);
   auto inv_host = download_floats(inv_rms.floats(), rows);
@@ -117,11 +116,11 @@ core::Result<AttentionOutputs> DeviceOps::attention(const AttentionInputs& in,
   LLMREPRO_TRY(
       upload(bounds_device.get(), bounds_host.data(), bounds_host.size() * sizeof(long long)));
   const int status = launch_attention_decode(
-      q.floats(), keys.floats(), values.floats(), static_cast<const long long*>(bounds_device.get()),
-      static_cast<int>(splits), scores.floats(), split_max.floats(), split_sum.floats(),
-      split_out.floats(), out.floats(), lse.floats(), static_cast<int>(in.query_heads),
-      static_cast<int>(in.kv_heads), static_cast<int>(in.length), static_cast<int>(in.head_dim),
-      in.scale);
+      q.floats(), keys.floats(), values.floats(),
+      static_cast<const long long*>(bounds_device.get()), static_cast<int>(splits), scores.floats(),
+      split_max.floats(), split_sum.floats(), split_out.floats(), out.floats(), lse.floats(),
+      static_cast<int>(in.query_heads), static_cast<int>(in.kv_heads), static_cast<int>(in.length),
+      static_cast<int>(in.head_dim), in.scale);
   LLMREPRO_TRY(finish("attention kernels", status));
   auto out_host = download_floats(out.floats(), q_elements);
   auto lse_host = download_floats(lse.floats(), in.query_heads);

@@ -33,7 +33,8 @@ __global__ void fixed_order_gemm(const float* x, const float* w, float* out, int
     }
     __syncthreads();
     const int depth = min(k_depth, k - base);
-    for (int c = 0; c < depth; ++c) partial = partial + x_tile[threadIdx.y][c] * w_tile[threadIdx.x][c];
+    for (int c = 0; c < depth; ++c)
+      partial = partial + x_tile[threadIdx.y][c] * w_tile[threadIdx.x][c];
     __syncthreads();
   }
   if (row < m && col < n) {
@@ -59,8 +60,7 @@ __global__ void split_k_gemm(const float* x, const float* w, float* out, int m, 
   const float* b = w + col * k;
   const long long s = splits < 1 ? 1 : splits;
   float total = 0.0f;
-  for (long long c = 0; c < s; ++c)
-    total = total + chunk_sum(a, b, k * c / s, k * (c + 1) / s);
+  for (long long c = 0; c < s; ++c) total = total + chunk_sum(a, b, k * c / s, k * (c + 1) / s);
   out[index] = total;
 }
 
@@ -87,8 +87,8 @@ int launch_split_k_gemm(const float* x, const float* w, float* out, int m, int n
                         int splits) {
   const long long total = static_cast<long long>(m) * n;
   const int threads = 128;
-  split_k_gemm<<<static_cast<unsigned>((total + threads - 1) / threads), threads>>>(x, w, out, m,
-                                                                                     n, k, splits);
+  split_k_gemm<<<static_cast<unsigned>((total + threads - 1) / threads), threads>>>(x, w, out, m, n,
+                                                                                    k, splits);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -69,7 +69,8 @@ core::Result<void> append_lt_forced_split_k(const ExperimentConfig& config,
   LLMREPRO_TRY(fill(buffers, precision, x, w, mn));
   DeviceBuffer workspace(k_workspace_bytes);
   if (!workspace) return allocation_error();
-  const auto run = [&](const LtRequest& request, LtAlgoInfo& algo) -> core::Result<std::vector<float>> {
+  const auto run = [&](const LtRequest& request,
+                       LtAlgoInfo& algo) -> core::Result<std::vector<float>> {
     auto gemm = LtGemm::create(precision, m, n, k, request, workspace.get(), k_workspace_bytes);
     if (!gemm) return gemm.error();
     LLMREPRO_TRY((*gemm)->run(buffers.x_typed.get(), buffers.w_typed.get(), buffers.d_typed.get()));
@@ -99,10 +100,11 @@ core::Result<void> append_lt_forced_split_k(const ExperimentConfig& config,
       add_measure(row, "reference_algo_id", reference_algo.algo_id);
       experiment.rows.push_back(std::move(row));
     }
-  std::string note = "lt_forced_split_k rows: cuBLASLt at M = 16, N = K = 4096 with "
-                     "CUBLASLT_ALGO_CONFIG_SPLITK_NUM and REDUCTION_SCHEME set on the first "
-                     "heuristic result that supports them (validated with cublasLtMatmulAlgoCheck), "
-                     "against the split-K-free algorithm at the same shape (all M x N outputs).";
+  std::string note =
+      "lt_forced_split_k rows: cuBLASLt at M = 16, N = K = 4096 with "
+      "CUBLASLT_ALGO_CONFIG_SPLITK_NUM and REDUCTION_SCHEME set on the first "
+      "heuristic result that supports them (validated with cublasLtMatmulAlgoCheck), "
+      "against the split-K-free algorithm at the same shape (all M x N outputs).";
   if (!rejected.empty()) {
     note += " Rejected by cuBLASLt:";
     for (std::size_t i = 0; i < rejected.size(); ++i) note += (i == 0 ? " " : ", ") + rejected[i];
@@ -124,7 +126,9 @@ core::Result<core::ProbeExperiment> run_device_cost(const ExperimentConfig& conf
   cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, 0);
   cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
   const std::size_t flush_bytes = 2 * static_cast<std::size_t>(std::max(l2_bytes, 1 << 20));
-  experiment.held = {param("N", n), param("K", k), param("samples", samples),
+  experiment.held = {param("N", n),
+                     param("K", k),
+                     param("samples", samples),
                      param("l2_bytes", l2_bytes),
                      param("l2_flush_bytes", static_cast<std::int64_t>(flush_bytes)),
                      param("sm_clock_peak_mhz", clock_khz / 1000),
@@ -176,10 +180,11 @@ core::Result<core::ProbeExperiment> run_device_cost(const ExperimentConfig& conf
     constexpr int k_variants = 4;
     const auto present = [&](int v) { return v == 3 || gemms[static_cast<std::size_t>(v)]; };
     const auto launch = [&](int v) -> core::Result<void> {
-      if (v < 3) return gemms[static_cast<std::size_t>(v)]->run(b.x_typed.get(), b.w_typed.get(),
-                                                                b.d_typed.get());
-      const int status =
-          launch_fixed_order_gemm(b.x_float.floats(), b.w_float.floats(), b.d_float.floats(), m, n, k);
+      if (v < 3)
+        return gemms[static_cast<std::size_t>(v)]->run(b.x_typed.get(), b.w_typed.get(),
+                                                       b.d_typed.get());
+      const int status = launch_fixed_order_gemm(b.x_float.floats(), b.w_float.floats(),
+                                                 b.d_float.floats(), m, n, k);
       if (status != 0) return cuda_error("fixed-order kernel", status);
       return {};
     };
@@ -223,8 +228,8 @@ core::Result<core::ProbeExperiment> run_device_cost(const ExperimentConfig& conf
       const numerics::Precision stored = v < 3 ? precision : numerics::Precision::fp32;
       const auto reference = decode(stored, numerics[static_cast<std::size_t>(v)].data(), mn);
       const auto timed = decode(stored, out->data(), mn);
-      auto row = compare_outputs(names[v], {param("M", m)}, reference.data(), timed.data(), mn,
-                                 stored);
+      auto row =
+          compare_outputs(names[v], {param("M", m)}, reference.data(), timed.data(), mn, stored);
       add_measure(row, "time_us", median);
       add_measure(row, "min_us", own.front());
       add_measure(row, "max_us", own.back());

@@ -65,8 +65,8 @@ void describe(const cublasLtMatmulAlgo_t& algo, LtAlgoInfo& info) {
                                        &written);
   cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile,
                                        &written);
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split,
-                                       sizeof split, &written);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split,
+                                       &written);
   cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
                                        sizeof scheme, &written);
   info.algo_id = algo_id;
@@ -161,11 +161,9 @@ core::Result<std::unique_ptr<LtGemm>> LtGemm::create(numerics::Precision precisi
   }
   cublasLtMatmulHeuristicResult_t results[k_heuristic_results]{};
   int found = 0;
-  status = cublasLtMatmulAlgoGetHeuristic(s.handle, s.operation, s.w_layout, s.x_layout,
-                                          s.d_layout, s.d_layout, s.preference,
-                                          request.policy == LtPolicy::heuristic ? 1
-                                                                                : k_heuristic_results,
-                                          results, &found);
+  status = cublasLtMatmulAlgoGetHeuristic(
+      s.handle, s.operation, s.w_layout, s.x_layout, s.d_layout, s.d_layout, s.preference,
+      request.policy == LtPolicy::heuristic ? 1 : k_heuristic_results, results, &found);
   if (status != CUBLAS_STATUS_SUCCESS) return lt_error("heuristic", status);
   for (int i = 0; i < found; ++i) {
     cublasLtMatmulAlgo_t algo = results[i].algo;

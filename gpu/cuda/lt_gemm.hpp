@@ -44,8 +44,8 @@ const char* lt_scheme_name(unsigned scheme);
 
 struct LtRequest {
   LtPolicy policy = LtPolicy::heuristic;
-  int split_k = 1;         // forced_split_k only
-  unsigned scheme = 0;     // forced_split_k only: one of the k_lt_scheme_* values
+  int split_k = 1;                    // forced_split_k only
+  unsigned scheme = 0;                // forced_split_k only: one of the k_lt_scheme_* values
   const LtAlgoInfo* pinned = nullptr; // pinned only
 };
 

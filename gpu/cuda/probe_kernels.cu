@@ -53,16 +53,20 @@ __global__ void split_k_partials(const float* x, const float* w, float* partials
   if (index >= static_cast<long long>(n) * splits) return;
   const long long j = index / splits;
   const long long c = index % splits;
-  partials[index] = dot_range(x, w + j * k, chunk_bound(k, splits, c), chunk_bound(k, splits, c + 1));
+  partials[index] =
+      dot_range(x, w + j * k, chunk_bound(k, splits, c), chunk_bound(k, splits, c + 1));
 }
 
 // numerics::combine_partials.
 __device__ float combine(const float* partials, int count, int scheme, int precision) {
   float total = 0.0f;
   for (int c = 0; c < count; ++c) {
-    if (scheme == k_scheme_output_type) total = total + round_to(partials[c], precision);
-    else if (scheme == k_scheme_inplace) total = round_to(total + partials[c], precision);
-    else total = total + partials[c];
+    if (scheme == k_scheme_output_type)
+      total = total + round_to(partials[c], precision);
+    else if (scheme == k_scheme_inplace)
+      total = round_to(total + partials[c], precision);
+    else
+      total = total + partials[c];
   }
   return round_to(total, precision);
 }
@@ -229,11 +233,11 @@ int launch_split_k_partials(const float* x, const float* w, float* partials, int
   return static_cast<int>(cudaGetLastError());
 }
 
-int launch_combine_partials(const float* partials, float* out, float* out_fp32, int n,
-                            int splits, int scheme, int precision) {
+int launch_combine_partials(const float* partials, float* out, float* out_fp32, int n, int splits,
+                            int scheme, int precision) {
   const int threads = 128;
-  combine_partials<<<blocks_for(n, threads), threads>>>(partials, out, out_fp32, n, splits,
-                                                        scheme, precision);
+  combine_partials<<<blocks_for(n, threads), threads>>>(partials, out, out_fp32, n, splits, scheme,
+                                                        precision);
   return static_cast<int>(cudaGetLastError());
 }
 
@@ -256,14 +260,12 @@ int launch_attention_decode(const float* q, const float* keys, const float* valu
                             const long long* bounds, int splits, float* scores, float* split_max,
                             float* split_sum, float* split_out, float* out, float* lse,
                             int query_heads, int kv_heads, int length, int head_dim, float scale) {
-  if (head_dim < 1 || head_dim > 1024 || splits < 1 || kv_heads < 1 ||
-      query_heads % kv_heads != 0)
+  if (head_dim < 1 || head_dim > 1024 || splits < 1 || kv_heads < 1 || query_heads % kv_heads != 0)
     return static_cast<int>(cudaErrorInvalidValue);
   attention_split<<<dim3(static_cast<unsigned>(query_heads), static_cast<unsigned>(splits)),
                     static_cast<unsigned>(head_dim)>>>(q, keys, values, bounds, splits, scores,
-                                                       split_max, split_sum, split_out,
-                                                       query_heads, kv_heads, length, head_dim,
-                                                       scale);
+                                                       split_max, split_sum, split_out, query_heads,
+                                                       kv_heads, length, head_dim, scale);
   cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) return static_cast<int>(status);
   attention_combine<<<static_cast<unsigned>(query_heads), static_cast<unsigned>(head_dim)>>>(
@@ -276,9 +278,9 @@ int launch_flip_logits(const float* hidden, const float* perturbed, const float*
                        unsigned char* argmax_a, unsigned char* argmax_b, int steps, int k,
                        int precision) {
   const int threads = 128;
-  flip_logits<<<blocks_for(steps, threads), threads>>>(hidden, perturbed, weights, targets,
-                                                       logit_a, logit_b, argmax_a, argmax_b,
-                                                       steps, k, precision);
+  flip_logits<<<blocks_for(steps, threads), threads>>>(hidden, perturbed, weights, targets, logit_a,
+                                                       logit_b, argmax_a, argmax_b, steps, k,
+                                                       precision);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -16,8 +16,8 @@ int launch_split_k_partials(const float* x, const float* w, float* partials, int
 
 // out[j] = numerics::combine_partials(partials of j, scheme, precision) and out_fp32[j] the same
 // with fp32: the second (workspace) pass of split-K, one thread per output.
-int launch_combine_partials(const float* partials, float* out, float* out_fp32, int n,
-                            int splits, int scheme, int precision);
+int launch_combine_partials(const float* partials, float* out, float* out_fp32, int n, int splits,
+                            int scheme, int precision);
 
 // RMSNorm of `rows` rows with the fused residual add: summed = round(x + residual) (written to
 // `summed`), then numerics::rmsnorm_row with RowReduction{lanes, row_splits} and fp32 output.

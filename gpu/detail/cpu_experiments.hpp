@@ -36,8 +36,7 @@ core::ProbeExperiment run_forced_split_k(const ExperimentConfig& config);
 // E3: atomics (a random arrival order per run) vs serial and two-pass combines, over repeats.
 core::ProbeExperiment run_atomics(const ExperimentConfig& config);
 // E4: RMSNorm (with the fused residual add) under adaptive, split-row and fixed reductions.
-core::Result<core::ProbeExperiment> run_rmsnorm(const ExperimentConfig& config,
-                                                ExperimentOps& ops);
+core::Result<core::ProbeExperiment> run_rmsnorm(const ExperimentConfig& config, ExperimentOps& ops);
 core::ProbeExperiment run_rmsnorm(const ExperimentConfig& config);
 // E5: decode attention with FA2-style, fixed-size and no split-KV policies over batch sizes.
 core::Result<core::ProbeExperiment> run_attention(const ExperimentConfig& config,

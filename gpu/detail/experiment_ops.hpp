@@ -56,10 +56,10 @@ struct FlipInputs {
 // in order B (split 4) with h = drifted or hidden, bias = target - raw_a, logit = round(raw +
 // bias); argmax over the two candidates with the first-index tie rule.
 struct FlipLogits {
-  std::vector<float> logit_a;          // steps x 2
-  std::vector<float> logit_b;          // steps x 2
-  std::vector<std::uint8_t> argmax_a;  // steps
-  std::vector<std::uint8_t> argmax_b;  // steps
+  std::vector<float> logit_a;         // steps x 2
+  std::vector<float> logit_b;         // steps x 2
+  std::vector<std::uint8_t> argmax_a; // steps
+  std::vector<std::uint8_t> argmax_b; // steps
 };
 
 class ExperimentOps {

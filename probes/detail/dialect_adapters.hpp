@@ -13,14 +13,14 @@
 
 namespace llmrepro::probes::detail {
 
-DialectRequest build_openai_chat_request(const core::Prompt &prompt,
-                                         const GenerationParams &params);
-DialectRequest build_openai_completions_request(const core::Prompt &prompt,
-                                                const GenerationParams &params);
-DialectRequest build_llamacpp_request(const core::Prompt &prompt, const GenerationParams &params);
-DialectRequest build_sglang_request(const core::Prompt &prompt, const GenerationParams &params);
-DialectRequest build_ollama_request(const core::Prompt &prompt, const GenerationParams &params);
-DialectRequest build_tgi_request(const core::Prompt &prompt, const GenerationParams &params);
+DialectRequest build_openai_chat_request(const core::Prompt& prompt,
+                                         const GenerationParams& params);
+DialectRequest build_openai_completions_request(const core::Prompt& prompt,
+                                                const GenerationParams& params);
+DialectRequest build_llamacpp_request(const core::Prompt& prompt, const GenerationParams& params);
+DialectRequest build_sglang_request(const core::Prompt& prompt, const GenerationParams& params);
+DialectRequest build_ollama_request(const core::Prompt& prompt, const GenerationParams& params);
+DialectRequest build_tgi_request(const core::Prompt& prompt, const GenerationParams& params);
 
 // Each returns the completion with candidates not yet sorted; parse_response() sorts.
 core::Completion parse_openai_chat(std::string_view body, bool stream);
@@ -31,20 +31,20 @@ core::Completion parse_ollama(std::string_view body, bool stream);
 core::Completion parse_tgi(std::string_view body, bool stream);
 
 // max_tokens from the prompt when it sets one, else from the parameters.
-int effective_max_tokens(const core::Prompt &prompt, const GenerationParams &params);
+int effective_max_tokens(const core::Prompt& prompt, const GenerationParams& params);
 
 // The prompt's response_format as JSON. The suite loader only lets valid JSON through; text
 // that does not parse is sent as a JSON string, so the endpoint rejects it visibly.
-Json response_format(const core::Prompt &prompt);
+Json response_format(const core::Prompt& prompt);
 
 // Serialises a request body; invalid UTF-8 in prompt text is replaced, never thrown on.
-std::string dump_body(const Json &body);
+std::string dump_body(const Json& body);
 
 // One token in the OpenAI chat shape, also used by llama.cpp and Ollama:
 // {token, logprob, bytes?, top_logprobs?: [{token, logprob, bytes?}]}. Other keys (id) are
 // ignored; an absent, null or empty top_logprobs means no candidates (Ollama omits it when
 // empty). Tokens are read with read_token_text(), log probabilities with read_logprob().
-core::TokenLogprob read_openai_token(const JsonView &entry, core::NumberAnomalies &numbers);
+core::TokenLogprob read_openai_token(const JsonView& entry, core::NumberAnomalies& numbers);
 
 // Member `key` of a token or candidate object: the token string, or where the object's `bytes`
 // are not the UTF-8 of that string (a byte fragment, which OpenAI and llama.cpp send as
@@ -52,31 +52,31 @@ core::TokenLogprob read_openai_token(const JsonView &entry, core::NumberAnomalie
 // "bytes:\xe2\x80" (two lowercase hex digits a byte), which core::token_bytes() reads back.
 // Applied alike to a sampled token and its candidates, so the one is still found among the
 // others. Absent, null or malformed bytes, or none, keep the string.
-std::string read_token_text(const JsonView &entry, std::string_view key);
+std::string read_token_text(const JsonView& entry, std::string_view key);
 
 // A candidate or token logprob. Every -inf spelling maps to core::k_logprob_floor: -9999.0,
 // float lowest, -Infinity and a negative literal past a double's range. NaN, Infinity, a
 // positive overflowing literal and null (TGI's schema allows it) carry no usable number and
 // map to core::k_unknown_logprob. Each of those literals is counted in `numbers` by its kind;
 // none fails the request.
-double read_logprob(const JsonView &value, core::NumberAnomalies &numbers);
+double read_logprob(const JsonView& value, core::NumberAnomalies& numbers);
 
 // log(p) for probability shapes; p == 0 maps to the floor, a finite p outside [0, 1] is an
 // error. The literals read_logprob() maps are mapped and counted the same way.
-double read_probability_as_logprob(const JsonView &value, core::NumberAnomalies &numbers);
+double read_probability_as_logprob(const JsonView& value, core::NumberAnomalies& numbers);
 
 // Throws "endpoint error: <reason>" when `root` is an error envelope ({"error": ...} or
 // vLLM's flat {"object": "error", ...}) instead of a completion.
-void fail_on_error_envelope(const JsonView &root, std::string_view text, const std::string &what);
+void fail_on_error_envelope(const JsonView& root, std::string_view text, const std::string& what);
 
 // The data of every event of an SSE body, the unterminated last one included.
 std::vector<std::string> sse_events(std::string_view body);
 
 // Runs `step`, prefixing any ParseFailure it throws with `prefix` ("stream event 3: ").
-template <typename Step> void with_prefix(const std::string &prefix, Step &&step) {
+template <typename Step> void with_prefix(const std::string& prefix, Step&& step) {
   try {
     step();
-  } catch (const ParseFailure &failure) {
+  } catch (const ParseFailure& failure) {
     fail(prefix + failure.what());
   }
 }

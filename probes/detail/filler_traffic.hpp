@@ -14,28 +14,28 @@ namespace llmrepro::probes::detail {
 
 // The request of filler number `index` (core::filler_prompt, core::filler_max_tokens), never
 // streamed.
-HttpRequest filler_request(const EndpointTarget &target, const SchedulerConfig &config,
+HttpRequest filler_request(const EndpointTarget& target, const SchedulerConfig& config,
                            std::uint64_t index);
 
 // The filler requests of one run. Fillers are never recorded, retried or judged: they are only
 // counted, per endpoint, in core::ProbeActivity. Their numbering runs across the whole run.
 class FillerTraffic {
 public:
-  explicit FillerTraffic(const SchedulerConfig &config) : m_config(config) {}
+  explicit FillerTraffic(const SchedulerConfig& config) : m_config(config) {}
 
   // Submits fillers to `target` until `count` are in flight, counting each as sent.
-  void top_up(HttpTransport &transport, const EndpointTarget &target, std::size_t count,
-              core::ProbeActivity &activity);
+  void top_up(HttpTransport& transport, const EndpointTarget& target, std::size_t count,
+              core::ProbeActivity& activity);
 
   // Whether `finished` is a filler; if so it is forgotten, and counted as failed unless it
   // answered 2xx.
-  bool take(const HttpTransport::Finished &finished, core::ProbeActivity &activity);
+  bool take(const HttpTransport::Finished& finished, core::ProbeActivity& activity);
 
   // Whether no filler is in flight.
   bool empty() const { return m_in_flight.empty(); }
 
 private:
-  const SchedulerConfig &m_config;
+  const SchedulerConfig& m_config;
   std::uint64_t m_next_index = 0;
   std::set<HttpTransport::RequestId> m_in_flight;
 };

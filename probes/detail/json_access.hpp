@@ -26,10 +26,10 @@ using Json = nlohmann::ordered_json;
 // A field was missing, wrongly typed or inconsistent; the message names it.
 class ParseFailure : public std::runtime_error {
 public:
-  explicit ParseFailure(const std::string &message) : std::runtime_error(message) {}
+  explicit ParseFailure(const std::string& message) : std::runtime_error(message) {}
 };
 
-[[noreturn]] void fail(const std::string &message);
+[[noreturn]] void fail(const std::string& message);
 
 // Deeper JSON than this is rejected: no response shape needs more than ten.
 inline constexpr std::size_t k_max_json_depth = 64;
@@ -37,7 +37,7 @@ inline constexpr std::size_t k_max_json_depth = 64;
 // Parses one JSON document into a DOM; throws ParseFailure("<what>malformed JSON at byte N")
 // or ("<what>JSON nested deeper than 64 levels"), `what` prefixing the message ("stream event
 // 3: "). For cold paths (error bodies); responses go through parse_document().
-Json parse_json(std::string_view text, const std::string &what = "");
+Json parse_json(std::string_view text, const std::string& what = "");
 
 // Parses one response into a JsonDocument, accepting and rejecting exactly what parse_json()
 // does, with the same messages (input it rejects is handed to parse_json() for the verdict),
@@ -45,13 +45,13 @@ Json parse_json(std::string_view text, const std::string &what = "");
 // Infinity, -Infinity, literals past a double's range; see JsonNumber), which parse_json()
 // rejects: in rejected input they are read as 0 for the verdict, so the message names the fault
 // they did not cause. `text` must outlive the document.
-JsonDocument parse_document(std::string_view text, const std::string &what = "");
+JsonDocument parse_document(std::string_view text, const std::string& what = "");
 
 // A JSON value of a document. Holds a pointer: the document must outlive the view.
 class JsonView {
 public:
   // The root of `document`, at path "" ("body" in messages).
-  explicit JsonView(const JsonDocument &document) : m_document(&document) {}
+  explicit JsonView(const JsonDocument& document) : m_document(&document) {}
 
   // The path that reached this value ("choices[0].logprobs"), built on each call.
   std::string path() const;
@@ -76,8 +76,8 @@ public:
   double number() const;      // throws unless a finite number (integers accepted)
   // What a number's literal stands for; throws unless a number (NaN and the like included).
   JsonNumber number_kind() const;
-  long integer() const;       // throws unless an integer that fits in a long
-  bool boolean() const;       // throws unless true or false
+  long integer() const; // throws unless an integer that fits in a long
+  bool boolean() const; // throws unless true or false
 
   // Member `key` as a string, "" when absent or null; throws when it has another type.
   std::string optional_string(std::string_view key) const;
@@ -94,14 +94,14 @@ public:
   std::string describe() const;
 
 private:
-  JsonView(const JsonDocument *document, std::uint32_t node, bool bracketed)
+  JsonView(const JsonDocument* document, std::uint32_t node, bool bracketed)
       : m_document(document), m_node(node), m_bracketed(bracketed) {}
 
-  const JsonNode &node() const { return m_document->node(m_node); }
+  const JsonNode& node() const { return m_document->node(m_node); }
   // Index of member `key`, or JsonNode::k_no_parent when absent; this must be an object.
   std::uint32_t member_node(std::string_view key) const;
 
-  const JsonDocument *m_document;
+  const JsonDocument* m_document;
   std::uint32_t m_node = 0;
   bool m_bracketed = false; // the last path step is ["key"] rather than .key
 };

@@ -58,10 +58,10 @@ struct JsonNode {
 class JsonDocument {
 public:
   JsonDocument() = default;
-  JsonDocument(JsonDocument &&) noexcept = default;
-  JsonDocument &operator=(JsonDocument &&) noexcept = default;
-  JsonDocument(const JsonDocument &) = delete;
-  JsonDocument &operator=(const JsonDocument &) = delete;
+  JsonDocument(JsonDocument&&) noexcept = default;
+  JsonDocument& operator=(JsonDocument&&) noexcept = default;
+  JsonDocument(const JsonDocument&) = delete;
+  JsonDocument& operator=(const JsonDocument&) = delete;
   // Hands the node and child arrays to the next document parsed on this thread, so that
   // parsing one response after another allocates nothing in steady state.
   ~JsonDocument();
@@ -78,14 +78,14 @@ public:
   // Parses a copy of `text` that the document keeps; for text that does not outlive it.
   bool parse_owned(std::string text, std::size_t max_depth);
 
-  const JsonNode &node(std::uint32_t index) const { return m_nodes[index]; }
+  const JsonNode& node(std::uint32_t index) const { return m_nodes[index]; }
   // Node index of the `i`-th child of container node `parent` (i < node(parent).count).
-  std::uint32_t child(const JsonNode &parent, std::size_t i) const {
+  std::uint32_t child(const JsonNode& parent, std::size_t i) const {
     return m_children[parent.first + i];
   }
   // The literals outside strict JSON the last parse() accepted, in text order: all of them
   // after a successful parse, those before the fault after a failed one.
-  const std::vector<JsonSpan> &nonstandard_numbers() const { return m_nonstandard; }
+  const std::vector<JsonSpan>& nonstandard_numbers() const { return m_nonstandard; }
 
 private:
   friend class JsonTapeBuilder;

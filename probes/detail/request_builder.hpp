@@ -13,14 +13,14 @@
 namespace llmrepro::probes::detail {
 
 // The generation parameters of the run as sent to `target`: its own model where it names one.
-GenerationParams params_for(const EndpointTarget &target, const SchedulerConfig &config);
+GenerationParams params_for(const EndpointTarget& target, const SchedulerConfig& config);
 
 // A JSON POST of `body` to `path` joined onto the target's base URL.
-HttpRequest post_request(const EndpointTarget &target, const SchedulerConfig &config,
-                         const std::string &path, std::string body);
+HttpRequest post_request(const EndpointTarget& target, const SchedulerConfig& config,
+                         const std::string& path, std::string body);
 
 // The generation request for `prompt` in the target's dialect, with `params`.
-HttpRequest generation_request(const EndpointTarget &target, const SchedulerConfig &config,
-                               const core::Prompt &prompt, const GenerationParams &params);
+HttpRequest generation_request(const EndpointTarget& target, const SchedulerConfig& config,
+                               const core::Prompt& prompt, const GenerationParams& params);
 
 } // namespace llmrepro::probes::detail

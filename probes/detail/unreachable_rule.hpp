@@ -24,17 +24,17 @@ public:
   // An attempt of the current wave ended. `connect_failed`: it failed to connect (connection
   // refused, host not found, TLS failure), with `reason`; `spent`: its request may make no
   // more attempts. Returns unreachable().
-  bool attempt_ended(bool connect_failed, const std::string &reason, bool spent);
+  bool attempt_ended(bool connect_failed, const std::string& reason, bool spent);
 
   // Whether the current wave has found the endpoint unreachable; from then on the run starts
   // nothing more.
   bool unreachable() const { return m_unreachable; }
 
   // The first connection failure seen while watching: why the endpoint is unreachable.
-  const std::string &error() const { return m_error; }
+  const std::string& error() const { return m_error; }
 
 private:
-  bool m_reached = false;       // an attempt of the run reached something
+  bool m_reached = false; // an attempt of the run reached something
   bool m_watched_a_wave = false;
   bool m_watching = false;
   int m_watch_limit = 0;

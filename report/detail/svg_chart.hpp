@@ -40,7 +40,7 @@ struct BarChart {
 };
 
 // The chart as an <svg> element, or the empty message in an <svg> of the same size.
-std::string render_bar_chart(const BarChart &chart);
+std::string render_bar_chart(const BarChart& chart);
 
 struct LineSeries {
   std::string name;
@@ -68,6 +68,6 @@ struct LineChart {
 };
 
 // The chart as an <svg> element.
-std::string render_line_chart(const LineChart &chart);
+std::string render_line_chart(const LineChart& chart);
 
 } // namespace llmrepro::report

@@ -157,8 +157,7 @@ Result<void> AuditDatabase::record_batch(const std::vector<core::RequestRecord>&
   if (records.empty()) return {};
   const std::lock_guard lock(m_impl->mutex);
   return m_impl->transaction([&]() -> Result<void> {
-    for (const auto& record : records)
-      LLMREPRO_TRY(m_impl->writer.write_record(record));
+    for (const auto& record : records) LLMREPRO_TRY(m_impl->writer.write_record(record));
     return {};
   });
 }
@@ -193,8 +192,7 @@ Result<void> AuditDatabase::update_config(const core::AuditConfig& config) {
 
 Result<void> AuditDatabase::store_semantic(const core::SemanticAgreement& agreement) {
   const std::lock_guard lock(m_impl->mutex);
-  return m_impl->transaction(
-      [&] { return detail::write_semantic(m_impl->connection, agreement); });
+  return m_impl->transaction([&] { return detail::write_semantic(m_impl->connection, agreement); });
 }
 
 Result<std::optional<core::SemanticAgreement>> AuditDatabase::load_semantic() const {

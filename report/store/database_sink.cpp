@@ -15,9 +15,8 @@ DatabaseSink::~DatabaseSink() { (void)finish(); }
 
 core::Result<void> DatabaseSink::record(core::RequestRecord record) {
   std::unique_lock lock(m_mutex);
-  m_has_room.wait(lock, [&] {
-    return m_error.has_value() || m_stopping || m_queue.size() < m_queue_capacity;
-  });
+  m_has_room.wait(
+      lock, [&] { return m_error.has_value() || m_stopping || m_queue.size() < m_queue_capacity; });
   if (m_error) return *m_error;
   if (m_stopping)
     return core::make_error(core::ErrorCode::internal,

@@ -31,8 +31,8 @@ public:
   JsonReader(std::string where) : m_where(std::move(where)) {}
 
   Error error(const std::string& field, const char* expected) const {
-    return core::make_error(ErrorCode::input, m_where + ": field '" + field +
-                                                  "' is missing or not " + expected);
+    return core::make_error(ErrorCode::input,
+                            m_where + ": field '" + field + "' is missing or not " + expected);
   }
 
   const Json* find(const Json& object, const std::string& field) const {
@@ -65,7 +65,8 @@ public:
 
   Result<std::uint64_t> unsigned_integer(const Json& object, const std::string& field) const {
     const Json* value = find(object, field);
-    if (value == nullptr || !value->is_number_unsigned()) return error(field, "an unsigned integer");
+    if (value == nullptr || !value->is_number_unsigned())
+      return error(field, "an unsigned integer");
     return value->get<std::uint64_t>();
   }
 
@@ -117,7 +118,8 @@ Json config_to_json(const core::AuditConfig& config) {
   Json gates_json = {
       {"fail_on", core::to_string(gates.fail_on)},
       {"max_unique", gates.max_unique ? Json(*gates.max_unique) : Json(nullptr)},
-      {"max_unstable_rate", gates.max_unstable_rate ? Json(*gates.max_unstable_rate) : Json(nullptr)},
+      {"max_unstable_rate",
+       gates.max_unstable_rate ? Json(*gates.max_unstable_rate) : Json(nullptr)},
       {"min_tara", gates.min_tara ? Json(*gates.min_tara) : Json(nullptr)},
       {"max_failed_rate", gates.max_failed_rate},
   };
@@ -208,7 +210,6 @@ Result<Kind> parse_kind(const std::string& text, Kind last, const JsonReader& re
 std::string dump(const Json& json) {
   return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
-
 
 // Parses a stored document; a malformed one is an input error naming it.
 Result<Json> parse(const std::string& text, const std::string& where) {
@@ -374,8 +375,7 @@ Result<void> decode_candidates(const std::string& text, std::vector<core::TokenC
   Json json;
   LLMREPRO_TRY_ASSIGN(json, parse(text, where));
   const auto bad = [&] {
-    return core::make_error(ErrorCode::input,
-                            where + ": not an array of [token, logprob] pairs");
+    return core::make_error(ErrorCode::input, where + ": not an array of [token, logprob] pairs");
   };
   if (!json.is_array()) return bad();
   for (const auto& pair : json) {

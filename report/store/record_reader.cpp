@@ -78,8 +78,8 @@ Result<void> RecordReader::read_header(core::AuditData& data) const {
         if (!column_is_null(row, 4)) prompt.max_tokens = column_int(row, 4);
         const PromptJsonColumns columns{column_text(row, 3), column_text(row, 5),
                                         column_text(row, 6), column_text(row, 7)};
-        if (auto decoded = decode_prompt_columns(columns, prompt,
-                                                 db.where() + ": prompt '" + prompt.id + "'");
+        if (auto decoded =
+                decode_prompt_columns(columns, prompt, db.where() + ": prompt '" + prompt.id + "'");
             !decoded)
           return decoded;
         prompt.response_format_json = column_text(row, 8);
@@ -159,14 +159,14 @@ Result<void> RecordReader::read_records(core::AuditData& data) const {
   Statement statement;
   LLMREPRO_TRY_ASSIGN(statement, db.prepare(requests_query("id").c_str(), ErrorCode::input));
   std::vector<std::int64_t> ids;
-  auto read = db.for_each_row(
-      statement.get(), "cannot read the records", [&](sqlite3_stmt* row) -> Result<void> {
-        core::RequestRecord record;
-        ids.push_back(column_int64(row, 0));
-        LLMREPRO_TRY(read_record(row, record));
-        data.records.push_back(std::move(record));
-        return Result<void>{};
-      });
+  auto read = db.for_each_row(statement.get(), "cannot read the records",
+                              [&](sqlite3_stmt* row) -> Result<void> {
+                                core::RequestRecord record;
+                                ids.push_back(column_int64(row, 0));
+                                LLMREPRO_TRY(read_record(row, record));
+                                data.records.push_back(std::move(record));
+                                return Result<void>{};
+                              });
   if (!read) return read;
 
   LLMREPRO_TRY_ASSIGN(
@@ -187,9 +187,8 @@ Result<void> RecordReader::read_records(core::AuditData& data) const {
 
 // Requests in (prompt, id) order; each prompt's tokens are read by request (a primary-key range
 // of the tokens table) just before the prompt is handed over, then dropped.
-Result<void>
-RecordReader::stream_records(core::AuditData& data,
-                             const AuditDatabase::PromptRecordsVisitor& visit) const {
+Result<void> RecordReader::stream_records(core::AuditData& data,
+                                          const AuditDatabase::PromptRecordsVisitor& visit) const {
   const Connection& db = m_connection;
   Statement requests;
   LLMREPRO_TRY_ASSIGN(requests,
@@ -213,10 +212,9 @@ RecordReader::stream_records(core::AuditData& data,
       out.reserve(
           static_cast<std::size_t>(std::max(0L, group[i].outcome.completion.completion_tokens)));
       sqlite3_bind_int64(tokens.get(), 1, request_id);
-      auto read = db.for_each_row(tokens.get(), "cannot read the tokens",
-                                  [&](sqlite3_stmt* row) -> Result<void> {
-                                    return append_token(row, request_id, out);
-                                  });
+      auto read = db.for_each_row(
+          tokens.get(), "cannot read the tokens",
+          [&](sqlite3_stmt* row) -> Result<void> { return append_token(row, request_id, out); });
       if (!read) return read;
     }
     LLMREPRO_TRY(visit(header, group_prompt, group));
@@ -232,17 +230,17 @@ RecordReader::stream_records(core::AuditData& data,
     return {};
   };
 
-  auto read = db.for_each_row(
-      requests.get(), "cannot read the records", [&](sqlite3_stmt* row) -> Result<void> {
-        core::RequestRecord record;
-        LLMREPRO_TRY(read_record(row, record));
-        if (!group.empty() && record.planned.prompt_index != group_prompt)
-          LLMREPRO_TRY(flush());
-        group_prompt = record.planned.prompt_index;
-        group_ids.push_back(column_int64(row, 0));
-        group.push_back(std::move(record));
-        return Result<void>{};
-      });
+  auto read = db.for_each_row(requests.get(), "cannot read the records",
+                              [&](sqlite3_stmt* row) -> Result<void> {
+                                core::RequestRecord record;
+                                LLMREPRO_TRY(read_record(row, record));
+                                if (!group.empty() && record.planned.prompt_index != group_prompt)
+                                  LLMREPRO_TRY(flush());
+                                group_prompt = record.planned.prompt_index;
+                                group_ids.push_back(column_int64(row, 0));
+                                group.push_back(std::move(record));
+                                return Result<void>{};
+                              });
   if (!read) return read;
   LLMREPRO_TRY(flush());
 

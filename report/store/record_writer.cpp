@@ -205,8 +205,7 @@ Result<void> RecordWriter::write_header(const core::AuditData& header) {
     sqlite3_bind_int(raw, 10, prompt.source_line);
     LLMREPRO_TRY(m_connection.step_done(raw, "cannot write a prompt"));
   }
-  for (const auto& record : header.records)
-    LLMREPRO_TRY(write_record(record));
+  for (const auto& record : header.records) LLMREPRO_TRY(write_record(record));
   return {};
 }
 
@@ -250,8 +249,7 @@ Result<void> RecordWriter::write_config(const core::AuditConfig& config) {
   return {};
 }
 
-Result<void>
-RecordWriter::write_probe_activity(const std::vector<core::ProbeActivity>& activity) {
+Result<void> RecordWriter::write_probe_activity(const std::vector<core::ProbeActivity>& activity) {
   Statement statement;
   LLMREPRO_TRY_ASSIGN(statement,
                       m_connection.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES "

@@ -44,7 +44,8 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   data.config.shard_count = 2;
   data.endpoints = {{"http://127.0.0.1:8000", "openai-chat", "tiny-model", false, {"fp1", "fp2"}}};
   data.suite.source = "suite.jsonl";
-  for (const std::string& id : {std::string("queens"), std::string("stable"), k_hostile_prompt_id}) {
+  for (const std::string& id :
+       {std::string("queens"), std::string("stable"), k_hostile_prompt_id}) {
     core::Prompt prompt;
     prompt.id = id;
     prompt.text = "x";

@@ -24,10 +24,9 @@ inline core::AuditAnalysis section_analysis(int unstable, int prompts, double ta
   analysis.summary.tarr = tarr;
   analysis.summary.tara = tara;
   // concurrency, runs, unique, unstable, inconclusive, differs from serial, failed, tok/s, ms
-  analysis.summary.by_concurrency = {{1, prompts * 2, prompts * 2, unstable, 0, 0, 0,
-                                      tokens_per_second, 12.5},
-                                     {4, prompts * 2, prompts * 2, unstable, 0, unstable, 1,
-                                      tokens_per_second * 3, 40.5}};
+  analysis.summary.by_concurrency = {
+      {1, prompts * 2, prompts * 2, unstable, 0, 0, 0, tokens_per_second, 12.5},
+      {4, prompts * 2, prompts * 2, unstable, 0, unstable, 1, tokens_per_second * 3, 40.5}};
   for (int i = 0; i < prompts; ++i) {
     core::PromptAnalysis prompt;
     prompt.id = i == 0 ? k_hostile_section_id : "p" + std::to_string(i);
@@ -65,7 +64,8 @@ template <typename Fixture> void add_audit_sections(Fixture& fixture) {
   report.probes.clear();
   report.probes.push_back({core::ProbeKind::sweep, section_analysis(0, 2, 1.0, 1.0, 100.0), {}, 0});
   report.probes.push_back({core::ProbeKind::mixed, section_analysis(1, 2, 0.5, 1.0, 80.0), {}, 0});
-  core::ProbeAnalysis prefix{core::ProbeKind::prefix, section_analysis(2, 2, 0.0, 0.5, 50.0), {}, 1};
+  core::ProbeAnalysis prefix{
+      core::ProbeKind::prefix, section_analysis(2, 2, 0.0, 0.5, 50.0), {}, 1};
   prefix.prefix.push_back({k_hostile_section_id, 0, 2, 2, 1, 1, true, 5});
   prefix.prefix.push_back({"p1", 1, 2, 2, 2, 2, false, std::nullopt});
   report.probes.push_back(prefix);

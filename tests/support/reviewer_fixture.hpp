@@ -29,8 +29,7 @@ inline core::TokenLogprob sure(std::string token) {
 
 inline core::Completion completion_of(std::vector<core::TokenLogprob> tokens) {
   core::Completion c;
-  for (const auto &t : tokens)
-    c.text += t.token;
+  for (const auto& t : tokens) c.text += t.token;
   c.tokens = std::move(tokens);
   c.has_logprobs = true;
   c.finish_reason = "stop";
@@ -48,13 +47,13 @@ struct Fixture {
   core::AuditData data;
   core::AuditReport report;
   Fixture() = default;
-  Fixture(const Fixture &) = delete; // report.data points into data
-  Fixture &operator=(const Fixture &) = delete;
+  Fixture(const Fixture&) = delete; // report.data points into data
+  Fixture& operator=(const Fixture&) = delete;
 };
 
 inline std::unique_ptr<Fixture> make_fixture() {
   auto fixture = std::make_unique<Fixture>();
-  core::AuditData &data = fixture->data;
+  core::AuditData& data = fixture->data;
   data.info = {"audit-fixture", 1700000000000, 1700000060000, "complete"};
   data.config.runs = 4;
   data.config.levels = {1, 8};
@@ -85,7 +84,7 @@ inline std::unique_ptr<Fixture> make_fixture() {
       completion_of({sure("Yes"), tok(",", -0.70, ".", -0.71), sure(" indeed")});
 
   // (prompt, level) -> the completions of its four runs; a null entry is a failed request.
-  const auto runs = [&](int prompt, int level) -> std::vector<const core::Completion *> {
+  const auto runs = [&](int prompt, int level) -> std::vector<const core::Completion*> {
     switch (prompt) {
     case 0:
       return level == 1 ? std::vector{&queens, &queens, &queens, &queens}
@@ -109,7 +108,7 @@ inline std::unique_ptr<Fixture> make_fixture() {
         record.outcome.started_ms = clock;
         clock += level == 1 ? 100 : 40;
         record.outcome.finished_ms = clock;
-        const core::Completion *completion = completions[static_cast<std::size_t>(repeat)];
+        const core::Completion* completion = completions[static_cast<std::size_t>(repeat)];
         if (completion == nullptr) {
           record.outcome.ok = false;
           record.outcome.http_status = 500;

@@ -45,7 +45,8 @@ core::Result<std::vector<std::string>> decode_strings(const std::string& text,
 // "inf" because JSON has no infinities. Null and the string "nan" (written before) read as NaN.
 std::string encode_candidates(const std::vector<core::TokenCandidate>& top, std::size_t first);
 // Appends the decoded candidates to `top`.
-core::Result<void> decode_candidates(const std::string& text, std::vector<core::TokenCandidate>& top,
+core::Result<void> decode_candidates(const std::string& text,
+                                     std::vector<core::TokenCandidate>& top,
                                      const std::string& where);
 
 } // namespace llmrepro::store::detail

@@ -45,7 +45,8 @@ RequestRecord failed_record(int prompt, int concurrency, int repeat) {
 
 Suite suite_of(int prompts) {
   Suite suite;
-  for (int i = 0; i < prompts; ++i) suite.prompts.push_back(Prompt{.id = "p" + std::to_string(i), .text = "x"});
+  for (int i = 0; i < prompts; ++i)
+    suite.prompts.push_back(Prompt{.id = "p" + std::to_string(i), .text = "x"});
   return suite;
 }
 
@@ -153,7 +154,7 @@ TEST_CASE("analyse") {
     CHECK(s.fragility_unknown_prompts == 0);
     CHECK(s.tarr == doctest::Approx(0.25)); // only p0: p3 had a failure
     // p3 is inconclusive: its stability is unknown, so it stays out of the predictor.
-    CHECK(s.predictor.true_positive == 1);  // p1
+    CHECK(s.predictor.true_positive == 1); // p1
     CHECK(s.predictor.false_positive == 0);
     CHECK(s.predictor.false_negative == 1); // p2
     CHECK(s.predictor.true_negative == 1);  // p0
@@ -182,7 +183,8 @@ TEST_CASE("analyse without logprobs") {
   x.text = "Paris";
   Completion y;
   y.text = "Paris.";
-  std::vector<RequestRecord> records{ok_record(0, 1, 0, x), ok_record(0, 1, 1, x), ok_record(0, 1, 2, y)};
+  std::vector<RequestRecord> records{ok_record(0, 1, 0, x), ok_record(0, 1, 1, x),
+                                     ok_record(0, 1, 2, y)};
   const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
   const auto& p = analysis.prompts.at(0);
   CHECK(p.unique_completions == 2);

@@ -31,7 +31,8 @@ TEST_CASE("extract_answer") {
   }
   SUBCASE("json_path reads JSON inside prose") {
     const Extraction path{Extraction::Kind::json_path, "$.answer.cities[1]"};
-    CHECK(extract_answer(path, "Sure: {\"answer\": {\"cities\": [\"Oslo\", \"Kyoto\"]}} done") == "Kyoto");
+    CHECK(extract_answer(path, "Sure: {\"answer\": {\"cities\": [\"Oslo\", \"Kyoto\"]}} done") ==
+          "Kyoto");
     CHECK_FALSE(extract_answer(path, "{\"answer\": 3}").has_value());
     CHECK_FALSE(extract_answer(path, "not json").has_value());
   }
@@ -77,8 +78,8 @@ TEST_CASE("analyse answers and checks") {
   // math: raw texts differ, answers agree at c=1; at c=8 one run answers 392.
   std::vector<RequestRecord> records{record(0, 1, 0, "391"), record(0, 1, 1, "It is 391."),
                                      record(0, 8, 0, "391"), record(0, 8, 1, "392"),
-                                     record(1, 1, 0, "a"), record(1, 1, 1, "a"),
-                                     record(1, 8, 0, "a"), record(1, 8, 1, "a")};
+                                     record(1, 1, 0, "a"),   record(1, 1, 1, "a"),
+                                     record(1, 8, 0, "a"),   record(1, 8, 1, "a")};
   auto analysis = analyse(suite, records, AnalysisConfig{});
   const auto& p = analysis.prompts[0];
   CHECK(p.passes == 3);

@@ -6,7 +6,9 @@ using namespace llmrepro::core;
 
 TEST_CASE("judging_differs") {
   const AuditConfig stored;
-  SUBCASE("the same judging settings do not differ") { CHECK_FALSE(judging_differs(stored, stored)); }
+  SUBCASE("the same judging settings do not differ") {
+    CHECK_FALSE(judging_differs(stored, stored));
+  }
   SUBCASE("plan-defining values do not count") {
     AuditConfig other = stored;
     other.runs = 9;

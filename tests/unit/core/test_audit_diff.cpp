@@ -11,7 +11,7 @@ namespace {
 
 // A prompt whose runs returned distinct completions with these counts (the first is the
 // reference); fragile when `gap` is below 0.05.
-PromptAnalysis prompt(const std::string &id, std::vector<int> counts, double gap = 1.0) {
+PromptAnalysis prompt(const std::string& id, std::vector<int> counts, double gap = 1.0) {
   PromptAnalysis p;
   p.id = id;
   p.has_logprobs = true;
@@ -40,13 +40,12 @@ AuditReport report_of(std::vector<PromptAnalysis> prompts) {
 
 std::vector<PromptAnalysis> stable_prompts(int n, int runs) {
   std::vector<PromptAnalysis> prompts;
-  for (int i = 0; i < n; ++i)
-    prompts.push_back(prompt("p" + std::to_string(i), {runs}));
+  for (int i = 0; i < n; ++i) prompts.push_back(prompt("p" + std::to_string(i), {runs}));
   return prompts;
 }
 
-const MetricDiff &metric(const AuditDiff &diff, const std::string &name) {
-  for (const MetricDiff &m : diff.metrics) {
+const MetricDiff& metric(const AuditDiff& diff, const std::string& name) {
+  for (const MetricDiff& m : diff.metrics) {
     if (m.name == name) return m;
   }
   FAIL("no metric " << name);
@@ -72,8 +71,7 @@ TEST_CASE("diff_audits") {
     CHECK(metric(diff, "tarr").a == 1.0);
     CHECK(metric(diff, "tarr").p_value == 1.0);
     CHECK(metric(diff, "mean_unique_completions").delta == 0.0);
-    for (const PromptDiff &p : diff.prompts)
-      CHECK(p.agreement_change == "stable");
+    for (const PromptDiff& p : diff.prompts) CHECK(p.agreement_change == "stable");
   }
   SUBCASE("ten of twelve prompts newly unstable: a regression beyond noise") {
     const AuditReport a = report_of(stable_prompts(12, 10));
@@ -82,7 +80,7 @@ TEST_CASE("diff_audits") {
       b_prompts[static_cast<std::size_t>(i)] = prompt("p" + std::to_string(i), {9, 1});
     const AuditReport b = report_of(b_prompts);
     const AuditDiff diff = diff_audits(a, b, config());
-    const MetricDiff &tarr = metric(diff, "tarr");
+    const MetricDiff& tarr = metric(diff, "tarr");
     CHECK(tarr.a == 1.0);
     CHECK(tarr.b == doctest::Approx(2.0 / 12));
     CHECK(*tarr.only_a == 10);
@@ -91,7 +89,7 @@ TEST_CASE("diff_audits") {
     CHECK(tarr.a_interval->high == 1.0);
     CHECK(tarr.beyond_noise);
     CHECK(tarr.regression);
-    const MetricDiff &unique = metric(diff, "mean_unique_completions");
+    const MetricDiff& unique = metric(diff, "mean_unique_completions");
     CHECK(unique.delta == doctest::Approx(10.0 / 12));
     CHECK(*unique.sign_test_p == doctest::Approx(2.0 / 1024));
     CHECK(unique.regression);
@@ -121,7 +119,7 @@ TEST_CASE("diff_audits") {
     const AuditReport a = report_of(stable_prompts(2, 10));
     const AuditReport b = report_of({prompt("p0", {9, 1}), prompt("p1", {9, 1})});
     const AuditDiff unique_diff = diff_audits(a, b, config());
-    const MetricDiff &unique = metric(unique_diff, "mean_unique_completions");
+    const MetricDiff& unique = metric(unique_diff, "mean_unique_completions");
     CHECK(unique.p_value < 0.05); // every resample of two equal differences agrees
     CHECK(*unique.sign_test_p == 0.5);
     CHECK_FALSE(unique.beyond_noise);
@@ -165,13 +163,13 @@ TEST_CASE("diff_audits") {
   }
   SUBCASE("fragility compared over prompts with logprobs on both sides") {
     std::vector<PromptAnalysis> b_prompts = stable_prompts(12, 10);
-    for (auto &p : b_prompts) {
+    for (auto& p : b_prompts) {
       p.min_gap = 0.01;
       p.fragile = true;
     }
     const AuditDiff fragile_diff =
         diff_audits(report_of(stable_prompts(12, 10)), report_of(b_prompts), config());
-    const MetricDiff &fragile = metric(fragile_diff, "fragile_rate");
+    const MetricDiff& fragile = metric(fragile_diff, "fragile_rate");
     CHECK(fragile.a == 0.0);
     CHECK(fragile.b == 1.0);
     CHECK(fragile.regression);
@@ -182,14 +180,14 @@ TEST_CASE("diff_audits pass rates") {
   const std::vector<PromptAnalysis> prompts = stable_prompts(12, 10);
   SUBCASE("from an injected pass-count source") {
     DiffConfig c = config();
-    c.pass_counts = [](const AuditReport &report,
-                       const PromptAnalysis &) -> std::optional<PassCount> {
+    c.pass_counts = [](const AuditReport& report,
+                       const PromptAnalysis&) -> std::optional<PassCount> {
       return report.tara ? PassCount{2, 10} : PassCount{10, 10};
     };
     AuditReport b = report_of(prompts);
     b.tara = 0.0; // marks side B for the source above
     const AuditDiff diff = diff_audits(report_of(prompts), b, c);
-    const MetricDiff &pass = metric(diff, "pass_rate");
+    const MetricDiff& pass = metric(diff, "pass_rate");
     CHECK(pass.a == 1.0);
     CHECK(pass.b == doctest::Approx(0.2));
     CHECK(pass.a_interval->high == 1.0);
@@ -212,7 +210,6 @@ TEST_CASE("diff_audits pass rates") {
   }
   SUBCASE("without checkers there is no pass-rate metric") {
     const AuditDiff diff = diff_audits(report_of(prompts), report_of(prompts), config());
-    for (const MetricDiff &m : diff.metrics)
-      CHECK(m.name != "pass_rate");
+    for (const MetricDiff& m : diff.metrics) CHECK(m.name != "pass_rate");
   }
 }

@@ -18,10 +18,11 @@ AuditData shard(int index, int count, const std::string& status = "complete") {
   data.config.runs = 2;
   data.config.shard_index = index;
   data.config.shard_count = count;
-  data.endpoints = {EndpointInfo{.url = "http://host" + std::to_string(index), .dialect = "openai-chat",
-                                 .model = "m"}};
+  data.endpoints = {EndpointInfo{
+      .url = "http://host" + std::to_string(index), .dialect = "openai-chat", .model = "m"}};
   for (int p = 0; p < 5; ++p)
-    data.suite.prompts.push_back(Prompt{.id = "p" + std::to_string(p), .text = "text " + std::to_string(p)});
+    data.suite.prompts.push_back(
+        Prompt{.id = "p" + std::to_string(p), .text = "text " + std::to_string(p)});
   for (int p = index; p < 5; p += count) {
     RequestRecord record;
     record.planned.prompt_index = p;
@@ -54,7 +55,8 @@ TEST_CASE("merge_shards") {
     REQUIRE(merged->records.size() == 5);
     // Shards in index order, each in its recorded order.
     const int expected[] = {0, 3, 1, 4, 2};
-    for (std::size_t i = 0; i < 5; ++i) CHECK(merged->records[i].planned.prompt_index == expected[i]);
+    for (std::size_t i = 0; i < 5; ++i)
+      CHECK(merged->records[i].planned.prompt_index == expected[i]);
     REQUIRE(merged->endpoints.size() == 1);
     CHECK(merged->endpoints[0].url == "http://host0, http://host1, http://host2");
     CHECK(merged->suite.prompts.size() == 5);
@@ -83,7 +85,8 @@ TEST_CASE("merge_shards") {
           "merge: shard 2/2 (audit-1) and shard 1/2 (audit-0) differ in their seed: they are not "
           "shards of one audit");
     AuditData counted = shard(1, 3);
-    CHECK(message_of(merge_shards({shard(0, 2), counted})).find("shard count") != std::string::npos);
+    CHECK(message_of(merge_shards({shard(0, 2), counted})).find("shard count") !=
+          std::string::npos);
     AuditData gated = shard(1, 2);
     gated.config.gates.min_tara = 0.5;
     CHECK(message_of(merge_shards({shard(0, 2), gated})).find("min_tara") != std::string::npos);
@@ -106,5 +109,7 @@ TEST_CASE("merge_shards") {
     CHECK(message_of(merge_shards({shard(0, 2), other})) ==
           "merge: shard 2/2 (audit-1) holds a record of prompt 1, which belongs to another shard");
   }
-  SUBCASE("nothing to merge") { CHECK(message_of(merge_shards({})) == "merge: no audits to merge"); }
+  SUBCASE("nothing to merge") {
+    CHECK(message_of(merge_shards({})) == "merge: no audits to merge");
+  }
 }

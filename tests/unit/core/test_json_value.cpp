@@ -8,7 +8,8 @@ using namespace llmrepro::core;
 
 TEST_CASE("parse_json") {
   SUBCASE("values and nesting") {
-    auto parsed = parse_json(R"( {"n": -1.5e2, "i": 7, "s": "a\u00e9\ud83d\ude00", "l": [true, null], "o": {}} )");
+    auto parsed = parse_json(
+        R"( {"n": -1.5e2, "i": 7, "s": "a\u00e9\ud83d\ude00", "l": [true, null], "o": {}} )");
     REQUIRE(parsed.has_value());
     const JsonValue& root = *parsed;
     REQUIRE(root.find("n") != nullptr);

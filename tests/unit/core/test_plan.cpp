@@ -10,7 +10,8 @@ using namespace llmrepro::core;
 namespace {
 Suite suite_of(int prompts) {
   Suite suite;
-  for (int i = 0; i < prompts; ++i) suite.prompts.push_back(Prompt{.id = "p" + std::to_string(i), .text = "x"});
+  for (int i = 0; i < prompts; ++i)
+    suite.prompts.push_back(Prompt{.id = "p" + std::to_string(i), .text = "x"});
   return suite;
 }
 } // namespace

@@ -129,7 +129,8 @@ TEST_CASE("compare_endpoints") {
     records.push_back(record_of(2, 2, 1, ProbeKind::sweep, r, a));
   }
   std::vector<AuditAnalysis> per_endpoint;
-  for (int e = 0; e < 3; ++e) per_endpoint.push_back(analyse(suite, records, {}, e, ProbeKind::sweep));
+  for (int e = 0; e < 3; ++e)
+    per_endpoint.push_back(analyse(suite, records, {}, e, ProbeKind::sweep));
   const EndpointComparison comparison = compare_endpoints(per_endpoint);
   REQUIRE(comparison.prompts.size() == 3);
   CHECK(comparison.agreeing_prompts == 1);

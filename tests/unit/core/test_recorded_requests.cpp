@@ -5,8 +5,11 @@
 using namespace llmrepro::core;
 
 TEST_CASE("RecordedRequests") {
-  const PlannedRequest recorded{.endpoint_index = 1, .prompt_index = 2, .concurrency = 8,
-                                .probe = ProbeKind::mixed, .repeat = 3};
+  const PlannedRequest recorded{.endpoint_index = 1,
+                                .prompt_index = 2,
+                                .concurrency = 8,
+                                .probe = ProbeKind::mixed,
+                                .repeat = 3};
   const RecordedRequests set({recorded});
 
   SUBCASE("holds the requests it was given") {

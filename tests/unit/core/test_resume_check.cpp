@@ -121,7 +121,8 @@ TEST_CASE("suite_difference") {
 
 TEST_CASE("to_string(PlanDifference)") {
   CHECK(to_string(PlanDifference{"--runs", "5", "3", {}}) == "--runs 5 (stored) vs 3 (given)");
-  CHECK(to_string(PlanDifference{"--suite", "a.jsonl", "b.jsonl", "prompt 1 'x' differs in its tags"}) ==
+  CHECK(to_string(
+            PlanDifference{"--suite", "a.jsonl", "b.jsonl", "prompt 1 'x' differs in its tags"}) ==
         "--suite 'a.jsonl' (stored) vs 'b.jsonl' (given): prompt 1 'x' differs in its tags");
 }
 
@@ -155,16 +156,12 @@ TEST_CASE("resume_plan_differences") {
     wanted.config.shard_count = 2;
     wanted.config.stream = true;
     CHECK(texts(resume_plan_differences(stored, wanted, forms)) ==
-          std::vector<std::string>{"--api auto (stored) vs tgi (given)",
-                                   "--model none (detected) (stored) vs m (given)",
-                                   "--runs 5 (stored) vs 3 (given)",
-                                   "--concurrency 1,8,32 (stored) vs 1,4 (given)",
-                                   "--max-tokens 128 (stored) vs 7 (given)",
-                                   "--top-logprobs 2 (stored) vs 5 (given)",
-                                   "--seed 0 (stored) vs 42 (given)",
-                                   "--probe sweep (stored) vs sweep,long (given)",
-                                   "--shard 1/1 (stored) vs 2/2 (given)",
-                                   "--stream off (stored) vs on (given)"});
+          std::vector<std::string>{
+              "--api auto (stored) vs tgi (given)", "--model none (detected) (stored) vs m (given)",
+              "--runs 5 (stored) vs 3 (given)", "--concurrency 1,8,32 (stored) vs 1,4 (given)",
+              "--max-tokens 128 (stored) vs 7 (given)", "--top-logprobs 2 (stored) vs 5 (given)",
+              "--seed 0 (stored) vs 42 (given)", "--probe sweep (stored) vs sweep,long (given)",
+              "--shard 1/1 (stored) vs 2/2 (given)", "--stream off (stored) vs on (given)"});
   }
   SUBCASE("the suite is compared by its prompts") {
     ResumeRequest wanted;
@@ -174,8 +171,9 @@ TEST_CASE("resume_plan_differences") {
     wanted.suite->prompts[1].tags = {"new"};
     const auto differences = resume_plan_differences(stored, wanted, forms);
     REQUIRE(differences.size() == 1);
-    CHECK(to_string(differences[0]) ==
-          "--suite 'suite.jsonl' (stored) vs 'copy.jsonl' (given): prompt 2 'b' differs in its tags");
+    CHECK(
+        to_string(differences[0]) ==
+        "--suite 'suite.jsonl' (stored) vs 'copy.jsonl' (given): prompt 2 'b' differs in its tags");
   }
   SUBCASE("endpoints: the same ones spelled otherwise agree") {
     ResumeRequest wanted;

@@ -38,9 +38,7 @@ TEST_CASE("mcnemar_exact_p") {
   CHECK(mcnemar_exact_p(3, 5) == doctest::Approx(186.0 / 256).epsilon(1e-12));
   CHECK(mcnemar_exact_p(5, 5) == 1.0);
   CHECK(mcnemar_exact_p(0, 0) == 1.0);
-  SUBCASE("symmetric in its arguments") {
-    CHECK(mcnemar_exact_p(2, 7) == mcnemar_exact_p(7, 2));
-  }
+  SUBCASE("symmetric in its arguments") { CHECK(mcnemar_exact_p(2, 7) == mcnemar_exact_p(7, 2)); }
 }
 
 TEST_CASE("sign_test_p") {

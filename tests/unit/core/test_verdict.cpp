@@ -31,7 +31,8 @@ RunFacts complete_run(std::size_t requests) { return RunFacts{requests, requests
 
 Verdict judge_one(const AuditAnalysis& analysis, const GateConfig& gates,
                   RunFacts facts = RunFacts{}) {
-  if (facts.planned_requests == 0) facts = complete_run(static_cast<std::size_t>(analysis.summary.requests));
+  if (facts.planned_requests == 0)
+    facts = complete_run(static_cast<std::size_t>(analysis.summary.requests));
   return judge({{0, ProbeKind::sweep, &analysis}}, std::nullopt, gates, facts);
 }
 
@@ -144,8 +145,9 @@ TEST_CASE("every scope is judged") {
   const auto long_probe = analysis_of(4, 1);
   GateConfig gates;
   gates.fail_on.unstable = true;
-  const auto verdict = judge({{0, ProbeKind::sweep, &sweep}, {0, ProbeKind::long_prompt, &long_probe}},
-                             std::nullopt, gates, complete_run(16));
+  const auto verdict =
+      judge({{0, ProbeKind::sweep, &sweep}, {0, ProbeKind::long_prompt, &long_probe}}, std::nullopt,
+            gates, complete_run(16));
   CHECK(verdict.status == VerdictStatus::fail);
   int failed = 0;
   for (const auto& gate : verdict.gates) {
@@ -167,7 +169,8 @@ TEST_CASE("fail-on fragile fails on unknown fragility") {
   const auto verdict = judge_one(analysis, gates);
   CHECK(verdict.status == VerdictStatus::fail);
   CHECK(gate_named(verdict, "fail_on_fragile")->message ==
-        "0 of 3 prompts fragile, 1 of unknown fragility (prompt q1: no logprobs) (--fail-on fragile)");
+        "0 of 3 prompts fragile, 1 of unknown fragility (prompt q1: no logprobs) (--fail-on "
+        "fragile)");
 }
 
 TEST_CASE("fail-on disagree") {
@@ -189,7 +192,8 @@ TEST_CASE("fail-on disagree") {
   comparison.prompts[1].endpoints[0].agrees = true;
   comparison.prompts[1].all_agree = true;
   CHECK(judge({{0, ProbeKind::sweep, &analysis}}, comparison, gates, complete_run(4)).passed());
-  CHECK_FALSE(judge({{0, ProbeKind::sweep, &analysis}}, std::nullopt, gates, complete_run(4)).passed());
+  CHECK_FALSE(
+      judge({{0, ProbeKind::sweep, &analysis}}, std::nullopt, gates, complete_run(4)).passed());
 }
 
 TEST_CASE("max-unique, max-unstable-rate and min-tara") {

@@ -19,15 +19,22 @@ const Model& shared_model() {
   return model;
 }
 
-const std::vector<std::string> k_prompts{
-    "The weather in the valley",         "Rice is the main food for",
-    "A river begins as a small stream",  "The sun is a star,",
-    "Good bread needs only",             "In the morning the train station is",
-    "A forest is a busy place,",         "The moon has no light of its own.",
-    "Bees visit flowers to",             "Music can change the mood of",
-    "The island is small and green, with", "A magnet has two poles,",
-    "Water boils at one hundred degrees", "The human heart beats",
-    "Tea is made from the leaves of",    "A large city needs"};
+const std::vector<std::string> k_prompts{"The weather in the valley",
+                                         "Rice is the main food for",
+                                         "A river begins as a small stream",
+                                         "The sun is a star,",
+                                         "Good bread needs only",
+                                         "In the morning the train station is",
+                                         "A forest is a busy place,",
+                                         "The moon has no light of its own.",
+                                         "Bees visit flowers to",
+                                         "Music can change the mood of",
+                                         "The island is small and green, with",
+                                         "A magnet has two poles,",
+                                         "Water boils at one hundred degrees",
+                                         "The human heart beats",
+                                         "Tea is made from the leaves of",
+                                         "A large city needs"};
 
 std::shared_ptr<Generation> request(const std::string& prompt, std::size_t max_tokens) {
   return std::make_shared<Generation>(
@@ -74,8 +81,8 @@ TEST_CASE("Model::step") {
   KvCache cache = model.make_cache(tokens.size());
   ThreadPool pool(1);
   std::vector<std::vector<float>> logits;
-  const auto choices = model.step({{&tokens, &cache, 0, tokens.size(), true}}, KernelPolicy(false),
-                                  pool, &logits);
+  const auto choices =
+      model.step({{&tokens, &cache, 0, tokens.size(), true}}, KernelPolicy(false), pool, &logits);
   REQUIRE(choices.size() == 1);
   REQUIRE(logits.size() == 1);
   SUBCASE("logits are bf16 values and the choice is their argmax") {
@@ -93,7 +100,9 @@ TEST_CASE("Model::step") {
     const auto& top = choices[0].top;
     REQUIRE(top.size() == Model::k_top_candidates);
     double total = 0.0;
-    for (float logit : logits[0]) total += std::exp(static_cast<double>(logit - logits[0][static_cast<std::size_t>(top[0].token)]));
+    for (float logit : logits[0])
+      total +=
+          std::exp(static_cast<double>(logit - logits[0][static_cast<std::size_t>(top[0].token)]));
     CHECK(top[0].logprob == doctest::Approx(-std::log(total)).epsilon(1e-4));
     for (std::size_t i = 1; i < top.size(); ++i) CHECK(top[i - 1].logprob >= top[i].logprob);
     CHECK(choices[0].logprob == top[0].logprob);

@@ -59,8 +59,8 @@ TEST_CASE("EngineServer validation") {
     check_error(post_json(client, "/v1/chat/completions", "{\"messages\": [", 400), "JSON");
   }
   SUBCASE("unknown field") {
-    const json body = post_json(client, "/v1/completions",
-                                R"({"prompt": "The rain", "tempreature": 0})", 400);
+    const json body =
+        post_json(client, "/v1/completions", R"({"prompt": "The rain", "tempreature": 0})", 400);
     check_error(body, "tempreature");
     CHECK(body["error"]["param"] == "tempreature");
   }
@@ -83,7 +83,8 @@ TEST_CASE("EngineServer validation") {
                 "temperature");
     check_error(post_json(client, "/v1/completions", R"({"prompt": "a", "n": 2})", 400), "n");
     check_error(post_json(client, "/v1/chat/completions",
-                          R"({"messages": [{"role": "user", "content": "a"}], "logprobs": 1})", 400),
+                          R"({"messages": [{"role": "user", "content": "a"}], "logprobs": 1})",
+                          400),
                 "logprobs");
   }
   SUBCASE("unknown route") {
@@ -159,8 +160,10 @@ TEST_CASE("EngineServer responses") {
       const std::size_t end = res->body.find("\n\n", start);
       REQUIRE(end != std::string::npos);
       const std::string payload = res->body.substr(start + 6, end - start - 6);
-      if (payload == "[DONE]") done = true;
-      else chunks.push_back(json::parse(payload));
+      if (payload == "[DONE]")
+        done = true;
+      else
+        chunks.push_back(json::parse(payload));
       start = end;
     }
     CHECK(done);
@@ -181,11 +184,12 @@ TEST_CASE("EngineServer responses") {
     auto health = client.Get("/health");
     REQUIRE(health);
     CHECK(health->status == 200);
-    const json body = post_json(client, "/v1/embeddings",
-                                R"({"input": ["The rain", "The rain falls"]})", 200);
+    const json body =
+        post_json(client, "/v1/embeddings", R"({"input": ["The rain", "The rain falls"]})", 200);
     REQUIRE(body["data"].size() == 2);
     double norm = 0.0;
-    for (const json& value : body["data"][0]["embedding"]) norm += value.get<double>() * value.get<double>();
+    for (const json& value : body["data"][0]["embedding"])
+      norm += value.get<double>() * value.get<double>();
     CHECK(norm == doctest::Approx(1.0).epsilon(1e-3));
   }
 }
@@ -200,9 +204,9 @@ TEST_CASE("EngineServer queue bound") {
     httplib::Client& client = *client_owner;
     // Retried while a short request holds the only slot.
     for (;;) {
-      const auto res = client.Post("/v1/completions",
-                                   R"({"prompt": "The sun is a star", "max_tokens": 1000})",
-                                   "application/json");
+      const auto res =
+          client.Post("/v1/completions", R"({"prompt": "The sun is a star", "max_tokens": 1000})",
+                      "application/json");
       if (!res || res->status != 503 ||
           json::parse(res->body)["error"]["message"].get<std::string>().find("shutting") !=
               std::string::npos ||
@@ -240,9 +244,9 @@ TEST_CASE("EngineServer /flush_cache") {
       R"({"messages": [{"role": "user", "content": "The old city stands on a river, where a bridge of stone has crossed the water for six hundred years and more"}], "max_tokens": 3})";
   // Chat completions report the prompt tokens found in the prefix cache.
   const auto cached = [&] {
-    return post_json(client, "/v1/chat/completions", request, 200)["usage"]["prompt_tokens_details"]
-                    ["cached_tokens"]
-                        .get<int>();
+    return post_json(client, "/v1/chat/completions", request,
+                     200)["usage"]["prompt_tokens_details"]["cached_tokens"]
+        .get<int>();
   };
   CHECK(cached() == 0);
   CHECK(cached() == 16);
@@ -258,9 +262,9 @@ TEST_CASE("EngineServer /flush_cache") {
     std::thread long_request([&] {
       httplib::Client other("127.0.0.1", server->port());
       other.set_read_timeout(120, 0);
-      const auto res = other.Post("/v1/completions",
-                                  R"({"prompt": "The sun is a star", "max_tokens": 1000})",
-                                  "application/json");
+      const auto res =
+          other.Post("/v1/completions", R"({"prompt": "The sun is a star", "max_tokens": 1000})",
+                     "application/json");
       CHECK(res);
       long_done = true;
     });

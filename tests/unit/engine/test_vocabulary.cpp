@@ -7,8 +7,8 @@ using namespace llmrepro::engine;
 
 TEST_CASE("Vocabulary::split") {
   const auto words = Vocabulary::split("The rain, in spain... don't stop!  ok");
-  const std::vector<std::string> expected{"The", "rain", ",", "in", "spain", ".",  ".",
-                                          ".",   "don't", "stop", "!", "ok"};
+  const std::vector<std::string> expected{"The", "rain", ",",     "in",   "spain", ".",
+                                          ".",   ".",    "don't", "stop", "!",     "ok"};
   CHECK(words == expected);
   CHECK(Vocabulary::split("").empty());
   CHECK(Vocabulary::split("  \n\t ").empty());

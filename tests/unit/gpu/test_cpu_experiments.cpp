@@ -102,7 +102,7 @@ TEST_CASE("run_forced_split_k") {
       CHECK(row.max_ulp > 50.0);
     }
   }
-  CHECK(changed_count(experiment.rows[3]) == 1); // split 4, compute_type
+  CHECK(changed_count(experiment.rows[3]) == 1);   // split 4, compute_type
   CHECK(changed_count(experiment.rows[1]) == 192); // split 2, output_type
 }
 

@@ -33,6 +33,7 @@ TEST_CASE("output_digest") {
   CHECK(gpu::output_digest(a, 2) != gpu::output_digest(b, 2));
   CHECK(gpu::output_digest(c, 2) != gpu::output_digest(d, 2)); // bits, not values
   // SHA-256 of the bytes 00 00 80 3f 00 00 00 40 (1.0f and 2.0f, little-endian).
-  CHECK(gpu::output_digest(a, 2) == "b9c80b5adeca450753a16950c3cc655d271f7bef7a485bc83f112b72fef21d37");
+  CHECK(gpu::output_digest(a, 2) ==
+        "b9c80b5adeca450753a16950c3cc655d271f7bef7a485bc83f112b72fef21d37");
   CHECK(gpu::distinct_count({"c", "a", "c", "b", "a"}) == 3);
 }

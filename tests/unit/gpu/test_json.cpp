@@ -35,13 +35,13 @@ TEST_CASE("JsonWriter") {
 }
 
 TEST_CASE("JsonWriter output reads back with core::parse_json") {
-    JsonWriter out;
-    out.begin_array();
-    out.value("quote\" backslash\\ newline\n");
-    out.value(0.1);
-    out.end_array();
-    auto parsed = llmrepro::core::parse_json(out.str());
-    REQUIRE(parsed.has_value());
-    CHECK(parsed->array[0].string == "quote\" backslash\\ newline\n");
-    CHECK(parsed->array[1].number == 0.1);
+  JsonWriter out;
+  out.begin_array();
+  out.value("quote\" backslash\\ newline\n");
+  out.value(0.1);
+  out.end_array();
+  auto parsed = llmrepro::core::parse_json(out.str());
+  REQUIRE(parsed.has_value());
+  CHECK(parsed->array[0].string == "quote\" backslash\\ newline\n");
+  CHECK(parsed->array[1].number == 0.1);
 }

@@ -65,10 +65,11 @@ TEST_CASE("run_probe") {
     report.device.sm_count = 7;
     std::ofstream(dir.path() / "report.json") << gpu::probe_result_to_json(report);
     options.precision = numerics::Precision::fp16;
-    options.cuda_helper = fake_helper(
-        dir, "if [ \"$1\" = --check-device ]; then echo 'Test GPU'; exit 0; fi\n"
-             "[ \"$1 $2 $3\" = '--dtype fp16 --quick' ] || exit 9\n"
-             "cat '" + (dir.path() / "report.json").string() + "'\n");
+    options.cuda_helper =
+        fake_helper(dir, "if [ \"$1\" = --check-device ]; then echo 'Test GPU'; exit 0; fi\n"
+                         "[ \"$1 $2 $3\" = '--dtype fp16 --quick' ] || exit 9\n"
+                         "cat '" +
+                             (dir.path() / "report.json").string() + "'\n");
     auto result = gpu::run_probe(options);
     REQUIRE_MESSAGE(result.has_value(), result.error().message);
     CHECK(result->backend == "cuda");

@@ -26,8 +26,8 @@ TEST_CASE("fp16_bits_from_float") {
   CHECK(fp16_bits_from_float(1.0f) == 0x3C00);
   CHECK(fp16_bits_from_float(-2.0f) == 0xC000);
   CHECK(fp16_bits_from_float(65504.0f) == 0x7BFF);
-  CHECK(fp16_bits_from_float(65520.0f) == 0x7C00);         // rounds to infinity
-  CHECK(fp16_bits_from_float(0x1.0p-24f) == 0x0001);       // smallest subnormal
+  CHECK(fp16_bits_from_float(65520.0f) == 0x7C00);          // rounds to infinity
+  CHECK(fp16_bits_from_float(0x1.0p-24f) == 0x0001);        // smallest subnormal
   CHECK(fp16_bits_from_float(1.0f + 0x1.0p-11f) == 0x3C00); // tie to even
   CHECK(fp16_bits_from_float(1.0f + 3 * 0x1.0p-11f) == 0x3C02);
   for (std::uint32_t h : {0x0001u, 0x03FFu, 0x3C00u, 0x7BFFu, 0xBC01u})

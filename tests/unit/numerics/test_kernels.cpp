@@ -193,7 +193,8 @@ TEST_CASE("attention_split_kv") {
     CHECK(differing_bits(four, again) == 0);
   }
   SUBCASE("every split count computes the same attention up to rounding") {
-    for (std::size_t d = 0; d < head_dim; ++d) CHECK(one[d] == doctest::Approx(four[d]).epsilon(1e-5));
+    for (std::size_t d = 0; d < head_dim; ++d)
+      CHECK(one[d] == doctest::Approx(four[d]).epsilon(1e-5));
   }
   SUBCASE("one position returns its value") {
     std::vector<float> out(head_dim);

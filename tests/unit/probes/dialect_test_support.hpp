@@ -15,7 +15,7 @@ namespace llmrepro::probes::test {
 
 // The text of tests/data/formats/<name> (the example payloads of each dialect, kept in the
 // repository so that a clean clone tests alone); throws when it is missing so the case fails.
-inline std::string read_format(const std::string &name) {
+inline std::string read_format(const std::string& name) {
   std::string path = std::string(LLMREPRO_FORMATS_DIR) + "/" + name;
   std::ifstream file(path, std::ios::binary);
   if (!file) throw std::runtime_error("missing reference payload " + path);
@@ -25,10 +25,9 @@ inline std::string read_format(const std::string &name) {
 }
 
 // An SSE body with one `data:` event per JSON value, in order, then `data: [DONE]` if `done`.
-inline std::string sse_body(const nlohmann::ordered_json &events, bool done = true) {
+inline std::string sse_body(const nlohmann::ordered_json& events, bool done = true) {
   std::string body;
-  for (const auto &event : events)
-    body += "data: " + event.dump() + "\n\n";
+  for (const auto& event : events) body += "data: " + event.dump() + "\n\n";
   if (done) body += "data: [DONE]\n\n";
   return body;
 }
@@ -46,16 +45,14 @@ inline std::string with_literals(std::string text) {
 }
 
 // Equal log probabilities, an unknown one (NaN) equal to another unknown one.
-inline bool same_logprob(double a, double b) {
-  return a == b || (std::isnan(a) && std::isnan(b));
-}
+inline bool same_logprob(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
 // True when both completions carry the same text, tokens, logprobs and candidates.
-inline bool same_tokens(const core::Completion &a, const core::Completion &b) {
+inline bool same_tokens(const core::Completion& a, const core::Completion& b) {
   if (a.text != b.text || a.tokens.size() != b.tokens.size()) return false;
   for (std::size_t i = 0; i < a.tokens.size(); ++i) {
-    const auto &x = a.tokens[i];
-    const auto &y = b.tokens[i];
+    const auto& x = a.tokens[i];
+    const auto& y = b.tokens[i];
     if (x.token != y.token || !same_logprob(x.logprob, y.logprob) || x.top.size() != y.top.size())
       return false;
     for (std::size_t j = 0; j < x.top.size(); ++j)

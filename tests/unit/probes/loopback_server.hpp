@@ -22,19 +22,18 @@ namespace llmrepro::probes::testing {
 class LoopbackServer {
 public:
   // `routes` installs the handlers; the server listens on a free port once it returns.
-  explicit LoopbackServer(const std::function<void(httplib::Server &)> &routes) {
+  explicit LoopbackServer(const std::function<void(httplib::Server&)>& routes) {
     routes(m_server);
     m_port = m_server.bind_to_any_port("127.0.0.1");
     m_thread = std::thread([this] { m_server.listen_after_bind(); });
-    while (!m_server.is_running())
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (!m_server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ~LoopbackServer() {
     m_server.stop();
     m_thread.join();
   }
-  LoopbackServer(const LoopbackServer &) = delete;
-  LoopbackServer &operator=(const LoopbackServer &) = delete;
+  LoopbackServer(const LoopbackServer&) = delete;
+  LoopbackServer& operator=(const LoopbackServer&) = delete;
 
   std::string url() const { return "http://127.0.0.1:" + std::to_string(m_port); }
 
@@ -51,9 +50,9 @@ inline int unused_port() {
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   address.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
   socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   ::close(fd);
   return ntohs(address.sin_port);
 }

@@ -14,7 +14,7 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-std::string parse_error(Dialect dialect, const std::string &body, bool stream = false) {
+std::string parse_error(Dialect dialect, const std::string& body, bool stream = false) {
   auto result = parse_response(dialect, body, stream);
   REQUIRE_FALSE(result.has_value());
   CHECK(result.error().code == core::ErrorCode::endpoint);
@@ -85,7 +85,7 @@ TEST_CASE("parse_response malformed bodies") {
           "openai-chat: JSON nested deeper than 64 levels");
   }
   SUBCASE("every truncation of a whole body is an error") {
-    for (const char *name :
+    for (const char* name :
          {"openai_chat_completion_logprobs.json", "vllm_completion_logprobs.json",
           "sglang_generate_logprobs.json", "tgi_generate_details_top_tokens.json"}) {
       std::string body = read_format(name);

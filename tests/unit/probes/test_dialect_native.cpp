@@ -19,7 +19,7 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-core::Completion parse_ok(Dialect dialect, const std::string &body, bool stream = false) {
+core::Completion parse_ok(Dialect dialect, const std::string& body, bool stream = false) {
   auto result = parse_response(dialect, body, stream);
   INFO((result ? std::string() : result.error().message));
   REQUIRE(result.has_value());
@@ -28,11 +28,11 @@ core::Completion parse_ok(Dialect dialect, const std::string &body, bool stream 
 
 // SGLang stream events for the reference response's meta_info: cumulative (each event repeats
 // the text and logprobs so far, the default) or incremental (each event has its own token).
-Json sglang_events(const Json &meta, bool incremental) {
+Json sglang_events(const Json& meta, bool incremental) {
   Json events = Json::array();
   std::string text;
   for (std::size_t i = 0; i < 6; ++i) {
-    const Json &piece = meta["output_token_logprobs"][i][2];
+    const Json& piece = meta["output_token_logprobs"][i][2];
     text = incremental ? piece.get<std::string>() : text + piece.get<std::string>();
     Json event{{"text", text}};
     event["meta_info"]["finish_reason"] = i == 5 ? meta["finish_reason"] : Json();
@@ -50,8 +50,8 @@ Json sglang_events(const Json &meta, bool incremental) {
 
 // TGI stream events, one token each, for the reference response's details; the last one
 // carries generated_text and the details summary.
-Json tgi_events(const Json &response) {
-  const Json &details = response["details"];
+Json tgi_events(const Json& response) {
+  const Json& details = response["details"];
   Json events = Json::array();
   for (std::size_t i = 0; i < 3; ++i) {
     Json event{{"index", i + 1},
@@ -71,9 +71,9 @@ Json tgi_events(const Json &response) {
 
 // The NDJSON stream of an Ollama /api/chat response: one line per logprobs entry, then the
 // final object.
-std::string ollama_stream(const Json &response) {
+std::string ollama_stream(const Json& response) {
   std::string body;
-  for (const auto &entry : response["logprobs"]) {
+  for (const auto& entry : response["logprobs"]) {
     Json line{{"model", "qwen3:8b"}, {"done", false}, {"logprobs", Json::array({entry})}};
     line["message"] = Json{{"role", "assistant"}, {"content", entry["token"]}};
     body += line.dump() + "\r\n";
@@ -148,7 +148,7 @@ TEST_CASE("parse_response llamacpp") {
         {"content":"d","probs":null}]})");
     auto completion = parse_ok(Dialect::llamacpp, body);
     REQUIRE(completion.tokens.size() == 4);
-    const auto &tokens = completion.tokens;
+    const auto& tokens = completion.tokens;
     CHECK(std::isnan(tokens[0].logprob));
     CHECK(tokens[0].top[0].token == "b");
     CHECK(tokens[0].top[0].logprob == core::k_logprob_floor);
@@ -189,14 +189,14 @@ TEST_CASE("parse_response llamacpp") {
   }
   SUBCASE("NaN and null in a stream, not counted twice when an old server repeats them") {
     Json response = Json::parse(read_format("llamacpp_completion_native_n_probs.json"));
-    auto &probabilities = response["completion_probabilities"];
+    auto& probabilities = response["completion_probabilities"];
     probabilities[0]["top_logprobs"][1]["logprob"] = "@-Infinity@";
     probabilities[1]["logprob"] = nullptr;
     probabilities[2]["top_logprobs"][1]["logprob"] = "@NaN@";
     auto whole = parse_ok(Dialect::llamacpp, with_literals(response.dump()));
     CHECK(whole.numbers == numbers(1, 0, 1, 0, 1));
     Json events = Json::array();
-    for (const auto &probability : probabilities)
+    for (const auto& probability : probabilities)
       events.push_back(Json{{"content", probability["token"]},
                             {"stop", false},
                             {"completion_probabilities", Json::array({probability})}});
@@ -213,7 +213,7 @@ TEST_CASE("parse_response llamacpp") {
         parse_ok(Dialect::llamacpp, read_format("llamacpp_completion_native_n_probs.json"));
     Json response = Json::parse(read_format("llamacpp_completion_native_n_probs.json"));
     Json events = Json::array();
-    for (const auto &probability : response["completion_probabilities"])
+    for (const auto& probability : response["completion_probabilities"])
       events.push_back(Json{{"content", probability["token"]},
                             {"stop", false},
                             {"completion_probabilities", Json::array({probability})}});
@@ -248,7 +248,7 @@ TEST_CASE("parse_response sglang") {
     CHECK(whole.has_logprobs);
   }
   Json response = Json::parse(read_format("sglang_generate_logprobs.json"));
-  const Json &meta = response["meta_info"];
+  const Json& meta = response["meta_info"];
   SUBCASE("cumulative stream: the last event is the completion") {
     auto streamed = parse_ok(Dialect::sglang, sse_body(sglang_events(meta, false)), true);
     CHECK(same_tokens(whole, streamed));
@@ -261,14 +261,14 @@ TEST_CASE("parse_response sglang") {
   SUBCASE("null, NaN and -Infinity in the triples, whole and streamed") {
     // orjson, which SGLang's server encodes its responses with, writes NaN and the infinities
     // as null; NaN and -Infinity are a Python json.dumps proxy's spelling.
-    Json &wild = response["meta_info"];
+    Json& wild = response["meta_info"];
     wild["output_token_logprobs"][0][0] = nullptr;
     wild["output_top_logprobs"][0][0][0] = nullptr;
     wild["output_top_logprobs"][1][1][0] = "@NaN@";
     wild["output_top_logprobs"][2] = nullptr;
     wild["output_top_logprobs"][3][1][0] = "@-Infinity@";
     auto completion = parse_ok(Dialect::sglang, with_literals(response.dump()));
-    const auto &tokens = completion.tokens;
+    const auto& tokens = completion.tokens;
     REQUIRE(tokens.size() == 6);
     CHECK(std::isnan(tokens[0].logprob));
     CHECK(tokens[0].top[0].token == " Richard");
@@ -312,7 +312,7 @@ TEST_CASE("parse_response ollama") {
   }
   SUBCASE("NaN, Infinity, overflow and null top_logprobs, whole and streamed") {
     Json response = Json::parse(read_format("ollama_chat_logprobs.json"));
-    auto &logprobs = response["logprobs"];
+    auto& logprobs = response["logprobs"];
     logprobs[0]["logprob"] = "@NaN@";
     logprobs[1]["top_logprobs"][1]["logprob"] = "@Infinity@";
     logprobs[2]["top_logprobs"] = nullptr;
@@ -358,14 +358,14 @@ TEST_CASE("parse_response tgi") {
   SUBCASE("null and NaN logprobs and a null top_tokens entry, whole and streamed") {
     // TGI's OpenAPI schema declares Token.logprob nullable.
     Json response = Json::parse(read_format("tgi_generate_details_top_tokens.json"));
-    auto &details = response["details"];
+    auto& details = response["details"];
     details["tokens"][0]["logprob"] = nullptr;
     details["top_tokens"][0][0]["logprob"] = nullptr;
     details["tokens"][1]["logprob"] = "@NaN@";
     details["top_tokens"][1] = nullptr;
     details["top_tokens"][2][1]["logprob"] = "@-Infinity@";
     auto completion = parse_ok(Dialect::tgi, with_literals(response.dump()));
-    const auto &tokens = completion.tokens;
+    const auto& tokens = completion.tokens;
     REQUIRE(tokens.size() == 3);
     CHECK(std::isnan(tokens[0].logprob));
     CHECK(tokens[0].top[0].token == " the");

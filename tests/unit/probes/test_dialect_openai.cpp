@@ -19,7 +19,7 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-core::Completion parse_ok(Dialect dialect, const std::string &body, bool stream = false) {
+core::Completion parse_ok(Dialect dialect, const std::string& body, bool stream = false) {
   auto result = parse_response(dialect, body, stream);
   INFO((result ? std::string() : result.error().message));
   REQUIRE(result.has_value());
@@ -27,11 +27,11 @@ core::Completion parse_ok(Dialect dialect, const std::string &body, bool stream 
 }
 
 // The seven tokens of "The capital of France is Paris." shared by several payloads.
-void check_paris_tokens(const core::Completion &completion) {
+void check_paris_tokens(const core::Completion& completion) {
   REQUIRE(completion.tokens.size() == 7);
   CHECK(completion.text == "The capital of France is Paris.");
   CHECK(completion.has_logprobs);
-  const auto &first = completion.tokens[0];
+  const auto& first = completion.tokens[0];
   CHECK(first.token == "The");
   CHECK(first.logprob == -0.0041);
   REQUIRE(first.top.size() == 2);
@@ -45,20 +45,19 @@ void check_paris_tokens(const core::Completion &completion) {
 }
 
 // The bytes of a token string, as an OpenAI `bytes` list.
-Json utf8_bytes(const Json &token) {
+Json utf8_bytes(const Json& token) {
   Json bytes = Json::array();
-  for (char c : token.get<std::string>())
-    bytes.push_back(static_cast<unsigned char>(c));
+  for (char c : token.get<std::string>()) bytes.push_back(static_cast<unsigned char>(c));
   return bytes;
 }
 
 // The chat chunks a stream of `response` (a whole chat completion) would carry: a role chunk,
 // one chunk per token with its logprobs entry, and a last chunk with the finish reason.
-Json chunks_of(const Json &response) {
+Json chunks_of(const Json& response) {
   Json chunks = Json::array();
   chunks.push_back(Json::parse(
       R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]})"));
-  for (const auto &entry : response["choices"][0]["logprobs"]["content"]) {
+  for (const auto& entry : response["choices"][0]["logprobs"]["content"]) {
     Json chunk = Json::parse(R"({"choices":[{"index":0,"finish_reason":null}]})");
     chunk["choices"][0]["delta"]["content"] = entry["token"];
     chunk["choices"][0]["logprobs"]["content"] = Json::array({entry});
@@ -75,7 +74,7 @@ Json chunks_of(const Json &response) {
 // double's range, and null is what a server sends that has no value.
 Json wild_numbers_response() {
   Json body = Json::parse(read_format("openai_chat_completion_logprobs.json"));
-  auto &content = body["choices"][0]["logprobs"]["content"];
+  auto& content = body["choices"][0]["logprobs"]["content"];
   content[0]["logprob"] = "@NaN@";
   content[0]["top_logprobs"][0]["logprob"] = "@NaN@";
   content[1]["top_logprobs"][1]["logprob"] = "@-Infinity@";
@@ -90,11 +89,11 @@ Json wild_numbers_response() {
 
 // What wild_numbers_response() reads as: -Infinity and -1e400 are the floor, the others unknown
 // (sorted last), a null or empty top_logprobs no candidates, and each literal counted.
-void check_wild_numbers(const core::Completion &completion) {
+void check_wild_numbers(const core::Completion& completion) {
   REQUIRE(completion.tokens.size() == 7);
   CHECK(completion.text == "The capital of France is Paris.");
   CHECK(core::tokens_match_text(completion));
-  const auto &tokens = completion.tokens;
+  const auto& tokens = completion.tokens;
   CHECK(std::isnan(tokens[0].logprob));
   REQUIRE(tokens[0].top.size() == 2);
   CHECK(tokens[0].top[0].token == "Paris"); // the unknown "The" sorts last
@@ -137,9 +136,9 @@ Json byte_fragment_entries() {
 
 // What byte_fragment_entries() read as: OpenAI's "bytes:\xe2\x82" spelling wherever the bytes
 // are not the UTF-8 of the token string, the string wherever they are or are absent.
-void check_byte_fragments(const core::Completion &completion) {
+void check_byte_fragments(const core::Completion& completion) {
   REQUIRE(completion.tokens.size() == 2);
-  const auto &first = completion.tokens[0];
+  const auto& first = completion.tokens[0];
   CHECK(first.token == "bytes:\\xe2\\x82");
   REQUIRE(first.top.size() == 5);
   CHECK(first.top[0].token == "bytes:\\xe2\\x82");
@@ -149,7 +148,7 @@ void check_byte_fragments(const core::Completion &completion) {
   CHECK(first.top[4].token == "x");
   CHECK(*first.greedy()); // the sampled token is still found among its candidates
   CHECK(core::token_bytes(first.token) == "\xe2\x82");
-  const auto &second = completion.tokens[1];
+  const auto& second = completion.tokens[1];
   CHECK(second.token == "bytes:\\xac");
   CHECK(second.top[0].token == "bytes:\\xac");
   CHECK(second.top[1].token == "!");
@@ -184,12 +183,12 @@ TEST_CASE("parse_response openai-chat") {
     CHECK(completion.tokens[0].token == "token_id:785");
     CHECK(completion.tokens[0].top[1].token == "token_id:59604");
     // The rank-2 candidate outside the top 20 keeps vLLM's -9999.0 (our floor too).
-    const auto &period = completion.tokens[6];
+    const auto& period = completion.tokens[6];
     REQUIRE(period.top.size() == 2);
     CHECK(period.top[1].logprob == core::k_logprob_floor);
     CHECK(*period.gap() == -0.0312 - core::k_logprob_floor);
     // The sampled token with no entry in the step dict: -9999.0 and no candidates.
-    const auto &eos = completion.tokens[7];
+    const auto& eos = completion.tokens[7];
     CHECK(eos.token == "token_id:151645");
     CHECK(eos.logprob == -9999.0);
     CHECK(eos.top.empty());
@@ -212,7 +211,7 @@ TEST_CASE("parse_response openai-chat") {
   }
   SUBCASE("sampled token listed first is sorted below the argmax") {
     Json body = Json::parse(read_format("vllm_chat_completion_logprobs.json"));
-    auto &first = body["choices"][0]["logprobs"]["content"][0];
+    auto& first = body["choices"][0]["logprobs"]["content"][0];
     first["logprob"] = -0.9;
     first["top_logprobs"] =
         Json::parse(R"([{"token":"The","logprob":-0.9},{"token":"A","logprob":-0.6}])");
@@ -234,9 +233,9 @@ TEST_CASE("parse_response openai-chat") {
   }
   SUBCASE("vLLM's bytes, the UTF-8 of its token strings, keep the strings") {
     Json body = Json::parse(read_format("vllm_chat_completion_logprobs.json"));
-    for (auto &entry : body["choices"][0]["logprobs"]["content"]) {
+    for (auto& entry : body["choices"][0]["logprobs"]["content"]) {
       entry["bytes"] = utf8_bytes(entry["token"]);
-      for (auto &candidate : entry["top_logprobs"])
+      for (auto& candidate : entry["top_logprobs"])
         candidate["bytes"] = utf8_bytes(candidate["token"]);
     }
     check_paris_tokens(parse_ok(Dialect::openai_chat, body.dump()));
@@ -391,7 +390,7 @@ TEST_CASE("parse_response openai streams") {
     auto whole =
         parse_ok(Dialect::openai_completions, read_format("vllm_completion_logprobs.json"));
     Json response = Json::parse(read_format("vllm_completion_logprobs.json"));
-    const Json &logprobs = response["choices"][0]["logprobs"];
+    const Json& logprobs = response["choices"][0]["logprobs"];
     Json chunks = Json::array();
     for (std::size_t i = 0; i < logprobs["tokens"].size(); ++i) {
       Json chunk;

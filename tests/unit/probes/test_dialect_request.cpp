@@ -12,7 +12,7 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-core::Prompt text_prompt(const std::string &text) {
+core::Prompt text_prompt(const std::string& text) {
   core::Prompt prompt;
   prompt.id = "t";
   prompt.text = text;
@@ -36,9 +36,7 @@ GenerationParams params(bool stream = false) {
   return result;
 }
 
-Json body_of(const probes::DialectRequest &request) {
-  return Json::parse(request.body);
-}
+Json body_of(const probes::DialectRequest& request) { return Json::parse(request.body); }
 
 } // namespace
 

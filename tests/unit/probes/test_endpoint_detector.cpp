@@ -22,9 +22,7 @@ ProbeAnswer answer(int status, std::string body) {
   return result;
 }
 
-ProbeAnswer not_found() {
-  return answer(404, "Not Found");
-}
+ProbeAnswer not_found() { return answer(404, "Not Found"); }
 
 DetectionProbes all_not_found() {
   DetectionProbes probes;
@@ -37,7 +35,7 @@ DetectionProbes all_not_found() {
   return probes;
 }
 
-const char *k_models =
+const char* k_models =
     R"({"object":"list","data":[{"id":"qwen3-8b","object":"model","owned_by":"vllm"}]})";
 
 } // namespace
@@ -88,7 +86,7 @@ TEST_CASE("decide_dialect") {
   }
   SUBCASE("a catch-all HTML 200 is not evidence") {
     DetectionProbes probes;
-    for (ProbeAnswer *probe : {&probes.models, &probes.health, &probes.props, &probes.tags,
+    for (ProbeAnswer* probe : {&probes.models, &probes.health, &probes.props, &probes.tags,
                                &probes.info, &probes.model_info})
       *probe = answer(200, "<html>welcome</html>");
     auto dialect = decide_dialect("http://h", probes, &why);
@@ -127,12 +125,12 @@ TEST_CASE("pick_model") {
 TEST_CASE("detect_dialect") {
   SUBCASE("against a loopback Ollama look-alike, with the key sent") {
     std::string authorization;
-    LoopbackServer server([&](httplib::Server &routes) {
-      routes.Get("/api/tags", [&](const httplib::Request &request, httplib::Response &response) {
+    LoopbackServer server([&](httplib::Server& routes) {
+      routes.Get("/api/tags", [&](const httplib::Request& request, httplib::Response& response) {
         authorization = request.get_header_value("Authorization");
         response.set_content(R"({"models":[{"name":"tiny:latest"}]})", "application/json");
       });
-      routes.Get("/v1/models", [](const httplib::Request &, httplib::Response &response) {
+      routes.Get("/v1/models", [](const httplib::Request&, httplib::Response& response) {
         response.set_content(k_models, "application/json");
       });
     });

@@ -18,7 +18,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-HttpRequest get(const std::string &url) {
+HttpRequest get(const std::string& url) {
   HttpRequest request;
   request.method = HttpRequest::Method::get;
   request.url = url;
@@ -29,38 +29,38 @@ HttpRequest get(const std::string &url) {
 } // namespace
 
 TEST_CASE("HttpTransport") {
-  LoopbackServer server([](httplib::Server &routes) {
-    routes.Post("/echo", [](const httplib::Request &request, httplib::Response &response) {
+  LoopbackServer server([](httplib::Server& routes) {
+    routes.Post("/echo", [](const httplib::Request& request, httplib::Response& response) {
       response.status = 201;
       response.set_content(request.body + "|" + request.get_header_value("Content-Type") + "|" +
                                request.get_header_value("Authorization") + "|" +
                                request.get_header_value("X-Extra"),
                            "text/plain");
     });
-    routes.Get("/port", [](const httplib::Request &request, httplib::Response &response) {
+    routes.Get("/port", [](const httplib::Request& request, httplib::Response& response) {
       response.set_content(std::to_string(request.remote_port), "text/plain");
     });
-    routes.Get("/busy", [](const httplib::Request &, httplib::Response &response) {
+    routes.Get("/busy", [](const httplib::Request&, httplib::Response& response) {
       response.status = 429;
       response.set_header("Retry-After", "7");
       response.set_content(R"({"error":"Model is overloaded"})", "application/json");
     });
-    routes.Get("/busy-date", [](const httplib::Request &, httplib::Response &response) {
+    routes.Get("/busy-date", [](const httplib::Request&, httplib::Response& response) {
       response.status = 503;
       response.set_header("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT");
     });
-    routes.Get("/big", [](const httplib::Request &request, httplib::Response &response) {
+    routes.Get("/big", [](const httplib::Request& request, httplib::Response& response) {
       response.set_content(std::string(std::stoul(request.get_param_value("n")), 'x'),
                            "text/plain");
     });
-    routes.Get("/slow", [](const httplib::Request &, httplib::Response &response) {
+    routes.Get("/slow", [](const httplib::Request&, httplib::Response& response) {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       response.set_content("late", "text/plain");
     });
-    routes.Get("/cut", [](const httplib::Request &, httplib::Response &response) {
+    routes.Get("/cut", [](const httplib::Request&, httplib::Response& response) {
       // Promises 1000 bytes, sends 10, then drops the connection.
       response.set_content_provider(1000, "text/plain",
-                                    [](size_t, size_t, httplib::DataSink &sink) {
+                                    [](size_t, size_t, httplib::DataSink& sink) {
                                       sink.write("0123456789", 10);
                                       return false;
                                     });
@@ -151,13 +151,12 @@ TEST_CASE("HttpTransport") {
   }
   SUBCASE("many transfers in flight on one thread") {
     std::vector<HttpTransport::RequestId> ids;
-    for (int i = 0; i < 4; ++i)
-      ids.push_back(transport.submit(get(server.url() + "/slow")));
+    for (int i = 0; i < 4; ++i) ids.push_back(transport.submit(get(server.url() + "/slow")));
     CHECK(transport.in_flight() == 4);
     const auto start = std::chrono::steady_clock::now();
     std::vector<HttpTransport::RequestId> finished;
     while (transport.in_flight() > 0)
-      for (auto &done : transport.poll(0.05)) {
+      for (auto& done : transport.poll(0.05)) {
         CHECK(done.response.http_status == 200);
         CHECK(done.response.body == "late");
         finished.push_back(done.id);

@@ -14,20 +14,20 @@ using namespace llmrepro::probes::detail;
 namespace {
 
 // "ok", or what parsing threw: the exact message is the contract.
-template <typename Parse> std::string outcome(Parse &&parse) {
+template <typename Parse> std::string outcome(Parse&& parse) {
   try {
     parse();
     return "ok";
-  } catch (const ParseFailure &failure) {
+  } catch (const ParseFailure& failure) {
     return std::string("ParseFailure: ") + failure.what();
-  } catch (const std::exception &error) {
+  } catch (const std::exception& error) {
     return std::string("exception: ") + error.what();
   }
 }
 
 // The tape below `index` holds the same values as the DOM `json`, members in the same order.
-void check_same(const JsonDocument &document, std::uint32_t index, const Json &json) {
-  const JsonNode &node = document.node(index);
+void check_same(const JsonDocument& document, std::uint32_t index, const Json& json) {
+  const JsonNode& node = document.node(index);
   switch (node.type) {
   case JsonType::null: CHECK(json.is_null()); break;
   case JsonType::boolean:
@@ -71,11 +71,11 @@ void check_same(const JsonDocument &document, std::uint32_t index, const Json &j
 
 // `text` with the literals outside strict JSON that the tape parser accepts (NaN, Infinity,
 // -Infinity, numbers past a double's range) overwritten by "0" and spaces, the same length.
-std::string stand_ins(const std::string &text) {
+std::string stand_ins(const std::string& text) {
   JsonDocument document;
   (void)document.parse(text, k_max_json_depth);
   std::string strict = text;
-  for (const JsonSpan &span : document.nonstandard_numbers()) {
+  for (const JsonSpan& span : document.nonstandard_numbers()) {
     strict.replace(span.offset, span.length, span.length, ' ');
     strict[span.offset] = '0';
   }
@@ -85,7 +85,7 @@ std::string stand_ins(const std::string &text) {
 // parse_document() on `text` and parse_json() on stand_ins(text) agree: both accept it with
 // the same values (0 for the stand-ins), or both throw the same message. Without such literals
 // the two parse the same text.
-void check_agrees(const std::string &text) {
+void check_agrees(const std::string& text) {
   INFO("text: ", text);
   const std::string strict = stand_ins(text);
   std::string legacy = outcome([&] { (void)parse_json(strict, "event 2: "); });
@@ -163,8 +163,7 @@ TEST_CASE("JsonDocument") {
         std::string("[1,\0]", 5),
         std::string(400, '9'),
         "[1" + std::string(320, '0') + "]"};
-    for (const auto &text : texts)
-      check_agrees(text);
+    for (const auto& text : texts) check_agrees(text);
   }
   SUBCASE("accepts the numbers endpoints write beyond strict JSON, which the DOM parser rejects") {
     // Python's json.dumps writes NaN, Infinity and -Infinity for non-finite floats (allow_nan
@@ -178,7 +177,7 @@ TEST_CASE("JsonDocument") {
         {"1.5E+999", JsonNumber::overflow},
         {std::string(400, '9'), JsonNumber::overflow},
         {"-1" + std::string(320, '0'), JsonNumber::negative_overflow}};
-    for (const auto &[literal, kind] : values) {
+    for (const auto& [literal, kind] : values) {
       const std::string text = R"({"logprob":)" + literal + R"(,"next":[)" + literal + "]}";
       INFO("text: ", text);
       CHECK(outcome([&] { (void)parse_json(text); }) != "ok");
@@ -217,7 +216,7 @@ TEST_CASE("JsonDocument") {
   }
   SUBCASE("agrees with the DOM parser on mutations of a response") {
     // Up to three random edits of `seed` with characters of `alphabet`, `count` times.
-    const auto mutations = [](const std::string &seed, const std::string &alphabet, int count) {
+    const auto mutations = [](const std::string& seed, const std::string& alphabet, int count) {
       std::mt19937 random(7);
       for (int i = 0; i < count; ++i) {
         std::string text = seed;
@@ -260,7 +259,7 @@ TEST_CASE("JsonDocument") {
     CHECK(root.at(0).string() == "plain");
     CHECK(root.at(1).string() == "tab\there");
     CHECK(root.at(2).string() == "\xC3\xA9\xF0\x9F\x98\x80");
-    const JsonNode &plain = document.node(document.child(document.node(0), 0));
+    const JsonNode& plain = document.node(document.child(document.node(0), 0));
     CHECK(plain.text.data() == text.data() + 2);
   }
 }

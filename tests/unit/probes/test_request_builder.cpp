@@ -61,8 +61,8 @@ TEST_CASE("generation_request") {
   llmrepro::core::Prompt prompt;
   prompt.id = "p";
   prompt.text = "What is the capital of France?";
-  const HttpRequest request =
-      generation_request(test_target(), test_config(), prompt, params_for(test_target(), test_config()));
+  const HttpRequest request = generation_request(test_target(), test_config(), prompt,
+                                                 params_for(test_target(), test_config()));
   CHECK(request.url == "http://127.0.0.1:9/base/v1/chat/completions");
   CHECK(request.body.find("capital of France") != std::string::npos);
   CHECK(request.body.find("\"run-model\"") != std::string::npos);
@@ -73,9 +73,8 @@ TEST_CASE("side traffic requests") {
   SUBCASE("filler_request: the filler prompt, its own length, never streamed") {
     const HttpRequest request = filler_request(test_target(), test_config(), 3);
     CHECK(request.url == "http://127.0.0.1:9/base/v1/chat/completions");
-    CHECK(request.body.find("\"max_tokens\":" +
-                            std::to_string(llmrepro::core::filler_max_tokens(3))) !=
-          std::string::npos);
+    CHECK(request.body.find("\"max_tokens\":" + std::to_string(llmrepro::core::filler_max_tokens(
+                                                    3))) != std::string::npos);
     CHECK(request.body.find("\"stream\":true") == std::string::npos);
   }
   SUBCASE("priming_request: the shared prefix, one token") {

@@ -26,7 +26,7 @@ using llmrepro::probes::testing::unused_port;
 
 namespace {
 
-constexpr const char *k_completion = R"({
+constexpr const char* k_completion = R"({
   "id": "chatcmpl-1", "object": "chat.completion", "model": "tiny",
   "system_fingerprint": "fp_test",
   "choices": [{"index": 0, "finish_reason": "stop",
@@ -39,12 +39,12 @@ constexpr const char *k_completion = R"({
 // it counts requests and the most it ever served at once.
 class ScriptedEndpoint {
 public:
-  using Script = std::function<void(int hit, httplib::Response &)>;
+  using Script = std::function<void(int hit, httplib::Response&)>;
 
   explicit ScriptedEndpoint(Script script)
-      : m_script(std::move(script)), m_server([this](httplib::Server &routes) {
+      : m_script(std::move(script)), m_server([this](httplib::Server& routes) {
           routes.Post("/v1/chat/completions",
-                      [this](const httplib::Request &request, httplib::Response &response) {
+                      [this](const httplib::Request& request, httplib::Response& response) {
                         {
                           std::lock_guard<std::mutex> lock(m_mutex);
                           m_bodies.push_back(request.body);
@@ -72,18 +72,18 @@ private:
   LoopbackServer m_server;
 };
 
-void answer_ok(httplib::Response &response) {
+void answer_ok(httplib::Response& response) {
   response.set_content(k_completion, "application/json");
 }
 
-void answer_ok_after(httplib::Response &response, int milliseconds) {
+void answer_ok_after(httplib::Response& response, int milliseconds) {
   std::this_thread::sleep_for(std::chrono::milliseconds(milliseconds));
   answer_ok(response);
 }
 
 class VectorSink final : public RecordSink {
 public:
-  std::function<Result<void>(const RequestRecord &)> hook;
+  std::function<Result<void>(const RequestRecord&)> hook;
   std::vector<RequestRecord> records;
 
   Result<void> record(RequestRecord record) override {
@@ -106,7 +106,7 @@ Suite make_suite(int prompts) {
 }
 
 // One wave per level, each with `requests` repeats of prompt 0.
-Plan make_plan(const std::vector<int> &levels, int requests) {
+Plan make_plan(const std::vector<int>& levels, int requests) {
   Plan plan;
   for (int level : levels) {
     Wave wave;
@@ -136,10 +136,10 @@ struct Run {
   double seconds = 0;
 };
 
-Run run(const Plan &plan, const std::string &url, const SchedulerConfig &config, VectorSink &sink,
-        const std::function<bool(const PlannedRequest &)> &skip = {},
-        const std::function<void(const SchedulerProgress &)> &progress = {},
-        const std::atomic<bool> *stop = nullptr) {
+Run run(const Plan& plan, const std::string& url, const SchedulerConfig& config, VectorSink& sink,
+        const std::function<bool(const PlannedRequest&)>& skip = {},
+        const std::function<void(const SchedulerProgress&)>& progress = {},
+        const std::atomic<bool>* stop = nullptr) {
   static const Suite suite = make_suite(1);
   EndpointTarget target;
   target.base_url = url;
@@ -164,14 +164,14 @@ Run run(const Plan &plan, const std::string &url, const SchedulerConfig &config,
 TEST_CASE("run_plan") {
   SUBCASE("keeps exactly the wave's concurrency in flight") {
     ScriptedEndpoint endpoint(
-        [](int, httplib::Response &response) { answer_ok_after(response, 60); });
+        [](int, httplib::Response& response) { answer_ok_after(response, 60); });
     VectorSink sink;
     Run result = run(make_plan({4}, 12), endpoint.url(), fast_config(), sink);
     REQUIRE(result.result.has_value());
     CHECK(endpoint.hits() == 12);
     CHECK(endpoint.max_active() == 4);
     REQUIRE(sink.records.size() == 12);
-    for (const RequestRecord &record : sink.records) {
+    for (const RequestRecord& record : sink.records) {
       CHECK(record.outcome.ok);
       CHECK(record.outcome.attempts == 1);
       CHECK(record.outcome.http_status == 200);
@@ -181,19 +181,17 @@ TEST_CASE("run_plan") {
   }
   SUBCASE("waves run in order, each at its own level") {
     ScriptedEndpoint endpoint(
-        [](int, httplib::Response &response) { answer_ok_after(response, 40); });
+        [](int, httplib::Response& response) { answer_ok_after(response, 40); });
     VectorSink sink;
     Run result = run(make_plan({1, 3}, 6), endpoint.url(), fast_config(), sink);
     REQUIRE(result.result.has_value());
     REQUIRE(sink.records.size() == 12);
-    for (std::size_t i = 0; i < 6; ++i)
-      CHECK(sink.records[i].planned.concurrency == 1);
-    for (std::size_t i = 6; i < 12; ++i)
-      CHECK(sink.records[i].planned.concurrency == 3);
+    for (std::size_t i = 0; i < 6; ++i) CHECK(sink.records[i].planned.concurrency == 1);
+    for (std::size_t i = 6; i < 12; ++i) CHECK(sink.records[i].planned.concurrency == 3);
     CHECK(endpoint.max_active() == 3);
   }
   SUBCASE("retries 5xx and malformed bodies, then succeeds") {
-    ScriptedEndpoint endpoint([](int hit, httplib::Response &response) {
+    ScriptedEndpoint endpoint([](int hit, httplib::Response& response) {
       if (hit == 0) {
         response.status = 500;
         response.set_content(R"({"error":{"message":"boom"}})", "application/json");
@@ -212,7 +210,7 @@ TEST_CASE("run_plan") {
     CHECK(endpoint.hits() == 3);
   }
   SUBCASE("gives up after the retries and records the reason once") {
-    ScriptedEndpoint endpoint([](int, httplib::Response &response) {
+    ScriptedEndpoint endpoint([](int, httplib::Response& response) {
       response.status = 503;
       response.set_content(R"({"error":"server busy"})", "application/json");
     });
@@ -229,7 +227,7 @@ TEST_CASE("run_plan") {
     CHECK(endpoint.hits() == 3);
   }
   SUBCASE("a 429 waits for Retry-After") {
-    ScriptedEndpoint endpoint([](int hit, httplib::Response &response) {
+    ScriptedEndpoint endpoint([](int hit, httplib::Response& response) {
       if (hit == 0) {
         response.status = 429;
         response.set_header("Retry-After", "1");
@@ -248,7 +246,7 @@ TEST_CASE("run_plan") {
     CHECK(result.seconds < 2.0);
   }
   SUBCASE("another 4xx fails at once") {
-    ScriptedEndpoint endpoint([](int, httplib::Response &response) {
+    ScriptedEndpoint endpoint([](int, httplib::Response& response) {
       response.status = 400;
       response.set_content(
           R"({"error":{"message":"The 'top_logprobs' parameter is only allowed when 'logprobs' is enabled."}})",
@@ -266,7 +264,7 @@ TEST_CASE("run_plan") {
     CHECK(endpoint.hits() == 1);
   }
   SUBCASE("an oversize response fails with the cap") {
-    ScriptedEndpoint endpoint([](int, httplib::Response &response) {
+    ScriptedEndpoint endpoint([](int, httplib::Response& response) {
       response.set_content(std::string(100000, ' ') + k_completion, "application/json");
     });
     SchedulerConfig config = fast_config();
@@ -281,7 +279,7 @@ TEST_CASE("run_plan") {
   }
   SUBCASE("the timeout bounds each attempt") {
     ScriptedEndpoint endpoint(
-        [](int, httplib::Response &response) { answer_ok_after(response, 600); });
+        [](int, httplib::Response& response) { answer_ok_after(response, 600); });
     SchedulerConfig config = fast_config();
     config.timeout_s = 0.15;
     config.retries = 1;
@@ -306,7 +304,7 @@ TEST_CASE("run_plan") {
     CHECK(result.seconds < 1.0);
     // Exactly the eight requests that started, each failed once.
     REQUIRE(sink.records.size() == 8);
-    for (const RequestRecord &record : sink.records) {
+    for (const RequestRecord& record : sink.records) {
       CHECK_FALSE(record.outcome.ok);
       CHECK(record.outcome.attempts == 1);
     }
@@ -323,7 +321,7 @@ TEST_CASE("run_plan") {
     CHECK(sink.records[0].outcome.attempts == 3);
   }
   SUBCASE("an endpoint that answers errors is reachable: no early exit") {
-    ScriptedEndpoint endpoint([](int, httplib::Response &response) {
+    ScriptedEndpoint endpoint([](int, httplib::Response& response) {
       response.status = 404;
       response.set_content("no such route", "text/plain");
     });
@@ -334,18 +332,17 @@ TEST_CASE("run_plan") {
     CHECK(endpoint.hits() == 10);
   }
   SUBCASE("already recorded requests are skipped, progress counts the rest") {
-    ScriptedEndpoint endpoint([](int, httplib::Response &response) { answer_ok(response); });
+    ScriptedEndpoint endpoint([](int, httplib::Response& response) { answer_ok(response); });
     VectorSink sink;
     std::vector<SchedulerProgress> progress;
     Run result = run(
         make_plan({2}, 6), endpoint.url(), fast_config(), sink,
-        [](const PlannedRequest &planned) { return planned.repeat % 2 == 0; },
-        [&](const SchedulerProgress &now) { progress.push_back(now); });
+        [](const PlannedRequest& planned) { return planned.repeat % 2 == 0; },
+        [&](const SchedulerProgress& now) { progress.push_back(now); });
     REQUIRE(result.result.has_value());
     CHECK(endpoint.hits() == 3);
     REQUIRE(sink.records.size() == 3);
-    for (const RequestRecord &record : sink.records)
-      CHECK(record.planned.repeat % 2 == 1);
+    for (const RequestRecord& record : sink.records) CHECK(record.planned.repeat % 2 == 1);
     REQUIRE_FALSE(progress.empty());
     CHECK(progress.back().done == 3);
     CHECK(progress.back().failed == 0);
@@ -354,10 +351,10 @@ TEST_CASE("run_plan") {
   }
   SUBCASE("stop: nothing new starts, the requests in flight finish") {
     ScriptedEndpoint endpoint(
-        [](int, httplib::Response &response) { answer_ok_after(response, 50); });
+        [](int, httplib::Response& response) { answer_ok_after(response, 50); });
     std::atomic<bool> stop{false};
     VectorSink sink;
-    sink.hook = [&](const RequestRecord &) -> Result<void> {
+    sink.hook = [&](const RequestRecord&) -> Result<void> {
       if (sink.records.size() == 3) stop = true;
       return {};
     };
@@ -367,9 +364,9 @@ TEST_CASE("run_plan") {
     CHECK(endpoint.hits() == 4);
   }
   SUBCASE("a sink error ends the run and is returned") {
-    ScriptedEndpoint endpoint([](int, httplib::Response &response) { answer_ok(response); });
+    ScriptedEndpoint endpoint([](int, httplib::Response& response) { answer_ok(response); });
     VectorSink sink;
-    sink.hook = [&](const RequestRecord &) -> Result<void> {
+    sink.hook = [&](const RequestRecord&) -> Result<void> {
       if (sink.records.size() == 2)
         return llmrepro::core::make_error(ErrorCode::environment, "disk full");
       return {};
@@ -380,7 +377,7 @@ TEST_CASE("run_plan") {
     CHECK(sink.records.size() == 2);
   }
   SUBCASE("rate_limit spaces the starts") {
-    ScriptedEndpoint endpoint([](int, httplib::Response &response) { answer_ok(response); });
+    ScriptedEndpoint endpoint([](int, httplib::Response& response) { answer_ok(response); });
     SchedulerConfig config = fast_config();
     config.rate_limit = 20; // one start per 50 ms
     VectorSink sink;
@@ -402,7 +399,7 @@ TEST_CASE("run_plan with RunPlanInputs") {
     public:
       std::int64_t now_ms() const override { return 1234; }
     };
-    ScriptedEndpoint endpoint([](int, httplib::Response &response) { answer_ok(response); });
+    ScriptedEndpoint endpoint([](int, httplib::Response& response) { answer_ok(response); });
     EndpointTarget target;
     target.base_url = endpoint.url();
     const std::vector<EndpointTarget> targets{target};
@@ -419,14 +416,14 @@ TEST_CASE("run_plan with RunPlanInputs") {
                       .clock = clock})
                 .has_value());
     REQUIRE(sink.records.size() == 3);
-    for (const RequestRecord &record : sink.records) {
+    for (const RequestRecord& record : sink.records) {
       CHECK(record.outcome.started_ms == 1234);
       CHECK(record.outcome.finished_ms == 1234);
     }
   }
 
   SUBCASE("mixed waves send filler beside the audited requests and count it") {
-    ScriptedEndpoint endpoint([](int, httplib::Response &response) { answer_ok(response); });
+    ScriptedEndpoint endpoint([](int, httplib::Response& response) { answer_ok(response); });
     EndpointTarget target;
     target.base_url = endpoint.url();
     const std::vector<EndpointTarget> targets{target};
@@ -454,7 +451,7 @@ TEST_CASE("run_plan with RunPlanInputs") {
   }
 
   SUBCASE("prefix waves prime warm trials and look for a flush route once") {
-    ScriptedEndpoint endpoint([](int, httplib::Response &response) { answer_ok(response); });
+    ScriptedEndpoint endpoint([](int, httplib::Response& response) { answer_ok(response); });
     EndpointTarget target;
     target.base_url = endpoint.url();
     const std::vector<EndpointTarget> targets{target};
@@ -464,7 +461,7 @@ TEST_CASE("run_plan with RunPlanInputs") {
     // Repeats 0..3 of one prompt: two cold trials and two warm ones.
     Plan plan = make_plan({1}, 4);
     plan.waves[0].probe = llmrepro::core::ProbeKind::prefix;
-    for (auto &planned : plan.waves[0].requests) planned.probe = llmrepro::core::ProbeKind::prefix;
+    for (auto& planned : plan.waves[0].requests) planned.probe = llmrepro::core::ProbeKind::prefix;
     std::vector<llmrepro::core::ProbeActivity> activity;
     REQUIRE(run_plan({.plan = plan,
                       .suite = suite,

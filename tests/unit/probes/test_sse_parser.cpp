@@ -10,18 +10,15 @@ namespace {
 std::vector<std::string> parse_whole(std::string_view body) {
   SseParser parser;
   auto events = parser.feed(body);
-  for (auto &event : parser.finish())
-    events.push_back(event);
+  for (auto& event : parser.finish()) events.push_back(event);
   return events;
 }
 
 std::vector<std::string> parse_split(std::string_view body, std::size_t at) {
   SseParser parser;
   auto events = parser.feed(body.substr(0, at));
-  for (auto &event : parser.feed(body.substr(at)))
-    events.push_back(event);
-  for (auto &event : parser.finish())
-    events.push_back(event);
+  for (auto& event : parser.feed(body.substr(at))) events.push_back(event);
+  for (auto& event : parser.finish()) events.push_back(event);
   return events;
 }
 
@@ -77,10 +74,8 @@ TEST_CASE("SseParser split at every byte boundary") {
   SseParser parser;
   std::vector<std::string> one_by_one;
   for (char c : body)
-    for (auto &event : parser.feed(std::string_view(&c, 1)))
-      one_by_one.push_back(event);
-  for (auto &event : parser.finish())
-    one_by_one.push_back(event);
+    for (auto& event : parser.feed(std::string_view(&c, 1))) one_by_one.push_back(event);
+  for (auto& event : parser.finish()) one_by_one.push_back(event);
   CHECK(one_by_one == expected);
   CHECK(parser.pending_bytes() == 0);
 }

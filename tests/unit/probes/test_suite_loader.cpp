@@ -16,14 +16,14 @@ namespace {
 
 using testing::TempDir;
 
-core::Suite parse_ok(const std::string &text) {
+core::Suite parse_ok(const std::string& text) {
   auto suite = parse_suite(text, "suite.jsonl");
   INFO((suite ? std::string() : suite.error().message));
   REQUIRE(suite.has_value());
   return *suite;
 }
 
-std::string parse_error(const std::string &text) {
+std::string parse_error(const std::string& text) {
   auto suite = parse_suite(text, "suite.jsonl");
   REQUIRE_FALSE(suite.has_value());
   CHECK(suite.error().code == core::ErrorCode::input);
@@ -31,7 +31,7 @@ std::string parse_error(const std::string &text) {
 }
 
 // A good first line, so the error under test sits on line 2.
-std::string second_line(const std::string &line) {
+std::string second_line(const std::string& line) {
   return "{\"id\":\"ok\",\"prompt\":\"hi\"}\n" + line + "\n";
 }
 
@@ -53,7 +53,7 @@ TEST_CASE("parse_suite JSON Lines") {
       "\"extract\":{\"type\":\"last_line\"}}");
   CHECK(suite.source == "suite.jsonl");
   REQUIRE(suite.prompts.size() == 3);
-  const auto &q1 = suite.prompts[0];
+  const auto& q1 = suite.prompts[0];
   CHECK(q1.id == "q1");
   CHECK(q1.text == std::optional<std::string>("2+2="));
   CHECK_FALSE(q1.is_chat());
@@ -64,7 +64,7 @@ TEST_CASE("parse_suite JSON Lines") {
   CHECK(q1.expect.tolerance == 0.5);
   CHECK(q1.extract.kind == core::Extraction::Kind::number);
   CHECK(q1.source_line == 2);
-  const auto &q2 = suite.prompts[1];
+  const auto& q2 = suite.prompts[1];
   CHECK(q2.is_chat());
   REQUIRE(q2.messages.size() == 2);
   CHECK(q2.messages[1].role == "user");
@@ -118,7 +118,7 @@ TEST_CASE("parse_suite bad lines") {
       parse_error(second_line(
           "{\"id\":\"a\",\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"name\":\"n\"}]}")) ==
       "suite.jsonl:2: unknown field 'messages[0].name'");
-  for (const char *bad : {"0", "-3", "2.5", "\"8\"", "3000000000"})
+  for (const char* bad : {"0", "-3", "2.5", "\"8\"", "3000000000"})
     CHECK(parse_error(second_line(std::string("{\"id\":\"a\",\"prompt\":\"x\",\"max_tokens\":") +
                                   bad + "}")) ==
           "suite.jsonl:2: field 'max_tokens' must be a positive integer");
@@ -131,7 +131,7 @@ TEST_CASE("parse_suite bad lines") {
 }
 
 TEST_CASE("parse_suite bad expect and extract") {
-  auto line = [](const std::string &field) {
+  auto line = [](const std::string& field) {
     return second_line("{\"id\":\"a\",\"prompt\":\"x\"," + field + "}");
   };
   CHECK(parse_error(line("\"expect\":\"4\"")) == "suite.jsonl:2: field 'expect' must be an object");

@@ -10,7 +10,7 @@ using namespace llmrepro;
 
 namespace {
 
-core::PromptAnalysis prompt(const std::string &id, std::vector<int> counts) {
+core::PromptAnalysis prompt(const std::string& id, std::vector<int> counts) {
   core::PromptAnalysis p;
   p.id = id;
   p.has_logprobs = true;
@@ -55,7 +55,7 @@ TEST_CASE("render_diff_json") {
   CHECK(j.at("config").at("seed") == 5);
   CHECK(j.at("verdict").at("status") == "regression");
   CHECK(j.at("verdict").at("regression") == true);
-  const nlohmann::json &tarr = j.at("metrics").at(0);
+  const nlohmann::json& tarr = j.at("metrics").at(0);
   CHECK(tarr.at("name") == "tarr");
   CHECK(tarr.at("test") == "mcnemar_exact");
   CHECK(tarr.at("only_a") == 10);
@@ -65,11 +65,11 @@ TEST_CASE("render_diff_json") {
   CHECK(tarr.at("sign_test_p").is_null());
   CHECK(tarr.at("beyond_noise") == true);
   CHECK(tarr.at("regression") == true);
-  const nlohmann::json &unique = j.at("metrics").at(2);
+  const nlohmann::json& unique = j.at("metrics").at(2);
   CHECK(unique.at("name") == "mean_unique_completions");
   CHECK(unique.at("delta_interval").is_array());
   CHECK(unique.at("a_interval").is_null());
-  const nlohmann::json &first = j.at("prompts").at(0);
+  const nlohmann::json& first = j.at("prompts").at(0);
   CHECK(first.at("id") == "<img src=x onerror=alert(1)>|`");
   CHECK(first.at("agreement_change") == "newly unstable");
   CHECK(first.at("a").at("agreement") == 1.0);
@@ -104,7 +104,7 @@ TEST_CASE("render_diff_html") {
 
 TEST_CASE("render_diff_html puts regressed prompts first and names them") {
   core::AuditDiff diff;
-  for (const char *id : {"fine", "worse<b>", "better"}) {
+  for (const char* id : {"fine", "worse<b>", "better"}) {
     core::PromptDiff p;
     p.id = id;
     p.a.runs = p.b.runs = 10;

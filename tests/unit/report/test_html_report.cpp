@@ -16,7 +16,7 @@ using namespace llmrepro;
 
 namespace {
 
-std::size_t count_of(const std::string &haystack, const std::string &needle) {
+std::size_t count_of(const std::string& haystack, const std::string& needle) {
   std::size_t count = 0;
   for (std::size_t at = haystack.find(needle); at != std::string::npos;
        at = haystack.find(needle, at + 1))
@@ -42,7 +42,7 @@ TEST_CASE("html_escape") {
 
 TEST_CASE("render_divergence_tree") {
   const auto fixture = test::make_fixture();
-  const core::PromptAnalysis &capital = fixture->report.analysis.prompts.at(0);
+  const core::PromptAnalysis& capital = fixture->report.analysis.prompts.at(0);
   const std::string tree = report::render_divergence_tree(capital);
   // Shared "The capital is" for all 8 runs; then " Queens, ..." 7 vs " New York City" 1; then
   // " New York" 6 vs " NY" 1 at token 5.
@@ -65,7 +65,7 @@ TEST_CASE("render_divergence_tree") {
 
 TEST_CASE("render_prompt_detail") {
   const auto fixture = test::make_fixture();
-  const core::PromptAnalysis &capital = fixture->report.analysis.prompts.at(0);
+  const core::PromptAnalysis& capital = fixture->report.analysis.prompts.at(0);
   const std::string detail = report::render_prompt_detail(capital, 0.05);
   SUBCASE("the reference's token at the divergence carries both candidates on hover") {
     CHECK(detail.find("<span class=\"shared\">The capital is</span><mark class=\"ref\" "
@@ -258,10 +258,11 @@ TEST_CASE("render_html") {
     CHECK(cards < worst);
     CHECK(worst < levels);
     CHECK(levels < charts);
-    CHECK(html.find("<strong>2 of 5 prompts unstable</strong> \u00b7 2 stable \u00b7 1 inconclusive "
-                    "\u00b7 3 fragile \u00b7 1 of unknown fragility \u00b7 TARr 40.0% \u00b7 8 of 40 "
-                    "requests failed") != std::string::npos);
-    for (const char *label :
+    CHECK(
+        html.find("<strong>2 of 5 prompts unstable</strong> \u00b7 2 stable \u00b7 1 inconclusive "
+                  "\u00b7 3 fragile \u00b7 1 of unknown fragility \u00b7 TARr 40.0% \u00b7 8 of 40 "
+                  "requests failed") != std::string::npos);
+    for (const char* label :
          {"endpoint", "model", "fingerprints", "prompts", "requests", "failures", "unstable",
           "inconclusive", "fragile", "TARr", "predictor P / R", "verdict"}) {
       CHECK_MESSAGE(html.find(std::string("<div class=\"label\">") + label + "</div>") !=
@@ -327,7 +328,7 @@ TEST_CASE("render_html") {
   }
 
   // The browser test (tests/browser) renders this page in headless Chromium.
-  if (const char *path = std::getenv("LLMREPRO_HTML_FIXTURE_OUT")) {
+  if (const char* path = std::getenv("LLMREPRO_HTML_FIXTURE_OUT")) {
     std::ofstream out(path, std::ios::binary);
     out << html;
     REQUIRE_MESSAGE(out.good(), "cannot write " << path);
@@ -336,12 +337,12 @@ TEST_CASE("render_html") {
 
 TEST_CASE("render_html verdict states") {
   const auto fixture = test::make_fixture();
-  core::Verdict &verdict = fixture->report.verdict;
+  core::Verdict& verdict = fixture->report.verdict;
   SUBCASE("a pass a stability gate judged is green") {
     verdict.status = core::VerdictStatus::pass;
     verdict.stability_gated = true;
     verdict.headline = "PASS: 2 gates passed";
-    for (auto &gate : verdict.gates) gate.passed = true;
+    for (auto& gate : verdict.gates) gate.passed = true;
     const std::string html = report::render_html(fixture->report);
     CHECK(html.find("<section class=\"verdict pass\" id=\"verdict\" data-status=\"pass\"><span "
                     "class=\"badge\">PASS</span><div><div class=\"headline pass\" "
@@ -385,10 +386,11 @@ TEST_CASE("render_html verdict states") {
     fixture->report.warnings = {"the endpoint answered as 2 models (a: 1, <img src=x>: 1)",
                                 "3 prompts have tokens that are not the top candidate"};
     const std::string html = report::render_html(fixture->report);
-    CHECK(html.find("<section class=\"panel warnings\" id=\"warnings\"><h2>Warnings</h2><ul><li>the "
-                    "endpoint answered as 2 models (a: 1, &lt;img src=x&gt;: 1)</li><li>3 prompts "
-                    "have tokens that are not the top candidate</li></ul></section>") !=
-          std::string::npos);
+    CHECK(
+        html.find("<section class=\"panel warnings\" id=\"warnings\"><h2>Warnings</h2><ul><li>the "
+                  "endpoint answered as 2 models (a: 1, &lt;img src=x&gt;: 1)</li><li>3 prompts "
+                  "have tokens that are not the top candidate</li></ul></section>") !=
+        std::string::npos);
     CHECK(html.find("id=\"verdict\"") < html.find("id=\"warnings\""));
     CHECK(html.find("id=\"warnings\"") < html.find("id=\"summary\""));
     CHECK(html.find("<img") == std::string::npos);
@@ -429,9 +431,10 @@ TEST_CASE("render_html probe kinds, endpoint comparison and semantic agreement")
     CHECK(html.find("id=\"probe-long\"") == std::string::npos);
   }
   SUBCASE("each probe kind: unstable, distinct completions, TARr, TARa, activity, cost per level") {
-    CHECK(html.find("<p class=\"probe-summary\"><b>1</b> of 2 prompts unstable \u00b7 0 "
-                    "inconclusive \u00b7 3 distinct completions \u00b7 TARr 50.0% \u00b7 TARa 100.0% "
-                    "\u00b7 8 requests (1 failed)</p>") != std::string::npos);
+    CHECK(
+        html.find("<p class=\"probe-summary\"><b>1</b> of 2 prompts unstable \u00b7 0 "
+                  "inconclusive \u00b7 3 distinct completions \u00b7 TARr 50.0% \u00b7 TARa 100.0% "
+                  "\u00b7 8 requests (1 failed)</p>") != std::string::npos);
     CHECK(html.find("Filler requests beside the audited ones: 17 sent, 1 failed") !=
           std::string::npos);
     CHECK(html.find("<tr><td class=\"num\">4</td><td class=\"num\">4</td><td class=\"num\">1"
@@ -489,7 +492,7 @@ TEST_CASE("render_html probe kinds, endpoint comparison and semantic agreement")
   }
 
   // The browser test (tests/browser, --sections) renders this page in headless Chromium.
-  if (const char *path = std::getenv("LLMREPRO_HTML_SECTIONS_FIXTURE_OUT")) {
+  if (const char* path = std::getenv("LLMREPRO_HTML_SECTIONS_FIXTURE_OUT")) {
     std::ofstream out(path, std::ios::binary);
     out << html;
     REQUIRE_MESSAGE(out.good(), "cannot write " << path);

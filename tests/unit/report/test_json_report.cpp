@@ -52,18 +52,21 @@ std::string violation(const Json& value, const Json& schema, const Json& root,
   }
   if (schema.contains("type")) {
     bool ok = false;
-    if (schema["type"].is_string()) ok = has_type(value, schema["type"]);
+    if (schema["type"].is_string())
+      ok = has_type(value, schema["type"]);
     else
       for (const auto& type : schema["type"]) ok = ok || has_type(value, type);
     if (!ok) return at + ": wrong type";
   }
   if (schema.contains("oneOf")) {
     int matches = 0;
-    for (const auto& option : schema["oneOf"]) matches += violation(value, option, root, at).empty();
+    for (const auto& option : schema["oneOf"])
+      matches += violation(value, option, root, at).empty();
     if (matches != 1) return at + ": matches " + std::to_string(matches) + " of oneOf";
   }
   if (schema.contains("pattern") && value.is_string() &&
-      !std::regex_search(value.get<std::string>(), std::regex(schema["pattern"].get<std::string>())))
+      !std::regex_search(value.get<std::string>(),
+                         std::regex(schema["pattern"].get<std::string>())))
     return at + ": does not match the pattern";
   if (schema.contains("minimum") && value.is_number() && value.get<double>() < schema["minimum"])
     return at + ": below the minimum";
@@ -123,61 +126,59 @@ TEST_CASE("render_json") {
                                                     "config", "summary", "warnings", "prompts",
                                                     "errors", "probe", "probes", "comparison",
                                                     "semantic"});
-    CHECK(keys_of(json["audit"]) ==
-          std::vector<std::string>{"id", "started", "finished", "status", "planned_requests",
-                                   "recorded_requests"});
-    CHECK(keys_of(json["summary"]) ==
-          std::vector<std::string>{"prompts",
-                                   "requests",
-                                   "failed_requests",
-                                   "failure_reasons",
-                                   "stable_prompts",
-                                   "unstable_prompts",
-                                   "inconclusive_prompts",
-                                   "prompts_with_two_completions",
-                                   "fragile_prompts",
-                                   "fragility_unknown_prompts",
-                                   "prompts_without_logprobs",
-                                   "non_greedy_prompts",
-                                   "token_text_mismatch_prompts",
-                                   "min_candidates",
-                                   "numbers",
-                                   "tarr",
-                                   "tara",
-                                   "predictor",
-                                   "checks",
-                                   "by_concurrency",
-                                   "verdict"});
+    CHECK(keys_of(json["audit"]) == std::vector<std::string>{"id", "started", "finished", "status",
+                                                             "planned_requests",
+                                                             "recorded_requests"});
+    CHECK(keys_of(json["summary"]) == std::vector<std::string>{"prompts",
+                                                               "requests",
+                                                               "failed_requests",
+                                                               "failure_reasons",
+                                                               "stable_prompts",
+                                                               "unstable_prompts",
+                                                               "inconclusive_prompts",
+                                                               "prompts_with_two_completions",
+                                                               "fragile_prompts",
+                                                               "fragility_unknown_prompts",
+                                                               "prompts_without_logprobs",
+                                                               "non_greedy_prompts",
+                                                               "token_text_mismatch_prompts",
+                                                               "min_candidates",
+                                                               "numbers",
+                                                               "tarr",
+                                                               "tara",
+                                                               "predictor",
+                                                               "checks",
+                                                               "by_concurrency",
+                                                               "verdict"});
     CHECK(keys_of(json["summary"]["verdict"]) ==
           std::vector<std::string>{"status", "headline", "stability_gated", "errors", "gates"});
-    CHECK(keys_of(json["prompts"][0]) ==
-          std::vector<std::string>{"id",
-                                   "status",
-                                   "runs",
-                                   "failed",
-                                   "unique_completions",
-                                   "first_divergence",
-                                   "divergence_unit",
-                                   "divergence_kind",
-                                   "gap_at_divergence",
-                                   "min_gap",
-                                   "min_gap_position",
-                                   "fragile",
-                                   "fragility_reason",
-                                   "unstable",
-                                   "has_logprobs",
-                                   "token_text_mismatch",
-                                   "non_greedy_tokens",
-                                   "min_candidates",
-                                   "numbers",
-                                   "candidates_at_divergence",
-                                   "answers",
-                                   "answer_failures",
-                                   "answers_agree",
-                                   "passes",
-                                   "checked_runs",
-                                   "by_concurrency",
-                                   "completions"});
+    CHECK(keys_of(json["prompts"][0]) == std::vector<std::string>{"id",
+                                                                  "status",
+                                                                  "runs",
+                                                                  "failed",
+                                                                  "unique_completions",
+                                                                  "first_divergence",
+                                                                  "divergence_unit",
+                                                                  "divergence_kind",
+                                                                  "gap_at_divergence",
+                                                                  "min_gap",
+                                                                  "min_gap_position",
+                                                                  "fragile",
+                                                                  "fragility_reason",
+                                                                  "unstable",
+                                                                  "has_logprobs",
+                                                                  "token_text_mismatch",
+                                                                  "non_greedy_tokens",
+                                                                  "min_candidates",
+                                                                  "numbers",
+                                                                  "candidates_at_divergence",
+                                                                  "answers",
+                                                                  "answer_failures",
+                                                                  "answers_agree",
+                                                                  "passes",
+                                                                  "checked_runs",
+                                                                  "by_concurrency",
+                                                                  "completions"});
     CHECK(keys_of(json["prompts"][0]["completions"][0]) ==
           std::vector<std::string>{"text", "count", "reference", "divergence", "divergence_kind",
                                    "count_by_concurrency", "finish_reasons", "models",
@@ -206,8 +207,9 @@ TEST_CASE("render_json") {
                       {"fingerprints", {"fp1", "fp2"}},
                       {"models_seen", {{"evil\x1b[2J", 1}, {"tiny-model", 16}}},
                       {"fingerprints_seen", {{"fp1", 9}, {"fp2", 8}}}});
-    CHECK(text.find("\"models_seen\": {\n        \"evil\\u001b[2J\": 1,\n        \"tiny-model\": 16\n"
-                    "      },") != std::string::npos);
+    CHECK(
+        text.find("\"models_seen\": {\n        \"evil\\u001b[2J\": 1,\n        \"tiny-model\": 16\n"
+                  "      },") != std::string::npos);
   }
   SUBCASE("a partial audit has no finish time") {
     fixture->data.info.status = "partial";
@@ -249,16 +251,15 @@ TEST_CASE("render_json") {
     REQUIRE(summary["by_concurrency"].size() == 2);
     CHECK(summary["by_concurrency"][0]["tokens_per_second"] == 812.5);
     CHECK(summary["by_concurrency"][1]["tokens_per_second"].is_null());
-    CHECK(summary["by_concurrency"][1] ==
-          OrderedJson{{"concurrency", 8},
-                      {"runs", 8},
-                      {"unique_completions", 5},
-                      {"unstable_prompts", 2},
-                      {"inconclusive_prompts", 1},
-                      {"differs_from_serial_prompts", 1},
-                      {"failed", 1},
-                      {"tokens_per_second", nullptr},
-                      {"mean_latency_ms", 95.0}});
+    CHECK(summary["by_concurrency"][1] == OrderedJson{{"concurrency", 8},
+                                                      {"runs", 8},
+                                                      {"unique_completions", 5},
+                                                      {"unstable_prompts", 2},
+                                                      {"inconclusive_prompts", 1},
+                                                      {"differs_from_serial_prompts", 1},
+                                                      {"failed", 1},
+                                                      {"tokens_per_second", nullptr},
+                                                      {"mean_latency_ms", 95.0}});
     CHECK(summary["failure_reasons"] ==
           OrderedJson{{{"reason", "HTTP 503: queue full"}, {"count", 1}}});
     CHECK(summary["stable_prompts"] == 0);
@@ -270,11 +271,9 @@ TEST_CASE("render_json") {
     CHECK(summary["non_greedy_prompts"] == 1);
     CHECK(summary["token_text_mismatch_prompts"] == 0);
     CHECK(summary["min_candidates"] == 1);
-    CHECK(summary["numbers"] == OrderedJson{{"nan", 2},
-                                            {"infinity", 0},
-                                            {"negative_infinity", 0},
-                                            {"overflow", 0},
-                                            {"null", 1}});
+    CHECK(summary["numbers"] ==
+          OrderedJson{
+              {"nan", 2}, {"infinity", 0}, {"negative_infinity", 0}, {"overflow", 0}, {"null", 1}});
   }
   SUBCASE("the verdict: status, headline, errors and every gate with its scope") {
     const auto& verdict = json["summary"]["verdict"];
@@ -350,14 +349,14 @@ TEST_CASE("render_json") {
     CHECK(queens["completions"][0]["fingerprints"] == OrderedJson{{"fp1", 3}, {"fp2", 1}});
     CHECK(queens["completions"][1]["divergence_kind"] == "token");
     CHECK(queens["completions"][1]["finish_reasons"] == OrderedJson{{"length", 1}, {"stop", 1}});
-    CHECK(queens["completions"][1]["models"] ==
-          OrderedJson{{"evil\x1b[2J", 1}, {"tiny-model", 1}});
+    CHECK(queens["completions"][1]["models"] == OrderedJson{{"evil\x1b[2J", 1}, {"tiny-model", 1}});
     CHECK(queens["completions"][0]["count_by_concurrency"] == OrderedJson{{"1", 3}, {"8", 1}});
     CHECK(queens["completions"][0]["tokens"][0] ==
           OrderedJson{{"token", "Born"},
                       {"logprob", -0.01},
-                      {"top", {{{"token", "Born"}, {"logprob", -0.01}},
-                               {{"token", "Raised"}, {"logprob", -4.5}}}}});
+                      {"top",
+                       {{{"token", "Born"}, {"logprob", -0.01}},
+                        {{"token", "Raised"}, {"logprob", -4.5}}}}});
     CHECK(queens["completions"][1]["divergence"] == 102);
     const auto& stable = json["prompts"][1];
     CHECK(stable["first_divergence"].is_null());
@@ -368,11 +367,9 @@ TEST_CASE("render_json") {
     CHECK(stable["status"] == "inconclusive"); // a request failed
     CHECK(stable["divergence_kind"].is_null());
     CHECK(stable["by_concurrency"][1]["status"] == "inconclusive");
-    CHECK(stable["numbers"] == OrderedJson{{"nan", 0},
-                                           {"infinity", 0},
-                                           {"negative_infinity", 0},
-                                           {"overflow", 0},
-                                           {"null", 0}});
+    CHECK(stable["numbers"] ==
+          OrderedJson{
+              {"nan", 0}, {"infinity", 0}, {"negative_infinity", 0}, {"overflow", 0}, {"null", 0}});
     const auto& hostile = json["prompts"][2];
     CHECK(hostile["divergence_unit"] == "char");
     CHECK(hostile["divergence_kind"] == "length");
@@ -407,7 +404,9 @@ TEST_CASE("llmrepro.audit.v1.schema.json") {
 
   const auto fixture = test::make_report_fixture();
   Json rendered = Json::parse(report::render_json(fixture->report));
-  SUBCASE("the fixture's report validates") { CHECK(violation(rendered, schema, schema, "$") == ""); }
+  SUBCASE("the fixture's report validates") {
+    CHECK(violation(rendered, schema, schema, "$") == "");
+  }
   SUBCASE("a partial report with checks validates") {
     fixture->data.info.status = "partial";
     core::CheckerSummary checks;
@@ -450,7 +449,8 @@ TEST_CASE("llmrepro.audit.v1.schema.json") {
           "$.prompts[0].completions[0].models.m: wrong type");
     wrong = rendered;
     wrong["summary"]["verdict"]["gates"][0]["scope"].erase("level");
-    CHECK(violation(wrong, schema, schema, "$") == "$.summary.verdict.gates[0].scope: missing level");
+    CHECK(violation(wrong, schema, schema, "$") ==
+          "$.summary.verdict.gates[0].scope: missing level");
     wrong = rendered;
     wrong["config"]["gates"]["fail_on"] = "fragile,unstable";
     CHECK(violation(wrong, schema, schema, "$") ==

@@ -16,7 +16,7 @@ namespace {
 // balanced and properly nested elements, quoted attributes, only the five predefined entities
 // and numeric references, no raw '<' or '&' in text or attributes, no characters XML 1.0
 // forbids. Returns an empty string when well formed, otherwise what is wrong.
-std::string xml_problem(const std::string &xml) {
+std::string xml_problem(const std::string& xml) {
   for (char ch : xml) {
     const auto c = static_cast<unsigned char>(ch);
     if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return "forbidden control character";
@@ -55,8 +55,7 @@ std::string xml_problem(const std::string &xml) {
         // Attributes: name="value" pairs, values without '<' and with valid entities.
         std::size_t a = name.size();
         while (a < tag.size()) {
-          while (a < tag.size() && tag[a] == ' ')
-            ++a;
+          while (a < tag.size() && tag[a] == ' ') ++a;
           if (a >= tag.size()) break;
           const std::size_t eq = tag.find("=\"", a);
           if (eq == std::string::npos) return "attribute without =\" in <" + name + ">";
@@ -80,7 +79,7 @@ std::string xml_problem(const std::string &xml) {
   return open.empty() ? std::string() : "unclosed <" + open.back() + ">";
 }
 
-std::size_t count_of(const std::string &haystack, const std::string &needle) {
+std::size_t count_of(const std::string& haystack, const std::string& needle) {
   std::size_t count = 0;
   for (std::size_t at = haystack.find(needle); at != std::string::npos;
        at = haystack.find(needle, at + 1))
@@ -128,14 +127,15 @@ TEST_CASE("render_junit") {
                    headline + "\"/>") != std::string::npos);
   }
   SUBCASE("a failed verdict is a failing test case listing the failed gates") {
-    CHECK(xml.find("    </properties>\n    <testcase classname=\"llmrepro.verdict\" "
-                   "name=\"verdict\" time=\"0\">\n      <failure message=\"" +
-                   headline +
-                   "\" type=\"verdict\">failed: --max-failed-rate: 8 of 40 requests failed "
-                   "after their retries (8 x HTTP 500: &lt;html&gt;oops&lt;/html&gt;), limit "
-                   "0.000 (--max-failed-rate)\nfailed: --fail-on unstable: 2 of 4 judged prompts "
-                   "unstable, 1 inconclusive (--fail-on unstable)\n</failure>\n    </testcase>\n") !=
-          std::string::npos);
+    CHECK(
+        xml.find("    </properties>\n    <testcase classname=\"llmrepro.verdict\" "
+                 "name=\"verdict\" time=\"0\">\n      <failure message=\"" +
+                 headline +
+                 "\" type=\"verdict\">failed: --max-failed-rate: 8 of 40 requests failed "
+                 "after their retries (8 x HTTP 500: &lt;html&gt;oops&lt;/html&gt;), limit "
+                 "0.000 (--max-failed-rate)\nfailed: --fail-on unstable: 2 of 4 judged prompts "
+                 "unstable, 1 inconclusive (--fail-on unstable)\n</failure>\n    </testcase>\n") !=
+        std::string::npos);
   }
   SUBCASE("an unstable prompt fails with position, candidates and gap") {
     CHECK(xml.find(
@@ -171,7 +171,7 @@ TEST_CASE("render_junit") {
     CHECK(xml_problem("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<a t=\"<\"/>") != "");
   }
   SUBCASE("the verdict's other states") {
-    core::Verdict &verdict = fixture->report.verdict;
+    core::Verdict& verdict = fixture->report.verdict;
     verdict.status = core::VerdictStatus::error;
     verdict.errors = {"interrupted: 3 of 40 planned requests recorded", "the run stopped: <x>"};
     verdict.headline = "ERROR: the audit could not be judged: interrupted: 3 of 40 planned "
@@ -195,14 +195,18 @@ TEST_CASE("render_junit") {
     CHECK(pass.find("<property name=\"verdict\" value=\"pass\"/>") != std::string::npos);
   }
   SUBCASE("unknown fragility fails a prompt only under --fail-on fragile") {
-    core::PromptAnalysis &steady = fixture->report.analysis.prompts.at(2);
+    core::PromptAnalysis& steady = fixture->report.analysis.prompts.at(2);
     REQUIRE(steady.id == "steady");
     steady.fragile = std::nullopt;
     steady.fragility_reason = "no logprobs";
     CHECK(report::render_junit(fixture->report)
               .find("<testcase classname=\"llmrepro.audit\" name=\"steady\" time=\"0\"/>") !=
           std::string::npos);
-    fixture->report.verdict.gates.push_back({"fail_on_fragile", "--fail-on fragile", {}, 4.0, 0.0,
+    fixture->report.verdict.gates.push_back({"fail_on_fragile",
+                                             "--fail-on fragile",
+                                             {},
+                                             4.0,
+                                             0.0,
                                              "3 of 5 prompts fragile, 1 of unknown fragility",
                                              false});
     const std::string fragile = report::render_junit(fixture->report);
@@ -213,7 +217,7 @@ TEST_CASE("render_junit") {
     CHECK(fragile.find("tests=\"6\" failures=\"6\" errors=\"0\"") != std::string::npos);
   }
   // tests/browser parses this file with a real XML parser.
-  if (const char *path = std::getenv("LLMREPRO_JUNIT_FIXTURE_OUT")) {
+  if (const char* path = std::getenv("LLMREPRO_JUNIT_FIXTURE_OUT")) {
     std::ofstream out(path, std::ios::binary);
     out << xml;
     REQUIRE_MESSAGE(out.good(), "cannot write " << path);

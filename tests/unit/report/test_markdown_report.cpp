@@ -12,10 +12,9 @@ using namespace llmrepro;
 namespace {
 
 // Cells of a GFM table row: split on '|' (escaped text never holds a raw one).
-std::size_t cells(const std::string &row) {
+std::size_t cells(const std::string& row) {
   std::size_t pipes = 0;
-  for (char c : row)
-    pipes += c == '|' ? 1 : 0;
+  for (char c : row) pipes += c == '|' ? 1 : 0;
   return pipes - 1;
 }
 
@@ -44,14 +43,16 @@ TEST_CASE("render_markdown") {
                 "prompts | 1 of 5 |\n| fragile prompts | 3 |\n| fragility unknown | 1 |\n") !=
         std::string::npos);
   CHECK(md.find("| TARr | 40.0% |") != std::string::npos);
-  CHECK(md.find("\n| level | unstable | inconclusive | differs from serial |\n|---:|---:|---:|---:|\n"
-                "| c=1 | 1 | 1 | serial |\n| c=8 | 2 | 1 | 0 |\n") != std::string::npos);
-  CHECK(md.find("\n| | gate | scope | measured | limit | |\n|---|---|---|---:|---:|---|\n"
-                "| \u274c | --max-failed-rate | whole audit | 0.2 | 0 | 8 of 40 requests failed after "
-                "their retries (8 x HTTP 500: &#60;html&#62;oops&#60;/html&#62;), limit 0.000 "
-                "(--max-failed-rate) |\n"
-                "| \u274c | --fail-on unstable | endpoint 0 \u00b7 sweep | 2 | 0 | 2 of 4 judged "
-                "prompts unstable, 1 inconclusive (--fail-on unstable) |\n") != std::string::npos);
+  CHECK(
+      md.find("\n| level | unstable | inconclusive | differs from serial |\n|---:|---:|---:|---:|\n"
+              "| c=1 | 1 | 1 | serial |\n| c=8 | 2 | 1 | 0 |\n") != std::string::npos);
+  CHECK(md.find(
+            "\n| | gate | scope | measured | limit | |\n|---|---|---|---:|---:|---|\n"
+            "| \u274c | --max-failed-rate | whole audit | 0.2 | 0 | 8 of 40 requests failed after "
+            "their retries (8 x HTTP 500: &#60;html&#62;oops&#60;/html&#62;), limit 0.000 "
+            "(--max-failed-rate) |\n"
+            "| \u274c | --fail-on unstable | endpoint 0 \u00b7 sweep | 2 | 0 | 2 of 4 judged "
+            "prompts unstable, 1 inconclusive (--fail-on unstable) |\n") != std::string::npos);
   CHECK(md.find("| capital | unstable, fragile | 3 | 3 | 0.03 | \u201c Queens\u201d -0.680 vs "
                 "\u201c New\u201d -0.710 |") != std::string::npos);
   CHECK(md.find("| broken | inconclusive | 0 | \u2013 | \u2013 | \u2013 |") != std::string::npos);
@@ -73,14 +74,12 @@ TEST_CASE("render_markdown") {
     }
     CHECK(rows == 2 + 4); // header, separator, four worst prompts (one inconclusive)
   }
-  SUBCASE("short enough for a pull-request comment") {
-    CHECK(md.size() < 3000);
-  }
+  SUBCASE("short enough for a pull-request comment") { CHECK(md.size() < 3000); }
 }
 
 TEST_CASE("render_markdown verdict states, errors and warnings") {
   const auto fixture = test::make_fixture();
-  core::Verdict &verdict = fixture->report.verdict;
+  core::Verdict& verdict = fixture->report.verdict;
   SUBCASE("a stability-gated pass") {
     verdict.status = core::VerdictStatus::pass;
     verdict.headline = "PASS: 2 gates passed";

@@ -29,7 +29,9 @@ TEST_CASE("escape_terminal_text") {
           "a\\x1b[31mb\\tc\\nd\\re\\x07\\x7f\\\\");
   }
   SUBCASE("C1 controls, bidi overrides and invalid UTF-8") {
-    CHECK(escape_terminal_text("\xc2\x9b" "2J", 0) == "\\u{009b}2J");
+    CHECK(escape_terminal_text("\xc2\x9b"
+                               "2J",
+                               0) == "\\u{009b}2J");
     CHECK(escape_terminal_text("\u202egnp.exe\u2066", 0) == "\\u{202e}gnp.exe\\u{2066}");
     CHECK(escape_terminal_text("a\xff\xc0\xafz\xe2\x82", 0) == "a\\xff\\xc0\\xafz\\xe2\\x82");
     CHECK(escape_terminal_text("\xed\xa0\x80", 0) == "\\xed\\xa0\\x80"); // a UTF-16 surrogate
@@ -53,10 +55,13 @@ TEST_CASE("render_terminal_summary") {
     CHECK(lines[0] == test::k_fixture_headline);
     CHECK(lines[1] == "  \u2714 1 of 18 requests failed after their retries (1 x HTTP 503: queue "
                       "full), limit 0.100 (--max-failed-rate)");
-    CHECK(lines[2] == "  \u2718 2 of 2 judged prompts unstable, 1 inconclusive (--fail-on unstable)");
-    CHECK(lines[3] == "  \u2718 most distinct completions: 3 (prompt queens), limit 2 (--max-unique)");
-    CHECK(lines[4] == "warning: the endpoint answered as 2 models (tiny-model: 16, evil\\x1b[2J: 1): "
-                      "completions that differ may come from different models, not from batch drift");
+    CHECK(lines[2] ==
+          "  \u2718 2 of 2 judged prompts unstable, 1 inconclusive (--fail-on unstable)");
+    CHECK(lines[3] ==
+          "  \u2718 most distinct completions: 3 (prompt queens), limit 2 (--max-unique)");
+    CHECK(lines[4] ==
+          "warning: the endpoint answered as 2 models (tiny-model: 16, evil\\x1b[2J: 1): "
+          "completions that differ may come from different models, not from batch drift");
     CHECK(lines[5] == "warning: the endpoint returned as few as 1 candidates at a position where "
                       "--top-logprobs asked for 2: gaps there are unknown");
     CHECK(lines[6] == "llmrepro audit audit-1700000000123  (complete)");
@@ -66,8 +71,9 @@ TEST_CASE("render_terminal_summary") {
     CHECK(lines[10] == "  c=1      unstable 0   inconclusive 1   (serial)");
     CHECK(lines[11] == "  c=8      unstable 2   inconclusive 1   differs from serial 1");
     CHECK(lines[12] == "fragile    2 of 3   (top-2 gap < 0.05 nats within the first 50 tokens)");
-    CHECK(lines[13] == "           fragility unknown: 1 of 3 (first: hostile\\x1b[2J\\x1b]0;pw\u2026: "
-                       "text mode: a completion came back without tokens)");
+    CHECK(lines[13] ==
+          "           fragility unknown: 1 of 3 (first: hostile\\x1b[2J\\x1b]0;pw\u2026: "
+          "text mode: a completion came back without tokens)");
     CHECK(lines[14] == "           prompts without logprobs: 1 (judged on text alone)");
     CHECK(lines[15] == "failures   1 x HTTP 503: queue full");
     CHECK(lines[16] == "TARr       33.3%   TARa n/a");
@@ -88,7 +94,8 @@ TEST_CASE("render_terminal_summary") {
     CHECK(text.find("\x1b[33munstable 2\x1b[0m") != std::string::npos);
     CHECK(text.find("\x1b[33mwarning: the endpoint answered as 2 models") != std::string::npos);
     // The only escapes are ours: every ESC starts one of the SGR codes used.
-    for (std::size_t at = text.find('\x1b'); at != std::string::npos; at = text.find('\x1b', at + 1)) {
+    for (std::size_t at = text.find('\x1b'); at != std::string::npos;
+         at = text.find('\x1b', at + 1)) {
       const std::string rest = text.substr(at, 7);
       const bool ours = rest.rfind("\x1b[0m", 0) == 0 || rest.rfind("\x1b[1m", 0) == 0 ||
                         rest.rfind("\x1b[33m", 0) == 0 || rest.rfind("\x1b[1;31m", 0) == 0 ||
@@ -109,17 +116,28 @@ TEST_CASE("render_terminal_summary") {
     core::Verdict& verdict = fixture->report.verdict;
     verdict.status = core::VerdictStatus::pass;
     verdict.headline = "PASS: 2 gates passed";
-    verdict.gates = {{"fail_on_unstable", "--fail-on unstable", {}, 0.0, 0.0,
-                      "0 of 3 judged prompts unstable (--fail-on unstable)", true},
-                     {"max_unique", "--max-unique", {}, 1.0, 1.0,
-                      "most distinct completions: 1, limit 1 (--max-unique)", true}};
+    verdict.gates = {{"fail_on_unstable",
+                      "--fail-on unstable",
+                      {},
+                      0.0,
+                      0.0,
+                      "0 of 3 judged prompts unstable (--fail-on unstable)",
+                      true},
+                     {"max_unique",
+                      "--max-unique",
+                      {},
+                      1.0,
+                      1.0,
+                      "most distinct completions: 1, limit 1 (--max-unique)",
+                      true}};
     const auto lines = lines_of(report::render_terminal_summary(fixture->report, false));
     CHECK(lines[0] == "PASS: 2 gates passed");
     CHECK(lines[1] == "  \u2714 0 of 3 judged prompts unstable (--fail-on unstable)");
     CHECK(lines[2] == "  \u2714 most distinct completions: 1, limit 1 (--max-unique)");
     CHECK(lines[3] == "llmrepro audit audit-1700000000123  (partial: 2 of 18 planned requests "
                       "recorded)");
-    CHECK(lines[4] == "endpoint   embedded reference engine   model tiny-model   dialect openai-chat");
+    CHECK(lines[4] ==
+          "endpoint   embedded reference engine   model tiny-model   dialect openai-chat");
     CHECK(lines.back() == "worst      none: every prompt stable and none fragile");
     const std::string colored = report::render_terminal_summary(fixture->report, true);
     CHECK(colored.rfind("\x1b[1;32mPASS: 2 gates passed\x1b[0m\n", 0) == 0);
@@ -138,30 +156,38 @@ TEST_CASE("render_terminal_summary") {
     CHECK(text.find("every prompt stable") == std::string::npos);
     CHECK(text.find("PASS") == std::string::npos);
     const std::string colored = report::render_terminal_summary(fixture->report, true);
-    CHECK(colored.rfind("\x1b[33mNO STABILITY GATE: 2 of 2 prompts unstable, 1 inconclusive\x1b[0m\n",
-                        0) == 0);
+    CHECK(
+        colored.rfind("\x1b[33mNO STABILITY GATE: 2 of 2 prompts unstable, 1 inconclusive\x1b[0m\n",
+                      0) == 0);
     fixture->report.analysis.summary.stable_prompts = 3;
-    CHECK(lines_of(report::render_terminal_summary(fixture->report, false)).back() ==
-          "worst      none: every prompt stable, none known to be fragile (1 of unknown fragility)");
+    CHECK(
+        lines_of(report::render_terminal_summary(fixture->report, false)).back() ==
+        "worst      none: every prompt stable, none known to be fragile (1 of unknown fragility)");
   }
   SUBCASE("an error verdict is red and names every reason") {
     core::Verdict& verdict = fixture->report.verdict;
     verdict.status = core::VerdictStatus::error;
     verdict.errors = {"interrupted: 2 of 18 planned requests recorded",
                       "no prompt has two successful \x1b[2Jcompletions to compare"};
-    verdict.headline = "ERROR: the audit could not be judged: interrupted: 2 of 18 planned requests "
-                       "recorded (and 1 more)";
+    verdict.headline =
+        "ERROR: the audit could not be judged: interrupted: 2 of 18 planned requests "
+        "recorded (and 1 more)";
     verdict.gates.clear();
     const auto lines = lines_of(report::render_terminal_summary(fixture->report, false));
     CHECK(lines[0] == verdict.headline);
     CHECK(lines[1] == "  error: interrupted: 2 of 18 planned requests recorded");
     CHECK(lines[2] == "  error: no prompt has two successful \\x1b[2Jcompletions to compare");
-    CHECK(report::render_terminal_summary(fixture->report, true).rfind("\x1b[1;31mERROR: ", 0) == 0);
+    CHECK(report::render_terminal_summary(fixture->report, true).rfind("\x1b[1;31mERROR: ", 0) ==
+          0);
   }
   SUBCASE("failures grouped by reason, at most five listed") {
     auto& reasons = fixture->report.analysis.summary.failure_reasons;
-    reasons = {{"HTTP 503: queue full", 9}, {"timeout after 120 s", 4}, {"HTTP 500: a\nb", 3},
-               {"r4", 2},                   {"r5", 1},                  {"r6", 1},
+    reasons = {{"HTTP 503: queue full", 9},
+               {"timeout after 120 s", 4},
+               {"HTTP 500: a\nb", 3},
+               {"r4", 2},
+               {"r5", 1},
+               {"r6", 1},
                {"r7", 1}};
     const std::string text = report::render_terminal_summary(fixture->report, false);
     CHECK(text.find("failures   9 x HTTP 503: queue full\n"

@@ -99,9 +99,12 @@ core::RequestRecord make_record(int prompt, int concurrency, int repeat, bool ok
         token("The", -0.1234567890123456789, {}),
         token(" answer", -1e-300, {{" answer", -1e-300}}),
         token(" is", -0.5, {{" is", -0.5}, {" was", -0.9162907318741551}}),
-        token(" 42", -0.7, {{" 42", -0.7}, {" 41", -0.7000000000000001},
-                            {" 43", -3.0}, {"\"q\"", -std::numeric_limits<double>::infinity()},
-                            {"\xe2\x80\xae", -20.25}}),
+        token(" 42", -0.7,
+              {{" 42", -0.7},
+               {" 41", -0.7000000000000001},
+               {" 43", -3.0},
+               {"\"q\"", -std::numeric_limits<double>::infinity()},
+               {"\xe2\x80\xae", -20.25}}),
     };
   }
   return record;

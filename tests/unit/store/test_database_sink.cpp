@@ -65,8 +65,7 @@ std::vector<int> stored_prompts(const AuditDatabase& database) {
   auto loaded = database.load();
   REQUIRE(loaded);
   std::vector<int> prompts;
-  for (const auto& record : loaded->records)
-    prompts.push_back(record.planned.prompt_index);
+  for (const auto& record : loaded->records) prompts.push_back(record.planned.prompt_index);
   return prompts;
 }
 
@@ -93,8 +92,7 @@ private:
 
 std::vector<int> range(int from, int to) {
   std::vector<int> values;
-  for (int i = from; i < to; ++i)
-    values.push_back(i);
+  for (int i = from; i < to; ++i) values.push_back(i);
   return values;
 }
 
@@ -108,8 +106,7 @@ TEST_CASE("DatabaseSink") {
   SUBCASE("records are committed in the order they were queued") {
     DatabaseSink sink(database, 4, 3);
     core::RecordSink& as_sink = sink;
-    for (int i = 0; i < 20; ++i)
-      REQUIRE(as_sink.record(make_record(i)));
+    for (int i = 0; i < 20; ++i) REQUIRE(as_sink.record(make_record(i)));
     REQUIRE(sink.finish());
     CHECK(sink.committed() == 20);
     CHECK(stored_prompts(database) == range(0, 20));
@@ -123,8 +120,7 @@ TEST_CASE("DatabaseSink") {
     Connection other(path);
     other.exec("BEGIN IMMEDIATE");
     DatabaseSink sink(database, 256, 64);
-    for (int i = 0; i < 10; ++i)
-      REQUIRE(sink.record(make_record(i)));
+    for (int i = 0; i < 10; ++i) REQUIRE(sink.record(make_record(i)));
     // The writer's first transaction waits for the lock; everything else queues behind it.
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     CHECK(sink.committed() == 0);
@@ -138,8 +134,7 @@ TEST_CASE("DatabaseSink") {
     Connection other(path);
     other.exec("BEGIN IMMEDIATE");
     DatabaseSink sink(database, 256, 4);
-    for (int i = 0; i < 10; ++i)
-      REQUIRE(sink.record(make_record(i)));
+    for (int i = 0; i < 10; ++i) REQUIRE(sink.record(make_record(i)));
     other.exec("COMMIT");
     REQUIRE(sink.finish());
     CHECK(sink.transactions() >= 3);
@@ -171,10 +166,8 @@ TEST_CASE("DatabaseSink") {
     other.exec("CREATE TRIGGER refuse_5 BEFORE INSERT ON requests WHEN NEW.prompt_index = 5 "
                "BEGIN SELECT RAISE(ABORT, 'scripted failure'); END");
     DatabaseSink sink(database, 256, 64);
-    for (int i = 0; i < 5; ++i)
-      REQUIRE(sink.record(make_record(i)));
-    while (sink.committed() < 5)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (int i = 0; i < 5; ++i) REQUIRE(sink.record(make_record(i)));
+    while (sink.committed() < 5) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     REQUIRE(sink.record(make_record(5)));
     auto finished = sink.finish();
     REQUIRE_FALSE(finished);

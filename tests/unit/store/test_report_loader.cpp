@@ -82,8 +82,8 @@ TEST_CASE("load_report") {
         }
   // Prefix trials of prompt 0 at endpoint 0: warm trials diverge from cold ones.
   for (int repeat = 0; repeat < 4; ++repeat) {
-    REQUIRE(database->record(make_record(0, 0, 1, core::ProbeKind::prefix, repeat,
-                                         core::prefix_trial_is_warm(repeat))));
+    REQUIRE(database->record(
+        make_record(0, 0, 1, core::ProbeKind::prefix, repeat, core::prefix_trial_is_warm(repeat))));
     ++recorded;
   }
   const core::ToolInfo tool{"test", "test build", "not compiled"};
@@ -142,11 +142,11 @@ TEST_CASE("load_report") {
 
   SUBCASE("an error from the visitor stops the load and is returned") {
     int visits = 0;
-    auto loaded = database->load([&](const core::AuditData&, int,
-                                     const std::vector<core::RequestRecord>&) {
-      ++visits;
-      return core::Result<void>{core::make_error(core::ErrorCode::input, "visitor refused")};
-    });
+    auto loaded =
+        database->load([&](const core::AuditData&, int, const std::vector<core::RequestRecord>&) {
+          ++visits;
+          return core::Result<void>{core::make_error(core::ErrorCode::input, "visitor refused")};
+        });
     REQUIRE_FALSE(loaded);
     CHECK(loaded.error().message == "visitor refused");
     CHECK(visits == 1);

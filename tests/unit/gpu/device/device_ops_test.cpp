@@ -49,11 +49,11 @@ void same_experiment(const core::Result<core::ProbeExperiment>& device,
       rows_match = false;
       first_difference = i;
     }
-  check(rows_match, host.id + ": device rows equal the CPU emulation's (" +
-                        std::to_string(host.rows.size()) + " rows" +
-                        (rows_match ? "" : ", first difference at row " +
-                                               std::to_string(first_difference)) +
-                        ")");
+  check(rows_match,
+        host.id + ": device rows equal the CPU emulation's (" + std::to_string(host.rows.size()) +
+            " rows" +
+            (rows_match ? "" : ", first difference at row " + std::to_string(first_difference)) +
+            ")");
 }
 
 } // namespace
@@ -81,7 +81,8 @@ int main() {
     for (const auto& row : *rows) {
       std::string what = row.variant + " [" + numerics::to_string(precision) + "]";
       for (const auto& p : row.params)
-        if (const auto* text = std::get_if<std::string>(&p.value)) what += " " + p.name + "=" + *text;
+        if (const auto* text = std::get_if<std::string>(&p.value))
+          what += " " + p.name + "=" + *text;
         else if (const auto* number = std::get_if<std::int64_t>(&p.value))
           what += " " + p.name + "=" + std::to_string(*number);
       check(row.elements > 0 && row.changed_frac == 0.0, what);
