@@ -7,9 +7,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 max_lines=800
-# Tracked sources, plus new ones not yet committed; never build trees.
-mapfile -t sources < <(git ls-files --cached --others --exclude-standard \
-  '*.cpp' '*.hpp' '*.cu' '*.cuh' '*.h' | while read -r f; do [[ -f $f ]] && echo "$f"; done)
+# Tracked sources, plus new ones not yet committed; never build trees. Outside a git checkout
+# (an unpacked archive), every source below the module folders.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  mapfile -t sources < <(git ls-files --cached --others --exclude-standard \
+    '*.cpp' '*.hpp' '*.cu' '*.cuh' '*.h' | while read -r f; do [[ -f $f ]] && echo "$f"; done)
+else
+  mapfile -t sources < <(find core probes report engine gpu cli tests fuzz bench -type f \
+    \( -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' -o -name '*.cuh' -o -name '*.h' \) | sort)
+fi
+if [[ ${#sources[@]} == 0 ]]; then
+  echo "style: no sources found"
+  exit 1
+fi
 
 status=0
 for file in "${sources[@]}"; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's second command and what CI runs: every test of the project.
-#   1. the layering check and the document-link check (every Markdown file named exists);
+#   1. the layering, document-link and style checks (every Markdown file named exists; every
+#      source laid out as .clang-format says and at most 800 lines long);
 #   2. an ASan+UBSan build running the unit and end-to-end tests (except the slow scenarios and
 #      those that measure memory);
 #   3. a TSan build running the threaded unit tests (scheduler, engine, database writer);
@@ -21,6 +22,9 @@ scripts/check-layering.sh
 
 step "doc links"
 scripts/check-doc-links.sh
+
+step "style"
+scripts/check-style.sh
 
 if [[ ${LLMREPRO_TEST_QUICK:-0} != 1 ]]; then
   step "ASan+UBSan build and tests"
