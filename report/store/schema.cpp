@@ -1,5 +1,5 @@
 // The audit database's layout (AuditDatabase::k_schema_version 1):
-//   meta       key/value: schema_version, format
+//   meta       key/value: schema_version, format, probe_activity (JSON, written after each run)
 //   audit      one row: id, times, status, the AuditConfig as JSON, the suite's source, errors
 //   endpoints  one row per endpoint, by index
 //   prompts    one row per suite prompt, by index, every Prompt field
