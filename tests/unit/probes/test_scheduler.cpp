@@ -136,26 +136,35 @@ struct Run {
   double seconds = 0;
 };
 
+// What a test may set beyond the defaults of `run`: another suite, another clock, and where the
+// probes' side traffic is counted.
+struct RunExtras {
+  const Suite* suite = nullptr;                 // default: one prompt
+  const llmrepro::core::Clock* clock = nullptr; // default: the system clock
+  std::vector<llmrepro::core::ProbeActivity>* activity = nullptr;
+};
+
 Run run(const Plan& plan, const std::string& url, const SchedulerConfig& config, VectorSink& sink,
         const std::function<bool(const PlannedRequest&)>& skip = {},
         const std::function<void(const SchedulerProgress&)>& progress = {},
-        const std::atomic<bool>* stop = nullptr) {
-  static const Suite suite = make_suite(1);
+        const std::atomic<bool>* stop = nullptr, const RunExtras& extras = {}) {
+  static const Suite one_prompt = make_suite(1);
   EndpointTarget target;
   target.base_url = url;
   std::atomic<bool> never{false};
   const auto start = std::chrono::steady_clock::now();
   const std::vector<EndpointTarget> targets{target};
-  const llmrepro::core::SystemClock clock;
+  const llmrepro::core::SystemClock system_clock;
   Result<void> result = run_plan({.plan = plan,
-                                  .suite = suite,
+                                  .suite = extras.suite != nullptr ? *extras.suite : one_prompt,
                                   .targets = targets,
                                   .config = config,
                                   .sink = sink,
                                   .stop_requested = stop != nullptr ? *stop : never,
-                                  .clock = clock,
+                                  .clock = extras.clock != nullptr ? *extras.clock : system_clock,
                                   .already_recorded = skip,
-                                  .on_progress = progress});
+                                  .on_progress = progress,
+                                  .activity = extras.activity});
   return {result, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
 }
 
@@ -391,7 +400,6 @@ TEST_CASE("run_plan") {
 
 TEST_CASE("run_plan with RunPlanInputs") {
   static const Suite suite = make_suite(2);
-  std::atomic<bool> never{false};
 
   SUBCASE("the records' timestamps come from the injected clock") {
     // A clock that stands still: every timestamp is the one it gives.
@@ -400,21 +408,12 @@ TEST_CASE("run_plan with RunPlanInputs") {
       std::int64_t now_ms() const override { return 1234; }
     };
     ScriptedEndpoint endpoint([](int, httplib::Response& response) { answer_ok(response); });
-    EndpointTarget target;
-    target.base_url = endpoint.url();
-    const std::vector<EndpointTarget> targets{target};
     const StoppedClock clock;
     VectorSink sink;
-    const SchedulerConfig config = fast_config();
     const Plan plan = make_plan({2}, 3);
-    REQUIRE(run_plan({.plan = plan,
-                      .suite = suite,
-                      .targets = targets,
-                      .config = config,
-                      .sink = sink,
-                      .stop_requested = never,
-                      .clock = clock})
-                .has_value());
+    REQUIRE(run(plan, endpoint.url(), fast_config(), sink, {}, {}, nullptr,
+                {.suite = &suite, .clock = &clock})
+                .result.has_value());
     REQUIRE(sink.records.size() == 3);
     for (const RequestRecord& record : sink.records) {
       CHECK(record.outcome.started_ms == 1234);
@@ -424,24 +423,13 @@ TEST_CASE("run_plan with RunPlanInputs") {
 
   SUBCASE("mixed waves send filler beside the audited requests and count it") {
     ScriptedEndpoint endpoint([](int, httplib::Response& response) { answer_ok(response); });
-    EndpointTarget target;
-    target.base_url = endpoint.url();
-    const std::vector<EndpointTarget> targets{target};
-    const llmrepro::core::SystemClock clock;
     VectorSink sink;
-    const SchedulerConfig config = fast_config();
     Plan plan = make_plan({2}, 4);
     plan.waves[0].probe = llmrepro::core::ProbeKind::mixed;
     std::vector<llmrepro::core::ProbeActivity> activity;
-    REQUIRE(run_plan({.plan = plan,
-                      .suite = suite,
-                      .targets = targets,
-                      .config = config,
-                      .sink = sink,
-                      .stop_requested = never,
-                      .clock = clock,
-                      .activity = &activity})
-                .has_value());
+    REQUIRE(run(plan, endpoint.url(), fast_config(), sink, {}, {}, nullptr,
+                {.suite = &suite, .activity = &activity})
+                .result.has_value());
     CHECK(sink.records.size() == 4);
     REQUIRE(activity.size() == 1);
     CHECK(activity[0].filler_sent >= 2);
@@ -452,26 +440,15 @@ TEST_CASE("run_plan with RunPlanInputs") {
 
   SUBCASE("prefix waves prime warm trials and look for a flush route once") {
     ScriptedEndpoint endpoint([](int, httplib::Response& response) { answer_ok(response); });
-    EndpointTarget target;
-    target.base_url = endpoint.url();
-    const std::vector<EndpointTarget> targets{target};
-    const llmrepro::core::SystemClock clock;
     VectorSink sink;
-    const SchedulerConfig config = fast_config();
     // Repeats 0..3 of one prompt: two cold trials and two warm ones.
     Plan plan = make_plan({1}, 4);
     plan.waves[0].probe = llmrepro::core::ProbeKind::prefix;
     for (auto& planned : plan.waves[0].requests) planned.probe = llmrepro::core::ProbeKind::prefix;
     std::vector<llmrepro::core::ProbeActivity> activity;
-    REQUIRE(run_plan({.plan = plan,
-                      .suite = suite,
-                      .targets = targets,
-                      .config = config,
-                      .sink = sink,
-                      .stop_requested = never,
-                      .clock = clock,
-                      .activity = &activity})
-                .has_value());
+    REQUIRE(run(plan, endpoint.url(), fast_config(), sink, {}, {}, nullptr,
+                {.suite = &suite, .activity = &activity})
+                .result.has_value());
     CHECK(sink.records.size() == 4);
     REQUIRE(activity.size() == 1);
     CHECK(activity[0].primes_sent == 2);
