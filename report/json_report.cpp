@@ -106,6 +106,7 @@ Json config_json(const core::AuditConfig& config) {
         {"max_unique", optional_int(config.gates.max_unique)},
         {"max_unstable_rate", optional_number(config.gates.max_unstable_rate)},
         {"min_tara", optional_number(config.gates.min_tara)},
+        {"max_logprob_drift", optional_number(config.gates.max_logprob_drift)},
         {"max_failed_rate", number(config.gates.max_failed_rate)}}}};
 }
 

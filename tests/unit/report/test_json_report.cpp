@@ -229,6 +229,7 @@ TEST_CASE("render_json") {
                                          {"max_unique", 2},
                                          {"max_unstable_rate", nullptr},
                                          {"min_tara", nullptr},
+                                         {"max_logprob_drift", nullptr},
                                          {"max_failed_rate", 0.1}});
     fixture->data.config.shard_index = 1;
     fixture->data.config.gates.fail_on.fragile = true;
@@ -236,6 +237,9 @@ TEST_CASE("render_json") {
     const auto again = OrderedJson::parse(report::render_json(fixture->report));
     CHECK(again["config"]["shard"] == "2/2");
     CHECK(again["config"]["gates"]["fail_on"] == "unstable,fragile,disagree");
+    fixture->data.config.gates.max_logprob_drift = 0.0;
+    CHECK(OrderedJson::parse(
+              report::render_json(fixture->report))["config"]["gates"]["max_logprob_drift"] == 0.0);
   }
   SUBCASE("summary: exact doubles, nulls for absent and non-finite values") {
     const auto& summary = json["summary"];
