@@ -259,10 +259,29 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
   std::map<int, LevelAnalysis> levels;
   // Per level, how often each distinct completion (by index) appeared.
   std::map<int, std::map<std::size_t, int>> seen_at_level;
-  // The references of logprob drift: the first successful run overall (of the lowest level,
-  // as `ordered` goes) and of each level.
+  // The references of logprob drift: the successful run of the lowest repeat at the lowest
+  // level, and at each level. By repeat, not by recording order, so that a merged or resumed
+  // audit measures what the uninterrupted one does.
+  std::vector<const RequestRecord*> by_repeat = ordered;
+  std::stable_sort(by_repeat.begin(), by_repeat.end(), [](const auto* a, const auto* b) {
+    return std::pair(a->planned.concurrency, a->planned.repeat) <
+           std::pair(b->planned.concurrency, b->planned.repeat);
+  });
   const Completion* drift_reference = nullptr;
   std::map<int, const Completion*> level_drift_reference;
+  for (const auto* record : by_repeat) {
+    if (!record->outcome.ok) continue;
+    const Completion& completion = record->outcome.completion;
+    if (!drift_reference)
+      drift_reference = &completion;
+    else
+      add_logprob_drift(result.logprob_drift, *drift_reference, completion);
+    const auto [level_reference, first_at_level] =
+        level_drift_reference.try_emplace(record->planned.concurrency, &completion);
+    if (!first_at_level)
+      add_logprob_drift(levels[record->planned.concurrency].logprob_drift, *level_reference->second,
+                        completion);
+  }
 
   for (const auto* record : ordered) {
     auto& level = levels[record->planned.concurrency];
@@ -275,14 +294,6 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     ++result.runs;
     ++level.runs;
     const Completion& completion = record->outcome.completion;
-    if (!drift_reference)
-      drift_reference = &completion;
-    else
-      add_logprob_drift(result.logprob_drift, *drift_reference, completion);
-    const auto [level_reference, first_at_level] =
-        level_drift_reference.try_emplace(level.concurrency, &completion);
-    if (!first_at_level)
-      add_logprob_drift(level.logprob_drift, *level_reference->second, completion);
     auto [it, inserted] = index_of.try_emplace(identity_key(completion, mode), distinct.size());
     if (inserted) distinct.push_back(Distinct{&completion, 0, {}, distinct.size(), {}, {}, {}});
     Distinct& entry = distinct[it->second];

@@ -65,7 +65,7 @@ struct LevelAnalysis {
   // This level's modal completion is not the serial (lowest level's) modal completion; false at
   // the lowest level and where either level has no successful completion.
   bool differs_from_serial = false;
-  // Each successful run of this level against the level's first successful run.
+  // Each successful run of this level against the level's successful run of the lowest repeat.
   LogprobDrift logprob_drift;
 };
 
@@ -85,8 +85,8 @@ struct PromptAnalysis {
   std::optional<int> min_gap_position;
   PromptStatus status = PromptStatus::inconclusive;
   bool unstable = false; // status == unstable, kept for readers of the flag
-  // Each successful run against the first successful run of the lowest level, and what that
-  // makes of a stable prompt.
+  // Each successful run against the lowest level's successful run of the lowest repeat, and what
+  // that makes of a stable prompt.
   LogprobDrift logprob_drift;
   StabilityTier tier = StabilityTier::inconclusive;
   // Fragility is three-valued: true, false, or empty when it cannot be computed (no logprobs,
