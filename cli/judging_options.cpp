@@ -26,6 +26,10 @@ void add_judging_options(CLI::App& command, JudgingOptions& judging) {
                          "Fail when the unstable share of the judged prompts exceeds it (0..1)");
   given.min_tara =
       command.add_option("--min-tara", judging.min_tara, "Fail when TARa@N is below it (0..1)");
+  given.max_logprob_drift =
+      command.add_option("--max-logprob-drift", judging.max_logprob_drift,
+                         "Fail when a logprob moves by more between runs whose tokens agree (nats, "
+                         ">= 0; 0 demands bit-identical logprobs)");
   given.max_failed_rate =
       command
           .add_option("--max-failed-rate", judging.max_failed_rate,
@@ -47,8 +51,8 @@ bool given(const CLI::Option* option) { return option != nullptr && option->coun
 bool any_judging_option_given(const JudgingOptions& judging) {
   const auto& o = judging.options;
   return given(o.fail_on) || given(o.max_unique) || given(o.max_unstable_rate) ||
-         given(o.min_tara) || given(o.max_failed_rate) || given(o.fragile_gap) ||
-         given(o.fragile_window);
+         given(o.min_tara) || given(o.max_logprob_drift) || given(o.max_failed_rate) ||
+         given(o.fragile_gap) || given(o.fragile_window);
 }
 
 core::Result<void> check_finite_in(const char* flag, double value, double low, double high) {
@@ -63,6 +67,14 @@ core::Result<void> check_finite_above(const char* flag, double value, double low
   if (std::isfinite(value) && value > low) return {};
   return core::make_error(core::ErrorCode::usage,
                           fmt::format("{} must be {} greater than {} (got {})", flag,
+                                      what == nullptr ? "a number" : what, low, value));
+}
+
+core::Result<void> check_finite_at_least(const char* flag, double value, double low,
+                                         const char* what) {
+  if (std::isfinite(value) && value >= low) return {};
+  return core::make_error(core::ErrorCode::usage,
+                          fmt::format("{} must be {} at least {} (got {})", flag,
                                       what == nullptr ? "a number" : what, low, value));
 }
 
@@ -84,6 +96,9 @@ core::Result<void> apply_judging_options(const JudgingOptions& judging, core::Au
         !valid)
       return valid;
   if (judging.min_tara) LLMREPRO_TRY(check_finite_in("--min-tara", *judging.min_tara, 0.0, 1.0));
+  if (judging.max_logprob_drift)
+    LLMREPRO_TRY(check_finite_at_least("--max-logprob-drift", *judging.max_logprob_drift, 0.0,
+                                       "a finite number of nats"));
   LLMREPRO_TRY(check_finite_in("--max-failed-rate", judging.max_failed_rate, 0.0, 1.0));
   if (auto valid =
           check_finite_above("--fragile-gap", judging.fragile_gap, 0.0, "a finite number of nats");
@@ -98,6 +113,7 @@ core::Result<void> apply_judging_options(const JudgingOptions& judging, core::Au
   if (take(o.max_unique)) config.gates.max_unique = judging.max_unique;
   if (take(o.max_unstable_rate)) config.gates.max_unstable_rate = judging.max_unstable_rate;
   if (take(o.min_tara)) config.gates.min_tara = judging.min_tara;
+  if (take(o.max_logprob_drift)) config.gates.max_logprob_drift = judging.max_logprob_drift;
   if (take(o.max_failed_rate)) config.gates.max_failed_rate = judging.max_failed_rate;
   if (take(o.fragile_gap)) config.fragile_gap = judging.fragile_gap;
   if (take(o.fragile_window)) config.fragile_window = judging.fragile_window;

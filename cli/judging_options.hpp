@@ -1,6 +1,6 @@
 // The judging flags `audit` and `report` share (--fail-on, --max-unique, --max-unstable-rate,
-// --min-tara, --max-failed-rate, --fragile-gap, --fragile-window): one definition, one
-// validation, and the one mapping from a verdict to the exit code.
+// --min-tara, --max-logprob-drift, --max-failed-rate, --fragile-gap, --fragile-window): one
+// definition, one validation, and the one mapping from a verdict to the exit code.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +23,7 @@ struct JudgingOptions {
   std::optional<int> max_unique;
   std::optional<double> max_unstable_rate;
   std::optional<double> min_tara;
+  std::optional<double> max_logprob_drift;
   double max_failed_rate = core::GateConfig{}.max_failed_rate;
   double fragile_gap = core::AuditConfig{}.fragile_gap;
   int fragile_window = core::AuditConfig{}.fragile_window;
@@ -33,6 +34,7 @@ struct JudgingOptions {
     CLI::Option* max_unique = nullptr;
     CLI::Option* max_unstable_rate = nullptr;
     CLI::Option* min_tara = nullptr;
+    CLI::Option* max_logprob_drift = nullptr;
     CLI::Option* max_failed_rate = nullptr;
     CLI::Option* fragile_gap = nullptr;
     CLI::Option* fragile_window = nullptr;
@@ -65,6 +67,9 @@ core::Result<void> check_finite_in(const char* flag, double value, double low, d
 // A finite number greater than `low` (`what` describes the unit: "seconds"), else a usage error.
 core::Result<void> check_finite_above(const char* flag, double value, double low,
                                       const char* what = "a number");
+// A finite number of at least `low`, else a usage error naming `flag` and `what` it takes.
+core::Result<void> check_finite_at_least(const char* flag, double value, double low,
+                                         const char* what = "a number");
 
 // The exit code of a judged audit: pass 0, fail 1, error 3; 130 when the run was interrupted.
 int exit_code_of(const core::Verdict& verdict, bool interrupted = false);

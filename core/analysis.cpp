@@ -39,6 +39,29 @@ const char* to_string(PromptStatus status) {
   return "inconclusive";
 }
 
+const char* to_string(StabilityTier tier) {
+  switch (tier) {
+  case StabilityTier::bitwise: return "bitwise";
+  case StabilityTier::token: return "token";
+  case StabilityTier::unstable: return "unstable";
+  case StabilityTier::inconclusive: return "inconclusive";
+  }
+  return "inconclusive";
+}
+
+// Bitwise needs evidence, as stable does: a stable prompt none of whose positions could be
+// compared (no logprobs, text mode) is token-stable only.
+StabilityTier stability_tier(PromptStatus status, const LogprobDrift& drift) {
+  switch (status) {
+  case PromptStatus::stable:
+    return drift.positions_compared > 0 && !has_drift(drift) ? StabilityTier::bitwise
+                                                             : StabilityTier::token;
+  case PromptStatus::unstable: return StabilityTier::unstable;
+  case PromptStatus::inconclusive: return StabilityTier::inconclusive;
+  }
+  return StabilityTier::inconclusive;
+}
+
 const char* to_string(DivergenceKind kind) {
   return kind == DivergenceKind::length ? "length" : "token";
 }
@@ -236,6 +259,29 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
   std::map<int, LevelAnalysis> levels;
   // Per level, how often each distinct completion (by index) appeared.
   std::map<int, std::map<std::size_t, int>> seen_at_level;
+  // The references of logprob drift: the successful run of the lowest repeat at the lowest
+  // level, and at each level. By repeat, not by recording order, so that a merged or resumed
+  // audit measures what the uninterrupted one does.
+  std::vector<const RequestRecord*> by_repeat = ordered;
+  std::stable_sort(by_repeat.begin(), by_repeat.end(), [](const auto* a, const auto* b) {
+    return std::pair(a->planned.concurrency, a->planned.repeat) <
+           std::pair(b->planned.concurrency, b->planned.repeat);
+  });
+  const Completion* drift_reference = nullptr;
+  std::map<int, const Completion*> level_drift_reference;
+  for (const auto* record : by_repeat) {
+    if (!record->outcome.ok) continue;
+    const Completion& completion = record->outcome.completion;
+    if (!drift_reference)
+      drift_reference = &completion;
+    else
+      add_logprob_drift(result.logprob_drift, *drift_reference, completion);
+    const auto [level_reference, first_at_level] =
+        level_drift_reference.try_emplace(record->planned.concurrency, &completion);
+    if (!first_at_level)
+      add_logprob_drift(levels[record->planned.concurrency].logprob_drift, *level_reference->second,
+                        completion);
+  }
 
   for (const auto* record : ordered) {
     auto& level = levels[record->planned.concurrency];
@@ -262,6 +308,7 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
   result.unique_completions = static_cast<int>(distinct.size());
   result.status = status_of(result.runs, result.failed, result.unique_completions);
   result.unstable = result.status == PromptStatus::unstable;
+  result.tier = stability_tier(result.status, result.logprob_drift);
   result.has_logprobs = result.runs > 0 && all_have_logprobs;
 
   std::size_t reference = 0;
@@ -453,6 +500,10 @@ void AnalysisBuilder::add_prompt(int prompt_index,
   case PromptStatus::unstable: ++summary.unstable_prompts; break;
   case PromptStatus::inconclusive: ++summary.inconclusive_prompts; break;
   }
+  if (prompt.tier == StabilityTier::bitwise) ++summary.bitwise_stable_prompts;
+  if (prompt.status != PromptStatus::inconclusive && prompt.logprob_drift.positions_compared > 0)
+    summary.max_logprob_drift =
+        std::max(summary.max_logprob_drift.value_or(0.0), prompt.logprob_drift.max_abs);
   if (prompt.runs >= 2) ++summary.prompts_with_two_completions;
   if (prompt.fragile == true) ++summary.fragile_prompts;
   if (!prompt.fragile) ++summary.fragility_unknown_prompts;

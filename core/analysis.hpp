@@ -10,6 +10,7 @@
 
 #include "core/audit.hpp"
 #include "core/completion.hpp"
+#include "core/logprob_drift.hpp"
 
 namespace llmrepro::core {
 
@@ -24,6 +25,14 @@ struct AnalysisConfig {
 // two successful completions, or a failed request). Inconclusive is never counted stable.
 enum class PromptStatus { stable, unstable, inconclusive };
 const char* to_string(PromptStatus status);
+
+// The prompt's state with the logprobs as a second axis. A stable prompt is `bitwise` when at
+// least one position was compared and no compared logprob or gap differed, `token` otherwise
+// (its logprobs drift, or none could be compared); `unstable` and `inconclusive` are the
+// PromptStatus of the same name.
+enum class StabilityTier { bitwise, token, unstable, inconclusive };
+const char* to_string(StabilityTier tier);
+StabilityTier stability_tier(PromptStatus status, const LogprobDrift& drift);
 
 // How two completions part: at a token (or character) both have, or where one ends and the
 // other goes on.
@@ -56,6 +65,8 @@ struct LevelAnalysis {
   // This level's modal completion is not the serial (lowest level's) modal completion; false at
   // the lowest level and where either level has no successful completion.
   bool differs_from_serial = false;
+  // Each successful run of this level against the level's successful run of the lowest repeat.
+  LogprobDrift logprob_drift;
 };
 
 struct PromptAnalysis {
@@ -74,6 +85,10 @@ struct PromptAnalysis {
   std::optional<int> min_gap_position;
   PromptStatus status = PromptStatus::inconclusive;
   bool unstable = false; // status == unstable, kept for readers of the flag
+  // Each successful run against the lowest level's successful run of the lowest repeat, and what
+  // that makes of a stable prompt.
+  LogprobDrift logprob_drift;
+  StabilityTier tier = StabilityTier::inconclusive;
   // Fragility is three-valued: true, false, or empty when it cannot be computed (no logprobs,
   // text mode, gaps unknown within the window); `fragility_reason` then says why.
   std::optional<bool> fragile;
@@ -161,6 +176,10 @@ struct AuditSummary {
   int stable_prompts = 0;
   int unstable_prompts = 0;
   int inconclusive_prompts = 0;
+  int bitwise_stable_prompts = 0; // stable prompts of tier `bitwise`
+  // The largest logprob drift (max_abs) over prompts that are not inconclusive; empty when no
+  // such prompt compared a position.
+  std::optional<double> max_logprob_drift;
   int prompts_with_two_completions = 0; // prompts with at least two successful completions
   int fragile_prompts = 0;
   int fragility_unknown_prompts = 0;

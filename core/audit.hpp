@@ -38,12 +38,17 @@ struct GateConfig {
   std::optional<int> max_unique;           // fail when any prompt has more distinct completions
   std::optional<double> max_unstable_rate; // fail when unstable / judged prompts exceeds it
   std::optional<double> min_tara;          // fail when TARa@N falls below it
+  // Fail when the largest logprob drift (nats) between runs whose tokens agree exceeds it; 0
+  // demands bit-identical logprobs. Fails too when no logprob could be compared.
+  std::optional<double> max_logprob_drift;
   // Fail when failed requests / recorded requests exceeds it. Always judged: by default any
   // request that failed after its retries fails the audit.
   double max_failed_rate = 0.0;
 
   // Whether any gate judges stability (the headline says so when none does).
-  bool stability_gated() const { return fail_on.unstable || max_unique || max_unstable_rate; }
+  bool stability_gated() const {
+    return fail_on.unstable || max_unique || max_unstable_rate || max_logprob_drift;
+  }
   friend bool operator==(const GateConfig&, const GateConfig&) = default;
 };
 

@@ -29,6 +29,7 @@ std::string config_difference(const AuditConfig& a, const AuditConfig& b) {
   if (a.gates.max_unique != b.gates.max_unique) return "max_unique";
   if (a.gates.max_unstable_rate != b.gates.max_unstable_rate) return "max_unstable_rate";
   if (a.gates.min_tara != b.gates.min_tara) return "min_tara";
+  if (a.gates.max_logprob_drift != b.gates.max_logprob_drift) return "max_logprob_drift";
   if (a.gates.max_failed_rate != b.gates.max_failed_rate) return "max_failed_rate";
   return {};
 }

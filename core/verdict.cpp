@@ -30,6 +30,13 @@ std::string format_rate(double rate) {
   return buffer;
 }
 
+// Drift is often tiny (1e-6 nats) or exactly 0: three significant digits, not three decimals.
+std::string format_drift(double drift) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", drift);
+  return buffer;
+}
+
 std::string count_of(int count, int total, const char* noun) {
   return std::to_string(count) + " of " + std::to_string(total) + " " + noun;
 }
@@ -190,6 +197,30 @@ public:
         rate <= limit);
   }
 
+  // The scope's largest logprob drift between runs whose tokens agree. No compared position is
+  // no evidence that the logprobs hold still: the gate fails on it.
+  void max_logprob_drift(const JudgedScope& scope, double limit) {
+    const AuditSummary& s = scope.analysis->summary;
+    const std::string tail = ", limit " + format_drift(limit) + " (--max-logprob-drift)";
+    if (!s.max_logprob_drift) {
+      add("max_logprob_drift", "--max-logprob-drift", scope_of(scope), std::nullopt, limit,
+          prefix(scope) + "no logprobs were compared" + tail, false);
+      return;
+    }
+    const double drift = *s.max_logprob_drift;
+    std::string worst_id;
+    for (const auto& prompt : scope.analysis->prompts)
+      if (prompt.status != PromptStatus::inconclusive && prompt.logprob_drift.max_abs == drift &&
+          prompt.logprob_drift.positions_compared > 0) {
+        worst_id = prompt.id;
+        break;
+      }
+    std::string message = prefix(scope) + "largest logprob drift " + format_drift(drift) + " nats";
+    if (!worst_id.empty()) message += " (prompt " + worst_id + ")";
+    add("max_logprob_drift", "--max-logprob-drift", scope_of(scope), drift, limit, message + tail,
+        drift <= limit);
+  }
+
   void min_tara(const JudgedScope& scope, double limit) {
     const AuditSummary& s = scope.analysis->summary;
     if (s.prompts == 0) {
@@ -285,6 +316,7 @@ Verdict judge(const std::vector<JudgedScope>& scopes,
     if (gates.max_unique) judge.max_unique(scope, *gates.max_unique);
     if (gates.max_unstable_rate) judge.max_unstable_rate(scope, *gates.max_unstable_rate);
     if (gates.min_tara) judge.min_tara(scope, *gates.min_tara);
+    if (gates.max_logprob_drift) judge.max_logprob_drift(scope, *gates.max_logprob_drift);
   }
   if (gates.fail_on.disagree) judge.disagree(comparison, scopes.front().probe);
   return judge.finish(scopes);

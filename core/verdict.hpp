@@ -29,7 +29,7 @@ struct GateScope {
 
 struct GateResult {
   std::string name; // fail_on_unstable, fail_on_fragile, fail_on_disagree, max_unique,
-                    // max_unstable_rate, min_tara, max_failed_rate
+                    // max_unstable_rate, min_tara, max_logprob_drift, max_failed_rate
   std::string flag; // the flag that asked for it: "--fail-on unstable", "--max-unique"
   GateScope scope;
   std::optional<double> figure; // what was measured; empty where nothing could be

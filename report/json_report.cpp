@@ -106,6 +106,7 @@ Json config_json(const core::AuditConfig& config) {
         {"max_unique", optional_int(config.gates.max_unique)},
         {"max_unstable_rate", optional_number(config.gates.max_unstable_rate)},
         {"min_tara", optional_number(config.gates.min_tara)},
+        {"max_logprob_drift", optional_number(config.gates.max_logprob_drift)},
         {"max_failed_rate", number(config.gates.max_failed_rate)}}}};
 }
 
@@ -182,6 +183,8 @@ Json summary_json(const core::AuditReport& report) {
           {"stable_prompts", summary.stable_prompts},
           {"unstable_prompts", summary.unstable_prompts},
           {"inconclusive_prompts", summary.inconclusive_prompts},
+          {"bitwise_stable_prompts", summary.bitwise_stable_prompts},
+          {"max_logprob_drift", optional_number(summary.max_logprob_drift)},
           {"prompts_with_two_completions", summary.prompts_with_two_completions},
           {"fragile_prompts", summary.fragile_prompts},
           {"fragility_unknown_prompts", summary.fragility_unknown_prompts},
@@ -202,6 +205,13 @@ Json summary_json(const core::AuditReport& report) {
           {"checks", checks_json(summary.checks)},
           {"by_concurrency", levels},
           {"verdict", verdict_json(report.verdict)}};
+}
+
+// Runs against a reference over the positions where their tokens agree, in nats.
+Json drift_json(const core::LogprobDrift& drift) {
+  return {{"max_abs", number(drift.max_abs)},
+          {"max_abs_gap", number(drift.max_abs_gap)},
+          {"positions_compared", drift.positions_compared}};
 }
 
 Json completion_json(const core::DistinctCompletion& completion) {
@@ -234,7 +244,8 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
                       {"failed", level.failed},
                       {"unique_completions", level.unique_completions},
                       {"first_divergence", optional_int(level.first_divergence)},
-                      {"differs_from_serial", level.differs_from_serial}});
+                      {"differs_from_serial", level.differs_from_serial},
+                      {"logprob_drift", drift_json(level.logprob_drift)}});
   Json completions = Json::array();
   for (const auto& completion : prompt.completions)
     completions.push_back(completion_json(completion));
@@ -243,6 +254,8 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
     answers.push_back({{"answer", answer}, {"count", count}});
   return {{"id", prompt.id},
           {"status", core::to_string(prompt.status)},
+          {"tier", core::to_string(prompt.tier)},
+          {"logprob_drift", drift_json(prompt.logprob_drift)},
           {"runs", prompt.runs},
           {"failed", prompt.failed},
           {"unique_completions", prompt.unique_completions},

@@ -121,6 +121,8 @@ Json config_to_json(const core::AuditConfig& config) {
       {"max_unstable_rate",
        gates.max_unstable_rate ? Json(*gates.max_unstable_rate) : Json(nullptr)},
       {"min_tara", gates.min_tara ? Json(*gates.min_tara) : Json(nullptr)},
+      {"max_logprob_drift",
+       gates.max_logprob_drift ? Json(*gates.max_logprob_drift) : Json(nullptr)},
       {"max_failed_rate", gates.max_failed_rate},
   };
   return Json{{"api", config.api},
@@ -192,6 +194,10 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
   std::optional<double> max_failed_rate;
   LLMREPRO_TRY_ASSIGN(max_failed_rate, read_gates.optional_number(*gates, "max_failed_rate"));
   config.gates.max_failed_rate = max_failed_rate.value_or(0.0);
+  // Absent from audits stored before the logprob drift gate existed: unset.
+  if (read_gates.find(*gates, "max_logprob_drift") != nullptr)
+    LLMREPRO_TRY_ASSIGN(config.gates.max_logprob_drift,
+                        read_gates.optional_number(*gates, "max_logprob_drift"));
   return config;
 }
 

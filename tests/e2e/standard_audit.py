@@ -131,7 +131,7 @@ def expected_prompts(dialect):
 
     n = len(LEVELS)
     return {
-        "capital": {"runs": RUNS * n, "failed": 0, "unique_completions": 1,
+        "capital": {"tokens": CAPITAL, "runs": RUNS * n, "failed": 0, "unique_completions": 1,
                     "first_divergence": None, "gap_at_divergence": None,
                     "min_gap": gap(-0.3, -1.6), "min_gap_position": 4, "fragile": False,
                     "unstable": False, "has_logprobs": True, "by_concurrency": level(1, None),
@@ -150,7 +150,7 @@ def expected_prompts(dialect):
                    "candidates_at_divergence": [[",", lp(-0.3)], [" and", lp(-0.9)]],
                    "completions": [(text_of(PRIMES_P), 3 * n, True, None, per_level(3)),
                                    (text_of(PRIMES_Q), 2 * n, False, 1, per_level(2))]},
-        "hello": {"runs": RUNS * n, "failed": 0, "unique_completions": 1,
+        "hello": {"tokens": HELLO, "runs": RUNS * n, "failed": 0, "unique_completions": 1,
                   "first_divergence": None, "gap_at_divergence": None,
                   "min_gap": gap(-0.69, -0.70), "min_gap_position": 2, "fragile": True,
                   "unstable": False, "has_logprobs": True, "by_concurrency": level(1, None),
@@ -185,6 +185,8 @@ def check_report(test, report, dialect, token_view=None):
                                       "differs_from_serial_prompts", "failed")}
                   for lv in summary["by_concurrency"]]
     test.assertEqual(got_levels, want["by_concurrency"], "summary.by_concurrency")
+    test.assertEqual(summary["bitwise_stable_prompts"], 2)
+    test.assertEqual(summary["max_logprob_drift"], 0.0)
     test.assertEqual(summary["verdict"]["status"], "pass")
     test.assertEqual(report["audit"]["status"], "complete")
     test.assertEqual(report["audit"]["planned_requests"], want["requests"])
@@ -199,8 +201,25 @@ def check_report(test, report, dialect, token_view=None):
         test.assertEqual(prompt["fragility_reason"], None, where)
         for key in ("runs", "failed", "unique_completions", "first_divergence",
                     "gap_at_divergence", "min_gap", "min_gap_position", "fragile", "unstable",
-                    "has_logprobs", "by_concurrency"):
+                    "has_logprobs"):
             test.assertEqual(prompt[key], want_p[key], f"{where}.{key}")
+        got_levels = [{k: v for k, v in lv.items() if k != "logprob_drift"}
+                      for lv in prompt["by_concurrency"]]
+        test.assertEqual(got_levels, want_p["by_concurrency"], f"{where}.by_concurrency")
+        # The scripted endpoint sends the same logprobs for the same tokens: no drift anywhere,
+        # so a stable prompt is bitwise, over every other run's tokens.
+        drifts = [prompt["logprob_drift"]] + [lv["logprob_drift"] for lv in prompt["by_concurrency"]]
+        for drift in drifts:
+            test.assertEqual((drift["max_abs"], drift["max_abs_gap"]), (0.0, 0.0), where)
+            test.assertGreater(drift["positions_compared"], 0, where)
+        test.assertEqual(prompt["tier"], "unstable" if want_p["unstable"] else "bitwise", where)
+        if not want_p["unstable"]:
+            length = len(want_p["tokens"])
+            test.assertEqual(prompt["logprob_drift"]["positions_compared"],
+                             (RUNS * len(LEVELS) - 1) * length, where)
+            test.assertEqual([lv["logprob_drift"]["positions_compared"]
+                              for lv in prompt["by_concurrency"]],
+                             [(RUNS - 1) * length] * len(LEVELS), where)
         if "candidates_at_divergence" in want_p:
             got = [[c["token"], c["logprob"]] for c in prompt["candidates_at_divergence"]]
             want_c = [[view(t), lp] for t, lp in want_p["candidates_at_divergence"]]

@@ -89,6 +89,7 @@ class BadInput(h.E2ETestCase):
             "--max-unstable-rate": unit,
             "--min-tara": unit,
             "--max-failed-rate": unit,
+            "--max-logprob-drift": ["nan", "inf", "-inf", "-0.1"],
             "--max-unique": ["0", "-1"],
             "--rate": ["nan", "inf", "-inf", "-1"],
             "--timeout": ["nan", "inf", "-inf", "0", "-5"],
@@ -110,7 +111,8 @@ class BadInput(h.E2ETestCase):
         message = re.escape("one completion per prompt cannot show instability: --runs 1 at one "
                             "concurrency level; raise --runs or add a level")
         for gate in (["--fail-on", "unstable"], ["--fail-on", "fragile,unstable"],
-                     ["--max-unique", "1"], ["--max-unstable-rate", "0.5"]):
+                     ["--max-unique", "1"], ["--max-unstable-rate", "0.5"],
+                     ["--max-logprob-drift", "0"]):
             with self.subTest(gate=gate):
                 run = self.audit(self.suite, "--runs", "1", "--concurrency", "4", *gate)
                 self.assert_rejected(run, message)

@@ -86,6 +86,8 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   summary.models_seen = {{"tiny-model", 16}, {k_hostile_model, 1}};
   summary.fingerprints_seen = {{"fp1", 9}, {"fp2", 8}};
   summary.tarr = 1.0 / 3.0;
+  summary.bitwise_stable_prompts = 0;
+  summary.max_logprob_drift = 1.0 / 3.0; // queens'; the inconclusive prompt's is not counted
   summary.predictor = {1, 1, 1, 0, 0.5, std::nullopt};
   // concurrency, runs, unique, unstable, inconclusive, differs from serial, failed, tok/s, ms
   summary.by_concurrency = {{1, 9, 3, 0, 1, 0, 0, 812.5, 20.25},
@@ -112,6 +114,10 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   queens.candidates_at_divergence = {{" Queens", -0.6931471805599453}, {" Manhattan", -0.7054}};
   queens.by_concurrency = {{1, 3, 0, 1, std::nullopt, core::PromptStatus::stable, false},
                            {8, 3, 0, 3, 102, core::PromptStatus::unstable, true}};
+  queens.tier = core::StabilityTier::unstable;
+  queens.logprob_drift = {1.0 / 3.0, 0.0625, 101};
+  queens.by_concurrency[0].logprob_drift = {0.0, 0.0, 40};
+  queens.by_concurrency[1].logprob_drift = {1.0 / 3.0, 0.0625, 100};
   core::DistinctCompletion reference;
   reference.text = "Born in Queens";
   reference.tokens = {{"Born", -0.01, {{"Born", -0.01}, {"Raised", -4.5}}}};
@@ -150,6 +156,8 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   stable.answers_agree = false;
   stable.by_concurrency = {{1, 3, 0, 1, std::nullopt, core::PromptStatus::stable, false},
                            {8, 2, 1, 1, std::nullopt, core::PromptStatus::inconclusive, false}};
+  stable.tier = core::StabilityTier::inconclusive;
+  stable.logprob_drift = {0.5, 0.25, 12};
 
   core::PromptAnalysis hostile;
   hostile.id = k_hostile_prompt_id;
@@ -163,6 +171,7 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   hostile.fragile = std::nullopt;
   hostile.fragility_reason = "text mode: a completion came back without tokens";
   hostile.text_mode = true;
+  hostile.tier = core::StabilityTier::unstable;
   hostile.has_logprobs = false;
   hostile.token_text_mismatch = 1;
   hostile.candidates_at_divergence = {{k_hostile_token, -1.0}, {"\u202egnp.exe", -1.5}};

@@ -225,3 +225,88 @@ TEST_CASE("max-unique, max-unstable-rate and min-tara") {
   gates.min_tara = 0.95;
   CHECK_FALSE(judge_one(analysis, gates).passed());
 }
+
+TEST_CASE("max-logprob-drift") {
+  // Three stable prompts whose logprobs moved by 0, 0.25 and 0.125 nats over 6 positions each.
+  auto analysis = analysis_of(3, 0);
+  const double drifts[] = {0.0, 0.25, 0.125};
+  for (std::size_t i = 0; i < 3; ++i) {
+    analysis.prompts[i].status = PromptStatus::stable;
+    analysis.prompts[i].logprob_drift = LogprobDrift{drifts[i], drifts[i] / 2, 6};
+  }
+  analysis.summary.max_logprob_drift = 0.25;
+  GateConfig gates;
+  gates.max_logprob_drift = 0.25;
+  CHECK(gates.stability_gated());
+
+  auto verdict = judge_one(analysis, gates);
+  const auto* gate = gate_named(verdict, "max_logprob_drift");
+  REQUIRE(gate != nullptr);
+  CHECK(gate->flag == "--max-logprob-drift");
+  CHECK(gate->figure == 0.25);
+  CHECK(gate->limit == 0.25);
+  CHECK(gate->scope.endpoint == 0);
+  CHECK(gate->scope.probe == ProbeKind::sweep);
+  CHECK(gate->message ==
+        "largest logprob drift 0.25 nats (prompt q1), limit 0.25 (--max-logprob-drift)");
+  CHECK(gate->passed);
+  CHECK(verdict.headline == "PASS: 2 gates passed");
+
+  SUBCASE("a drift above the limit fails") {
+    gates.max_logprob_drift = 0.2;
+    verdict = judge_one(analysis, gates);
+    CHECK(verdict.status == VerdictStatus::fail);
+    CHECK(verdict.headline == "FAIL: 1 of 2 gates failed: largest logprob drift 0.25 nats "
+                              "(prompt q1), limit 0.2 (--max-logprob-drift)");
+  }
+  SUBCASE("0 demands bit-identical logprobs") {
+    gates.max_logprob_drift = 0.0;
+    CHECK_FALSE(judge_one(analysis, gates).passed());
+    analysis.prompts[1].logprob_drift.max_abs = 0.0;
+    analysis.prompts[2].logprob_drift.max_abs = 0.0;
+    analysis.summary.max_logprob_drift = 0.0;
+    verdict = judge_one(analysis, gates);
+    CHECK(verdict.passed());
+    CHECK(gate_named(verdict, "max_logprob_drift")->figure == 0.0);
+    CHECK(gate_named(verdict, "max_logprob_drift")->message ==
+          "largest logprob drift 0 nats (prompt q0), limit 0 (--max-logprob-drift)");
+  }
+  SUBCASE("tiny drift keeps its significant digits") {
+    gates.max_logprob_drift = 0.0;
+    analysis.prompts[1].logprob_drift.max_abs = 1.5e-06;
+    analysis.summary.max_logprob_drift = 1.5e-06;
+    CHECK(gate_named(judge_one(analysis, gates), "max_logprob_drift")->message ==
+          "largest logprob drift 1.5e-06 nats (prompt q1), limit 0 (--max-logprob-drift)");
+  }
+  SUBCASE("no compared logprob fails, never passes on nothing") {
+    analysis.summary.max_logprob_drift.reset();
+    verdict = judge_one(analysis, gates);
+    CHECK(verdict.status == VerdictStatus::fail);
+    gate = gate_named(verdict, "max_logprob_drift");
+    REQUIRE(gate != nullptr);
+    CHECK_FALSE(gate->passed);
+    CHECK_FALSE(gate->figure.has_value());
+    CHECK(gate->message == "no logprobs were compared, limit 0.25 (--max-logprob-drift)");
+  }
+  SUBCASE("every scope is judged") {
+    auto long_probe = analysis;
+    long_probe.summary.max_logprob_drift = 0.5;
+    long_probe.prompts[2].logprob_drift.max_abs = 0.5;
+    verdict = judge({{0, ProbeKind::sweep, &analysis}, {1, ProbeKind::long_prompt, &long_probe}},
+                    std::nullopt, gates, complete_run(12));
+    int judged = 0;
+    for (const auto& result : verdict.gates) {
+      if (result.name != "max_logprob_drift") continue;
+      ++judged;
+      if (result.scope.endpoint == 1) {
+        CHECK_FALSE(result.passed);
+        CHECK(result.figure == 0.5);
+        CHECK(result.message == "endpoint 1, long: largest logprob drift 0.5 nats (prompt q2), "
+                                "limit 0.25 (--max-logprob-drift)");
+      } else {
+        CHECK(result.passed);
+      }
+    }
+    CHECK(judged == 2);
+  }
+}

@@ -136,6 +136,8 @@ TEST_CASE("render_json") {
                                                                "stable_prompts",
                                                                "unstable_prompts",
                                                                "inconclusive_prompts",
+                                                               "bitwise_stable_prompts",
+                                                               "max_logprob_drift",
                                                                "prompts_with_two_completions",
                                                                "fragile_prompts",
                                                                "fragility_unknown_prompts",
@@ -154,6 +156,8 @@ TEST_CASE("render_json") {
           std::vector<std::string>{"status", "headline", "stability_gated", "errors", "gates"});
     CHECK(keys_of(json["prompts"][0]) == std::vector<std::string>{"id",
                                                                   "status",
+                                                                  "tier",
+                                                                  "logprob_drift",
                                                                   "runs",
                                                                   "failed",
                                                                   "unique_completions",
@@ -229,6 +233,7 @@ TEST_CASE("render_json") {
                                          {"max_unique", 2},
                                          {"max_unstable_rate", nullptr},
                                          {"min_tara", nullptr},
+                                         {"max_logprob_drift", nullptr},
                                          {"max_failed_rate", 0.1}});
     fixture->data.config.shard_index = 1;
     fixture->data.config.gates.fail_on.fragile = true;
@@ -236,6 +241,9 @@ TEST_CASE("render_json") {
     const auto again = OrderedJson::parse(report::render_json(fixture->report));
     CHECK(again["config"]["shard"] == "2/2");
     CHECK(again["config"]["gates"]["fail_on"] == "unstable,fragile,disagree");
+    fixture->data.config.gates.max_logprob_drift = 0.0;
+    CHECK(OrderedJson::parse(
+              report::render_json(fixture->report))["config"]["gates"]["max_logprob_drift"] == 0.0);
   }
   SUBCASE("summary: exact doubles, nulls for absent and non-finite values") {
     const auto& summary = json["summary"];
@@ -265,6 +273,8 @@ TEST_CASE("render_json") {
     CHECK(summary["stable_prompts"] == 0);
     CHECK(summary["unstable_prompts"] == 2);
     CHECK(summary["inconclusive_prompts"] == 1);
+    CHECK(summary["bitwise_stable_prompts"] == 0);
+    CHECK(summary["max_logprob_drift"].get<double>() == 1.0 / 3.0);
     CHECK(summary["prompts_with_two_completions"] == 3);
     CHECK(summary["fragile_prompts"] == 2);
     CHECK(summary["fragility_unknown_prompts"] == 1);
@@ -274,6 +284,25 @@ TEST_CASE("render_json") {
     CHECK(summary["numbers"] ==
           OrderedJson{
               {"nan", 2}, {"infinity", 0}, {"negative_infinity", 0}, {"overflow", 0}, {"null", 1}});
+  }
+  SUBCASE("tiers and drift: bitwise and token prompts, no compared position as null") {
+    auto& analysis = fixture->report.analysis;
+    analysis.prompts[1].status = core::PromptStatus::stable;
+    analysis.prompts[1].tier = core::StabilityTier::token;
+    analysis.summary.stable_prompts = 1;
+    analysis.summary.bitwise_stable_prompts = 0;
+    auto again = OrderedJson::parse(report::render_json(fixture->report));
+    CHECK(again["prompts"][1]["tier"] == "token");
+    analysis.prompts[1].tier = core::StabilityTier::bitwise;
+    analysis.prompts[1].logprob_drift = {0.0, 0.0, 12};
+    analysis.summary.bitwise_stable_prompts = 1;
+    analysis.summary.max_logprob_drift.reset();
+    again = OrderedJson::parse(report::render_json(fixture->report));
+    CHECK(again["prompts"][1]["tier"] == "bitwise");
+    CHECK(again["summary"]["bitwise_stable_prompts"] == 1);
+    CHECK(again["summary"]["max_logprob_drift"].is_null());
+    const Json schema = load_schema();
+    CHECK(violation(Json::parse(report::render_json(fixture->report)), schema, schema, "$") == "");
   }
   SUBCASE("the verdict: status, headline, errors and every gate with its scope") {
     const auto& verdict = json["summary"]["verdict"];
@@ -330,14 +359,24 @@ TEST_CASE("render_json") {
     CHECK(queens["min_candidates"] == 1);
     CHECK(queens["numbers"]["nan"] == 2);
     CHECK(queens["numbers"]["null"] == 1);
-    CHECK(queens["by_concurrency"][0] == OrderedJson{{"concurrency", 1},
-                                                     {"status", "stable"},
-                                                     {"runs", 3},
-                                                     {"failed", 0},
-                                                     {"unique_completions", 1},
-                                                     {"first_divergence", nullptr},
-                                                     {"differs_from_serial", false}});
+    CHECK(queens["by_concurrency"][0] ==
+          OrderedJson{{"concurrency", 1},
+                      {"status", "stable"},
+                      {"runs", 3},
+                      {"failed", 0},
+                      {"unique_completions", 1},
+                      {"first_divergence", nullptr},
+                      {"differs_from_serial", false},
+                      {"logprob_drift",
+                       {{"max_abs", 0.0}, {"max_abs_gap", 0.0}, {"positions_compared", 40}}}});
     CHECK(queens["by_concurrency"][1]["first_divergence"] == 102);
+    CHECK(queens["by_concurrency"][1]["logprob_drift"] == OrderedJson{{"max_abs", 1.0 / 3.0},
+                                                                      {"max_abs_gap", 0.0625},
+                                                                      {"positions_compared", 100}});
+    CHECK(queens["tier"] == "unstable");
+    CHECK(queens["logprob_drift"] == OrderedJson{{"max_abs", 1.0 / 3.0},
+                                                 {"max_abs_gap", 0.0625},
+                                                 {"positions_compared", 101}});
     CHECK(queens["by_concurrency"][1]["status"] == "unstable");
     CHECK(queens["by_concurrency"][1]["differs_from_serial"] == true);
     REQUIRE(queens["completions"].size() == 2);
@@ -365,6 +404,9 @@ TEST_CASE("render_json") {
     CHECK(stable["passes"] == 5);
     CHECK(stable["answers"] == OrderedJson{{{"answer", "42"}, {"count", 5}}});
     CHECK(stable["status"] == "inconclusive"); // a request failed
+    CHECK(stable["tier"] == "inconclusive");
+    CHECK(stable["logprob_drift"] ==
+          OrderedJson{{"max_abs", 0.5}, {"max_abs_gap", 0.25}, {"positions_compared", 12}});
     CHECK(stable["divergence_kind"].is_null());
     CHECK(stable["by_concurrency"][1]["status"] == "inconclusive");
     CHECK(stable["numbers"] ==
@@ -372,6 +414,9 @@ TEST_CASE("render_json") {
               {"nan", 0}, {"infinity", 0}, {"negative_infinity", 0}, {"overflow", 0}, {"null", 0}});
     const auto& hostile = json["prompts"][2];
     CHECK(hostile["divergence_unit"] == "char");
+    CHECK(hostile["tier"] == "unstable");
+    CHECK(hostile["logprob_drift"] ==
+          OrderedJson{{"max_abs", 0.0}, {"max_abs_gap", 0.0}, {"positions_compared", 0}});
     CHECK(hostile["divergence_kind"] == "length");
     CHECK(hostile["fragile"].is_null());
     CHECK(hostile["fragility_reason"] == "text mode: a completion came back without tokens");
@@ -443,6 +488,13 @@ TEST_CASE("llmrepro.audit.v1.schema.json") {
     wrong = rendered;
     wrong["prompts"][0]["status"] = "flaky";
     CHECK(violation(wrong, schema, schema, "$") == "$.prompts[0].status: not in the enum");
+    wrong = rendered;
+    wrong["prompts"][0]["tier"] = "bitwiser";
+    CHECK(violation(wrong, schema, schema, "$") == "$.prompts[0].tier: not in the enum");
+    wrong = rendered;
+    wrong["prompts"][0]["by_concurrency"][1]["logprob_drift"]["max_abs"] = -0.5;
+    CHECK(violation(wrong, schema, schema, "$") ==
+          "$.prompts[0].by_concurrency[1].logprob_drift.max_abs: below the minimum");
     wrong = rendered;
     wrong["prompts"][0]["completions"][0]["models"]["m"] = "many";
     CHECK(violation(wrong, schema, schema, "$") ==

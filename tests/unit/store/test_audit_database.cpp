@@ -49,6 +49,7 @@ core::AuditData make_header() {
   config.gates.max_unique = 2;
   config.gates.max_unstable_rate = 0.125;
   config.gates.min_tara = 0.9;
+  config.gates.max_logprob_drift = 0.1 + 0.2;
   header.endpoints = {{"http://127.0.0.1:8000", "openai-chat", "m-a", false, {}},
                       {"embedded", "llamacpp", "m-b", true, {}}};
   header.suite.source = "suites/smoke.jsonl";
@@ -185,6 +186,7 @@ void check_same_config(const core::AuditConfig& a, const core::AuditConfig& b) {
   CHECK(a.gates.max_unique == b.gates.max_unique);
   CHECK(a.gates.max_unstable_rate == b.gates.max_unstable_rate);
   CHECK(a.gates.min_tara == b.gates.min_tara);
+  CHECK(a.gates.max_logprob_drift == b.gates.max_logprob_drift);
 }
 
 AuditDatabase create_or_fail(const std::string& path, const core::AuditData& header) {
@@ -289,6 +291,7 @@ TEST_CASE("AuditDatabase::load") {
     CHECK_FALSE(bare_loaded.config.gates.max_unique.has_value());
     CHECK_FALSE(bare_loaded.config.gates.max_unstable_rate.has_value());
     CHECK_FALSE(bare_loaded.config.gates.min_tara.has_value());
+    CHECK_FALSE(bare_loaded.config.gates.max_logprob_drift.has_value());
     CHECK_FALSE(bare_loaded.config.gates.fail_on.any());
     CHECK(bare_loaded.records.empty());
   }
@@ -624,6 +627,25 @@ TEST_CASE("AuditDatabase::open") {
     CHECK(opened.error().code == ErrorCode::input);
     CHECK(opened.error().message.find("has schema version 2; this build reads version 1") !=
           std::string::npos);
+  }
+  SUBCASE("a database from before the logprob drift gate reads it as unset") {
+    { create_or_fail(path, make_header()); }
+    run_sql(path, "UPDATE audit SET config = json_remove(config, '$.gates.max_logprob_drift');");
+    const auto opened = AuditDatabase::open(path);
+    REQUIRE(opened);
+    const auto loaded = opened->load();
+    REQUIRE(loaded);
+    CHECK_FALSE(loaded->config.gates.max_logprob_drift.has_value());
+    CHECK(loaded->config.gates.min_tara == 0.9);
+  }
+  SUBCASE("a mistyped logprob drift gate is named") {
+    { create_or_fail(path, make_header()); }
+    run_sql(path, "UPDATE audit SET config = json_set(config, '$.gates.max_logprob_drift', 'x');");
+    const auto opened = AuditDatabase::open(path);
+    REQUIRE(opened);
+    const auto loaded = opened->load();
+    REQUIRE_FALSE(loaded);
+    CHECK(loaded.error().message.find("max_logprob_drift") != std::string::npos);
   }
   SUBCASE("a mistyped config field is named") {
     { create_or_fail(path, make_header()); }

@@ -1,0 +1,31 @@
+// Logprob drift, exactly as docs/design.md "Analysis: definitions" states it.
+//
+// Two runs that chose the same tokens can still disagree in the logprobs they report: a kernel
+// whose reduction order depends on the batch changes the last bits of every logit, and the
+// argmax survives it wherever the top-1/top-2 gap is wider than the noise. Comparing the runs
+// only where their tokens agree keeps the comparison about numbers, not about different
+// contexts: past the first differing token the two runs condition on different text.
+#include "core/logprob_drift.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace llmrepro::core {
+
+void add_logprob_drift(LogprobDrift& drift, const Completion& reference, const Completion& other) {
+  const auto limit = std::min(reference.tokens.size(), other.tokens.size());
+  for (std::size_t i = 0; i < limit; ++i) {
+    const TokenLogprob& a = reference.tokens[i];
+    const TokenLogprob& b = other.tokens[i];
+    if (a.token != b.token) break;
+    if (is_known_logprob(a.logprob) && is_known_logprob(b.logprob)) {
+      drift.max_abs = std::max(drift.max_abs, std::abs(a.logprob - b.logprob));
+      ++drift.positions_compared;
+    }
+    const auto gap_a = a.gap();
+    const auto gap_b = b.gap();
+    if (gap_a && gap_b) drift.max_abs_gap = std::max(drift.max_abs_gap, std::abs(*gap_a - *gap_b));
+  }
+}
+
+} // namespace llmrepro::core

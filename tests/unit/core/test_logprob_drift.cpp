@@ -1,0 +1,261 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/analysis.hpp"
+#include "core/logprob_drift.hpp"
+
+using namespace llmrepro::core;
+
+namespace {
+
+// One position: the chosen token is the top-1 candidate, "alt" the top-2.
+struct Position {
+  const char* token;
+  double logprob;
+  double alt;
+};
+
+Completion completion_of(std::vector<Position> positions) {
+  Completion completion;
+  completion.has_logprobs = true;
+  for (const auto& p : positions) {
+    TokenLogprob token;
+    token.token = p.token;
+    token.logprob = p.logprob;
+    token.top = {{p.token, p.logprob}, {"alt", p.alt}};
+    completion.text += p.token;
+    completion.tokens.push_back(std::move(token));
+  }
+  return completion;
+}
+
+// "The sky is blue" with the chosen logprobs 0, -0.1, -0.2, -0.3 and every top-2 at -1.
+std::vector<Position> sky() {
+  return {{"The", 0.0, -1.0}, {" sky", -0.1, -1.0}, {" is", -0.2, -1.0}, {" blue", -0.3, -1.0}};
+}
+
+RequestRecord ok_record(int prompt, int concurrency, int repeat, Completion completion) {
+  RequestRecord record;
+  record.planned = {0, prompt, concurrency, ProbeKind::sweep, repeat};
+  record.outcome.ok = true;
+  record.outcome.attempts = 1;
+  record.outcome.completion = std::move(completion);
+  return record;
+}
+
+RequestRecord failed_record(int prompt, int concurrency, int repeat) {
+  RequestRecord record;
+  record.planned = {0, prompt, concurrency, ProbeKind::sweep, repeat};
+  record.outcome.error = "HTTP 500";
+  record.outcome.http_status = 500;
+  record.outcome.attempts = 1;
+  return record;
+}
+
+Suite suite_of(int prompts) {
+  Suite suite;
+  for (int i = 0; i < prompts; ++i)
+    suite.prompts.push_back(Prompt{.id = "p" + std::to_string(i), .text = "x"});
+  return suite;
+}
+
+} // namespace
+
+TEST_CASE("add_logprob_drift") {
+  const Completion reference = completion_of(sky());
+  LogprobDrift drift;
+
+  SUBCASE("bit-identical runs: no drift, every position compared") {
+    add_logprob_drift(drift, reference, completion_of(sky()));
+    CHECK_MESSAGE(drift.max_abs == 0.0, "identical logprobs differ by nothing");
+    CHECK(drift.max_abs_gap == 0.0);
+    CHECK(drift.positions_compared == 4);
+    CHECK_FALSE(has_drift(drift));
+  }
+  SUBCASE("the same tokens, one logprob 0.001 lower") {
+    auto positions = sky();
+    positions[0].logprob = -0.001; // against 0.0: |0 - (-0.001)| is 0.001 exactly
+    add_logprob_drift(drift, reference, completion_of(positions));
+    CHECK_MESSAGE(drift.max_abs == 0.001, "the drift is the scripted change, bit for bit");
+    // Gaps 1.0 and 0.999 (rounded): 0.001 up to the rounding of the subtraction.
+    CHECK(drift.max_abs_gap == doctest::Approx(0.001).epsilon(1e-12));
+    CHECK(drift.positions_compared == 4);
+    CHECK(has_drift(drift));
+  }
+  SUBCASE("tokens diverging at position 3: only positions 0-2 are compared") {
+    auto positions = sky();
+    positions[2].logprob = -0.25; // 0.05 from the reference's -0.2, before the divergence
+    positions[3] = {" grey", -5.0, -6.0};
+    add_logprob_drift(drift, reference, completion_of(positions));
+    CHECK(drift.positions_compared == 3);
+    CHECK(drift.max_abs == doctest::Approx(0.05).epsilon(1e-12));
+    CHECK(drift.max_abs_gap == doctest::Approx(0.05).epsilon(1e-12));
+  }
+  SUBCASE("the same token after the divergence is not compared") {
+    auto positions = sky();
+    positions[1].token = " sea";
+    positions[3].logprob = -3.0; // " blue" again, but in another context
+    add_logprob_drift(drift, reference, completion_of(positions));
+    CHECK(drift.positions_compared == 1);
+    CHECK(drift.max_abs == 0.0);
+  }
+  SUBCASE("a shorter run: positions up to its end") {
+    auto positions = sky();
+    positions.resize(2);
+    add_logprob_drift(drift, reference, completion_of(positions));
+    CHECK(drift.positions_compared == 2);
+  }
+  SUBCASE("unknown logprobs are skipped and not counted") {
+    auto positions = sky();
+    positions[1].logprob = k_unknown_logprob; // the chosen token's logprob and so its gap
+    positions[2].alt = k_unknown_logprob;     // the gap only
+    Completion other = completion_of(positions);
+    add_logprob_drift(drift, reference, other);
+    CHECK_MESSAGE(drift.positions_compared == 3, "position 1 is skipped, position 2 counts");
+    CHECK_FALSE(std::isnan(drift.max_abs));
+    CHECK_FALSE(std::isnan(drift.max_abs_gap));
+    CHECK(drift.max_abs == 0.0);
+    CHECK(drift.max_abs_gap == 0.0);
+    SUBCASE("on either side") {
+      LogprobDrift reversed;
+      add_logprob_drift(reversed, other, reference);
+      CHECK(reversed.positions_compared == 3);
+      CHECK(reversed.max_abs == 0.0);
+    }
+  }
+  SUBCASE("runs accumulate: the largest difference, the positions summed") {
+    auto small = sky();
+    small[1].logprob = -0.125; // 0.025 from -0.1
+    auto large = sky();
+    large[3].logprob = -0.5; // 0.2 from -0.3
+    add_logprob_drift(drift, reference, completion_of(large));
+    add_logprob_drift(drift, reference, completion_of(small));
+    CHECK(drift.positions_compared == 8);
+    CHECK(drift.max_abs == doctest::Approx(0.2).epsilon(1e-12));
+  }
+  SUBCASE("runs without tokens compare nothing") {
+    Completion text_only;
+    text_only.text = "The sky is blue";
+    add_logprob_drift(drift, reference, text_only);
+    CHECK(drift.positions_compared == 0);
+  }
+}
+
+TEST_CASE("stability_tier") {
+  LogprobDrift none;
+  LogprobDrift zero{0.0, 0.0, 4};
+  LogprobDrift moved{0.001, 0.0, 4};
+  LogprobDrift gap_moved{0.0, 0.001, 4};
+  CHECK(stability_tier(PromptStatus::stable, zero) == StabilityTier::bitwise);
+  CHECK(stability_tier(PromptStatus::stable, moved) == StabilityTier::token);
+  CHECK(stability_tier(PromptStatus::stable, gap_moved) == StabilityTier::token);
+  CHECK_MESSAGE(stability_tier(PromptStatus::stable, none) == StabilityTier::token,
+                "bitwise needs a compared position");
+  CHECK(stability_tier(PromptStatus::unstable, zero) == StabilityTier::unstable);
+  CHECK(stability_tier(PromptStatus::inconclusive, zero) == StabilityTier::inconclusive);
+  CHECK(std::string(to_string(StabilityTier::bitwise)) == "bitwise");
+  CHECK(std::string(to_string(StabilityTier::token)) == "token");
+  CHECK(std::string(to_string(StabilityTier::unstable)) == "unstable");
+  CHECK(std::string(to_string(StabilityTier::inconclusive)) == "inconclusive");
+}
+
+TEST_CASE("analyse: logprob drift and the stability tier") {
+  auto nudged = sky();
+  nudged[0].logprob = -0.001;
+  auto diverged = sky();
+  diverged[2].token = " was";
+  auto far = sky();
+  far[1].logprob = -0.6; // 0.5 from -0.1
+
+  std::vector<RequestRecord> records;
+  // p0: bit-identical at two levels.
+  records.push_back(ok_record(0, 1, 0, completion_of(sky())));
+  records.push_back(ok_record(0, 1, 1, completion_of(sky())));
+  records.push_back(ok_record(0, 8, 0, completion_of(sky())));
+  // p1: each level agrees with itself bit for bit; level 8 is 0.001 from level 1. The level-8
+  // records come first: the overall reference is still the lowest level's first run.
+  records.push_back(ok_record(1, 8, 0, completion_of(nudged)));
+  records.push_back(ok_record(1, 8, 1, completion_of(nudged)));
+  records.push_back(ok_record(1, 1, 0, completion_of(sky())));
+  records.push_back(ok_record(1, 1, 1, completion_of(sky())));
+  // p2: unstable, diverging at token 2; identical logprobs before it.
+  records.push_back(ok_record(2, 1, 0, completion_of(sky())));
+  records.push_back(ok_record(2, 8, 0, completion_of(diverged)));
+  // p3: inconclusive (a failed request) with a drift of 0.5 the summary leaves out.
+  records.push_back(ok_record(3, 1, 0, completion_of(sky())));
+  records.push_back(ok_record(3, 1, 1, completion_of(far)));
+  records.push_back(failed_record(3, 8, 0));
+  // p4: stable by text, without logprobs: nothing compared.
+  Completion text_only;
+  text_only.text = "The sky is blue";
+  records.push_back(ok_record(4, 1, 0, text_only));
+  records.push_back(ok_record(4, 1, 1, text_only));
+
+  const AuditAnalysis analysis = analyse(suite_of(5), records, AnalysisConfig{});
+  REQUIRE(analysis.prompts.size() == 5);
+
+  SUBCASE("bit-identical runs are bitwise stable") {
+    const auto& p = analysis.prompts[0];
+    CHECK(p.status == PromptStatus::stable);
+    CHECK(p.tier == StabilityTier::bitwise);
+    CHECK(p.logprob_drift.max_abs == 0.0);
+    CHECK(p.logprob_drift.max_abs_gap == 0.0);
+    CHECK_MESSAGE(p.logprob_drift.positions_compared == 8, "two runs against the first, 4 each");
+    REQUIRE(p.by_concurrency.size() == 2);
+    CHECK(p.by_concurrency[0].logprob_drift.positions_compared == 4);
+    CHECK_MESSAGE(p.by_concurrency[1].logprob_drift.positions_compared == 0,
+                  "a level with one run has nothing to compare");
+  }
+  SUBCASE("per level against overall") {
+    const auto& p = analysis.prompts[1];
+    CHECK(p.status == PromptStatus::stable);
+    CHECK(p.unique_completions == 1);
+    CHECK(p.tier == StabilityTier::token);
+    CHECK(p.logprob_drift.max_abs == 0.001);
+    CHECK(p.logprob_drift.positions_compared == 12);
+    REQUIRE(p.by_concurrency.size() == 2);
+    for (const auto& level : p.by_concurrency) {
+      CAPTURE(level.concurrency);
+      CHECK_MESSAGE(level.logprob_drift.max_abs == 0.0, "each level agrees with itself");
+      CHECK(level.logprob_drift.positions_compared == 4);
+    }
+  }
+  SUBCASE("an unstable prompt: drift over the shared prefix") {
+    const auto& p = analysis.prompts[2];
+    CHECK(p.tier == StabilityTier::unstable);
+    CHECK(p.logprob_drift.positions_compared == 2);
+    CHECK(p.logprob_drift.max_abs == 0.0);
+  }
+  SUBCASE("an inconclusive prompt keeps its drift and its tier") {
+    const auto& p = analysis.prompts[3];
+    CHECK(p.tier == StabilityTier::inconclusive);
+    CHECK(p.logprob_drift.max_abs == doctest::Approx(0.5).epsilon(1e-12));
+  }
+  SUBCASE("a stable prompt without logprobs is token-stable") {
+    const auto& p = analysis.prompts[4];
+    CHECK(p.status == PromptStatus::stable);
+    CHECK(p.tier == StabilityTier::token);
+    CHECK(p.logprob_drift.positions_compared == 0);
+  }
+  SUBCASE("the summary") {
+    CHECK(analysis.summary.bitwise_stable_prompts == 1);
+    CHECK(analysis.summary.stable_prompts == 3);
+    REQUIRE(analysis.summary.max_logprob_drift.has_value());
+    CHECK_MESSAGE(*analysis.summary.max_logprob_drift == 0.001,
+                  "the inconclusive prompt's 0.5 is left out");
+  }
+}
+
+TEST_CASE("analyse: no logprobs, no logprob drift") {
+  Completion text_only;
+  text_only.text = "Hi";
+  const std::vector<RequestRecord> records = {ok_record(0, 1, 0, text_only),
+                                              ok_record(0, 1, 1, text_only)};
+  const AuditAnalysis analysis = analyse(suite_of(1), records, AnalysisConfig{});
+  CHECK(analysis.summary.bitwise_stable_prompts == 0);
+  CHECK_FALSE(analysis.summary.max_logprob_drift.has_value());
+}
