@@ -44,6 +44,10 @@ void add_judging_options(CLI::App& command, JudgingOptions& judging) {
                              .add_option("--fragile-window", judging.fragile_window,
                                          "W: tokens of the reference searched for the gap (>= 1)")
                              ->capture_default_str();
+  given.fragile_p = command.add_option(
+      "--fragile-p", judging.fragile_p,
+      "Fragile when the flip probability within W is at least this (0 < P <= 1), instead of a "
+      "gap below τ");
 }
 
 bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
@@ -52,7 +56,7 @@ bool any_judging_option_given(const JudgingOptions& judging) {
   const auto& o = judging.options;
   return given(o.fail_on) || given(o.max_unique) || given(o.max_unstable_rate) ||
          given(o.min_tara) || given(o.max_logprob_drift) || given(o.max_failed_rate) ||
-         given(o.fragile_gap) || given(o.fragile_window);
+         given(o.fragile_gap) || given(o.fragile_window) || given(o.fragile_p);
 }
 
 core::Result<void> check_finite_in(const char* flag, double value, double low, double high) {
@@ -108,6 +112,12 @@ core::Result<void> apply_judging_options(const JudgingOptions& judging, core::Au
     return core::make_error(
         core::ErrorCode::usage,
         fmt::format("--fragile-window must be at least 1 (got {})", judging.fragile_window));
+  if (judging.fragile_p &&
+      !(std::isfinite(*judging.fragile_p) && *judging.fragile_p > 0.0 && *judging.fragile_p <= 1.0))
+    return core::make_error(
+        core::ErrorCode::usage,
+        fmt::format("--fragile-p must be a probability above 0 and at most 1 (got {})",
+                    *judging.fragile_p));
 
   if (take(o.fail_on)) config.gates.fail_on = fail_on;
   if (take(o.max_unique)) config.gates.max_unique = judging.max_unique;
@@ -117,6 +127,7 @@ core::Result<void> apply_judging_options(const JudgingOptions& judging, core::Au
   if (take(o.max_failed_rate)) config.gates.max_failed_rate = judging.max_failed_rate;
   if (take(o.fragile_gap)) config.fragile_gap = judging.fragile_gap;
   if (take(o.fragile_window)) config.fragile_window = judging.fragile_window;
+  if (take(o.fragile_p)) config.fragile_p = judging.fragile_p;
   return {};
 }
 

@@ -27,6 +27,7 @@ struct JudgingOptions {
   double max_failed_rate = core::GateConfig{}.max_failed_rate;
   double fragile_gap = core::AuditConfig{}.fragile_gap;
   int fragile_window = core::AuditConfig{}.fragile_window;
+  std::optional<double> fragile_p;
 
   // Set by add_judging_options, to tell a flag given on the command line from its default.
   struct Given {
@@ -38,6 +39,7 @@ struct JudgingOptions {
     CLI::Option* max_failed_rate = nullptr;
     CLI::Option* fragile_gap = nullptr;
     CLI::Option* fragile_window = nullptr;
+    CLI::Option* fragile_p = nullptr;
   } options;
 };
 

@@ -220,9 +220,12 @@ void judge_fragility(PromptAnalysis& result, const Completion& ref, const Analys
   }
 }
 
+// The noise samples of each level (concurrency -> |Δgap|), which analyse_prompt adds to.
+using NoiseSamples = std::map<int, std::vector<double>>;
+
 PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
                               const std::vector<const RequestRecord*>& records,
-                              const AnalysisConfig& config) {
+                              const AnalysisConfig& config, NoiseSamples& noise) {
   PromptAnalysis result;
   result.id = prompt.id;
   result.prompt_index = prompt_index;
@@ -272,10 +275,14 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
   for (const auto* record : by_repeat) {
     if (!record->outcome.ok) continue;
     const Completion& completion = record->outcome.completion;
-    if (!drift_reference)
+    // Every level with a successful run is in the map, sampled or not.
+    std::vector<double>& level_noise = noise[record->planned.concurrency];
+    if (!drift_reference) {
       drift_reference = &completion;
-    else
+    } else {
       add_logprob_drift(result.logprob_drift, *drift_reference, completion);
+      add_gap_noise(level_noise, *drift_reference, completion);
+    }
     const auto [level_reference, first_at_level] =
         level_drift_reference.try_emplace(record->planned.concurrency, &completion);
     if (!first_at_level)
@@ -354,6 +361,7 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
         result.candidates_at_divergence = token.top;
       }
       judge_fragility(result, ref, config);
+      result.fragile_by_gap = result.fragile;
     }
 
     std::optional<std::size_t> serial_modal;
@@ -437,6 +445,76 @@ std::string failure_reason(const RequestOutcome& outcome) {
   return error;
 }
 
+// The reference's gaps within the window, all of them known; otherwise empty and `reason` says
+// why, as fragility does.
+std::optional<std::vector<double>> window_gaps(const PromptAnalysis& prompt,
+                                               const AnalysisConfig& config, std::string& reason) {
+  if (prompt.completions.empty()) {
+    reason = "no successful completion";
+    return std::nullopt;
+  }
+  if (prompt.text_mode) {
+    reason = "text mode: a completion came back without tokens";
+    return std::nullopt;
+  }
+  if (!prompt.has_logprobs) {
+    reason = "no logprobs";
+    return std::nullopt;
+  }
+  const auto& tokens = prompt.completions.front().tokens; // the reference comes first
+  const auto window =
+      std::min(tokens.size(), static_cast<std::size_t>(std::max(config.fragile_window, 0)));
+  if (window == 0) {
+    reason = "the reference completion has no tokens";
+    return std::nullopt;
+  }
+  std::vector<double> gaps;
+  for (std::size_t position = 0; position < window; ++position)
+    if (const auto gap = tokens[position].gap()) gaps.push_back(*gap);
+  if (gaps.size() < window) {
+    reason = "gap unknown at " + std::to_string(window - gaps.size()) + " of " +
+             std::to_string(window) + " positions";
+    return std::nullopt;
+  }
+  return gaps;
+}
+
+// p_flip per level and overall (docs/design.md "Noise and the flip probability").
+void judge_flip_probability(PromptAnalysis& prompt, const std::map<int, NoiseDistribution>& noise,
+                            const AnalysisConfig& config) {
+  const auto gaps = window_gaps(prompt, config, prompt.p_flip_reason);
+  if (!gaps) return;
+  double stays = 1.0;
+  bool reference_level = true; // the lowest level with a run holds the reference's own run
+  for (LevelAnalysis& level : prompt.by_concurrency) {
+    if (level.runs == 0) continue;
+    const auto found = noise.find(level.concurrency);
+    if (found == noise.end() || found->second.empty()) {
+      if (prompt.p_flip_reason.empty())
+        prompt.p_flip_reason =
+            "no noise sample at concurrency " + std::to_string(level.concurrency);
+      reference_level = false;
+      continue;
+    }
+    level.p_flip = window_flip_probability(found->second, *gaps);
+    const int chances = level.runs - (reference_level ? 1 : 0);
+    reference_level = false;
+    for (int run = 0; run < chances; ++run) stays *= 1.0 - *level.p_flip;
+  }
+  if (prompt.p_flip_reason.empty()) prompt.p_flip = 1.0 - stays;
+}
+
+// Under --fragile-p, fragility follows the flip probability instead of the gap rule.
+void judge_fragility_by_probability(PromptAnalysis& prompt, double fragile_p) {
+  if (prompt.p_flip) {
+    prompt.fragile = *prompt.p_flip >= fragile_p;
+    prompt.fragility_reason.clear();
+  } else {
+    prompt.fragile.reset();
+    prompt.fragility_reason = "flip probability unknown: " + prompt.p_flip_reason;
+  }
+}
+
 } // namespace
 
 int shared_prefix_length(const Completion& a, const Completion& b) {
@@ -463,6 +541,7 @@ struct AnalysisBuilder::Totals {
   };
   std::map<int, Cost> costs;
   std::map<std::string, int> failure_reasons;
+  NoiseSamples noise;
 };
 
 AnalysisBuilder::AnalysisBuilder(const Suite& suite, const AnalysisConfig& config,
@@ -489,9 +568,9 @@ void AnalysisBuilder::add_prompt(int prompt_index,
   if (mine.empty()) return;
 
   const Prompt& suite_prompt = m_suite->prompts[index];
-  PromptAnalysis prompt = analyse_prompt(suite_prompt, prompt_index, mine, m_config);
-  AuditSummary& summary = m_analysis.summary;
   Totals& totals = *m_totals;
+  PromptAnalysis prompt = analyse_prompt(suite_prompt, prompt_index, mine, m_config, totals.noise);
+  AuditSummary& summary = m_analysis.summary;
   ++summary.prompts;
   summary.requests += prompt.runs + prompt.failed;
   summary.failed_requests += prompt.failed;
@@ -505,8 +584,6 @@ void AnalysisBuilder::add_prompt(int prompt_index,
     summary.max_logprob_drift =
         std::max(summary.max_logprob_drift.value_or(0.0), prompt.logprob_drift.max_abs);
   if (prompt.runs >= 2) ++summary.prompts_with_two_completions;
-  if (prompt.fragile == true) ++summary.fragile_prompts;
-  if (!prompt.fragile) ++summary.fragility_unknown_prompts;
   if (prompt.runs > 0 && !prompt.has_logprobs) ++summary.prompts_without_logprobs;
   if (prompt.non_greedy_tokens > 0) ++summary.non_greedy_prompts;
   if (prompt.token_text_mismatch > 0) ++summary.token_text_mismatch_prompts;
@@ -516,19 +593,6 @@ void AnalysisBuilder::add_prompt(int prompt_index,
   summary.numbers += prompt.numbers;
   if (prompt.status == PromptStatus::stable) ++totals.agreeing;
   if (prompt.answers_agree) ++totals.answers_agreeing;
-
-  // Only prompts whose fragility and stability are both known take part in the predictor.
-  if (prompt.fragile && prompt.status != PromptStatus::inconclusive) {
-    ConfusionMatrix& m = summary.predictor;
-    if (*prompt.fragile && prompt.unstable)
-      ++m.true_positive;
-    else if (*prompt.fragile)
-      ++m.false_positive;
-    else if (prompt.unstable)
-      ++m.false_negative;
-    else
-      ++m.true_negative;
-  }
 
   // Checkers: per-run accuracy, and the best/worst-possible accuracy over prompts.
   if (suite_prompt.expect.kind != Expectation::Kind::none) {
@@ -596,7 +660,47 @@ AuditAnalysis AnalysisBuilder::finish() {
   for (const auto& entry : totals.failure_reasons) summary.failure_reasons.push_back(entry);
   std::stable_sort(summary.failure_reasons.begin(), summary.failure_reasons.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
+  // The flip probability needs every level's noise, so it is judged once all prompts are in; so
+  // are fragility's counts, which follow it under --fragile-p.
+  std::map<int, NoiseDistribution> noise;
+  std::vector<const NoiseDistribution*> levels_noise;
+  for (const auto& [concurrency, deviations] : totals.noise)
+    levels_noise.push_back(
+        &noise.emplace(concurrency, NoiseDistribution(deviations)).first->second);
   ConfusionMatrix& m = summary.predictor;
+  std::vector<double> predicted;
+  std::vector<double> gap_rule;
+  std::vector<bool> observed;
+  for (PromptAnalysis& prompt : analysis.prompts) {
+    judge_flip_probability(prompt, noise, m_config);
+    if (m_config.fragile_p) judge_fragility_by_probability(prompt, *m_config.fragile_p);
+    if (prompt.fragile == true) ++summary.fragile_prompts;
+    if (!prompt.fragile) ++summary.fragility_unknown_prompts;
+    if (prompt.status == PromptStatus::inconclusive) continue;
+    // Only prompts whose fragility and stability are both known take part in the predictor.
+    if (prompt.fragile) {
+      if (*prompt.fragile && prompt.unstable)
+        ++m.true_positive;
+      else if (*prompt.fragile)
+        ++m.false_positive;
+      else if (prompt.unstable)
+        ++m.false_negative;
+      else
+        ++m.true_negative;
+    }
+    if (prompt.p_flip && prompt.fragile_by_gap) {
+      predicted.push_back(*prompt.p_flip);
+      gap_rule.push_back(*prompt.fragile_by_gap ? 1.0 : 0.0);
+      observed.push_back(prompt.unstable);
+    }
+  }
+  FlipCalibration& calibration = summary.flip_calibration;
+  calibration.prompts = static_cast<int>(observed.size());
+  calibration.unstable = static_cast<int>(std::count(observed.begin(), observed.end(), true));
+  calibration.p_flip = score_predictor(predicted, observed);
+  calibration.gap_rule = score_predictor(gap_rule, observed);
+  calibration.reliability = reliability_bins(predicted, observed);
+  calibration.recommended_tau = recommended_tau(levels_noise);
   if (m.true_positive + m.false_positive > 0)
     m.precision = static_cast<double>(m.true_positive) / (m.true_positive + m.false_positive);
   if (m.true_positive + m.false_negative > 0)
@@ -617,6 +721,8 @@ AuditAnalysis AnalysisBuilder::finish() {
     }
   }
   for (auto& [concurrency, level] : levels) {
+    if (const auto level_noise = noise.find(concurrency); level_noise != noise.end())
+      level.noise = estimate_of(level_noise->second);
     const auto found = totals.costs.find(concurrency);
     if (found != totals.costs.end()) {
       const Totals::Cost& cost = found->second;

@@ -10,6 +10,7 @@
 
 #include "core/audit.hpp"
 #include "core/completion.hpp"
+#include "core/flip_probability.hpp"
 #include "core/logprob_drift.hpp"
 
 namespace llmrepro::core {
@@ -17,6 +18,9 @@ namespace llmrepro::core {
 struct AnalysisConfig {
   double fragile_gap = 0.05; // τ, nats
   int fragile_window = 50;   // W, tokens
+  // When set, a prompt is fragile when its flip probability (p_flip) is at least this, instead of
+  // when a gap in the window is below τ.
+  std::optional<double> fragile_p;
 };
 
 // What the evidence says of a prompt, in one level or overall. A prompt is `stable` only when
@@ -67,6 +71,10 @@ struct LevelAnalysis {
   bool differs_from_serial = false;
   // Each successful run of this level against the level's successful run of the lowest repeat.
   LogprobDrift logprob_drift;
+  // The probability that one run at this level departs from the prompt's reference within the
+  // window, from this level's noise (docs/design.md "Noise and the flip probability"); empty
+  // where it cannot be computed (PromptAnalysis::p_flip_reason says why).
+  std::optional<double> p_flip;
 };
 
 struct PromptAnalysis {
@@ -93,6 +101,15 @@ struct PromptAnalysis {
   // text mode, gaps unknown within the window); `fragility_reason` then says why.
   std::optional<bool> fragile;
   std::string fragility_reason;
+  // The gap rule's verdict (a gap below τ in the window), whichever rule `fragile` follows: the
+  // flip probability is validated against it.
+  std::optional<bool> fragile_by_gap;
+  // The probability that the audit's runs show a flip within the window: 1 − Π over levels of
+  // (1 − p_flip of the level) to the power of its runs (less the reference's own run at the
+  // lowest level). Empty where the reference's gaps in the window are not all known or a level
+  // has no noise estimate; `p_flip_reason` then says why.
+  std::optional<double> p_flip;
+  std::string p_flip_reason;
   bool has_logprobs = false; // every successful completion carried logprobs
   // Completions are compared by tokens ("token") or, where one came back without tokens, by
   // text ("char"): divergence positions are in that unit.
@@ -145,6 +162,22 @@ struct LevelSummary {
   // and the mean request latency: the cost of each level beside its stability.
   double tokens_per_second = 0.0;
   double mean_latency_ms = 0.0;
+  // The level's numerical noise: |Δgap| of each run against its prompt's reference run, at the
+  // positions where they share the context.
+  NoiseEstimate noise;
+};
+
+// The flip probability and the gap rule, scored on the same prompts: those whose p_flip and
+// gap-rule fragility are both known and whose stability is not inconclusive; the outcome is
+// `unstable`. The gap rule scores as a probability of 0 or 1.
+struct FlipCalibration {
+  int prompts = 0;
+  int unstable = 0;
+  PredictorScore p_flip;
+  PredictorScore gap_rule;
+  std::vector<ReliabilityBin> reliability; // of p_flip, ten bins
+  // The τ the noise implies (recommended_tau over the levels); empty without any sample.
+  std::optional<double> recommended_tau;
 };
 
 // One run of the whole suite, (concurrency, repeat), judged by the checkers.
@@ -194,7 +227,8 @@ struct AuditSummary {
   double tarr = 0.0;                    // TARr@N
   double tara = 0.0;                    // TARa@N
   std::optional<CheckerSummary> checks; // empty when no prompt has a checker
-  ConfusionMatrix predictor;
+  ConfusionMatrix predictor;            // of `fragile`, whichever rule it follows
+  FlipCalibration flip_calibration;
   std::vector<LevelSummary> by_concurrency;
 };
 

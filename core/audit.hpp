@@ -68,7 +68,8 @@ struct AuditConfig {
   int retries = 3;
   double fragile_gap = 0.05;
   int fragile_window = 50;
-  double rate_limit = 0.0; // requests per second, 0: unlimited
+  std::optional<double> fragile_p; // --fragile-p: fragility by flip probability
+  double rate_limit = 0.0;         // requests per second, 0: unlimited
   int shard_index = 0;
   int shard_count = 1;
   GateConfig gates;

@@ -15,6 +15,7 @@
 #include "core/prompt_ranking.hpp"
 #include "core/text_utf8.hpp"
 #include "report/detail/html_audit_sections.hpp"
+#include "report/detail/html_noise_section.hpp"
 #include "report/detail/html_prompt_detail.hpp"
 #include "report/detail/html_style.hpp"
 #include "report/detail/iso_time.hpp"
@@ -458,7 +459,7 @@ std::string render_table(const core::AuditReport& report) {
   for (int level : levels) out += fmt::format("<th class=\"sortable num\">c={}</th>", level);
   out +=
       "<th class=\"sortable num\">first divergence</th><th class=\"sortable num\">gap at div.</th>"
-      "<th class=\"sortable num\">min gap</th>";
+      "<th class=\"sortable num\">min gap</th><th class=\"sortable num\">p_flip</th>";
   if (any_checker) out += "<th class=\"sortable num\">pass</th>";
   out += "<th class=\"sortable\">status</th><th class=\"sortable\">fragile</th></tr></thead>"
          "<tbody>";
@@ -489,6 +490,11 @@ std::string render_table(const core::AuditReport& report) {
         sort_value(p.first_divergence), position_text(p.first_divergence),
         sort_value(p.gap_at_divergence), gap_text(p.gap_at_divergence), sort_value(p.min_gap),
         gap_text(p.min_gap));
+    // The flip probability, with why it is unknown as the cell's title.
+    out += p.p_flip
+               ? fmt::format("<td class=\"num\" data-sort=\"{}\">{:.3f}</td>", *p.p_flip, *p.p_flip)
+               : fmt::format("<td class=\"num\" data-sort=\"\" title=\"{}\">\u2013</td>",
+                             html_escape(p.p_flip_reason));
     if (any_checker) {
       if (p.passes) {
         out +=
@@ -604,6 +610,7 @@ std::string render_html(const core::AuditReport& report) {
   out += render_worst(report);
   out += render_levels(report);
   out += render_charts(report);
+  out += render_noise_section(report);
   out += render_probe_sections(report);
   out += render_comparison_section(report);
   out += render_semantic_section(report);

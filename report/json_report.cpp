@@ -98,6 +98,7 @@ Json config_json(const core::AuditConfig& config) {
       {"retries", config.retries},
       {"fragile_gap", number(config.fragile_gap)},
       {"fragile_window", config.fragile_window},
+      {"fragile_p", optional_number(config.fragile_p)},
       {"rate_limit", number(config.rate_limit)},
       // 1-based, as the user gives it: --shard 1/4 is shard_index 0.
       {"shard", std::to_string(config.shard_index + 1) + "/" + std::to_string(config.shard_count)},
@@ -128,6 +129,44 @@ Json checks_json(const std::optional<core::CheckerSummary>& checks) {
 }
 
 // Per concurrency level: stability beside cost.
+// A level's noise: what it rests on, its quantiles and its counts per decade of |Δgap|.
+Json noise_json(const core::NoiseEstimate& noise) {
+  Json decades = Json::array();
+  decades.push_back({{"upper", 0}, {"count", noise.decade_counts[0]}});
+  for (std::size_t i = 0; i < core::k_noise_decades.size(); ++i)
+    decades.push_back({{"upper", core::k_noise_decades[i]}, {"count", noise.decade_counts[i + 1]}});
+  decades.push_back({{"upper", nullptr}, {"count", noise.decade_counts.back()}});
+  return {{"positions", noise.positions},
+          {"nonzero", noise.nonzero},
+          {"median", optional_number(noise.median)},
+          {"p90", optional_number(noise.p90)},
+          {"p99", optional_number(noise.p99)},
+          {"max", optional_number(noise.max)},
+          {"decades", decades}};
+}
+
+Json score_json(const core::PredictorScore& score) {
+  return {{"brier", optional_number(score.brier)}, {"auc", optional_number(score.auc)}};
+}
+
+// The flip probability against the gap rule on the same prompts, and p_flip's reliability.
+Json calibration_json(const core::FlipCalibration& calibration) {
+  Json bins = Json::array();
+  for (const auto& bin : calibration.reliability)
+    bins.push_back({{"lower", number(bin.lower)},
+                    {"upper", number(bin.upper)},
+                    {"prompts", bin.items},
+                    {"unstable", bin.observed},
+                    {"mean_predicted", optional_number(bin.mean_predicted)},
+                    {"observed_rate", optional_number(bin.observed_rate)}});
+  return {{"prompts", calibration.prompts},
+          {"unstable", calibration.unstable},
+          {"p_flip", score_json(calibration.p_flip)},
+          {"gap_rule", score_json(calibration.gap_rule)},
+          {"reliability", bins},
+          {"recommended_tau", optional_number(calibration.recommended_tau)}};
+}
+
 Json levels_json(const std::vector<core::LevelSummary>& by_concurrency) {
   Json levels = Json::array();
   for (const auto& level : by_concurrency)
@@ -139,7 +178,8 @@ Json levels_json(const std::vector<core::LevelSummary>& by_concurrency) {
                       {"differs_from_serial_prompts", level.differs_from_serial_prompts},
                       {"failed", level.failed},
                       {"tokens_per_second", number(level.tokens_per_second)},
-                      {"mean_latency_ms", number(level.mean_latency_ms)}});
+                      {"mean_latency_ms", number(level.mean_latency_ms)},
+                      {"noise", noise_json(level.noise)}});
   return levels;
 }
 
@@ -202,6 +242,7 @@ Json summary_json(const core::AuditReport& report) {
             {"true_negative", predictor.true_negative},
             {"precision", optional_number(predictor.precision)},
             {"recall", optional_number(predictor.recall)}}},
+          {"flip_calibration", calibration_json(summary.flip_calibration)},
           {"checks", checks_json(summary.checks)},
           {"by_concurrency", levels},
           {"verdict", verdict_json(report.verdict)}};
@@ -245,7 +286,8 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
                       {"unique_completions", level.unique_completions},
                       {"first_divergence", optional_int(level.first_divergence)},
                       {"differs_from_serial", level.differs_from_serial},
-                      {"logprob_drift", drift_json(level.logprob_drift)}});
+                      {"logprob_drift", drift_json(level.logprob_drift)},
+                      {"p_flip", optional_number(level.p_flip)}});
   Json completions = Json::array();
   for (const auto& completion : prompt.completions)
     completions.push_back(completion_json(completion));
@@ -268,6 +310,9 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
           // Three-valued: null when fragility could not be computed, fragility_reason says why.
           {"fragile", prompt.fragile ? Json(*prompt.fragile) : Json(nullptr)},
           {"fragility_reason", prompt.fragile ? Json(nullptr) : Json(prompt.fragility_reason)},
+          {"fragile_by_gap", prompt.fragile_by_gap ? Json(*prompt.fragile_by_gap) : Json(nullptr)},
+          {"p_flip", optional_number(prompt.p_flip)},
+          {"p_flip_reason", prompt.p_flip ? Json(nullptr) : Json(prompt.p_flip_reason)},
           {"unstable", prompt.unstable},
           {"has_logprobs", prompt.has_logprobs},
           {"token_text_mismatch", prompt.token_text_mismatch},

@@ -7,6 +7,7 @@
 
 #include "core/prompt_ranking.hpp"
 #include "core/text_utf8.hpp"
+#include "report/detail/flip_summary.hpp"
 
 namespace llmrepro::report {
 namespace {
@@ -275,6 +276,8 @@ std::string render_markdown(const core::AuditReport& report) {
   const auto opt = [](const std::optional<double>& v) {
     return v ? fmt::format("{:.2f}", *v) : std::string("\u2013");
   };
+  const double tau =
+      data != nullptr ? data->config.fragile_gap : core::AnalysisConfig{}.fragile_gap;
   out += "| | |\n|---|---|\n";
   out += fmt::format("| prompts | {} |\n", s.prompts);
   out += fmt::format("| requests (failed) | {} ({}) |\n", s.requests, s.failed_requests);
@@ -292,6 +295,10 @@ std::string render_markdown(const core::AuditReport& report) {
   }
   out += fmt::format("| fragility predictor precision / recall | {} / {} |\n",
                      opt(s.predictor.precision), opt(s.predictor.recall));
+  out +=
+      fmt::format("| flip predictors | {} |\n", predictor_comparison_line(s.flip_calibration, tau));
+  for (const auto& level : s.by_concurrency)
+    out += fmt::format("| noise at c={} | {} |\n", level.concurrency, noise_text(level.noise));
   out += levels_markdown(s.by_concurrency);
   out += verdict_markdown(report);
   const auto worst = core::worst_prompts(report.analysis, 5);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/prompt_ranking.hpp"
+#include "report/detail/flip_summary.hpp"
 
 namespace llmrepro::report {
 namespace {
@@ -301,6 +302,13 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
                    optional_ratio(predictor.precision), optional_ratio(predictor.recall),
                    predictor.true_positive, predictor.false_positive, predictor.false_negative,
                    predictor.true_negative));
+  line("flip model " +
+       predictor_comparison_line(summary.flip_calibration, data.config.fragile_gap));
+  for (std::size_t i = 0; i < summary.by_concurrency.size(); ++i) {
+    const auto& level = summary.by_concurrency[i];
+    line(label(i == 0 ? "noise" : "") +
+         fmt::format("c={} {}", level.concurrency, noise_text(level.noise)));
+  }
 
   // Each probe kind on its own (only when more than the sweep ran), then the endpoints side by
   // side.

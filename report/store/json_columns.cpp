@@ -138,6 +138,7 @@ Json config_to_json(const core::AuditConfig& config) {
               {"retries", config.retries},
               {"fragile_gap", config.fragile_gap},
               {"fragile_window", config.fragile_window},
+              {"fragile_p", config.fragile_p ? Json(*config.fragile_p) : Json(nullptr)},
               {"rate_limit", config.rate_limit},
               {"shard_index", config.shard_index},
               {"shard_count", config.shard_count},
@@ -174,6 +175,9 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
   LLMREPRO_TRY_ASSIGN(config.retries, read.small_integer(json, "retries"));
   LLMREPRO_TRY_ASSIGN(config.fragile_gap, read.number(json, "fragile_gap"));
   LLMREPRO_TRY_ASSIGN(config.fragile_window, read.small_integer(json, "fragile_window"));
+  // Absent from audits stored before --fragile-p existed: the gap rule.
+  if (read.find(json, "fragile_p") != nullptr)
+    LLMREPRO_TRY_ASSIGN(config.fragile_p, read.optional_number(json, "fragile_p"));
   LLMREPRO_TRY_ASSIGN(config.rate_limit, read.number(json, "rate_limit"));
   LLMREPRO_TRY_ASSIGN(config.shard_index, read.small_integer(json, "shard_index"));
   LLMREPRO_TRY_ASSIGN(config.shard_count, read.small_integer(json, "shard_count"));

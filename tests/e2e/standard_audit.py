@@ -187,6 +187,12 @@ def check_report(test, report, dialect, token_view=None):
     test.assertEqual(got_levels, want["by_concurrency"], "summary.by_concurrency")
     test.assertEqual(summary["bitwise_stable_prompts"], 2)
     test.assertEqual(summary["max_logprob_drift"], 0.0)
+    # The same tokens always come with the same numbers, so wherever two runs share a context
+    # the margin did not move: most samples are 0, and only a flip itself moves one.
+    for level in summary["by_concurrency"]:
+        test.assertGreater(level["noise"]["positions"], 0, f"c={level['concurrency']}")
+        test.assertEqual(level["noise"]["median"], 0.0, f"c={level['concurrency']}")
+    test.assertEqual(summary["flip_calibration"]["prompts"], len(PROMPTS))
     test.assertEqual(summary["verdict"]["status"], "pass")
     test.assertEqual(report["audit"]["status"], "complete")
     test.assertEqual(report["audit"]["planned_requests"], want["requests"])
@@ -203,8 +209,14 @@ def check_report(test, report, dialect, token_view=None):
                     "gap_at_divergence", "min_gap", "min_gap_position", "fragile", "unstable",
                     "has_logprobs"):
             test.assertEqual(prompt[key], want_p[key], f"{where}.{key}")
-        got_levels = [{k: v for k, v in lv.items() if k != "logprob_drift"}
+        # p_flip reads each level's noise, which the flips of other prompts feed in an order
+        # the scripted endpoint decides by arrival: checked for presence here, for exact values
+        # in test_flip_probability.py.
+        got_levels = [{k: v for k, v in lv.items() if k not in ("logprob_drift", "p_flip")}
                       for lv in prompt["by_concurrency"]]
+        test.assertEqual((prompt["p_flip_reason"], prompt["fragile_by_gap"]),
+                         (None, want_p["fragile"]), where)
+        test.assertTrue(0.0 <= prompt["p_flip"] <= 1.0, where)
         test.assertEqual(got_levels, want_p["by_concurrency"], f"{where}.by_concurrency")
         # The scripted endpoint sends the same logprobs for the same tokens: no drift anywhere,
         # so a stable prompt is bitwise, over every other run's tokens.

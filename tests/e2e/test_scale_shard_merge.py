@@ -14,9 +14,11 @@ import standard_audit as std
 # Keys whose values are clocks, speeds or names of one run, not results; "activity" counts what
 # the run that just ended sent besides the audited requests, which no stored audit carries.
 # "positions_compared": for an unstable prompt it depends on which repeat drew which completion,
-# which the scripted endpoint decides by arrival order (check_report asserts the stable prompts').
+# which the scripted endpoint decides by arrival order (check_report asserts the stable prompts');
+# so do the noise samples the flips give and everything read from them ("noise", "p_flip",
+# "flip_calibration").
 VOLATILE = {"id", "started", "finished", "tokens_per_second", "mean_latency_ms", "url",
-            "activity", "positions_compared"}
+            "activity", "positions_compared", "noise", "p_flip", "flip_calibration"}
 
 
 def stable(value):

@@ -92,6 +92,17 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   // concurrency, runs, unique, unstable, inconclusive, differs from serial, failed, tok/s, ms
   summary.by_concurrency = {{1, 9, 3, 0, 1, 0, 0, 812.5, 20.25},
                             {8, 8, 5, 2, 1, 1, 1, std::numeric_limits<double>::infinity(), 95.0}};
+  // Noise: none at c=1 over 40 positions; at c=8 10 of 100 moved, up to 0.25 nats.
+  summary.by_concurrency[0].noise = {40, 0, 0.0, 0.0, 0.0, 0.0, {40, 0, 0, 0, 0, 0, 0, 0, 0}};
+  summary.by_concurrency[1].noise = {
+      100, 10, 0.0, 0.0625, 0.25, 0.25, {90, 0, 0, 0, 0, 2, 4, 4, 0}};
+  // Only queens is scored (stable is inconclusive, hostile has no p_flip): predicted 0.75.
+  summary.flip_calibration.prompts = 1;
+  summary.flip_calibration.unstable = 1;
+  summary.flip_calibration.p_flip = {0.0625, std::nullopt};
+  summary.flip_calibration.gap_rule = {0.0, std::nullopt};
+  summary.flip_calibration.reliability = core::reliability_bins({0.75}, {true});
+  summary.flip_calibration.recommended_tau = 0.25;
 
   core::PromptAnalysis queens;
   queens.id = "queens";
@@ -105,6 +116,8 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   queens.divergence_kind = core::DivergenceKind::token;
   queens.status = core::PromptStatus::unstable;
   queens.fragile = true;
+  queens.fragile_by_gap = true;
+  queens.p_flip = 0.75;
   queens.unstable = true;
   queens.has_logprobs = true;
   queens.non_greedy_tokens = 2;
@@ -118,6 +131,8 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   queens.logprob_drift = {1.0 / 3.0, 0.0625, 101};
   queens.by_concurrency[0].logprob_drift = {0.0, 0.0, 40};
   queens.by_concurrency[1].logprob_drift = {1.0 / 3.0, 0.0625, 100};
+  queens.by_concurrency[0].p_flip = 0.0;
+  queens.by_concurrency[1].p_flip = 0.5;
   core::DistinctCompletion reference;
   reference.text = "Born in Queens";
   reference.tokens = {{"Born", -0.01, {{"Born", -0.01}, {"Raised", -4.5}}}};
@@ -148,6 +163,8 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   stable.min_gap_position = 7;
   stable.status = core::PromptStatus::inconclusive;
   stable.fragile = true;
+  stable.fragile_by_gap = true;
+  stable.p_flip = 0.4375;
   stable.has_logprobs = true;
   stable.min_candidates = 2;
   stable.passes = 5;
@@ -170,6 +187,7 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   hostile.unstable = true;
   hostile.fragile = std::nullopt;
   hostile.fragility_reason = "text mode: a completion came back without tokens";
+  hostile.p_flip_reason = "text mode: a completion came back without tokens";
   hostile.text_mode = true;
   hostile.tier = core::StabilityTier::unstable;
   hostile.has_logprobs = false;

@@ -276,8 +276,13 @@ TEST_CASE("render_html") {
     const auto hostile_row = html.find("<a href=\"#prompt-1\"><code>hostile");
     CHECK(capital_row < hostile_row);
   }
-  SUBCASE("four charts and a gap line per prompt with logprobs") {
-    CHECK(count_of(html, "<svg") == 4 + 4);
+  SUBCASE("four charts, the noise section's two, and a gap line per prompt with logprobs") {
+    CHECK(count_of(html, "<svg") == 4 + 2 + 4);
+    CHECK(html.find("Noise per level") != std::string::npos);
+    CHECK(html.find("Reliability of p_flip") != std::string::npos);
+    CHECK(html.find("<section class=\"panel\" id=\"noise\"><h2>Noise and flip probability</h2>"
+                    "<p class=\"flip-predictors\">p_flip Brier ") != std::string::npos);
+    CHECK(html.find("<th class=\"sortable num\">p_flip</th>") != std::string::npos);
     CHECK(html.find("Distinct completions by concurrency level") != std::string::npos);
     CHECK(html.find("First-divergence positions") != std::string::npos);
     CHECK(html.find("at divergence (n=2)") != std::string::npos);

@@ -149,6 +149,7 @@ TEST_CASE("render_json") {
                                                                "tarr",
                                                                "tara",
                                                                "predictor",
+                                                               "flip_calibration",
                                                                "checks",
                                                                "by_concurrency",
                                                                "verdict"});
@@ -169,6 +170,9 @@ TEST_CASE("render_json") {
                                                                   "min_gap_position",
                                                                   "fragile",
                                                                   "fragility_reason",
+                                                                  "fragile_by_gap",
+                                                                  "p_flip",
+                                                                  "p_flip_reason",
                                                                   "unstable",
                                                                   "has_logprobs",
                                                                   "token_text_mismatch",
@@ -267,7 +271,29 @@ TEST_CASE("render_json") {
                                                       {"differs_from_serial_prompts", 1},
                                                       {"failed", 1},
                                                       {"tokens_per_second", nullptr},
-                                                      {"mean_latency_ms", 95.0}});
+                                                      {"mean_latency_ms", 95.0},
+                                                      {"noise", OrderedJson::parse(R"({
+      "positions": 100, "nonzero": 10, "median": 0.0, "p90": 0.0625, "p99": 0.25, "max": 0.25,
+      "decades": [{"upper": 0, "count": 90}, {"upper": 1e-06, "count": 0},
+                  {"upper": 1e-05, "count": 0}, {"upper": 0.0001, "count": 0},
+                  {"upper": 0.001, "count": 0}, {"upper": 0.01, "count": 2},
+                  {"upper": 0.1, "count": 4}, {"upper": 1.0, "count": 4},
+                  {"upper": null, "count": 0}]})")}});
+    const OrderedJson& calibration = summary["flip_calibration"];
+    CHECK(keys_of(calibration) == std::vector<std::string>{"prompts", "unstable", "p_flip",
+                                                           "gap_rule", "reliability",
+                                                           "recommended_tau"});
+    CHECK(calibration["p_flip"] == OrderedJson{{"brier", 0.0625}, {"auc", nullptr}});
+    CHECK(calibration["gap_rule"] == OrderedJson{{"brier", 0.0}, {"auc", nullptr}});
+    CHECK(calibration["recommended_tau"] == 0.25);
+    REQUIRE(calibration["reliability"].size() == 10);
+    CHECK(calibration["reliability"][7] == OrderedJson{{"lower", 0.7},
+                                                       {"upper", 0.8},
+                                                       {"prompts", 1},
+                                                       {"unstable", 1},
+                                                       {"mean_predicted", 0.75},
+                                                       {"observed_rate", 1.0}});
+    CHECK(calibration["reliability"][0]["mean_predicted"].is_null());
     CHECK(summary["failure_reasons"] ==
           OrderedJson{{{"reason", "HTTP 503: queue full"}, {"count", 1}}});
     CHECK(summary["stable_prompts"] == 0);
@@ -368,7 +394,12 @@ TEST_CASE("render_json") {
                       {"first_divergence", nullptr},
                       {"differs_from_serial", false},
                       {"logprob_drift",
-                       {{"max_abs", 0.0}, {"max_abs_gap", 0.0}, {"positions_compared", 40}}}});
+                       {{"max_abs", 0.0}, {"max_abs_gap", 0.0}, {"positions_compared", 40}}},
+                      {"p_flip", 0.0}});
+    CHECK(queens["by_concurrency"][1]["p_flip"] == 0.5);
+    CHECK(queens["p_flip"] == 0.75);
+    CHECK(queens["p_flip_reason"].is_null());
+    CHECK(queens["fragile_by_gap"] == true);
     CHECK(queens["by_concurrency"][1]["first_divergence"] == 102);
     CHECK(queens["by_concurrency"][1]["logprob_drift"] == OrderedJson{{"max_abs", 1.0 / 3.0},
                                                                       {"max_abs_gap", 0.0625},

@@ -43,6 +43,11 @@ TEST_CASE("render_markdown") {
                 "prompts | 1 of 5 |\n| fragile prompts | 3 |\n| fragility unknown | 1 |\n") !=
         std::string::npos);
   CHECK(md.find("| TARr | 40.0% |") != std::string::npos);
+  // The two predictors in one row, and each level's noise in its own.
+  CHECK(md.find("| flip predictors | p_flip Brier ") != std::string::npos);
+  CHECK(md.find(" · gap rule (τ 0.05) Brier ") != std::string::npos);
+  CHECK(md.find("| noise at c=1 | ") != std::string::npos);
+  CHECK(md.find("| noise at c=8 | ") != std::string::npos);
   CHECK(
       md.find("\n| level | unstable | inconclusive | differs from serial |\n|---:|---:|---:|---:|\n"
               "| c=1 | 1 | 1 | serial |\n| c=8 | 2 | 1 | 0 |\n") != std::string::npos);

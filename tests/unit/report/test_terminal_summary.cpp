@@ -51,7 +51,7 @@ TEST_CASE("render_terminal_summary") {
     const std::string text = report::render_terminal_summary(fixture->report, false);
     CHECK(text.find('\x1b') == std::string::npos);
     const auto lines = lines_of(text);
-    REQUIRE(lines.size() == 22);
+    REQUIRE(lines.size() == 25);
     CHECK(lines[0] == test::k_fixture_headline);
     CHECK(lines[1] == "  \u2714 1 of 18 requests failed after their retries (1 x HTTP 503: queue "
                       "full), limit 0.100 (--max-failed-rate)");
@@ -78,13 +78,17 @@ TEST_CASE("render_terminal_summary") {
     CHECK(lines[15] == "failures   1 x HTTP 503: queue full");
     CHECK(lines[16] == "TARr       33.3%   TARa n/a");
     CHECK(lines[17] == "predictor  precision 0.50  recall n/a  (tp 1 fp 1 fn 1 tn 0)");
-    CHECK(lines[18] == "worst prompts");
-    CHECK(lines[19] == "  queens                   3 unique  diverges at token 102  gap 0.0123  "
+    CHECK(lines[18] == "flip model p_flip Brier 0.062 AUC n/a · gap rule (τ 0.05) Brier 0.000 "
+                       "AUC n/a (1 prompt, 1 unstable) · noise implies τ 0.25");
+    CHECK(lines[19] == "noise      c=1 zero (40 positions)");
+    CHECK(lines[20] == "           c=8 median 0, p99 0.25, max 0.25 (100 positions, 10 moved)");
+    CHECK(lines[21] == "worst prompts");
+    CHECK(lines[22] == "  queens                   3 unique  diverges at token 102  gap 0.0123  "
                        "\" Queens\" (-0.6931) vs \" Manhattan\" (-0.7054)");
-    CHECK(lines[20] == "  hostile\\x1b[2J\\x1b]0;pw\u2026 2 unique  diverges at char 0 (one "
+    CHECK(lines[23] == "  hostile\\x1b[2J\\x1b]0;pw\u2026 2 unique  diverges at char 0 (one "
                        "completion ends there)  \"\\x1b[31mred\\r\\n\u2026\" (-1.0000) vs "
                        "\"\\u{202e}gnp.exe\" (-1.5000)  (no logprobs)");
-    CHECK(lines[21] == "  stable                   1 unique  inconclusive (5 successful, 1 failed)"
+    CHECK(lines[24] == "  stable                   1 unique  inconclusive (5 successful, 1 failed)"
                        "  min gap 0.0100 at token 7");
     CHECK(text.find("every prompt stable") == std::string::npos);
   }

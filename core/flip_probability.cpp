@@ -1,0 +1,157 @@
+// The flip probability, exactly as docs/design.md "Noise and the flip probability" states it.
+//
+// At temperature 0 a run departs from another where the noise in its logits moves the top-1/
+// top-2 margin by more than the margin itself. Where two runs agree on the context, the
+// difference of their margins at a position is one draw of that noise, so an audit that repeats
+// each prompt measures its endpoint's noise for free; reading the reference's gaps against that
+// distribution predicts which prompts flip, and the audit's own flips tell how well it did.
+#include "core/flip_probability.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace llmrepro::core {
+
+void add_gap_noise(std::vector<double>& deviations, const Completion& reference,
+                   const Completion& other) {
+  if (!reference.has_logprobs || !other.has_logprobs) return;
+  const auto limit = std::min(reference.tokens.size(), other.tokens.size());
+  for (std::size_t i = 0; i < limit; ++i) {
+    const TokenLogprob& a = reference.tokens[i];
+    const TokenLogprob& b = other.tokens[i];
+    const auto gap_a = a.gap();
+    const auto gap_b = b.gap();
+    if (a.token == b.token) {
+      if (gap_a && gap_b) deviations.push_back(std::abs(*gap_b - *gap_a));
+      continue;
+    }
+    // The runs part here; a swap of the top two is the flip itself, measured.
+    const bool swapped =
+        gap_a && gap_b && a.top[0].token == b.top[1].token && a.top[1].token == b.top[0].token;
+    if (swapped) deviations.push_back(*gap_a + *gap_b);
+    break;
+  }
+}
+
+NoiseDistribution::NoiseDistribution(std::vector<double> deviations)
+    : m_sorted(std::move(deviations)) {
+  std::sort(m_sorted.begin(), m_sorted.end());
+}
+
+int NoiseDistribution::nonzero() const {
+  const auto zeros = std::upper_bound(m_sorted.begin(), m_sorted.end(), 0.0) - m_sorted.begin();
+  return positions() - static_cast<int>(zeros);
+}
+
+double NoiseDistribution::exceedance(double gap) const {
+  if (m_sorted.empty()) return 0.0;
+  const auto above = m_sorted.end() - std::upper_bound(m_sorted.begin(), m_sorted.end(), gap);
+  return static_cast<double>(above) / static_cast<double>(m_sorted.size());
+}
+
+double NoiseDistribution::quantile(double q) const {
+  if (m_sorted.empty()) return 0.0;
+  // The smallest rank k (1-based) with k / n >= q.
+  const auto n = static_cast<double>(m_sorted.size());
+  auto rank = static_cast<std::size_t>(std::ceil(q * n - 1e-9));
+  rank = std::clamp<std::size_t>(rank, 1, m_sorted.size());
+  return m_sorted[rank - 1];
+}
+
+double position_flip_probability(const NoiseDistribution& noise, double gap) {
+  return 0.5 * noise.exceedance(gap);
+}
+
+double window_flip_probability(const NoiseDistribution& noise, const std::vector<double>& gaps) {
+  double stays = 1.0;
+  for (double gap : gaps) stays *= 1.0 - position_flip_probability(noise, gap);
+  return 1.0 - stays;
+}
+
+NoiseEstimate estimate_of(const NoiseDistribution& noise) {
+  NoiseEstimate estimate;
+  estimate.positions = noise.positions();
+  estimate.nonzero = noise.nonzero();
+  if (noise.empty()) return estimate;
+  estimate.median = noise.quantile(0.5);
+  estimate.p90 = noise.quantile(0.9);
+  estimate.p99 = noise.quantile(0.99);
+  estimate.max = noise.quantile(1.0);
+  for (double value : noise.sorted()) {
+    std::size_t bin = 0; // exactly zero
+    if (value > 0) {
+      bin = 1;
+      while (bin <= k_noise_decades.size() && value > k_noise_decades[bin - 1]) ++bin;
+    }
+    ++estimate.decade_counts[bin];
+  }
+  return estimate;
+}
+
+std::optional<double> recommended_tau(const std::vector<const NoiseDistribution*>& levels) {
+  std::optional<double> tau;
+  for (const NoiseDistribution* noise : levels) {
+    if (noise == nullptr || noise->empty()) continue;
+    tau = std::max(tau.value_or(0.0), noise->quantile(0.99));
+  }
+  return tau;
+}
+
+PredictorScore score_predictor(const std::vector<double>& predicted,
+                               const std::vector<bool>& observed) {
+  PredictorScore score;
+  const std::size_t n = std::min(predicted.size(), observed.size());
+  if (n == 0) return score;
+  double squared = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double y = observed[i] ? 1.0 : 0.0;
+    squared += (predicted[i] - y) * (predicted[i] - y);
+  }
+  score.brier = squared / static_cast<double>(n);
+
+  // Mann-Whitney over every (positive, negative) pair; the audits are small enough for the
+  // quadratic count, and it is the definition with ties exactly ½.
+  double wins = 0.0;
+  double pairs = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!observed[i]) continue;
+    for (std::size_t j = 0; j < n; ++j) {
+      if (observed[j]) continue;
+      pairs += 1.0;
+      if (predicted[i] > predicted[j])
+        wins += 1.0;
+      else if (predicted[i] == predicted[j])
+        wins += 0.5;
+    }
+  }
+  if (pairs > 0) score.auc = wins / pairs;
+  return score;
+}
+
+std::vector<ReliabilityBin> reliability_bins(const std::vector<double>& predicted,
+                                             const std::vector<bool>& observed, int bins) {
+  bins = std::max(bins, 1);
+  std::vector<ReliabilityBin> out(static_cast<std::size_t>(bins));
+  std::vector<double> sums(out.size(), 0.0);
+  for (std::size_t b = 0; b < out.size(); ++b) {
+    out[b].lower = static_cast<double>(b) / bins;
+    out[b].upper = static_cast<double>(b + 1) / bins;
+  }
+  const std::size_t n = std::min(predicted.size(), observed.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const double p = std::clamp(predicted[i], 0.0, 1.0);
+    const auto b = std::min(static_cast<std::size_t>(p * bins), out.size() - 1);
+    ++out[b].items;
+    if (observed[i]) ++out[b].observed;
+    sums[b] += predicted[i];
+  }
+  for (std::size_t b = 0; b < out.size(); ++b) {
+    if (out[b].items == 0) continue;
+    out[b].mean_predicted = sums[b] / out[b].items;
+    out[b].observed_rate = static_cast<double>(out[b].observed) / out[b].items;
+  }
+  return out;
+}
+
+} // namespace llmrepro::core

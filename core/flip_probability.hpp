@@ -1,0 +1,101 @@
+// The flip probability: how likely an endpoint's own numerical noise is to flip the argmax at a
+// position, estimated from the audit itself, and how well that prediction (and the fixed gap
+// rule beside it) matched what the audit observed. Definitions: docs/design.md "Noise and the
+// flip probability".
+#pragma once
+
+#include <array>
+#include <optional>
+#include <vector>
+
+#include "core/completion.hpp"
+
+namespace llmrepro::core {
+
+// Adds to `deviations` the noise samples `other` gives against `reference`: at each position
+// where the two runs agree on every earlier token (the same context) and both gaps are known,
+// |gap(other) − gap(reference)| where they chose the same token, and gap(other) + gap(reference)
+// where they swapped their top two (each chose the other's runner-up): the margin moved by that
+// much. A position where they chose unrelated tokens gives no sample, and the comparison ends
+// at the first differing token, past which the contexts differ. Runs without logprobs give none.
+void add_gap_noise(std::vector<double>& deviations, const Completion& reference,
+                   const Completion& other);
+
+// The distribution of one level's noise samples: the empirical distribution of |Δgap|, with no
+// shape assumed, so that a few large deviations move the tail and nothing else.
+class NoiseDistribution {
+public:
+  NoiseDistribution() = default;
+  explicit NoiseDistribution(std::vector<double> deviations); // sorts them
+
+  int positions() const { return static_cast<int>(m_sorted.size()); }
+  bool empty() const { return m_sorted.empty(); }
+  // Samples strictly above zero: the positions where the numbers moved at all.
+  int nonzero() const;
+  // The fraction of samples strictly greater than `gap`; 0 when there are none.
+  double exceedance(double gap) const;
+  // The smallest sample x with at least a fraction q of the samples <= x, 0 < q <= 1; 0 when
+  // there are none.
+  double quantile(double q) const;
+  // The samples, ascending.
+  const std::vector<double>& sorted() const { return m_sorted; }
+
+private:
+  std::vector<double> m_sorted;
+};
+
+// The probability that one run flips the argmax at a position whose reference gap is `gap`:
+// the perturbation of the margin must exceed the gap and point the other way, so with noise that
+// is symmetric in sign, P = ½ · P(|Δgap| > gap). Zero wherever the noise never moved (a tie
+// included: an endpoint that always computes the same numbers always breaks it the same way).
+double position_flip_probability(const NoiseDistribution& noise, double gap);
+
+// The probability that one run flips somewhere among these positions, independent positions
+// assumed: 1 − Π(1 − p_i).
+double window_flip_probability(const NoiseDistribution& noise, const std::vector<double>& gaps);
+
+// Summary figures of a level's noise, for reports: how many positions it rests on, how many
+// moved, its quantiles, and counts per decade (k_noise_decades) for the distribution chart.
+inline constexpr std::array<double, 7> k_noise_decades{1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0};
+struct NoiseEstimate {
+  int positions = 0;
+  int nonzero = 0;
+  // Empty when positions == 0.
+  std::optional<double> median;
+  std::optional<double> p90;
+  std::optional<double> p99;
+  std::optional<double> max;
+  // Samples that are exactly 0, then those in (0, 1e-6], (1e-6, 1e-5], ... (1e-1, 1], and > 1.
+  std::array<int, k_noise_decades.size() + 2> decade_counts{};
+};
+NoiseEstimate estimate_of(const NoiseDistribution& noise);
+
+// The τ this noise implies: the gap below which a position flips in at least 1 run of 200 at the
+// noisiest level, that is the largest 0.99-quantile over the levels. 0 where no level's noise
+// ever moved (nothing can flip); empty when no level has a sample.
+std::optional<double> recommended_tau(const std::vector<const NoiseDistribution*>& levels);
+
+// How well a probability predicted a binary outcome over the same items.
+struct PredictorScore {
+  std::optional<double> brier; // mean (p − y)²; empty without items
+  // ROC AUC: the probability that an item with the outcome scores above one without (ties
+  // count ½); empty unless both outcomes occur.
+  std::optional<double> auc;
+};
+PredictorScore score_predictor(const std::vector<double>& predicted,
+                               const std::vector<bool>& observed);
+
+// Predicted against observed frequency over the items whose prediction falls in a bin.
+struct ReliabilityBin {
+  double lower = 0.0;
+  double upper = 0.0; // bins are [lower, upper), the last one [lower, 1]
+  int items = 0;
+  int observed = 0;                     // items with the outcome
+  std::optional<double> mean_predicted; // empty when items == 0
+  std::optional<double> observed_rate;  // observed / items; empty when items == 0
+};
+// `bins` equal bins over [0, 1].
+std::vector<ReliabilityBin> reliability_bins(const std::vector<double>& predicted,
+                                             const std::vector<bool>& observed, int bins = 10);
+
+} // namespace llmrepro::core

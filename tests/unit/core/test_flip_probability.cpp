@@ -1,0 +1,317 @@
+// The noise estimator, the flip probability and its scores, on hand-computed cases. Numbers are
+// dyadic (0.125, 0.25, ...) so that every expected value is exact in binary floating point.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/analysis.hpp"
+#include "core/flip_probability.hpp"
+
+using namespace llmrepro::core;
+
+namespace {
+
+// One position: the chosen token with its logprob, then the runner-up and its logprob.
+struct Position {
+  const char* token;
+  double logprob;
+  const char* runner_up;
+  double runner_up_logprob;
+};
+
+Completion completion_of(const std::vector<Position>& positions) {
+  Completion completion;
+  completion.has_logprobs = true;
+  for (const auto& p : positions) {
+    TokenLogprob token;
+    token.token = p.token;
+    token.logprob = p.logprob;
+    token.top = {{p.token, p.logprob}, {p.runner_up, p.runner_up_logprob}};
+    completion.text += p.token;
+    completion.tokens.push_back(std::move(token));
+  }
+  return completion;
+}
+
+RequestRecord ok_record(int prompt, int concurrency, int repeat, Completion completion) {
+  RequestRecord record;
+  record.planned = {0, prompt, concurrency, ProbeKind::sweep, repeat};
+  record.outcome.ok = true;
+  record.outcome.attempts = 1;
+  record.outcome.completion = std::move(completion);
+  return record;
+}
+
+} // namespace
+
+TEST_CASE("add_gap_noise") {
+  // Gaps 1, 0.5 and 0.125.
+  const Completion reference =
+      completion_of({{"a", 0.0, "x", -1.0}, {"b", -0.25, "y", -0.75}, {"c", -0.5, "z", -0.625}});
+  std::vector<double> deviations;
+
+  SUBCASE("the same numbers: a zero per position") {
+    add_gap_noise(deviations, reference, reference);
+    CHECK(deviations == std::vector<double>{0.0, 0.0, 0.0});
+  }
+  SUBCASE("a moved margin gives |Δgap|, whichever way it moved") {
+    const Completion other =
+        completion_of({{"a", -0.25, "x", -1.0}, {"b", -0.25, "y", -0.5}, {"c", -0.5, "z", -0.625}});
+    add_gap_noise(deviations, reference, other);
+    CHECK(deviations == std::vector<double>{0.25, 0.25, 0.0});
+  }
+  SUBCASE("a swap of the top two is measured, then the comparison ends") {
+    // At position 2 the other run chose "z" over "c" by 0.125: the margin moved by 0.25.
+    const Completion other =
+        completion_of({{"a", 0.0, "x", -1.0}, {"b", -0.25, "y", -0.75}, {"z", -0.5, "c", -0.625}});
+    add_gap_noise(deviations, reference, other);
+    CHECK(deviations == std::vector<double>{0.0, 0.0, 0.25});
+  }
+  SUBCASE("an unrelated token gives no sample and ends the comparison") {
+    const Completion other =
+        completion_of({{"a", 0.0, "x", -1.0}, {"q", -0.25, "r", -0.75}, {"c", -0.5, "z", -0.625}});
+    add_gap_noise(deviations, reference, other);
+    CHECK(deviations == std::vector<double>{0.0});
+  }
+  SUBCASE("an unknown gap is skipped, the positions after it still count") {
+    Completion other = reference;
+    other.tokens[0].top[1].logprob = k_unknown_logprob;
+    add_gap_noise(deviations, reference, other);
+    CHECK(deviations == std::vector<double>{0.0, 0.0});
+  }
+}
+
+TEST_CASE("NoiseDistribution and the flip probability") {
+  const NoiseDistribution noise({0.03125, 0.0, 0.0078125, 0.0});
+  CHECK(noise.positions() == 4);
+  CHECK(noise.nonzero() == 2);
+  CHECK(noise.exceedance(0.015625) == 0.25);
+  CHECK_MESSAGE(noise.exceedance(0.0) == 0.5, "strictly above: the zeros do not exceed a tie");
+  CHECK(noise.exceedance(0.03125) == 0.0);
+  CHECK(noise.quantile(0.5) == 0.0);
+  CHECK(noise.quantile(0.75) == 0.0078125);
+  CHECK(noise.quantile(0.99) == 0.03125);
+  CHECK(noise.quantile(1.0) == 0.03125);
+
+  SUBCASE("one position: half the chance the margin moves by more than the gap") {
+    CHECK(position_flip_probability(noise, 0.015625) == 0.125);
+    CHECK(position_flip_probability(noise, 0.0) == 0.25);
+    CHECK(position_flip_probability(noise, 1.0) == 0.0);
+  }
+  SUBCASE("a window: 1 − Π(1 − p_i)") {
+    // p = 0.125, 0.25 and 0: 1 − 0.875 · 0.75 = 0.34375.
+    CHECK(window_flip_probability(noise, {0.015625, 0.0, 1.0}) == 0.34375);
+    CHECK(window_flip_probability(noise, {}) == 0.0);
+  }
+  SUBCASE("noise that never moved flips nothing, not even a tie") {
+    const NoiseDistribution silent({0.0, 0.0, 0.0});
+    CHECK(position_flip_probability(silent, 0.0) == 0.0);
+    CHECK(window_flip_probability(silent, {0.0, 0.0}) == 0.0);
+  }
+  SUBCASE("no sample at all predicts nothing either") {
+    const NoiseDistribution none;
+    CHECK(none.empty());
+    CHECK(position_flip_probability(none, 0.0) == 0.0);
+  }
+}
+
+TEST_CASE("estimate_of: quantiles and counts per decade") {
+  const NoiseEstimate estimate =
+      estimate_of(NoiseDistribution({0.0, 0.0, 5e-7, 2e-6, 0.003, 0.25, 3.0}));
+  CHECK(estimate.positions == 7);
+  CHECK(estimate.nonzero == 5);
+  CHECK(estimate.median == 2e-6);
+  CHECK(estimate.p90 == 3.0);
+  CHECK(estimate.max == 3.0);
+  // 0 | (0,1e-6] | (1e-6,1e-5] | (1e-5,1e-4] | (1e-4,1e-3] | (1e-3,1e-2] | (1e-2,0.1] | (0.1,1] |
+  // >1
+  CHECK(estimate.decade_counts == std::array<int, 9>{2, 1, 1, 0, 0, 1, 0, 1, 1});
+  const NoiseEstimate empty = estimate_of(NoiseDistribution());
+  CHECK(empty.positions == 0);
+  CHECK_FALSE(empty.median);
+}
+
+TEST_CASE("recommended_tau: the noisiest level's 0.99-quantile") {
+  const NoiseDistribution silent({0.0, 0.0});
+  const NoiseDistribution noisy({0.0, 0.125, 0.0625});
+  const NoiseDistribution none;
+  CHECK(recommended_tau({&silent, &noisy, &none}) == 0.125);
+  CHECK_MESSAGE(recommended_tau({&silent}) == 0.0, "noise that never moved: nothing can flip");
+  CHECK_FALSE(recommended_tau({&none}));
+  CHECK_FALSE(recommended_tau({}));
+}
+
+TEST_CASE("score_predictor: Brier score and ROC AUC") {
+  SUBCASE("probabilities") {
+    const auto score = score_predictor({0.875, 0.25, 0.5, 0.125}, {true, false, false, true});
+    // (0.125² + 0.25² + 0.5² + 0.875²) / 4 = (0.015625 + 0.0625 + 0.25 + 0.765625) / 4.
+    CHECK(score.brier == 0.2734375);
+    // Positives 0.875 and 0.125 against negatives 0.25 and 0.5: 2 of 4 pairs ranked right.
+    CHECK(score.auc == 0.5);
+  }
+  SUBCASE("a rule of 0 and 1: ties count a half, AUC = (1 + TPR − FPR) / 2") {
+    const auto score = score_predictor({1.0, 0.0, 0.0}, {true, false, true});
+    CHECK(score.brier == doctest::Approx(1.0 / 3.0));
+    CHECK(score.auc == 0.75);
+  }
+  SUBCASE("one outcome only: no AUC; no item: nothing") {
+    CHECK_FALSE(score_predictor({0.5, 0.25}, {false, false}).auc);
+    CHECK(score_predictor({0.5, 0.25}, {false, false}).brier == 0.15625);
+    const auto empty = score_predictor({}, {});
+    CHECK_FALSE(empty.brier);
+    CHECK_FALSE(empty.auc);
+  }
+}
+
+TEST_CASE("reliability_bins") {
+  const auto bins =
+      reliability_bins({0.0625, 0.125, 0.1875, 0.9375, 1.0}, {false, true, false, true, true});
+  REQUIRE(bins.size() == 10);
+  CHECK(bins[0].items == 1);
+  CHECK(bins[0].observed == 0);
+  CHECK(bins[0].mean_predicted == 0.0625);
+  CHECK(bins[0].observed_rate == 0.0);
+  CHECK(bins[1].items == 2);
+  CHECK(bins[1].mean_predicted == 0.15625);
+  CHECK(bins[1].observed_rate == 0.5);
+  CHECK_MESSAGE(bins[9].items == 2, "1.0 falls in the last bin");
+  CHECK(bins[9].observed_rate == 1.0);
+  CHECK(bins[5].items == 0);
+  CHECK_FALSE(bins[5].mean_predicted);
+  CHECK(bins[3].lower == 0.3);
+}
+
+namespace {
+
+// Two prompts at levels 1 and 4, two runs each. "steady" has gaps 1 and 0.5 and one run at c=4
+// whose first margin moved by 0.25; "tied" has gaps 0.125 and 2 and one run at c=4 that swapped
+// its first two candidates (a flip whose margin moved by 0.25).
+std::vector<RequestRecord> two_prompt_audit() {
+  const Completion steady = completion_of({{"a", 0.0, "x", -1.0}, {"b", -0.25, "y", -0.75}});
+  const Completion steady_moved =
+      completion_of({{"a", -0.25, "x", -1.0}, {"b", -0.25, "y", -0.75}});
+  const Completion tied = completion_of({{"yes", -0.5, "no", -0.625}, {".", 0.0, "!", -2.0}});
+  const Completion flipped = completion_of({{"no", -0.5, "yes", -0.625}, {"!", 0.0, ".", -2.0}});
+  return {ok_record(0, 1, 0, steady),       ok_record(0, 1, 1, steady), ok_record(0, 4, 0, steady),
+          ok_record(0, 4, 1, steady_moved), ok_record(1, 1, 0, tied),   ok_record(1, 1, 1, tied),
+          ok_record(1, 4, 0, tied),         ok_record(1, 4, 1, flipped)};
+}
+
+Suite two_prompts() {
+  Suite suite;
+  suite.prompts.push_back(Prompt{.id = "steady", .text = "s"});
+  suite.prompts.push_back(Prompt{.id = "tied", .text = "t"});
+  return suite;
+}
+
+} // namespace
+
+TEST_CASE("analysis: noise per level, p_flip per prompt, and both predictors scored") {
+  const Suite suite = two_prompts();
+  const auto records = two_prompt_audit();
+  AnalysisConfig config;
+  config.fragile_gap = 0.25; // the gap rule calls "tied" (0.125) fragile and "steady" not
+
+  const AuditAnalysis analysis = analyse(suite, records, config);
+  const auto& summary = analysis.summary;
+  REQUIRE(summary.by_concurrency.size() == 2);
+
+  // c=1: every run equals the reference, 4 positions of zeros. c=4: against the c=1 reference,
+  // steady gives 0, 0 then 0.25, 0; tied gives 0, 0 then the swap, 0.25.
+  const NoiseEstimate& serial = summary.by_concurrency[0].noise;
+  CHECK(serial.positions == 4);
+  CHECK(serial.nonzero == 0);
+  CHECK(serial.max == 0.0);
+  const NoiseEstimate& busy = summary.by_concurrency[1].noise;
+  CHECK(busy.positions == 7);
+  CHECK(busy.nonzero == 2);
+  CHECK(busy.median == 0.0);
+  CHECK(busy.max == 0.25);
+  CHECK(busy.decade_counts[0] == 5);
+  CHECK(busy.decade_counts[7] == 2);
+
+  const PromptAnalysis& steady = analysis.prompts[0];
+  REQUIRE(steady.by_concurrency.size() == 2);
+  CHECK(steady.by_concurrency[0].p_flip == 0.0);
+  CHECK_MESSAGE(steady.by_concurrency[1].p_flip == 0.0, "no noise sample exceeds 0.5");
+  CHECK(steady.p_flip == 0.0);
+
+  const PromptAnalysis& tied = analysis.prompts[1];
+  CHECK(tied.by_concurrency[0].p_flip == 0.0);
+  // c=4: P(|Δ| > 0.125) = 2/7, halved; the gap of 2 adds nothing.
+  CHECK(tied.by_concurrency[1].p_flip == doctest::Approx(1.0 / 7.0));
+  // One chance at c=1 (the reference is the other run), two at c=4: 1 − (6/7)² = 13/49.
+  CHECK(tied.p_flip == doctest::Approx(13.0 / 49.0));
+
+  const FlipCalibration& calibration = summary.flip_calibration;
+  CHECK(calibration.prompts == 2);
+  CHECK(calibration.unstable == 1);
+  CHECK(calibration.gap_rule.brier == 0.0);
+  CHECK(calibration.gap_rule.auc == 1.0);
+  // ((0 − 0)² + (13/49 − 1)²) / 2 = (36/49)² / 2.
+  CHECK(calibration.p_flip.brier == doctest::Approx(36.0 * 36.0 / (49.0 * 49.0) / 2.0));
+  CHECK(calibration.p_flip.auc == 1.0);
+  CHECK(calibration.reliability[0].items == 1);
+  CHECK(calibration.reliability[2].items == 1);
+  CHECK(calibration.reliability[2].observed_rate == 1.0);
+  CHECK(calibration.recommended_tau == 0.25);
+
+  // The gap rule is what `fragile` follows by default.
+  CHECK(steady.fragile == false);
+  CHECK(tied.fragile == true);
+  CHECK(summary.predictor.true_positive == 1);
+  CHECK(summary.predictor.true_negative == 1);
+}
+
+TEST_CASE("analysis: --fragile-p flags prompts by probability") {
+  const Suite suite = two_prompts();
+  const auto records = two_prompt_audit();
+  AnalysisConfig config; // τ = 0.05: the gap rule calls neither prompt fragile
+  SUBCASE("P = 0.25: tied (13/49) is fragile") {
+    config.fragile_p = 0.25;
+    const auto analysis = analyse(suite, records, config);
+    CHECK(analysis.prompts[0].fragile == false);
+    CHECK(analysis.prompts[1].fragile == true);
+    CHECK_MESSAGE(analysis.prompts[1].fragile_by_gap == false, "the gap rule is kept beside it");
+    CHECK(analysis.summary.fragile_prompts == 1);
+    CHECK(analysis.summary.predictor.true_positive == 1);
+    CHECK(analysis.summary.predictor.true_negative == 1);
+  }
+  SUBCASE("P = 0.5: neither") {
+    config.fragile_p = 0.5;
+    const auto analysis = analyse(suite, records, config);
+    CHECK(analysis.summary.fragile_prompts == 0);
+    CHECK(analysis.summary.predictor.false_negative == 1);
+  }
+  SUBCASE("without logprobs p_flip is unknown, and so is fragility, with the reason") {
+    auto text_only = records;
+    for (auto& record : text_only) record.outcome.completion.has_logprobs = false;
+    config.fragile_p = 0.25;
+    const auto analysis = analyse(suite, text_only, config);
+    CHECK_FALSE(analysis.prompts[1].p_flip);
+    CHECK(analysis.prompts[1].p_flip_reason == "no logprobs");
+    CHECK_FALSE(analysis.prompts[1].fragile);
+    CHECK(analysis.prompts[1].fragility_reason == "flip probability unknown: no logprobs");
+    CHECK(analysis.summary.fragility_unknown_prompts == 2);
+  }
+}
+
+TEST_CASE("analysis: a level without any noise sample leaves p_flip unknown") {
+  // One run per level: nothing to compare at c=4, so its noise rests on no position.
+  const Suite suite = two_prompts();
+  const Completion steady = completion_of({{"a", 0.0, "x", -1.0}});
+  const std::vector<RequestRecord> records = {
+      ok_record(0, 1, 0, steady), ok_record(0, 1, 1, steady), ok_record(0, 4, 0, steady)};
+  const auto analysis = analyse(suite, records, AnalysisConfig{});
+  // The c=4 run is compared with the c=1 reference, so c=4 has a sample after all; only a
+  // level whose every run is the reference itself has none.
+  CHECK(analysis.summary.by_concurrency[1].noise.positions == 1);
+  CHECK(analysis.prompts[0].p_flip == 0.0);
+
+  const std::vector<RequestRecord> alone = {ok_record(0, 1, 0, steady)};
+  const auto single = analyse(suite, alone, AnalysisConfig{});
+  CHECK_FALSE(single.prompts[0].p_flip);
+  CHECK(single.prompts[0].p_flip_reason == "no noise sample at concurrency 1");
+}
