@@ -3,7 +3,10 @@
 the whole demo suite (48 prompts), 5 runs at concurrency 1 and 16, against the embedded default
 (max-num-seqs 16). At concurrency 1 every prompt gives one completion; within the concurrency-16
 level between 20% and 80% of the prompts are unstable, diverging at a spread of positions rather
-than all at the first token; the fragility flag catches most of them (recall >= 0.7)."""
+than all at the first token; the fragility flag catches most of them (recall >= 0.7). The audit
+measures the engine's noise itself: zero at concurrency 1 (every margin repeats bit for bit),
+nonzero at 16; p_flip ranks the prompts that flipped above those that did not (AUC >= 0.6;
+0.74-0.76 measured) and scores better than the fixed gap rule (a lower Brier score)."""
 
 import os
 
@@ -40,6 +43,18 @@ class EngineBehaviour(h.E2ETestCase):
         self.assertGreaterEqual(len(set(positions)), 4, f"divergence positions {positions}")
         self.assertGreater(max(positions), 0, "divergences are not all at the first token")
         self.assertGreaterEqual(summary["predictor"]["recall"], 0.7, summary["predictor"])
+
+        serial, batched = level(report, 1)["noise"], level(report, 16)["noise"]
+        self.assertGreater(serial["positions"], 0, serial)
+        self.assertEqual((serial["nonzero"], serial["max"]), (0, 0.0), serial)
+        self.assertGreater(batched["nonzero"], 0, batched)
+        self.assertGreater(batched["max"], 0.0, batched)
+        calibration = summary["flip_calibration"]
+        self.assertEqual(calibration["prompts"], PROMPTS, calibration)
+        self.assertGreaterEqual(calibration["p_flip"]["auc"], 0.6, calibration)
+        self.assertLess(calibration["p_flip"]["brier"], calibration["gap_rule"]["brier"],
+                        calibration)
+        self.assertGreater(calibration["recommended_tau"], 0.0, calibration)
 
 
 if __name__ == "__main__":

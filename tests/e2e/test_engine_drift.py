@@ -79,6 +79,11 @@ class EngineDrift(h.E2ETestCase):
         for entry in report["summary"]["by_concurrency"]:
             self.assertEqual(entry["unstable_prompts"], 0, f"c={entry['concurrency']}")
             self.assertEqual(entry["unique_completions"], DEMO_PROMPTS, f"c={entry['concurrency']}")
+            # Every margin repeats bit for bit: the noise is zero, so nothing can flip.
+            self.assertGreater(entry["noise"]["positions"], 0, f"c={entry['concurrency']}")
+            self.assertEqual(entry["noise"]["nonzero"], 0, f"c={entry['concurrency']}")
+        self.assertEqual({p["p_flip"] for p in report["prompts"]}, {0.0})
+        self.assertEqual(report["summary"]["flip_calibration"]["recommended_tau"], 0.0)
 
     def test_prefix_cache_drifts_at_concurrency_1(self):
         # Serial requests, seeded order: the cache history is the same every time, so this is
