@@ -127,6 +127,13 @@ Json checks_json(const std::optional<core::CheckerSummary>& checks) {
           {"per_run", per_run}};
 }
 
+// Runs against a reference over the positions where their tokens agree, in nats.
+Json drift_json(const core::LogprobDrift& drift) {
+  return {{"max_abs", number(drift.max_abs)},
+          {"max_abs_gap", number(drift.max_abs_gap)},
+          {"positions_compared", drift.positions_compared}};
+}
+
 // Per concurrency level: stability beside cost.
 Json levels_json(const std::vector<core::LevelSummary>& by_concurrency) {
   Json levels = Json::array();
@@ -139,7 +146,8 @@ Json levels_json(const std::vector<core::LevelSummary>& by_concurrency) {
                       {"differs_from_serial_prompts", level.differs_from_serial_prompts},
                       {"failed", level.failed},
                       {"tokens_per_second", number(level.tokens_per_second)},
-                      {"mean_latency_ms", number(level.mean_latency_ms)}});
+                      {"mean_latency_ms", number(level.mean_latency_ms)},
+                      {"logprob_drift", drift_json(level.logprob_drift)}});
   return levels;
 }
 
@@ -205,13 +213,6 @@ Json summary_json(const core::AuditReport& report) {
           {"checks", checks_json(summary.checks)},
           {"by_concurrency", levels},
           {"verdict", verdict_json(report.verdict)}};
-}
-
-// Runs against a reference over the positions where their tokens agree, in nats.
-Json drift_json(const core::LogprobDrift& drift) {
-  return {{"max_abs", number(drift.max_abs)},
-          {"max_abs_gap", number(drift.max_abs_gap)},
-          {"positions_compared", drift.positions_compared}};
 }
 
 Json completion_json(const core::DistinctCompletion& completion) {

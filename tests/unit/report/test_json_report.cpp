@@ -259,15 +259,19 @@ TEST_CASE("render_json") {
     REQUIRE(summary["by_concurrency"].size() == 2);
     CHECK(summary["by_concurrency"][0]["tokens_per_second"] == 812.5);
     CHECK(summary["by_concurrency"][1]["tokens_per_second"].is_null());
-    CHECK(summary["by_concurrency"][1] == OrderedJson{{"concurrency", 8},
-                                                      {"runs", 8},
-                                                      {"unique_completions", 5},
-                                                      {"unstable_prompts", 2},
-                                                      {"inconclusive_prompts", 1},
-                                                      {"differs_from_serial_prompts", 1},
-                                                      {"failed", 1},
-                                                      {"tokens_per_second", nullptr},
-                                                      {"mean_latency_ms", 95.0}});
+    CHECK(summary["by_concurrency"][1] ==
+          OrderedJson{
+              {"concurrency", 8},
+              {"runs", 8},
+              {"unique_completions", 5},
+              {"unstable_prompts", 2},
+              {"inconclusive_prompts", 1},
+              {"differs_from_serial_prompts", 1},
+              {"failed", 1},
+              {"tokens_per_second", nullptr},
+              {"mean_latency_ms", 95.0},
+              {"logprob_drift",
+               {{"max_abs", 1.0 / 3.0}, {"max_abs_gap", 0.0625}, {"positions_compared", 100}}}});
     CHECK(summary["failure_reasons"] ==
           OrderedJson{{{"reason", "HTTP 503: queue full"}, {"count", 1}}});
     CHECK(summary["stable_prompts"] == 0);
