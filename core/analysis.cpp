@@ -718,6 +718,13 @@ AuditAnalysis AnalysisBuilder::finish() {
       if (level.status == PromptStatus::unstable) ++out.unstable_prompts;
       if (level.status == PromptStatus::inconclusive) ++out.inconclusive_prompts;
       if (level.differs_from_serial) ++out.differs_from_serial_prompts;
+      if (level.status != PromptStatus::inconclusive) {
+        out.logprob_drift.max_abs =
+            std::max(out.logprob_drift.max_abs, level.logprob_drift.max_abs);
+        out.logprob_drift.max_abs_gap =
+            std::max(out.logprob_drift.max_abs_gap, level.logprob_drift.max_abs_gap);
+        out.logprob_drift.positions_compared += level.logprob_drift.positions_compared;
+      }
     }
   }
   for (auto& [concurrency, level] : levels) {

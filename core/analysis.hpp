@@ -162,6 +162,9 @@ struct LevelSummary {
   // and the mean request latency: the cost of each level beside its stability.
   double tokens_per_second = 0.0;
   double mean_latency_ms = 0.0;
+  // Over the prompts whose state at this level is not inconclusive: the largest of their level
+  // drifts (`max_abs`, `max_abs_gap`) and the positions they compared, summed.
+  LogprobDrift logprob_drift;
   // The level's numerical noise: |Δgap| of each run against its prompt's reference run, at the
   // positions where they share the context.
   NoiseEstimate noise;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "report/detail/drift_text.hpp"
 #include "report/detail/html_style.hpp"
 
 namespace llmrepro::report {
@@ -37,10 +38,12 @@ std::string prompt_id(const core::AuditData* data, int prompt_index) {
 std::string summary_line(const core::AuditSummary& summary, int distinct) {
   return fmt::format("<p class=\"probe-summary\"><b>{}</b> of {} prompts unstable \u00b7 {} "
                      "inconclusive \u00b7 {} distinct completions \u00b7 TARr {} \u00b7 TARa {} "
-                     "\u00b7 {} requests ({} failed)</p>",
+                     "\u00b7 {} requests ({} failed) \u00b7 {} bitwise \u00b7 max logprob drift "
+                     "{}</p>",
                      summary.unstable_prompts, summary.prompts, summary.inconclusive_prompts,
                      distinct, pct(summary.tarr), pct(summary.tara), summary.requests,
-                     summary.failed_requests);
+                     summary.failed_requests, summary.bitwise_stable_prompts,
+                     max_drift_text(summary.max_logprob_drift));
 }
 
 std::string activity_line(const core::AuditData* data, core::ProbeKind probe) {
@@ -115,18 +118,20 @@ std::string render_levels_table(const std::vector<core::LevelSummary>& levels) {
                     "<th class=\"num\">runs</th><th class=\"num\">unstable prompts</th>"
                     "<th class=\"num\">inconclusive</th><th class=\"num\">differs from serial</th>"
                     "<th class=\"num\">failed</th><th class=\"num\">tokens/s</th>"
-                    "<th class=\"num\">mean latency (ms)</th></tr></thead><tbody>";
+                    "<th class=\"num\">mean latency (ms)</th><th class=\"num\">logprob drift</th>"
+                    "</tr></thead><tbody>";
   for (std::size_t i = 0; i < levels.size(); ++i) {
     const auto& level = levels[i];
     out += fmt::format("<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}"
                        "</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
                        "<td class=\"num\">{}</td><td class=\"num\">{:.1f}</td>"
-                       "<td class=\"num\">{:.1f}</td></tr>",
+                       "<td class=\"num\">{:.1f}</td><td class=\"num\">{}</td></tr>",
                        level.concurrency, level.runs, level.unstable_prompts,
                        level.inconclusive_prompts,
                        i == 0 ? std::string("<span class=\"muted\">serial</span>")
                               : std::to_string(level.differs_from_serial_prompts),
-                       level.failed, level.tokens_per_second, level.mean_latency_ms);
+                       level.failed, level.tokens_per_second, level.mean_latency_ms,
+                       level_drift_text(level.logprob_drift));
   }
   return out + "</tbody></table>";
 }
@@ -160,7 +165,9 @@ std::string render_comparison_section(const core::AuditReport& report) {
       comparison.prompts.size());
   out += "<table class=\"endpoints\"><thead><tr><th>#</th><th>endpoint</th>"
          "<th class=\"num\">unstable</th><th class=\"num\">TARr</th><th class=\"num\">TARa</th>"
-         "<th>per level: unstable \u00b7 tokens/s \u00b7 mean latency</th></tr></thead><tbody>";
+         "<th>per level: unstable \u00b7 tokens/s \u00b7 mean latency</th>"
+         "<th class=\"num\">bitwise</th><th class=\"num\">max logprob drift</th></tr></thead>"
+         "<tbody>";
   for (std::size_t e = 0; e < report.endpoints.size(); ++e) {
     const core::AuditSummary& s = report.endpoints[e].summary;
     std::string levels;
@@ -170,12 +177,14 @@ std::string render_comparison_section(const core::AuditReport& report) {
                             level.tokens_per_second, level.mean_latency_ms);
     out += fmt::format("<tr><td class=\"num\">{}</td><td><code>{}</code></td><td class=\"num\">"
                        "{} of {}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                       "<td class=\"nowrap\">{}</td></tr>",
+                       "<td class=\"nowrap\">{}</td><td class=\"num\">{}</td>"
+                       "<td class=\"num\">{}</td></tr>",
                        e, endpoint_label(report.data, e), s.unstable_prompts, s.prompts,
                        s.inconclusive_prompts > 0
                            ? fmt::format(" ({} inconclusive)", s.inconclusive_prompts)
                            : std::string(),
-                       pct(s.tarr), pct(s.tara), levels);
+                       pct(s.tarr), pct(s.tara), levels, s.bitwise_stable_prompts,
+                       max_drift_text(s.max_logprob_drift));
   }
   out += "</tbody></table><h3>Per prompt</h3><table class=\"comparison-prompts\"><thead><tr>"
          "<th>prompt</th><th>all agree</th>";

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "core/text_utf8.hpp"
+#include "report/detail/drift_text.hpp"
 #include "report/detail/html_style.hpp"
 #include "report/detail/svg_chart.hpp"
 
@@ -234,6 +235,9 @@ std::string render_facts(const core::PromptAnalysis& prompt) {
   else
     out += *prompt.fragile ? " \u00b7 fragile: yes" : " \u00b7 fragile: no";
   out += fmt::format(" \u00b7 {} successful, {} failed", prompt.runs, prompt.failed);
+  // The logprobs as a second axis: whether stable tokens also came with identical numbers.
+  out += fmt::format(" \u00b7 tier <b class=\"tier-{0}\">{0}</b> \u00b7 logprob drift {1}",
+                     core::to_string(prompt.tier), level_drift_text(prompt.logprob_drift));
   if (prompt.non_greedy_tokens > 0)
     out += fmt::format(" \u00b7 {} tokens not the top candidate", prompt.non_greedy_tokens);
   if (prompt.token_text_mismatch > 0)

@@ -14,6 +14,7 @@
 
 #include "core/prompt_ranking.hpp"
 #include "core/text_utf8.hpp"
+#include "report/detail/drift_text.hpp"
 #include "report/detail/html_audit_sections.hpp"
 #include "report/detail/html_noise_section.hpp"
 #include "report/detail/html_prompt_detail.hpp"
@@ -146,6 +147,8 @@ std::string render_verdict(const core::AuditReport& report) {
       "failed</div>",
       s.unstable_prompts, s.prompts, s.stable_prompts, s.inconclusive_prompts, s.fragile_prompts,
       s.fragility_unknown_prompts, pct(s.tarr), s.failed_requests, s.requests);
+  out += fmt::format("<div id=\"tiers\">stability tiers: {} \u00b7 max logprob drift {}</div>",
+                     tier_counts_text(s, " \u00b7 "), max_drift_text(s.max_logprob_drift));
   out += "<ul class=\"gates\">";
   if (verdict.gates.empty()) out += "<li class=\"muted\">no gate configured</li>";
   for (const core::GateResult& gate : verdict.gates) {
@@ -461,8 +464,9 @@ std::string render_table(const core::AuditReport& report) {
       "<th class=\"sortable num\">first divergence</th><th class=\"sortable num\">gap at div.</th>"
       "<th class=\"sortable num\">min gap</th><th class=\"sortable num\">p_flip</th>";
   if (any_checker) out += "<th class=\"sortable num\">pass</th>";
-  out += "<th class=\"sortable\">status</th><th class=\"sortable\">fragile</th></tr></thead>"
-         "<tbody>";
+  out += "<th class=\"sortable\">status</th><th class=\"sortable\">fragile</th>"
+         "<th class=\"sortable\">tier</th><th class=\"sortable num\">logprob drift</th></tr>"
+         "</thead><tbody>";
   for (const core::PromptAnalysis& p : analysis.prompts) {
     const bool problem = p.status != core::PromptStatus::stable || p.fragile == true;
     const int rank = p.status == core::PromptStatus::inconclusive ? 2
@@ -508,11 +512,17 @@ std::string render_table(const core::AuditReport& report) {
     out += fmt::format("<td data-sort=\"{}\">{}</td>", rank, status_tags_without_fragility(p));
     if (!p.fragile)
       out += "<td data-sort=\"1\" title=\"" + html_escape(p.fragility_reason) +
-             "\"><span class=\"tag info\">unknown</span></td></tr>";
+             "\"><span class=\"tag info\">unknown</span></td>";
     else if (*p.fragile)
-      out += "<td data-sort=\"2\"><span class=\"tag warn\">yes</span></td></tr>";
+      out += "<td data-sort=\"2\"><span class=\"tag warn\">yes</span></td>";
     else
-      out += "<td data-sort=\"0\">no</td></tr>";
+      out += "<td data-sort=\"0\">no</td>";
+    out += fmt::format("<td class=\"tier\">{}</td>", core::to_string(p.tier));
+    if (p.logprob_drift.positions_compared > 0)
+      out += fmt::format("<td class=\"num\" data-sort=\"{}\">{}</td></tr>", p.logprob_drift.max_abs,
+                         drift_nats(p.logprob_drift.max_abs));
+    else
+      out += "<td class=\"num\" data-sort=\"\">\u2013</td></tr>";
   }
   return out + "</tbody></table></section>\n";
 }

@@ -128,7 +128,13 @@ Json checks_json(const std::optional<core::CheckerSummary>& checks) {
           {"per_run", per_run}};
 }
 
-// Per concurrency level: stability beside cost.
+// Runs against a reference over the positions where their tokens agree, in nats.
+Json drift_json(const core::LogprobDrift& drift) {
+  return {{"max_abs", number(drift.max_abs)},
+          {"max_abs_gap", number(drift.max_abs_gap)},
+          {"positions_compared", drift.positions_compared}};
+}
+
 // A level's noise: what it rests on, its quantiles and its counts per decade of |Δgap|.
 Json noise_json(const core::NoiseEstimate& noise) {
   Json decades = Json::array();
@@ -167,6 +173,7 @@ Json calibration_json(const core::FlipCalibration& calibration) {
           {"recommended_tau", optional_number(calibration.recommended_tau)}};
 }
 
+// Per concurrency level: stability beside cost.
 Json levels_json(const std::vector<core::LevelSummary>& by_concurrency) {
   Json levels = Json::array();
   for (const auto& level : by_concurrency)
@@ -179,6 +186,7 @@ Json levels_json(const std::vector<core::LevelSummary>& by_concurrency) {
                       {"failed", level.failed},
                       {"tokens_per_second", number(level.tokens_per_second)},
                       {"mean_latency_ms", number(level.mean_latency_ms)},
+                      {"logprob_drift", drift_json(level.logprob_drift)},
                       {"noise", noise_json(level.noise)}});
   return levels;
 }
@@ -246,13 +254,6 @@ Json summary_json(const core::AuditReport& report) {
           {"checks", checks_json(summary.checks)},
           {"by_concurrency", levels},
           {"verdict", verdict_json(report.verdict)}};
-}
-
-// Runs against a reference over the positions where their tokens agree, in nats.
-Json drift_json(const core::LogprobDrift& drift) {
-  return {{"max_abs", number(drift.max_abs)},
-          {"max_abs_gap", number(drift.max_abs_gap)},
-          {"positions_compared", drift.positions_compared}};
 }
 
 Json completion_json(const core::DistinctCompletion& completion) {

@@ -7,6 +7,7 @@
 
 #include "core/prompt_ranking.hpp"
 #include "core/text_utf8.hpp"
+#include "report/detail/drift_text.hpp"
 #include "report/detail/flip_summary.hpp"
 
 namespace llmrepro::report {
@@ -106,17 +107,18 @@ std::string verdict_markdown(const core::AuditReport& report) {
   return out;
 }
 
-// Per concurrency level: unstable, inconclusive, and prompts whose modal completion differs from
-// the serial (first) level's.
+// Per concurrency level: unstable, inconclusive, prompts whose modal completion differs from
+// the serial (first) level's, and the logprob drift within the level.
 std::string levels_markdown(const std::vector<core::LevelSummary>& levels) {
   if (levels.empty()) return {};
-  std::string out = "\n| level | unstable | inconclusive | differs from serial |\n"
-                    "|---:|---:|---:|---:|\n";
+  std::string out = "\n| level | unstable | inconclusive | differs from serial | logprob drift |\n"
+                    "|---:|---:|---:|---:|---:|\n";
   for (std::size_t i = 0; i < levels.size(); ++i)
-    out += fmt::format("| c={} | {} | {} | {} |\n", levels[i].concurrency,
+    out += fmt::format("| c={} | {} | {} | {} | {} |\n", levels[i].concurrency,
                        levels[i].unstable_prompts, levels[i].inconclusive_prompts,
                        i == 0 ? std::string("serial")
-                              : std::to_string(levels[i].differs_from_serial_prompts));
+                              : std::to_string(levels[i].differs_from_serial_prompts),
+                       level_drift_text(levels[i].logprob_drift));
   return out;
 }
 
@@ -125,13 +127,16 @@ std::string probes_markdown(const core::AuditReport& report) {
       (report.probes.empty() || report.probes.front().probe == core::ProbeKind::sweep))
     return {};
   std::string out = "\n### Probe kinds\n\n| probe | unstable | distinct completions | TARr | "
-                    "TARa | requests (failed) | per level |\n|---|---:|---:|---:|---:|---:|---|\n";
+                    "TARa | requests (failed) | per level | bitwise | max logprob drift |\n"
+                    "|---|---:|---:|---:|---:|---:|---|---:|---:|\n";
   const core::ProbeAnalysis* prefix = nullptr;
   for (const auto& probe : report.probes) {
     const core::AuditSummary& s = probe.analysis.summary;
-    out += fmt::format("| {} | {} | {} | {} | {} | {} ({}) | {} |\n", core::to_string(probe.probe),
-                       unstable_text(s), distinct_completions(probe.analysis), pct(s.tarr),
-                       pct(s.tara), s.requests, s.failed_requests, cost_text(s.by_concurrency));
+    out += fmt::format("| {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} |\n",
+                       core::to_string(probe.probe), unstable_text(s),
+                       distinct_completions(probe.analysis), pct(s.tarr), pct(s.tara), s.requests,
+                       s.failed_requests, cost_text(s.by_concurrency), s.bitwise_stable_prompts,
+                       max_drift_text(s.max_logprob_drift));
     if (probe.probe == core::ProbeKind::prefix) prefix = &probe;
   }
   if (prefix != nullptr) {
@@ -168,14 +173,16 @@ std::string comparison_markdown(const core::AuditReport& report) {
   const core::EndpointComparison& comparison = *report.comparison;
   std::string out = fmt::format(
       "\n### Endpoints compared\n\n{} of {} prompts give the same reference completion on every "
-      "endpoint ({} probe).\n\n| # | endpoint | unstable | TARr | TARa | per level |\n"
-      "|---:|---|---:|---:|---:|---|\n",
+      "endpoint ({} probe).\n\n| # | endpoint | unstable | TARr | TARa | per level | bitwise | "
+      "max logprob drift |\n|---:|---|---:|---:|---:|---|---:|---:|\n",
       comparison.agreeing_prompts, comparison.prompts.size(),
       core::to_string(report.primary_probe));
   for (std::size_t e = 0; e < report.endpoints.size(); ++e) {
     const core::AuditSummary& s = report.endpoints[e].summary;
-    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", e, endpoint_text(report.data, e),
-                       unstable_text(s), pct(s.tarr), pct(s.tara), cost_text(s.by_concurrency));
+    out +=
+        fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", e, endpoint_text(report.data, e),
+                    unstable_text(s), pct(s.tarr), pct(s.tara), cost_text(s.by_concurrency),
+                    s.bitwise_stable_prompts, max_drift_text(s.max_logprob_drift));
   }
   std::size_t shown = 0;
   for (const auto& prompt : comparison.prompts) {
@@ -284,6 +291,8 @@ std::string render_markdown(const core::AuditReport& report) {
   out += fmt::format("| stable prompts | {} of {} |\n", s.stable_prompts, s.prompts);
   out += fmt::format("| unstable prompts | {} of {} |\n", s.unstable_prompts, s.prompts);
   out += fmt::format("| inconclusive prompts | {} of {} |\n", s.inconclusive_prompts, s.prompts);
+  out += fmt::format("| stability tiers | {} |\n", tier_counts_text(s, " \u00b7 "));
+  out += fmt::format("| max logprob drift | {} |\n", max_drift_text(s.max_logprob_drift));
   out += fmt::format("| fragile prompts | {} |\n", s.fragile_prompts);
   out += fmt::format("| fragility unknown | {} |\n", s.fragility_unknown_prompts);
   out += fmt::format("| TARr | {} |\n", pct(s.tarr));

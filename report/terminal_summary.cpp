@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/prompt_ranking.hpp"
+#include "report/detail/drift_text.hpp"
 #include "report/detail/flip_summary.hpp"
 
 namespace llmrepro::report {
@@ -194,6 +195,9 @@ void stability_lines(const core::AuditSummary& summary, const Painter& paint,
   line(label("stable") + fmt::format("{} of {}   ", summary.stable_prompts, summary.prompts) +
        count_of(paint, "unstable", summary.unstable_prompts) + "   " +
        count_of(paint, "inconclusive", summary.inconclusive_prompts));
+  // The logprobs as a second axis: stable prompts whose numbers also agree, and the largest drift.
+  line(label("tiers") + tier_counts_text(summary, "   ") + "   max logprob drift " +
+       max_drift_text(summary.max_logprob_drift));
   const bool several = summary.by_concurrency.size() > 1;
   for (std::size_t i = 0; i < summary.by_concurrency.size(); ++i) {
     const auto& level = summary.by_concurrency[i];
@@ -204,6 +208,7 @@ void stability_lines(const core::AuditSummary& summary, const Painter& paint,
       text += i == 0 ? std::string("   (serial)")
                      : "   " + count_of(paint, "differs from serial",
                                         level.differs_from_serial_prompts);
+    text += "   drift " + level_drift_text(level.logprob_drift);
     line(text);
   }
 }
@@ -327,12 +332,12 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
         extra = fmt::format("   filler {} sent, {} failed", data.probe_activity.front().filler_sent,
                             data.probe_activity.front().filler_failed);
       }
-      line(fmt::format("probe {:<6} unstable {} of {}{}   TARr {}{}", core::to_string(probe.probe),
-                       s.unstable_prompts, s.prompts,
-                       s.inconclusive_prompts > 0
-                           ? fmt::format("   inconclusive {}", s.inconclusive_prompts)
-                           : std::string(),
-                       percent(s.tarr), extra));
+      line(fmt::format(
+          "probe {:<6} unstable {} of {}{}   bitwise {}   max drift {}   TARr {}{}",
+          core::to_string(probe.probe), s.unstable_prompts, s.prompts,
+          s.inconclusive_prompts > 0 ? fmt::format("   inconclusive {}", s.inconclusive_prompts)
+                                     : std::string(),
+          s.bitwise_stable_prompts, max_drift_text(s.max_logprob_drift), percent(s.tarr), extra));
     }
   }
   if (report.comparison) {
@@ -346,12 +351,12 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
         cost += fmt::format("  c={}: {:.1f} tok/s {:.0f} ms", level.concurrency,
                             level.tokens_per_second, level.mean_latency_ms);
       const std::string url = e < data.endpoints.size() ? data.endpoints[e].url : "";
-      line(fmt::format("  #{} {}  unstable {} of {}{}{}", e, escape_terminal_text(url, 48),
-                       s.unstable_prompts, s.prompts,
+      line(fmt::format("  #{} {}  unstable {} of {}{}  bitwise {}  max drift {}{}", e,
+                       escape_terminal_text(url, 48), s.unstable_prompts, s.prompts,
                        s.inconclusive_prompts > 0
                            ? fmt::format("  inconclusive {}", s.inconclusive_prompts)
                            : std::string(),
-                       cost));
+                       s.bitwise_stable_prompts, max_drift_text(s.max_logprob_drift), cost));
     }
   }
 

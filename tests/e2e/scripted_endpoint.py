@@ -33,6 +33,12 @@ entry: {"tokens": [token, ...], "finish_reason": "length"|"stop",
         "drop_logprobs_chunks": [i, ...], streamed OpenAI shapes: content chunk i (from 0; one
                                           token a chunk, vLLM chat two) keeps its text but
                                           carries "logprobs": null
+        "logprob_shift": X,               adds X nats to the chosen token's logprob and to
+                                          the same token's candidate at every position; tokens,
+                                          text and the other candidates stay as scripted, so
+                                          the top-1/top-2 gap moves by X too (logprob drift
+                                          without a token change; null logprobs and raw
+                                          literals are left as they are)
         "delay_ms": N}
     or {"fault": "500"|"503"|"429"|"404"|"401"|"close"|"truncate"|"malformed"|"oversize"
                  |"no_logprobs",
@@ -263,7 +269,7 @@ def parse_entry(raw, where):
     if not isinstance(raw, dict):
         raise ScriptError(f"{where}: entry must be an object")
     known = {"tokens", "finish_reason", "fingerprint", "delay_ms", "fault", "retry_after",
-             "oversize_bytes", "model", "bytes", "drop_logprobs_chunks"}
+             "oversize_bytes", "model", "bytes", "drop_logprobs_chunks", "logprob_shift"}
     unknown = set(raw) - known
     if unknown:
         raise ScriptError(f"{where}: unknown fields {sorted(unknown)}")
@@ -300,7 +306,26 @@ def parse_entry(raw, where):
                 raise ScriptError(f"{where}: token {i} has bytes twice")
             if value is not None:
                 tok.bytes = value
+    if "logprob_shift" in raw:
+        shift = raw["logprob_shift"]
+        if (isinstance(shift, bool) or not isinstance(shift, (int, float))
+                or not math.isfinite(shift)):
+            raise ScriptError(f"{where}: 'logprob_shift' must be a finite number of nats")
+        if entry["tokens"] is None:
+            raise ScriptError(f"{where}: 'logprob_shift' needs 'tokens'")
+        entry["tokens"] = [shifted(tok, float(shift)) for tok in entry["tokens"]]
     return entry
+
+
+def shifted(tok, shift):
+    """The token with `shift` added to its logprob and to its own candidate's (numbers only)."""
+    def move(lp):
+        return lp + shift if isinstance(lp, float) else lp
+    candidates = None
+    if tok.candidates is not None:
+        candidates = [(text, move(lp) if text == tok.text else lp, own)
+                      for text, lp, own in tok.candidates]
+    return Token(tok.text, move(tok.logprob), candidates, tok.bytes)
 
 
 def parse_entries(entries, where):

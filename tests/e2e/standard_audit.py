@@ -187,6 +187,14 @@ def check_report(test, report, dialect, token_view=None):
     test.assertEqual(got_levels, want["by_concurrency"], "summary.by_concurrency")
     test.assertEqual(summary["bitwise_stable_prompts"], 2)
     test.assertEqual(summary["max_logprob_drift"], 0.0)
+    # Per level, the prompts' level drifts (none inconclusive here): the largest, positions summed.
+    for i, level in enumerate(summary["by_concurrency"]):
+        test.assertEqual(level["logprob_drift"],
+                         {"max_abs": 0.0, "max_abs_gap": 0.0,
+                          "positions_compared": sum(p["by_concurrency"][i]["logprob_drift"]
+                                                    ["positions_compared"]
+                                                    for p in report["prompts"])},
+                         f"summary.by_concurrency[{i}].logprob_drift")
     # The same tokens always come with the same numbers, so wherever two runs share a context
     # the margin did not move: most samples are 0, and only a flip itself moves one.
     for level in summary["by_concurrency"]:

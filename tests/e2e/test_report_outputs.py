@@ -134,6 +134,9 @@ class ReportOutputs(h.E2ETestCase):
         audit, _ = run_hostile_audit(self)
         with open(audit["markdown"], encoding="utf-8") as f:
             text = f.read()
+        # Each level's drift as the JSON counts it (no logprob moves in the standard script).
+        positions = [lv["logprob_drift"]["positions_compared"]
+                     for lv in self.load_report(audit["json"])["summary"]["by_concurrency"]]
         lines = text.splitlines()
         # No gate judged stability: the title says so instead of a green PASS.
         self.assertEqual(lines[0], "## llmrepro audit: \u26a0\ufe0f NO STABILITY GATE")
@@ -141,7 +144,10 @@ class ReportOutputs(h.E2ETestCase):
         for row in ("| prompts | 5 |", "| requests (failed) | 75 (0) |",
                     "| stable prompts | 2 of 5 |", "| unstable prompts | 3 of 5 |",
                     "| inconclusive prompts | 0 of 5 |",
-                    "| c=1 | 3 | 0 | serial |", "| c=4 | 3 | 0 | 0 |",
+                    f"| c=1 | 3 | 0 | serial | 0 nats over {positions[0]} positions |",
+                    f"| c=4 | 3 | 0 | 0 | 0 nats over {positions[-1]} positions |",
+                    "| stability tiers | bitwise 2 \u00b7 token 0 \u00b7 unstable 3 \u00b7 "
+                    "inconclusive 0 |", "| max logprob drift | 0 nats |",
                     "| fragile prompts | 3 |", "| TARr | 40.0% |"):
             self.assertIn(row, lines)
         self.assertIn("### Worst prompts", lines)

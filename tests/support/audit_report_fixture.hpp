@@ -92,6 +92,9 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   // concurrency, runs, unique, unstable, inconclusive, differs from serial, failed, tok/s, ms
   summary.by_concurrency = {{1, 9, 3, 0, 1, 0, 0, 812.5, 20.25},
                             {8, 8, 5, 2, 1, 1, 1, std::numeric_limits<double>::infinity(), 95.0}};
+  // Each level's drift is queens' (the other prompts compared nothing there).
+  summary.by_concurrency[0].logprob_drift = {0.0, 0.0, 40};
+  summary.by_concurrency[1].logprob_drift = {1.0 / 3.0, 0.0625, 100};
   // Noise: none at c=1 over 40 positions; at c=8 10 of 100 moved, up to 0.25 nats.
   summary.by_concurrency[0].noise = {40, 0, 0.0, 0.0, 0.0, 0.0, {40, 0, 0, 0, 0, 0, 0, 0, 0}};
   summary.by_concurrency[1].noise = {

@@ -27,6 +27,12 @@ inline core::AuditAnalysis section_analysis(int unstable, int prompts, double ta
   analysis.summary.by_concurrency = {
       {1, prompts * 2, prompts * 2, unstable, 0, 0, 0, tokens_per_second, 12.5},
       {4, prompts * 2, prompts * 2, unstable, 0, unstable, 1, tokens_per_second * 3, 40.5}};
+  // The stable prompts are bitwise; each unstable one drifts by 1/16 nats per unstable prompt
+  // before it diverges, at c=4 only (dyadic, so printed exactly).
+  analysis.summary.bitwise_stable_prompts = prompts - unstable;
+  analysis.summary.max_logprob_drift = 0.0625 * unstable;
+  analysis.summary.by_concurrency[0].logprob_drift = {0.0, 0.0, prompts * 6};
+  analysis.summary.by_concurrency[1].logprob_drift = {0.0625 * unstable, 0.0, prompts * 6};
   for (int i = 0; i < prompts; ++i) {
     core::PromptAnalysis prompt;
     prompt.id = i == 0 ? k_hostile_section_id : "p" + std::to_string(i);

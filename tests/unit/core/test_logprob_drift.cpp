@@ -248,6 +248,20 @@ TEST_CASE("analyse: logprob drift and the stability tier") {
     CHECK_MESSAGE(*analysis.summary.max_logprob_drift == 0.001,
                   "the inconclusive prompt's 0.5 is left out");
   }
+  SUBCASE("the summary per level: over the prompts not inconclusive at that level") {
+    const auto& levels = analysis.summary.by_concurrency;
+    REQUIRE(levels.size() == 2);
+    // c=1: p0, p1 and p3 (stable at this level, its failure is at c=8) compare 4 positions
+    // each, p2 has one run there, p4 has no logprobs; p3's 0.5 is the largest.
+    CHECK(levels[0].concurrency == 1);
+    CHECK(levels[0].logprob_drift.max_abs == doctest::Approx(0.5).epsilon(1e-12));
+    CHECK(levels[0].logprob_drift.positions_compared == 12);
+    // c=8: only p1 has two runs; they agree bit for bit.
+    CHECK(levels[1].concurrency == 8);
+    CHECK(levels[1].logprob_drift.max_abs == 0.0);
+    CHECK(levels[1].logprob_drift.max_abs_gap == 0.0);
+    CHECK(levels[1].logprob_drift.positions_compared == 4);
+  }
 }
 
 TEST_CASE("analyse: no logprobs, no logprob drift") {

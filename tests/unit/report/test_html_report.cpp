@@ -88,8 +88,9 @@ TEST_CASE("render_prompt_detail") {
   SUBCASE("the facts first: status, unit, divergence kind, fragility") {
     CHECK(detail.rfind("<p class=\"facts\">status <b class=\"status-unstable\">unstable</b> \u00b7 "
                        "compared by tokens \u00b7 first divergence at token 3, where two tokens "
-                       "differ \u00b7 fragile: yes \u00b7 8 successful, 0 failed \u00b7 fewest "
-                       "candidates 2</p>",
+                       "differ \u00b7 fragile: yes \u00b7 8 successful, 0 failed \u00b7 tier "
+                       "<b class=\"tier-unstable\">unstable</b> \u00b7 logprob drift 0 nats over "
+                       "43 positions \u00b7 fewest candidates 2</p>",
                        0) == 0);
   }
   SUBCASE("each distinct completion: runs, divergence, finish reasons, models, fingerprints") {
@@ -112,6 +113,7 @@ TEST_CASE("render_prompt_detail of a prompt compared by text, with hostile model
   prompt.failed = 1;
   prompt.unique_completions = 2;
   prompt.status = core::PromptStatus::unstable;
+  prompt.tier = core::StabilityTier::unstable;
   prompt.unstable = true;
   prompt.text_mode = true;
   prompt.first_divergence = 3;
@@ -143,7 +145,9 @@ TEST_CASE("render_prompt_detail of a prompt compared by text, with hostile model
                      "compared by characters (a completion came back without tokens) \u00b7 first "
                      "divergence at char 3, where one completion ends and another goes on \u00b7 "
                      "fragile: <span class=\"fragile-unknown\">unknown</span> (text mode: a "
-                     "completion came back without tokens) \u00b7 3 successful, 1 failed \u00b7 2 "
+                     "completion came back without tokens) \u00b7 3 successful, 1 failed \u00b7 "
+                     "tier <b class=\"tier-unstable\">unstable</b> \u00b7 logprob drift "
+                     "no logprobs compared \u00b7 2 "
                      "tokens not the top candidate \u00b7 1 completions whose tokens do not match "
                      "their text \u00b7 1 log probabilities not finite (NaN 1, Infinity 0, "
                      "-Infinity 0, overflow 0, null 0)</p>",
@@ -313,21 +317,27 @@ TEST_CASE("render_html") {
   SUBCASE("per level: unstable, inconclusive, differs from serial") {
     CHECK(html.find("<tr><td class=\"num\">8</td><td class=\"num\">16</td><td class=\"num\">2"
                     "</td><td class=\"num\">1</td><td class=\"num\">0</td><td class=\"num\">4"
-                    "</td><td class=\"num\">77.5</td><td class=\"num\">40.0</td></tr>") !=
-          std::string::npos);
+                    "</td><td class=\"num\">77.5</td><td class=\"num\">40.0</td><td class=\"num\">"
+                    "0 nats over 40 positions</td></tr>") != std::string::npos);
     CHECK(html.find("<td class=\"num\"><span class=\"muted\">serial</span></td>") !=
           std::string::npos);
   }
   SUBCASE("the prompt table: status and fragile yes / no / unknown, the reason as title") {
     CHECK(html.find("<td data-sort=\"1\"><span class=\"tag fail\">unstable \u00b7 3</span></td>"
-                    "<td data-sort=\"2\"><span class=\"tag warn\">yes</span></td></tr>") !=
+                    "<td data-sort=\"2\"><span class=\"tag warn\">yes</span></td><td "
+                    "class=\"tier\">unstable</td><td class=\"num\" data-sort=\"0\">0</td></tr>") !=
           std::string::npos);
     CHECK(html.find("<td data-sort=\"0\"><span class=\"tag pass\">stable</span></td><td "
-                    "data-sort=\"0\">no</td></tr>") != std::string::npos);
+                    "data-sort=\"0\">no</td><td class=\"tier\">bitwise</td><td class=\"num\" "
+                    "data-sort=\"0\">0</td></tr>") != std::string::npos);
     CHECK(html.find("<td data-sort=\"2\"><span class=\"tag warn\">inconclusive \u00b7 no "
                     "completion</span> <span class=\"tag fail\">8 failed</span></td><td "
                     "data-sort=\"1\" title=\"no successful completion\"><span class=\"tag "
-                    "info\">unknown</span></td></tr>") != std::string::npos);
+                    "info\">unknown</span></td><td class=\"tier\">inconclusive</td><td "
+                    "class=\"num\" data-sort=\"\">\u2013</td></tr>") != std::string::npos);
+    CHECK(html.find("<div id=\"tiers\">stability tiers: bitwise 2 \u00b7 token 0 \u00b7 unstable 2 "
+                    "\u00b7 inconclusive 1 \u00b7 max logprob drift 0 nats</div>") !=
+          std::string::npos);
     CHECK(html.find("<tr data-problem=\"1\" data-id=\"broken\">") != std::string::npos);
     CHECK(html.find("<tr data-problem=\"0\" data-id=\"steady\">") != std::string::npos);
   }
@@ -439,13 +449,14 @@ TEST_CASE("render_html probe kinds, endpoint comparison and semantic agreement")
     CHECK(
         html.find("<p class=\"probe-summary\"><b>1</b> of 2 prompts unstable \u00b7 0 "
                   "inconclusive \u00b7 3 distinct completions \u00b7 TARr 50.0% \u00b7 TARa 100.0% "
-                  "\u00b7 8 requests (1 failed)</p>") != std::string::npos);
+                  "\u00b7 8 requests (1 failed) \u00b7 1 bitwise \u00b7 max logprob drift 0.0625 "
+                  "nats</p>") != std::string::npos);
     CHECK(html.find("Filler requests beside the audited ones: 17 sent, 1 failed") !=
           std::string::npos);
     CHECK(html.find("<tr><td class=\"num\">4</td><td class=\"num\">4</td><td class=\"num\">1"
                     "</td><td class=\"num\">0</td><td class=\"num\">1</td><td class=\"num\">1"
-                    "</td><td class=\"num\">240.0</td><td class=\"num\">40.5</td></tr>") !=
-          std::string::npos);
+                    "</td><td class=\"num\">240.0</td><td class=\"num\">40.5</td><td "
+                    "class=\"num\">0.0625 nats over 12 positions</td></tr>") != std::string::npos);
     CHECK(html.find("<tr><td><code>p1</code></td><td class=\"num\">4</td><td class=\"num\">1</td>"
                     "<td class=\"num\"><span class=\"muted\">\u2013</span></td><td><span "
                     "class=\"tag pass\">stable</span></td></tr>") != std::string::npos);
@@ -470,7 +481,8 @@ TEST_CASE("render_html probe kinds, endpoint comparison and semantic agreement")
     CHECK(html.find("<tr><td class=\"num\">1</td><td><code>http://127.0.0.1:9/&lt;b&gt;|`v1`"
                     "</code></td><td class=\"num\">1 of 2</td><td class=\"num\">50.0%</td>"
                     "<td class=\"num\">50.0%</td><td class=\"nowrap\">c=1: 1 \u00b7 250.0 tok/s "
-                    "\u00b7 12.5 ms<br>c=4: 1 \u00b7 750.0 tok/s \u00b7 40.5 ms</td></tr>") !=
+                    "\u00b7 12.5 ms<br>c=4: 1 \u00b7 750.0 tok/s \u00b7 40.5 ms</td><td "
+                    "class=\"num\">1</td><td class=\"num\">0.0625 nats</td></tr>") !=
           std::string::npos);
     CHECK(html.find("<th>endpoint 1 vs 0</th>") != std::string::npos);
     fixture->report.endpoints[1].summary.inconclusive_prompts = 2;

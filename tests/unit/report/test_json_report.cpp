@@ -263,16 +263,20 @@ TEST_CASE("render_json") {
     REQUIRE(summary["by_concurrency"].size() == 2);
     CHECK(summary["by_concurrency"][0]["tokens_per_second"] == 812.5);
     CHECK(summary["by_concurrency"][1]["tokens_per_second"].is_null());
-    CHECK(summary["by_concurrency"][1] == OrderedJson{{"concurrency", 8},
-                                                      {"runs", 8},
-                                                      {"unique_completions", 5},
-                                                      {"unstable_prompts", 2},
-                                                      {"inconclusive_prompts", 1},
-                                                      {"differs_from_serial_prompts", 1},
-                                                      {"failed", 1},
-                                                      {"tokens_per_second", nullptr},
-                                                      {"mean_latency_ms", 95.0},
-                                                      {"noise", OrderedJson::parse(R"({
+    CHECK(summary["by_concurrency"][1] ==
+          OrderedJson{
+              {"concurrency", 8},
+              {"runs", 8},
+              {"unique_completions", 5},
+              {"unstable_prompts", 2},
+              {"inconclusive_prompts", 1},
+              {"differs_from_serial_prompts", 1},
+              {"failed", 1},
+              {"tokens_per_second", nullptr},
+              {"mean_latency_ms", 95.0},
+              {"logprob_drift",
+               {{"max_abs", 1.0 / 3.0}, {"max_abs_gap", 0.0625}, {"positions_compared", 100}}},
+              {"noise", OrderedJson::parse(R"({
       "positions": 100, "nonzero": 10, "median": 0.0, "p90": 0.0625, "p99": 0.25, "max": 0.25,
       "decades": [{"upper": 0, "count": 90}, {"upper": 1e-06, "count": 0},
                   {"upper": 1e-05, "count": 0}, {"upper": 0.0001, "count": 0},

@@ -39,18 +39,21 @@ TEST_CASE("render_markdown") {
                  "failed after their retries (8 x HTTP 500: &#60;html&#62;oops&#60;/html&#62;), "
                  "limit 0.000 (--max-failed-rate)\n\n",
                  0) == 0);
-  CHECK(md.find("| stable prompts | 2 of 5 |\n| unstable prompts | 2 of 5 |\n| inconclusive "
-                "prompts | 1 of 5 |\n| fragile prompts | 3 |\n| fragility unknown | 1 |\n") !=
-        std::string::npos);
-  CHECK(md.find("| TARr | 40.0% |") != std::string::npos);
   // The two predictors in one row, and each level's noise in its own.
   CHECK(md.find("| flip predictors | p_flip Brier ") != std::string::npos);
   CHECK(md.find(" · gap rule (τ 0.05) Brier ") != std::string::npos);
   CHECK(md.find("| noise at c=1 | ") != std::string::npos);
   CHECK(md.find("| noise at c=8 | ") != std::string::npos);
   CHECK(
-      md.find("\n| level | unstable | inconclusive | differs from serial |\n|---:|---:|---:|---:|\n"
-              "| c=1 | 1 | 1 | serial |\n| c=8 | 2 | 1 | 0 |\n") != std::string::npos);
+      md.find("| stable prompts | 2 of 5 |\n| unstable prompts | 2 of 5 |\n| inconclusive "
+              "prompts | 1 of 5 |\n| stability tiers | bitwise 2 \u00b7 token 0 \u00b7 unstable 2 "
+              "\u00b7 inconclusive 1 |\n| max logprob drift | 0 nats |\n| fragile prompts | 3 "
+              "|\n| fragility unknown | 1 |\n") != std::string::npos);
+  CHECK(md.find("| TARr | 40.0% |") != std::string::npos);
+  // The fixture's stable prompts agree bit for bit: 46 positions compared at c=1, 40 at c=8.
+  CHECK(md.find("\n| level | unstable | inconclusive | differs from serial | logprob drift |\n"
+                "|---:|---:|---:|---:|---:|\n| c=1 | 1 | 1 | serial | 0 nats over 46 positions |\n"
+                "| c=8 | 2 | 1 | 0 | 0 nats over 40 positions |\n") != std::string::npos);
   CHECK(md.find(
             "\n| | gate | scope | measured | limit | |\n|---|---|---|---:|---:|---|\n"
             "| \u274c | --max-failed-rate | whole audit | 0.2 | 0 | 8 of 40 requests failed after "
@@ -121,6 +124,28 @@ TEST_CASE("render_markdown verdict states, errors and warnings") {
   }
 }
 
+TEST_CASE("render_markdown logprob drift") {
+  const auto fixture = test::make_fixture();
+  auto& summary = fixture->report.analysis.summary;
+  SUBCASE("a drift rounded to three digits, per level with its positions") {
+    summary.bitwise_stable_prompts = 1;
+    summary.max_logprob_drift = 0.0009765625;
+    summary.by_concurrency[1].logprob_drift = {0.0009765625, 0.0009765625, 12};
+    const std::string md = report::render_markdown(fixture->report);
+    CHECK(md.find("| stability tiers | bitwise 1 \u00b7 token 1 \u00b7 unstable 2 \u00b7 "
+                  "inconclusive 1 |\n| max logprob drift | 0.000977 nats |\n") !=
+          std::string::npos);
+    CHECK(md.find("| c=8 | 2 | 1 | 0 | 0.000977 nats over 12 positions |\n") != std::string::npos);
+  }
+  SUBCASE("nothing compared") {
+    summary.max_logprob_drift.reset();
+    for (auto& level : summary.by_concurrency) level.logprob_drift = {};
+    const std::string md = report::render_markdown(fixture->report);
+    CHECK(md.find("| max logprob drift | no logprobs compared |\n") != std::string::npos);
+    CHECK(md.find("| c=1 | 1 | 1 | serial | no logprobs compared |\n") != std::string::npos);
+  }
+}
+
 TEST_CASE("render_markdown probe kinds, endpoint comparison and semantic agreement") {
   const auto fixture = test::make_fixture();
   const std::string plain = report::render_markdown(fixture->report);
@@ -133,12 +158,14 @@ TEST_CASE("render_markdown probe kinds, endpoint comparison and semantic agreeme
   const std::string hostile = "drift&#60;i&#62;&#124;&#96;x&#96;\u23ceid";
   SUBCASE("one row per probe kind, stability beside cost") {
     CHECK(md.find("\n### Probe kinds\n\n| probe | unstable | distinct completions | TARr | TARa | "
-                  "requests (failed) | per level |\n") != std::string::npos);
+                  "requests (failed) | per level | bitwise | max logprob drift |\n") !=
+          std::string::npos);
     CHECK(md.find("| sweep | 0 of 2 | 2 | 100.0% | 100.0% | 8 (1) | c=1: 0 unstable, 100.0 "
-                  "tok/s, 12.5 ms \u00b7 c=4: 0 unstable, 300.0 tok/s, 40.5 ms |\n") !=
+                  "tok/s, 12.5 ms \u00b7 c=4: 0 unstable, 300.0 tok/s, 40.5 ms | 2 | 0 nats |\n") !=
           std::string::npos);
     CHECK(md.find("| mixed | 1 of 2 | 3 | 50.0% | 100.0% | 8 (1) | c=1: 1 unstable, 80.0 tok/s, "
-                  "12.5 ms \u00b7 c=4: 1 unstable, 240.0 tok/s, 40.5 ms |\n") != std::string::npos);
+                  "12.5 ms \u00b7 c=4: 1 unstable, 240.0 tok/s, 40.5 ms | 1 | 0.0625 nats |\n") !=
+          std::string::npos);
     CHECK(md.find("| prefix | 2 of 2 | 4 | 0.0% | 50.0% |") != std::string::npos);
   }
   SUBCASE("inconclusive prompts beside the unstable ones") {
@@ -158,7 +185,7 @@ TEST_CASE("render_markdown probe kinds, endpoint comparison and semantic agreeme
                   "on every endpoint (sweep probe).\n") != std::string::npos);
     CHECK(md.find("| 1 | http://127.0.0.1:9/&#60;b&#62;&#124;&#96;v1&#96; | 1 of 2 | 50.0% | "
                   "50.0% | c=1: 1 unstable, 250.0 tok/s, 12.5 ms \u00b7 c=4: 1 unstable, 750.0 "
-                  "tok/s, 40.5 ms |\n") != std::string::npos);
+                  "tok/s, 40.5 ms | 1 | 0.0625 nats |\n") != std::string::npos);
     CHECK(md.find("| " + hostile + " | endpoint 1: from token 7 |\n") != std::string::npos);
     CHECK(md.find("| p1 |") == std::string::npos); // agreeing prompts are not listed
   }
