@@ -340,8 +340,11 @@ Json brief_summary_json(const core::AuditSummary& summary) {
           {"inconclusive_prompts", summary.inconclusive_prompts},
           {"fragile_prompts", summary.fragile_prompts},
           {"fragility_unknown_prompts", summary.fragility_unknown_prompts},
+          {"bitwise_stable_prompts", summary.bitwise_stable_prompts},
+          {"max_logprob_drift", optional_number(summary.max_logprob_drift)},
           {"tarr", number(summary.tarr)},
           {"tara", number(summary.tara)},
+          {"flip_calibration", calibration_json(summary.flip_calibration)},
           {"by_concurrency", levels_json(summary.by_concurrency)}};
 }
 

@@ -582,7 +582,14 @@ TEST_CASE("render_json semantic agreement") {
   CHECK(keys_of(json["probes"][1]["summary"]) ==
         std::vector<std::string>{"prompts", "requests", "failed_requests", "stable_prompts",
                                  "unstable_prompts", "inconclusive_prompts", "fragile_prompts",
-                                 "fragility_unknown_prompts", "tarr", "tara", "by_concurrency"});
+                                 "fragility_unknown_prompts", "bitwise_stable_prompts",
+                                 "max_logprob_drift", "tarr", "tara", "flip_calibration",
+                                 "by_concurrency"});
+  // Each probe kind's tiers and drift, as the HTML panel and the terminal line show them.
+  CHECK(json["probes"][0]["summary"]["bitwise_stable_prompts"] == 2);
+  CHECK(json["probes"][0]["summary"]["max_logprob_drift"] == 0.0);
+  CHECK(json["probes"][1]["summary"]["bitwise_stable_prompts"] == 1);
+  CHECK(json["probes"][1]["summary"]["max_logprob_drift"] == 0.0625);
   CHECK(json["comparison"]["endpoints"][1]["summary"]["by_concurrency"][1]
             ["differs_from_serial_prompts"] == 1);
   CHECK(json["probes"][2]["activity"]["flushes_sent"] == 5);
