@@ -67,6 +67,12 @@ struct LevelAnalysis {
   bool differs_from_serial = false;
   // Each successful run of this level against the level's successful run of the lowest repeat.
   LogprobDrift logprob_drift;
+  // Each successful run of this level against the prompt's drift reference (the lowest level's
+  // successful run of the lowest repeat), and the fewest leading tokens a run of this level that
+  // differs from that reference shares with it (empty when every run equals it): what the
+  // determinism check reads, level by level.
+  LogprobDrift drift_from_reference;
+  std::optional<int> divergence_from_reference;
 };
 
 struct PromptAnalysis {

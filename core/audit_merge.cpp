@@ -25,6 +25,7 @@ std::string config_difference(const AuditConfig& a, const AuditConfig& b) {
   if (a.fragile_window != b.fragile_window) return "fragile_window";
   if (a.rate_limit != b.rate_limit) return "rate_limit";
   if (a.shard_count != b.shard_count) return "shard count";
+  if (a.profile != b.profile) return "profile";
   if (a.gates.fail_on != b.gates.fail_on) return "fail_on";
   if (a.gates.max_unique != b.gates.max_unique) return "max_unique";
   if (a.gates.max_unstable_rate != b.gates.max_unstable_rate) return "max_unstable_rate";
