@@ -145,6 +145,11 @@ std::string render_verdict(const core::AuditReport& report) {
       "failed</div>",
       s.unstable_prompts, s.prompts, s.stable_prompts, s.inconclusive_prompts, s.fragile_prompts,
       s.fragility_unknown_prompts, pct(s.tarr), s.failed_requests, s.requests);
+  if (!report.determinism.empty()) {
+    const core::DeterminismCheck& check = report.determinism.front();
+    out += fmt::format("<div id=\"determinism\" data-held=\"{}\"><strong>{}</strong></div>",
+                       check.held ? "true" : "false", html_escape(core::determinism_line(check)));
+  }
   out += "<ul class=\"gates\">";
   if (verdict.gates.empty()) out += "<li class=\"muted\">no gate configured</li>";
   for (const core::GateResult& gate : verdict.gates) {
