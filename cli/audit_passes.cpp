@@ -74,6 +74,13 @@ core::Result<void> apply_profile(const AuditOptions& options, core::AuditConfig&
     return core::make_error(
         core::ErrorCode::usage,
         fmt::format("--max-concurrency must be at least 1 (got {})", options.max_concurrency));
+  // --resume without --profile runs the stored profile: --max-concurrency then stands for the
+  // levels it implies, which the resume check compares with the stored ones.
+  if (options.resume && !given(flags.profile)) {
+    if (given(flags.max_concurrency))
+      config.levels = core::deterministic_levels(options.max_concurrency);
+    return {};
+  }
   if (config.profile == core::AuditProfile::standard) {
     if (given(flags.max_concurrency))
       return core::make_error(core::ErrorCode::usage,

@@ -3,8 +3,9 @@
 --engine-batch-invariant every prompt is bit-identical on every level and probe kind (cold and
 warm prefix cache, filler traffic across 256 tokens) and the audit passes; the default engine
 fails, and the report names the first level above 1 where the claim broke and what broke there.
---max-concurrency caps the profile's levels; a bad --max-concurrency, an unknown --profile and
---concurrency or --probe beside the profile exit 2 before any request."""
+--max-concurrency caps the profile's levels, and --resume compares it with the stored ones; a bad
+--max-concurrency, an unknown --profile and --concurrency or --probe beside the profile exit 2
+before any request."""
 
 import html
 import os
@@ -81,6 +82,19 @@ class ProfileDeterministic(h.E2ETestCase):
         gate = report["summary"]["verdict"]["gates"][0]
         self.assertEqual((gate["name"], gate["passed"], gate["figure"]), ("determinism", True, 0))
         self.assert_line_everywhere(run, report, paths)
+
+        # --resume runs the stored profile; --max-concurrency is compared as the levels it implies.
+        run = self.run_llmrepro(["audit", "--resume", "--db", paths["db"],
+                                 "--max-concurrency", "8"])
+        self.assert_exit(run, 2)
+        self.assertIn("--max-concurrency 1,2,8,9,16 (stored) vs 1,2,8 (given)", run.stderr)
+        again = self.path("resumed.json")
+        run = self.run_llmrepro(["audit", "--resume", "--db", paths["db"],
+                                 "--engine-batch-invariant", "--json", again], timeout=60)
+        self.assert_exit(run, 0)
+        resumed = self.load_report(again)
+        self.assertEqual(resumed["summary"]["determinism"], determinism)
+        self.assertEqual(resumed["summary"]["requests"], report["summary"]["requests"])
 
     def test_default_engine_fails_and_names_a_level(self):
         run, report, paths = self.audit("default")
