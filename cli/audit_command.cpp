@@ -86,6 +86,18 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
                                        "Concurrency levels, e.g. 1,8,32 (each once)")
                           ->delimiter(',')
                           ->capture_default_str();
+  flags.profile =
+      audit
+          ->add_option("--profile", options->profile,
+                       "standard, or deterministic: try to break a determinism claim (levels "
+                       "1,2,8,9,16,32,44,64,128, probes sweep,mixed,prefix, fillers across 256 "
+                       "tokens) and demand bit-identical tokens and logprobs everywhere")
+          ->capture_default_str();
+  flags.max_concurrency =
+      audit
+          ->add_option("--max-concurrency", options->max_concurrency,
+                       "--profile deterministic: drop the levels above it (>= 1)")
+          ->capture_default_str();
   flags.max_tokens = audit->add_option("--max-tokens", options->max_tokens, "Default max_tokens")
                          ->capture_default_str();
   flags.top_logprobs =

@@ -24,6 +24,8 @@ struct AuditOptions {
   std::string model;
   int runs = 5;
   std::vector<int> levels{1, 8, 32};
+  std::string profile = "standard"; // --profile standard|deterministic
+  int max_concurrency = 128;        // caps the levels of --profile deterministic
   int max_tokens = 128;
   int top_logprobs = 2;
   bool stream = false;
@@ -67,6 +69,8 @@ struct AuditOptions {
     CLI::Option* probe = nullptr;
     CLI::Option* shard = nullptr;
     CLI::Option* stream = nullptr;
+    CLI::Option* profile = nullptr;
+    CLI::Option* max_concurrency = nullptr;
   } plan_flags;
 };
 

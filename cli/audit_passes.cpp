@@ -63,6 +63,47 @@ core::Result<std::pair<int, int>> parse_shard(const std::string& text) {
   return std::pair<int, int>{index - 1, count};
 }
 
+// --profile deterministic sets the levels, the probe kinds and the stability gates itself. An
+// explicit --concurrency or --probe would quietly test less than the profile promises, so it is
+// an error naming the conflict; explicit gates win (they can only be as strict or looser, and the
+// profile's own determinism gate still judges the claim).
+core::Result<void> apply_profile(const AuditOptions& options, core::AuditConfig& config) {
+  const auto& flags = options.plan_flags;
+  LLMREPRO_TRY_ASSIGN(config.profile, core::parse_audit_profile(options.profile));
+  if (options.max_concurrency < 1)
+    return core::make_error(
+        core::ErrorCode::usage,
+        fmt::format("--max-concurrency must be at least 1 (got {})", options.max_concurrency));
+  // --resume without --profile runs the stored profile: --max-concurrency then stands for the
+  // levels it implies, which the resume check compares with the stored ones.
+  if (options.resume && !given(flags.profile)) {
+    if (given(flags.max_concurrency))
+      config.levels = core::deterministic_levels(options.max_concurrency);
+    return {};
+  }
+  if (config.profile == core::AuditProfile::standard) {
+    if (given(flags.max_concurrency))
+      return core::make_error(core::ErrorCode::usage,
+                              "--max-concurrency caps the levels of --profile deterministic; "
+                              "with the standard profile list the levels with --concurrency");
+    return {};
+  }
+  for (const auto& [option, flag] :
+       {std::pair{flags.concurrency, "--concurrency"}, std::pair{flags.probe, "--probe"}})
+    if (given(option))
+      return core::make_error(
+          core::ErrorCode::usage,
+          fmt::format("{} conflicts with --profile deterministic, which sets the levels "
+                      "(1,2,8,9,16,32,44,64,128, capped by --max-concurrency) and the probes "
+                      "(sweep,mixed,prefix) itself; drop {} or use --profile standard",
+                      flag, flag));
+  config.levels = core::deterministic_levels(options.max_concurrency);
+  config.probes = core::deterministic_probes();
+  if (!given(options.judging.options.max_unique)) config.gates.max_unique = 1;
+  if (!given(options.judging.options.max_logprob_drift)) config.gates.max_logprob_drift = 0.0;
+  return {};
+}
+
 // Every flag's value checked (NaN, infinities and out-of-range values are usage errors naming
 // the flag) and gathered into the configuration a new audit runs with.
 core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
@@ -137,6 +178,7 @@ core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
                             fmt::format("--engine-max-num-seqs must be at least 1 (got {})",
                                         options.engine_max_num_seqs));
   LLMREPRO_TRY(apply_judging_options(options.judging, config, false));
+  LLMREPRO_TRY(apply_profile(options, config));
   return config;
 }
 
@@ -169,7 +211,9 @@ core::Result<void> check_resume_plan(const AuditRun& run, const core::AuditConfi
                    .seed = given(flags.seed),
                    .probe = given(flags.probe),
                    .shard = given(flags.shard),
-                   .stream = given(flags.stream)};
+                   .stream = given(flags.stream),
+                   .profile = given(flags.profile),
+                   .max_concurrency = given(flags.max_concurrency)};
   if (given(flags.suite)) {
     auto suite = probes::load_suite(options.suite);
     if (!suite) return suite.error();
@@ -232,7 +276,10 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
     serve.port = 0;
     serve.max_num_seqs = options.engine_max_num_seqs;
     serve.batch_invariant = options.engine_batch_invariant;
-    serve.prefix_cache = options.engine_prefix_cache;
+    // The determinism profile's prefix probe tests the cache: with it off, warm and cold trials
+    // would run the same path.
+    serve.prefix_cache =
+        options.engine_prefix_cache || config.profile == core::AuditProfile::deterministic;
     serve.seed = options.engine_seed;
     auto server = engine::EngineServer::start(serve);
     if (!server) return server.error();

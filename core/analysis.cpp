@@ -139,6 +139,18 @@ DivergenceKind divergence_kind(const Completion& reference, const Completion& ot
                                                         : DivergenceKind::token;
 }
 
+// One run of a level against the prompt's drift reference, for the determinism check: its
+// logprobs while the tokens agree, and where it leaves the reference when it differs.
+void note_reference_agreement(LevelAnalysis& level, const Completion& reference,
+                              const std::string& reference_key, const Completion& run,
+                              IdentityMode mode) {
+  add_logprob_drift(level.drift_from_reference, reference, run);
+  if (identity_key(run, mode) == reference_key) return;
+  const int shared = shared_prefix(reference, run, mode);
+  if (!level.divergence_from_reference || shared < *level.divergence_from_reference)
+    level.divergence_from_reference = shared;
+}
+
 long completion_tokens(const Completion& completion) {
   return completion.completion_tokens > 0 ? completion.completion_tokens
                                           : static_cast<long>(completion.tokens.size());
@@ -271,6 +283,7 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
            std::pair(b->planned.concurrency, b->planned.repeat);
   });
   const Completion* drift_reference = nullptr;
+  std::string drift_reference_key;
   std::map<int, const Completion*> level_drift_reference;
   for (const auto* record : by_repeat) {
     if (!record->outcome.ok) continue;
@@ -279,10 +292,13 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     std::vector<double>& level_noise = noise[record->planned.concurrency];
     if (!drift_reference) {
       drift_reference = &completion;
+      drift_reference_key = identity_key(completion, mode);
     } else {
       add_logprob_drift(result.logprob_drift, *drift_reference, completion);
       add_gap_noise(level_noise, *drift_reference, completion);
     }
+    note_reference_agreement(levels[record->planned.concurrency], *drift_reference,
+                             drift_reference_key, completion, mode);
     const auto [level_reference, first_at_level] =
         level_drift_reference.try_emplace(record->planned.concurrency, &completion);
     if (!first_at_level)

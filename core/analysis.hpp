@@ -75,6 +75,12 @@ struct LevelAnalysis {
   // window, from this level's noise (docs/design.md "Noise and the flip probability"); empty
   // where it cannot be computed (PromptAnalysis::p_flip_reason says why).
   std::optional<double> p_flip;
+  // Each successful run of this level against the prompt's drift reference (the lowest level's
+  // successful run of the lowest repeat), and the fewest leading tokens a run of this level that
+  // differs from that reference shares with it (empty when every run equals it): what the
+  // determinism check reads, level by level.
+  LogprobDrift drift_from_reference;
+  std::optional<int> divergence_from_reference;
 };
 
 struct PromptAnalysis {

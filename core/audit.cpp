@@ -48,6 +48,17 @@ Result<FailOnSet> parse_fail_on(const std::string& text) {
   return set;
 }
 
+const char* to_string(AuditProfile profile) {
+  return profile == AuditProfile::deterministic ? "deterministic" : "standard";
+}
+
+Result<AuditProfile> parse_audit_profile(const std::string& text) {
+  if (text == "standard") return AuditProfile::standard;
+  if (text == "deterministic") return AuditProfile::deterministic;
+  return make_error(ErrorCode::usage,
+                    "unknown --profile '" + text + "' (expected standard or deterministic)");
+}
+
 bool judging_differs(const AuditConfig& a, const AuditConfig& b) {
   return !(a.gates == b.gates) || a.fragile_gap != b.fragile_gap ||
          a.fragile_window != b.fragile_window || a.fragile_p != b.fragile_p;

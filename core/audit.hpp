@@ -52,6 +52,15 @@ struct GateConfig {
   friend bool operator==(const GateConfig&, const GateConfig&) = default;
 };
 
+// What an audit sets out to show. `standard` runs the plan and gates the flags name;
+// `deterministic` tries to break a server's determinism claim: it plans the batch sizes where
+// kernels change, filler traffic across 256 prompt tokens and cold and warm prefix caches, and
+// demands bit-identical completions and logprobs everywhere (docs/design.md "Determinism check").
+enum class AuditProfile { standard, deterministic };
+const char* to_string(AuditProfile profile);
+// "standard" or "deterministic", else a usage error naming --profile.
+Result<AuditProfile> parse_audit_profile(const std::string& text);
+
 // Everything that shapes an audit's requests and analysis. Stored in the database so that
 // --resume, `report` and `merge` see exactly what the audit ran with.
 struct AuditConfig {
@@ -72,6 +81,9 @@ struct AuditConfig {
   double rate_limit = 0.0;         // requests per second, 0: unlimited
   int shard_index = 0;
   int shard_count = 1;
+  // Plan-defining like the levels and probes it sets: it also shapes the mixed probe's fillers
+  // and adds the determinism gate.
+  AuditProfile profile = AuditProfile::standard;
   GateConfig gates;
 };
 

@@ -26,6 +26,7 @@ std::string config_difference(const AuditConfig& a, const AuditConfig& b) {
   if (a.fragile_p != b.fragile_p) return "fragile_p";
   if (a.rate_limit != b.rate_limit) return "rate_limit";
   if (a.shard_count != b.shard_count) return "shard count";
+  if (a.profile != b.profile) return "profile";
   if (a.gates.fail_on != b.gates.fail_on) return "fail_on";
   if (a.gates.max_unique != b.gates.max_unique) return "max_unique";
   if (a.gates.max_unstable_rate != b.gates.max_unstable_rate) return "max_unstable_rate";

@@ -82,6 +82,7 @@ AuditReportBuilder::AuditReportBuilder(const AuditData& data)
     }
   m_observed.resize(m_endpoints.size());
   m_top_logprobs = data.config.top_logprobs;
+  m_determinism = data.config.profile == AuditProfile::deterministic;
 }
 
 void AuditReportBuilder::add_prompt(int prompt_index, const std::vector<RequestRecord>& records) {
@@ -94,7 +95,13 @@ void AuditReportBuilder::add_prompt(int prompt_index, const std::vector<RequestR
 void AuditReportBuilder::add_prompt(int prompt_index,
                                     const std::vector<const RequestRecord*>& records) {
   for (auto& endpoint : m_endpoints) endpoint.add_prompt(prompt_index, records);
-  for (auto& [endpoint, probe] : m_other_probes) probe.analysis->add_prompt(prompt_index, records);
+  for (auto& [endpoint, probe] : m_other_probes) {
+    probe.analysis->add_prompt(prompt_index, records);
+    // Only the determinism check reads the other endpoints' prefix trials.
+    if (probe.probe != ProbeKind::prefix || !m_determinism) continue;
+    auto drift = prefix_drift_of_prompt(*m_suite, prompt_index, records, m_config, endpoint);
+    if (drift) probe.prefix.push_back(std::move(*drift));
+  }
   for (const auto* record : records) {
     const auto e = static_cast<std::size_t>(record->planned.endpoint_index);
     if (!record->outcome.ok || record->planned.endpoint_index < 0 || e >= m_observed.size())
@@ -131,6 +138,7 @@ AuditReport AuditReportBuilder::finish(const ToolInfo& tool, const AuditData& da
     ProbeAnalysis analysis;
     analysis.probe = probe.probe;
     analysis.analysis = probe.analysis->finish();
+    analysis.prefix = std::move(probe.prefix);
     report.other_endpoint_probes.push_back(std::move(analysis));
     report.other_endpoint_indices.push_back(endpoint);
   }
@@ -141,6 +149,7 @@ AuditReport AuditReportBuilder::finish(const ToolInfo& tool, const AuditData& da
           .size();
   report.tara = report.analysis.summary.tara;
   report.warnings = audit_warnings(report, m_top_logprobs);
+  if (m_determinism) report.determinism = determinism_checks(report);
   rejudge(report, data.config.gates, stored_run_facts(report));
   return report;
 }
@@ -168,7 +177,29 @@ RunFacts stored_run_facts(const AuditReport& report) {
 }
 
 void rejudge(AuditReport& report, const GateConfig& gates, const RunFacts& facts) {
-  report.verdict = judge(judged_scopes(report), report.comparison, gates, facts);
+  report.verdict = judge(judged_scopes(report), report.comparison, gates, facts,
+                         report.determinism.empty() ? nullptr : &report.determinism);
+}
+
+std::vector<DeterminismCheck> determinism_checks(const AuditReport& report) {
+  std::vector<DeterminismCheck> checks;
+  const auto input_of = [](const ProbeAnalysis& probe) {
+    return DeterminismInput{probe.probe, &probe.analysis,
+                            probe.probe == ProbeKind::prefix ? &probe.prefix : nullptr};
+  };
+  std::vector<DeterminismInput> inputs;
+  for (const auto& probe : report.probes) inputs.push_back(input_of(probe));
+  checks.push_back(check_determinism(inputs));
+  for (std::size_t e = 1; e < report.endpoints.size(); ++e) {
+    inputs.clear();
+    if (report.primary_probe != ProbeKind::prefix)
+      inputs.push_back({report.primary_probe, &report.endpoints[e], nullptr});
+    for (std::size_t i = 0; i < report.other_endpoint_probes.size(); ++i)
+      if (report.other_endpoint_indices[i] == static_cast<int>(e))
+        inputs.push_back(input_of(report.other_endpoint_probes[i]));
+    checks.push_back(check_determinism(inputs));
+  }
+  return checks;
 }
 
 AuditReport make_audit_report(const AuditData& data, const ToolInfo& tool) {

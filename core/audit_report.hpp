@@ -9,6 +9,7 @@
 
 #include "core/analysis.hpp"
 #include "core/audit.hpp"
+#include "core/determinism_check.hpp"
 #include "core/probe_analysis.hpp"
 #include "core/verdict.hpp"
 
@@ -39,11 +40,17 @@ struct AuditReport {
   ToolInfo tool;
   std::size_t planned_requests = 0;
   std::optional<double> tara; // TARa@N where answers were extracted
+  // --profile deterministic: the determinism check of each endpoint ([0] is the top-level one);
+  // empty under the standard profile.
+  std::vector<DeterminismCheck> determinism;
 };
 
 // Every scope the gates judge: endpoint 0's primary probe kind first, then endpoint 0's other
 // kinds, then each further endpoint's kinds. Pointers into `report`.
 std::vector<JudgedScope> judged_scopes(const AuditReport& report);
+
+// The determinism check of each endpoint over all its probe kinds (endpoint 0 first).
+std::vector<DeterminismCheck> determinism_checks(const AuditReport& report);
 
 // The facts about the run that the stored audit gives: planned against recorded requests.
 RunFacts stored_run_facts(const AuditReport& report);
@@ -85,6 +92,7 @@ private:
   std::vector<std::pair<int, ProbeBuilder>> m_other_probes;
   std::vector<EndpointObservations> m_observed;
   int m_top_logprobs = 2;
+  bool m_determinism = false; // --profile deterministic
 };
 
 // Analyses the stored audit (endpoint 0's primary probe at top level; every probe kind and

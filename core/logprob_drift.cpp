@@ -18,13 +18,23 @@ void add_logprob_drift(LogprobDrift& drift, const Completion& reference, const C
     const TokenLogprob& a = reference.tokens[i];
     const TokenLogprob& b = other.tokens[i];
     if (a.token != b.token) break;
+    bool moved = false;
     if (is_known_logprob(a.logprob) && is_known_logprob(b.logprob)) {
-      drift.max_abs = std::max(drift.max_abs, std::abs(a.logprob - b.logprob));
+      const double difference = std::abs(a.logprob - b.logprob);
+      drift.max_abs = std::max(drift.max_abs, difference);
+      moved = difference > 0;
       ++drift.positions_compared;
     }
     const auto gap_a = a.gap();
     const auto gap_b = b.gap();
-    if (gap_a && gap_b) drift.max_abs_gap = std::max(drift.max_abs_gap, std::abs(*gap_a - *gap_b));
+    if (gap_a && gap_b) {
+      const double difference = std::abs(*gap_a - *gap_b);
+      drift.max_abs_gap = std::max(drift.max_abs_gap, difference);
+      moved = moved || difference > 0;
+    }
+    const int position = static_cast<int>(i);
+    if (moved && (!drift.first_position || position < *drift.first_position))
+      drift.first_position = position;
   }
 }
 

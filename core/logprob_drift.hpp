@@ -2,6 +2,8 @@
 // tokens, the second axis of stability beside the tokens themselves.
 #pragma once
 
+#include <optional>
+
 #include "core/completion.hpp"
 
 namespace llmrepro::core {
@@ -14,6 +16,8 @@ struct LogprobDrift {
   double max_abs = 0;
   double max_abs_gap = 0;
   int positions_compared = 0;
+  // The smallest position at which a compared logprob or gap differed; empty without drift.
+  std::optional<int> first_position;
 };
 
 // Adds to `drift` the comparison of `other` with `reference`, position by position from the

@@ -23,6 +23,20 @@ Result<ProbeKind> parse_probe_kind(const std::string& text) {
                     "unknown probe kind '" + text + "' (expected sweep, mixed, prefix or long)");
 }
 
+std::vector<int> deterministic_levels(int max_concurrency) {
+  // 8 -> 9 and 32 -> 44 are where SGLang and vLLM were seen to break batch invariance; the
+  // powers of two are where split-K and attention tilings step.
+  static constexpr int k_levels[] = {1, 2, 8, 9, 16, 32, 44, 64, 128};
+  std::vector<int> levels;
+  for (const int level : k_levels)
+    if (level <= max_concurrency) levels.push_back(level);
+  return levels;
+}
+
+std::vector<ProbeKind> deterministic_probes() {
+  return {ProbeKind::sweep, ProbeKind::mixed, ProbeKind::prefix};
+}
+
 std::size_t Plan::size() const {
   std::size_t total = 0;
   for (const auto& wave : waves) total += wave.requests.size();

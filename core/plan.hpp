@@ -36,6 +36,15 @@ struct Wave {
   std::vector<PlannedRequest> requests; // already shuffled
 };
 
+// The concurrency levels of `--profile deterministic`: the batch sizes at which GPU kernels are
+// known to change their reduction order or tiling (1, 2, 8, 9, 16, 32, 44, 64, 128), keeping
+// those at most `max_concurrency`. Empty when max_concurrency < 1.
+std::vector<int> deterministic_levels(int max_concurrency);
+
+// The probe kinds of `--profile deterministic`: sweep, mixed (filler traffic) and prefix (cold
+// after a flush, warm after priming).
+std::vector<ProbeKind> deterministic_probes();
+
 struct PlanConfig {
   int endpoints = 1;
   std::vector<int> levels{1, 8, 32};

@@ -37,6 +37,42 @@ std::map<int, const PromptAnalysis*> by_index(const AuditAnalysis& analysis) {
   return out;
 }
 
+// Two completions are the same when their texts and token strings are equal.
+bool same_run(const Completion& a, const Completion& b) {
+  if (a.text != b.text || a.tokens.size() != b.tokens.size()) return false;
+  for (std::size_t i = 0; i < a.tokens.size(); ++i)
+    if (a.tokens[i].token != b.tokens[i].token) return false;
+  return true;
+}
+
+// Every trial of `endpoint` against its first cold trial (lowest repeat, successful): what the
+// determinism check asks of the prefix probe. Cold trials after a flush must equal one another,
+// and warm trials, which reuse cached KV, must equal them too.
+void compare_with_first_cold(const std::vector<const RequestRecord*>& cold,
+                             const std::vector<const RequestRecord*>& warm, int endpoint,
+                             PrefixPromptDrift& drift) {
+  const RequestRecord* reference = nullptr;
+  for (const auto* record : cold)
+    if (record->planned.endpoint_index == endpoint && record->outcome.ok &&
+        (!reference || record->planned.repeat < reference->planned.repeat))
+      reference = record;
+  if (!reference) return;
+  const Completion& base = reference->outcome.completion;
+  const auto compare = [&](const std::vector<const RequestRecord*>& side, LogprobDrift& side_drift,
+                           std::optional<int>& divergence) {
+    for (const auto* record : side) {
+      if (record->planned.endpoint_index != endpoint || !record->outcome.ok) continue;
+      const Completion& run = record->outcome.completion;
+      add_logprob_drift(side_drift, base, run);
+      if (same_run(base, run)) continue;
+      const int shared = shared_prefix_length(base, run);
+      if (!divergence || shared < *divergence) divergence = shared;
+    }
+  };
+  compare(cold, drift.cold_drift_from_reference, drift.cold_divergence_from_reference);
+  compare(warm, drift.warm_drift_from_reference, drift.warm_divergence_from_reference);
+}
+
 } // namespace
 
 ProbeKind primary_probe(const std::vector<ProbeKind>& probes) {
@@ -83,6 +119,7 @@ prefix_drift_of_prompt(const Suite& suite, int prompt_index,
     drift.divergence =
         shared_prefix_length(as_completion(*cold_reference), as_completion(*warm_reference));
   }
+  compare_with_first_cold(cold, warm, endpoint_index, drift);
   return drift;
 }
 

@@ -26,6 +26,13 @@ struct PrefixPromptDrift {
   // Leading tokens the modal warm and cold completions share; empty when they agree or a side
   // has no successful run.
   std::optional<int> divergence;
+  // Every trial against the first cold one (the successful cold trial of the lowest repeat), for
+  // the determinism check: the logprob drift while tokens agree, and the fewest leading tokens a
+  // differing trial shares with it (empty when every trial of that side equals it).
+  LogprobDrift cold_drift_from_reference;
+  LogprobDrift warm_drift_from_reference;
+  std::optional<int> cold_divergence_from_reference;
+  std::optional<int> warm_divergence_from_reference;
 };
 
 // One probe kind's analysis of one endpoint.

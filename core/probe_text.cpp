@@ -66,11 +66,36 @@ Prompt prefix_priming_prompt() {
   return prompt;
 }
 
-Prompt filler_prompt(std::uint64_t index) {
+namespace {
+
+// The generator of filler `index`: the standard shape keeps the stream it always had, so that
+// audits stored before the profile existed send the same fillers when resumed.
+SplitMix64 filler_random(std::uint64_t index, const FillerShape& shape) {
+  std::uint64_t seed = k_filler_seed ^ (index * 0x9E3779B97F4A7C15ULL);
+  if (shape.across_256) seed ^= 0x323536ULL ^ (shape.seed * 0xD6E8FEB86659FD93ULL);
+  return SplitMix64(seed);
+}
+
+int words_of(SplitMix64& random, std::uint64_t index, const FillerShape& shape) {
+  if (!shape.across_256) return 8 + static_cast<int>(random.below(193));
+  // Plain English words are one token each in common tokenizers (and in the reference engine):
+  // 200 words plus a chat template stays below 256 tokens, 300 words is well above it.
+  return index % 2 == 0 ? 16 + static_cast<int>(random.below(185))
+                        : 300 + static_cast<int>(random.below(181));
+}
+
+} // namespace
+
+int filler_word_count(std::uint64_t index, const FillerShape& shape) {
+  SplitMix64 random = filler_random(index, shape);
+  return words_of(random, index, shape);
+}
+
+Prompt filler_prompt(std::uint64_t index, const FillerShape& shape) {
   Prompt prompt;
   prompt.id = "filler-" + std::to_string(index);
-  SplitMix64 random(k_filler_seed ^ (index * 0x9E3779B97F4A7C15ULL));
-  const int words = 8 + static_cast<int>(random.below(193));
+  SplitMix64 random = filler_random(index, shape);
+  const int words = words_of(random, index, shape);
   prompt.text = filler_words(words, random.next());
   return prompt;
 }

@@ -32,9 +32,20 @@ bool prefix_trial_is_warm(int repeat);
 // the audited request finds the prefix cached but not its own text.
 Prompt prefix_priming_prompt();
 
-// Filler request number `index` of the mixed probe: 8 to 200 words and 4 to 64 max_tokens,
-// varied by index, so batches change shape around the audited requests.
-Prompt filler_prompt(std::uint64_t index);
+// How long the mixed probe's fillers are. `standard`: 8 to 200 words. `across_256`
+// (--profile deterministic): even-numbered fillers 16 to 200 words, odd-numbered 300 to 480, so
+// that batches hold prompts on both sides of 256 tokens, where kernels such as an RMSNorm or
+// attention block size are known to change, with lengths drawn from `seed` (the audit's).
+struct FillerShape {
+  bool across_256 = false;
+  std::uint64_t seed = 0;
+};
+
+// Filler request number `index` of the mixed probe, varied by index (and, across 256, by the
+// shape's seed), so batches change shape around the audited requests; 4 to 64 max_tokens.
+Prompt filler_prompt(std::uint64_t index, const FillerShape& shape = {});
 int filler_max_tokens(std::uint64_t index);
+// The number of words filler `index` has under `shape` (what filler_prompt sends).
+int filler_word_count(std::uint64_t index, const FillerShape& shape = {});
 
 } // namespace llmrepro::core

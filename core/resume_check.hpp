@@ -35,6 +35,8 @@ struct PlanFlagsGiven {
   bool probe = false;
   bool shard = false;
   bool stream = false;
+  bool profile = false;
+  bool max_concurrency = false; // compared as the levels it implies
 };
 
 // What `audit --resume` was told of the plan.

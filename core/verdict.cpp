@@ -235,6 +235,24 @@ public:
         s.tara >= limit);
   }
 
+  // --profile deterministic: the claim must hold on every level and probe kind. The scope is
+  // where it first broke, so a failing gate names the probe and level; the figure is the drift
+  // there (nats).
+  void determinism(const DeterminismCheck& check, int endpoint, bool several_endpoints) {
+    GateScope scope{endpoint, std::nullopt, std::nullopt};
+    std::optional<double> figure;
+    if (check.first_break) {
+      scope.probe = check.first_break->probe;
+      scope.level = check.first_break->level;
+      figure = check.first_break->drift;
+    } else if (check.held) {
+      figure = 0.0;
+    }
+    const std::string who = several_endpoints ? "endpoint " + std::to_string(endpoint) + ": " : "";
+    add("determinism", "--profile deterministic", scope, figure, 0.0,
+        who + determinism_line(check) + " (--profile deterministic)", check.held);
+  }
+
   void missing_evidence(const RunFacts& facts) {
     auto& errors = m_verdict.errors;
     if (!facts.run_error.empty()) errors.push_back("the run stopped: " + facts.run_error);
@@ -299,7 +317,7 @@ private:
 
 Verdict judge(const std::vector<JudgedScope>& scopes,
               const std::optional<EndpointComparison>& comparison, const GateConfig& gates,
-              const RunFacts& facts) {
+              const RunFacts& facts, const std::vector<DeterminismCheck>* determinism) {
   if (scopes.empty()) {
     Verdict verdict;
     verdict.status = VerdictStatus::error;
@@ -309,6 +327,9 @@ Verdict judge(const std::vector<JudgedScope>& scopes,
   }
   Judge judge(scopes, gates);
   judge.missing_evidence(facts);
+  if (determinism != nullptr)
+    for (std::size_t e = 0; e < determinism->size(); ++e)
+      judge.determinism((*determinism)[e], static_cast<int>(e), determinism->size() > 1);
   judge.failed_requests();
   for (const auto& scope : scopes) {
     if (gates.fail_on.unstable) judge.unstable(scope);

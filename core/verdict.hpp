@@ -10,6 +10,7 @@
 
 #include "core/analysis.hpp"
 #include "core/audit.hpp"
+#include "core/determinism_check.hpp"
 #include "core/probe_analysis.hpp"
 
 namespace llmrepro::core {
@@ -29,7 +30,8 @@ struct GateScope {
 
 struct GateResult {
   std::string name; // fail_on_unstable, fail_on_fragile, fail_on_disagree, max_unique,
-                    // max_unstable_rate, min_tara, max_logprob_drift, max_failed_rate
+                    // max_unstable_rate, min_tara, max_logprob_drift, max_failed_rate,
+                    // determinism
   std::string flag; // the flag that asked for it: "--fail-on unstable", "--max-unique"
   GateScope scope;
   std::optional<double> figure; // what was measured; empty where nothing could be
@@ -66,9 +68,10 @@ struct RunFacts {
 
 // Applies every configured gate to every scope (scopes[0] is endpoint 0's primary probe kind,
 // whose figures the headline quotes); `comparison` is the endpoints' comparison, where there are
-// several.
+// several. `determinism` (--profile deterministic: one check per endpoint) adds one gate per
+// endpoint, judged before the others so that a broken claim leads the headline.
 Verdict judge(const std::vector<JudgedScope>& scopes,
               const std::optional<EndpointComparison>& comparison, const GateConfig& gates,
-              const RunFacts& facts);
+              const RunFacts& facts, const std::vector<DeterminismCheck>* determinism = nullptr);
 
 } // namespace llmrepro::core

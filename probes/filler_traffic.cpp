@@ -10,7 +10,8 @@ HttpRequest filler_request(const EndpointTarget& target, const SchedulerConfig& 
   GenerationParams params = params_for(target, config);
   params.max_tokens = core::filler_max_tokens(index);
   params.stream = false;
-  return generation_request(target, config, core::filler_prompt(index), params);
+  return generation_request(target, config, core::filler_prompt(index, config.filler_shape),
+                            params);
 }
 
 void FillerTraffic::top_up(HttpTransport& transport, const EndpointTarget& target,

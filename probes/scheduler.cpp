@@ -378,6 +378,8 @@ SchedulerConfig scheduler_config_of(const core::AuditConfig& config, const std::
   scheduler.retries = config.retries;
   scheduler.rate_limit = config.rate_limit;
   scheduler.max_response_bytes = max_response_bytes;
+  scheduler.filler_shape.across_256 = config.profile == core::AuditProfile::deterministic;
+  scheduler.filler_shape.seed = config.seed;
   return scheduler;
 }
 

@@ -11,6 +11,7 @@
 #include "core/audit.hpp"
 #include "core/clock.hpp"
 #include "core/plan.hpp"
+#include "core/probe_text.hpp"
 #include "core/request_record.hpp"
 #include "core/result.hpp"
 #include "core/suite.hpp"
@@ -36,6 +37,8 @@ struct SchedulerConfig {
   double backoff_max_s = 8;
   double rate_limit = 0; // attempt starts per second over the whole run; 0 = unlimited
   std::size_t max_response_bytes = 16u << 20;
+  // The mixed probe's filler lengths: across 256 tokens under --profile deterministic.
+  core::FillerShape filler_shape;
 };
 
 struct SchedulerProgress {

@@ -102,6 +102,7 @@ Json config_json(const core::AuditConfig& config) {
       {"rate_limit", number(config.rate_limit)},
       // 1-based, as the user gives it: --shard 1/4 is shard_index 0.
       {"shard", std::to_string(config.shard_index + 1) + "/" + std::to_string(config.shard_count)},
+      {"profile", core::to_string(config.profile)},
       {"gates",
        {{"fail_on", core::to_string(config.gates.fail_on)},
         {"max_unique", optional_int(config.gates.max_unique)},
@@ -213,6 +214,39 @@ Json verdict_json(const core::Verdict& verdict) {
           {"gates", gates}};
 }
 
+// --profile deterministic: where the claim held and where it first broke; null otherwise.
+Json determinism_json(const core::AuditReport& report) {
+  if (report.determinism.empty()) return nullptr;
+  const core::DeterminismCheck& check = report.determinism.front();
+  Json cells = Json::array();
+  for (const auto& cell : check.cells)
+    cells.push_back({{"probe", core::to_string(cell.probe)},
+                     {"level", cell.level},
+                     {"shape", core::to_string(cell.shape)},
+                     {"prompts", cell.prompts},
+                     {"token_breaks", cell.token_breaks},
+                     {"logprob_breaks", cell.logprob_breaks},
+                     {"max_drift", number(cell.max_drift)},
+                     {"positions_compared", cell.positions_compared},
+                     {"held", cell.held()}});
+  Json first_break = nullptr;
+  if (check.first_break) {
+    const core::DeterminismFinding& found = *check.first_break;
+    first_break = {{"probe", core::to_string(found.probe)},
+                   {"level", found.level},
+                   {"shape", core::to_string(found.shape)},
+                   {"what", core::to_string(found.what)},
+                   {"prompt", found.prompt},
+                   {"position", optional_int(found.position)},
+                   {"drift", number(found.drift)}};
+  }
+  return {{"profile", "deterministic"},
+          {"held", check.held},
+          {"line", core::determinism_line(check)},
+          {"first_break", first_break},
+          {"cells", cells}};
+}
+
 Json failure_reasons_json(const std::vector<std::pair<std::string, int>>& reasons) {
   Json json = Json::array();
   for (const auto& [reason, count] : reasons)
@@ -253,6 +287,7 @@ Json summary_json(const core::AuditReport& report) {
           {"flip_calibration", calibration_json(summary.flip_calibration)},
           {"checks", checks_json(summary.checks)},
           {"by_concurrency", levels},
+          {"determinism", determinism_json(report)},
           {"verdict", verdict_json(report.verdict)}};
 }
 

@@ -272,6 +272,8 @@ std::string render_markdown(const core::AuditReport& report) {
   // text in it renders as itself).
   std::string out = fmt::format("## llmrepro audit: {}\n\n{}\n\n", verdict_title(report.verdict),
                                 markdown_escape(report.verdict.headline, 1000));
+  if (!report.determinism.empty())
+    out += markdown_escape(core::determinism_line(report.determinism.front()), 1000) + "\n\n";
   const auto index = static_cast<std::size_t>(report.analysis.endpoint_index);
   if (data != nullptr && index < data->endpoints.size()) {
     const core::EndpointInfo& e = data->endpoints[index];

@@ -273,6 +273,11 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
                                          data.records.size(), report.planned_requests);
   // The verdict leads, then what a reader must know before trusting the figures.
   verdict_lines(report.verdict, paint, line);
+  if (!report.determinism.empty()) {
+    const core::DeterminismCheck& check = report.determinism.front();
+    const std::string text = escape_terminal_text(core::determinism_line(check), 0);
+    line(check.held ? paint.green(text) : paint.red(text));
+  }
   for (const auto& warning : report.warnings)
     line(paint.yellow("warning: " + escape_terminal_text(warning, 0)));
 

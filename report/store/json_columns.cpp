@@ -142,6 +142,7 @@ Json config_to_json(const core::AuditConfig& config) {
               {"rate_limit", config.rate_limit},
               {"shard_index", config.shard_index},
               {"shard_count", config.shard_count},
+              {"profile", core::to_string(config.profile)},
               {"gates", gates_json}};
 }
 
@@ -181,6 +182,14 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
   LLMREPRO_TRY_ASSIGN(config.rate_limit, read.number(json, "rate_limit"));
   LLMREPRO_TRY_ASSIGN(config.shard_index, read.small_integer(json, "shard_index"));
   LLMREPRO_TRY_ASSIGN(config.shard_count, read.small_integer(json, "shard_count"));
+  // Absent from audits stored before --profile existed: the standard profile.
+  if (const Json* profile = read.find(json, "profile"); profile != nullptr) {
+    const char* expected = "\"standard\" or \"deterministic\"";
+    if (!profile->is_string()) return read.error("profile", expected);
+    auto parsed = core::parse_audit_profile(profile->get<std::string>());
+    if (!parsed) return read.error("profile", expected);
+    config.profile = *parsed;
+  }
   const Json* gates = read.find(json, "gates");
   if (gates == nullptr || !gates->is_object()) return read.error("gates", "an object");
   const JsonReader read_gates(where + ": config.gates");

@@ -163,6 +163,21 @@ TEST_CASE("resume_plan_differences") {
               "--seed 0 (stored) vs 42 (given)", "--probe sweep (stored) vs sweep,long (given)",
               "--shard 1/1 (stored) vs 2/2 (given)", "--stream off (stored) vs on (given)"});
   }
+  SUBCASE("--profile, and --max-concurrency as the levels it implies") {
+    ResumeRequest wanted;
+    wanted.given.profile = true;
+    wanted.given.max_concurrency = true;
+    wanted.config.profile = AuditProfile::deterministic;
+    wanted.config.levels = deterministic_levels(16);
+    CHECK(texts(resume_plan_differences(stored, wanted, forms)) ==
+          std::vector<std::string>{"--profile standard (stored) vs deterministic (given)",
+                                   "--max-concurrency 1,8,32 (stored) vs 1,2,8,9,16 (given)"});
+    // Beside --concurrency, the levels are compared once, as --concurrency.
+    wanted.given.concurrency = true;
+    CHECK(texts(resume_plan_differences(stored, wanted, forms)) ==
+          std::vector<std::string>{"--concurrency 1,8,32 (stored) vs 1,2,8,9,16 (given)",
+                                   "--profile standard (stored) vs deterministic (given)"});
+  }
   SUBCASE("the suite is compared by its prompts") {
     ResumeRequest wanted;
     wanted.suite = suite_of(stored.suite.prompts, "copy.jsonl");

@@ -152,7 +152,11 @@ TEST_CASE("render_json") {
                                                                "flip_calibration",
                                                                "checks",
                                                                "by_concurrency",
+                                                               "determinism",
                                                                "verdict"});
+    // The standard profile runs no determinism check.
+    CHECK(json["summary"]["determinism"].is_null());
+    CHECK(json["config"]["profile"] == "standard");
     CHECK(keys_of(json["summary"]["verdict"]) ==
           std::vector<std::string>{"status", "headline", "stability_gated", "errors", "gates"});
     CHECK(keys_of(json["prompts"][0]) == std::vector<std::string>{"id",

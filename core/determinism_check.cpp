@@ -1,0 +1,175 @@
+// The determinism check, as docs/design.md "Determinism check" defines it.
+//
+// A server that claims determinism claims that every run of a prompt returns the same tokens
+// and the same logprobs, whatever else is in the batch. The plan of --profile deterministic
+// gives it the chances to fail: batch sizes where kernels change, filler traffic across 256
+// tokens, cold and warm prefix caches. Every run is compared with one reference run of its prompt
+// (never with the modal completion: the claim is that nothing moves, so the first run is as good
+// a witness as any), and the cells are walked in the order a reader would test the claim: the
+// sweep's batch sizes ascending (the bare batch-size question), then the shapes (cold prefix
+// cache after a flush, warm prefix cache, filler traffic by level), so that the first broken cell
+// is the simplest condition under which the claim stops being true.
+#include "core/determinism_check.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <tuple>
+
+namespace llmrepro::core {
+
+const char* to_string(DeterminismShape shape) {
+  switch (shape) {
+  case DeterminismShape::batch: return "batch";
+  case DeterminismShape::cold_prefix: return "cold";
+  case DeterminismShape::warm_prefix: return "warm";
+  }
+  return "batch";
+}
+
+const char* to_string(DeterminismBreak what) {
+  return what == DeterminismBreak::tokens ? "tokens" : "logprobs";
+}
+
+std::string shape_text(ProbeKind probe, DeterminismShape shape) {
+  switch (shape) {
+  case DeterminismShape::cold_prefix: return "cold prefix cache after a flush";
+  case DeterminismShape::warm_prefix: return "warm prefix cache";
+  case DeterminismShape::batch: break;
+  }
+  switch (probe) {
+  case ProbeKind::mixed: return "with filler traffic";
+  case ProbeKind::long_prompt: return "long prompts";
+  case ProbeKind::prefix: return "prefix";
+  case ProbeKind::sweep: break;
+  }
+  return "sweep";
+}
+
+namespace {
+
+double drift_of(const LogprobDrift& drift) { return std::max(drift.max_abs, drift.max_abs_gap); }
+
+// A cell and, for its first break, the prompt that shows it best: the earliest divergence for
+// tokens, the largest drift for logprobs.
+struct CellBuilder {
+  DeterminismCell cell;
+  std::optional<DeterminismFinding> token_witness;
+  std::optional<DeterminismFinding> logprob_witness;
+
+  void add(const std::string& prompt, const LogprobDrift& drift,
+           const std::optional<int>& divergence) {
+    ++cell.prompts;
+    cell.max_drift = std::max(cell.max_drift, drift_of(drift));
+    cell.positions_compared += drift.positions_compared;
+    DeterminismFinding finding{cell.probe, cell.level, cell.shape,     DeterminismBreak::tokens,
+                               prompt,     divergence, drift_of(drift)};
+    if (divergence) {
+      ++cell.token_breaks;
+      if (!token_witness || *divergence < *token_witness->position) token_witness = finding;
+    } else if (has_drift(drift)) {
+      ++cell.logprob_breaks;
+      finding.what = DeterminismBreak::logprobs;
+      finding.position = drift.first_position;
+      if (!logprob_witness || finding.drift > logprob_witness->drift) logprob_witness = finding;
+    }
+  }
+};
+
+// The sweep isolates the batch size, so its levels are tested first; then the shapes, simplest
+// first: the serial prefix probe cold and warm, then filler traffic and long prompts by level.
+int probe_order(ProbeKind probe, DeterminismShape shape) {
+  if (shape == DeterminismShape::cold_prefix) return 1;
+  if (shape == DeterminismShape::warm_prefix) return 2;
+  switch (probe) {
+  case ProbeKind::sweep: return 0;
+  case ProbeKind::mixed: return 3;
+  case ProbeKind::long_prompt: return 4;
+  case ProbeKind::prefix: return 5;
+  }
+  return 0;
+}
+
+std::string format_drift(double drift) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2g", drift);
+  return buffer;
+}
+
+} // namespace
+
+DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs) {
+  std::vector<CellBuilder> builders;
+  const auto cell_for = [&builders](ProbeKind probe, int level,
+                                    DeterminismShape shape) -> CellBuilder& {
+    for (auto& builder : builders)
+      if (builder.cell.probe == probe && builder.cell.level == level && builder.cell.shape == shape)
+        return builder;
+    CellBuilder builder;
+    builder.cell.probe = probe;
+    builder.cell.level = level;
+    builder.cell.shape = shape;
+    builders.push_back(builder);
+    return builders.back();
+  };
+  for (const auto& input : inputs) {
+    if (input.prefix != nullptr) {
+      // The prefix probe is serial: its cells are at level 1.
+      for (const auto& prompt : *input.prefix) {
+        if (prompt.cold_runs > 0)
+          cell_for(input.probe, 1, DeterminismShape::cold_prefix)
+              .add(prompt.id, prompt.cold_drift_from_reference,
+                   prompt.cold_divergence_from_reference);
+        if (prompt.warm_runs > 0)
+          cell_for(input.probe, 1, DeterminismShape::warm_prefix)
+              .add(prompt.id, prompt.warm_drift_from_reference,
+                   prompt.warm_divergence_from_reference);
+      }
+      continue;
+    }
+    if (input.analysis == nullptr) continue;
+    for (const auto& prompt : input.analysis->prompts)
+      for (const auto& level : prompt.by_concurrency)
+        if (level.runs > 0)
+          cell_for(input.probe, level.concurrency, DeterminismShape::batch)
+              .add(prompt.id, level.drift_from_reference, level.divergence_from_reference);
+  }
+  std::stable_sort(builders.begin(), builders.end(), [](const auto& a, const auto& b) {
+    return std::tuple(probe_order(a.cell.probe, a.cell.shape), a.cell.level) <
+           std::tuple(probe_order(b.cell.probe, b.cell.shape), b.cell.level);
+  });
+
+  DeterminismCheck check;
+  bool compared_everywhere = !builders.empty();
+  for (const auto& builder : builders) {
+    check.cells.push_back(builder.cell);
+    if (builder.cell.positions_compared == 0) compared_everywhere = false;
+    if (check.first_break) continue;
+    if (builder.token_witness)
+      check.first_break = builder.token_witness;
+    else if (builder.logprob_witness)
+      check.first_break = builder.logprob_witness;
+  }
+  check.held = !check.first_break && compared_everywhere;
+  return check;
+}
+
+std::string determinism_line(const DeterminismCheck& check) {
+  if (check.first_break) {
+    const DeterminismFinding& found = *check.first_break;
+    std::string line = "determinism claim broken at c=" + std::to_string(found.level) + " (" +
+                       shape_text(found.probe, found.shape) + "): ";
+    if (found.what == DeterminismBreak::tokens) {
+      line += "tokens differ from the reference";
+      if (found.position) line += " from token " + std::to_string(*found.position);
+    } else {
+      line += "logprobs drift " + format_drift(found.drift) + " nats, tokens identical";
+      if (found.position) line += " (from token " + std::to_string(*found.position) + ")";
+    }
+    return line + ", prompt " + found.prompt;
+  }
+  if (check.held) return "determinism claim held on every level and probe";
+  if (check.cells.empty()) return "determinism claim not checked: no successful run to compare";
+  return "determinism claim not checked: no logprobs to compare at some level or probe";
+}
+
+} // namespace llmrepro::core

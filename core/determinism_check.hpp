@@ -1,0 +1,82 @@
+// The determinism check of `--profile deterministic`: on which level or shape a server's claim
+// to answer bit for bit the same first broke, and whether tokens or only logprobs broke there.
+// Definitions in docs/design.md "Determinism check".
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/analysis.hpp"
+#include "core/plan.hpp"
+#include "core/probe_analysis.hpp"
+
+namespace llmrepro::core {
+
+// Where the claim is tested: a probe kind at a level, and for the prefix probe which side.
+enum class DeterminismShape { batch, cold_prefix, warm_prefix };
+const char* to_string(DeterminismShape shape);
+
+// What broke: a completion left the prompt's reference (`tokens`), or the tokens held and a
+// logprob or gap moved (`logprobs`).
+enum class DeterminismBreak { tokens, logprobs };
+const char* to_string(DeterminismBreak what);
+
+// One probe kind at one level (or one side of the prefix probe), over every prompt.
+struct DeterminismCell {
+  ProbeKind probe = ProbeKind::sweep;
+  int level = 1;
+  DeterminismShape shape = DeterminismShape::batch;
+  int prompts = 0;            // prompts with a successful run here
+  int token_breaks = 0;       // of them, prompts with a run that left the reference
+  int logprob_breaks = 0;     // prompts whose runs kept its tokens but moved a logprob or gap
+  double max_drift = 0;       // the largest logprob or gap drift, nats
+  int positions_compared = 0; // logprob positions compared with the reference
+  bool held() const { return token_breaks == 0 && logprob_breaks == 0; }
+};
+
+// The first break: where, what, and the prompt that shows it.
+struct DeterminismFinding {
+  ProbeKind probe = ProbeKind::sweep;
+  int level = 1;
+  DeterminismShape shape = DeterminismShape::batch;
+  DeterminismBreak what = DeterminismBreak::tokens;
+  std::string prompt;
+  // tokens: the leading tokens the differing run shares with the reference; logprobs: the first
+  // position whose logprob or gap moved.
+  std::optional<int> position;
+  double drift = 0; // the prompt's largest logprob or gap drift there, nats
+};
+
+struct DeterminismCheck {
+  // Every cell held and compared at least one logprob position: the claim stands on this audit.
+  bool held = false;
+  // Cells in the order the claim is tested: the sweep by ascending level, then the prefix
+  // probe's cold and warm trials (level 1), then filler traffic (mixed) and long prompts by
+  // ascending level.
+  std::vector<DeterminismCell> cells;
+  std::optional<DeterminismFinding> first_break; // empty when nothing broke
+};
+
+// One probe kind's analysis of one endpoint; `prefix` is the prefix probe's per-prompt drift
+// (nullptr for the other kinds).
+struct DeterminismInput {
+  ProbeKind probe = ProbeKind::sweep;
+  const AuditAnalysis* analysis = nullptr;
+  const std::vector<PrefixPromptDrift>* prefix = nullptr;
+};
+
+// Tests the claim on one endpoint's probe kinds. Sweep and mixed runs are compared, level by
+// level, with each prompt's drift reference (LevelAnalysis::drift_from_reference and
+// divergence_from_reference); the prefix probe's cold and warm trials with its first cold trial.
+DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs);
+
+// The one line every report states near the verdict: "determinism claim broken at c=9 (sweep):
+// logprobs drift 0.0039 nats, tokens identical (prompt q3, token 4)", "determinism claim held on
+// every level and probe", or why it could not be checked.
+std::string determinism_line(const DeterminismCheck& check);
+
+// "sweep", "with filler traffic", "cold prefix cache after a flush", "warm prefix cache".
+std::string shape_text(ProbeKind probe, DeterminismShape shape);
+
+} // namespace llmrepro::core

@@ -1,0 +1,296 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "core/analysis.hpp"
+#include "core/determinism_check.hpp"
+#include "core/plan.hpp"
+#include "core/probe_text.hpp"
+#include "core/verdict.hpp"
+
+using namespace llmrepro::core;
+
+namespace {
+
+// A level of a prompt: `runs` successful runs, a drift against the prompt's reference of
+// `drift` nats from token `from` over 8 positions, and where a run left the reference.
+LevelAnalysis level_of(int concurrency, double drift = 0, std::optional<int> divergence = {},
+                       int from = 3) {
+  LevelAnalysis level;
+  level.concurrency = concurrency;
+  level.runs = 2;
+  level.drift_from_reference.max_abs = drift;
+  level.drift_from_reference.positions_compared = 8;
+  if (drift > 0) level.drift_from_reference.first_position = from;
+  level.divergence_from_reference = divergence;
+  return level;
+}
+
+PromptAnalysis prompt_of(const std::string& id, std::vector<LevelAnalysis> levels) {
+  PromptAnalysis prompt;
+  prompt.id = id;
+  prompt.by_concurrency = std::move(levels);
+  return prompt;
+}
+
+PrefixPromptDrift prefix_of(const std::string& id, double warm_drift,
+                            std::optional<int> warm_divergence = {}) {
+  PrefixPromptDrift prefix;
+  prefix.id = id;
+  prefix.cold_runs = 2;
+  prefix.warm_runs = 2;
+  prefix.cold_drift_from_reference.positions_compared = 8;
+  prefix.warm_drift_from_reference.positions_compared = 8;
+  prefix.warm_drift_from_reference.max_abs = warm_drift;
+  if (warm_drift > 0) prefix.warm_drift_from_reference.first_position = 0;
+  prefix.warm_divergence_from_reference = warm_divergence;
+  return prefix;
+}
+
+} // namespace
+
+TEST_CASE("check_determinism") {
+  AuditAnalysis sweep;
+  AuditAnalysis mixed;
+  std::vector<PrefixPromptDrift> prefix{prefix_of("a", 0), prefix_of("b", 0)};
+
+  SUBCASE("every cell bit-identical: held, no break, cells in test order") {
+    sweep.prompts = {prompt_of("a", {level_of(1), level_of(8)}),
+                     prompt_of("b", {level_of(1), level_of(8)})};
+    mixed.prompts = {prompt_of("a", {level_of(1)})};
+    const DeterminismCheck check = check_determinism({{ProbeKind::sweep, &sweep, nullptr},
+                                                      {ProbeKind::mixed, &mixed, nullptr},
+                                                      {ProbeKind::prefix, nullptr, &prefix}});
+    CHECK(check.held);
+    CHECK_FALSE(check.first_break);
+    REQUIRE(check.cells.size() == 5);
+    // Sweep by level, then cold and warm prefix, then filler traffic.
+    CHECK(check.cells[0].level == 1);
+    CHECK(check.cells[1].level == 8);
+    CHECK(check.cells[1].probe == ProbeKind::sweep);
+    CHECK(check.cells[2].shape == DeterminismShape::cold_prefix);
+    CHECK(check.cells[3].shape == DeterminismShape::warm_prefix);
+    CHECK(check.cells[4].probe == ProbeKind::mixed);
+    CHECK(check.cells[0].prompts == 2);
+    CHECK(check.cells[0].positions_compared == 16);
+    CHECK(determinism_line(check) == "determinism claim held on every level and probe");
+  }
+
+  SUBCASE("logprobs move at c=9 and tokens at c=16: the first level names logprobs") {
+    sweep.prompts = {
+        prompt_of("a", {level_of(1), level_of(8), level_of(9, 0.001), level_of(16, 0.2, 4)}),
+        prompt_of("b", {level_of(1), level_of(8), level_of(9, 0.00390625, {}, 5), level_of(16)})};
+    const DeterminismCheck check = check_determinism({{ProbeKind::sweep, &sweep, nullptr}});
+    CHECK_FALSE(check.held);
+    REQUIRE(check.first_break);
+    CHECK(check.first_break->level == 9);
+    CHECK(check.first_break->probe == ProbeKind::sweep);
+    CHECK(check.first_break->what == DeterminismBreak::logprobs);
+    // The prompt with the largest drift at that level, and its first moved position.
+    CHECK(check.first_break->prompt == "b");
+    CHECK(check.first_break->position == 5);
+    CHECK(check.first_break->drift == 0.00390625);
+    CHECK(check.cells[2].logprob_breaks == 2);
+    CHECK(check.cells[3].token_breaks == 1);
+    CHECK(determinism_line(check) ==
+          "determinism claim broken at c=9 (sweep): logprobs drift 0.0039 nats, tokens identical "
+          "(from token 5), prompt b");
+  }
+
+  SUBCASE("a token break outranks a logprob break at the same level, earliest divergence wins") {
+    sweep.prompts = {prompt_of("a", {level_of(1), level_of(2, 0.5)}),
+                     prompt_of("b", {level_of(1), level_of(2, 0.01, 7)}),
+                     prompt_of("c", {level_of(1), level_of(2, 0.02, 3)})};
+    const DeterminismCheck check = check_determinism({{ProbeKind::sweep, &sweep, nullptr}});
+    REQUIRE(check.first_break);
+    CHECK(check.first_break->level == 2);
+    CHECK(check.first_break->what == DeterminismBreak::tokens);
+    CHECK(check.first_break->prompt == "c");
+    CHECK(check.first_break->position == 3);
+    CHECK(check.cells[1].token_breaks == 2);
+    CHECK(check.cells[1].logprob_breaks == 1);
+    CHECK(determinism_line(check) == "determinism claim broken at c=2 (sweep): tokens differ from "
+                                     "the reference from token 3, prompt c");
+  }
+
+  SUBCASE("the sweep holds and the warm prefix cache breaks before filler traffic") {
+    sweep.prompts = {prompt_of("a", {level_of(1), level_of(16)})};
+    mixed.prompts = {prompt_of("a", {level_of(1, 0.25)})};
+    prefix = {prefix_of("a", 0.0625), prefix_of("b", 0)};
+    const DeterminismCheck check = check_determinism({{ProbeKind::sweep, &sweep, nullptr},
+                                                      {ProbeKind::mixed, &mixed, nullptr},
+                                                      {ProbeKind::prefix, nullptr, &prefix}});
+    REQUIRE(check.first_break);
+    CHECK(check.first_break->shape == DeterminismShape::warm_prefix);
+    CHECK(check.first_break->level == 1);
+    CHECK(check.first_break->prompt == "a");
+    CHECK(determinism_line(check) == "determinism claim broken at c=1 (warm prefix cache): "
+                                     "logprobs drift 0.062 nats, tokens identical (from token 0), "
+                                     "prompt a");
+  }
+
+  SUBCASE("no logprob compared anywhere: not held, and no break to name") {
+    sweep.prompts = {prompt_of("a", {level_of(1)})};
+    sweep.prompts[0].by_concurrency[0].drift_from_reference.positions_compared = 0;
+    const DeterminismCheck check = check_determinism({{ProbeKind::sweep, &sweep, nullptr}});
+    CHECK_FALSE(check.held);
+    CHECK_FALSE(check.first_break);
+    CHECK(determinism_line(check) ==
+          "determinism claim not checked: no logprobs to compare at some level or probe");
+  }
+}
+
+TEST_CASE("judge adds the determinism gate first, scoped to the first break") {
+  AuditAnalysis sweep;
+  sweep.summary.prompts = 1;
+  sweep.summary.stable_prompts = 1;
+  sweep.summary.prompts_with_two_completions = 1;
+  sweep.summary.requests = 4;
+  sweep.prompts = {prompt_of("a", {level_of(1), level_of(9, 0.5)})};
+  GateConfig gates;
+  gates.max_unique = 1;
+  std::vector<DeterminismCheck> checks{check_determinism({{ProbeKind::sweep, &sweep, nullptr}})};
+  const Verdict verdict = judge({{0, ProbeKind::sweep, &sweep}}, std::nullopt, gates,
+                                RunFacts{4, 4, false, ""}, &checks);
+  CHECK(verdict.status == VerdictStatus::fail);
+  REQUIRE(verdict.gates.size() == 3);
+  const GateResult& gate = verdict.gates.front();
+  CHECK(gate.name == "determinism");
+  CHECK_FALSE(gate.passed);
+  CHECK(gate.scope.endpoint == 0);
+  CHECK(gate.scope.probe == ProbeKind::sweep);
+  CHECK(gate.scope.level == 9);
+  CHECK(gate.figure == 0.5);
+  CHECK(verdict.headline ==
+        "FAIL: 1 of 3 gates failed: determinism claim broken at c=9 (sweep): logprobs drift 0.5 "
+        "nats, tokens identical (from token 3), prompt a (--profile deterministic)");
+
+  // Held: the gate passes with figure 0 and no level in its scope.
+  sweep.prompts[0].by_concurrency[1] = level_of(9);
+  checks = {check_determinism({{ProbeKind::sweep, &sweep, nullptr}})};
+  const Verdict held = judge({{0, ProbeKind::sweep, &sweep}}, std::nullopt, gates,
+                             RunFacts{4, 4, false, ""}, &checks);
+  CHECK(held.status == VerdictStatus::pass);
+  CHECK(held.gates.front().passed);
+  CHECK(held.gates.front().figure == 0.0);
+  CHECK_FALSE(held.gates.front().scope.level);
+}
+
+TEST_CASE("deterministic_levels") {
+  CHECK(deterministic_levels(128) == std::vector<int>{1, 2, 8, 9, 16, 32, 44, 64, 128});
+  CHECK(deterministic_levels(16) == std::vector<int>{1, 2, 8, 9, 16});
+  CHECK(deterministic_levels(43) == std::vector<int>{1, 2, 8, 9, 16, 32});
+  CHECK(deterministic_levels(1) == std::vector<int>{1});
+  CHECK(deterministic_levels(0).empty());
+}
+
+TEST_CASE("filler_prompt across 256 tokens") {
+  const FillerShape across{true, 7};
+  for (std::uint64_t index = 0; index < 40; ++index) {
+    const int words = filler_word_count(index, across);
+    // Even fillers stay below 256 tokens, odd ones above it.
+    if (index % 2 == 0) {
+      CHECK(words >= 16);
+      CHECK(words <= 200);
+    } else {
+      CHECK(words >= 300);
+      CHECK(words <= 480);
+    }
+    const std::string text = *filler_prompt(index, across).text;
+    CHECK(static_cast<int>(std::count(text.begin(), text.end(), ' ')) == words - 1);
+  }
+  // The seed changes the lengths; the standard shape ignores it and keeps its old stream.
+  CHECK(filler_word_count(1, {true, 7}) != filler_word_count(1, {true, 8}));
+  CHECK(filler_prompt(3, {}).text == filler_prompt(3, {false, 99}).text);
+}
+
+namespace {
+
+// A completion of `tokens`, each with the chosen token's logprob and one alternative 0.5 nats
+// below it.
+Completion run_of(std::initializer_list<std::pair<const char*, double>> tokens) {
+  Completion completion;
+  completion.has_logprobs = true;
+  for (const auto& [text, logprob] : tokens) {
+    TokenLogprob token;
+    token.token = text;
+    token.logprob = logprob;
+    token.top = {{text, logprob}, {"alt", logprob - 0.5}};
+    completion.text += text;
+    completion.tokens.push_back(token);
+  }
+  return completion;
+}
+
+RequestRecord record_of(int concurrency, int repeat, Completion completion,
+                        ProbeKind probe = ProbeKind::sweep) {
+  RequestRecord record;
+  record.planned = {0, 0, concurrency, probe, repeat};
+  record.outcome.ok = true;
+  record.outcome.attempts = 1;
+  record.outcome.completion = std::move(completion);
+  return record;
+}
+
+} // namespace
+
+TEST_CASE("analyse: drift_from_reference and divergence_from_reference per level") {
+  Suite suite;
+  suite.prompts.push_back(Prompt{.id = "p", .text = "x"});
+  // The reference is c=1 repeat 0 (recorded second: by repeat, not by recording order).
+  const std::vector<RequestRecord> records{
+      record_of(1, 1, run_of({{"a", -0.5}, {"b", -1.0}})),
+      record_of(1, 0, run_of({{"a", -0.5}, {"b", -1.0}})),
+      // c=8: both runs equal each other (no drift within the level) but not the reference.
+      record_of(8, 0, run_of({{"a", -0.5}, {"b", -1.25}})),
+      record_of(8, 1, run_of({{"a", -0.5}, {"b", -1.25}})),
+      // c=16: one run leaves the reference at token 1, after a drift of 0.125 at token 0.
+      record_of(16, 0, run_of({{"a", -0.375}, {"c", -1.0}})),
+      record_of(16, 1, run_of({{"a", -0.5}, {"b", -1.0}}))};
+  const AuditAnalysis analysis = analyse(suite, records, AnalysisConfig{});
+  REQUIRE(analysis.prompts.size() == 1);
+  const auto& levels = analysis.prompts[0].by_concurrency;
+  REQUIRE(levels.size() == 3);
+  CHECK(levels[0].drift_from_reference.max_abs == 0);
+  CHECK(levels[0].drift_from_reference.positions_compared == 4);
+  CHECK_FALSE(levels[0].divergence_from_reference);
+  CHECK(levels[1].logprob_drift.max_abs == 0); // within the level nothing moved
+  CHECK(levels[1].drift_from_reference.max_abs == 0.25);
+  CHECK(levels[1].drift_from_reference.first_position == 1);
+  CHECK_FALSE(levels[1].divergence_from_reference);
+  CHECK(levels[2].drift_from_reference.max_abs == 0.125);
+  CHECK(levels[2].drift_from_reference.first_position == 0);
+  CHECK(levels[2].divergence_from_reference == 1);
+
+  const DeterminismCheck check = check_determinism({{ProbeKind::sweep, &analysis, nullptr}});
+  REQUIRE(check.first_break);
+  CHECK(check.first_break->level == 8);
+  CHECK(check.first_break->what == DeterminismBreak::logprobs);
+  CHECK(check.first_break->drift == 0.25);
+}
+
+TEST_CASE("prefix_drift_of_prompt compares every trial with the first cold one") {
+  Suite suite;
+  suite.prompts.push_back(Prompt{.id = "p", .text = "x"});
+  const std::vector<RequestRecord> records{
+      record_of(1, 0, run_of({{"a", -0.5}, {"b", -1.0}}), ProbeKind::prefix),    // cold, reference
+      record_of(1, 1, run_of({{"a", -0.5}, {"b", -1.0625}}), ProbeKind::prefix), // warm
+      record_of(1, 2, run_of({{"a", -0.5}, {"b", -1.0}}), ProbeKind::prefix),    // cold
+      record_of(1, 3, run_of({{"a", -0.5}, {"d", -1.0}}), ProbeKind::prefix)};   // warm
+  std::vector<const RequestRecord*> pointers;
+  for (const auto& record : records) pointers.push_back(&record);
+  const auto drift = prefix_drift_of_prompt(suite, 0, pointers, AnalysisConfig{}, 0);
+  REQUIRE(drift);
+  CHECK(drift->cold_drift_from_reference.max_abs == 0);
+  CHECK(drift->cold_drift_from_reference.positions_compared == 4);
+  CHECK_FALSE(drift->cold_divergence_from_reference);
+  CHECK(drift->warm_drift_from_reference.max_abs == 0.0625);
+  CHECK(drift->warm_divergence_from_reference == 1);
+
+  const std::vector<PrefixPromptDrift> prefix{*drift};
+  const DeterminismCheck check = check_determinism({{ProbeKind::prefix, nullptr, &prefix}});
+  REQUIRE(check.first_break);
+  CHECK(check.first_break->shape == DeterminismShape::warm_prefix);
+  CHECK(check.first_break->what == DeterminismBreak::tokens);
+  CHECK(check.first_break->position == 1);
+}
