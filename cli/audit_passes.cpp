@@ -304,11 +304,13 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
 
   if (config.api == "auto") {
     std::string explanation;
-    auto dialect =
-        probes::detect_dialect(endpoint, result.target.headers, result.target.api_key,
-                               options.insecure, std::min(config.timeout_s, 10.0), &explanation);
+    bool llamacpp_router = false;
+    auto dialect = probes::detect_dialect(endpoint, result.target.headers, result.target.api_key,
+                                          options.insecure, std::min(config.timeout_s, 10.0),
+                                          &explanation, &llamacpp_router);
     if (!dialect) return dialect.error();
     result.target.dialect = *dialect;
+    result.target.llamacpp_router = llamacpp_router;
     if (!options.quiet)
       fmt::print(stderr, "llmrepro: --api auto chose {} ({})\n", probes::to_string(*dialect),
                  explanation);

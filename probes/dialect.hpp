@@ -33,6 +33,7 @@ struct GenerationParams {
   int top_logprobs = 2;   // 0..20
   std::uint64_t seed = 0; // sent where the API takes one
   bool stream = false;
+  bool native_model = false; // llama.cpp router mode: /completion also names `model`
 };
 
 // The HTTP request to send: POST `path` (appended to the base URL) with a JSON `body`.

@@ -184,6 +184,10 @@ DialectRequest build_llamacpp_request(const core::Prompt& prompt, const Generati
   body["temperature"] = 0.0;
   body["seed"] = params.seed;
   body["stream"] = params.stream;
+  // A router (llama-server without -m) proxies /completion to the child serving `model` and
+  // answers 400 "model name is missing from the request" without it; a single-model server
+  // is sent the body it has always been sent.
+  if (params.native_model && !params.model.empty()) body["model"] = params.model;
   return {"/completion", dump_body(body)};
 }
 

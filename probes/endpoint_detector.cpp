@@ -30,16 +30,44 @@ std::optional<json> object_of(const ProbeAnswer& answer) {
   return std::nullopt;
 }
 
-bool models_owned_by_llamacpp(const json& models) {
+// The server's name for itself in /v1/models `owned_by` ("llamacpp", "sglang", "vllm",
+// "llmrepro"), when every listed model says the same; empty otherwise. OpenAI itself answers
+// "openai" or "system" and Ollama "library": those name an owner, not a server, and are
+// returned like any other value for the caller to ignore.
+std::string models_owner(const json& models) {
   const auto data = models.find("data");
-  if (data == models.end() || !data->is_array()) return false;
+  if (data == models.end() || !data->is_array() || data->empty()) return "";
+  std::string owner;
   for (const json& model : *data) {
-    if (!model.is_object()) continue;
-    const auto owner = model.find("owned_by");
-    if (owner != model.end() && owner->is_string() && owner->get<std::string>() == "llamacpp")
-      return true;
+    if (!model.is_object()) return "";
+    const auto field = model.find("owned_by");
+    if (field == model.end() || !field->is_string()) return "";
+    if (!owner.empty() && owner != field->get<std::string>()) return "";
+    owner = field->get<std::string>();
   }
-  return false;
+  return owner;
+}
+
+bool lists_ollama_models(const std::optional<json>& tags) {
+  if (!tags) return false;
+  const auto models = tags->find("models");
+  return models != tags->end() && models->is_array();
+}
+
+// Ollama's own GET /api/version answers {"version": "0.13.0"}; the Ollama-compatible
+// routes of llama.cpp and SGLang serve /api/tags but not this.
+bool ollama_version(const std::optional<json>& version) {
+  if (!version) return false;
+  const auto field = version->find("version");
+  return field != version->end() && field->is_string();
+}
+
+// llama.cpp started without -m answers GET /props with "role": "router" (tools/server,
+// server-models.cpp); its requests are proxied to a child chosen by the request's `model`.
+bool props_say_router(const std::optional<json>& props) {
+  if (!props) return false;
+  const auto role = props->find("role");
+  return role != props->end() && role->is_string() && role->get<std::string>() == "router";
 }
 
 std::string status_line(const char* path, const ProbeAnswer& answer) {
@@ -87,36 +115,75 @@ std::array<ProbeAnswer, N> fetch_all(const std::string& base_url,
 
 } // namespace
 
+bool is_llamacpp_router(const DetectionProbes& probes) {
+  return props_say_router(object_of(probes.props));
+}
+
 core::Result<Dialect> decide_dialect(const std::string& base_url, const DetectionProbes& probes,
                                      std::string* explanation) {
+  const auto tags = object_of(probes.tags);
+  const auto models = object_of(probes.models);
+  const std::string owner = models ? models_owner(*models) : "";
+  // Evidence of the Ollama-compatible routes that a stronger rule overrode: printed, so that a
+  // user who expected Ollama sees why its routes (no logprobs on SGLang, none at all on
+  // llama.cpp) are not the ones audited.
+  const std::string also_tags =
+      lists_ollama_models(tags)
+          ? "; /api/tags also answers, but those Ollama-compatible routes are not used"
+          : "";
   const auto explain = [&](Dialect dialect, const std::string& why) -> core::Result<Dialect> {
     if (explanation != nullptr) *explanation = std::string(to_string(dialect)) + ": " + why;
     return dialect;
   };
 
-  if (const auto tags = object_of(probes.tags)) {
-    const auto models = tags->find("models");
-    if (models != tags->end() && models->is_array())
-      return explain(Dialect::ollama, "/api/tags lists \"models\" (Ollama)");
+  // 1. The server names itself, in the field it fills with its own name on every model.
+  if (owner == "llamacpp") {
+    std::string why = "/v1/models lists owned_by \"llamacpp\" (llama.cpp server)";
+    if (is_llamacpp_router(probes))
+      why += "; /props says role \"router\": each request names its model";
+    return explain(Dialect::llamacpp, why + also_tags);
+  }
+  if (owner == "sglang")
+    return explain(Dialect::sglang, "/v1/models lists owned_by \"sglang\" (SGLang)" + also_tags);
+  // 2. Routes only one kind of server has, answering in its own shape.
+  if (const auto model_info = object_of(probes.model_info)) {
+    if (model_info->contains("model_path"))
+      return explain(Dialect::sglang,
+                     "/get_model_info answers with \"model_path\" (SGLang)" + also_tags);
+  }
+  if (const auto props = object_of(probes.props); props && ok(probes.health)) {
+    std::string why = "/health and /props answer (llama.cpp server)";
+    if (props_say_router(props))
+      why += "; /props says role \"router\": each request names its model";
+    return explain(Dialect::llamacpp, why + also_tags);
   }
   if (const auto info = object_of(probes.info)) {
     if (info->contains("model_id") &&
         (info->contains("max_concurrent_requests") || info->contains("router")))
       return explain(Dialect::tgi, "/info has \"model_id\" and TGI router fields");
   }
-  if (const auto model_info = object_of(probes.model_info)) {
-    if (model_info->contains("model_path"))
-      return explain(Dialect::sglang, "/get_model_info answers with \"model_path\" (SGLang)");
+  if (lists_ollama_models(tags) && ollama_version(object_of(probes.version)))
+    return explain(Dialect::ollama, "/api/version and /api/tags answer (Ollama)");
+  // 3. OpenAI-compatible servers, named or not.
+  if (owner == "vllm")
+    return explain(Dialect::openai_chat, "/v1/models lists owned_by \"vllm\" (vLLM)" + also_tags);
+  if (owner == "llmrepro")
+    return explain(Dialect::openai_chat,
+                   "/v1/models lists owned_by \"llmrepro\" (the reference engine)" + also_tags);
+  if (models) {
+    if (lists_ollama_models(tags))
+      return explain(Dialect::openai_chat,
+                     "/v1/models answers; /api/tags answers without Ollama's /api/version, so "
+                     "those are another server's Ollama-compatible routes, which may return no "
+                     "logprobs");
+    return explain(Dialect::openai_chat, "/v1/models answers (OpenAI-compatible)");
   }
-  const auto models = object_of(probes.models);
-  if (ok(probes.health) && object_of(probes.props))
-    return explain(Dialect::llamacpp, "/health and /props answer (llama.cpp server)");
-  if (models && models_owned_by_llamacpp(*models))
-    return explain(Dialect::llamacpp, "/v1/models lists owned_by \"llamacpp\"");
-  if (models) return explain(Dialect::openai_chat, "/v1/models answers (OpenAI-compatible)");
+  if (lists_ollama_models(tags))
+    return explain(Dialect::ollama, "/api/tags lists \"models\" and no other route answers");
 
-  const std::array<const ProbeAnswer*, 6> all{&probes.models, &probes.health, &probes.props,
-                                              &probes.tags,   &probes.info,   &probes.model_info};
+  const std::array<const ProbeAnswer*, 7> all{&probes.models, &probes.health, &probes.props,
+                                              &probes.tags,   &probes.info,   &probes.model_info,
+                                              &probes.version};
   bool any_answered = false;
   for (const ProbeAnswer* answer : all) any_answered = any_answered || answer->answered;
   const std::string url = strip_credentials(base_url);
@@ -166,10 +233,10 @@ core::Result<std::string> pick_model(const ProbeAnswer& models, const ProbeAnswe
 core::Result<Dialect> detect_dialect(const std::string& base_url,
                                      const std::vector<std::string>& headers,
                                      const std::string& api_key, bool insecure, double timeout_s,
-                                     std::string* explanation) {
-  const std::array<const char*, 6> paths{"/v1/models", "/health", "/props",
-                                         "/api/tags",  "/info",   "/get_model_info"};
-  std::array<ProbeAnswer, 6> answers =
+                                     std::string* explanation, bool* llamacpp_router) {
+  const std::array<const char*, 7> paths{
+      "/v1/models", "/health", "/props", "/api/tags", "/info", "/get_model_info", "/api/version"};
+  std::array<ProbeAnswer, 7> answers =
       fetch_all(base_url, paths, headers, api_key, insecure, timeout_s);
   DetectionProbes probes;
   probes.models = std::move(answers[0]);
@@ -178,7 +245,11 @@ core::Result<Dialect> detect_dialect(const std::string& base_url,
   probes.tags = std::move(answers[3]);
   probes.info = std::move(answers[4]);
   probes.model_info = std::move(answers[5]);
-  return decide_dialect(base_url, probes, explanation);
+  probes.version = std::move(answers[6]);
+  auto dialect = decide_dialect(base_url, probes, explanation);
+  if (llamacpp_router != nullptr)
+    *llamacpp_router = dialect && *dialect == Dialect::llamacpp && is_llamacpp_router(probes);
+  return dialect;
 }
 
 core::Result<std::string> detect_model(const std::string& base_url,

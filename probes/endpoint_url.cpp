@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <initializer_list>
 #include <string_view>
 
 namespace llmrepro::probes {
@@ -66,6 +67,33 @@ std::string strip_query(std::string_view query) {
     begin = end + 1;
   }
   return kept;
+}
+
+// Whether one segment of a base URL's path names version 1 of an API: "v1", "v1beta",
+// "v1alpha" or "v1beta1". Such a base is where the provider's OpenAI-compatible routes live
+// (https://api.openai.com/v1, https://api.deepinfra.com/v1/openai,
+// https://generativelanguage.googleapis.com/v1beta/openai), so "/v1/models" maps to
+// "<base>/models". "v10" or "v2" name something else and are left alone.
+bool names_api_version_1(std::string_view path) {
+  std::size_t begin = 0;
+  while (begin < path.size()) {
+    std::size_t end = path.find('/', begin);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view segment = path.substr(begin, end - begin);
+    if (segment.rfind("v1", 0) == 0) {
+      segment.remove_prefix(2);
+      for (std::string_view stage : {"alpha", "beta"})
+        if (segment.rfind(stage, 0) == 0) {
+          segment.remove_prefix(stage.size());
+          while (!segment.empty() && std::isdigit(static_cast<unsigned char>(segment[0])) != 0)
+            segment.remove_prefix(1);
+          break;
+        }
+      if (segment.empty()) return true;
+    }
+    begin = end + 1;
+  }
+  return false;
 }
 
 } // namespace
@@ -137,8 +165,11 @@ std::string join_url(const std::string& base_url, const std::string& path) {
          (parts.authority_begin == std::string::npos || prefix.size() > parts.authority_end))
     prefix.pop_back();
   std::string tail = path;
-  const bool base_has_v1 = prefix.size() >= 3 && prefix.compare(prefix.size() - 3, 3, "/v1") == 0;
-  if (base_has_v1 && (tail == "/v1" || tail.rfind("/v1/", 0) == 0)) tail.erase(0, 3);
+  const std::size_t path_begin =
+      parts.authority_begin != std::string::npos ? std::min(parts.authority_end, prefix.size()) : 0;
+  const bool openai_path = tail == "/v1" || tail.rfind("/v1/", 0) == 0;
+  if (openai_path && names_api_version_1(std::string_view(prefix).substr(path_begin)))
+    tail.erase(0, 3);
   return prefix + tail + base_url.substr(path_end);
 }
 

@@ -20,8 +20,13 @@ core::Result<std::string> validate_base_url(const std::string& url);
 // Everything else, including the order of the remaining parameters, is kept.
 std::string strip_credentials(const std::string& url);
 
-// Appends an API `path` ("/v1/models") to a base URL, before any query string. A base that
-// already ends in "/v1" (as OpenAI's documented base URL does) does not get a second "/v1".
+// Appends an API `path` ("/v1/models") to a base URL, before any query string. The URL a
+// user copies from a provider's documentation is the base whatever its path: where a segment
+// of that path names API version 1 ("v1", "v1beta", "v1alpha", "v1beta1", as in
+// https://api.openai.com/v1, https://api.deepinfra.com/v1/openai or
+// https://generativelanguage.googleapis.com/v1beta/openai), the OpenAI paths lose their own
+// "/v1" ("<base>/chat/completions"). Other paths ("/health", "/completion") and other bases
+// are appended as they are.
 std::string join_url(const std::string& base_url, const std::string& path);
 
 } // namespace llmrepro::probes

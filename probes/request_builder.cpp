@@ -9,6 +9,7 @@ namespace llmrepro::probes::detail {
 GenerationParams params_for(const EndpointTarget& target, const SchedulerConfig& config) {
   GenerationParams params = config.params;
   if (!target.model.empty()) params.model = target.model;
+  if (target.llamacpp_router) params.native_model = true;
   return params;
 }
 

@@ -13,6 +13,15 @@ Script:
   {"model": "scripted-model", "fingerprint": "fp_scripted",       (both optional)
    "token_ids": false,                                             (vllm: "token_id:N" tokens)
    "flush_routes": ["/flush_cache"],                               (optional: cache-flush POSTs)
+   "api_tags": true,                                               (llamacpp, sglang: also answer
+                                                                    GET /api/tags as those servers
+                                                                    do, in their own shapes)
+   "base_path": "/v1/openai",                                      (every route lives under this
+                                                                    prefix, OpenAI ones without
+                                                                    their "/v1": a hosted base URL)
+   "router": true,                                                 (llamacpp: llama-server without
+                                                                    -m; /completion answers 400
+                                                                    unless it names the model)
    "fallback": [entry, ...],                                       (optional: any other prompt)
    "prompts": {"<prompt text or last user message>": [entry, ...] or variants}}
   A prompt key matches a request whose prompt equals it, else the longest key the prompt
@@ -369,6 +378,9 @@ def load_script(path):
             "fingerprint": raw.get("fingerprint"),
             "token_ids": bool(raw.get("token_ids", False)),
             "flush_routes": flush_routes,
+            "api_tags": bool(raw.get("api_tags", False)),
+            "base_path": str(raw.get("base_path", "")).rstrip("/"),
+            "router": bool(raw.get("router", False)),
             "fallback": fallback,
             "prompts": prompts}
 
@@ -905,8 +917,20 @@ def completion_route(dialect, path):
     return tgi if path in ("/generate", "/generate_stream") else None
 
 
-def detection_get(dialect, path, model):
+def llamacpp_tags(model):
+    """llama.cpp's one model-list handler (tools/server, May 2025 to April 2026): the Ollama
+    "models" array beside the OpenAI "data" array, served at /v1/models and /api/tags alike."""
+    return {"models": [{"name": model, "model": model, "modified_at": "", "size": "", "digest": "",
+                        "type": "model", "description": "", "tags": [""],
+                        "capabilities": ["completion"], "parameters": "",
+                        "details": {"parent_model": "", "format": "gguf", "family": "",
+                                    "families": [""], "parameter_size": "",
+                                    "quantization_level": ""}}]}
+
+
+def detection_get(dialect, path, script):
     """(status, JSON body) for the GETs an auto-detecting client sends."""
+    model = script["model"]
     models = {"object": "list", "data": [{"id": model, "object": "model", "created": CREATED,
                                           "owned_by": "scripted"}]}
     if dialect in ("openai-chat", "openai-completions"):
@@ -921,14 +945,29 @@ def detection_get(dialect, path, model):
             return 200, None
         if path == "/version":
             return 200, {"version": "0.31.0"}
+    elif dialect in ("llamacpp", "llamacpp-old") and script["router"]:
+        # llama-server without -m (tools/server/server-models.cpp): its own /props and list.
+        if path == "/health":
+            return 200, {"status": "ok"}
+        if path == "/props":
+            return 200, {"role": "router", "max_instances": 4, "models_autoload": True,
+                         "model_alias": "llama-server", "model_path": "none",
+                         "default_generation_settings": {"params": {}, "n_ctx": 0}}
+        if path == "/v1/models" or (path == "/api/tags" and script["api_tags"]):
+            return 200, {"data": [{"id": model, "aliases": [], "tags": [], "object": "model",
+                                   "owned_by": "llamacpp", "created": CREATED,
+                                   "status": {"value": "loaded", "args": ["llama-server"]}}],
+                         "object": "list"}
     elif dialect in ("llamacpp", "llamacpp-old"):
         if path == "/health":
             return 200, {"status": "ok"}
         if path == "/props":
             return 200, {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 4,
                          "model_path": f"models/{model}.gguf", "chat_template": ""}
-        if path == "/v1/models":
+        if path == "/v1/models" or (path == "/api/tags" and script["api_tags"]):
             models["data"][0].update(owned_by="llamacpp", meta={"n_vocab": 151936})
+            if script["api_tags"]:
+                models.update(llamacpp_tags(model))
             return 200, models
     elif dialect == "sglang":
         if path == "/get_model_info":
@@ -938,6 +977,13 @@ def detection_get(dialect, path, model):
         if path == "/v1/models":
             models["data"][0].update(owned_by="sglang", root=model, max_model_len=32768)
             return 200, models
+        if path == "/api/tags" and script["api_tags"]:
+            # sglang/srt/entrypoints/ollama/serving.py get_tags()
+            return 200, {"models": [{"name": model, "model": model,
+                                     "modified_at": "2025-12-01T10:00:01.654Z", "size": 0,
+                                     "digest": "sha256:sglang" + "0" * 58,
+                                     "details": {"format": "sglang", "family": model,
+                                                 "parameter_size": "unknown"}}]}
     elif dialect == "ollama":
         if path == "/api/tags":
             return 200, {"models": [{"name": model, "model": model,
@@ -1008,6 +1054,21 @@ def encode_stream(dialect, events):
     return out
 
 
+def local_path(script, dialect, path):
+    """The dialect's own path for a request path, or None where nothing is served: with a
+    "base_path", only paths under it, and OpenAI's "/v1/..." routes as "<base>/..."."""
+    base = script["base_path"]
+    if not base:
+        return path
+    if path != base and not path.startswith(base + "/"):
+        return None
+    rest = path[len(base):]
+    if dialect in ("openai-chat", "openai-completions", "vllm"):
+        served = ("/models", "/chat/completions", "/completions")
+        return "/v1" + rest if rest in served else None
+    return rest
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "scripted-endpoint/1"
@@ -1053,8 +1114,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         self.in_flight = 0
         self.log_request_item(b"")
-        status, obj = detection_get(self.state.dialect, self.path.split("?")[0],
-                                    self.state.script["model"])
+        path = local_path(self.state.script, self.state.dialect, self.path.split("?")[0])
+        status, obj = (404, None) if path is None else detection_get(self.state.dialect, path,
+                                                                      self.state.script)
         if status == 404:
             obj = error_body(self.state.dialect, 404, f"no route for GET {self.path}", "not_found")
         self.send_json(status, obj)
@@ -1108,7 +1170,9 @@ class Handler(BaseHTTPRequestHandler):
     def answer_post(self):
         raw = self.read_body()
         dialect = self.state.dialect
-        path = self.path.split("?")[0]
+        path = local_path(self.state.script, dialect, self.path.split("?")[0])
+        if path is None:
+            path = f"{self.path.split('?')[0]} (outside {self.state.script['base_path']})"
         try:
             body = json.loads(raw.decode("utf-8"))
             if not isinstance(body, dict):
@@ -1119,6 +1183,13 @@ class Handler(BaseHTTPRequestHandler):
                                            "invalid_request_error"))
             return
         builder = completion_route(dialect, path)
+        if builder is not None and self.state.script["router"] and not isinstance(
+                body.get("model"), str):
+            # tools/server/server-models.cpp: a router cannot tell which child to proxy to.
+            self.log_request_item(raw, outcome="bad_request")
+            self.send_json(400, error_body(dialect, 400, "model name is missing from the request",
+                                           "invalid_request_error"))
+            return
         key = self.state.match(prompt_of(body))
         fallback = key is None and self.state.script["fallback"] is not None
         if builder is None or (key is None and not fallback):

@@ -2,7 +2,14 @@
 """Scenario: --api auto probes each kind of server (GET /v1/models, /health, /api/tags, /info,
 /get_model_info) before any completion, picks its dialect and says which, finds the model
 when --model is not given, and audits with it. vLLM and plain OpenAI servers are spoken to
-as openai-chat; both llama.cpp shapes as llamacpp."""
+as openai-chat; both llama.cpp shapes as llamacpp.
+
+Then the cases the strongest-evidence rule exists for: llama.cpp and SGLang that also answer
+GET /api/tags are not taken for Ollama, and the evidence is printed; a hosted base URL with a
+path beyond /v1 (DeepInfra's .../v1/openai) is the base of every request; llama.cpp in router
+mode gets `model` in its native /completion requests."""
+
+import json
 
 import e2e_harness as h
 import standard_audit as std
@@ -46,6 +53,107 @@ class ApiAuto(h.E2ETestCase):
                 self.assertEqual(methods.count("POST"), 2)
                 self.assertEqual({item["outcome"] for item in endpoint.posts()}, {"completion"},
                                  "every completion went to a path the dialect serves")
+
+
+    def audit_auto(self, endpoint, name, prompts, extra=()):
+        suite = self.write_suite(f"{name}.jsonl", prompts)
+        report_path = self.path(f"{name}.json")
+        run = self.run_llmrepro(["audit", "--suite", suite, "--endpoint", endpoint, "--api", "auto",
+                                 "--runs", "2", "--concurrency", "1",
+                                 "--db", self.path(f"{name}.db"), "--json", report_path,
+                                 *extra])
+        self.assert_exit(run, 0)
+        return run, self.load_report(report_path)
+
+    def test_api_tags_never_outweighs_the_server_naming_itself(self):
+        # One text prompt and one chat prompt: misdetected as Ollama, the text one went to
+        # /api/generate and the chat one to /api/chat, neither served by these two.
+        prompts = [{"id": "capital", "prompt": "Name the capital of France."},
+                   {"id": "hello", "messages": [{"role": "user", "content": "Say hello."}]}]
+        evidence = {
+            "llamacpp": "--api auto chose llamacpp (llamacpp: /v1/models lists owned_by "
+                        "\"llamacpp\" (llama.cpp server); /api/tags also answers, but those "
+                        "Ollama-compatible routes are not used)",
+            "sglang": "--api auto chose sglang (sglang: /v1/models lists owned_by \"sglang\" "
+                      "(SGLang); /api/tags also answers, but those Ollama-compatible routes are "
+                      "not used)",
+        }
+        native = {"llamacpp": "/completion", "sglang": "/generate"}
+        for dialect, line in evidence.items():
+            with self.subTest(dialect=dialect):
+                script = dict(std.script(), api_tags=True)
+                endpoint = self.start_endpoint(script, dialect, name=f"tags-{dialect}")
+                run, report = self.audit_auto(endpoint.url, f"tags-{dialect}", prompts)
+                self.assertIn(line, run.stderr, run.describe())
+                self.assertEqual(report["endpoints"][0]["dialect"], dialect)
+                gets = {item["path"] for item in endpoint.requests("GET")}
+                self.assertIn("/api/tags", gets, "the endpoint did answer /api/tags")
+                self.assertIn("/api/version", gets, "Ollama's own route was asked for")
+                self.assertEqual([item["path"] for item in endpoint.posts()],
+                                 [native[dialect]] * 4)
+                self.assertEqual({item["outcome"] for item in endpoint.posts()}, {"completion"})
+                self.assertEqual((report["summary"]["requests"],
+                                  report["summary"]["failed_requests"]), (4, 0))
+
+    def test_ollama_is_still_ollama(self):
+        endpoint = self.start_endpoint(std.script(), "ollama", name="ollama-evidence")
+        run, report = self.audit_auto(endpoint.url, "ollama-evidence",
+                                      [{"id": "capital", "prompt": "Name the capital of France."}])
+        self.assertIn("--api auto chose ollama (ollama: /api/version and /api/tags answer "
+                      "(Ollama))", run.stderr, run.describe())
+        self.assertEqual([item["path"] for item in endpoint.posts()], ["/api/generate"] * 2)
+
+    def test_base_url_with_a_path_beyond_v1(self):
+        script = dict(std.script(), base_path="/v1/openai")
+        endpoint = self.start_endpoint(script, "openai-chat", name="deepinfra")
+        base = endpoint.url + "/v1/openai"
+        prompts = [{"id": "hello", "messages": [{"role": "user", "content": "Say hello."}]},
+                   {"id": "capital", "prompt": "Name the capital of France."}]
+        run, report = self.audit_auto(base, "deepinfra", prompts)
+        self.assertIn("--api auto chose openai-chat (openai-chat: /v1/models answers "
+                      "(OpenAI-compatible))", run.stderr, run.describe())
+        self.assertEqual(report["endpoints"][0]["model"], std.MODEL, "found at <base>/models")
+        self.assertEqual(report["endpoints"][0]["url"], base)
+        self.assertIn("/v1/openai/models", [item["path"] for item in endpoint.requests("GET")])
+        self.assertEqual([item["path"] for item in endpoint.posts()],
+                         ["/v1/openai/chat/completions"] * 4)
+        self.assertEqual({item["outcome"] for item in endpoint.posts()}, {"completion"})
+        self.assertEqual((report["summary"]["requests"], report["summary"]["failed_requests"],
+                          [p["unique_completions"] for p in report["prompts"]]), (4, 0, [1, 1]))
+        # The same base with the path given twice is not what the user copied: it fails visibly.
+        doubled = self.run_llmrepro(["audit", "--suite", self.path("deepinfra.jsonl"),
+                                     "--endpoint", base + "/v1", "--api", "openai-chat",
+                                     "--model", std.MODEL, "--runs", "1", "--retries", "0",
+                                     "--db", self.path("doubled.db"),
+                                     "--json", self.path("doubled.json")])
+        self.assertNotEqual(doubled.returncode, 0, doubled.describe())
+        self.assertEqual({(item["path"], item["outcome"]) for item in endpoint.posts()[4:]},
+                         {("/v1/openai/v1/chat/completions", "not_found")})
+
+    def test_llamacpp_router_mode_names_the_model(self):
+        script = dict(std.script(), router=True)
+        endpoint = self.start_endpoint(script, "llamacpp", name="router")
+        run, report = self.audit_auto(endpoint.url, "router",
+                                      [{"id": "capital", "prompt": "Name the capital of France."}])
+        self.assertIn("/props says role \"router\": each request names its model", run.stderr,
+                      run.describe())
+        self.assertEqual(report["endpoints"][0]["model"], std.MODEL)
+        posts = endpoint.posts()
+        self.assertEqual([item["path"] for item in posts], ["/completion"] * 2)
+        self.assertEqual([json.loads(item["body"])["model"] for item in posts], [std.MODEL] * 2)
+        self.assertEqual({item["outcome"] for item in posts}, {"completion"})
+        self.assertEqual((report["summary"]["requests"], report["summary"]["failed_requests"]),
+                         (2, 0))
+        # Told --api llamacpp, nothing says it is a router: the router's 400 is what a user
+        # saw before, and still sees, so the scripted router does refuse a body without model.
+        told = self.run_llmrepro(["audit", "--suite", self.path("router.jsonl"),
+                                  "--endpoint", endpoint.url, "--api", "llamacpp",
+                                  "--model", std.MODEL, "--runs", "1", "--retries", "0",
+                                  "--db", self.path("told.db"), "--json", self.path("told.json")])
+        self.assertNotEqual(told.returncode, 0, told.describe())
+        refused = endpoint.posts()[2:]
+        self.assertEqual({item["outcome"] for item in refused}, {"bad_request"})
+        self.assertEqual({"model" in json.loads(item["body"]) for item in refused}, {False})
 
 
 if __name__ == "__main__":

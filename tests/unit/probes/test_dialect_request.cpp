@@ -108,6 +108,16 @@ TEST_CASE("build_request llamacpp") {
   CHECK(body["stream"] == true);
   CHECK_FALSE(body.contains("cache_prompt"));
   CHECK_FALSE(body.contains("model"));
+  SUBCASE("router mode names the model") {
+    GenerationParams router = params();
+    router.native_model = true;
+    Json routed = body_of(probes::build_request(Dialect::llamacpp, text_prompt("He"), router));
+    CHECK(routed["model"] == "m");
+    CHECK(routed["n_probs"] == 3);
+    router.model.clear();
+    CHECK_FALSE(body_of(probes::build_request(Dialect::llamacpp, text_prompt("He"), router))
+                    .contains("model"));
+  }
 }
 
 TEST_CASE("build_request sglang") {

@@ -1,12 +1,16 @@
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "probes/endpoint_detector.hpp"
+#include "tests/unit/probes/dialect_test_support.hpp"
 #include "tests/unit/probes/loopback_server.hpp"
 
 using llmrepro::core::ErrorCode;
 using llmrepro::probes::decide_dialect;
 using llmrepro::probes::DetectionProbes;
 using llmrepro::probes::Dialect;
+using llmrepro::probes::is_llamacpp_router;
 using llmrepro::probes::pick_model;
 using llmrepro::probes::ProbeAnswer;
 using llmrepro::probes::testing::LoopbackServer;
@@ -32,11 +36,38 @@ DetectionProbes all_not_found() {
   probes.tags = not_found();
   probes.info = not_found();
   probes.model_info = not_found();
+  probes.version = not_found();
   return probes;
 }
 
 const char* k_models =
     R"({"object":"list","data":[{"id":"qwen3-8b","object":"model","owned_by":"vllm"}]})";
+// Ollama's own /v1/models names the model's namespace, not the server.
+const char* k_ollama_models =
+    R"({"object":"list","data":[{"id":"qwen3-8b","object":"model","owned_by":"library"}]})";
+
+bool object_has_models(const ProbeAnswer& probe) {
+  return probe.http_status == 200 && nlohmann::json::parse(probe.body).contains("models");
+}
+
+// The detection answers of one kind of server from tests/data/formats/discovery_<server>.json:
+// each GET path listed there answers 200 with its body (an empty body for null), every other
+// path 404. Keys that are not a GET path (an example error) are skipped.
+DetectionProbes discovery(const std::string& server) {
+  const auto paths =
+      nlohmann::json::parse(llmrepro::probes::test::read_format("discovery_" + server + ".json"));
+  DetectionProbes probes = all_not_found();
+  const std::pair<const char*, ProbeAnswer*> routes[] = {
+      {"/v1/models", &probes.models},   {"/health", &probes.health},
+      {"/props", &probes.props},        {"/api/tags", &probes.tags},
+      {"/info", &probes.info},          {"/get_model_info", &probes.model_info},
+      {"/api/version", &probes.version}};
+  for (const auto& [path, probe] : routes) {
+    const auto found = paths.find(path);
+    if (found != paths.end()) *probe = answer(200, found->is_null() ? "" : found->dump());
+  }
+  return probes;
+}
 
 } // namespace
 
@@ -45,7 +76,8 @@ TEST_CASE("decide_dialect") {
   SUBCASE("Ollama: /api/tags lists models") {
     DetectionProbes probes = all_not_found();
     probes.tags = answer(200, R"({"models":[{"name":"llama3.2:1b"}]})");
-    probes.models = answer(200, k_models);
+    probes.version = answer(200, R"({"version":"0.13.0"})");
+    probes.models = answer(200, k_ollama_models);
     auto dialect = decide_dialect("http://h", probes, &why);
     REQUIRE(dialect.has_value());
     CHECK(*dialect == Dialect::ollama);
@@ -112,6 +144,85 @@ TEST_CASE("decide_dialect") {
   }
 }
 
+TEST_CASE("decide_dialect on real discovery answers") {
+  std::string why;
+  SUBCASE("llama.cpp with /api/tags (May 2025 to April 2026) is not Ollama") {
+    const DetectionProbes probes = discovery("llamacpp");
+    REQUIRE(object_has_models(probes.tags));
+    auto dialect = decide_dialect("http://h", probes, &why);
+    REQUIRE(dialect.has_value());
+    CHECK(*dialect == Dialect::llamacpp);
+    CHECK(why == "llamacpp: /v1/models lists owned_by \"llamacpp\" (llama.cpp server); "
+                 "/api/tags also answers, but those Ollama-compatible routes are not used");
+    CHECK_FALSE(is_llamacpp_router(probes));
+  }
+  SUBCASE("llama.cpp without /api/tags (before May 2025, after April 2026)") {
+    DetectionProbes probes = discovery("llamacpp");
+    probes.tags = not_found();
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::llamacpp);
+    CHECK(why == "llamacpp: /v1/models lists owned_by \"llamacpp\" (llama.cpp server)");
+    // Older builds whose /v1/models named no owner: /health and /props still decide.
+    probes.models = not_found();
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::llamacpp);
+    CHECK(why == "llamacpp: /health and /props answer (llama.cpp server)");
+  }
+  SUBCASE("llama.cpp router mode") {
+    DetectionProbes probes = discovery("llamacpp_router");
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::llamacpp);
+    CHECK(why == "llamacpp: /v1/models lists owned_by \"llamacpp\" (llama.cpp server); /props "
+                 "says role \"router\": each request names its model");
+    CHECK(is_llamacpp_router(probes));
+    CHECK(*pick_model(probes.models, probes.tags) == "ggml-org/Qwen3-8B-GGUF:Q8_0");
+  }
+  SUBCASE("SGLang with its Ollama routes is not Ollama") {
+    DetectionProbes probes = discovery("sglang");
+    REQUIRE(object_has_models(probes.tags));
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::sglang);
+    CHECK(why == "sglang: /v1/models lists owned_by \"sglang\" (SGLang); /api/tags also "
+                 "answers, but those Ollama-compatible routes are not used");
+    // Without the owner, /get_model_info still outweighs /api/tags.
+    probes.models = not_found();
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::sglang);
+    CHECK(why.rfind("sglang: /get_model_info answers with \"model_path\" (SGLang); /api/tags "
+                    "also answers",
+                    0) == 0);
+  }
+  SUBCASE("Ollama answers its own /api/version") {
+    DetectionProbes probes = discovery("ollama");
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::ollama);
+    CHECK(why == "ollama: /api/version and /api/tags answer (Ollama)");
+    CHECK(*pick_model(probes.models, probes.tags) == "qwen3:8b");
+    // /api/tags without /api/version beside an OpenAI route: another server's Ollama shim,
+    // so its OpenAI route (which returns logprobs) is used.
+    probes.version = not_found();
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::openai_chat);
+    CHECK(why.find("without Ollama's /api/version") != std::string::npos);
+    // /api/tags alone is still Ollama.
+    probes.models = not_found();
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::ollama);
+    CHECK(why == "ollama: /api/tags lists \"models\" and no other route answers");
+  }
+  SUBCASE("vLLM") {
+    CHECK(*decide_dialect("http://h", discovery("vllm"), &why) == Dialect::openai_chat);
+    CHECK(why == "openai-chat: /v1/models lists owned_by \"vllm\" (vLLM)");
+  }
+  SUBCASE("TGI") {
+    CHECK(*decide_dialect("http://h", discovery("tgi"), &why) == Dialect::tgi);
+    CHECK(why == "tgi: /info has \"model_id\" and TGI router fields");
+  }
+  SUBCASE("the reference engine") {
+    CHECK(*decide_dialect("http://h", discovery("llmrepro"), &why) == Dialect::openai_chat);
+    CHECK(why == "openai-chat: /v1/models lists owned_by \"llmrepro\" (the reference engine)");
+  }
+  SUBCASE("an owner named by only some models names no server") {
+    DetectionProbes probes = all_not_found();
+    probes.models = answer(
+        200, R"({"data":[{"id":"a","owned_by":"llamacpp"},{"id":"b","owned_by":"openai"}]})");
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::openai_chat);
+    CHECK(why == "openai-chat: /v1/models answers (OpenAI-compatible)");
+  }
+}
+
 TEST_CASE("pick_model") {
   CHECK(*pick_model(answer(200, k_models), not_found()) == "qwen3-8b");
   CHECK(*pick_model(not_found(), answer(200, R"({"models":[{"name":"llama3.2:1b"}]})")) ==
@@ -131,7 +242,10 @@ TEST_CASE("detect_dialect") {
         response.set_content(R"({"models":[{"name":"tiny:latest"}]})", "application/json");
       });
       routes.Get("/v1/models", [](const httplib::Request&, httplib::Response& response) {
-        response.set_content(k_models, "application/json");
+        response.set_content(k_ollama_models, "application/json");
+      });
+      routes.Get("/api/version", [](const httplib::Request&, httplib::Response& response) {
+        response.set_content(R"({"version":"0.13.0"})", "application/json");
       });
     });
     std::string why;

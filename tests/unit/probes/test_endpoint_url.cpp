@@ -69,6 +69,28 @@ TEST_CASE("join_url") {
     CHECK(join_url("https://h/v1", "/health") == "https://h/v1/health");
     CHECK(join_url("https://h/v10", "/v1/models") == "https://h/v10/v1/models");
   }
+  SUBCASE("a base whose path goes beyond /v1 is the base whatever its path") {
+    CHECK(join_url("https://api.deepinfra.com/v1/openai", "/v1/chat/completions") ==
+          "https://api.deepinfra.com/v1/openai/chat/completions");
+    CHECK(join_url("https://generativelanguage.googleapis.com/v1beta/openai/", "/v1/models") ==
+          "https://generativelanguage.googleapis.com/v1beta/openai/models");
+    CHECK(join_url("https://us-central1-aiplatform.googleapis.com/v1beta1/projects/p/locations/"
+                   "us-central1/endpoints/openapi",
+                   "/v1/chat/completions") ==
+          "https://us-central1-aiplatform.googleapis.com/v1beta1/projects/p/locations/"
+          "us-central1/endpoints/openapi/chat/completions");
+    CHECK(join_url("https://api.groq.com/openai/v1", "/v1/models") ==
+          "https://api.groq.com/openai/v1/models");
+    CHECK(join_url("https://h/v1/openai?key=k", "/v1/completions") ==
+          "https://h/v1/openai/completions?key=k");
+    // Native routes are not OpenAI paths: they are appended as they are.
+    CHECK(join_url("https://h/v1/openai", "/health") == "https://h/v1/openai/health");
+    // A reverse proxy's prefix that names no API version keeps the "/v1" of the path.
+    CHECK(join_url("http://h/llama", "/v1/chat/completions") ==
+          "http://h/llama/v1/chat/completions");
+    CHECK(join_url("http://h/v2/x", "/v1/models") == "http://h/v2/x/v1/models");
+    CHECK(join_url("http://h/v1x", "/v1/models") == "http://h/v1x/v1/models");
+  }
   SUBCASE("the path goes before the query") {
     CHECK(join_url("https://h/openai?api-version=2", "/v1/models") ==
           "https://h/openai/v1/models?api-version=2");
