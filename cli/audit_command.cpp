@@ -75,7 +75,8 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
           ->capture_default_str();
   flags.api = audit
                   ->add_option("--api", options->api,
-                               "auto|openai-chat|openai-completions|llamacpp|sglang|ollama|tgi")
+                               "auto|openai-chat|openai-completions|openai-responses|llamacpp|"
+                               "sglang|ollama|tgi")
                   ->capture_default_str();
   flags.model =
       audit->add_option("--model", options->model, "Model name to request (default: detected)");

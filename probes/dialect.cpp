@@ -87,6 +87,7 @@ DialectRequest build_request(Dialect dialect, const core::Prompt& prompt,
   case Dialect::sglang: return detail::build_sglang_request(prompt, params);
   case Dialect::ollama: return detail::build_ollama_request(prompt, params);
   case Dialect::tgi: return detail::build_tgi_request(prompt, params);
+  case Dialect::openai_responses: return detail::build_openai_responses_request(prompt, params);
   }
   return detail::build_openai_chat_request(prompt, params);
 }
@@ -100,6 +101,7 @@ core::Result<core::Completion> parse_response(Dialect dialect, std::string_view 
     case Dialect::sglang: return detail::parse_sglang(body, stream);
     case Dialect::ollama: return detail::parse_ollama(body, stream);
     case Dialect::tgi: return detail::parse_tgi(body, stream);
+    case Dialect::openai_responses: return detail::parse_openai_responses(body, stream);
     }
     detail::fail("unknown dialect");
   });

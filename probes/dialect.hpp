@@ -20,9 +20,11 @@ enum class Dialect {
   sglang,             // POST /generate (SGLang native, meta_info triples)
   ollama,             // POST /api/chat or /api/generate (Ollama native)
   tgi,                // POST /generate (TGI native, details.top_tokens)
+  openai_responses,   // POST /v1/responses (OpenAI's Responses API, vLLM, llama.cpp)
 };
 
-// "openai-chat", "openai-completions", "llamacpp", "sglang", "ollama", "tgi".
+// "openai-chat", "openai-completions", "llamacpp", "sglang", "ollama", "tgi",
+// "openai-responses".
 const char* to_string(Dialect dialect);
 core::Result<Dialect> parse_dialect(const std::string& text);
 std::vector<Dialect> all_dialects();

@@ -10,14 +10,16 @@ const char* to_string(Dialect dialect) {
   case Dialect::sglang: return "sglang";
   case Dialect::ollama: return "ollama";
   case Dialect::tgi: return "tgi";
+  case Dialect::openai_responses: return "openai-responses";
   }
   return "openai-chat";
 }
 
 std::vector<Dialect> all_dialects() {
-  return {Dialect::openai_chat, Dialect::openai_completions,
-          Dialect::llamacpp,    Dialect::sglang,
-          Dialect::ollama,      Dialect::tgi};
+  return {Dialect::openai_chat,     Dialect::openai_completions,
+          Dialect::llamacpp,        Dialect::sglang,
+          Dialect::ollama,          Dialect::tgi,
+          Dialect::openai_responses};
 }
 
 core::Result<Dialect> parse_dialect(const std::string& text) {
@@ -26,8 +28,8 @@ core::Result<Dialect> parse_dialect(const std::string& text) {
   return core::make_error(
       core::ErrorCode::usage,
       "unknown --api '" + text +
-          "' (expected auto, openai-chat, openai-completions, llamacpp, sglang, "
-          "ollama or tgi)");
+          "' (expected auto, openai-chat, openai-completions, openai-responses, "
+          "llamacpp, sglang, ollama or tgi)");
 }
 
 } // namespace llmrepro::probes

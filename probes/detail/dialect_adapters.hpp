@@ -21,6 +21,8 @@ DialectRequest build_llamacpp_request(const core::Prompt& prompt, const Generati
 DialectRequest build_sglang_request(const core::Prompt& prompt, const GenerationParams& params);
 DialectRequest build_ollama_request(const core::Prompt& prompt, const GenerationParams& params);
 DialectRequest build_tgi_request(const core::Prompt& prompt, const GenerationParams& params);
+DialectRequest build_openai_responses_request(const core::Prompt& prompt,
+                                              const GenerationParams& params);
 
 // Each returns the completion with candidates not yet sorted; parse_response() sorts.
 core::Completion parse_openai_chat(std::string_view body, bool stream);
@@ -29,6 +31,7 @@ core::Completion parse_llamacpp(std::string_view body, bool stream);
 core::Completion parse_sglang(std::string_view body, bool stream);
 core::Completion parse_ollama(std::string_view body, bool stream);
 core::Completion parse_tgi(std::string_view body, bool stream);
+core::Completion parse_openai_responses(std::string_view body, bool stream);
 
 // max_tokens from the prompt when it sets one, else from the parameters.
 int effective_max_tokens(const core::Prompt& prompt, const GenerationParams& params);

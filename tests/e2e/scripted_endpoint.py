@@ -41,7 +41,8 @@ entry: {"tokens": [token, ...], "finish_reason": "length"|"stop",
         "bytes": [[226, 128], null, ...], optional, one per token: the token's real bytes
         "drop_logprobs_chunks": [i, ...], streamed OpenAI shapes: content chunk i (from 0; one
                                           token a chunk, vLLM chat two) keeps its text but
-                                          carries "logprobs": null
+                                          carries "logprobs": null (Responses: a delta with
+                                          "logprobs": [])
         "logprob_shift": X,               adds X nats to the chosen token's logprob and to
                                           the same token's candidate at every position; tokens,
                                           text and the other candidates stay as scripted, so
@@ -87,8 +88,8 @@ import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-DIALECTS = ("openai-chat", "openai-completions", "vllm", "llamacpp", "llamacpp-old", "sglang",
-            "ollama", "tgi")
+DIALECTS = ("openai-chat", "openai-completions", "openai-responses", "vllm", "llamacpp",
+            "llamacpp-old", "sglang", "ollama", "tgi")
 FAULTS = ("500", "503", "429", "404", "401", "close", "truncate", "malformed", "oversize",
           "no_logprobs")
 # Log probabilities a script may give as strings, written raw (not as strings) into the JSON.
@@ -396,12 +397,14 @@ def message_text(content):
 def prompt_of(body):
     """The prompt a request carries: the last user message, else the text field."""
     messages = body.get("messages")
+    if messages is None and isinstance(body.get("input"), list):
+        messages = body.get("input")  # Responses: input items, as chat messages
     if isinstance(messages, list):
         for message in reversed(messages):
             if isinstance(message, dict) and message.get("role") == "user":
                 return message_text(message.get("content"))
         return None
-    for field in ("prompt", "text", "inputs"):
+    for field in ("prompt", "text", "inputs", "input"):
         value = body.get(field)
         if isinstance(value, list) and value:
             value = value[0]
@@ -678,6 +681,73 @@ def openai_completion(gen, stream):
     return events
 
 
+def responses_logprob_entry(tok, k, with_bytes):
+    """One token of output_text.logprobs; stream deltas carry no bytes."""
+    def item(text, lp, raw):
+        out = {"token": text, "logprob": wire_lp(lp)}
+        if with_bytes:
+            out["bytes"] = raw
+        return out
+    top = tok.top(k)
+    entry = item(tok.text, tok.logprob, tok.bytes_list())
+    entry["top_logprobs"] = None if top is None else [item(t, lp, b) for t, lp, b in top]
+    return entry
+
+
+def openai_responses(gen, stream):
+    """POST /v1/responses as OpenAI answers it (tests/data/formats/openai_responses_*)."""
+    toks, n = gen["tokens"], gen["n"]
+    length = gen["finish"] == "length"
+    status = "incomplete" if length else "completed"
+    message_id = f"msg_scripted{n}"
+    part = {"type": "output_text", "annotations": [],
+            "logprobs": ([responses_logprob_entry(t, gen["k"], True) for t in toks]
+                         if gen["logprobs"] else []),
+            "text": text_of(toks)}
+    message = {"id": message_id, "type": "message", "status": status, "content": [part],
+               "role": "assistant"}
+    response = {"id": f"resp_scripted{n}", "object": "response", "created_at": CREATED,
+                "status": status, "background": False, "error": None,
+                "incomplete_details": {"reason": "max_output_tokens"} if length else None,
+                "instructions": None, "max_output_tokens": gen["max_tokens"],
+                "model": model_of(gen), "output": [message], "parallel_tool_calls": True,
+                "previous_response_id": None, "store": False, "temperature": 0.0,
+                "text": {"format": {"type": "text"}}, "tool_choice": "auto", "tools": [],
+                "top_logprobs": gen["k"], "top_p": 1.0, "truncation": "disabled",
+                "usage": {"input_tokens": 12, "input_tokens_details": {"cached_tokens": 0},
+                          "output_tokens": len(toks),
+                          "output_tokens_details": {"reasoning_tokens": 0},
+                          "total_tokens": 12 + len(toks)},
+                "user": None, "metadata": {}}
+    if not stream:
+        return response
+    events = []
+
+    def event(kind, **fields):
+        events.append(dict({"type": kind}, **fields, sequence_number=len(events)))
+
+    pending = dict(response, status="in_progress", output=[], incomplete_details=None,
+                   usage=None)
+    where = {"item_id": message_id, "output_index": 0, "content_index": 0}
+    event("response.created", response=pending)
+    event("response.in_progress", response=pending)
+    event("response.output_item.added", output_index=0,
+          item=dict(message, status="in_progress", content=[]))
+    event("response.content_part.added", **where, part=dict(part, logprobs=[], text=""))
+    drops = gen["entry"]["drop_logprobs_chunks"]
+    for i, (t, piece) in enumerate(zip(toks, pieces_of(toks))):
+        logprobs = ([responses_logprob_entry(t, gen["k"], False)]
+                    if gen["logprobs"] and i not in drops else [])
+        event("response.output_text.delta", **where, delta=piece, logprobs=logprobs,
+              obfuscation="k3Yb")
+    event("response.output_text.done", **where, text=part["text"], logprobs=part["logprobs"])
+    event("response.content_part.done", **where, part=part)
+    event("response.output_item.done", output_index=0, item=message)
+    # OpenAI ends a stream cut at the token limit with response.incomplete.
+    event("response.incomplete" if length else "response.completed", response=response)
+    return events
+
+
 def llamacpp_settings(gen):
     return {"n_predict": gen["max_tokens"] or -1, "seed": gen["seed"], "temperature": 0.0,
             "top_k": 40, "top_p": 0.95, "min_p": 0.05, "n_probs": gen["k"] if gen["logprobs"] else 0,
@@ -869,6 +939,12 @@ def request_params(dialect, path, body):
             k = 20
         max_tokens = as_int(body.get("max_tokens", body.get("max_completion_tokens")), None)
         seed = body.get("seed")
+    elif path == "/v1/responses":
+        k = as_int(body.get("top_logprobs"), 0)
+        include = body.get("include")
+        want = isinstance(include, list) and "message.output_text.logprobs" in include
+        max_tokens = as_int(body.get("max_output_tokens"), None)
+        seed = body.get("seed")
     elif path == "/v1/completions":
         k = as_int(body.get("logprobs"), 0)
         want = "logprobs" in body and body.get("logprobs") is not None
@@ -906,6 +982,8 @@ def request_params(dialect, path, body):
 
 def completion_route(dialect, path):
     """The payload builder serving `path` in this dialect, or None (404)."""
+    if dialect == "openai-responses":
+        return openai_responses if path == "/v1/responses" else None
     if dialect in ("openai-chat", "openai-completions", "vllm"):
         return {"/v1/chat/completions": openai_chat, "/v1/completions": openai_completion}.get(path)
     if dialect in ("llamacpp", "llamacpp-old"):
@@ -933,7 +1011,7 @@ def detection_get(dialect, path, script):
     model = script["model"]
     models = {"object": "list", "data": [{"id": model, "object": "model", "created": CREATED,
                                           "owned_by": "scripted"}]}
-    if dialect in ("openai-chat", "openai-completions"):
+    if dialect in ("openai-chat", "openai-completions", "openai-responses"):
         if path == "/v1/models":
             return 200, models
     elif dialect == "vllm":
@@ -1044,6 +1122,9 @@ def fault_error(dialect, fault, model):
 
 
 def encode_stream(dialect, events):
+    if dialect == "openai-responses":  # typed events, no [DONE]
+        return [b"event: " + e["type"].encode() + b"\ndata: " + dumps(e).encode() + b"\n\n"
+                for e in events]
     if dialect == "ollama":
         return [dumps(e).encode() + b"\n" for e in events]
     # TGI's router writes "data:" without the optional space; the SSE parser must accept both.

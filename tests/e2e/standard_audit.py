@@ -264,6 +264,15 @@ def check_requests(test, posts, dialect, stream):
             test.assertIsInstance(body.get("messages"), list, where)
             if stream:
                 test.assertEqual(body.get("stream_options"), {"include_usage": True}, where)
+        elif dialect == "openai-responses":
+            test.assertEqual(item["path"], "/v1/responses", where)
+            test.assertEqual((body.get("temperature"), body.get("top_logprobs"),
+                              body.get("include"), body.get("max_output_tokens"),
+                              body.get("model"), body.get("store")),
+                             (0, 2, ["message.output_text.logprobs"], 128, MODEL, False), where)
+            # OpenAI's spec has no seed on this route and rejects unknown parameters.
+            test.assertNotIn("seed", body, where)
+            test.assertIsInstance(body.get("input"), (str, list), where)
         elif dialect == "openai-completions":
             test.assertEqual(item["path"], "/v1/completions", where)
             test.assertEqual((body.get("temperature"), body.get("logprobs"), body.get("seed"),
@@ -302,7 +311,7 @@ def check_requests(test, posts, dialect, stream):
 
 
 FINGERPRINTS = {"openai-chat": ["fp_5c1a7e2d"], "openai-completions": ["fp_5c1a7e2d"],
-                "vllm": ["vllm-0.31.0-5c1a7e2d"]}
+                "vllm": ["vllm-0.31.0-5c1a7e2d"], "openai-responses": []}
 
 
 def run_standard(test, dialect, api, stream, script_obj=None, token_view=None, tag="std"):

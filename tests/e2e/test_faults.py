@@ -94,7 +94,8 @@ class Faults(h.E2ETestCase):
         suite = self.write_suite("cut.jsonl", [{"id": pid, "prompt": prompt_text(pid)}])
         for dialect, api in [("openai-completions", "openai-completions"), ("vllm", "openai-chat"),
                              ("llamacpp", "llamacpp"), ("sglang", "sglang"),
-                             ("ollama", "ollama"), ("tgi", "tgi")]:
+                             ("ollama", "ollama"), ("tgi", "tgi"),
+                             ("openai-responses", "openai-responses")]:
             with self.subTest(dialect=dialect):
                 endpoint = self.start_endpoint(script, dialect, name=dialect)
                 report_path = self.path(f"cut-{dialect}.json")

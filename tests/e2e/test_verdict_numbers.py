@@ -89,7 +89,8 @@ class VerdictNumbers(h.E2ETestCase):
     def test_numbers_in_every_dialect(self):
         dialects = [("openai-chat", "openai-chat"), ("openai-completions", "openai-completions"),
                     ("vllm", "openai-chat"), ("llamacpp", "llamacpp"), ("sglang", "sglang"),
-                    ("ollama", "ollama"), ("tgi", "tgi")]
+                    ("ollama", "ollama"), ("tgi", "tgi"),
+                    ("openai-responses", "openai-responses")]
         for (dialect, api), stream in [(d, s) for d in dialects for s in (False, True)]:
             with self.subTest(dialect=dialect, stream=stream):
                 self.check(dialect, api, stream)

@@ -1,0 +1,187 @@
+// OpenAI's Responses API, POST /v1/responses, as served by OpenAI and vLLM (read from the
+// openai-openapi spec and openai-python's types/responses, and from vLLM's
+// entrypoints/openai/responses; see tests/data/formats/README.md):
+// - Logprobs come only when the request both sets `top_logprobs` and lists
+//   "message.output_text.logprobs" in `include`; they sit in each `output_text` part of each
+//   `message` item of `output[]`, as {token, logprob, bytes, top_logprobs: [{token, logprob,
+//   bytes}]}: the chat entry shape, read with read_openai_token().
+// - `output[]` may hold items that are no answer text (`reasoning`, tool calls): skipped. A
+//   `refusal` part carries no answer text either.
+// - There is no finish_reason: `status` "completed" maps to "stop", "incomplete" with
+//   incomplete_details.reason "max_output_tokens" to "length" (other reasons are kept as
+//   given), and "failed" is an endpoint error with `error.message`.
+// - Usage counts `output_tokens`; there is no system_fingerprint.
+// - Streams are typed SSE events (`event: <type>` beside a `data:` whose JSON repeats the type
+//   in `type`); text and tokens come from `response.output_text.delta` events, whose logprobs
+//   carry no `bytes`. The stream ends with `response.completed` (OpenAI sends
+//   `response.incomplete` when the token limit cut it; vLLM sends `response.completed` with
+//   status "incomplete"); `response.failed` and `error` events are endpoint errors. There is no
+//   `data: [DONE]`.
+// - OpenAI's spec has no `seed` on this route (unknown parameters are rejected), so none is sent.
+#include "probes/detail/dialect_adapters.hpp"
+
+namespace llmrepro::probes::detail {
+
+namespace {
+
+// Suites give chat's response_format; Responses take it as `text.format`, with a JSON schema's
+// {name, schema, strict} beside `type` rather than under `json_schema`.
+Json text_format(const core::Prompt& prompt) {
+  Json format = response_format(prompt);
+  if (!format.is_object()) return format;
+  auto schema = format.find("json_schema");
+  if (schema == format.end() || !schema->is_object()) return format;
+  Json flat = *schema;
+  flat["type"] = "json_schema";
+  return flat;
+}
+
+// What a response or stream has read so far beyond the Completion itself.
+struct ReadState {
+  bool saw_logprobs = false; // some output_text part or delta carried a logprobs array
+};
+
+// Appends the text and tokens of every `output_text` part of every `message` item.
+void read_output(const JsonView& output, core::Completion& completion, ReadState& state) {
+  std::size_t items = output.size();
+  for (std::size_t i = 0; i < items; ++i) {
+    JsonView item = output.at(i);
+    if (item.optional_string("type") != "message") continue;
+    auto content = item.find("content");
+    if (!content) continue;
+    std::size_t parts = content->size();
+    for (std::size_t j = 0; j < parts; ++j) {
+      JsonView part = content->at(j);
+      if (part.optional_string("type") != "output_text") continue;
+      completion.text += part.optional_string("text");
+      auto logprobs = part.find("logprobs");
+      if (!logprobs) continue;
+      state.saw_logprobs = true;
+      std::size_t count = logprobs->size();
+      for (std::size_t t = 0; t < count; ++t)
+        completion.tokens.push_back(read_openai_token(logprobs->at(t), completion.numbers));
+    }
+  }
+}
+
+// The status, model and usage of a whole response (or of a stream's terminal event).
+void read_status(const JsonView& response, core::Completion& completion) {
+  JsonView status_field = response.at("status");
+  std::string status = status_field.string();
+  if (status == "failed") {
+    std::string message;
+    if (auto error = response.find("error")) message = error->optional_string("message");
+    fail("endpoint error: " + (message.empty() ? std::string("response failed") : message));
+  }
+  if (status == "completed") {
+    completion.finish_reason = "stop";
+  } else if (status == "incomplete") {
+    std::string reason;
+    if (auto details = response.find("incomplete_details"))
+      reason = details->optional_string("reason");
+    completion.finish_reason = reason == "max_output_tokens" ? "length"
+                               : reason.empty()              ? "incomplete"
+                                                             : reason;
+  } else {
+    fail(status_field.describe() + " is '" + status +
+         "' (expected completed, incomplete or failed)");
+  }
+  std::string model = response.optional_string("model");
+  if (!model.empty()) completion.model = std::move(model);
+  if (auto usage = response.find("usage"))
+    completion.completion_tokens = usage->at("output_tokens").integer();
+  else
+    completion.completion_tokens = static_cast<long>(completion.tokens.size());
+}
+
+// An answer whose text came without a single token did not honour the logprobs request (a
+// server that ignores `include` sends `logprobs: []`); an empty answer with an empty list did.
+bool has_logprobs(const core::Completion& completion, const ReadState& state) {
+  return state.saw_logprobs && (!completion.tokens.empty() || completion.text.empty());
+}
+
+core::Completion parse_whole(std::string_view body) {
+  JsonDocument document = parse_document(body);
+  JsonView root(document);
+  fail_on_error_envelope(root, body, "");
+  core::Completion completion;
+  ReadState state;
+  read_output(root.at("output"), completion, state);
+  read_status(root, completion);
+  completion.has_logprobs = has_logprobs(completion, state);
+  return completion;
+}
+
+// Reads one stream event into `completion`; returns true for the terminal one.
+bool read_event(const JsonView& event, std::string_view data, core::Completion& completion,
+                ReadState& state) {
+  fail_on_error_envelope(event, data, "");
+  std::string type = event.at("type").string();
+  if (type == "error") {
+    std::string message = event.optional_string("message");
+    fail("endpoint error: " + (message.empty() ? std::string("error event") : message));
+  }
+  if (type == "response.output_text.delta") {
+    completion.text += event.at("delta").string();
+    if (auto logprobs = event.find("logprobs")) {
+      state.saw_logprobs = true;
+      std::size_t count = logprobs->size();
+      for (std::size_t t = 0; t < count; ++t)
+        completion.tokens.push_back(read_openai_token(logprobs->at(t), completion.numbers));
+    }
+    return false;
+  }
+  if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
+    read_status(event.at("response"), completion);
+    return true;
+  }
+  return false; // created, in_progress, item and part events, text done, reasoning deltas
+}
+
+core::Completion parse_stream(std::string_view body) {
+  core::Completion completion;
+  ReadState state;
+  bool finished = false;
+  std::vector<std::string> events = sse_events(body);
+  for (std::size_t index = 0; index < events.size() && !finished; ++index) {
+    const std::string& data = events[index];
+    with_prefix(event_prefix(index), [&] {
+      JsonDocument document = parse_document(data);
+      finished = read_event(JsonView(document), data, completion, state);
+    });
+  }
+  if (!finished) fail("stream ended without response.completed (truncated)");
+  completion.has_logprobs = has_logprobs(completion, state);
+  return completion;
+}
+
+} // namespace
+
+DialectRequest build_openai_responses_request(const core::Prompt& prompt,
+                                              const GenerationParams& params) {
+  Json body;
+  if (!params.model.empty()) body["model"] = params.model;
+  if (prompt.text) {
+    body["input"] = *prompt.text;
+  } else {
+    Json input = Json::array();
+    for (const auto& message : prompt.messages)
+      input.push_back(Json{{"role", message.role}, {"content", message.content}});
+    body["input"] = std::move(input);
+  }
+  body["temperature"] = 0.0;
+  body["max_output_tokens"] = effective_max_tokens(prompt, params);
+  body["top_logprobs"] = params.top_logprobs;
+  body["include"] = Json::array({"message.output_text.logprobs"});
+  body["stream"] = params.stream;
+  // OpenAI keeps every response unless told not to; an audit's thousands are of no use there.
+  body["store"] = false;
+  if (!prompt.response_format_json.empty()) body["text"] = Json{{"format", text_format(prompt)}};
+  return {"/v1/responses", dump_body(body)};
+}
+
+core::Completion parse_openai_responses(std::string_view body, bool stream) {
+  return stream ? parse_stream(body) : parse_whole(body);
+}
+
+} // namespace llmrepro::probes::detail
