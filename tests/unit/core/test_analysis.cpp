@@ -5,8 +5,10 @@
 #include <utility>
 
 #include "core/analysis.hpp"
+#include "tests/support/request_records.hpp"
 
 using namespace llmrepro::core;
+using llmrepro::testing::ok_record;
 
 namespace {
 
@@ -23,15 +25,6 @@ Completion completion_of(std::initializer_list<std::pair<const char*, double>> t
     completion.tokens.push_back(token);
   }
   return completion;
-}
-
-RequestRecord ok_record(int prompt, int concurrency, int repeat, Completion completion) {
-  RequestRecord record;
-  record.planned = {0, prompt, concurrency, ProbeKind::sweep, repeat};
-  record.outcome.ok = true;
-  record.outcome.attempts = 1;
-  record.outcome.completion = std::move(completion);
-  return record;
 }
 
 RequestRecord failed_record(int prompt, int concurrency, int repeat) {

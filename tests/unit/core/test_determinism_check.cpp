@@ -7,6 +7,7 @@
 #include "core/plan.hpp"
 #include "core/probe_text.hpp"
 #include "core/verdict.hpp"
+#include "tests/support/request_records.hpp"
 
 using namespace llmrepro::core;
 
@@ -222,14 +223,10 @@ Completion run_of(std::initializer_list<std::pair<const char*, double>> tokens) 
   return completion;
 }
 
+// A successful run of the one prompt.
 RequestRecord record_of(int concurrency, int repeat, Completion completion,
                         ProbeKind probe = ProbeKind::sweep) {
-  RequestRecord record;
-  record.planned = {0, 0, concurrency, probe, repeat};
-  record.outcome.ok = true;
-  record.outcome.attempts = 1;
-  record.outcome.completion = std::move(completion);
-  return record;
+  return llmrepro::testing::ok_record(0, concurrency, repeat, std::move(completion), probe);
 }
 
 } // namespace

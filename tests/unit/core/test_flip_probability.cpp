@@ -8,8 +8,10 @@
 
 #include "core/analysis.hpp"
 #include "core/flip_probability.hpp"
+#include "tests/support/request_records.hpp"
 
 using namespace llmrepro::core;
+using llmrepro::testing::ok_record;
 
 namespace {
 
@@ -33,15 +35,6 @@ Completion completion_of(const std::vector<Position>& positions) {
     completion.tokens.push_back(std::move(token));
   }
   return completion;
-}
-
-RequestRecord ok_record(int prompt, int concurrency, int repeat, Completion completion) {
-  RequestRecord record;
-  record.planned = {0, prompt, concurrency, ProbeKind::sweep, repeat};
-  record.outcome.ok = true;
-  record.outcome.attempts = 1;
-  record.outcome.completion = std::move(completion);
-  return record;
 }
 
 } // namespace

@@ -7,8 +7,10 @@
 
 #include "core/analysis.hpp"
 #include "core/logprob_drift.hpp"
+#include "tests/support/request_records.hpp"
 
 using namespace llmrepro::core;
+using llmrepro::testing::ok_record;
 
 namespace {
 
@@ -36,15 +38,6 @@ Completion completion_of(std::vector<Position> positions) {
 // "The sky is blue" with the chosen logprobs 0, -0.1, -0.2, -0.3 and every top-2 at -1.
 std::vector<Position> sky() {
   return {{"The", 0.0, -1.0}, {" sky", -0.1, -1.0}, {" is", -0.2, -1.0}, {" blue", -0.3, -1.0}};
-}
-
-RequestRecord ok_record(int prompt, int concurrency, int repeat, Completion completion) {
-  RequestRecord record;
-  record.planned = {0, prompt, concurrency, ProbeKind::sweep, repeat};
-  record.outcome.ok = true;
-  record.outcome.attempts = 1;
-  record.outcome.completion = std::move(completion);
-  return record;
 }
 
 RequestRecord failed_record(int prompt, int concurrency, int repeat) {
