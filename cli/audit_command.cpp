@@ -76,7 +76,7 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
   flags.api = audit
                   ->add_option("--api", options->api,
                                "auto|openai-chat|openai-completions|openai-responses|llamacpp|"
-                               "sglang|ollama|tgi")
+                               "sglang|ollama|tgi|gemini")
                   ->capture_default_str();
   flags.model =
       audit->add_option("--model", options->model, "Model name to request (default: detected)");
@@ -116,7 +116,8 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 34));
   audit
       ->add_option("--api-key-env", options->api_key_env,
-                   "Environment variable holding the API key (sent as a bearer token)")
+                   "Environment variable holding the API key (sent as a bearer token; "
+                   "in x-goog-api-key with --api gemini)")
       ->capture_default_str();
   audit->add_option("--header", options->headers, "Extra request header 'K: V' (repeatable)");
   audit->add_flag("--insecure", options->insecure, "Do not verify TLS certificates");

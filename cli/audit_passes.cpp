@@ -110,6 +110,12 @@ core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
   core::AuditConfig config;
   config.api = options.api;
   config.model = options.model;
+  // Gemini names the model in the request's path: there is no route to ask it for one. A
+  // resumed audit runs with the model it stored.
+  if (!options.resume && options.api == "gemini" && options.model.empty())
+    return core::make_error(core::ErrorCode::usage,
+                            "--api gemini needs --model (the model is part of the URL, "
+                            ".../models/MODEL:generateContent)");
   if (options.runs < 1)
     return core::make_error(core::ErrorCode::usage,
                             fmt::format("--runs must be at least 1 (got {})", options.runs));

@@ -21,10 +21,11 @@ enum class Dialect {
   ollama,             // POST /api/chat or /api/generate (Ollama native)
   tgi,                // POST /generate (TGI native, details.top_tokens)
   openai_responses,   // POST /v1/responses (OpenAI's Responses API, vLLM, llama.cpp)
+  gemini,             // POST .../models/{model}:generateContent (Gemini API, Vertex AI)
 };
 
 // "openai-chat", "openai-completions", "llamacpp", "sglang", "ollama", "tgi",
-// "openai-responses".
+// "openai-responses", "gemini".
 const char* to_string(Dialect dialect);
 core::Result<Dialect> parse_dialect(const std::string& text);
 std::vector<Dialect> all_dialects();
@@ -48,6 +49,11 @@ struct DialectRequest {
 // the seed where accepted, max_tokens (from the prompt when it sets one, else params).
 DialectRequest build_request(Dialect dialect, const core::Prompt& prompt,
                              const GenerationParams& params);
+
+// The header that carries the API key to `dialect`: "x-goog-api-key" for gemini (Google's
+// APIs take the key there, never in the URL), "" for the others, which send
+// "Authorization: Bearer <key>".
+std::string api_key_header(Dialect dialect);
 
 // Parses a 2xx response body (an SSE stream when `stream`) into a Completion with candidates
 // sorted. Malformed or truncated bodies are an ErrorCode::endpoint error naming what was wrong.

@@ -11,15 +11,20 @@ const char* to_string(Dialect dialect) {
   case Dialect::ollama: return "ollama";
   case Dialect::tgi: return "tgi";
   case Dialect::openai_responses: return "openai-responses";
+  case Dialect::gemini: return "gemini";
   }
   return "openai-chat";
 }
 
 std::vector<Dialect> all_dialects() {
-  return {Dialect::openai_chat,     Dialect::openai_completions,
-          Dialect::llamacpp,        Dialect::sglang,
-          Dialect::ollama,          Dialect::tgi,
-          Dialect::openai_responses};
+  return {Dialect::openai_chat,      Dialect::openai_completions,
+          Dialect::llamacpp,         Dialect::sglang,
+          Dialect::ollama,           Dialect::tgi,
+          Dialect::openai_responses, Dialect::gemini};
+}
+
+std::string api_key_header(Dialect dialect) {
+  return dialect == Dialect::gemini ? "x-goog-api-key" : "";
 }
 
 core::Result<Dialect> parse_dialect(const std::string& text) {
@@ -29,7 +34,7 @@ core::Result<Dialect> parse_dialect(const std::string& text) {
       core::ErrorCode::usage,
       "unknown --api '" + text +
           "' (expected auto, openai-chat, openai-completions, openai-responses, "
-          "llamacpp, sglang, ollama or tgi)");
+          "llamacpp, sglang, ollama, tgi or gemini)");
 }
 
 } // namespace llmrepro::probes

@@ -165,12 +165,28 @@ std::string join_url(const std::string& base_url, const std::string& path) {
          (parts.authority_begin == std::string::npos || prefix.size() > parts.authority_end))
     prefix.pop_back();
   std::string tail = path;
+  std::string tail_query;
+  if (const std::size_t question = tail.find('?'); question != std::string::npos) {
+    tail_query = tail.substr(question + 1);
+    tail.erase(question);
+  }
   const std::size_t path_begin =
       parts.authority_begin != std::string::npos ? std::min(parts.authority_end, prefix.size()) : 0;
-  const bool openai_path = tail == "/v1" || tail.rfind("/v1/", 0) == 0;
-  if (openai_path && names_api_version_1(std::string_view(prefix).substr(path_begin)))
-    tail.erase(0, 3);
-  return prefix + tail + base_url.substr(path_end);
+  // "/v1beta/..." is Gemini's: a Vertex AI or AI Studio base already names its own version.
+  const std::size_t version_length = tail == "/v1" || tail.rfind("/v1/", 0) == 0 ? 3
+                                     : tail.rfind("/v1beta/", 0) == 0            ? 7
+                                                                                 : 0;
+  if (version_length > 0 && names_api_version_1(std::string_view(prefix).substr(path_begin)))
+    tail.erase(0, version_length);
+  std::string query = base_url.substr(path_end);
+  if (!tail_query.empty()) {
+    // The path's own parameters (Gemini's "alt=sse") come before the base URL's.
+    if (query.empty() || query[0] != '?')
+      query = "?" + tail_query + query;
+    else
+      query = "?" + tail_query + "&" + query.substr(1);
+  }
+  return prefix + tail + query;
 }
 
 } // namespace llmrepro::probes

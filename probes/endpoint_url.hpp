@@ -25,8 +25,10 @@ std::string strip_credentials(const std::string& url);
 // of that path names API version 1 ("v1", "v1beta", "v1alpha", "v1beta1", as in
 // https://api.openai.com/v1, https://api.deepinfra.com/v1/openai or
 // https://generativelanguage.googleapis.com/v1beta/openai), the OpenAI paths lose their own
-// "/v1" ("<base>/chat/completions"). Other paths ("/health", "/completion") and other bases
-// are appended as they are.
+// "/v1" ("<base>/chat/completions"), and Gemini's paths their "/v1beta" (a Vertex AI base
+// ".../v1/projects/P/locations/L/publishers/google" gets "/models/M:generateContent"). Other
+// paths ("/health", "/completion") and other bases are appended as they are. A query in
+// `path` ("?alt=sse") comes before the base URL's own parameters, joined with "&".
 std::string join_url(const std::string& base_url, const std::string& path);
 
 } // namespace llmrepro::probes

@@ -224,9 +224,12 @@ HttpTransport::RequestId HttpTransport::submit(const HttpRequest& request) {
 
   for (const std::string& header : request.headers)
     transfer->headers = curl_slist_append(transfer->headers, header.c_str());
-  if (!request.api_key.empty())
-    transfer->headers =
-        curl_slist_append(transfer->headers, ("Authorization: Bearer " + request.api_key).c_str());
+  if (!request.api_key.empty()) {
+    const std::string key_line = request.api_key_header.empty()
+                                     ? "Authorization: Bearer " + request.api_key
+                                     : request.api_key_header + ": " + request.api_key;
+    transfer->headers = curl_slist_append(transfer->headers, key_line.c_str());
+  }
   // libcurl would otherwise send "Expect: 100-continue" for large bodies and wait for a
   // go-ahead that some servers never send.
   transfer->headers = curl_slist_append(transfer->headers, "Expect:");

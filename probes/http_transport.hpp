@@ -17,8 +17,10 @@ struct HttpRequest {
   std::string url;
   std::vector<std::string> headers; // "Name: value" lines, sent as given
   std::string body;                 // POST only
-  // Sent as "Authorization: Bearer <api_key>" when not empty. Never logged or echoed.
+  // Sent as "Authorization: Bearer <api_key>" when not empty, or as "<api_key_header>:
+  // <api_key>" where that names a header (Gemini's x-goog-api-key). Never logged or echoed.
   std::string api_key;
+  std::string api_key_header;
   double timeout_s = 120;                     // whole transfer, connect included
   std::size_t max_response_bytes = 16u << 20; // the body is never buffered past this
   bool insecure = false;                      // skip TLS certificate and host verification

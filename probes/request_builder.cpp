@@ -22,6 +22,7 @@ HttpRequest post_request(const EndpointTarget& target, const SchedulerConfig& co
   request.headers.push_back("Content-Type: application/json");
   request.headers.insert(request.headers.end(), target.headers.begin(), target.headers.end());
   request.api_key = target.api_key;
+  request.api_key_header = api_key_header(target.dialect);
   request.timeout_s = config.timeout_s;
   request.max_response_bytes = config.max_response_bytes;
   request.insecure = target.insecure;

@@ -24,7 +24,7 @@ struct EndpointTarget {
   std::string base_url; // validated (validate_base_url); API paths are joined onto it
   Dialect dialect = Dialect::openai_chat;
   std::vector<std::string> headers; // extra "Name: value" lines
-  std::string api_key;              // sent as a bearer token; never recorded
+  std::string api_key;              // sent as the dialect's key header; never recorded
   bool insecure = false;
   std::string model;            // the model requested here; empty: SchedulerConfig::params.model
   bool llamacpp_router = false; // llama.cpp without -m: native requests name the model

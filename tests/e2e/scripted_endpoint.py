@@ -70,6 +70,9 @@ faults: 500 and 503 (Retry-After only when the entry gives "retry_after") are re
   tool, 429 too (Retry-After: retry_after, 1 by default, none when null); 404 ("the model does
   not exist") and 401 (an invalid API key) are not. Each is answered with the dialect's error
   body.
+gemini: POST /v1beta/models/<script model>:generateContent, or :streamGenerateContent (which
+  must ask for alt=sse; another model in the path is a 404); each stream chunk carries two
+  tokens, and "drop_logprobs_chunks" counts those chunks.
 
 Usage: scripted_endpoint.py --script S.json --port 0 --port-file F [--dialect D] [--log L]
 Standard library only.
@@ -89,7 +92,7 @@ import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DIALECTS = ("openai-chat", "openai-completions", "openai-responses", "vllm", "llamacpp",
-            "llamacpp-old", "sglang", "ollama", "tgi")
+            "llamacpp-old", "sglang", "ollama", "tgi", "gemini")
 FAULTS = ("500", "503", "429", "404", "401", "close", "truncate", "malformed", "oversize",
           "no_logprobs")
 # Log probabilities a script may give as strings, written raw (not as strings) into the JSON.
@@ -397,6 +400,10 @@ def message_text(content):
 def prompt_of(body):
     """The prompt a request carries: the last user message, else the text field."""
     messages = body.get("messages")
+    if messages is None and isinstance(body.get("contents"), list):
+        # Gemini: contents of {role, parts: [{text}]}, as chat messages.
+        messages = [{"role": c.get("role"), "content": c.get("parts")}
+                    for c in body["contents"] if isinstance(c, dict)]
     if messages is None and isinstance(body.get("input"), list):
         messages = body.get("input")  # Responses: input items, as chat messages
     if isinstance(messages, list):
@@ -748,6 +755,73 @@ def openai_responses(gen, stream):
     return events
 
 
+GEMINI_FINISH = {"stop": "STOP", "length": "MAX_TOKENS"}
+
+
+def gemini_candidate(tok, k):
+    return {"token": tok.text, "tokenId": tok.id, "logProbability": wire_lp(tok.logprob)}
+
+
+def gemini_logprobs(toks, k):
+    """logprobsResult of some positions: the chosen token and the top k apart (the chosen one
+    is listed among them only where the script's candidates hold it)."""
+    top = []
+    for t in toks:
+        listed = t.top(k)
+        top.append({} if listed is None else
+                   {"candidates": [{"token": c, "tokenId": token_id(c), "logProbability": wire_lp(lp)}
+                                   for c, lp, _ in listed]})
+    chosen = [gemini_candidate(t, k) for t in toks]
+    return {"topCandidates": top, "chosenCandidates": chosen}
+
+
+def gemini(gen, stream):
+    """POST /v1beta/models/{model}:generateContent or :streamGenerateContent?alt=sse as the
+    Gemini API answers it (tests/data/formats/gemini_*)."""
+    toks, n = gen["tokens"], gen["n"]
+    finish = GEMINI_FINISH.get(gen["finish"], str(gen["finish"]).upper())
+    usage_of = {"promptTokenCount": 12, "candidatesTokenCount": len(toks),
+                "totalTokenCount": 12 + len(toks),
+                "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 12}]}
+
+    def response(pieces, positions, last):
+        candidate = {"content": {"parts": [{"text": "".join(pieces)}], "role": "model"},
+                     "index": 0}
+        if gen["logprobs"]:
+            candidate["logprobsResult"] = gemini_logprobs(positions, gen["k"])
+        if last:
+            candidate["finishReason"] = finish
+        return {"candidates": [candidate], "usageMetadata": usage_of,
+                "modelVersion": model_of(gen), "responseId": f"scripted{n}"}
+    if not stream:
+        return response([text_of(toks)], toks, True)
+    # Google's server sends a few tokens a chunk; two a chunk here.
+    pieces = pieces_of(toks)
+    drops = gen["entry"]["drop_logprobs_chunks"]
+    chunks = []
+    for start in range(0, max(len(toks), 1), 2):
+        last = start + 2 >= len(toks)
+        chunk = response(pieces[start:start + 2], toks[start:start + 2], last)
+        if len(chunks) in drops:
+            chunk["candidates"][0].pop("logprobsResult", None)
+        chunks.append(chunk)
+    return chunks
+
+
+def gemini_refusal(path, full_path, model):
+    """(status, error) where a Gemini route names another model or streams without alt=sse
+    (Google then sends a JSON array, which no client reading SSE expects); else None."""
+    named = path[len("/v1beta/models/"):].rsplit(":", 1)[0]
+    if named != model:
+        return 404, error_body("gemini", 404, f"models/{named} is not found for API version "
+                                              "v1beta", "not_found")
+    query = full_path.split("?", 1)[1] if "?" in full_path else ""
+    if path.endswith(":streamGenerateContent") and "alt=sse" not in query.split("&"):
+        return 400, error_body("gemini", 400, "scripted: stream requested without alt=sse",
+                               "invalid_request_error")
+    return None
+
+
 def llamacpp_settings(gen):
     return {"n_predict": gen["max_tokens"] or -1, "seed": gen["seed"], "temperature": 0.0,
             "top_k": 40, "top_p": 0.95, "min_p": 0.05, "n_probs": gen["k"] if gen["logprobs"] else 0,
@@ -945,6 +1019,12 @@ def request_params(dialect, path, body):
         want = isinstance(include, list) and "message.output_text.logprobs" in include
         max_tokens = as_int(body.get("max_output_tokens"), None)
         seed = body.get("seed")
+    elif dialect == "gemini":
+        config = body.get("generationConfig") or {}
+        k = as_int(config.get("logprobs"), 0)
+        want = config.get("responseLogprobs") is True
+        max_tokens = as_int(config.get("maxOutputTokens"), None)
+        seed = config.get("seed")
     elif path == "/v1/completions":
         k = as_int(body.get("logprobs"), 0)
         want = "logprobs" in body and body.get("logprobs") is not None
@@ -984,6 +1064,9 @@ def completion_route(dialect, path):
     """The payload builder serving `path` in this dialect, or None (404)."""
     if dialect == "openai-responses":
         return openai_responses if path == "/v1/responses" else None
+    if dialect == "gemini":
+        served = (":generateContent", ":streamGenerateContent")
+        return gemini if path.startswith("/v1beta/models/") and path.endswith(served) else None
     if dialect in ("openai-chat", "openai-completions", "vllm"):
         return {"/v1/chat/completions": openai_chat, "/v1/completions": openai_completion}.get(path)
     if dialect in ("llamacpp", "llamacpp-old"):
@@ -1089,7 +1172,14 @@ def detection_get(dialect, path, script):
     return 404, None
 
 
+GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND",
+                 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+
+
 def error_body(dialect, status, message, kind, code=None):
+    if dialect == "gemini":  # google.rpc.Status inside "error"
+        return {"error": {"code": status, "message": message,
+                          "status": GOOGLE_STATUS.get(status, "UNKNOWN")}}
     if dialect == "tgi":
         return {"error": message, "error_type": kind}
     if dialect == "ollama":
@@ -1127,6 +1217,8 @@ def encode_stream(dialect, events):
                 for e in events]
     if dialect == "ollama":
         return [dumps(e).encode() + b"\n" for e in events]
+    if dialect == "gemini":  # whole responses as data, CRLF-framed, no [DONE]
+        return [b"data: " + dumps(e).encode() + b"\r\n\r\n" for e in events]
     # TGI's router writes "data:" without the optional space; the SSE parser must accept both.
     prefix = b"data:" if dialect == "tgi" else b"data: "
     out = [prefix + dumps(e).encode() + b"\n\n" for e in events]
@@ -1271,6 +1363,12 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, error_body(dialect, 400, "model name is missing from the request",
                                            "invalid_request_error"))
             return
+        if builder is not None and dialect == "gemini":
+            refusal = gemini_refusal(path, self.path, self.state.script["model"])
+            if refusal is not None:
+                self.log_request_item(raw, outcome="bad_request")
+                self.send_json(*refusal)
+                return
         key = self.state.match(prompt_of(body))
         fallback = key is None and self.state.script["fallback"] is not None
         if builder is None or (key is None and not fallback):
@@ -1287,7 +1385,8 @@ class Handler(BaseHTTPRequestHandler):
         if entry["delay_ms"]:
             time.sleep(entry["delay_ms"] / 1000.0)
         self.leave_flight()
-        stream = body.get("stream") is True or path == "/generate_stream"
+        stream = (body.get("stream") is True or path == "/generate_stream"
+                  or path.endswith(":streamGenerateContent"))
         if dialect == "ollama" and "stream" not in body:
             stream = True  # Ollama streams unless told not to
         want, k, max_tokens, seed, include_usage = request_params(dialect, path, body)

@@ -273,6 +273,15 @@ def check_requests(test, posts, dialect, stream):
             # OpenAI's spec has no seed on this route and rejects unknown parameters.
             test.assertNotIn("seed", body, where)
             test.assertIsInstance(body.get("input"), (str, list), where)
+        elif dialect == "gemini":
+            # The model is in the path, the stream asks for SSE, the key is never in the URL.
+            route = ":streamGenerateContent?alt=sse" if stream else ":generateContent"
+            test.assertEqual(item["path"], f"/v1beta/models/{MODEL}{route}", where)
+            test.assertEqual(body.get("generationConfig"),
+                             {"temperature": 0, "maxOutputTokens": 128, "responseLogprobs": True,
+                              "logprobs": 2, "seed": SEED}, where)
+            test.assertNotIn("model", body, where)
+            test.assertIsInstance(body.get("contents"), list, where)
         elif dialect == "openai-completions":
             test.assertEqual(item["path"], "/v1/completions", where)
             test.assertEqual((body.get("temperature"), body.get("logprobs"), body.get("seed"),
@@ -306,21 +315,25 @@ def check_requests(test, posts, dialect, stream):
             test.assertIsInstance(body.get("inputs"), str, where)
         # Ollama streams unless told not to, so "stream" must be explicit there; TGI streams by
         # path (/generate_stream).
-        if dialect == "ollama" or (stream and dialect != "tgi"):
+        if dialect == "ollama" or (stream and dialect not in ("tgi", "gemini")):
             test.assertEqual(body.get("stream"), stream, where)
 
 
 FINGERPRINTS = {"openai-chat": ["fp_5c1a7e2d"], "openai-completions": ["fp_5c1a7e2d"],
-                "vllm": ["vllm-0.31.0-5c1a7e2d"], "openai-responses": []}
+                "vllm": ["vllm-0.31.0-5c1a7e2d"], "openai-responses": [], "gemini": []}
 
 
-def run_standard(test, dialect, api, stream, script_obj=None, token_view=None, tag="std"):
+def run_standard(test, dialect, api, stream, script_obj=None, token_view=None, tag="std",
+                 extra_args=(), env=None):
     """Runs the standard audit against a `dialect` endpoint with --api `api`; asserts it all.
-    `tag` names this run's files, so that one test may run it more than once."""
+    `tag` names this run's files, so that one test may run it more than once; `extra_args`
+    and `env` go to the audit as they are."""
     endpoint = test.start_endpoint(script_obj or script(), dialect, name=tag)
     suite_path = test.write_suite(f"{tag}-suite.jsonl", suite())
     db, report_path = test.path(f"{tag}.db"), test.path(f"{tag}-report.json")
-    run = test.run_llmrepro(audit_args(suite_path, endpoint.url, api, db, report_path, stream))
+    run = test.run_llmrepro(
+        audit_args(suite_path, endpoint.url, api, db, report_path, stream) + list(extra_args),
+        env=env)
     test.assert_exit(run, 0)
     report = test.load_report(report_path)
     check_report(test, report, dialect, token_view)

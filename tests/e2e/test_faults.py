@@ -95,7 +95,7 @@ class Faults(h.E2ETestCase):
         for dialect, api in [("openai-completions", "openai-completions"), ("vllm", "openai-chat"),
                              ("llamacpp", "llamacpp"), ("sglang", "sglang"),
                              ("ollama", "ollama"), ("tgi", "tgi"),
-                             ("openai-responses", "openai-responses")]:
+                             ("openai-responses", "openai-responses"), ("gemini", "gemini")]:
             with self.subTest(dialect=dialect):
                 endpoint = self.start_endpoint(script, dialect, name=dialect)
                 report_path = self.path(f"cut-{dialect}.json")

@@ -2,7 +2,8 @@
 """Scenario: credentials reach the endpoint and nothing else. The API key from OPENAI_API_KEY
 (or the variable --api-key-env names) is sent as a bearer token on every request, detection
 probes included; it, a password in the endpoint URL and a secret --header value never appear
-in the database files, the JSON report, stdout or stderr, also when the audit fails."""
+in the database files, the JSON report, stdout or stderr, also when the audit fails. With
+--api gemini the key goes in the x-goog-api-key header instead, never in the URL."""
 
 import glob
 
@@ -13,13 +14,14 @@ KEY = "sk-test-SECRET123"
 CUSTOM_KEY = "sk-custom-SECRET456"
 PASSWORD = "pw-SECRET789"
 HEADER_SECRET = "hdr-SECRET000"
+GEMINI_KEY = "AIza-gemini-SECRET321"
 
 
 class Secrets(h.E2ETestCase):
-    def audit(self, tag, url, *extra, env=None):
+    def audit(self, tag, url, *extra, env=None, api="auto"):
         suite = self.write_suite(f"{tag}.jsonl", std.suite()[:2])
         report = self.path(f"{tag}.json")
-        run = self.run_llmrepro(["audit", "--suite", suite, "--endpoint", url, "--api", "auto",
+        run = self.run_llmrepro(["audit", "--suite", suite, "--endpoint", url, "--api", api,
                                  "--runs", "2", "--concurrency", "1,2",
                                  "--db", self.path(f"{tag}.db"), "--json", report, *extra],
                                 env=env)
@@ -71,6 +73,31 @@ class Secrets(h.E2ETestCase):
         report = self.load_report(report_path)
         self.assertEqual(report["endpoints"][0]["url"], endpoint.url)
         self.assert_nowhere("userinfo", run, PASSWORD)
+
+    def test_gemini_key_in_its_header_only(self):
+        endpoint = self.start_endpoint(std.script(), "gemini", name="gemini")
+        run, report = self.audit("gemini", endpoint.url, "--model", std.MODEL, "--api-key-env",
+                                 "GEMINI_API_KEY", env={"GEMINI_API_KEY": GEMINI_KEY},
+                                 api="gemini")
+        self.assert_exit(run, 0)
+        self.load_report(report)
+        log = endpoint.requests()
+        self.assertEqual(len(log), 2 * 2 * 2)  # two prompts, two runs, two levels
+        for item in log:
+            where = f"{item['method']} {item['path']}"
+            keys = [v for k, v in item["headers"] if k.lower() == "x-goog-api-key"]
+            self.assertEqual(keys, [GEMINI_KEY], where)
+            self.assertEqual([k for k, _ in item["headers"] if k.lower() == "authorization"], [],
+                             where)
+            self.assertNotIn(GEMINI_KEY, item["path"] + item["body"], where)
+        self.assert_nowhere("gemini", run, GEMINI_KEY)
+
+    def test_failing_gemini_audit_does_not_leak(self):
+        run, _ = self.audit("gemini-dead", f"http://127.0.0.1:{h.free_port()}", "--model",
+                            std.MODEL, "--api-key-env", "GEMINI_API_KEY",
+                            env={"GEMINI_API_KEY": GEMINI_KEY}, api="gemini")
+        self.assert_exit(run, 3)
+        self.assertNotIn(GEMINI_KEY, run.stdout + run.stderr)
 
     def test_failing_audit_does_not_leak(self):
         url = f"http://user:{PASSWORD}@127.0.0.1:{h.free_port()}"

@@ -90,7 +90,7 @@ class VerdictNumbers(h.E2ETestCase):
         dialects = [("openai-chat", "openai-chat"), ("openai-completions", "openai-completions"),
                     ("vllm", "openai-chat"), ("llamacpp", "llamacpp"), ("sglang", "sglang"),
                     ("ollama", "ollama"), ("tgi", "tgi"),
-                    ("openai-responses", "openai-responses")]
+                    ("openai-responses", "openai-responses"), ("gemini", "gemini")]
         for (dialect, api), stream in [(d, s) for d in dialects for s in (False, True)]:
             with self.subTest(dialect=dialect, stream=stream):
                 self.check(dialect, api, stream)

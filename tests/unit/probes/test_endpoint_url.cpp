@@ -95,4 +95,24 @@ TEST_CASE("join_url") {
     CHECK(join_url("https://h/openai?api-version=2", "/v1/models") ==
           "https://h/openai/v1/models?api-version=2");
   }
+  SUBCASE("Gemini paths: /v1beta only where the base names no version, their query first") {
+    const std::string path = "/v1beta/models/gemini-2.5-flash:generateContent";
+    CHECK(
+        join_url("https://generativelanguage.googleapis.com", path) ==
+        "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent");
+    CHECK(
+        join_url("https://generativelanguage.googleapis.com/v1beta", path) ==
+        "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent");
+    CHECK(join_url("https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/"
+                   "us-central1/publishers/google",
+                   path) ==
+          "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/"
+          "us-central1/publishers/google/models/gemini-2.5-flash:generateContent");
+    CHECK(join_url("http://h:1", "/v1beta/models/m:streamGenerateContent?alt=sse") ==
+          "http://h:1/v1beta/models/m:streamGenerateContent?alt=sse");
+    CHECK(join_url("http://h:1/v1beta?x=1", "/v1beta/models/m:streamGenerateContent?alt=sse") ==
+          "http://h:1/v1beta/models/m:streamGenerateContent?alt=sse&x=1");
+    // Only the OpenAI paths drop a version where the base's path is a proxy prefix.
+    CHECK(join_url("http://h/v1beta", "/v1beta") == "http://h/v1beta/v1beta");
+  }
 }

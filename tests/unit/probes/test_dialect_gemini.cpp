@@ -1,0 +1,264 @@
+// build_request() and parse_response() for the Gemini API (--api gemini), against the reference
+// payloads gemini_*.
+#include <cmath>
+
+#include <doctest/doctest.h>
+
+#include "core/logprob_floor.hpp"
+#include "probes/dialect.hpp"
+#include "tests/unit/probes/dialect_test_support.hpp"
+
+using namespace llmrepro;
+using probes::Dialect;
+using probes::parse_response;
+using probes::test::numbers;
+using probes::test::read_format;
+using probes::test::same_tokens;
+using probes::test::with_literals;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr Dialect k_gemini = Dialect::gemini;
+
+core::Completion parse_ok(const std::string& body, bool stream = false) {
+  auto result = parse_response(k_gemini, body, stream);
+  INFO((result ? std::string() : result.error().message));
+  REQUIRE(result.has_value());
+  return *result;
+}
+
+std::string parse_error(const std::string& body, bool stream = false) {
+  auto result = parse_response(k_gemini, body, stream);
+  REQUIRE_FALSE(result.has_value());
+  CHECK(result.error().code == core::ErrorCode::endpoint);
+  return result.error().message;
+}
+
+// The data JSON of each event of the reference stream, in order.
+Json stream_chunks() {
+  std::string text = read_format("gemini_stream_generate_content.txt");
+  Json chunks = Json::array();
+  std::size_t at = 0;
+  while ((at = text.find("data: ", at)) != std::string::npos) {
+    at += 6;
+    std::size_t end = text.find('\r', at);
+    chunks.push_back(Json::parse(text.substr(at, end - at)));
+  }
+  return chunks;
+}
+
+// An SSE body as Google frames it: CRLF line ends, no [DONE].
+std::string gemini_sse(const Json& chunks) {
+  std::string body;
+  for (const auto& chunk : chunks) body += "data: " + chunk.dump() + "\r\n\r\n";
+  return body;
+}
+
+// The three tokens of "Paris is nice" in the reference payloads.
+void check_paris_tokens(const core::Completion& completion) {
+  CHECK(completion.text == "Paris is nice");
+  CHECK(completion.has_logprobs);
+  REQUIRE(completion.tokens.size() == 3);
+  const auto& first = completion.tokens[0];
+  CHECK(first.token == "Paris");
+  CHECK(first.logprob == -0.0123);
+  REQUIRE(first.top.size() == 2);
+  CHECK(first.top[0].token == "Paris");
+  CHECK(first.top[1].token == "The");
+  CHECK(*first.gap() == -0.0123 - -4.5);
+  CHECK(*first.greedy());
+  CHECK(*completion.tokens[1].gap() == -0.25 - -1.5);
+  // The chosen " nice" is not among the top candidates: merged in, so three candidates, the
+  // gap over the union, and the token known not to be the top one.
+  const auto& last = completion.tokens[2];
+  CHECK(last.token == " nice");
+  CHECK(last.logprob == -2.75);
+  REQUIRE(last.top.size() == 3);
+  CHECK(last.top[0].token == " lovely");
+  CHECK(last.top[1].token == " great");
+  CHECK(last.top[2].token == " nice");
+  CHECK(last.top[2].logprob == -2.75);
+  CHECK(*last.gap() == -1.0 - -1.5);
+  CHECK_FALSE(*last.greedy());
+  CHECK(completion.numbers == numbers(0, 0, 0, 0, 0));
+}
+
+} // namespace
+
+TEST_CASE("parse_response gemini whole") {
+  SUBCASE("reference response") {
+    auto completion = parse_ok(read_format("gemini_generate_content_logprobs.json"));
+    check_paris_tokens(completion);
+    CHECK(completion.finish_reason == "stop");
+    CHECK(completion.model == "gemini-2.5-flash");
+    CHECK(completion.completion_tokens == 3);
+    CHECK(completion.system_fingerprint.empty());
+  }
+  SUBCASE("finish reasons: MAX_TOKENS is length, others as given") {
+    Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
+    body["candidates"][0]["finishReason"] = "MAX_TOKENS";
+    CHECK(parse_ok(body.dump()).finish_reason == "length");
+    body["candidates"][0]["finishReason"] = "SAFETY";
+    CHECK(parse_ok(body.dump()).finish_reason == "SAFETY");
+  }
+  SUBCASE("a chosen token already listed is not added twice, whatever the order") {
+    Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
+    auto& top = body["candidates"][0]["logprobsResult"]["topCandidates"][1]["candidates"];
+    std::swap(top[0], top[1]);
+    auto completion = parse_ok(body.dump());
+    REQUIRE(completion.tokens[1].top.size() == 2);
+    CHECK(completion.tokens[1].top[0].token == " is");
+  }
+  SUBCASE("a position without top candidates stays without") {
+    Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
+    body["candidates"][0]["logprobsResult"]["topCandidates"][0] = Json::object();
+    auto completion = parse_ok(body.dump());
+    CHECK(completion.tokens[0].top.empty());
+    CHECK_FALSE(completion.tokens[0].gap().has_value());
+  }
+  SUBCASE("no usage: the tokens are counted") {
+    Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
+    body.erase("usageMetadata");
+    CHECK(parse_ok(body.dump()).completion_tokens == 3);
+  }
+  SUBCASE("text without logprobsResult, and an empty answer") {
+    Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
+    body["candidates"][0].erase("logprobsResult");
+    auto ignored = parse_ok(body.dump());
+    CHECK(ignored.text == "Paris is nice");
+    CHECK_FALSE(ignored.has_logprobs);
+    CHECK(ignored.tokens.empty());
+    body["candidates"][0]["content"]["parts"][0]["text"] = "";
+    body["candidates"][0]["logprobsResult"] = Json::object();
+    auto empty = parse_ok(body.dump());
+    CHECK(empty.has_logprobs);
+    CHECK(empty.tokens.empty());
+  }
+  SUBCASE("thought parts are no part of the answer") {
+    Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
+    auto& parts = body["candidates"][0]["content"]["parts"];
+    parts.insert(parts.begin(), Json{{"text", "Let me think."}, {"thought", true}});
+    CHECK(parse_ok(body.dump()).text == "Paris is nice");
+  }
+  SUBCASE("null, NaN and infinite log probabilities are read and counted") {
+    Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
+    auto& result = body["candidates"][0]["logprobsResult"];
+    result["chosenCandidates"][0]["logProbability"] = "@NaN@";
+    result["topCandidates"][0]["candidates"][1]["logProbability"] = "@-Infinity@";
+    result["chosenCandidates"][1]["logProbability"] = nullptr;
+    result["topCandidates"][2]["candidates"][1]["logProbability"] = "@1e400@";
+    result["topCandidates"][2]["candidates"][0]["logProbability"] = "@Infinity@";
+    auto completion = parse_ok(with_literals(body.dump()));
+    CHECK(std::isnan(completion.tokens[0].logprob));
+    CHECK(completion.tokens[0].top[1].logprob == core::k_logprob_floor);
+    CHECK(std::isnan(completion.tokens[1].logprob));
+    // " nice" (-2.75) is the only known candidate left at the last position: first.
+    CHECK(completion.tokens[2].top[0].token == " nice");
+    CHECK_FALSE(completion.tokens[2].gap().has_value());
+    CHECK(completion.numbers == numbers(1, 1, 1, 1, 1));
+  }
+}
+
+TEST_CASE("parse_response gemini stream") {
+  SUBCASE("the reference stream reads as the whole response") {
+    auto streamed = parse_ok(read_format("gemini_stream_generate_content.txt"), true);
+    auto whole = parse_ok(read_format("gemini_generate_content_logprobs.json"));
+    check_paris_tokens(streamed);
+    CHECK(same_tokens(streamed, whole));
+    CHECK(streamed.finish_reason == "stop");
+    CHECK(streamed.completion_tokens == 3);
+    CHECK(streamed.model == "gemini-2.5-flash");
+  }
+  SUBCASE("LF framing and a usage-only last chunk") {
+    Json chunks = stream_chunks();
+    chunks.push_back(
+        Json{{"candidates", Json::array()}, {"usageMetadata", {{"candidatesTokenCount", 4}}}});
+    std::string body;
+    for (const auto& chunk : chunks) body += "data: " + chunk.dump() + "\n\n";
+    auto completion = parse_ok(body, true);
+    CHECK(completion.text == "Paris is nice");
+    CHECK(completion.completion_tokens == 4);
+  }
+  SUBCASE("a stream without a finishReason was cut short") {
+    Json chunks = stream_chunks();
+    chunks.erase(1);
+    CHECK(parse_error(gemini_sse(chunks), true) ==
+          "gemini: stream ended without a finishReason (truncated)");
+  }
+  SUBCASE("an error chunk mid-stream") {
+    Json chunks = stream_chunks();
+    chunks[1] = Json::parse(read_format("gemini_error_400.json"));
+    CHECK(parse_error(gemini_sse(chunks), true) ==
+          "gemini: stream event 2: endpoint error: API key not valid. Please pass a valid API "
+          "key.");
+  }
+}
+
+TEST_CASE("parse_response gemini errors") {
+  CHECK(parse_error(read_format("gemini_error_400.json")) ==
+        "gemini: endpoint error: API key not valid. Please pass a valid API key.");
+  CHECK(probes::describe_error_body(read_format("gemini_error_400.json")) ==
+        "API key not valid. Please pass a valid API key.");
+  CHECK(parse_error(R"({"promptFeedback":{"blockReason":"SAFETY"}})") ==
+        "gemini: endpoint error: prompt blocked (SAFETY)");
+  CHECK(parse_error(R"({"usageMetadata":{}})") == "gemini: missing field candidates");
+  Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
+  body["candidates"][0]["logprobsResult"]["topCandidates"].erase(2);
+  CHECK(parse_error(body.dump()) ==
+        "gemini: field candidates[0].logprobsResult.topCandidates has 2 positions, field "
+        "candidates[0].logprobsResult.chosenCandidates has 3");
+}
+
+TEST_CASE("build_request gemini") {
+  probes::GenerationParams params;
+  params.model = "gemini-2.5-flash";
+  params.max_tokens = 64;
+  params.top_logprobs = 3;
+  params.seed = 42;
+  SUBCASE("chat prompt: system text apart, assistant turns as model") {
+    core::Prompt prompt;
+    prompt.id = "c";
+    prompt.messages = {{"system", "Be brief."},
+                       {"user", "Capital of France?"},
+                       {"assistant", "Paris."},
+                       {"user", "And of Italy?"}};
+    auto request = probes::build_request(k_gemini, prompt, params);
+    CHECK(request.path == "/v1beta/models/gemini-2.5-flash:generateContent");
+    Json body = Json::parse(request.body);
+    CHECK(body["systemInstruction"] == Json::parse(R"({"parts":[{"text":"Be brief."}]})"));
+    CHECK(body["contents"] ==
+          Json::parse(R"([{"role":"user","parts":[{"text":"Capital of France?"}]},)"
+                      R"({"role":"model","parts":[{"text":"Paris."}]},)"
+                      R"({"role":"user","parts":[{"text":"And of Italy?"}]}])"));
+    CHECK(body["generationConfig"] ==
+          Json::parse(R"({"temperature":0.0,"maxOutputTokens":64,"responseLogprobs":true,)"
+                      R"("logprobs":3,"seed":42})"));
+    CHECK_FALSE(body.contains("model"));
+    CHECK_FALSE(body.contains("stream"));
+  }
+  SUBCASE("text prompt, streamed, a models/ prefix, the prompt's max_tokens and a schema") {
+    core::Prompt prompt;
+    prompt.id = "t";
+    prompt.text = "Capital of France?";
+    prompt.max_tokens = 8;
+    prompt.response_format_json =
+        R"({"type":"json_schema","json_schema":{"name":"city","schema":{"type":"object"}}})";
+    params.stream = true;
+    params.model = "models/gemini-2.5-pro";
+    auto request = probes::build_request(k_gemini, prompt, params);
+    CHECK(request.path == "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse");
+    Json body = Json::parse(request.body);
+    CHECK(body["contents"] ==
+          Json::parse(R"([{"role":"user","parts":[{"text":"Capital of France?"}]}])"));
+    CHECK_FALSE(body.contains("systemInstruction"));
+    CHECK(body["generationConfig"]["maxOutputTokens"] == 8);
+    CHECK(body["generationConfig"]["responseMimeType"] == "application/json");
+    CHECK(body["generationConfig"]["responseJsonSchema"] == Json{{"type", "object"}});
+  }
+  SUBCASE("the key header is Gemini's only") {
+    CHECK(probes::api_key_header(k_gemini) == "x-goog-api-key");
+    CHECK(probes::api_key_header(Dialect::openai_chat).empty());
+    CHECK(probes::api_key_header(Dialect::openai_responses).empty());
+  }
+}
