@@ -22,6 +22,7 @@
 #include "probes/embeddings_client.hpp"
 #include "probes/endpoint_detector.hpp"
 #include "probes/endpoint_url.hpp"
+#include "probes/logprob_check.hpp"
 #include "probes/suite_loader.hpp"
 #include "report/store/database_sink.hpp"
 
@@ -351,6 +352,27 @@ core::Result<void> measure_and_store_semantics(const AuditOptions& options,
   return {};
 }
 
+// A model on OpenAI's own API that returns no logprobs (a reasoning model) is named before the
+// plan runs, so that an audit compared on text alone is never mistaken for a parse failure.
+// One that rejects the parameter is then asked without it.
+void check_logprobs_up_front(const AuditOptions& options, const core::AuditConfig& config,
+                             const core::Suite& suite, Target& target) {
+  if (target.embedded || suite.prompts.empty() || !probes::logprob_check_applies(target.target))
+    return;
+  const probes::SchedulerConfig scheduler =
+      probes::scheduler_config_of(config, target.info.model, options.max_response_bytes);
+  probes::LogprobSupport support =
+      probes::check_logprob_support(target.target, scheduler, suite.prompts.front());
+  if (support.returns_logprobs) return;
+  target.target.rejects_logprobs = support.rejects_logprobs;
+  if (!options.quiet)
+    fmt::print(stderr,
+               "llmrepro: model '{}' at {} returns no logprobs: {}; its completions are compared "
+               "by text alone, with no top-2 gap{}\n",
+               support.model.empty() ? "(unnamed)" : support.model, target.info.url, support.reason,
+               support.rejects_logprobs ? " (requests are sent without logprobs)" : "");
+}
+
 } // namespace
 
 core::Result<void> load_or_resume(AuditRun& run) {
@@ -405,6 +427,7 @@ core::Result<void> connect_endpoints(AuditRun& run) {
       if (model) target.info.model = *model;
     }
     target.target.model = target.info.model;
+    check_logprobs_up_front(options, config, run.header.suite, target);
     run.targets.push_back(std::move(target));
   }
   return {};

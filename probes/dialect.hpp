@@ -30,6 +30,21 @@ const char* to_string(Dialect dialect);
 core::Result<Dialect> parse_dialect(const std::string& text);
 std::vector<Dialect> all_dialects();
 
+// How a chat request names its token limit and its logprobs. OpenAI's current chat spec marks
+// `max_tokens` deprecated and incompatible with its reasoning models, while vLLM, SGLang,
+// llama.cpp, Ollama and TGI read `max_tokens`; Together takes `logprobs` as an integer count
+// of candidates and has no `top_logprobs` parameter.
+enum class ChatRequestForm {
+  common,         // max_tokens, logprobs: true, top_logprobs: k
+  openai_current, // max_completion_tokens, logprobs: true, top_logprobs: k (api.openai.com)
+  together,       // max_tokens, logprobs: k (api.together.xyz, api.together.ai)
+};
+
+// The chat request form for a base URL, decided by its host: OpenAI's own API
+// (api.openai.com) takes the current spec, Together's (api.together.xyz, api.together.ai)
+// its integer logprobs; every other host, self-hosted servers included, the common form.
+ChatRequestForm chat_request_form_of(const std::string& base_url);
+
 struct GenerationParams {
   std::string model; // may be empty where the API allows
   int max_tokens = 128;
@@ -37,6 +52,10 @@ struct GenerationParams {
   std::uint64_t seed = 0; // sent where the API takes one
   bool stream = false;
   bool native_model = false; // llama.cpp router mode: /completion also names `model`
+  ChatRequestForm chat_form = ChatRequestForm::common; // openai-chat requests only
+  // openai-chat only: false leaves `logprobs` and `top_logprobs` out, for a model that rejects
+  // them (logprob_check.hpp); its completions are then compared by text alone.
+  bool logprobs = true;
 };
 
 // The HTTP request to send: POST `path` (appended to the base URL) with a JSON `body`.

@@ -12,6 +12,14 @@
 //   system_fingerprint may come on the last chunk only, usage comes in a final chunk with
 //   choices [], an error arrives as `data: {"error": ...}`, and `data: [DONE]` ends it.
 // - Log probabilities may be NaN, Infinity, -Infinity, 1e400 or null (read_logprob()).
+// - Together (together-python src/together/types/chat_completions.py): whole chat answers carry
+//   the legacy parallel arrays; a stream chunk's `choices[].logprobs` is the number of its one
+//   token (the chunk's delta.content), with the candidates in a choice-level `top_logprobs`
+//   map. Recognised by that shape, whatever the host.
+// - OpenAI's reasoning models answer without `logprobs` (has_logprobs false, not a failure).
+#include <algorithm>
+#include <cctype>
+
 #include "probes/detail/dialect_adapters.hpp"
 #include "probes/detail/prompt_text.hpp"
 
@@ -19,10 +27,30 @@ namespace llmrepro::probes::detail {
 
 namespace {
 
-void add_common_fields(Json& body, const core::Prompt& prompt, const GenerationParams& params) {
+// The lowercased host of an absolute URL: after the scheme and any user:password@, before the
+// port, path, query or fragment.
+std::string host_of(std::string_view url) {
+  if (auto scheme = url.find("://"); scheme != std::string_view::npos)
+    url.remove_prefix(scheme + 3);
+  url = url.substr(0, url.find_first_of("/?#"));
+  if (auto at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
+  if (!url.empty() && url.front() == '[') {
+    url = url.substr(0, url.find(']') + 1);
+  } else {
+    url = url.substr(0, url.find(':'));
+  }
+  std::string host(url);
+  std::transform(host.begin(), host.end(), host.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (!host.empty() && host.back() == '.') host.pop_back();
+  return host;
+}
+
+void add_common_fields(Json& body, const core::Prompt& prompt, const GenerationParams& params,
+                       const char* max_tokens_key = "max_tokens") {
   if (!params.model.empty()) body["model"] = params.model;
   body["temperature"] = 0.0;
-  body["max_tokens"] = effective_max_tokens(prompt, params);
+  body[max_tokens_key] = effective_max_tokens(prompt, params);
   body["seed"] = params.seed;
   body["stream"] = params.stream;
   // Without include_usage a stream never says how many tokens it produced.
@@ -68,6 +96,24 @@ bool append_logprobs(const JsonView& logprobs, core::Completion& completion) {
     }
     completion.tokens.push_back(std::move(token));
   }
+  return true;
+}
+
+// Together's stream chunk: one token, the chunk's delta.content, whose logprob is the number
+// `logprob` and whose candidates are the choice-level `top_logprobs` map (absent or null: none).
+bool append_together_token(const JsonView& choice, const JsonView& logprob,
+                           core::Completion& completion) {
+  core::TokenLogprob token;
+  token.token = choice.at("delta").optional_string("content");
+  token.logprob = read_logprob(logprob, completion.numbers);
+  if (auto candidates = choice.find("top_logprobs"); candidates && !candidates->is_null()) {
+    if (!candidates->is_object()) fail(candidates->describe() + " must be an object");
+    std::size_t members = candidates->member_count();
+    for (std::size_t m = 0; m < members; ++m)
+      token.top.push_back({std::string(candidates->member_key(m)),
+                           read_logprob(candidates->member(m), completion.numbers)});
+  }
+  completion.tokens.push_back(std::move(token));
   return true;
 }
 
@@ -137,7 +183,10 @@ core::Completion parse_stream(std::string_view body, bool chat) {
       } else {
         completion.text += choice.at("text").string();
       }
-      if (auto logprobs = choice.find("logprobs"))
+      auto logprobs = choice.find("logprobs");
+      if (chat && logprobs && logprobs->is_number())
+        completion.has_logprobs = append_together_token(choice, *logprobs, completion);
+      else if (logprobs)
         completion.has_logprobs = append_logprobs(*logprobs, completion) || completion.has_logprobs;
       std::string finish = choice.optional_string("finish_reason");
       if (!finish.empty()) completion.finish_reason = std::move(finish);
@@ -157,9 +206,16 @@ DialectRequest build_openai_chat_request(const core::Prompt& prompt,
   for (const auto& message : prompt_as_messages(prompt))
     messages.push_back(Json{{"role", message.role}, {"content", message.content}});
   body["messages"] = std::move(messages);
-  add_common_fields(body, prompt, params);
-  body["logprobs"] = true;
-  body["top_logprobs"] = params.top_logprobs;
+  const bool current = params.chat_form == ChatRequestForm::openai_current;
+  add_common_fields(body, prompt, params, current ? "max_completion_tokens" : "max_tokens");
+  // A model that refuses the parameter (an OpenAI reasoning model) is asked for text alone.
+  if (params.logprobs && params.chat_form == ChatRequestForm::together) {
+    // Together reads the candidate count from `logprobs` itself and has no top_logprobs.
+    body["logprobs"] = params.top_logprobs;
+  } else if (params.logprobs) {
+    body["logprobs"] = true;
+    body["top_logprobs"] = params.top_logprobs;
+  }
   return {"/v1/chat/completions", dump_body(body)};
 }
 
@@ -182,3 +238,14 @@ core::Completion parse_openai_completions(std::string_view body, bool stream) {
 }
 
 } // namespace llmrepro::probes::detail
+
+namespace llmrepro::probes {
+
+ChatRequestForm chat_request_form_of(const std::string& base_url) {
+  const std::string host = detail::host_of(base_url);
+  if (host == "api.openai.com") return ChatRequestForm::openai_current;
+  if (host == "api.together.xyz" || host == "api.together.ai") return ChatRequestForm::together;
+  return ChatRequestForm::common;
+}
+
+} // namespace llmrepro::probes

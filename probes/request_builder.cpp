@@ -10,6 +10,8 @@ GenerationParams params_for(const EndpointTarget& target, const SchedulerConfig&
   GenerationParams params = config.params;
   if (!target.model.empty()) params.model = target.model;
   if (target.llamacpp_router) params.native_model = true;
+  params.chat_form = chat_request_form_of(target.base_url);
+  if (target.rejects_logprobs) params.logprobs = false;
   return params;
 }
 

@@ -26,8 +26,9 @@ struct EndpointTarget {
   std::vector<std::string> headers; // extra "Name: value" lines
   std::string api_key;              // sent as the dialect's key header; never recorded
   bool insecure = false;
-  std::string model;            // the model requested here; empty: SchedulerConfig::params.model
-  bool llamacpp_router = false; // llama.cpp without -m: native requests name the model
+  std::string model;             // the model requested here; empty: SchedulerConfig::params.model
+  bool llamacpp_router = false;  // llama.cpp without -m: native requests name the model
+  bool rejects_logprobs = false; // the model refuses `logprobs` (logprob_check.hpp): omit it
 };
 
 struct SchedulerConfig {

@@ -59,6 +59,7 @@ public:
   bool is_object() const { return node().type == JsonType::object; }
   bool is_array() const { return node().type == JsonType::array; }
   bool is_string() const { return node().type == JsonType::string; }
+  bool is_number() const { return node().type == JsonType::number; } // NaN and the like too
 
   // Member `key` of this object (may be null); throws when this is not an object or the key
   // is absent.

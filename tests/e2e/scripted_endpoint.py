@@ -22,6 +22,21 @@ Script:
    "router": true,                                                 (llamacpp: llama-server without
                                                                     -m; /completion answers 400
                                                                     unless it names the model)
+   "together": true,                                               (openai-chat: Together's shapes:
+                                                                    `logprobs` read as the integer
+                                                                    k, whole answers in parallel
+                                                                    arrays, stream chunks with a
+                                                                    number `logprobs` and a
+                                                                    choice-level top_logprobs map)
+   "max_completion_tokens": true,                                  (openai-chat: OpenAI's current
+                                                                    spec for its reasoning models:
+                                                                    a chat request naming
+                                                                    max_tokens answers 400)
+   "no_logprobs_model": "omit"|"reject",                           (openai-chat: a reasoning model
+                                                                    answering without logprobs, or
+                                                                    refusing a request that asks
+                                                                    for them with a 400 naming
+                                                                    `logprobs`)
    "fallback": [entry, ...],                                       (optional: any other prompt)
    "prompts": {"<prompt text or last user message>": [entry, ...] or variants}}
   A prompt key matches a request whose prompt equals it, else the longest key the prompt
@@ -73,6 +88,10 @@ faults: 500 and 503 (Retry-After only when the entry gives "retry_after") are re
 gemini: POST /v1beta/models/<script model>:generateContent, or :streamGenerateContent (which
   must ask for alt=sse; another model in the path is a 404); each stream chunk carries two
   tokens, and "drop_logprobs_chunks" counts those chunks.
+
+A request in absolute form ("POST http://api.openai.com/v1/chat/completions", as a client
+sends it through an HTTP proxy) is served by its path, so that a test can give the tool a
+provider's host name and reach this endpoint through http_proxy.
 
 Usage: scripted_endpoint.py --script S.json --port 0 --port-file F [--dialect D] [--log L]
 Standard library only.
@@ -385,6 +404,9 @@ def load_script(path):
             "api_tags": bool(raw.get("api_tags", False)),
             "base_path": str(raw.get("base_path", "")).rstrip("/"),
             "router": bool(raw.get("router", False)),
+            "together": bool(raw.get("together", False)),
+            "max_completion_tokens": bool(raw.get("max_completion_tokens", False)),
+            "no_logprobs_model": raw.get("no_logprobs_model"),
             "fallback": fallback,
             "prompts": prompts}
 
@@ -567,7 +589,50 @@ def model_of(gen):
     return gen["entry"]["model"] or gen["script"]["model"]
 
 
+def together_chat(gen, stream):
+    """Together's chat shapes (together-python src/together/types/chat_completions.py and
+    common.py): whole answers carry the legacy parallel arrays with {token: logprob} maps; a
+    stream chunk carries one token, its logprob a number in choices[].logprobs and its
+    candidates in a choice-level top_logprobs map."""
+    script, toks = gen["script"], gen["tokens"]
+    text = text_of(toks)
+    pieces = pieces_of(toks)
+    base = {"id": f"nrScripted-{gen['n']}", "object": "chat.completion", "created": CREATED,
+            "model": model_of(gen)}
+    tops = [completion_top_map(t, gen["k"], "openai-chat", script) for t in toks]
+    if not stream:
+        logprobs = None
+        if gen["logprobs"]:
+            logprobs = {"tokens": [t.text for t in toks],
+                        "token_logprobs": [wire_lp(t.logprob) for t in toks],
+                        "token_ids": [token_id(t.text) for t in toks],
+                        "top_logprobs": tops}
+        choice = {"index": 0, "logprobs": logprobs, "seed": gen["seed"],
+                  "finish_reason": gen["finish"],
+                  "message": {"role": "assistant", "content": text, "tool_calls": []}}
+        return dict(base, prompt=[], choices=[choice], usage=usage(len(toks)))
+    chunk = dict(base, object="chat.completion.chunk")
+    events = []
+    for i, t in enumerate(toks):
+        last = i == len(toks) - 1
+        choice = {"index": 0, "text": pieces[i], "finish_reason": gen["finish"] if last else None,
+                  "seed": gen["seed"] if last else None,
+                  "delta": {"token_id": token_id(t.text), "role": "assistant",
+                            "content": pieces[i], "tool_calls": None}}
+        if gen["logprobs"]:
+            choice["logprobs"] = wire_lp(t.logprob)
+            choice["top_logprobs"] = tops[i]
+        events.append(dict(chunk, choices=[choice], usage=usage(len(toks)) if last else None))
+    if not toks:
+        events.append(dict(chunk, choices=[{"index": 0, "text": "", "logprobs": None,
+                                            "finish_reason": gen["finish"], "delta": {}}],
+                           usage=usage(0)))
+    return events
+
+
 def openai_chat(gen, stream):
+    if gen["script"]["together"]:
+        return together_chat(gen, stream)
     d, script, toks, entry = gen["dialect"], gen["script"], gen["tokens"], gen["entry"]
     vllm = d == "vllm"
     fp = fingerprint(entry, script, d)
@@ -1004,9 +1069,15 @@ def as_int(value, default):
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def request_params(dialect, path, body):
+def request_params(dialect, path, body, together=False):
     """(logprobs wanted, k, max_tokens, seed, include_usage) as the server would read them."""
-    if path in ("/v1/chat/completions",):
+    if path in ("/v1/chat/completions",) and together:
+        # Together: `logprobs` is the candidate count itself; there is no top_logprobs.
+        k = as_int(body.get("logprobs"), 0)
+        want = k > 0
+        max_tokens = as_int(body.get("max_tokens"), None)
+        seed = body.get("seed")
+    elif path in ("/v1/chat/completions",):
         k = as_int(body.get("top_logprobs"), 0)
         want = body.get("logprobs") is True
         if dialect in ("llamacpp", "llamacpp-old") and want and "top_logprobs" not in body:
@@ -1284,7 +1355,14 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def origin_form(self):
+        """The path of an absolute-form request target (one sent through a proxy)."""
+        match = re.match(r"^https?://[^/]+(/.*)?$", self.path)
+        if match:
+            self.path = match.group(1) or "/"
+
     def do_GET(self):
+        self.origin_form()
         self.in_flight = 0
         self.log_request_item(b"")
         path = local_path(self.state.script, self.state.dialect, self.path.split("?")[0])
@@ -1295,6 +1373,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(status, obj)
 
     def do_POST(self):
+        self.origin_form()
         if self.path.split("?")[0] in self.state.script["flush_routes"]:
             self.answer_flush()
             return
@@ -1369,6 +1448,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.log_request_item(raw, outcome="bad_request")
                 self.send_json(*refusal)
                 return
+        if builder is openai_chat and self.refuse_as_reasoning_model(raw, body):
+            return
         key = self.state.match(prompt_of(body))
         fallback = key is None and self.state.script["fallback"] is not None
         if builder is None or (key is None and not fallback):
@@ -1389,7 +1470,8 @@ class Handler(BaseHTTPRequestHandler):
                   or path.endswith(":streamGenerateContent"))
         if dialect == "ollama" and "stream" not in body:
             stream = True  # Ollama streams unless told not to
-        want, k, max_tokens, seed, include_usage = request_params(dialect, path, body)
+        want, k, max_tokens, seed, include_usage = request_params(
+            dialect, path, body, self.state.script["together"])
         if fault == "500":
             self.send_json(500, error_body(dialect, 500, "scripted internal error",
                                            "InternalServerError"))
@@ -1416,7 +1498,9 @@ class Handler(BaseHTTPRequestHandler):
         if max_tokens is not None and len(tokens) > max_tokens:
             tokens, finish = tokens[:max_tokens], "length"
         gen = {"dialect": dialect, "script": self.state.script, "entry": entry, "tokens": tokens,
-               "finish": finish, "k": k, "logprobs": want and fault != "no_logprobs",
+               "finish": finish, "k": k,
+               "logprobs": (want and fault != "no_logprobs"
+                            and self.state.script["no_logprobs_model"] is None),
                "max_tokens": max_tokens, "seed": seed, "include_usage": include_usage,
                "prompt": prompt_of(body), "path": path, "n": n}
         payload = builder(gen, stream)
@@ -1426,6 +1510,25 @@ class Handler(BaseHTTPRequestHandler):
             self.send_stream(encode_stream(dialect, payload), fault)
         else:
             self.send_whole(dumps(payload).encode(), fault)
+
+    def refuse_as_reasoning_model(self, raw, body):
+        """OpenAI's reasoning models: 400 for a chat request naming max_tokens (the current
+        spec wants max_completion_tokens) and, with "no_logprobs_model": "reject", for one
+        asking for logprobs; the bodies are OpenAI's unsupported_parameter errors."""
+        script = self.state.script
+        param = None
+        if script["max_completion_tokens"] and "max_tokens" in body:
+            param, extra = "max_tokens", " Use 'max_completion_tokens' instead."
+        elif script["no_logprobs_model"] == "reject" and (
+                "logprobs" in body or "top_logprobs" in body):
+            param, extra = "logprobs" if "logprobs" in body else "top_logprobs", ""
+        if param is None:
+            return False
+        self.log_request_item(raw, outcome="bad_request")
+        message = f"Unsupported parameter: '{param}' is not supported with this model.{extra}"
+        self.send_json(400, {"error": {"message": message, "type": "invalid_request_error",
+                                       "param": param, "code": "unsupported_parameter"}})
+        return True
 
     def send_whole(self, data, fault):
         if fault == "truncate":

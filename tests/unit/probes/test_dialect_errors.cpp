@@ -171,6 +171,11 @@ TEST_CASE("parse_response truncated and failed streams") {
 }
 
 TEST_CASE("describe_error_body") {
+  CHECK(describe_error_body(read_format("openai_error_400_max_tokens_unsupported.json")) ==
+        "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+        "'max_completion_tokens' instead.");
+  CHECK(describe_error_body(read_format("openai_error_400_logprobs_unsupported.json")) ==
+        "Unsupported parameter: 'logprobs' is not supported with this model.");
   CHECK(describe_error_body(read_format("openai_error_400.json")) ==
         "The 'top_logprobs' parameter is only allowed when 'logprobs' is enabled.");
   CHECK(describe_error_body(read_format("llamacpp_error_503_loading.json")) == "Loading model");

@@ -408,3 +408,67 @@ TEST_CASE("parse_response openai streams") {
     CHECK(streamed.finish_reason == "length");
   }
 }
+
+TEST_CASE("parse_response openai-chat: Together's integer-logprobs shapes") {
+  // The five tokens of "Paris is the capital." in both Together payloads.
+  const auto check_together = [](const core::Completion& completion) {
+    REQUIRE(completion.tokens.size() == 5);
+    CHECK(completion.text == "Paris is the capital.");
+    CHECK(completion.has_logprobs);
+    CHECK(completion.tokens[0].token == "Paris");
+    CHECK(completion.tokens[0].logprob == -0.0123);
+    REQUIRE(completion.tokens[0].top.size() == 2);
+    CHECK(completion.tokens[0].top[1].token == "The");
+    CHECK(*completion.tokens[0].gap() == -0.0123 - -4.5);
+    CHECK(completion.tokens[1].token == " is");
+    CHECK(*completion.tokens[1].gap() == -0.25 - -1.625);
+    CHECK(completion.tokens[4].token == ".");
+    CHECK(*completion.tokens[4].gap() == -0.6 - -0.8);
+    CHECK(completion.finish_reason == "eos");
+    CHECK(completion.model == "meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo");
+    CHECK(completion.completion_tokens == 5);
+  };
+  SUBCASE("whole: parallel arrays with {token: logprob} maps") {
+    check_together(
+        parse_ok(Dialect::openai_chat, read_format("together_chat_completion_logprobs.json")));
+  }
+  SUBCASE("stream: a number in choices[].logprobs, candidates in a choice-level map") {
+    Json chunks = Json::parse(read_format("together_chat_completion_stream_chunks.json"));
+    check_together(parse_ok(Dialect::openai_chat, sse_body(chunks), true));
+  }
+  SUBCASE("stream: a chunk without top_logprobs has a token without candidates") {
+    Json chunks = Json::parse(read_format("together_chat_completion_stream_chunks.json"));
+    chunks[1]["choices"][0].erase("top_logprobs");
+    chunks[2]["choices"][0]["top_logprobs"] = nullptr;
+    auto completion = parse_ok(Dialect::openai_chat, sse_body(chunks), true);
+    REQUIRE(completion.tokens.size() == 5);
+    CHECK(completion.tokens[1].top.empty());
+    CHECK(completion.tokens[2].top.empty());
+    CHECK(completion.tokens[1].logprob == -0.25);
+  }
+  SUBCASE("stream: a NaN logprob is read and counted, a list in place of the map fails") {
+    Json chunks = Json::parse(read_format("together_chat_completion_stream_chunks.json"));
+    std::string body = sse_body(chunks);
+    body.replace(body.find("\"logprobs\":-0.25"), 16, "\"logprobs\":NaN");
+    auto completion = parse_ok(Dialect::openai_chat, body, true);
+    CHECK(std::isnan(completion.tokens[1].logprob));
+    CHECK(completion.numbers == numbers(1, 0, 0, 0, 0));
+    chunks[3]["choices"][0]["top_logprobs"] = Json::array({-0.001});
+    auto failed = parse_response(Dialect::openai_chat, sse_body(chunks), true);
+    REQUIRE_FALSE(failed.has_value());
+    CHECK(failed.error().message.find("stream event 4: ") != std::string::npos); // 1-based
+    CHECK(failed.error().message.find("choices[0].top_logprobs") != std::string::npos);
+    CHECK(failed.error().message.find("must be an object") != std::string::npos);
+  }
+}
+
+TEST_CASE("parse_response openai-chat: a reasoning model's answer without logprobs") {
+  auto completion = parse_ok(Dialect::openai_chat,
+                             read_format("openai_chat_completion_reasoning_no_logprobs.json"));
+  CHECK(completion.text == "Paris.");
+  CHECK_FALSE(completion.has_logprobs);
+  CHECK(completion.tokens.empty());
+  CHECK(completion.model == "o3-mini-2025-01-31");
+  // Reasoning tokens count in completion_tokens though the text is one word.
+  CHECK(completion.completion_tokens == 146);
+}

@@ -184,3 +184,58 @@ TEST_CASE("build_request invalid UTF-8 in a prompt") {
       body_of(probes::build_request(Dialect::openai_completions, text_prompt("a\xFF"), params()));
   CHECK(body["prompt"] == "a\xEF\xBF\xBD");
 }
+
+TEST_CASE("chat_request_form_of: by the host of the base URL") {
+  using probes::chat_request_form_of;
+  using probes::ChatRequestForm;
+  CHECK(chat_request_form_of("https://api.openai.com/v1") == ChatRequestForm::openai_current);
+  CHECK(chat_request_form_of("https://user:pw@API.OpenAI.com:443/v1?x=1") ==
+        ChatRequestForm::openai_current);
+  CHECK(chat_request_form_of("http://api.openai.com.") == ChatRequestForm::openai_current);
+  CHECK(chat_request_form_of("https://api.together.xyz/v1") == ChatRequestForm::together);
+  CHECK(chat_request_form_of("https://api.together.ai/v1") == ChatRequestForm::together);
+  // Self-hosted servers, proxies and look-alike hosts keep max_tokens.
+  CHECK(chat_request_form_of("http://127.0.0.1:8000/v1") == ChatRequestForm::common);
+  CHECK(chat_request_form_of("https://openai.example.com/v1") == ChatRequestForm::common);
+  CHECK(chat_request_form_of("https://api.openai.com.evil.test/v1") == ChatRequestForm::common);
+  CHECK(chat_request_form_of("https://proxy.test/api.openai.com/v1") == ChatRequestForm::common);
+  CHECK(chat_request_form_of("http://[::1]:8000/v1") == ChatRequestForm::common);
+}
+
+TEST_CASE("build_request openai-chat: the request forms") {
+  SUBCASE("OpenAI's current spec: max_completion_tokens, never max_tokens") {
+    GenerationParams options = params();
+    options.chat_form = probes::ChatRequestForm::openai_current;
+    Json body = body_of(probes::build_request(Dialect::openai_chat, chat_prompt(), options));
+    CHECK(body["max_completion_tokens"] == 64);
+    CHECK_FALSE(body.contains("max_tokens"));
+    CHECK(body["logprobs"] == true);
+    CHECK(body["top_logprobs"] == 3);
+  }
+  SUBCASE("Together: logprobs is the candidate count, no top_logprobs") {
+    GenerationParams options = params();
+    options.chat_form = probes::ChatRequestForm::together;
+    Json body = body_of(probes::build_request(Dialect::openai_chat, chat_prompt(), options));
+    CHECK(body["logprobs"] == 3);
+    CHECK_FALSE(body.contains("top_logprobs"));
+    CHECK(body["max_tokens"] == 64);
+    CHECK_FALSE(body.contains("max_completion_tokens"));
+  }
+  SUBCASE("a model that refuses logprobs is asked without them") {
+    GenerationParams options = params();
+    options.chat_form = probes::ChatRequestForm::openai_current;
+    options.logprobs = false;
+    Json body = body_of(probes::build_request(Dialect::openai_chat, chat_prompt(), options));
+    CHECK_FALSE(body.contains("logprobs"));
+    CHECK_FALSE(body.contains("top_logprobs"));
+    CHECK(body["max_completion_tokens"] == 64);
+  }
+  SUBCASE("the legacy completions route is not affected") {
+    GenerationParams options = params();
+    options.chat_form = probes::ChatRequestForm::openai_current;
+    Json body =
+        body_of(probes::build_request(Dialect::openai_completions, text_prompt("hi"), options));
+    CHECK(body["max_tokens"] == 64);
+    CHECK(body["logprobs"] == 3);
+  }
+}
