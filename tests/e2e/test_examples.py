@@ -3,8 +3,9 @@
 embedded reference engine with every request succeeding; the GitHub Actions workflow's audit step,
 run as written by bash, audits a scripted endpoint when LLMREPRO_ENDPOINT is set and the embedded
 engine when it is not, and writes the JSON, HTML, JUnit and Markdown it publishes; each recipe's
-`llmrepro audit` command line is accepted by a scripted endpoint of that recipe's dialect and
-sends each of its suite's prompts runs x levels times."""
+`llmrepro audit` command line (vLLM, SGLang, llama.cpp, Ollama, OpenAI, Gemini, Together,
+TensorRT-LLM) is accepted by a scripted endpoint of that recipe's dialect, with --endpoint
+replaced by the endpoint's URL, and sends each of its suite's prompts runs x levels times."""
 
 import glob
 import json
@@ -15,7 +16,11 @@ import subprocess
 
 import e2e_harness as h
 
-RECIPE_DIALECTS = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp", "ollama": "ollama"}
+# Recipes for hosted APIs name real hosts; the test points --endpoint at the scripted endpoint, so
+# forms chosen by host (OpenAI's max_completion_tokens, Together's integer logprobs) do not apply.
+RECIPE_DIALECTS = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp", "ollama": "ollama",
+                   "openai": "openai-chat", "gemini": "gemini", "together": "openai-chat",
+                   "trtllm": "openai-chat"}
 
 
 def examples(*parts):
