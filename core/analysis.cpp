@@ -233,11 +233,11 @@ void judge_fragility(PromptAnalysis& result, const Completion& ref, const Analys
 }
 
 // The noise samples of each level (concurrency -> |Δgap|), which analyse_prompt adds to.
-using NoiseSamples = std::map<int, std::vector<double>>;
+using LevelNoise = std::map<int, NoiseSamples>;
 
 PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
                               const std::vector<const RequestRecord*>& records,
-                              const AnalysisConfig& config, NoiseSamples& noise) {
+                              const AnalysisConfig& config, LevelNoise& noise) {
   PromptAnalysis result;
   result.id = prompt.id;
   result.prompt_index = prompt_index;
@@ -289,13 +289,15 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     if (!record->outcome.ok) continue;
     const Completion& completion = record->outcome.completion;
     // Every level with a successful run is in the map, sampled or not.
-    std::vector<double>& level_noise = noise[record->planned.concurrency];
+    NoiseSamples& level_noise = noise[record->planned.concurrency];
     if (!drift_reference) {
       drift_reference = &completion;
       drift_reference_key = identity_key(completion, mode);
     } else {
       add_logprob_drift(result.logprob_drift, *drift_reference, completion);
-      add_gap_noise(level_noise, *drift_reference, completion);
+      std::vector<double> deviations;
+      add_gap_noise(deviations, *drift_reference, completion);
+      for (double deviation : deviations) level_noise.add(deviation);
     }
     note_reference_agreement(levels[record->planned.concurrency], *drift_reference,
                              drift_reference_key, completion, mode);
@@ -557,7 +559,7 @@ struct AnalysisBuilder::Totals {
   };
   std::map<int, Cost> costs;
   std::map<std::string, int> failure_reasons;
-  NoiseSamples noise;
+  LevelNoise noise;
 };
 
 AnalysisBuilder::AnalysisBuilder(const Suite& suite, const AnalysisConfig& config,
@@ -680,9 +682,8 @@ AuditAnalysis AnalysisBuilder::finish() {
   // are fragility's counts, which follow it under --fragile-p.
   std::map<int, NoiseDistribution> noise;
   std::vector<const NoiseDistribution*> levels_noise;
-  for (const auto& [concurrency, deviations] : totals.noise)
-    levels_noise.push_back(
-        &noise.emplace(concurrency, NoiseDistribution(deviations)).first->second);
+  for (const auto& [concurrency, samples] : totals.noise)
+    levels_noise.push_back(&noise.emplace(concurrency, samples.distribution()).first->second);
   ConfusionMatrix& m = summary.predictor;
   std::vector<double> predicted;
   std::vector<double> gap_rule;
@@ -744,8 +745,8 @@ AuditAnalysis AnalysisBuilder::finish() {
     }
   }
   for (auto& [concurrency, level] : levels) {
-    if (const auto level_noise = noise.find(concurrency); level_noise != noise.end())
-      level.noise = estimate_of(level_noise->second);
+    if (const auto level_noise = totals.noise.find(concurrency); level_noise != totals.noise.end())
+      level.noise = level_noise->second.estimate();
     const auto found = totals.costs.find(concurrency);
     if (found != totals.costs.end()) {
       const Totals::Cost& cost = found->second;

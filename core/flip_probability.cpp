@@ -12,6 +12,17 @@
 #include <utility>
 
 namespace llmrepro::core {
+namespace {
+
+// The decade bin of a sample: 0 for exactly zero, then (0, 1e-6], (1e-6, 1e-5], ..., and > 1.
+std::size_t decade_of(double value) {
+  if (!(value > 0)) return 0;
+  std::size_t bin = 1;
+  while (bin <= k_noise_decades.size() && value > k_noise_decades[bin - 1]) ++bin;
+  return bin;
+}
+
+} // namespace
 
 void add_gap_noise(std::vector<double>& deviations, const Completion& reference,
                    const Completion& other) {
@@ -78,14 +89,35 @@ NoiseEstimate estimate_of(const NoiseDistribution& noise) {
   estimate.p90 = noise.quantile(0.9);
   estimate.p99 = noise.quantile(0.99);
   estimate.max = noise.quantile(1.0);
-  for (double value : noise.sorted()) {
-    std::size_t bin = 0; // exactly zero
-    if (value > 0) {
-      bin = 1;
-      while (bin <= k_noise_decades.size() && value > k_noise_decades[bin - 1]) ++bin;
-    }
-    ++estimate.decade_counts[bin];
+  for (double value : noise.sorted()) ++estimate.decade_counts[decade_of(value)];
+  return estimate;
+}
+
+NoiseSamples::NoiseSamples(std::size_t capacity) : m_capacity(std::max<std::size_t>(capacity, 1)) {}
+
+void NoiseSamples::add(double deviation) {
+  ++m_seen;
+  if (deviation > 0) ++m_nonzero;
+  m_max = std::max(m_max, deviation);
+  ++m_decade_counts[decade_of(deviation)];
+  if (m_kept.size() < m_capacity) {
+    m_kept.push_back(deviation);
+    return;
   }
+  // Algorithm R: the n-th sample replaces a kept one with probability capacity / n.
+  const std::uint64_t slot = m_random.below(m_seen);
+  if (slot < m_capacity) m_kept[slot] = deviation;
+}
+
+NoiseDistribution NoiseSamples::distribution() const { return NoiseDistribution(m_kept); }
+
+NoiseEstimate NoiseSamples::estimate() const {
+  NoiseEstimate estimate = estimate_of(distribution());
+  if (m_seen == 0) return estimate;
+  estimate.positions = static_cast<int>(m_seen);
+  estimate.nonzero = static_cast<int>(m_nonzero);
+  estimate.max = m_max;
+  estimate.decade_counts = m_decade_counts;
   return estimate;
 }
 

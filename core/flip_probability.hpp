@@ -5,10 +5,13 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "core/completion.hpp"
+#include "core/random.hpp"
 
 namespace llmrepro::core {
 
@@ -69,6 +72,36 @@ struct NoiseEstimate {
   std::array<int, k_noise_decades.size() + 2> decade_counts{};
 };
 NoiseEstimate estimate_of(const NoiseDistribution& noise);
+
+// The samples a level's noise keeps at most: beyond them a uniform sample stands for the rest, so
+// that the analysis of an audit with many runs of long completions stays bounded in memory
+// (2 MiB a level).
+inline constexpr std::size_t k_noise_sample_capacity = std::size_t{1} << 18;
+
+// One level's noise samples as they stream in, prompt after prompt: every sample is counted
+// exactly (positions, nonzero, maximum, decades), and at most `capacity` of them are kept for the
+// quantiles and the flip probability, by reservoir sampling with a fixed seed, so that the same
+// records in the same order always keep the same sample. Up to `capacity` samples every one is
+// kept and every figure is exact.
+class NoiseSamples {
+public:
+  explicit NoiseSamples(std::size_t capacity = k_noise_sample_capacity);
+
+  void add(double deviation);
+  // The kept samples' distribution.
+  NoiseDistribution distribution() const;
+  // Exact counts and maximum, with the quantiles of the kept samples.
+  NoiseEstimate estimate() const;
+
+private:
+  std::size_t m_capacity;
+  std::uint64_t m_seen = 0;
+  std::uint64_t m_nonzero = 0;
+  double m_max = 0.0;
+  std::array<int, k_noise_decades.size() + 2> m_decade_counts{};
+  std::vector<double> m_kept;
+  SplitMix64 m_random{0x6e6f697365ULL};
+};
 
 // The τ this noise implies: the gap below which a position flips in at least 1 run of 200 at the
 // noisiest level, that is the largest 0.99-quantile over the levels. 0 where no level's noise

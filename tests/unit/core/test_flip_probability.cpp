@@ -308,3 +308,41 @@ TEST_CASE("analysis: a level without any noise sample leaves p_flip unknown") {
   CHECK_FALSE(single.prompts[0].p_flip);
   CHECK(single.prompts[0].p_flip_reason == "no noise sample at concurrency 1");
 }
+
+TEST_CASE("NoiseSamples: exact counts, a bounded sample") {
+  SUBCASE("under the capacity every sample is kept: the same figures as the whole distribution") {
+    NoiseSamples samples(8);
+    for (double value : {0.0, 0.25, 0.0, 0.0078125}) samples.add(value);
+    CHECK(samples.distribution().sorted() == std::vector<double>{0.0, 0.0, 0.0078125, 0.25});
+    const NoiseEstimate estimate = samples.estimate();
+    const NoiseEstimate whole = estimate_of(NoiseDistribution({0.0, 0.25, 0.0, 0.0078125}));
+    CHECK(estimate.positions == whole.positions);
+    CHECK(estimate.nonzero == whole.nonzero);
+    CHECK(estimate.median == whole.median);
+    CHECK(estimate.p99 == whole.p99);
+    CHECK(estimate.max == whole.max);
+    CHECK(estimate.decade_counts == whole.decade_counts);
+  }
+  SUBCASE("beyond it: counts, maximum and decades stay exact, at most `capacity` are kept") {
+    NoiseSamples samples(4);
+    for (int i = 0; i < 1000; ++i) samples.add(i % 10 == 0 ? 0.0 : i / 1000.0);
+    CHECK(samples.distribution().positions() == 4);
+    const NoiseEstimate estimate = samples.estimate();
+    CHECK(estimate.positions == 1000);
+    CHECK(estimate.nonzero == 900);
+    CHECK(estimate.max == 0.999);
+    CHECK(estimate.decade_counts[0] == 100);
+    // (1e-3, 1e-2]: 0.002 ... 0.009 (0.001 falls in (1e-4, 1e-3], 0.010 is a multiple of 10).
+    CHECK(estimate.decade_counts[5] == 8);
+    // The same samples in the same order keep the same sample.
+    NoiseSamples again(4);
+    for (int i = 0; i < 1000; ++i) again.add(i % 10 == 0 ? 0.0 : i / 1000.0);
+    CHECK(again.distribution().sorted() == samples.distribution().sorted());
+  }
+  SUBCASE("a uniform sample: its exceedance tracks the whole stream's") {
+    NoiseSamples samples(4096);
+    for (int i = 0; i < 100000; ++i) samples.add((i % 1000) / 1000.0);
+    // A quarter of the stream is above 0.75; the kept 4096 say so within a few hundredths.
+    CHECK(samples.distribution().exceedance(0.7495) == doctest::Approx(0.25).epsilon(0.1));
+  }
+}
