@@ -16,8 +16,25 @@ std::optional<bool> TokenLogprob::greedy() const {
   return true;
 }
 
-void sort_candidates(Completion& completion) {
-  for (auto& token : completion.tokens) {
+const char* to_string(ReasoningSplit split) {
+  switch (split) {
+  case ReasoningSplit::none: return "none";
+  case ReasoningSplit::separate: return "separate";
+  case ReasoningSplit::joined: return "joined";
+  }
+  return "none";
+}
+
+ReasoningSplit parse_reasoning_split(const std::string& text) {
+  if (text == "separate") return ReasoningSplit::separate;
+  if (text == "joined") return ReasoningSplit::joined;
+  return ReasoningSplit::none;
+}
+
+namespace {
+
+void sort_candidates(std::vector<TokenLogprob>& tokens) {
+  for (auto& token : tokens) {
     // Stable, so equal logprobs keep the endpoint's order and the result is deterministic;
     // unknown values (NaN) sort last, which keeps the ordering strict and weak.
     std::stable_sort(token.top.begin(), token.top.end(),
@@ -28,6 +45,13 @@ void sort_candidates(Completion& completion) {
                        return a_known && a.logprob > b.logprob;
                      });
   }
+}
+
+} // namespace
+
+void sort_candidates(Completion& completion) {
+  sort_candidates(completion.tokens);
+  sort_candidates(completion.reasoning_tokens);
 }
 
 namespace {

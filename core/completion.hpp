@@ -64,6 +64,16 @@ struct NumberAnomalies {
   friend bool operator==(const NumberAnomalies&, const NumberAnomalies&) = default;
 };
 
+// How the endpoint's tokens relate to a reasoning model's two parts (core/reasoning.hpp).
+enum class ReasoningSplit {
+  none,     // no reasoning came back: `tokens` are the answer's
+  separate, // `tokens` are the answer's and `reasoning_tokens` the reasoning's (possibly none)
+  joined,   // one stream for both that could not be cut where the answer starts: in `tokens`
+};
+const char* to_string(ReasoningSplit split);
+// "none", "separate" or "joined"; anything else reads as none.
+ReasoningSplit parse_reasoning_split(const std::string& text);
+
 // What one successful request produced, independent of the API dialect that carried it.
 struct Completion {
   std::string text;
@@ -78,10 +88,16 @@ struct Completion {
   long completion_tokens = 0;
   // Non-finite log probabilities the response carried, mapped as NumberAnomalies says.
   NumberAnomalies numbers;
+  // A reasoning model's hidden reasoning (`reasoning_content`, `reasoning`, Ollama's
+  // `thinking`), beside the answer in `text`, and its tokens where the endpoint sent them apart
+  // or core::separate_reasoning cut them from the stream.
+  std::string reasoning_text;
+  std::vector<TokenLogprob> reasoning_tokens;
+  ReasoningSplit reasoning_split = ReasoningSplit::none;
 };
 
-// Sorts each position's candidates by logprob, highest first and unknown values last, so that
-// gap() is meaningful.
+// Sorts each position's candidates (of the answer's and the reasoning's tokens) by logprob, highest
+// first and unknown values last, so that gap() is meaningful.
 void sort_candidates(Completion& completion);
 
 // The bytes a token stands for: the token string, or for a byte-fragment token written as
