@@ -27,16 +27,16 @@ struct AuditDatabase::Impl {
   detail::Statement begin;
   detail::Statement commit;
   detail::Statement rollback;
-  // False only when an older database lacks the numbers_* columns and could not be given them
-  // (a read-only file): its requests read with zero counts and are written without them.
-  bool numbers_columns = true;
+  // False only where an older database lacks those columns and could not be given them (a
+  // read-only file): its requests read with zero counts or no reasoning, written without them.
+  detail::LaterColumns later_columns;
   detail::RecordWriter writer;
 
   explicit Impl(detail::Connection opened) : connection(std::move(opened)), writer(connection) {}
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  detail::RecordReader reader() const { return detail::RecordReader(connection, numbers_columns); }
+  detail::RecordReader reader() const { return detail::RecordReader(connection, later_columns); }
 
   // Another process's lock is waited for up to 10 s. synchronous=NORMAL: in WAL mode a commit
   // survives a crash of the process (kill -9 loses only the requests in flight) without an fsync
@@ -51,7 +51,7 @@ struct AuditDatabase::Impl {
     LLMREPRO_TRY_ASSIGN(begin, connection.prepare("BEGIN IMMEDIATE"));
     LLMREPRO_TRY_ASSIGN(commit, connection.prepare("COMMIT"));
     LLMREPRO_TRY_ASSIGN(rollback, connection.prepare("ROLLBACK"));
-    return writer.prepare(numbers_columns);
+    return writer.prepare(later_columns);
   }
 
   // Runs `body` in one transaction: committed when it succeeds, rolled back otherwise.
@@ -120,7 +120,7 @@ Result<AuditDatabase> AuditDatabase::open(const std::string& path) {
   auto impl = std::make_unique<Impl>(std::move(*connected));
   LLMREPRO_TRY(detail::check_schema_version(impl->connection));
   LLMREPRO_TRY(impl->configure_connection());
-  impl->numbers_columns = detail::add_numbers_columns(impl->connection);
+  impl->later_columns = detail::add_later_columns(impl->connection);
   LLMREPRO_TRY(impl->prepare_cached());
   return AuditDatabase(std::move(impl));
 }

@@ -14,15 +14,18 @@ namespace {
 using core::ErrorCode;
 using core::Result;
 
-// The token columns append_token() reads: the request, the position, then token, logprob,
-// c1_token, c1_logprob, c2_token, c2_logprob and more from column 2 on.
-constexpr const char* k_select_tokens = "SELECT request_id, position, token, logprob, c1_token, "
-                                        "c1_logprob, c2_token, c2_logprob, more FROM tokens ";
+// The token columns append_token() reads from `table` (tokens or reasoning_tokens): the request,
+// the position, then token, logprob, c1_token, c1_logprob, c2_token, c2_logprob and more.
+std::string select_tokens(const char* table) {
+  return std::string("SELECT request_id, position, token, logprob, c1_token, c1_logprob, "
+                     "c2_token, c2_logprob, more FROM ") +
+         table + " ";
+}
 
 } // namespace
 
-RecordReader::RecordReader(const Connection& connection, bool numbers_columns)
-    : m_connection(connection), m_numbers_columns(numbers_columns) {}
+RecordReader::RecordReader(const Connection& connection, LaterColumns columns)
+    : m_connection(connection), m_columns(columns) {}
 
 Result<void> RecordReader::read_header(core::AuditData& data) const {
   const Connection& db = m_connection;
@@ -89,14 +92,15 @@ Result<void> RecordReader::read_header(core::AuditData& data) const {
       });
 }
 
-// Zeros stand in for numbers_* where the database lacks them.
+// Zeros stand in for numbers_*, and no reasoning for the reasoning, where the database lacks them.
 std::string RecordReader::requests_query(const char* order) const {
   return std::string("SELECT id, endpoint_index, prompt_index, concurrency, probe, repeat, ok, "
                      "http_status, error, attempts, started_ms, finished_ms, text, has_logprobs, "
                      "finish_reason, system_fingerprint, model, completion_tokens, ") +
-         (m_numbers_columns ? "numbers_nan, numbers_infinity, numbers_negative_infinity, "
+         (m_columns.numbers ? "numbers_nan, numbers_infinity, numbers_negative_infinity, "
                               "numbers_overflow, numbers_null"
                             : "0, 0, 0, 0, 0") +
+         (m_columns.reasoning ? ", reasoning_text, reasoning_split" : ", '', 'none'") +
          " FROM requests ORDER BY " + order;
 }
 
@@ -128,6 +132,8 @@ Result<void> RecordReader::read_record(sqlite3_stmt* row, core::RequestRecord& r
   completion.numbers.negative_infinity = column_int(row, 20);
   completion.numbers.overflow = column_int(row, 21);
   completion.numbers.null = column_int(row, 22);
+  completion.reasoning_text = column_text(row, 23);
+  completion.reasoning_split = core::parse_reasoning_split(column_text(row, 24));
   return {};
 }
 
@@ -168,11 +174,19 @@ Result<void> RecordReader::read_records(core::AuditData& data) const {
                                 return Result<void>{};
                               });
   if (!read) return read;
+  LLMREPRO_TRY(read_token_table("tokens", ids, data.records, false));
+  if (!m_columns.reasoning) return {};
+  return read_token_table("reasoning_tokens", ids, data.records, true);
+}
 
-  LLMREPRO_TRY_ASSIGN(
-      statement,
-      db.prepare((std::string(k_select_tokens) + "ORDER BY request_id, position").c_str(),
-                 ErrorCode::input));
+Result<void> RecordReader::read_token_table(const char* table, const std::vector<std::int64_t>& ids,
+                                            std::vector<core::RequestRecord>& records,
+                                            bool reasoning) const {
+  const Connection& db = m_connection;
+  Statement statement;
+  LLMREPRO_TRY_ASSIGN(statement,
+                      db.prepare((select_tokens(table) + "ORDER BY request_id, position").c_str(),
+                                 ErrorCode::input));
   std::size_t current = 0;
   return db.for_each_row(
       statement.get(), "cannot read the tokens", [&](sqlite3_stmt* row) -> Result<void> {
@@ -181,7 +195,9 @@ Result<void> RecordReader::read_records(core::AuditData& data) const {
         if (current == ids.size() || ids[current] != request_id)
           return Result<void>{
               db.corrupt("token rows of a missing request " + std::to_string(request_id))};
-        return append_token(row, request_id, data.records[current].outcome.completion.tokens);
+        core::Completion& completion = records[current].outcome.completion;
+        return append_token(row, request_id,
+                            reasoning ? completion.reasoning_tokens : completion.tokens);
       });
 }
 
@@ -196,8 +212,15 @@ Result<void> RecordReader::stream_records(core::AuditData& data,
   Statement tokens;
   LLMREPRO_TRY_ASSIGN(
       tokens,
-      db.prepare((std::string(k_select_tokens) + "WHERE request_id = ? ORDER BY position").c_str(),
+      db.prepare((select_tokens("tokens") + "WHERE request_id = ? ORDER BY position").c_str(),
                  ErrorCode::input));
+  Statement reasoning_tokens;
+  if (m_columns.reasoning)
+    LLMREPRO_TRY_ASSIGN(
+        reasoning_tokens,
+        db.prepare(
+            (select_tokens("reasoning_tokens") + "WHERE request_id = ? ORDER BY position").c_str(),
+            ErrorCode::input));
   const core::AuditData& header = data; // records are added only once every prompt is visited
   std::vector<std::pair<std::int64_t, core::RequestRecord>> kept; // (id, trimmed record)
   std::vector<core::RequestRecord> group;
@@ -216,6 +239,17 @@ Result<void> RecordReader::stream_records(core::AuditData& data,
           tokens.get(), "cannot read the tokens",
           [&](sqlite3_stmt* row) -> Result<void> { return append_token(row, request_id, out); });
       if (!read) return read;
+      // Only a reasoning model's records have these rows; the look-up is one key probe.
+      if (!m_columns.reasoning ||
+          group[i].outcome.completion.reasoning_split == core::ReasoningSplit::none)
+        continue;
+      auto& reasoning = group[i].outcome.completion.reasoning_tokens;
+      sqlite3_bind_int64(reasoning_tokens.get(), 1, request_id);
+      read = db.for_each_row(reasoning_tokens.get(), "cannot read the tokens",
+                             [&](sqlite3_stmt* row) -> Result<void> {
+                               return append_token(row, request_id, reasoning);
+                             });
+      if (!read) return read;
     }
     LLMREPRO_TRY(visit(header, group_prompt, group));
     for (std::size_t i = 0; i < group.size(); ++i) {
@@ -223,6 +257,8 @@ Result<void> RecordReader::stream_records(core::AuditData& data,
       // Assigned fresh: `= {}` would clear but keep the capacity.
       completion.text = std::string();
       completion.tokens = std::vector<core::TokenLogprob>();
+      completion.reasoning_text = std::string();
+      completion.reasoning_tokens = std::vector<core::TokenLogprob>();
       kept.emplace_back(group_ids[i], std::move(group[i]));
     }
     group.clear();

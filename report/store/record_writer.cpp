@@ -14,23 +14,39 @@ using core::Result;
 constexpr int k_token_batch = 32;
 constexpr int k_token_columns = 9;
 
-constexpr const char* k_insert_request_sql =
-    "INSERT INTO requests (endpoint_index, prompt_index, concurrency, probe, repeat, ok, "
-    "http_status, error, attempts, started_ms, finished_ms, text, has_logprobs, finish_reason, "
-    "system_fingerprint, model, completion_tokens, numbers_nan, numbers_infinity, "
-    "numbers_negative_infinity, numbers_overflow, numbers_null) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-    "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)";
+// The requests columns every database has, bound as ?1..?17; then the numbers_* counts and the
+// reasoning, where the database has them (add_later_columns).
+constexpr const char* k_request_columns =
+    "endpoint_index, prompt_index, concurrency, probe, repeat, ok, http_status, error, attempts, "
+    "started_ms, finished_ms, text, has_logprobs, finish_reason, system_fingerprint, model, "
+    "completion_tokens";
+constexpr int k_request_column_count = 17;
+constexpr const char* k_numbers_columns = ", numbers_nan, numbers_infinity, "
+                                          "numbers_negative_infinity, numbers_overflow, "
+                                          "numbers_null";
+constexpr int k_numbers_column_count = 5;
+constexpr const char* k_reasoning_columns = ", reasoning_text, reasoning_split";
+constexpr int k_reasoning_column_count = 2;
 
-// The same without the numbers_* columns, for a database that lacks them.
-constexpr const char* k_insert_request_without_numbers_sql =
-    "INSERT INTO requests (endpoint_index, prompt_index, concurrency, probe, repeat, ok, "
-    "http_status, error, attempts, started_ms, finished_ms, text, has_logprobs, finish_reason, "
-    "system_fingerprint, model, completion_tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-    "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
+std::string insert_request_sql(LaterColumns columns) {
+  std::string sql = std::string("INSERT INTO requests (") + k_request_columns;
+  int count = k_request_column_count;
+  if (columns.numbers) {
+    sql += k_numbers_columns;
+    count += k_numbers_column_count;
+  }
+  if (columns.reasoning) {
+    sql += k_reasoning_columns;
+    count += k_reasoning_column_count;
+  }
+  sql += ") VALUES (";
+  for (int i = 1; i <= count; ++i) sql += (i == 1 ? "?" : ", ?") + std::to_string(i);
+  return sql + ")";
+}
 
-constexpr const char* k_insert_token_sql =
-    "INSERT INTO tokens (request_id, position, token, logprob, c1_token, c1_logprob, c2_token, "
-    "c2_logprob, more) VALUES ";
+constexpr const char* k_insert_token_columns =
+    " (request_id, position, token, logprob, c1_token, c1_logprob, c2_token, c2_logprob, more) "
+    "VALUES ";
 
 // Binds token `position` of a request as row `row` of a statement of token rows; `more` holds
 // the encoded candidates beyond the second and must live until the statement steps.
@@ -53,8 +69,21 @@ void bind_token(sqlite3_stmt* statement, int row, sqlite3_int64 request_id, std:
 
 RecordWriter::RecordWriter(const Connection& connection) : m_connection(connection) {}
 
-Result<void> RecordWriter::prepare(bool numbers_columns) {
-  m_numbers_columns = numbers_columns;
+Result<RecordWriter::TokenStatements>
+RecordWriter::prepare_token_statements(const char* table) const {
+  const std::string insert = std::string("INSERT INTO ") + table + k_insert_token_columns;
+  TokenStatements statements;
+  const std::string one = insert + "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+  LLMREPRO_TRY_ASSIGN(statements.one, m_connection.prepare(one.c_str()));
+  std::string batch = insert;
+  for (int row = 0; row < k_token_batch; ++row)
+    batch += row == 0 ? "(?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?)";
+  LLMREPRO_TRY_ASSIGN(statements.batch, m_connection.prepare(batch.c_str()));
+  return statements;
+}
+
+Result<void> RecordWriter::prepare(LaterColumns columns) {
+  m_columns = columns;
   LLMREPRO_TRY_ASSIGN(
       m_find_request,
       m_connection.prepare("SELECT id FROM requests WHERE endpoint_index = ?1 AND prompt_index = "
@@ -62,15 +91,13 @@ Result<void> RecordWriter::prepare(bool numbers_columns) {
   LLMREPRO_TRY_ASSIGN(m_delete_tokens,
                       m_connection.prepare("DELETE FROM tokens WHERE request_id = ?1"));
   LLMREPRO_TRY_ASSIGN(m_delete_request, m_connection.prepare("DELETE FROM requests WHERE id = ?1"));
-  LLMREPRO_TRY_ASSIGN(m_insert_request,
-                      m_connection.prepare(numbers_columns ? k_insert_request_sql
-                                                           : k_insert_request_without_numbers_sql));
-  const std::string one = std::string(k_insert_token_sql) + "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
-  LLMREPRO_TRY_ASSIGN(m_insert_token, m_connection.prepare(one.c_str()));
-  std::string batch = k_insert_token_sql;
-  for (int row = 0; row < k_token_batch; ++row)
-    batch += row == 0 ? "(?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?)";
-  LLMREPRO_TRY_ASSIGN(m_insert_token_batch, m_connection.prepare(batch.c_str()));
+  LLMREPRO_TRY_ASSIGN(m_insert_request, m_connection.prepare(insert_request_sql(columns).c_str()));
+  LLMREPRO_TRY_ASSIGN(m_tokens, prepare_token_statements("tokens"));
+  if (columns.reasoning) {
+    LLMREPRO_TRY_ASSIGN(m_delete_reasoning_tokens,
+                        m_connection.prepare("DELETE FROM reasoning_tokens WHERE request_id = ?1"));
+    LLMREPRO_TRY_ASSIGN(m_reasoning_tokens, prepare_token_statements("reasoning_tokens"));
+  }
   return {};
 }
 
@@ -93,6 +120,13 @@ Result<void> RecordWriter::write_record(const core::RequestRecord& record) {
       if (auto done = m_connection.step_done(m_delete_tokens.get(), "cannot replace a record");
           !done)
         return done;
+      if (m_columns.reasoning) {
+        sqlite3_bind_int64(m_delete_reasoning_tokens.get(), 1, old_id);
+        if (auto done =
+                m_connection.step_done(m_delete_reasoning_tokens.get(), "cannot replace a record");
+            !done)
+          return done;
+      }
       sqlite3_bind_int64(m_delete_request.get(), 1, old_id);
       if (auto done = m_connection.step_done(m_delete_request.get(), "cannot replace a record");
           !done)
@@ -120,20 +154,29 @@ Result<void> RecordWriter::write_record(const core::RequestRecord& record) {
   bind_text(statement, 15, completion.system_fingerprint);
   bind_text(statement, 16, completion.model);
   sqlite3_bind_int64(statement, 17, completion.completion_tokens);
-  if (m_numbers_columns) {
+  int next = k_request_column_count + 1;
+  if (m_columns.numbers) {
     const auto& numbers = completion.numbers;
-    sqlite3_bind_int(statement, 18, numbers.nan);
-    sqlite3_bind_int(statement, 19, numbers.infinity);
-    sqlite3_bind_int(statement, 20, numbers.negative_infinity);
-    sqlite3_bind_int(statement, 21, numbers.overflow);
-    sqlite3_bind_int(statement, 22, numbers.null);
+    sqlite3_bind_int(statement, next++, numbers.nan);
+    sqlite3_bind_int(statement, next++, numbers.infinity);
+    sqlite3_bind_int(statement, next++, numbers.negative_infinity);
+    sqlite3_bind_int(statement, next++, numbers.overflow);
+    sqlite3_bind_int(statement, next++, numbers.null);
+  }
+  const std::string split = core::to_string(completion.reasoning_split);
+  if (m_columns.reasoning) {
+    bind_text(statement, next++, completion.reasoning_text);
+    bind_text(statement, next++, split);
   }
   LLMREPRO_TRY(m_connection.step_done(statement, "cannot store a record"));
-  return write_tokens(sqlite3_last_insert_rowid(m_connection.handle()), completion.tokens);
+  const sqlite3_int64 request_id = sqlite3_last_insert_rowid(m_connection.handle());
+  LLMREPRO_TRY(write_tokens(m_tokens, request_id, completion.tokens));
+  if (!m_columns.reasoning) return {};
+  return write_tokens(m_reasoning_tokens, request_id, completion.reasoning_tokens);
 }
 
 // Whole batches of k_token_batch rows, then the rest one row at a time.
-Result<void> RecordWriter::write_tokens(sqlite3_int64 request_id,
+Result<void> RecordWriter::write_tokens(const TokenStatements& statements, sqlite3_int64 request_id,
                                         const std::vector<core::TokenLogprob>& tokens) {
   std::vector<std::string> more(static_cast<std::size_t>(k_token_batch));
   std::size_t position = 0;
@@ -141,7 +184,7 @@ Result<void> RecordWriter::write_tokens(sqlite3_int64 request_id,
     const std::size_t rows = tokens.size() - position >= static_cast<std::size_t>(k_token_batch)
                                  ? static_cast<std::size_t>(k_token_batch)
                                  : 1;
-    sqlite3_stmt* statement = rows == 1 ? m_insert_token.get() : m_insert_token_batch.get();
+    sqlite3_stmt* statement = rows == 1 ? statements.one.get() : statements.batch.get();
     for (std::size_t row = 0; row < rows; ++row) {
       const auto& token = tokens[position + row];
       more[row].clear();

@@ -8,11 +8,15 @@
 //              (core::NumberAnomalies). Those five columns came after version 1 was released and
 //              are additive, so the version stayed: open() adds them to a database that lacks
 //              them (every count 0), and older builds, which name their columns, still read and
-//              write it
+//              write it. reasoning_text and reasoning_split (core::ReasoningSplit by name) hold a
+//              reasoning model's reasoning beside the answer in `text`; added later the same way
+//              ('' and 'none' in older rows)
 //   tokens     one row per generated token, keyed (request_id, position), WITHOUT ROWID so that
 //              a scan in key order reads each request's tokens contiguously. A log probability
 //              the endpoint gave no usable number for (core::k_unknown_logprob, NaN) is NULL in
 //              logprob, c1_logprob and c2_logprob and null in `more`; NULL reads back as NaN
+//   reasoning_tokens  the reasoning's tokens (core::Completion::reasoning_tokens), in the tokens
+//              table's shape; created by open() in a database that lacks it
 //   semantic, semantic_prompts  (only once --embeddings measured them) the embedding model and
 //              threshold, and per prompt the pairwise similarity statistics (semantic_tables.cpp)
 // Candidates 1 and 2 have their own columns because almost every audit asks for top-2 and the
@@ -58,18 +62,41 @@ CREATE TABLE requests (
   numbers_nan INTEGER NOT NULL DEFAULT 0, numbers_infinity INTEGER NOT NULL DEFAULT 0,
   numbers_negative_infinity INTEGER NOT NULL DEFAULT 0, numbers_overflow INTEGER NOT NULL DEFAULT 0,
   numbers_null INTEGER NOT NULL DEFAULT 0,
+  reasoning_text TEXT NOT NULL DEFAULT '', reasoning_split TEXT NOT NULL DEFAULT 'none',
   UNIQUE (endpoint_index, prompt_index, concurrency, probe, repeat));
 CREATE TABLE tokens (
   request_id INTEGER NOT NULL, position INTEGER NOT NULL, token TEXT NOT NULL, logprob REAL,
   c1_token TEXT, c1_logprob REAL, c2_token TEXT, c2_logprob REAL, more TEXT,
   PRIMARY KEY (request_id, position)) WITHOUT ROWID;
+CREATE TABLE reasoning_tokens (
+  request_id INTEGER NOT NULL, position INTEGER NOT NULL, token TEXT NOT NULL, logprob REAL,
+  c1_token TEXT, c1_logprob REAL, c2_token TEXT, c2_logprob REAL, more TEXT,
+  PRIMARY KEY (request_id, position)) WITHOUT ROWID;
 )sql";
 
-// The requests columns holding Completion::numbers, in NumberAnomalies order; a database
-// created before they existed gets them from open().
-constexpr const char* k_numbers_columns[] = {"numbers_nan", "numbers_infinity",
-                                             "numbers_negative_infinity", "numbers_overflow",
-                                             "numbers_null"};
+// The requests columns that came after version 1 was released, with their definitions: the
+// counts of Completion::numbers (in NumberAnomalies order), then the reasoning.
+struct LaterColumn {
+  const char* name;
+  const char* definition;
+  bool reasoning;
+};
+constexpr LaterColumn k_later_columns[] = {
+    {"numbers_nan", "INTEGER NOT NULL DEFAULT 0", false},
+    {"numbers_infinity", "INTEGER NOT NULL DEFAULT 0", false},
+    {"numbers_negative_infinity", "INTEGER NOT NULL DEFAULT 0", false},
+    {"numbers_overflow", "INTEGER NOT NULL DEFAULT 0", false},
+    {"numbers_null", "INTEGER NOT NULL DEFAULT 0", false},
+    {"reasoning_text", "TEXT NOT NULL DEFAULT ''", true},
+    {"reasoning_split", "TEXT NOT NULL DEFAULT 'none'", true},
+};
+
+constexpr const char* k_reasoning_tokens_sql = R"sql(
+CREATE TABLE IF NOT EXISTS reasoning_tokens (
+  request_id INTEGER NOT NULL, position INTEGER NOT NULL, token TEXT NOT NULL, logprob REAL,
+  c1_token TEXT, c1_logprob REAL, c2_token TEXT, c2_logprob REAL, more TEXT,
+  PRIMARY KEY (request_id, position)) WITHOUT ROWID;
+)sql";
 
 Result<std::set<std::string>> request_column_names(const Connection& connection) {
   Statement statement;
@@ -140,33 +167,42 @@ Result<void> check_schema_version(const Connection& connection) {
 
 // In one transaction, because another process may be adding the columns too: the check is
 // repeated under the write lock.
-bool add_numbers_columns(const Connection& connection) {
-  const auto missing = [&]() -> Result<std::vector<std::string>> {
+LaterColumns add_later_columns(const Connection& connection) {
+  const auto missing = [&]() -> Result<std::vector<LaterColumn>> {
     auto names = request_column_names(connection);
     if (!names) return names.error();
-    std::vector<std::string> absent;
-    for (const char* column : k_numbers_columns)
-      if (names->count(column) == 0) absent.emplace_back(column);
+    std::vector<LaterColumn> absent;
+    for (const LaterColumn& column : k_later_columns)
+      if (names->count(column.name) == 0) absent.push_back(column);
     return absent;
   };
-  auto absent = missing();
-  if (absent && absent->empty()) return true;
-  if (!connection.exec("BEGIN IMMEDIATE")) return false;
+  // What the file has, when it cannot be given the rest.
+  const auto present = [&]() {
+    LaterColumns columns;
+    auto absent = missing();
+    if (!absent) return LaterColumns{false, false};
+    for (const LaterColumn& column : *absent)
+      (column.reasoning ? columns.reasoning : columns.numbers) = false;
+    if (columns.reasoning &&
+        !connection.exec("SELECT 1 FROM reasoning_tokens LIMIT 0", ErrorCode::input))
+      columns.reasoning = false;
+    return columns;
+  };
+  if (const LaterColumns now = present(); now.numbers && now.reasoning) return now;
+  if (!connection.exec("BEGIN IMMEDIATE")) return present();
   auto added = [&]() -> Result<void> {
     auto still_absent = missing();
     if (!still_absent) return still_absent.error();
-    for (const auto& column : *still_absent) {
+    for (const LaterColumn& column : *still_absent) {
       const std::string sql =
-          "ALTER TABLE requests ADD COLUMN " + column + " INTEGER NOT NULL DEFAULT 0";
+          std::string("ALTER TABLE requests ADD COLUMN ") + column.name + " " + column.definition;
       LLMREPRO_TRY(connection.exec(sql.c_str()));
     }
+    LLMREPRO_TRY(connection.exec(k_reasoning_tokens_sql));
     return connection.exec("COMMIT");
   }();
-  if (!added) {
-    (void)connection.exec("ROLLBACK");
-    return false;
-  }
-  return true;
+  if (!added) (void)connection.exec("ROLLBACK");
+  return present();
 }
 
 } // namespace llmrepro::store::detail

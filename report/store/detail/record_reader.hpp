@@ -13,6 +13,7 @@
 #include "core/request_record.hpp"
 #include "core/result.hpp"
 #include "report/store/audit_database.hpp"
+#include "report/store/detail/schema.hpp"
 #include "report/store/detail/sqlite.hpp"
 
 namespace llmrepro::store::detail {
@@ -22,14 +23,15 @@ namespace llmrepro::store::detail {
 // row is ErrorCode::input naming the database and what is wrong.
 class RecordReader {
 public:
-  // `numbers_columns` false: the requests table lacks the numbers_* columns (see
-  // add_numbers_columns) and every count reads as 0. `connection` must outlive the reader.
-  RecordReader(const Connection& connection, bool numbers_columns);
+  // `columns`: which later columns the database has (see add_later_columns); what it lacks reads
+  // as zero counts and no reasoning. `connection` must outlive the reader.
+  RecordReader(const Connection& connection, LaterColumns columns);
 
   // Fills info, config, suite and endpoints of `data` (without fingerprints).
   core::Result<void> read_header(core::AuditData& data) const;
 
-  // Appends every record to data.records in recorded order, with completion text and tokens.
+  // Appends every record to data.records in recorded order, with completion text and tokens
+  // (the reasoning's included).
   core::Result<void> read_records(core::AuditData& data) const;
 
   // Hands each prompt's records, with text and tokens, to `visit` in ascending prompt order
@@ -54,8 +56,14 @@ private:
   core::Result<void> append_token(sqlite3_stmt* row, std::int64_t request_id,
                                   std::vector<core::TokenLogprob>& tokens) const;
 
+  // Reads every request's rows of `table` (tokens or reasoning_tokens) in one key-order scan into
+  // the matching record of `records`, whose database ids are `ids` (ascending).
+  core::Result<void> read_token_table(const char* table, const std::vector<std::int64_t>& ids,
+                                      std::vector<core::RequestRecord>& records,
+                                      bool reasoning) const;
+
   const Connection& m_connection;
-  bool m_numbers_columns;
+  LaterColumns m_columns;
 };
 
 // Sets each endpoint's fingerprints to the distinct non-empty system_fingerprint values of its

@@ -10,6 +10,7 @@
 #include "core/audit.hpp"
 #include "core/request_record.hpp"
 #include "core/result.hpp"
+#include "report/store/detail/schema.hpp"
 #include "report/store/detail/sqlite.hpp"
 
 namespace llmrepro::store::detail {
@@ -22,9 +23,9 @@ public:
   // `connection` must outlive the writer; prepare() before any write.
   explicit RecordWriter(const Connection& connection);
 
-  // Prepares the cached statements. `numbers_columns` false: the requests table lacks the
-  // numbers_* columns (see add_numbers_columns) and records are written without them.
-  core::Result<void> prepare(bool numbers_columns);
+  // Prepares the cached statements for a database with `columns` (see add_later_columns):
+  // records are written without what it lacks.
+  core::Result<void> prepare(LaterColumns columns);
 
   // Stores the audit row, the endpoints, the suite's prompts and `header`'s records.
   core::Result<void> write_header(const core::AuditData& header);
@@ -41,19 +42,25 @@ public:
   core::Result<void> write_probe_activity(const std::vector<core::ProbeActivity>& activity);
 
 private:
-  // Stores the token rows of request `request_id`.
-  core::Result<void> write_tokens(sqlite3_int64 request_id,
+  // The token statements of one table (tokens or reasoning_tokens).
+  struct TokenStatements {
+    Statement one;
+    Statement batch; // a batch of token rows in one statement (record_writer.cpp)
+  };
+  core::Result<TokenStatements> prepare_token_statements(const char* table) const;
+  // Stores `tokens` as the rows of request `request_id` with `statements`.
+  core::Result<void> write_tokens(const TokenStatements& statements, sqlite3_int64 request_id,
                                   const std::vector<core::TokenLogprob>& tokens);
 
   const Connection& m_connection;
-  // False only when an older database lacks the numbers_* columns and could not be given them.
-  bool m_numbers_columns = true;
+  LaterColumns m_columns;
   Statement m_find_request;
   Statement m_delete_tokens;
+  Statement m_delete_reasoning_tokens;
   Statement m_delete_request;
   Statement m_insert_request;
-  Statement m_insert_token;
-  Statement m_insert_token_batch; // a batch of token rows in one statement (record_writer.cpp)
+  TokenStatements m_tokens;
+  TokenStatements m_reasoning_tokens; // prepared only when the database has the table
 };
 
 } // namespace llmrepro::store::detail

@@ -1,6 +1,7 @@
 // The audit database's tables and their version: creating them in a new file, checking the
 // version of an existing one, and the in-place upgrade of a database written before the
-// numbers_* columns existed. Private to report/store; the layout is described in schema.cpp.
+// numbers_* and reasoning columns existed. Private to report/store; the layout is described in
+// schema.cpp.
 #pragma once
 
 #include "core/result.hpp"
@@ -25,10 +26,18 @@ core::Result<void> write_schema_version(const Connection& connection);
 // ErrorCode::input when it is no SQLite database, not an audit, or of another version.
 core::Result<void> check_schema_version(const Connection& connection);
 
-// Gives a database created before the numbers_* columns of `requests` existed those columns, 0
-// in every stored request. True when the requests table has them afterwards; false when they
-// could not be added (a read-only file, a writer holding the lock past the busy timeout): the
-// database is then read with zero counts and written without them.
-bool add_numbers_columns(const Connection& connection);
+// Which of the columns added after version 1 the database has: the numbers_* counts of
+// `requests`, and the reasoning (requests.reasoning_text and reasoning_split, and the
+// reasoning_tokens table).
+struct LaterColumns {
+  bool numbers = true;
+  bool reasoning = true;
+};
+
+// Gives a database created before those columns existed the columns (0, '' and 'none' in every
+// stored request) and the reasoning_tokens table, and says which it has afterwards. What could
+// not be added (a read-only file, a writer holding the lock past the busy timeout) is read as
+// zero counts and no reasoning, and records are written without it.
+LaterColumns add_later_columns(const Connection& connection);
 
 } // namespace llmrepro::store::detail

@@ -1,0 +1,231 @@
+// What the audit database's tests share: a header and records with every field set, checks that
+// two of them are the same, and SQL run on the file through a separate connection.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "report/store/audit_database.hpp"
+
+namespace llmrepro::testing::store_support {
+
+using store::AuditDatabase;
+
+inline core::AuditData make_header() {
+  core::AuditData header;
+  header.info = {"audit-7f3a", 1714567890123, 0, "partial"};
+  auto& config = header.config;
+  config.api = "openai-chat";
+  config.model = "qwen-7b";
+  config.runs = 7;
+  config.levels = {1, 4, 64};
+  config.probes = {core::ProbeKind::sweep, core::ProbeKind::long_prompt, core::ProbeKind::prefix};
+  config.max_tokens = 96;
+  config.top_logprobs = 5;
+  config.seed = 18446744073709551557ULL;
+  config.stream = true;
+  config.timeout_s = 12.5;
+  config.retries = 9;
+  config.fragile_gap = 0.1 + 0.2; // not exactly 0.3: the double must survive the JSON column
+  config.fragile_window = 33;
+  config.rate_limit = 2.75;
+  config.shard_index = 1;
+  config.shard_count = 3;
+  config.gates.fail_on.fragile = true;
+  config.gates.max_unique = 2;
+  config.gates.max_unstable_rate = 0.125;
+  config.gates.min_tara = 0.9;
+  config.gates.max_logprob_drift = 0.1 + 0.2;
+  header.endpoints = {{"http://127.0.0.1:8000", "openai-chat", "m-a", false, {}},
+                      {"embedded", "llamacpp", "m-b", true, {}}};
+  header.suite.source = "suites/smoke.jsonl";
+  core::Prompt chat;
+  chat.id = "chat-1";
+  chat.messages = {{"system", "Be terse."}, {"user", "Say \"hi\"\n\ttwice"}};
+  chat.max_tokens = 12;
+  chat.tags = {"smoke", "ünïcode"};
+  chat.expect = {core::Expectation::Kind::number, "", "", 3.25, 0.001};
+  chat.extract = {core::Extraction::Kind::regex, "(\\d+)"};
+  chat.response_format_json = R"({"type":"json_object"})";
+  chat.source_line = 4;
+  core::Prompt text;
+  text.id = "text-2";
+  text.text = "";
+  text.expect = {core::Expectation::Kind::json_path, "\"x\"", "$.a[0]", 0.0, 0.0};
+  text.extract = {core::Extraction::Kind::last_line, ""};
+  text.source_line = 9;
+  header.suite.prompts = {chat, text};
+  header.errors = {"endpoint 1 ignored the seed"};
+  return header;
+}
+
+inline core::TokenLogprob token(std::string text, double logprob,
+                                std::vector<core::TokenCandidate> top) {
+  return core::TokenLogprob{std::move(text), logprob, std::move(top)};
+}
+
+inline core::RequestRecord make_record(int prompt, int concurrency, int repeat, bool ok,
+                                       std::string fingerprint = "fp_a") {
+  core::RequestRecord record;
+  record.planned = {0, prompt, concurrency, core::ProbeKind::sweep, repeat};
+  auto& outcome = record.outcome;
+  outcome.ok = ok;
+  outcome.http_status = ok ? 200 : 503;
+  outcome.error = ok ? "" : "HTTP 503: queue full";
+  outcome.attempts = ok ? 1 : 4;
+  outcome.started_ms = 1714567890200 + repeat;
+  outcome.finished_ms = 1714567890950 + repeat;
+  if (ok) {
+    auto& completion = outcome.completion;
+    completion.text = "The answer\x01 is 42";
+    completion.has_logprobs = true;
+    completion.finish_reason = "length";
+    completion.system_fingerprint = std::move(fingerprint);
+    completion.model = "m-a";
+    completion.completion_tokens = 4;
+    completion.tokens = {
+        token("The", -0.1234567890123456789, {}),
+        token(" answer", -1e-300, {{" answer", -1e-300}}),
+        token(" is", -0.5, {{" is", -0.5}, {" was", -0.9162907318741551}}),
+        token(" 42", -0.7,
+              {{" 42", -0.7},
+               {" 41", -0.7000000000000001},
+               {" 43", -3.0},
+               {"\"q\"", -std::numeric_limits<double>::infinity()},
+               {"\xe2\x80\xae", -20.25}}),
+    };
+  }
+  return record;
+}
+
+// Equal log probabilities, an unknown one (NaN) equal to another unknown one.
+inline bool same_logprob(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+inline void check_same_tokens(const std::vector<core::TokenLogprob>& x,
+                              const std::vector<core::TokenLogprob>& y) {
+  REQUIRE(x.size() == y.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    CAPTURE(i);
+    CHECK(x[i].token == y[i].token);
+    CHECK(same_logprob(x[i].logprob, y[i].logprob));
+    REQUIRE(x[i].top.size() == y[i].top.size());
+    for (std::size_t k = 0; k < x[i].top.size(); ++k) {
+      CHECK(x[i].top[k].token == y[i].top[k].token);
+      CHECK(same_logprob(x[i].top[k].logprob, y[i].top[k].logprob));
+    }
+  }
+}
+
+inline void check_same(const core::RequestRecord& a, const core::RequestRecord& b) {
+  CHECK(a.planned == b.planned);
+  CHECK(a.outcome.ok == b.outcome.ok);
+  CHECK(a.outcome.http_status == b.outcome.http_status);
+  CHECK(a.outcome.error == b.outcome.error);
+  CHECK(a.outcome.attempts == b.outcome.attempts);
+  CHECK(a.outcome.started_ms == b.outcome.started_ms);
+  CHECK(a.outcome.finished_ms == b.outcome.finished_ms);
+  const auto& x = a.outcome.completion;
+  const auto& y = b.outcome.completion;
+  CHECK(x.text == y.text);
+  CHECK(x.has_logprobs == y.has_logprobs);
+  CHECK(x.finish_reason == y.finish_reason);
+  CHECK(x.system_fingerprint == y.system_fingerprint);
+  CHECK(x.model == y.model);
+  CHECK(x.completion_tokens == y.completion_tokens);
+  CHECK(x.numbers == y.numbers);
+  CHECK(x.reasoning_text == y.reasoning_text);
+  CHECK(x.reasoning_split == y.reasoning_split);
+  check_same_tokens(x.tokens, y.tokens);
+  check_same_tokens(x.reasoning_tokens, y.reasoning_tokens);
+}
+
+inline void check_same_prompt(const core::Prompt& a, const core::Prompt& b) {
+  CHECK(a.id == b.id);
+  CHECK(a.text == b.text);
+  REQUIRE(a.messages.size() == b.messages.size());
+  for (std::size_t i = 0; i < a.messages.size(); ++i) {
+    CHECK(a.messages[i].role == b.messages[i].role);
+    CHECK(a.messages[i].content == b.messages[i].content);
+  }
+  CHECK(a.max_tokens == b.max_tokens);
+  CHECK(a.tags == b.tags);
+  CHECK(a.expect.kind == b.expect.kind);
+  CHECK(a.expect.value == b.expect.value);
+  CHECK(a.expect.path == b.expect.path);
+  CHECK(a.expect.number == b.expect.number);
+  CHECK(a.expect.tolerance == b.expect.tolerance);
+  CHECK(a.extract.kind == b.extract.kind);
+  CHECK(a.extract.pattern == b.extract.pattern);
+  CHECK(a.response_format_json == b.response_format_json);
+  CHECK(a.source_line == b.source_line);
+}
+
+inline void check_same_config(const core::AuditConfig& a, const core::AuditConfig& b) {
+  CHECK(a.api == b.api);
+  CHECK(a.model == b.model);
+  CHECK(a.runs == b.runs);
+  CHECK(a.levels == b.levels);
+  CHECK(a.probes == b.probes);
+  CHECK(a.max_tokens == b.max_tokens);
+  CHECK(a.top_logprobs == b.top_logprobs);
+  CHECK(a.seed == b.seed);
+  CHECK(a.stream == b.stream);
+  CHECK(a.timeout_s == b.timeout_s);
+  CHECK(a.retries == b.retries);
+  CHECK(a.fragile_gap == b.fragile_gap);
+  CHECK(a.fragile_window == b.fragile_window);
+  CHECK(a.rate_limit == b.rate_limit);
+  CHECK(a.shard_index == b.shard_index);
+  CHECK(a.shard_count == b.shard_count);
+  CHECK(a.gates.fail_on == b.gates.fail_on);
+  CHECK(a.gates.max_unique == b.gates.max_unique);
+  CHECK(a.gates.max_unstable_rate == b.gates.max_unstable_rate);
+  CHECK(a.gates.min_tara == b.gates.min_tara);
+  CHECK(a.gates.max_logprob_drift == b.gates.max_logprob_drift);
+}
+
+inline AuditDatabase create_or_fail(const std::string& path, const core::AuditData& header) {
+  auto created = AuditDatabase::create(path, header);
+  if (!created) FAIL("create failed: " << created.error().message);
+  return std::move(*created);
+}
+
+inline core::AuditData load_or_fail(const AuditDatabase& database) {
+  auto loaded = database.load();
+  if (!loaded) FAIL("load failed: " << loaded.error().message);
+  return std::move(*loaded);
+}
+
+// Runs SQL on the file through a separate connection, as another program would.
+inline void run_sql(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  char* message = nullptr;
+  const int status = sqlite3_exec(db, sql, nullptr, nullptr, &message);
+  INFO((message != nullptr ? message : ""));
+  sqlite3_free(message);
+  sqlite3_close(db);
+  REQUIRE(status == SQLITE_OK);
+}
+
+// The first column of the first row of a query, through a separate connection.
+inline std::string query_text(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* statement = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(statement) == SQLITE_ROW);
+  std::string text(reinterpret_cast<const char*>(sqlite3_column_text(statement, 0)));
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return text;
+}
+
+} // namespace llmrepro::testing::store_support
