@@ -48,6 +48,12 @@ void add_judging_options(CLI::App& command, JudgingOptions& judging) {
       "--fragile-p", judging.fragile_p,
       "Fragile when the flip probability within W is at least this (0 < P <= 1), instead of a "
       "gap below τ");
+  given.compare_on =
+      command
+          .add_option("--compare-on", judging.compare_on,
+                      "What of a reasoning model's completions is compared: answer, reasoning or "
+                      "both (checkers always read the answer)")
+          ->capture_default_str();
 }
 
 bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
@@ -56,7 +62,8 @@ bool any_judging_option_given(const JudgingOptions& judging) {
   const auto& o = judging.options;
   return given(o.fail_on) || given(o.max_unique) || given(o.max_unstable_rate) ||
          given(o.min_tara) || given(o.max_logprob_drift) || given(o.max_failed_rate) ||
-         given(o.fragile_gap) || given(o.fragile_window) || given(o.fragile_p);
+         given(o.fragile_gap) || given(o.fragile_window) || given(o.fragile_p) ||
+         given(o.compare_on);
 }
 
 core::Result<void> check_finite_in(const char* flag, double value, double low, double high) {
@@ -119,6 +126,9 @@ core::Result<void> apply_judging_options(const JudgingOptions& judging, core::Au
         fmt::format("--fragile-p must be a probability above 0 and at most 1 (got {})",
                     *judging.fragile_p));
 
+  core::CompareOn compare_on = core::CompareOn::both;
+  LLMREPRO_TRY_ASSIGN(compare_on, core::parse_compare_on(judging.compare_on));
+
   if (take(o.fail_on)) config.gates.fail_on = fail_on;
   if (take(o.max_unique)) config.gates.max_unique = judging.max_unique;
   if (take(o.max_unstable_rate)) config.gates.max_unstable_rate = judging.max_unstable_rate;
@@ -128,6 +138,7 @@ core::Result<void> apply_judging_options(const JudgingOptions& judging, core::Au
   if (take(o.fragile_gap)) config.fragile_gap = judging.fragile_gap;
   if (take(o.fragile_window)) config.fragile_window = judging.fragile_window;
   if (take(o.fragile_p)) config.fragile_p = judging.fragile_p;
+  if (take(o.compare_on)) config.compare_on = compare_on;
   return {};
 }
 

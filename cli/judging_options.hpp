@@ -1,6 +1,7 @@
 // The judging flags `audit` and `report` share (--fail-on, --max-unique, --max-unstable-rate,
-// --min-tara, --max-logprob-drift, --max-failed-rate, --fragile-gap, --fragile-window): one
-// definition, one validation, and the one mapping from a verdict to the exit code.
+// --min-tara, --max-logprob-drift, --max-failed-rate, --fragile-gap, --fragile-window,
+// --fragile-p, --compare-on): one definition, one validation, and the one mapping from a verdict
+// to the exit code.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +29,7 @@ struct JudgingOptions {
   double fragile_gap = core::AuditConfig{}.fragile_gap;
   int fragile_window = core::AuditConfig{}.fragile_window;
   std::optional<double> fragile_p;
+  std::string compare_on = core::to_string(core::CompareOn::both);
 
   // Set by add_judging_options, to tell a flag given on the command line from its default.
   struct Given {
@@ -40,6 +42,7 @@ struct JudgingOptions {
     CLI::Option* fragile_gap = nullptr;
     CLI::Option* fragile_window = nullptr;
     CLI::Option* fragile_p = nullptr;
+    CLI::Option* compare_on = nullptr;
   } options;
 };
 

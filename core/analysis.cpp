@@ -257,7 +257,10 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     if (completion.tokens.empty() && !completion.text.empty()) all_have_tokens = false;
     if (!completion.has_logprobs) all_have_logprobs = false;
     result.numbers += completion.numbers;
-    if (!completion.tokens.empty() && !tokens_are_ids(completion) && !tokens_match_text(completion))
+    // A reasoning model's compared text is a parsed part, whose markers and stripped whitespace
+    // its tokens keep: only a raw completion's tokens must spell its text.
+    if (completion.reasoning_split == ReasoningSplit::none && !completion.tokens.empty() &&
+        !tokens_are_ids(completion) && !tokens_match_text(completion))
       ++result.token_text_mismatch;
     if (completion.has_logprobs)
       for (const auto& token : completion.tokens) {
@@ -566,6 +569,7 @@ AnalysisBuilder::AnalysisBuilder(const Suite& suite, const AnalysisConfig& confi
                                  int endpoint_index, std::optional<ProbeKind> probe)
     : m_suite(&suite), m_config(config), m_probe(probe), m_totals(std::make_unique<Totals>()) {
   m_analysis.endpoint_index = endpoint_index;
+  m_analysis.summary.reasoning.compare_on = config.compare_on;
 }
 
 AnalysisBuilder::AnalysisBuilder(AnalysisBuilder&&) noexcept = default;
@@ -587,7 +591,10 @@ void AnalysisBuilder::add_prompt(int prompt_index,
 
   const Prompt& suite_prompt = m_suite->prompts[index];
   Totals& totals = *m_totals;
-  PromptAnalysis prompt = analyse_prompt(suite_prompt, prompt_index, mine, m_config, totals.noise);
+  std::vector<RequestRecord> compared_copies;
+  const auto compared = compared_records(mine, m_config.compare_on, compared_copies);
+  PromptAnalysis prompt =
+      analyse_prompt(suite_prompt, prompt_index, compared, m_config, totals.noise);
   AuditSummary& summary = m_analysis.summary;
   ++summary.prompts;
   summary.requests += prompt.runs + prompt.failed;
@@ -635,6 +642,7 @@ void AnalysisBuilder::add_prompt(int prompt_index,
 
   for (const auto* record : mine) {
     if (record->outcome.ok) {
+      summary.reasoning.add(record->outcome.completion);
       ++summary.models_seen[record->outcome.completion.model];
       ++summary.fingerprints_seen[record->outcome.completion.system_fingerprint];
     } else {

@@ -12,6 +12,7 @@
 #include "core/completion.hpp"
 #include "core/flip_probability.hpp"
 #include "core/logprob_drift.hpp"
+#include "core/reasoning.hpp"
 
 namespace llmrepro::core {
 
@@ -21,6 +22,9 @@ struct AnalysisConfig {
   // When set, a prompt is fragile when its flip probability (p_flip) is at least this, instead of
   // when a gap in the window is below τ.
   std::optional<double> fragile_p;
+  // The part of a reasoning model's completions compared (core/reasoning.hpp); checkers always
+  // read the answer.
+  CompareOn compare_on = CompareOn::both;
 };
 
 // What the evidence says of a prompt, in one level or overall. A prompt is `stable` only when
@@ -230,6 +234,7 @@ struct AuditSummary {
   int token_text_mismatch_prompts = 0;
   std::optional<int> min_candidates; // fewest candidates at any position of any completion
   NumberAnomalies numbers;
+  ReasoningSummary reasoning;
   // Who answered: model and system_fingerprint -> successful completions ("" where absent).
   std::map<std::string, int> models_seen;
   std::map<std::string, int> fingerprints_seen;

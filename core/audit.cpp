@@ -61,7 +61,8 @@ Result<AuditProfile> parse_audit_profile(const std::string& text) {
 
 bool judging_differs(const AuditConfig& a, const AuditConfig& b) {
   return !(a.gates == b.gates) || a.fragile_gap != b.fragile_gap ||
-         a.fragile_window != b.fragile_window || a.fragile_p != b.fragile_p;
+         a.fragile_window != b.fragile_window || a.fragile_p != b.fragile_p ||
+         a.compare_on != b.compare_on;
 }
 
 bool audit_complete(std::size_t recorded, std::size_t planned, bool interrupted) {

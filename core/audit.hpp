@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/plan.hpp"
+#include "core/reasoning.hpp"
 #include "core/request_record.hpp"
 #include "core/semantic_agreement.hpp"
 #include "core/suite.hpp"
@@ -77,8 +78,9 @@ struct AuditConfig {
   int retries = 3;
   double fragile_gap = 0.05;
   int fragile_window = 50;
-  std::optional<double> fragile_p; // --fragile-p: fragility by flip probability
-  double rate_limit = 0.0;         // requests per second, 0: unlimited
+  std::optional<double> fragile_p;        // --fragile-p: fragility by flip probability
+  CompareOn compare_on = CompareOn::both; // --compare-on: a reasoning model's part compared
+  double rate_limit = 0.0;                // requests per second, 0: unlimited
   int shard_index = 0;
   int shard_count = 1;
   // Plan-defining like the levels and probes it sets: it also shapes the mixed probe's fillers

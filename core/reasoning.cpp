@@ -115,6 +115,45 @@ bool has_reasoning(const Completion& completion) {
          completion.reasoning_split == ReasoningSplit::joined;
 }
 
+std::vector<const RequestRecord*> compared_records(const std::vector<const RequestRecord*>& records,
+                                                   CompareOn compare_on,
+                                                   std::vector<RequestRecord>& storage) {
+  std::vector<const RequestRecord*> compared = records;
+  const auto changes = [&](const RequestRecord* record) {
+    return record->outcome.ok &&
+           (compare_on == CompareOn::reasoning || has_reasoning(record->outcome.completion));
+  };
+  std::size_t changed = 0;
+  for (const RequestRecord* record : records)
+    if (changes(record)) ++changed;
+  if (changed == 0) return compared;
+  storage.clear();
+  storage.reserve(changed); // no reallocation: the pointers below stay valid
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    if (!changes(records[i])) continue;
+    RequestRecord& copy = storage.emplace_back();
+    copy.planned = records[i]->planned;
+    const RequestOutcome& outcome = records[i]->outcome;
+    copy.outcome.ok = outcome.ok;
+    copy.outcome.http_status = outcome.http_status;
+    copy.outcome.error = outcome.error;
+    copy.outcome.attempts = outcome.attempts;
+    copy.outcome.started_ms = outcome.started_ms;
+    copy.outcome.finished_ms = outcome.finished_ms;
+    copy.outcome.completion = compared_part(outcome.completion, compare_on);
+    compared[i] = &copy;
+  }
+  return compared;
+}
+
+void ReasoningSummary::add(const Completion& completion) {
+  ++completions;
+  if (!has_reasoning(completion)) return;
+  ++with_reasoning;
+  if (!completion.reasoning_tokens.empty()) ++with_reasoning_tokens;
+  if (completion.reasoning_split == ReasoningSplit::joined) ++joined;
+}
+
 std::string reasoning_and_answer(const std::string& reasoning, const std::string& answer) {
   if (reasoning.empty()) return answer;
   return "<reasoning>" + reasoning + "</reasoning>" + answer;

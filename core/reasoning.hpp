@@ -3,8 +3,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/completion.hpp"
+#include "core/request_record.hpp"
 #include "core/result.hpp"
 
 namespace llmrepro::core {
@@ -45,6 +47,26 @@ bool has_reasoning(const Completion& completion);
 //               their tokens, and by text alone otherwise.
 // A completion without reasoning comes back unchanged under `answer` and `both`.
 Completion compared_part(const Completion& completion, CompareOn compare_on);
+
+// The records as the audit compares them under `compare_on`: the pointers of `records` where a
+// completion is compared as it is, else pointers to copies holding compared_part(), which
+// `storage` receives and must outlive the result. Failed records pass through unchanged.
+std::vector<const RequestRecord*> compared_records(const std::vector<const RequestRecord*>& records,
+                                                   CompareOn compare_on,
+                                                   std::vector<RequestRecord>& storage);
+
+// What came back of the reasoning, over an analysis's successful completions, and which part
+// the analysis compared.
+struct ReasoningSummary {
+  CompareOn compare_on = CompareOn::both;
+  int completions = 0;           // successful completions
+  int with_reasoning = 0;        // that carried reasoning (has_reasoning)
+  int with_reasoning_tokens = 0; // whose reasoning has tokens of its own
+  int joined = 0;                // whose stream could not be cut where the answer starts
+
+  // Counts one successful completion.
+  void add(const Completion& completion);
+};
 
 // The text `both` compares: the answer alone without reasoning, else the reasoning wrapped in
 // <reasoning>…</reasoning> followed by the answer.

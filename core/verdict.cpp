@@ -267,6 +267,16 @@ public:
     for (const auto& scope : m_scopes)
       if (scope.analysis->summary.prompts_with_two_completions == 0)
         errors.push_back(prefix(scope) + "no prompt has two successful completions to compare");
+    // Compared on the reasoning, completions that carried none compare empty parts: equal, and
+    // evidence of nothing.
+    for (const auto& scope : m_scopes) {
+      const ReasoningSummary& reasoning = scope.analysis->summary.reasoning;
+      if (reasoning.compare_on == CompareOn::reasoning && reasoning.completions > 0 &&
+          reasoning.with_reasoning == 0)
+        errors.push_back(prefix(scope) + "--compare-on reasoning, but none of the " +
+                         std::to_string(reasoning.completions) +
+                         " successful completions carried reasoning");
+    }
   }
 
   Verdict finish(const std::vector<JudgedScope>& scopes) {

@@ -139,6 +139,7 @@ Json config_to_json(const core::AuditConfig& config) {
               {"fragile_gap", config.fragile_gap},
               {"fragile_window", config.fragile_window},
               {"fragile_p", config.fragile_p ? Json(*config.fragile_p) : Json(nullptr)},
+              {"compare_on", core::to_string(config.compare_on)},
               {"rate_limit", config.rate_limit},
               {"shard_index", config.shard_index},
               {"shard_count", config.shard_count},
@@ -179,6 +180,14 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
   // Absent from audits stored before --fragile-p existed: the gap rule.
   if (read.find(json, "fragile_p") != nullptr)
     LLMREPRO_TRY_ASSIGN(config.fragile_p, read.optional_number(json, "fragile_p"));
+  // Absent from audits stored before --compare-on existed: both parts.
+  if (const Json* compare_on = read.find(json, "compare_on"); compare_on != nullptr) {
+    const char* expected = "\"answer\", \"reasoning\" or \"both\"";
+    if (!compare_on->is_string()) return read.error("compare_on", expected);
+    auto parsed = core::parse_compare_on(compare_on->get<std::string>());
+    if (!parsed) return read.error("compare_on", expected);
+    config.compare_on = *parsed;
+  }
   LLMREPRO_TRY_ASSIGN(config.rate_limit, read.number(json, "rate_limit"));
   LLMREPRO_TRY_ASSIGN(config.shard_index, read.small_integer(json, "shard_index"));
   LLMREPRO_TRY_ASSIGN(config.shard_count, read.small_integer(json, "shard_count"));
