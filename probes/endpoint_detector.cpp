@@ -70,6 +70,35 @@ bool props_say_router(const std::optional<json>& props) {
   return role != props->end() && role->is_string() && role->get<std::string>() == "router";
 }
 
+bool answered_404(const ProbeAnswer& answer) {
+  return answer.answered && answer.http_status == 404;
+}
+
+// The route evidence of a Responses-only server: no chat route, and a /v1/responses route
+// that answered. `strict` (no model list to back it) accepts only the statuses a live route
+// gives a GET: listed (200), refused as a request (400), refused the caller (401, 403) or the
+// method (405).
+bool responses_only(const DetectionProbes& probes, bool strict) {
+  if (!answered_404(probes.chat_route) || !probes.responses_route.answered ||
+      probes.responses_route.http_status == 404)
+    return false;
+  if (!strict) return true;
+  switch (probes.responses_route.http_status) {
+  case 200:
+  case 400:
+  case 401:
+  case 403:
+  case 405: return true;
+  default: return false;
+  }
+}
+
+// "/v1/chat/completions answers 404 and /v1/responses 405: the Responses API only".
+std::string responses_only_evidence(const DetectionProbes& probes) {
+  return "/v1/chat/completions answers 404 and /v1/responses " +
+         std::to_string(probes.responses_route.http_status) + ": the Responses API only";
+}
+
 std::string status_line(const char* path, const ProbeAnswer& answer) {
   if (!answer.answered) return std::string(path) + ": " + answer.error;
   return std::string(path) + ": HTTP " + std::to_string(answer.http_status);
@@ -84,13 +113,12 @@ ProbeAnswer to_answer(HttpResponse response) {
   return answer;
 }
 
-// GETs each path concurrently on one transport; answers come back in the order of `paths`.
+// GETs each path concurrently on `transport`; answers come back in the order of `paths`.
 template <std::size_t N>
-std::array<ProbeAnswer, N> fetch_all(const std::string& base_url,
+std::array<ProbeAnswer, N> fetch_all(HttpTransport& transport, const std::string& base_url,
                                      const std::array<const char*, N>& paths,
                                      const std::vector<std::string>& headers,
                                      const std::string& api_key, bool insecure, double timeout_s) {
-  HttpTransport transport;
   std::array<HttpTransport::RequestId, N> ids{};
   for (std::size_t i = 0; i < N; ++i) {
     HttpRequest request;
@@ -171,6 +199,10 @@ core::Result<Dialect> decide_dialect(const std::string& base_url, const Detectio
     return explain(Dialect::openai_chat,
                    "/v1/models lists owned_by \"llmrepro\" (the reference engine)" + also_tags);
   if (models) {
+    // Only where the list names no server: vLLM and the reference engine serve chat.
+    if (responses_only(probes, false))
+      return explain(Dialect::openai_responses,
+                     "/v1/models answers; " + responses_only_evidence(probes) + also_tags);
     if (lists_ollama_models(tags))
       return explain(Dialect::openai_chat,
                      "/v1/models answers; /api/tags answers without Ollama's /api/version, so "
@@ -180,10 +212,15 @@ core::Result<Dialect> decide_dialect(const std::string& base_url, const Detectio
   }
   if (lists_ollama_models(tags))
     return explain(Dialect::ollama, "/api/tags lists \"models\" and no other route answers");
+  // 5. A Responses-only server without a model list (a proxy in front of one API).
+  if (responses_only(probes, true))
+    return explain(Dialect::openai_responses, "no model list (" +
+                                                  status_line("/v1/models", probes.models) + "); " +
+                                                  responses_only_evidence(probes));
 
-  const std::array<const ProbeAnswer*, 7> all{&probes.models, &probes.health, &probes.props,
-                                              &probes.tags,   &probes.info,   &probes.model_info,
-                                              &probes.version};
+  const std::array<const ProbeAnswer*, 9> all{
+      &probes.models,     &probes.health,  &probes.props,      &probes.tags,           &probes.info,
+      &probes.model_info, &probes.version, &probes.chat_route, &probes.responses_route};
   bool any_answered = false;
   for (const ProbeAnswer* answer : all) any_answered = any_answered || answer->answered;
   const std::string url = strip_credentials(base_url);
@@ -236,8 +273,17 @@ core::Result<Dialect> detect_dialect(const std::string& base_url,
                                      std::string* explanation, bool* llamacpp_router) {
   const std::array<const char*, 7> paths{
       "/v1/models", "/health", "/props", "/api/tags", "/info", "/get_model_info", "/api/version"};
+  HttpTransport transport;
   std::array<ProbeAnswer, 7> answers =
-      fetch_all(base_url, paths, headers, api_key, insecure, timeout_s);
+      fetch_all(transport, base_url, paths, headers, api_key, insecure, timeout_s);
+  // The route probes go second, on the connections the first round left open: a server with
+  // few handler threads (cpp-httplib's default is 8 on a small machine) holds one per
+  // keep-alive connection, so nine at once could leave one waiting out the keep-alive timeout.
+  // The OpenAI paths are joined like every other, so a base URL naming its own API version
+  // (https://api.openai.com/v1, .../v1/openai) gets "<base>/chat/completions".
+  const std::array<const char*, 2> route_paths{"/v1/chat/completions", "/v1/responses"};
+  std::array<ProbeAnswer, 2> routes =
+      fetch_all(transport, base_url, route_paths, headers, api_key, insecure, timeout_s);
   DetectionProbes probes;
   probes.models = std::move(answers[0]);
   probes.health = std::move(answers[1]);
@@ -246,6 +292,8 @@ core::Result<Dialect> detect_dialect(const std::string& base_url,
   probes.info = std::move(answers[4]);
   probes.model_info = std::move(answers[5]);
   probes.version = std::move(answers[6]);
+  probes.chat_route = std::move(routes[0]);
+  probes.responses_route = std::move(routes[1]);
   auto dialect = decide_dialect(base_url, probes, explanation);
   if (llamacpp_router != nullptr)
     *llamacpp_router = dialect && *dialect == Dialect::llamacpp && is_llamacpp_router(probes);
@@ -257,8 +305,9 @@ core::Result<std::string> detect_model(const std::string& base_url,
                                        const std::string& api_key, bool insecure,
                                        double timeout_s) {
   const std::array<const char*, 2> paths{"/v1/models", "/api/tags"};
+  HttpTransport transport;
   std::array<ProbeAnswer, 2> answers =
-      fetch_all(base_url, paths, headers, api_key, insecure, timeout_s);
+      fetch_all(transport, base_url, paths, headers, api_key, insecure, timeout_s);
   if (!answers[0].answered && !answers[1].answered)
     return core::make_error(core::ErrorCode::endpoint, "cannot reach " +
                                                            strip_credentials(base_url) + ": " +

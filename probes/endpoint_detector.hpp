@@ -27,6 +27,11 @@ struct DetectionProbes {
   ProbeAnswer info;       // GET /info (TGI)
   ProbeAnswer model_info; // GET /get_model_info (SGLang)
   ProbeAnswer version;    // GET /api/version (Ollama's own; not its imitators)
+  // GETs on the two OpenAI POST routes, which say whether each route exists: a server with
+  // the route answers 405 (FastAPI/Starlette: vLLM, SGLang) or 200/400/401 (OpenAI lists
+  // stored chat completions there); a server without it answers 404.
+  ProbeAnswer chat_route;      // GET /v1/chat/completions
+  ProbeAnswer responses_route; // GET /v1/responses
 };
 
 // Decides the dialect from the strongest evidence first; the first rule that matches wins:
@@ -36,8 +41,19 @@ struct DetectionProbes {
 //      object) both answer; TGI's /info has "model_id" and "max_concurrent_requests" or
 //      "router"; Ollama answers both its own /api/version ({"version": "..."}) and /api/tags
 //      (a "models" array);
-//   3. openai-chat: owned_by "vllm" or "llmrepro", or any other 2xx JSON /v1/models;
-//   4. ollama: /api/tags alone, when nothing else answered.
+//   3. openai-chat: owned_by "vllm" or "llmrepro", or any other 2xx JSON /v1/models; but
+//      openai-responses where /v1/models names no server (neither "vllm" nor "llmrepro"),
+//      GET /v1/chat/completions answered 404 and GET /v1/responses answered anything else
+//      (an HTTP answer, not a transport failure): the Responses API is the only one served;
+//   4. ollama: /api/tags alone, when nothing else answered;
+//   5. openai-responses without a model list: when no rule above matched, GET
+//      /v1/chat/completions answered 404 and GET /v1/responses 200, 400, 401, 403 or 405.
+// Rule 5 is sound because two sibling paths of one host answering differently can only come
+// from a route table that has one route and not the other: a catch-all server, a gateway
+// refusing credentials or a server that is down answers both alike. Only statuses a live
+// route gives a GET count; a 5xx, 429 or redirect says nothing about routes. It turns what
+// would be an error into a decision and never outweighs another rule; --model is then needed,
+// since no route lists the models.
 // llama.cpp (May 2025 to April 2026) and SGLang also serve /api/tags, whose Ollama-compatible
 // routes return no logprobs (SGLang) or do not exist for completions (llama.cpp): /api/tags
 // without /api/version never outweighs another route of the same server.
@@ -56,7 +72,8 @@ bool is_llamacpp_router(const DetectionProbes& probes);
 // what was missing when neither lists a model.
 core::Result<std::string> pick_model(const ProbeAnswer& models, const ProbeAnswer& tags);
 
-// Sends the detection GETs concurrently (each bounded by timeout_s) and decides the dialect.
+// Sends the detection GETs (each bounded by timeout_s) and decides the dialect: the seven
+// server routes at once, then the two OpenAI POST routes at once on the same connections.
 // `llamacpp_router`, when given, is set to whether the endpoint is llama.cpp in router mode.
 core::Result<Dialect> detect_dialect(const std::string& base_url,
                                      const std::vector<std::string>& headers,

@@ -37,6 +37,12 @@ Script:
                                                                     refusing a request that asks
                                                                     for them with a 400 naming
                                                                     `logprobs`)
+   "method_not_allowed": true,                                     (a GET on a route the dialect
+                                                                    serves by POST answers 405
+                                                                    with Allow: POST, as FastAPI
+                                                                    servers do; else 404)
+   "models_route": false,                                          (GET /v1/models answers 404:
+                                                                    a proxy without a model list)
    "fallback": [entry, ...],                                       (optional: any other prompt)
    "prompts": {"<prompt text or last user message>": [entry, ...] or variants}}
   A prompt key matches a request whose prompt equals it, else the longest key the prompt
@@ -407,6 +413,8 @@ def load_script(path):
             "together": bool(raw.get("together", False)),
             "max_completion_tokens": bool(raw.get("max_completion_tokens", False)),
             "no_logprobs_model": raw.get("no_logprobs_model"),
+            "method_not_allowed": bool(raw.get("method_not_allowed", False)),
+            "models_route": bool(raw.get("models_route", True)),
             "fallback": fallback,
             "prompts": prompts}
 
@@ -1366,8 +1374,16 @@ class Handler(BaseHTTPRequestHandler):
         self.in_flight = 0
         self.log_request_item(b"")
         path = local_path(self.state.script, self.state.dialect, self.path.split("?")[0])
+        script = self.state.script
         status, obj = (404, None) if path is None else detection_get(self.state.dialect, path,
-                                                                      self.state.script)
+                                                                      script)
+        if path == "/v1/models" and not script["models_route"]:
+            status = 404
+        if (status == 404 and script["method_not_allowed"] and path is not None
+                and completion_route(self.state.dialect, path) is not None):
+            # Starlette's router: the path exists, for another method.
+            self.send_json(405, {"detail": "Method Not Allowed"}, [("Allow", "POST")])
+            return
         if status == 404:
             obj = error_body(self.state.dialect, 404, f"no route for GET {self.path}", "not_found")
         self.send_json(status, obj)

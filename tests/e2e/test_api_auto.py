@@ -7,7 +7,8 @@ as openai-chat; both llama.cpp shapes as llamacpp.
 Then the cases the strongest-evidence rule exists for: llama.cpp and SGLang that also answer
 GET /api/tags are not taken for Ollama, and the evidence is printed; a hosted base URL with a
 path beyond /v1 (DeepInfra's .../v1/openai) is the base of every request; llama.cpp in router
-mode gets `model` in its native /completion requests."""
+mode gets `model` in its native /completion requests; a server whose chat route is absent (404
+on GET) and whose /v1/responses answers (405 on GET) is audited through the Responses API."""
 
 import json
 
@@ -154,6 +155,49 @@ class ApiAuto(h.E2ETestCase):
         refused = endpoint.posts()[2:]
         self.assertEqual({item["outcome"] for item in refused}, {"bad_request"})
         self.assertEqual({"model" in json.loads(item["body"]) for item in refused}, {False})
+
+    def test_responses_only_server(self):
+        # A FastAPI-style server serving only the Responses API: GET on its POST route answers
+        # 405, GET on the absent chat route 404. Misdetected as openai-chat, every completion
+        # went to /v1/chat/completions and failed.
+        prompts = [{"id": "hello", "messages": [{"role": "user", "content": "Say hello."}]},
+                   {"id": "capital", "prompt": "Name the capital of France."}]
+        script = dict(std.script(), method_not_allowed=True)
+        endpoint = self.start_endpoint(script, "openai-responses", name="responses-only")
+        run, report = self.audit_auto(endpoint.url, "responses-only", prompts)
+        self.assertIn("--api auto chose openai-responses (openai-responses: /v1/models answers; "
+                      "/v1/chat/completions answers 404 and /v1/responses 405: the Responses API "
+                      "only)", run.stderr, run.describe())
+        self.assertEqual((report["endpoints"][0]["dialect"], report["endpoints"][0]["model"]),
+                         ("openai-responses", std.MODEL))
+        gets = [item["path"] for item in endpoint.requests("GET")]
+        self.assertIn("/v1/chat/completions", gets)
+        self.assertIn("/v1/responses", gets)
+        self.assertEqual([item["path"] for item in endpoint.posts()], ["/v1/responses"] * 4)
+        self.assertEqual({item["outcome"] for item in endpoint.posts()}, {"completion"})
+        self.assertEqual((report["summary"]["requests"], report["summary"]["failed_requests"],
+                          [p["unique_completions"] for p in report["prompts"]]), (4, 0, [1, 1]))
+
+        # Without a model list (a proxy in front of one API) the two routes still decide, and
+        # the model must be named.
+        script = dict(script, models_route=False)
+        bare = self.start_endpoint(script, "openai-responses", name="responses-bare")
+        run, report = self.audit_auto(bare.url, "responses-bare", prompts[1:],
+                                      ["--model", std.MODEL])
+        self.assertIn("--api auto chose openai-responses (openai-responses: no model list "
+                      "(/v1/models: HTTP 404); /v1/chat/completions answers 404 and "
+                      "/v1/responses 405: the Responses API only)", run.stderr, run.describe())
+        self.assertEqual([item["path"] for item in bare.posts()], ["/v1/responses"] * 2)
+        self.assertEqual((report["summary"]["requests"], report["summary"]["failed_requests"]),
+                         (2, 0))
+
+        # The same 405 on a chat server's own route is no reason to leave chat.
+        chat = self.start_endpoint(dict(std.script(), method_not_allowed=True), "openai-chat",
+                                   name="chat-405")
+        run, report = self.audit_auto(chat.url, "chat-405", prompts[1:])
+        self.assertIn("--api auto chose openai-chat (openai-chat: /v1/models answers "
+                      "(OpenAI-compatible))", run.stderr, run.describe())
+        self.assertEqual([item["path"] for item in chat.posts()], ["/v1/chat/completions"] * 2)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,12 @@
 #include <stdexcept>
 #include <string>
 
+#include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
 #include "core/completion.hpp"
+#include "core/result.hpp"
+#include "probes/dialect.hpp"
 
 namespace llmrepro::probes::test {
 
@@ -22,6 +25,24 @@ inline std::string read_format(const std::string& name) {
   std::ostringstream text;
   text << file.rdbuf();
   return text.str();
+}
+
+// The completion `dialect` parses from `body`; the test case stops (REQUIRE), showing the
+// parser's message, when it does not parse.
+inline core::Completion parse_ok(Dialect dialect, const std::string& body, bool stream = false) {
+  auto result = parse_response(dialect, body, stream);
+  INFO((result ? std::string() : result.error().message));
+  REQUIRE(result.has_value());
+  return *result;
+}
+
+// The message of the error `dialect` gives for `body`, which must be ErrorCode::endpoint; the
+// test case stops (REQUIRE) when the body parses.
+inline std::string parse_error(Dialect dialect, const std::string& body, bool stream = false) {
+  auto result = parse_response(dialect, body, stream);
+  REQUIRE_FALSE(result.has_value());
+  CHECK(result.error().code == core::ErrorCode::endpoint);
+  return result.error().message;
 }
 
 // An SSE body with one `data:` event per JSON value, in order, then `data: [DONE]` if `done`.

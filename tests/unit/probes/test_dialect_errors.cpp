@@ -8,20 +8,10 @@ using namespace llmrepro;
 using probes::describe_error_body;
 using probes::Dialect;
 using probes::parse_response;
+using probes::test::parse_error;
 using probes::test::read_format;
 using probes::test::sse_body;
 using Json = nlohmann::ordered_json;
-
-namespace {
-
-std::string parse_error(Dialect dialect, const std::string& body, bool stream = false) {
-  auto result = parse_response(dialect, body, stream);
-  REQUIRE_FALSE(result.has_value());
-  CHECK(result.error().code == core::ErrorCode::endpoint);
-  return result.error().message;
-}
-
-} // namespace
 
 TEST_CASE("parse_response malformed bodies") {
   SUBCASE("not JSON") {

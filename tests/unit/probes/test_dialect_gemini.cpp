@@ -12,6 +12,8 @@ using namespace llmrepro;
 using probes::Dialect;
 using probes::parse_response;
 using probes::test::numbers;
+using probes::test::parse_error;
+using probes::test::parse_ok;
 using probes::test::read_format;
 using probes::test::same_tokens;
 using probes::test::with_literals;
@@ -20,20 +22,6 @@ using Json = nlohmann::ordered_json;
 namespace {
 
 constexpr Dialect k_gemini = Dialect::gemini;
-
-core::Completion parse_ok(const std::string& body, bool stream = false) {
-  auto result = parse_response(k_gemini, body, stream);
-  INFO((result ? std::string() : result.error().message));
-  REQUIRE(result.has_value());
-  return *result;
-}
-
-std::string parse_error(const std::string& body, bool stream = false) {
-  auto result = parse_response(k_gemini, body, stream);
-  REQUIRE_FALSE(result.has_value());
-  CHECK(result.error().code == core::ErrorCode::endpoint);
-  return result.error().message;
-}
 
 // The data JSON of each event of the reference stream, in order.
 Json stream_chunks() {
@@ -88,7 +76,7 @@ void check_paris_tokens(const core::Completion& completion) {
 
 TEST_CASE("parse_response gemini whole") {
   SUBCASE("reference response") {
-    auto completion = parse_ok(read_format("gemini_generate_content_logprobs.json"));
+    auto completion = parse_ok(k_gemini, read_format("gemini_generate_content_logprobs.json"));
     check_paris_tokens(completion);
     CHECK(completion.finish_reason == "stop");
     CHECK(completion.model == "gemini-2.5-flash");
@@ -98,40 +86,40 @@ TEST_CASE("parse_response gemini whole") {
   SUBCASE("finish reasons: MAX_TOKENS is length, others as given") {
     Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
     body["candidates"][0]["finishReason"] = "MAX_TOKENS";
-    CHECK(parse_ok(body.dump()).finish_reason == "length");
+    CHECK(parse_ok(k_gemini, body.dump()).finish_reason == "length");
     body["candidates"][0]["finishReason"] = "SAFETY";
-    CHECK(parse_ok(body.dump()).finish_reason == "SAFETY");
+    CHECK(parse_ok(k_gemini, body.dump()).finish_reason == "SAFETY");
   }
   SUBCASE("a chosen token already listed is not added twice, whatever the order") {
     Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
     auto& top = body["candidates"][0]["logprobsResult"]["topCandidates"][1]["candidates"];
     std::swap(top[0], top[1]);
-    auto completion = parse_ok(body.dump());
+    auto completion = parse_ok(k_gemini, body.dump());
     REQUIRE(completion.tokens[1].top.size() == 2);
     CHECK(completion.tokens[1].top[0].token == " is");
   }
   SUBCASE("a position without top candidates stays without") {
     Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
     body["candidates"][0]["logprobsResult"]["topCandidates"][0] = Json::object();
-    auto completion = parse_ok(body.dump());
+    auto completion = parse_ok(k_gemini, body.dump());
     CHECK(completion.tokens[0].top.empty());
     CHECK_FALSE(completion.tokens[0].gap().has_value());
   }
   SUBCASE("no usage: the tokens are counted") {
     Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
     body.erase("usageMetadata");
-    CHECK(parse_ok(body.dump()).completion_tokens == 3);
+    CHECK(parse_ok(k_gemini, body.dump()).completion_tokens == 3);
   }
   SUBCASE("text without logprobsResult, and an empty answer") {
     Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
     body["candidates"][0].erase("logprobsResult");
-    auto ignored = parse_ok(body.dump());
+    auto ignored = parse_ok(k_gemini, body.dump());
     CHECK(ignored.text == "Paris is nice");
     CHECK_FALSE(ignored.has_logprobs);
     CHECK(ignored.tokens.empty());
     body["candidates"][0]["content"]["parts"][0]["text"] = "";
     body["candidates"][0]["logprobsResult"] = Json::object();
-    auto empty = parse_ok(body.dump());
+    auto empty = parse_ok(k_gemini, body.dump());
     CHECK(empty.has_logprobs);
     CHECK(empty.tokens.empty());
   }
@@ -139,7 +127,7 @@ TEST_CASE("parse_response gemini whole") {
     Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
     auto& parts = body["candidates"][0]["content"]["parts"];
     parts.insert(parts.begin(), Json{{"text", "Let me think."}, {"thought", true}});
-    CHECK(parse_ok(body.dump()).text == "Paris is nice");
+    CHECK(parse_ok(k_gemini, body.dump()).text == "Paris is nice");
   }
   SUBCASE("null, NaN and infinite log probabilities are read and counted") {
     Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
@@ -149,7 +137,7 @@ TEST_CASE("parse_response gemini whole") {
     result["chosenCandidates"][1]["logProbability"] = nullptr;
     result["topCandidates"][2]["candidates"][1]["logProbability"] = "@1e400@";
     result["topCandidates"][2]["candidates"][0]["logProbability"] = "@Infinity@";
-    auto completion = parse_ok(with_literals(body.dump()));
+    auto completion = parse_ok(k_gemini, with_literals(body.dump()));
     CHECK(std::isnan(completion.tokens[0].logprob));
     CHECK(completion.tokens[0].top[1].logprob == core::k_logprob_floor);
     CHECK(std::isnan(completion.tokens[1].logprob));
@@ -162,8 +150,8 @@ TEST_CASE("parse_response gemini whole") {
 
 TEST_CASE("parse_response gemini stream") {
   SUBCASE("the reference stream reads as the whole response") {
-    auto streamed = parse_ok(read_format("gemini_stream_generate_content.txt"), true);
-    auto whole = parse_ok(read_format("gemini_generate_content_logprobs.json"));
+    auto streamed = parse_ok(k_gemini, read_format("gemini_stream_generate_content.txt"), true);
+    auto whole = parse_ok(k_gemini, read_format("gemini_generate_content_logprobs.json"));
     check_paris_tokens(streamed);
     CHECK(same_tokens(streamed, whole));
     CHECK(streamed.finish_reason == "stop");
@@ -176,36 +164,36 @@ TEST_CASE("parse_response gemini stream") {
         Json{{"candidates", Json::array()}, {"usageMetadata", {{"candidatesTokenCount", 4}}}});
     std::string body;
     for (const auto& chunk : chunks) body += "data: " + chunk.dump() + "\n\n";
-    auto completion = parse_ok(body, true);
+    auto completion = parse_ok(k_gemini, body, true);
     CHECK(completion.text == "Paris is nice");
     CHECK(completion.completion_tokens == 4);
   }
   SUBCASE("a stream without a finishReason was cut short") {
     Json chunks = stream_chunks();
     chunks.erase(1);
-    CHECK(parse_error(gemini_sse(chunks), true) ==
+    CHECK(parse_error(k_gemini, gemini_sse(chunks), true) ==
           "gemini: stream ended without a finishReason (truncated)");
   }
   SUBCASE("an error chunk mid-stream") {
     Json chunks = stream_chunks();
     chunks[1] = Json::parse(read_format("gemini_error_400.json"));
-    CHECK(parse_error(gemini_sse(chunks), true) ==
+    CHECK(parse_error(k_gemini, gemini_sse(chunks), true) ==
           "gemini: stream event 2: endpoint error: API key not valid. Please pass a valid API "
           "key.");
   }
 }
 
 TEST_CASE("parse_response gemini errors") {
-  CHECK(parse_error(read_format("gemini_error_400.json")) ==
+  CHECK(parse_error(k_gemini, read_format("gemini_error_400.json")) ==
         "gemini: endpoint error: API key not valid. Please pass a valid API key.");
   CHECK(probes::describe_error_body(read_format("gemini_error_400.json")) ==
         "API key not valid. Please pass a valid API key.");
-  CHECK(parse_error(R"({"promptFeedback":{"blockReason":"SAFETY"}})") ==
+  CHECK(parse_error(k_gemini, R"({"promptFeedback":{"blockReason":"SAFETY"}})") ==
         "gemini: endpoint error: prompt blocked (SAFETY)");
-  CHECK(parse_error(R"({"usageMetadata":{}})") == "gemini: missing field candidates");
+  CHECK(parse_error(k_gemini, R"({"usageMetadata":{}})") == "gemini: missing field candidates");
   Json body = Json::parse(read_format("gemini_generate_content_logprobs.json"));
   body["candidates"][0]["logprobsResult"]["topCandidates"].erase(2);
-  CHECK(parse_error(body.dump()) ==
+  CHECK(parse_error(k_gemini, body.dump()) ==
         "gemini: field candidates[0].logprobsResult.topCandidates has 2 positions, field "
         "candidates[0].logprobsResult.chosenCandidates has 3");
 }

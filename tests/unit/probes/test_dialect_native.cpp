@@ -11,6 +11,7 @@ using namespace llmrepro;
 using probes::Dialect;
 using probes::parse_response;
 using probes::test::numbers;
+using probes::test::parse_ok;
 using probes::test::read_format;
 using probes::test::same_tokens;
 using probes::test::sse_body;
@@ -18,13 +19,6 @@ using probes::test::with_literals;
 using Json = nlohmann::ordered_json;
 
 namespace {
-
-core::Completion parse_ok(Dialect dialect, const std::string& body, bool stream = false) {
-  auto result = parse_response(dialect, body, stream);
-  INFO((result ? std::string() : result.error().message));
-  REQUIRE(result.has_value());
-  return *result;
-}
 
 // SGLang stream events for the reference response's meta_info: cumulative (each event repeats
 // the text and logprobs so far, the default) or incremental (each event has its own token).

@@ -12,6 +12,8 @@ using namespace llmrepro;
 using probes::Dialect;
 using probes::parse_response;
 using probes::test::numbers;
+using probes::test::parse_error;
+using probes::test::parse_ok;
 using probes::test::read_format;
 using probes::test::same_tokens;
 using probes::test::with_literals;
@@ -20,20 +22,6 @@ using Json = nlohmann::ordered_json;
 namespace {
 
 constexpr Dialect k_responses = Dialect::openai_responses;
-
-core::Completion parse_ok(const std::string& body, bool stream = false) {
-  auto result = parse_response(k_responses, body, stream);
-  INFO((result ? std::string() : result.error().message));
-  REQUIRE(result.has_value());
-  return *result;
-}
-
-std::string parse_error(const std::string& body, bool stream = false) {
-  auto result = parse_response(k_responses, body, stream);
-  REQUIRE_FALSE(result.has_value());
-  CHECK(result.error().code == core::ErrorCode::endpoint);
-  return result.error().message;
-}
 
 // The data JSON of each event of the reference stream, in order.
 Json stream_events() {
@@ -83,7 +71,7 @@ void check_paris_tokens(const core::Completion& completion) {
 
 TEST_CASE("parse_response openai-responses whole") {
   SUBCASE("reference response: the reasoning item is skipped") {
-    auto completion = parse_ok(read_format("openai_responses_logprobs.json"));
+    auto completion = parse_ok(k_responses, read_format("openai_responses_logprobs.json"));
     check_paris_tokens(completion);
     CHECK(completion.finish_reason == "stop");
     CHECK(completion.model == "gpt-4.1-2025-04-14");
@@ -94,27 +82,27 @@ TEST_CASE("parse_response openai-responses whole") {
     Json body = Json::parse(read_format("openai_responses_logprobs.json"));
     body["status"] = "incomplete";
     body["incomplete_details"] = Json{{"reason", "max_output_tokens"}};
-    CHECK(parse_ok(body.dump()).finish_reason == "length");
+    CHECK(parse_ok(k_responses, body.dump()).finish_reason == "length");
     body["incomplete_details"]["reason"] = "content_filter";
-    CHECK(parse_ok(body.dump()).finish_reason == "content_filter");
+    CHECK(parse_ok(k_responses, body.dump()).finish_reason == "content_filter");
   }
   SUBCASE("no usage: the tokens are counted") {
     Json body = Json::parse(read_format("openai_responses_logprobs.json"));
     body["usage"] = nullptr;
-    CHECK(parse_ok(body.dump()).completion_tokens == 5);
+    CHECK(parse_ok(k_responses, body.dump()).completion_tokens == 5);
   }
   SUBCASE("text without logprobs, and an empty answer with an empty list") {
     Json body = Json::parse(read_format("openai_responses_logprobs.json"));
     auto& part = body["output"][1]["content"][0];
     part["logprobs"] = Json::array();
-    auto ignored = parse_ok(body.dump());
+    auto ignored = parse_ok(k_responses, body.dump());
     CHECK(ignored.text == "The capital is Paris.");
     CHECK_FALSE(ignored.has_logprobs);
     part.erase("logprobs");
-    CHECK_FALSE(parse_ok(body.dump()).has_logprobs);
+    CHECK_FALSE(parse_ok(k_responses, body.dump()).has_logprobs);
     part["text"] = "";
     part["logprobs"] = Json::array();
-    auto empty = parse_ok(body.dump());
+    auto empty = parse_ok(k_responses, body.dump());
     CHECK(empty.has_logprobs);
     CHECK(empty.tokens.empty());
   }
@@ -126,7 +114,7 @@ TEST_CASE("parse_response openai-responses whole") {
     logprobs[2]["logprob"] = nullptr;
     logprobs[3]["top_logprobs"][1]["logprob"] = "@1e400@";
     logprobs[4]["top_logprobs"][0]["logprob"] = "@Infinity@";
-    auto completion = parse_ok(with_literals(body.dump()));
+    auto completion = parse_ok(k_responses, with_literals(body.dump()));
     CHECK(std::isnan(completion.tokens[0].logprob));
     CHECK(completion.tokens[1].top[1].logprob == core::k_logprob_floor);
     CHECK(std::isnan(completion.tokens[2].logprob));
@@ -139,8 +127,8 @@ TEST_CASE("parse_response openai-responses stream") {
   Json events = stream_events();
   REQUIRE(events.size() == 13);
   SUBCASE("the reference stream reads as the whole response") {
-    auto streamed = parse_ok(read_format("openai_responses_stream_events.txt"), true);
-    auto whole = parse_ok(read_format("openai_responses_logprobs.json"));
+    auto streamed = parse_ok(k_responses, read_format("openai_responses_stream_events.txt"), true);
+    auto whole = parse_ok(k_responses, read_format("openai_responses_logprobs.json"));
     check_paris_tokens(streamed);
     CHECK(same_tokens(streamed, whole));
     CHECK(streamed.finish_reason == "stop");
@@ -152,12 +140,12 @@ TEST_CASE("parse_response openai-responses stream") {
     last["type"] = "response.incomplete";
     last["response"]["status"] = "incomplete";
     last["response"]["incomplete_details"] = Json{{"reason", "max_output_tokens"}};
-    CHECK(parse_ok(typed_sse(events), true).finish_reason == "length");
+    CHECK(parse_ok(k_responses, typed_sse(events), true).finish_reason == "length");
   }
   SUBCASE("deltas with null and NaN log probabilities") {
     events[4]["logprobs"][0]["logprob"] = nullptr;
     events[5]["logprobs"][0]["top_logprobs"][1]["logprob"] = "@NaN@";
-    auto completion = parse_ok(with_literals(typed_sse(events)), true);
+    auto completion = parse_ok(k_responses, with_literals(typed_sse(events)), true);
     CHECK(std::isnan(completion.tokens[0].logprob));
     CHECK(std::isnan(completion.tokens[1].top[1].logprob));
     CHECK(completion.numbers == numbers(1, 0, 0, 0, 1));
@@ -165,7 +153,7 @@ TEST_CASE("parse_response openai-responses stream") {
   SUBCASE("deltas with empty logprobs carry text only") {
     for (auto& event : events)
       if (event["type"] == "response.output_text.delta") event["logprobs"] = Json::array();
-    auto completion = parse_ok(typed_sse(events), true);
+    auto completion = parse_ok(k_responses, typed_sse(events), true);
     CHECK(completion.text == "The capital is Paris.");
     CHECK_FALSE(completion.has_logprobs);
   }
@@ -173,31 +161,33 @@ TEST_CASE("parse_response openai-responses stream") {
 
 TEST_CASE("parse_response openai-responses errors") {
   SUBCASE("an error body") {
-    CHECK(parse_error(read_format("openai_responses_error_400.json")) ==
+    CHECK(parse_error(k_responses, read_format("openai_responses_error_400.json")) ==
           "openai-responses: endpoint error: Invalid 'top_logprobs': integer above maximum "
           "value. Expected a value <= 20, but got 21 instead.");
   }
   SUBCASE("a failed response") {
     Json body = Json::parse(read_format("openai_responses_logprobs.json"));
     body["status"] = "failed";
-    CHECK(parse_error(body.dump()) == "openai-responses: endpoint error: response failed");
+    CHECK(parse_error(k_responses, body.dump()) ==
+          "openai-responses: endpoint error: response failed");
     body["status"] = "queued";
-    CHECK(parse_error(body.dump()) == "openai-responses: field status is 'queued' (expected "
-                                      "completed, incomplete or failed)");
+    CHECK(parse_error(k_responses, body.dump()) ==
+          "openai-responses: field status is 'queued' (expected "
+          "completed, incomplete or failed)");
     body.erase("output");
-    CHECK(parse_error(body.dump()) == "openai-responses: missing field output");
+    CHECK(parse_error(k_responses, body.dump()) == "openai-responses: missing field output");
   }
   Json events = stream_events();
   SUBCASE("a stream without its terminal event") {
     events.erase(events.end() - 1);
-    CHECK(parse_error(typed_sse(events), true) ==
+    CHECK(parse_error(k_responses, typed_sse(events), true) ==
           "openai-responses: stream ended without response.completed (truncated)");
   }
   SUBCASE("an error event") {
     events[6] = Json::parse(R"({"type":"error","code":"server_error","message":"The server had )"
                             R"(an error processing your request.","param":null,)"
                             R"("sequence_number":6})");
-    CHECK(parse_error(typed_sse(events), true) ==
+    CHECK(parse_error(k_responses, typed_sse(events), true) ==
           "openai-responses: stream event 7: endpoint error: The server had an error processing "
           "your request.");
   }
@@ -206,12 +196,12 @@ TEST_CASE("parse_response openai-responses errors") {
     last["type"] = "response.failed";
     last["response"]["status"] = "failed";
     last["response"]["error"] = Json{{"code", "server_error"}, {"message", "overloaded"}};
-    CHECK(parse_error(typed_sse(events), true) ==
+    CHECK(parse_error(k_responses, typed_sse(events), true) ==
           "openai-responses: stream event 13: endpoint error: overloaded");
   }
   SUBCASE("a wrongly typed delta names its event") {
     events[5]["logprobs"][0]["token"] = 7;
-    CHECK(parse_error(typed_sse(events), true) ==
+    CHECK(parse_error(k_responses, typed_sse(events), true) ==
           "openai-responses: stream event 6: field logprobs[0].token must be a string");
   }
 }

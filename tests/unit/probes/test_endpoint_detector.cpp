@@ -2,6 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "probes/endpoint_detector.hpp"
 #include "tests/unit/probes/dialect_test_support.hpp"
 #include "tests/unit/probes/loopback_server.hpp"
@@ -37,8 +41,21 @@ DetectionProbes all_not_found() {
   probes.info = not_found();
   probes.model_info = not_found();
   probes.version = not_found();
+  probes.chat_route = not_found();
+  probes.responses_route = not_found();
   return probes;
 }
+
+// A transport failure: no HTTP answer at all.
+ProbeAnswer unanswered() {
+  ProbeAnswer result;
+  result.error = "Operation timed out after 5000 milliseconds";
+  return result;
+}
+
+// A /v1/models that names no server, as OpenAI's does.
+const char* k_openai_models =
+    R"({"object":"list","data":[{"id":"gpt-4.1","object":"model","owned_by":"system"}]})";
 
 const char* k_models =
     R"({"object":"list","data":[{"id":"qwen3-8b","object":"model","owned_by":"vllm"}]})";
@@ -58,10 +75,15 @@ DetectionProbes discovery(const std::string& server) {
       nlohmann::json::parse(llmrepro::probes::test::read_format("discovery_" + server + ".json"));
   DetectionProbes probes = all_not_found();
   const std::pair<const char*, ProbeAnswer*> routes[] = {
-      {"/v1/models", &probes.models},   {"/health", &probes.health},
-      {"/props", &probes.props},        {"/api/tags", &probes.tags},
-      {"/info", &probes.info},          {"/get_model_info", &probes.model_info},
-      {"/api/version", &probes.version}};
+      {"/v1/models", &probes.models},
+      {"/health", &probes.health},
+      {"/props", &probes.props},
+      {"/api/tags", &probes.tags},
+      {"/info", &probes.info},
+      {"/get_model_info", &probes.model_info},
+      {"/api/version", &probes.version},
+      {"/v1/chat/completions", &probes.chat_route},
+      {"/v1/responses", &probes.responses_route}};
   for (const auto& [path, probe] : routes) {
     const auto found = paths.find(path);
     if (found != paths.end()) *probe = answer(200, found->is_null() ? "" : found->dump());
@@ -223,6 +245,112 @@ TEST_CASE("decide_dialect on real discovery answers") {
   }
 }
 
+TEST_CASE("decide_dialect: a Responses-only server") {
+  std::string why;
+  DetectionProbes probes = all_not_found();
+  probes.models = answer(200, k_openai_models);
+  SUBCASE("no chat route, a Responses route: openai-responses") {
+    probes.responses_route = answer(405, R"({"detail":"Method Not Allowed"})");
+    auto dialect = decide_dialect("http://h", probes, &why);
+    REQUIRE(dialect.has_value());
+    CHECK(*dialect == Dialect::openai_responses);
+    CHECK(why == "openai-responses: /v1/models answers; /v1/chat/completions answers 404 and "
+                 "/v1/responses 405: the Responses API only");
+    // Any HTTP answer but 404 shows the route, when /v1/models backs it.
+    for (const int status : {200, 400, 401, 403, 500}) {
+      probes.responses_route = answer(status, "{}");
+      CHECK(*decide_dialect("http://h", probes, &why) == Dialect::openai_responses);
+      CHECK(why.find("/v1/responses " + std::to_string(status) + ": the Responses API only") !=
+            std::string::npos);
+    }
+  }
+  SUBCASE("the Ollama-compatible routes of another server are still named") {
+    probes.responses_route = answer(405, "");
+    probes.tags = answer(200, R"({"models":[{"name":"m"}]})");
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::openai_responses);
+    CHECK(why == "openai-responses: /v1/models answers; /v1/chat/completions answers 404 and "
+                 "/v1/responses 405: the Responses API only; /api/tags also answers, but those "
+                 "Ollama-compatible routes are not used");
+  }
+  SUBCASE("both routes absent, or both present: openai-chat as before") {
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::openai_chat);
+    CHECK(why == "openai-chat: /v1/models answers (OpenAI-compatible)");
+    probes.chat_route = answer(405, R"({"detail":"Method Not Allowed"})");
+    probes.responses_route = answer(405, R"({"detail":"Method Not Allowed"})");
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::openai_chat);
+    CHECK(why == "openai-chat: /v1/models answers (OpenAI-compatible)");
+    // OpenAI itself: GET lists stored chat completions; the chat route exists.
+    probes.chat_route = answer(200, R"({"object":"list","data":[]})");
+    probes.responses_route = answer(405, "");
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::openai_chat);
+    // Only the chat route: openai-chat.
+    probes.chat_route = answer(405, "");
+    probes.responses_route = not_found();
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::openai_chat);
+  }
+  SUBCASE("a transport failure is no evidence") {
+    probes.chat_route = unanswered();
+    probes.responses_route = answer(405, "");
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::openai_chat);
+    probes.chat_route = not_found();
+    probes.responses_route = unanswered();
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::openai_chat);
+    CHECK(why == "openai-chat: /v1/models answers (OpenAI-compatible)");
+  }
+  SUBCASE("a server that names itself keeps its decision") {
+    probes.responses_route = answer(405, "");
+    probes.models = answer(200, k_models); // owned_by "vllm"
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::openai_chat);
+    CHECK(why == "openai-chat: /v1/models lists owned_by \"vllm\" (vLLM)");
+    probes.models = answer(200, R"({"data":[{"id":"tiny","owned_by":"llmrepro"}]})");
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::openai_chat);
+    probes.models = answer(200, R"({"data":[{"id":"m.gguf","owned_by":"llamacpp"}]})");
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::llamacpp);
+    probes.models = answer(200, R"({"data":[{"id":"m","owned_by":"sglang"}]})");
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::sglang);
+    for (const char* server : {"llamacpp", "sglang", "tgi", "ollama"}) {
+      CAPTURE(server);
+      DetectionProbes named = discovery(server);
+      const Dialect before = *decide_dialect("http://h", named, &why);
+      named.responses_route = answer(405, "");
+      CHECK(*decide_dialect("http://h", named, &why) == before);
+    }
+  }
+  SUBCASE("without a model list: only the statuses of a live route") {
+    probes.models = not_found();
+    for (const int status : {200, 400, 401, 403, 405}) {
+      CAPTURE(status);
+      probes.responses_route = answer(status, "{}");
+      auto dialect = decide_dialect("http://h", probes, &why);
+      REQUIRE(dialect.has_value());
+      CHECK(*dialect == Dialect::openai_responses);
+      CHECK(why == "openai-responses: no model list (/v1/models: HTTP 404); /v1/chat/completions "
+                   "answers 404 and /v1/responses " +
+                       std::to_string(status) + ": the Responses API only");
+    }
+    // A failing gateway, a rate limit or a redirect says nothing about routes.
+    for (const int status : {302, 429, 500, 502, 503}) {
+      CAPTURE(status);
+      probes.responses_route = answer(status, "{}");
+      auto dialect = decide_dialect("http://h", probes, &why);
+      REQUIRE_FALSE(dialect.has_value());
+      CHECK(dialect.error().message == "cannot tell which API http://h speaks (/v1/models: HTTP "
+                                       "404; /health: HTTP 404): pass --api explicitly");
+    }
+    // Both absent, or the chat route not 404: no decision either.
+    probes.responses_route = not_found();
+    CHECK_FALSE(decide_dialect("http://h", probes, &why).has_value());
+    probes.chat_route = answer(401, "{}");
+    probes.responses_route = answer(401, "{}");
+    CHECK_FALSE(decide_dialect("http://h", probes, &why).has_value());
+    // Ollama by /api/tags alone is never outweighed.
+    probes.chat_route = not_found();
+    probes.responses_route = answer(405, "");
+    probes.tags = answer(200, R"({"models":[{"name":"m"}]})");
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::ollama);
+  }
+}
+
 TEST_CASE("pick_model") {
   CHECK(*pick_model(answer(200, k_models), not_found()) == "qwen3-8b");
   CHECK(*pick_model(not_found(), answer(200, R"({"models":[{"name":"llama3.2:1b"}]})")) ==
@@ -256,6 +384,28 @@ TEST_CASE("detect_dialect") {
     auto model = llmrepro::probes::detect_model(server.url(), {}, "", false, 5);
     REQUIRE(model.has_value());
     CHECK(*model == "qwen3-8b");
+  }
+  SUBCASE("a Responses-only server under a base URL with /v1: the routes joined like the rest") {
+    std::vector<std::string> gets;
+    LoopbackServer server([&](httplib::Server& routes) {
+      routes.Get("/v1/models", [&](const httplib::Request&, httplib::Response& response) {
+        gets.push_back("/v1/models");
+        response.set_content(k_openai_models, "application/json");
+      });
+      routes.Get("/v1/responses", [&](const httplib::Request&, httplib::Response& response) {
+        gets.push_back("/v1/responses");
+        response.status = 405;
+        response.set_content(R"({"detail":"Method Not Allowed"})", "application/json");
+      });
+    });
+    std::string why;
+    auto dialect = llmrepro::probes::detect_dialect(server.url() + "/v1", {}, "", false, 5, &why);
+    REQUIRE(dialect.has_value());
+    CHECK(*dialect == Dialect::openai_responses);
+    CHECK(why == "openai-responses: /v1/models answers; /v1/chat/completions answers 404 and "
+                 "/v1/responses 405: the Responses API only");
+    std::sort(gets.begin(), gets.end());
+    CHECK(gets == std::vector<std::string>{"/v1/models", "/v1/responses"});
   }
   SUBCASE("nothing listening") {
     const std::string url = "http://127.0.0.1:" + std::to_string(unused_port());
