@@ -24,4 +24,18 @@ std::string tier_counts_text(const core::AuditSummary& summary, const std::strin
                      summary.unstable_prompts, separator, summary.inconclusive_prompts);
 }
 
+std::string reasoning_summary_text(const core::ReasoningSummary& reasoning) {
+  if (reasoning.with_reasoning == 0 && reasoning.compare_on == core::CompareOn::both) return "";
+  std::string text = std::string("compared: ") + core::to_string(reasoning.compare_on) +
+                     " \u00b7 " + std::to_string(reasoning.with_reasoning) + " of " +
+                     std::to_string(reasoning.completions) + " completions carried reasoning";
+  if (reasoning.with_reasoning > 0)
+    text += ", " + std::to_string(reasoning.with_reasoning_tokens) + " with tokens of their own";
+  if (reasoning.joined > 0)
+    text += ", " + std::to_string(reasoning.joined) +
+            " in one stream with the answer that could not be split (their parts compared by "
+            "text)";
+  return text;
+}
+
 } // namespace llmrepro::report

@@ -149,6 +149,8 @@ std::string render_verdict(const core::AuditReport& report) {
       s.fragility_unknown_prompts, pct(s.tarr), s.failed_requests, s.requests);
   out += fmt::format("<div id=\"tiers\">stability tiers: {} \u00b7 max logprob drift {}</div>",
                      tier_counts_text(s, " \u00b7 "), max_drift_text(s.max_logprob_drift));
+  if (const std::string reasoning = reasoning_summary_text(s.reasoning); !reasoning.empty())
+    out += fmt::format("<div id=\"reasoning\">{}</div>", html_escape(reasoning));
   if (!report.determinism.empty()) {
     const core::DeterminismCheck& check = report.determinism.front();
     out += fmt::format("<div id=\"determinism\" data-held=\"{}\"><strong>{}</strong></div>",

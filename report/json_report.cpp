@@ -99,6 +99,7 @@ Json config_json(const core::AuditConfig& config) {
       {"fragile_gap", number(config.fragile_gap)},
       {"fragile_window", config.fragile_window},
       {"fragile_p", optional_number(config.fragile_p)},
+      {"compare_on", core::to_string(config.compare_on)},
       {"rate_limit", number(config.rate_limit)},
       // 1-based, as the user gives it: --shard 1/4 is shard_index 0.
       {"shard", std::to_string(config.shard_index + 1) + "/" + std::to_string(config.shard_count)},
@@ -254,6 +255,14 @@ Json failure_reasons_json(const std::vector<std::pair<std::string, int>>& reason
   return json;
 }
 
+Json reasoning_json(const core::ReasoningSummary& reasoning) {
+  return {{"compare_on", core::to_string(reasoning.compare_on)},
+          {"completions", reasoning.completions},
+          {"with_reasoning", reasoning.with_reasoning},
+          {"with_reasoning_tokens", reasoning.with_reasoning_tokens},
+          {"joined", reasoning.joined}};
+}
+
 Json summary_json(const core::AuditReport& report) {
   const auto& summary = report.analysis.summary;
   const auto& predictor = summary.predictor;
@@ -275,6 +284,7 @@ Json summary_json(const core::AuditReport& report) {
           {"token_text_mismatch_prompts", summary.token_text_mismatch_prompts},
           {"min_candidates", optional_int(summary.min_candidates)},
           {"numbers", numbers_json(summary.numbers)},
+          {"reasoning", reasoning_json(summary.reasoning)},
           {"tarr", number(summary.tarr)},
           {"tara", optional_number(report.tara)},
           {"predictor",
@@ -379,6 +389,7 @@ Json brief_summary_json(const core::AuditSummary& summary) {
           {"max_logprob_drift", optional_number(summary.max_logprob_drift)},
           {"tarr", number(summary.tarr)},
           {"tara", number(summary.tara)},
+          {"reasoning", reasoning_json(summary.reasoning)},
           {"flip_calibration", calibration_json(summary.flip_calibration)},
           {"by_concurrency", levels_json(summary.by_concurrency)}};
 }

@@ -295,6 +295,8 @@ std::string render_markdown(const core::AuditReport& report) {
   out += fmt::format("| inconclusive prompts | {} of {} |\n", s.inconclusive_prompts, s.prompts);
   out += fmt::format("| stability tiers | {} |\n", tier_counts_text(s, " \u00b7 "));
   out += fmt::format("| max logprob drift | {} |\n", max_drift_text(s.max_logprob_drift));
+  if (const std::string reasoning = reasoning_summary_text(s.reasoning); !reasoning.empty())
+    out += fmt::format("| reasoning | {} |\n", reasoning);
   out += fmt::format("| fragile prompts | {} |\n", s.fragile_prompts);
   out += fmt::format("| fragility unknown | {} |\n", s.fragility_unknown_prompts);
   out += fmt::format("| TARr | {} |\n", pct(s.tarr));

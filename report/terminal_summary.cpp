@@ -198,6 +198,8 @@ void stability_lines(const core::AuditSummary& summary, const Painter& paint,
   // The logprobs as a second axis: stable prompts whose numbers also agree, and the largest drift.
   line(label("tiers") + tier_counts_text(summary, "   ") + "   max logprob drift " +
        max_drift_text(summary.max_logprob_drift));
+  if (const std::string reasoning = reasoning_summary_text(summary.reasoning); !reasoning.empty())
+    line(label("reasoning") + reasoning);
   const bool several = summary.by_concurrency.size() > 1;
   for (std::size_t i = 0; i < summary.by_concurrency.size(); ++i) {
     const auto& level = summary.by_concurrency[i];

@@ -1,5 +1,6 @@
-// Logprob drift and stability tiers as every human-readable report words them, so that the
-// terminal, Markdown and HTML say the same thing in the same numbers.
+// Logprob drift, stability tiers and a reasoning model's compared part as every human-readable
+// report words them, so that the terminal, Markdown and HTML say the same thing in the same
+// numbers.
 #pragma once
 
 #include <optional>
@@ -22,5 +23,10 @@ std::string level_drift_text(const core::LogprobDrift& drift);
 // The prompts per tier: "bitwise 1   token 2   unstable 0   inconclusive 0", `separator`
 // between the tiers. Token-tier prompts are the stable ones that are not bitwise.
 std::string tier_counts_text(const core::AuditSummary& summary, const std::string& separator);
+
+// What was compared of a reasoning model's completions and what came back: "compared: answer ·
+// 40 of 40 completions carried reasoning, 40 with tokens of their own". Empty when no completion
+// carried reasoning and both parts were compared (the default, which then compares the answer).
+std::string reasoning_summary_text(const core::ReasoningSummary& reasoning);
 
 } // namespace llmrepro::report

@@ -146,6 +146,7 @@ TEST_CASE("render_json") {
                                                                "token_text_mismatch_prompts",
                                                                "min_candidates",
                                                                "numbers",
+                                                               "reasoning",
                                                                "tarr",
                                                                "tara",
                                                                "predictor",
@@ -587,8 +588,8 @@ TEST_CASE("render_json semantic agreement") {
         std::vector<std::string>{"prompts", "requests", "failed_requests", "stable_prompts",
                                  "unstable_prompts", "inconclusive_prompts", "fragile_prompts",
                                  "fragility_unknown_prompts", "bitwise_stable_prompts",
-                                 "max_logprob_drift", "tarr", "tara", "flip_calibration",
-                                 "by_concurrency"});
+                                 "max_logprob_drift", "tarr", "tara", "reasoning",
+                                 "flip_calibration", "by_concurrency"});
   // Each probe kind's tiers and drift, as the HTML panel and the terminal line show them.
   CHECK(json["probes"][0]["summary"]["bitwise_stable_prompts"] == 2);
   CHECK(json["probes"][0]["summary"]["max_logprob_drift"] == 0.0);
