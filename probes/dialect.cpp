@@ -3,6 +3,7 @@
 #include <new>
 #include <optional>
 
+#include "core/reasoning.hpp"
 #include "probes/detail/dialect_adapters.hpp"
 
 namespace llmrepro::probes {
@@ -63,6 +64,9 @@ template <typename Parse> core::Result<core::Completion> guarded(Dialect dialect
   std::string prefix = std::string(to_string(dialect)) + ": ";
   try {
     core::Completion completion = parse();
+    // Adapters keep every token in the order sent and fill reasoning_text where their API
+    // parses the reasoning out; the one cut between the two parts is made here, for all.
+    core::separate_reasoning(completion);
     core::sort_candidates(completion);
     return completion;
   } catch (const detail::ParseFailure& failure) {

@@ -11,6 +11,8 @@
 //   entry {candidates: [{token, tokenId, logProbability}]}. The chosen token may be missing
 //   from that position's top candidates (the API says so); it is merged in, so the gap is
 //   read over the union. A position with no top candidates is left without any.
+// - Parts with `"thought": true` (thought summaries, when thinkingConfig.includeThoughts is
+//   set) are the reasoning: their text goes to reasoning_text, never to the answer.
 // - `finishReason` STOP maps to "stop", MAX_TOKENS to "length"; others (SAFETY, RECITATION,
 //   ...) are kept as given. A prompt blocked before generation comes back with no candidates
 //   and `promptFeedback.blockReason`: an endpoint error naming it.
@@ -106,9 +108,11 @@ void read_response(const JsonView& root, std::string_view text, core::Completion
         std::size_t count = parts->size();
         for (std::size_t i = 0; i < count; ++i) {
           JsonView part = parts->at(i);
-          // Thought summaries of thinking models are no part of the answer.
-          if (auto thought = part.find("thought"); thought && thought->boolean()) continue;
-          completion.text += part.optional_string("text");
+          // Thought summaries of thinking models are their reasoning, no part of the answer.
+          auto thought = part.find("thought");
+          std::string& target =
+              thought && thought->boolean() ? completion.reasoning_text : completion.text;
+          target += part.optional_string("text");
         }
       }
     if (auto result = candidate.find("logprobsResult")) {

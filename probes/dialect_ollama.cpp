@@ -4,6 +4,10 @@
 // "options"; "stream" defaults to true there, so it is always sent. Streams are NDJSON, one
 // object per line, each with the logprobs of its own tokens; the last has "done": true with
 // done_reason and eval_count. An error comes as {"error": "..."}, also mid-stream.
+// A thinking model's reasoning comes as message.thinking (chat) or thinking (generate), chunk by
+// chunk when streamed; `logprobs` cover the raw tokens of both (server/routes.go: each runner
+// chunk's logprobs ride the chunk that carries its thinking or content, and a whole answer
+// concatenates them all), kept in arrival order for core::separate_reasoning to cut.
 #include "probes/detail/dialect_adapters.hpp"
 
 namespace llmrepro::probes::detail {
@@ -31,10 +35,18 @@ std::string read_text(const JsonView& root) {
   fail("missing field message.content (chat) or response (generate)");
 }
 
+// The reasoning of one object: message.thinking for /api/chat, thinking for /api/generate
+// ("" when absent or null).
+std::string read_thinking(const JsonView& root) {
+  if (auto message = root.find("message")) return message->optional_string("thinking");
+  return root.optional_string("thinking");
+}
+
 // Reads one object into `completion`; returns its "done" flag.
 bool read_object(const JsonView& root, std::string_view text, core::Completion& completion) {
   fail_on_error_envelope(root, text, "");
   completion.text += read_text(root);
+  completion.reasoning_text += read_thinking(root);
   if (auto logprobs = root.find("logprobs")) {
     completion.has_logprobs = true;
     std::size_t count = logprobs->size();

@@ -17,6 +17,12 @@
 //   token (the chunk's delta.content), with the candidates in a choice-level `top_logprobs`
 //   map. Recognised by that shape, whatever the host.
 // - OpenAI's reasoning models answer without `logprobs` (has_logprobs false, not a failure).
+// - A reasoning model's parsed reasoning sits beside the answer in `message.reasoning_content`
+//   (SGLang, DeepSeek's API, llama.cpp's reasoning_format) or `message.reasoning` (vLLM's
+//   current name, Ollama's OpenAI route, OpenRouter); null or absent is no reasoning. Streams
+//   carry it as `delta.reasoning_content` / `delta.reasoning`. SGLang, vLLM and Ollama put the
+//   reasoning's tokens (markers included) in `logprobs.content` before the answer's: they are
+//   kept in arrival order and cut apart by core::separate_reasoning in parse_response().
 #include <algorithm>
 #include <cctype>
 
@@ -99,12 +105,23 @@ bool append_logprobs(const JsonView& logprobs, core::Completion& completion) {
   return true;
 }
 
+// The reasoning text of a chat `message` or stream `delta`: `reasoning_content`, else
+// `reasoning` (one of them, never both: a server sending the two spellings sends one text).
+std::string read_reasoning(const JsonView& message) {
+  std::string reasoning = message.optional_string("reasoning_content");
+  if (reasoning.empty()) reasoning = message.optional_string("reasoning");
+  return reasoning;
+}
+
 // Together's stream chunk: one token, the chunk's delta.content, whose logprob is the number
 // `logprob` and whose candidates are the choice-level `top_logprobs` map (absent or null: none).
 bool append_together_token(const JsonView& choice, const JsonView& logprob,
                            core::Completion& completion) {
   core::TokenLogprob token;
-  token.token = choice.at("delta").optional_string("content");
+  JsonView delta = choice.at("delta");
+  token.token = delta.optional_string("content");
+  // A reasoning chunk's one token is its piece of the reasoning.
+  if (token.token.empty()) token.token = read_reasoning(delta);
   token.logprob = read_logprob(logprob, completion.numbers);
   if (auto candidates = choice.find("top_logprobs"); candidates && !candidates->is_null()) {
     if (!candidates->is_object()) fail(candidates->describe() + " must be an object");
@@ -148,6 +165,7 @@ core::Completion parse_whole(std::string_view body, bool chat) {
   if (choices.size() == 0) fail("field choices is empty");
   JsonView choice = choices.at(0);
   completion.text = read_text(choice, chat);
+  if (chat) completion.reasoning_text = read_reasoning(choice.at("message"));
   if (auto logprobs = choice.find("logprobs"))
     completion.has_logprobs = append_logprobs(*logprobs, completion);
   completion.finish_reason = choice.optional_string("finish_reason");
@@ -180,6 +198,7 @@ core::Completion parse_stream(std::string_view body, bool chat) {
       if (chat) {
         JsonView delta = choice.at("delta");
         completion.text += delta.optional_string("content");
+        completion.reasoning_text += read_reasoning(delta);
       } else {
         completion.text += choice.at("text").string();
       }

@@ -5,18 +5,21 @@
 //   "message.output_text.logprobs" in `include`; they sit in each `output_text` part of each
 //   `message` item of `output[]`, as {token, logprob, bytes, top_logprobs: [{token, logprob,
 //   bytes}]}: the chat entry shape, read with read_openai_token().
-// - `output[]` may hold items that are no answer text (`reasoning`, tool calls): skipped. A
-//   `refusal` part carries no answer text either.
+// - `output[]` may hold items that are no answer text (tool calls): skipped. A `refusal` part
+//   carries no answer text either. A `reasoning` item's `content[]` parts of type
+//   `reasoning_text` (vLLM's Responses route) are the reasoning, read into reasoning_text; its
+//   `summary[]` (OpenAI's) is a summary, not the reasoning, and is ignored. Logprobs come only
+//   with output_text, so they stay the answer's.
 // - There is no finish_reason: `status` "completed" maps to "stop", "incomplete" with
 //   incomplete_details.reason "max_output_tokens" to "length" (other reasons are kept as
 //   given), and "failed" is an endpoint error with `error.message`.
 // - Usage counts `output_tokens`; there is no system_fingerprint.
 // - Streams are typed SSE events (`event: <type>` beside a `data:` whose JSON repeats the type
 //   in `type`); text and tokens come from `response.output_text.delta` events, whose logprobs
-//   carry no `bytes`. The stream ends with `response.completed` (OpenAI sends
-//   `response.incomplete` when the token limit cut it; vLLM sends `response.completed` with
-//   status "incomplete"); `response.failed` and `error` events are endpoint errors. There is no
-//   `data: [DONE]`.
+//   carry no `bytes`, and the reasoning from `response.reasoning_text.delta` events. The stream
+//   ends with `response.completed` (OpenAI sends `response.incomplete` when the token limit cut it;
+//   vLLM sends `response.completed` with status "incomplete"); `response.failed` and `error` events
+//   are endpoint errors. There is no `data: [DONE]`.
 // - OpenAI's spec has no `seed` on this route (unknown parameters are rejected), so none is sent.
 #include "probes/detail/dialect_adapters.hpp"
 
@@ -41,12 +44,27 @@ struct ReadState {
   bool saw_logprobs = false; // some output_text part or delta carried a logprobs array
 };
 
-// Appends the text and tokens of every `output_text` part of every `message` item.
+// Appends the text of every `reasoning_text` part of a `reasoning` item to reasoning_text.
+void read_reasoning_item(const JsonView& item, core::Completion& completion) {
+  auto content = item.find("content");
+  if (!content) return;
+  std::size_t parts = content->size();
+  for (std::size_t j = 0; j < parts; ++j) {
+    JsonView part = content->at(j);
+    if (part.optional_string("type") == "reasoning_text")
+      completion.reasoning_text += part.optional_string("text");
+  }
+}
+
+// Appends the text and tokens of every `output_text` part of every `message` item, and the
+// reasoning of every `reasoning` item.
 void read_output(const JsonView& output, core::Completion& completion, ReadState& state) {
   std::size_t items = output.size();
   for (std::size_t i = 0; i < items; ++i) {
     JsonView item = output.at(i);
-    if (item.optional_string("type") != "message") continue;
+    const std::string type = item.optional_string("type");
+    if (type == "reasoning") read_reasoning_item(item, completion);
+    if (type != "message") continue;
     auto content = item.find("content");
     if (!content) continue;
     std::size_t parts = content->size();
@@ -131,11 +149,15 @@ bool read_event(const JsonView& event, std::string_view data, core::Completion& 
     }
     return false;
   }
+  if (type == "response.reasoning_text.delta") {
+    completion.reasoning_text += event.at("delta").string();
+    return false;
+  }
   if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
     read_status(event.at("response"), completion);
     return true;
   }
-  return false; // created, in_progress, item and part events, text done, reasoning deltas
+  return false; // created, in_progress, item and part events, text done, summary deltas
 }
 
 core::Completion parse_stream(std::string_view body) {

@@ -43,6 +43,8 @@ Script:
                                                                     servers do; else 404)
    "models_route": false,                                          (GET /v1/models answers 404:
                                                                     a proxy without a model list)
+   "reasoning_shape": "sglang"|"vllm"|"openai",                    (openai-chat, vllm: how entries'
+                                                                    "reasoning" come; see below)
    "fallback": [entry, ...],                                       (optional: any other prompt)
    "prompts": {"<prompt text or last user message>": [entry, ...] or variants}}
   A prompt key matches a request whose prompt equals it, else the longest key the prompt
@@ -70,6 +72,8 @@ entry: {"tokens": [token, ...], "finish_reason": "length"|"stop",
                                           the top-1/top-2 gap moves by X too (logprob drift
                                           without a token change; null logprobs and raw
                                           literals are left as they are)
+        "reasoning": [token, ...],        a reasoning model's reasoning tokens, generated before
+                                          "tokens" (the answer's); see "reasoning" below
         "delay_ms": N}
     or {"fault": "500"|"503"|"429"|"404"|"401"|"close"|"truncate"|"malformed"|"oversize"
                  |"no_logprobs",
@@ -91,6 +95,31 @@ faults: 500 and 503 (Retry-After only when the entry gives "retry_after") are re
   tool, 429 too (Retry-After: retry_after, 1 by default, none when null); 404 ("the model does
   not exist") and 401 (an invalid API key) are not. Each is answered with the dialect's error
   body.
+reasoning: an entry's "reasoning" tokens (markers included: ["<think>", "Two", "</think>",
+  "\n\n"]) come before its answer "tokens". The reasoning TEXT is theirs without a leading
+  "<think>" token and without a closing "</think>" token (with any whitespace tokens after it);
+  the answer text is the answer tokens'. max_tokens cuts the answer tokens alone. By dialect:
+  - openai-chat and vllm, by the script's "reasoning_shape" (default "sglang"):
+    "sglang": message.reasoning_content = the reasoning text, logprobs.content = the reasoning
+      tokens then the answer's (SGLang, sgl-project/sglang issue #25055); streamed: one chunk
+      per reasoning token, delta.reasoning_content its piece of the reasoning text ("" for the
+      markers and the whitespace after "</think>") with its logprobs attached, then the
+      content chunks;
+    "vllm": the same with message.reasoning / delta.reasoning;
+    "openai": message.reasoning_content, but logprobs.content holds the answer's tokens only
+      (streamed reasoning chunks carry "logprobs": null).
+    usage.completion_tokens counts both; "drop_logprobs_chunks" counts content chunks only.
+  - ollama (/api/chat and /api/generate): message.thinking / thinking, `logprobs` over the
+    reasoning tokens then the answer's; streamed one object per token, each with its piece in
+    thinking or in content / response.
+  - openai-responses: an output item {"type": "reasoning", "summary": [], "content":
+    [{"type": "reasoning_text", "text": ...}]} before the message, logprobs for the answer
+    only; streamed as response.reasoning_text.delta events (one per token inside the markers).
+  - gemini: a part {"text": ..., "thought": true} before the answer's part, logprobsResult for
+    the answer only; streamed as one thought chunk before the answer's chunks.
+  - the others (openai-completions, llamacpp, sglang, tgi) parse no reasoning: their text and
+    tokens are the raw generation, reasoning tokens then answer tokens.
+  Without "reasoning" (or with []) nothing changes.
 gemini: POST /v1beta/models/<script model>:generateContent, or :streamGenerateContent (which
   must ask for alt=sse; another model in the path is a 404); each stream chunk carries two
   tokens, and "drop_logprobs_chunks" counts those chunks.
@@ -307,7 +336,8 @@ def parse_entry(raw, where):
     if not isinstance(raw, dict):
         raise ScriptError(f"{where}: entry must be an object")
     known = {"tokens", "finish_reason", "fingerprint", "delay_ms", "fault", "retry_after",
-             "oversize_bytes", "model", "bytes", "drop_logprobs_chunks", "logprob_shift"}
+             "oversize_bytes", "model", "bytes", "drop_logprobs_chunks", "logprob_shift",
+             "reasoning"}
     unknown = set(raw) - known
     if unknown:
         raise ScriptError(f"{where}: unknown fields {sorted(unknown)}")
@@ -329,6 +359,8 @@ def parse_entry(raw, where):
             or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in drops)):
         raise ScriptError(f"{where}: 'drop_logprobs_chunks' must be a list of chunk indices >= 0")
     entry["drop_logprobs_chunks"] = set(drops)
+    entry["reasoning"] = (parse_tokens(raw["reasoning"], f"{where}: 'reasoning'")
+                          if "reasoning" in raw else [])
     if "tokens" in raw:
         entry["tokens"] = parse_tokens(raw["tokens"], where)
     elif entry["fault"] in (None, "no_logprobs", "close", "truncate"):
@@ -391,6 +423,16 @@ def parse_variants(raw, where):
     return variants
 
 
+REASONING_SHAPES = ("sglang", "vllm", "openai")
+
+
+def reasoning_shape(raw):
+    shape = raw.get("reasoning_shape", "sglang")
+    if shape not in REASONING_SHAPES:
+        raise ScriptError(f"script: 'reasoning_shape' must be one of {list(REASONING_SHAPES)}")
+    return shape
+
+
 def load_script(path):
     with open(path, encoding="utf-8") as f:
         raw = json.load(f)
@@ -403,6 +445,10 @@ def load_script(path):
     if not isinstance(flush_routes, list) or not all(isinstance(r, str) for r in flush_routes):
         raise ScriptError("script: 'flush_routes' must be a list of paths")
     fallback = parse_variants(raw["fallback"], "'fallback'") if "fallback" in raw else None
+    if raw.get("together") and any(
+            e["reasoning"] for v in list(prompts.values()) + [fallback or {}]
+            for name in ("entries", "busy", "cold") for e in (v.get(name) or [])):
+        raise ScriptError("script: Together's shapes carry no 'reasoning'")
     return {"model": raw.get("model", "scripted-model"),
             "fingerprint": raw.get("fingerprint"),
             "token_ids": bool(raw.get("token_ids", False)),
@@ -415,6 +461,7 @@ def load_script(path):
             "no_logprobs_model": raw.get("no_logprobs_model"),
             "method_not_allowed": bool(raw.get("method_not_allowed", False)),
             "models_route": bool(raw.get("models_route", True)),
+            "reasoning_shape": reasoning_shape(raw),
             "fallback": fallback,
             "prompts": prompts}
 
@@ -584,6 +631,31 @@ def completion_top_map(tok, k, dialect, script):
     return top
 
 
+def reasoning_span(rtoks):
+    """(lo, hi): the reasoning tokens whose text is the reasoning text, without a leading
+    "<think>" token and a closing "</think>" token (and the whitespace tokens after it)."""
+    lo = 1 if rtoks and rtoks[0].text == "<think>" else 0
+    hi = len(rtoks)
+    while hi > lo and not rtoks[hi - 1].text.strip():
+        hi -= 1
+    if hi > lo and rtoks[hi - 1].text == "</think>":
+        return lo, hi - 1
+    return lo, len(rtoks)
+
+
+def reasoning_text(rtoks):
+    lo, hi = reasoning_span(rtoks)
+    return text_of(rtoks[lo:hi])
+
+
+def reasoning_pieces(rtoks):
+    """Per reasoning token, the piece of the reasoning text a stream sends with it ("" for
+    the markers and the whitespace after the closing one)."""
+    lo, hi = reasoning_span(rtoks)
+    inner = pieces_of(rtoks[lo:hi])
+    return [inner[i - lo] if lo <= i < hi else "" for i in range(len(rtoks))]
+
+
 def fingerprint(entry, script, dialect):
     if entry["fingerprint"] is not None:
         return entry["fingerprint"]
@@ -648,29 +720,53 @@ def openai_chat(gen, stream):
     drops = entry["drop_logprobs_chunks"]
     base = {"id": f"chatcmpl-scripted{gen['n']}", "object": "chat.completion", "created": CREATED,
             "model": model_of(gen)}
+    # A reasoning model's reasoning (see the module docstring): its text beside the answer and,
+    # but in OpenAI's shape, its tokens' logprobs before the answer's.
+    rtoks, shape = gen["reasoning"], script["reasoning_shape"]
+    reasoning_key = "reasoning" if shape == "vllm" else "reasoning_content"
+    reasoning_lp = gen["logprobs"] and shape != "openai"
+    listed = rtoks + toks if reasoning_lp else toks
+    n_all = len(rtoks) + len(toks)
+
+    def with_reasoning(message):
+        if rtoks:
+            message[reasoning_key] = reasoning_text(rtoks)
+        return message
+
+    def reasoning_chunks(extra_logprobs, **fields):
+        """One chunk per reasoning token: its piece of the reasoning text and its logprobs."""
+        out = []
+        for t, piece in zip(rtoks, reasoning_pieces(rtoks)):
+            lp = (dict({"content": [chat_logprob_entry(t, gen["k"], d, script)]}, **extra_logprobs)
+                  if reasoning_lp else None)
+            out.append(dict(chunk, choices=[{"index": 0, "delta": {reasoning_key: piece},
+                                             "logprobs": lp, "finish_reason": None}], **fields))
+        return out
     if not stream:
-        content = ([chat_logprob_entry(t, gen["k"], d, script) for t in toks]
+        content = ([chat_logprob_entry(t, gen["k"], d, script) for t in listed]
                    if gen["logprobs"] else None)
         if vllm:
-            message = {"role": "assistant", "content": text, "refusal": None, "annotations": None,
-                       "audio": None, "function_call": None, "reasoning": None}
+            message = with_reasoning({"role": "assistant", "content": text, "refusal": None,
+                                      "annotations": None, "audio": None, "function_call": None,
+                                      "reasoning": None})
             logprobs = {"content": content} if content is not None else None
             choice = {"index": 0, "message": message, "logprobs": logprobs,
                       "finish_reason": gen["finish"], "stop_reason": None, "token_ids": None,
                       "routed_experts": None}
             return dict(base, choices=[choice], service_tier=None, system_fingerprint=fp,
-                        usage=dict(usage(len(toks)), prompt_tokens_details=None),
+                        usage=dict(usage(n_all), prompt_tokens_details=None),
                         prompt_logprobs=None, prompt_token_ids=None, prompt_text=None,
                         kv_transfer_params=None, ec_transfer_params=None, metrics=None)
-        message = {"role": "assistant", "content": text, "refusal": None, "annotations": []}
+        message = with_reasoning({"role": "assistant", "content": text, "refusal": None,
+                                  "annotations": []})
         logprobs = {"content": content, "refusal": None} if content is not None else None
         choice = {"index": 0, "message": message, "logprobs": logprobs,
                   "finish_reason": gen["finish"]}
         details = {"prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-                   "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                   "completion_tokens_details": {"reasoning_tokens": len(rtoks), "audio_tokens": 0,
                                                  "accepted_prediction_tokens": 0,
                                                  "rejected_prediction_tokens": 0}}
-        return dict(base, choices=[choice], usage=dict(usage(len(toks)), **details),
+        return dict(base, choices=[choice], usage=dict(usage(n_all), **details),
                     service_tier="default", system_fingerprint=fp)
     chunk = dict(base, object="chat.completion.chunk")
     pieces = pieces_of(toks)
@@ -679,6 +775,7 @@ def openai_chat(gen, stream):
         # vLLM: exclude_unset, several tokens per chunk, fingerprint on the final chunk only.
         events.append(dict(chunk, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""},
                                             "logprobs": None, "finish_reason": None}]))
+        events += reasoning_chunks({})
         groups = [list(range(i, min(i + 2, len(toks)))) for i in range(0, len(toks), 2)]
         for gi, group in enumerate(groups):
             last = gi == len(groups) - 1
@@ -702,6 +799,7 @@ def openai_chat(gen, stream):
                                                                   "refusal": None},
                                             "logprobs": None, "finish_reason": None}],
                            obfuscation="q8Zk"))
+        events += reasoning_chunks({"refusal": None}, obfuscation="r2Vd")
         for i, t in enumerate(toks):
             lp = ({"content": [chat_logprob_entry(t, gen["k"], d, script)], "refusal": None}
                   if gen["logprobs"] and i not in drops else None)
@@ -711,7 +809,7 @@ def openai_chat(gen, stream):
         events.append(dict(chunk, choices=[{"index": 0, "delta": {}, "logprobs": None,
                                             "finish_reason": gen["finish"]}], obfuscation="Ab3"))
     if gen["include_usage"]:
-        events.append(dict(chunk, choices=[], usage=usage(len(toks))))
+        events.append(dict(chunk, choices=[], usage=usage(n_all)))
     return events
 
 
@@ -786,18 +884,27 @@ def openai_responses(gen, stream):
             "text": text_of(toks)}
     message = {"id": message_id, "type": "message", "status": status, "content": [part],
                "role": "assistant"}
+    # A reasoning model (vLLM's Responses route): a reasoning item before the message, its
+    # text in content[] as reasoning_text; logprobs stay on output_text alone.
+    rtoks = gen["reasoning"]
+    reasoning_id = f"rs_scripted{n}"
+    reasoning_item = ({"id": reasoning_id, "type": "reasoning", "summary": [],
+                       "content": [{"type": "reasoning_text", "text": reasoning_text(rtoks)}],
+                       "encrypted_content": None, "status": None} if rtoks else None)
+    output = [reasoning_item, message] if rtoks else [message]
+    n_all = len(rtoks) + len(toks)
     response = {"id": f"resp_scripted{n}", "object": "response", "created_at": CREATED,
                 "status": status, "background": False, "error": None,
                 "incomplete_details": {"reason": "max_output_tokens"} if length else None,
                 "instructions": None, "max_output_tokens": gen["max_tokens"],
-                "model": model_of(gen), "output": [message], "parallel_tool_calls": True,
+                "model": model_of(gen), "output": output, "parallel_tool_calls": True,
                 "previous_response_id": None, "store": False, "temperature": 0.0,
                 "text": {"format": {"type": "text"}}, "tool_choice": "auto", "tools": [],
                 "top_logprobs": gen["k"], "top_p": 1.0, "truncation": "disabled",
                 "usage": {"input_tokens": 12, "input_tokens_details": {"cached_tokens": 0},
-                          "output_tokens": len(toks),
-                          "output_tokens_details": {"reasoning_tokens": 0},
-                          "total_tokens": 12 + len(toks)},
+                          "output_tokens": n_all,
+                          "output_tokens_details": {"reasoning_tokens": len(rtoks)},
+                          "total_tokens": 12 + n_all},
                 "user": None, "metadata": {}}
     if not stream:
         return response
@@ -808,10 +915,20 @@ def openai_responses(gen, stream):
 
     pending = dict(response, status="in_progress", output=[], incomplete_details=None,
                    usage=None)
-    where = {"item_id": message_id, "output_index": 0, "content_index": 0}
+    at = 1 if rtoks else 0  # the message's output_index
+    where = {"item_id": message_id, "output_index": at, "content_index": 0}
     event("response.created", response=pending)
     event("response.in_progress", response=pending)
-    event("response.output_item.added", output_index=0,
+    if rtoks:
+        inside = {"item_id": reasoning_id, "output_index": 0, "content_index": 0}
+        event("response.output_item.added", output_index=0,
+              item=dict(reasoning_item, content=[]))
+        for piece in reasoning_pieces(rtoks):
+            if piece:
+                event("response.reasoning_text.delta", **inside, delta=piece)
+        event("response.reasoning_text.done", **inside, text=reasoning_text(rtoks))
+        event("response.output_item.done", output_index=0, item=reasoning_item)
+    event("response.output_item.added", output_index=at,
           item=dict(message, status="in_progress", content=[]))
     event("response.content_part.added", **where, part=dict(part, logprobs=[], text=""))
     drops = gen["entry"]["drop_logprobs_chunks"]
@@ -822,7 +939,7 @@ def openai_responses(gen, stream):
               obfuscation="k3Yb")
     event("response.output_text.done", **where, text=part["text"], logprobs=part["logprobs"])
     event("response.content_part.done", **where, part=part)
-    event("response.output_item.done", output_index=0, item=message)
+    event("response.output_item.done", output_index=at, item=message)
     # OpenAI ends a stream cut at the token limit with response.incomplete.
     event("response.incomplete" if length else "response.completed", response=response)
     return events
@@ -853,29 +970,37 @@ def gemini(gen, stream):
     Gemini API answers it (tests/data/formats/gemini_*)."""
     toks, n = gen["tokens"], gen["n"]
     finish = GEMINI_FINISH.get(gen["finish"], str(gen["finish"]).upper())
+    # A thinking model with includeThoughts: a thought part before the answer's, counted in
+    # thoughtsTokenCount; logprobsResult covers the answer.
+    rtoks = gen["reasoning"]
+    thought = {"text": reasoning_text(rtoks), "thought": True} if rtoks else None
     usage_of = {"promptTokenCount": 12, "candidatesTokenCount": len(toks),
-                "totalTokenCount": 12 + len(toks),
+                "totalTokenCount": 12 + len(toks) + len(rtoks),
                 "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 12}]}
+    if rtoks:
+        usage_of["thoughtsTokenCount"] = len(rtoks)
 
-    def response(pieces, positions, last):
-        candidate = {"content": {"parts": [{"text": "".join(pieces)}], "role": "model"},
-                     "index": 0}
-        if gen["logprobs"]:
+    def response(pieces, positions, last, thought_part=None):
+        parts = [{"text": "".join(pieces)}]
+        if thought_part is not None:
+            parts = [thought_part] + (parts if pieces else [])
+        candidate = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        if gen["logprobs"] and pieces:  # a stream's thought-only chunk carries none
             candidate["logprobsResult"] = gemini_logprobs(positions, gen["k"])
         if last:
             candidate["finishReason"] = finish
         return {"candidates": [candidate], "usageMetadata": usage_of,
                 "modelVersion": model_of(gen), "responseId": f"scripted{n}"}
     if not stream:
-        return response([text_of(toks)], toks, True)
+        return response([text_of(toks)], toks, True, thought)
     # Google's server sends a few tokens a chunk; two a chunk here.
     pieces = pieces_of(toks)
     drops = gen["entry"]["drop_logprobs_chunks"]
-    chunks = []
+    chunks = [response([], [], False, thought)] if rtoks else []
     for start in range(0, max(len(toks), 1), 2):
         last = start + 2 >= len(toks)
         chunk = response(pieces[start:start + 2], toks[start:start + 2], last)
-        if len(chunks) in drops:
+        if len(chunks) - (1 if rtoks else 0) in drops:
             chunk["candidates"][0].pop("logprobsResult", None)
         chunks.append(chunk)
     return chunks
@@ -1002,32 +1127,39 @@ def ollama_entry(t, k):
 
 def ollama(gen, stream):
     toks, chat = gen["tokens"], gen["path"] == "/api/chat"
+    # A thinking model: `thinking` beside the answer, logprobs over both (server/routes.go).
+    rtoks = gen["reasoning"]
 
-    def with_text(obj, text):
+    def with_text(obj, text, thinking=""):
         if chat:
             obj["message"] = {"role": "assistant", "content": text}
+            if thinking:
+                obj["message"]["thinking"] = thinking
         else:
             obj["response"] = text
+            if thinking:
+                obj["thinking"] = thinking
         return obj
 
-    def final(text):
-        obj = with_text({"model": model_of(gen), "created_at": CREATED_AT}, text)
+    def final(text, thinking=""):
+        obj = with_text({"model": model_of(gen), "created_at": CREATED_AT}, text, thinking)
         obj.update(done=True, done_reason=gen["finish"], total_duration=398765432,
                    load_duration=18765432, prompt_eval_count=12, prompt_eval_duration=29876543,
-                   eval_count=len(toks), eval_duration=88765432)
+                   eval_count=len(rtoks) + len(toks), eval_duration=88765432)
         if not chat:
             obj["context"] = [151644, 872, 198]
         return obj
 
     if not stream:
-        obj = final(text_of(toks))
+        obj = final(text_of(toks), reasoning_text(rtoks) if rtoks else "")
         if gen["logprobs"]:
-            obj["logprobs"] = [ollama_entry(t, gen["k"]) for t in toks]
+            obj["logprobs"] = [ollama_entry(t, gen["k"]) for t in rtoks + toks]
         return obj
     events = []
-    pieces = pieces_of(toks)
-    for i, t in enumerate(toks):
-        obj = with_text({"model": model_of(gen), "created_at": CREATED_AT}, pieces[i])
+    steps = ([(t, "", piece) for t, piece in zip(rtoks, reasoning_pieces(rtoks))]
+             + [(t, piece, "") for t, piece in zip(toks, pieces_of(toks))])
+    for t, text, thinking in steps:
+        obj = with_text({"model": model_of(gen), "created_at": CREATED_AT}, text, thinking)
         obj["done"] = False
         if gen["logprobs"]:
             obj["logprobs"] = [ollama_entry(t, gen["k"])]
@@ -1137,6 +1269,10 @@ def request_params(dialect, path, body, together=False):
     if max_tokens is not None and max_tokens < 0:
         max_tokens = None
     return want, k, max_tokens, seed, include_usage
+
+
+# The builders whose API carries a reasoning model's reasoning apart from its answer.
+PARSED_REASONING = (openai_chat, ollama, openai_responses, gemini)
 
 
 def completion_route(dialect, path):
@@ -1513,7 +1649,11 @@ class Handler(BaseHTTPRequestHandler):
         finish = entry["finish_reason"]
         if max_tokens is not None and len(tokens) > max_tokens:
             tokens, finish = tokens[:max_tokens], "length"
+        reasoning = entry["reasoning"] if entry["tokens"] is not None else []
+        if reasoning and builder not in PARSED_REASONING:
+            tokens, reasoning = reasoning + tokens, []  # raw text: the generation as it came
         gen = {"dialect": dialect, "script": self.state.script, "entry": entry, "tokens": tokens,
+               "reasoning": reasoning,
                "finish": finish, "k": k,
                "logprobs": (want and fault != "no_logprobs"
                             and self.state.script["no_logprobs_model"] is None),

@@ -502,6 +502,7 @@ class ScriptedEndpoint(h.E2ETestCase):
             "model type": {"tokens": [], "model": 7},
             "drop index": {"tokens": [], "drop_logprobs_chunks": [-1]},
             "token shape": {"tokens": [["a", -0.1, [], [97], "x"]]},
+            "reasoning shape": {"tokens": [], "reasoning": "<think>"},
         }
         for name, entry in bad.items():
             with self.subTest(case=name):
@@ -512,6 +513,130 @@ class ScriptedEndpoint(h.E2ETestCase):
                                       capture_output=True, text=True, timeout=30)
                 self.assertEqual(done.returncode, 2, done.stderr)
                 self.assertIn("scripted_endpoint: ", done.stderr)
+
+        for name, script in {"unknown reasoning_shape": {"reasoning_shape": "deepseek"},
+                             "together reasoning": {"together": True}}.items():
+            with self.subTest(case=name):
+                script = dict(script, prompts={PROMPT: [{"tokens": [], "reasoning": REASON}]})
+                path = self.write_json(f"bad-script-{len(name)}.json", script)
+                done = subprocess.run([h.PYTHON, h.os.path.join(h.HERE, "scripted_endpoint.py"),
+                                       "--script", path, "--port-file", self.path("never.port")],
+                                      capture_output=True, text=True, timeout=30)
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertIn("scripted_endpoint: script: ", done.stderr)
+
+    # ------------------------------------------------------------------------------------------
+    # Reasoning models: an entry's "reasoning" in each dialect's shape.
+
+    def reasoning_endpoint(self, dialect, shape=None):
+        script = {"prompts": {PROMPT: [{"reasoning": REASON, "tokens": ANSWER,
+                                        "finish_reason": "stop"}]}}
+        if shape is not None:
+            script["reasoning_shape"] = shape
+        return self.start_endpoint(script, dialect, name=f"{dialect}-{shape}")
+
+    def test_reasoning_openai_chat_shapes(self):
+        everything = [t[0] for t in REASON + ANSWER]
+        for dialect, shape, key, listed in [
+                ("openai-chat", "sglang", "reasoning_content", everything),
+                ("openai-chat", None, "reasoning_content", everything),  # sglang by default
+                ("openai-chat", "vllm", "reasoning", everything),
+                ("vllm", "vllm", "reasoning", everything),
+                ("openai-chat", "openai", "reasoning_content", ["Four", "."])]:
+            with self.subTest(dialect=dialect, shape=shape):
+                endpoint = self.reasoning_endpoint(dialect, shape)
+                _, data = self.post(endpoint, "/v1/chat/completions", self.chat_body())
+                doc = json.loads(data)
+                message = doc["choices"][0]["message"]
+                self.assertEqual((message["content"], message[key]), ("Four.", "Two and two"))
+                self.assertEqual([c["token"] for c in doc["choices"][0]["logprobs"]["content"]],
+                                 listed)
+                self.assertEqual(doc["usage"]["completion_tokens"], 8)
+                body = dict(self.chat_body(stream=True), stream_options={"include_usage": True})
+                _, data = self.post(endpoint, "/v1/chat/completions", body)
+                choices = [e["choices"][0] for e in self.events(data) if e["choices"]]
+                self.assertEqual("".join(c["delta"].get(key) or "" for c in choices),
+                                 "Two and two")
+                self.assertEqual("".join(c["delta"].get("content") or "" for c in choices),
+                                 "Four.")
+                streamed = [t["token"] for c in choices if c["logprobs"]
+                            for t in c["logprobs"]["content"]]
+                self.assertEqual(streamed, listed)
+                # Each reasoning chunk carries its own token's logprobs (SGLang's order).
+                first = next(c for c in choices if key in c["delta"])
+                self.assertEqual(first["delta"][key], "")
+                if listed == everything:
+                    self.assertEqual(first["logprobs"]["content"][0]["token"], "<think>")
+
+    def test_reasoning_ollama_responses_gemini(self):
+        everything = [t[0] for t in REASON + ANSWER]
+        ollama = self.reasoning_endpoint("ollama")
+        for path, body in [("/api/chat", {"messages": [{"role": "user", "content": PROMPT}]}),
+                           ("/api/generate", {"prompt": PROMPT})]:
+            body = dict(body, logprobs=True, top_logprobs=2, stream=False)
+            _, data = self.post(ollama, path, body)
+            doc = json.loads(data)
+            holder = doc["message"] if path == "/api/chat" else doc
+            self.assertEqual((holder.get("content", doc.get("response")), holder["thinking"]),
+                             ("Four.", "Two and two"))
+            self.assertEqual([t["token"] for t in doc["logprobs"]], everything)
+            _, data = self.post(ollama, path, dict(body, stream=True))
+            lines = self.events(data, ndjson=True)
+            holders = [line["message"] if path == "/api/chat" else line for line in lines]
+            self.assertEqual("".join(x.get("thinking", "") for x in holders), "Two and two")
+            self.assertEqual([t["token"] for line in lines for t in line.get("logprobs", [])],
+                             everything)
+        responses = self.reasoning_endpoint("openai-responses")
+        body = {"input": PROMPT, "top_logprobs": 2, "include": ["message.output_text.logprobs"]}
+        _, data = self.post(responses, "/v1/responses", body)
+        doc = json.loads(data)
+        self.assertEqual([item["type"] for item in doc["output"]], ["reasoning", "message"])
+        self.assertEqual(doc["output"][0]["content"],
+                         [{"type": "reasoning_text", "text": "Two and two"}])
+        self.assertEqual([t["token"] for t in doc["output"][1]["content"][0]["logprobs"]],
+                         ["Four", "."])
+        _, data = self.post(responses, "/v1/responses", dict(body, stream=True))
+        events = [json.loads(block.split("\ndata: ", 1)[1])  # typed: "event: <type>\ndata: ..."
+                  for block in data.decode().split("\n\n") if "\ndata: " in block]
+        self.assertEqual("".join(e["delta"] for e in events
+                                 if e["type"] == "response.reasoning_text.delta"), "Two and two")
+        self.assertEqual("".join(e["delta"] for e in events
+                                 if e["type"] == "response.output_text.delta"), "Four.")
+        gemini = self.reasoning_endpoint("gemini")
+        path = f"/v1beta/models/{std.MODEL}"
+        body = {"contents": [{"role": "user", "parts": [{"text": PROMPT}]}],
+                "generationConfig": {"responseLogprobs": True, "logprobs": 2}}
+        _, data = self.post(gemini, path + ":generateContent", body)
+        parts = json.loads(data)["candidates"][0]["content"]["parts"]
+        self.assertEqual(parts, [{"text": "Two and two", "thought": True}, {"text": "Four."}])
+        _, data = self.post(gemini, path + ":streamGenerateContent?alt=sse", body)
+        chunks = [json.loads(block[5:]) for block in data.decode().split("\r\n\r\n")
+                  if block.startswith("data:")]
+        self.assertEqual(chunks[0]["candidates"][0]["content"]["parts"],
+                         [{"text": "Two and two", "thought": True}])
+        self.assertNotIn("logprobsResult", chunks[0]["candidates"][0])
+        self.assertEqual([c["token"] for chunk in chunks[1:] for c in
+                          chunk["candidates"][0]["logprobsResult"]["chosenCandidates"]],
+                         ["Four", "."])
+
+    def test_reasoning_raw_in_dialects_without_it(self):
+        endpoint = self.reasoning_endpoint("llamacpp")
+        _, data = self.post(endpoint, "/completion", {"prompt": PROMPT, "n_probs": 2})
+        doc = json.loads(data)
+        self.assertEqual(doc["content"], "<think>Two and two</think>\n\nFour.")
+        self.assertEqual([p["token"] for p in doc["completion_probabilities"]],
+                         [t[0] for t in REASON + ANSWER])
+
+
+# A reasoning model thinking "Two and two" between its markers, then answering "Four.".
+REASON = [["<think>", -0.0002, [["<think>", -0.0002], ["Four", -8.75]]],
+          ["Two", -0.0513, [["Two", -0.0513], ["The", -3.0513]]],
+          [" and", -0.2204, [[" and", -0.2204], [" plus", -1.6204]]],
+          [" two", -0.0008, [[" two", -0.0008], [" 2", -7.25]]],
+          ["</think>", -0.0031, [["</think>", -0.0031], ["\n", -5.8781]]],
+          ["\n\n", -0.0001, [["\n\n", -0.0001], ["\n", -9.5]]]]
+ANSWER = [["Four", -0.0124, [["Four", -0.0124], ["4", -4.4]]],
+          [".", -0.2513, [[".", -0.2513], ["!", -1.5013]]]]
 
 
 if __name__ == "__main__":
