@@ -235,18 +235,24 @@ void judge_fragility(PromptAnalysis& result, const Completion& ref, const Analys
 // The noise samples of each level (concurrency -> |Δgap|), which analyse_prompt adds to.
 using LevelNoise = std::map<int, NoiseSamples>;
 
+// `records` as compared (core::compared_records), `answers` the same records as recorded: the
+// answer that extraction and checkers read is never the compared part of a reasoning model.
 PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
                               const std::vector<const RequestRecord*>& records,
+                              const std::vector<const RequestRecord*>& answers,
                               const AnalysisConfig& config, LevelNoise& noise) {
   PromptAnalysis result;
   result.id = prompt.id;
   result.prompt_index = prompt_index;
 
   // Lowest level first, recording order within a level: "first seen at the lowest level".
-  std::vector<const RequestRecord*> ordered = records;
-  std::stable_sort(ordered.begin(), ordered.end(), [](const auto* a, const auto* b) {
-    return a->planned.concurrency < b->planned.concurrency;
-  });
+  const auto by_level = [](std::vector<const RequestRecord*> in_order) {
+    std::stable_sort(in_order.begin(), in_order.end(), [](const auto* a, const auto* b) {
+      return a->planned.concurrency < b->planned.concurrency;
+    });
+    return in_order;
+  };
+  const std::vector<const RequestRecord*> ordered = by_level(records);
 
   // An empty completion (no text, no tokens) is an empty token sequence, not a lack of tokens.
   bool all_have_tokens = true;
@@ -412,7 +418,7 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
   std::map<std::string, int> answer_counts;
   const bool has_checker = prompt.expect.kind != Expectation::Kind::none;
   int passes = 0;
-  for (const auto* record : ordered) {
+  for (const auto* record : by_level(answers)) {
     if (has_checker) ++result.checked_runs;
     if (!record->outcome.ok) continue;
     const std::string& text = record->outcome.completion.text;
@@ -594,7 +600,7 @@ void AnalysisBuilder::add_prompt(int prompt_index,
   std::vector<RequestRecord> compared_copies;
   const auto compared = compared_records(mine, m_config.compare_on, compared_copies);
   PromptAnalysis prompt =
-      analyse_prompt(suite_prompt, prompt_index, compared, m_config, totals.noise);
+      analyse_prompt(suite_prompt, prompt_index, compared, mine, m_config, totals.noise);
   AuditSummary& summary = m_analysis.summary;
   ++summary.prompts;
   summary.requests += prompt.runs + prompt.failed;
