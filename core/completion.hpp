@@ -64,6 +64,17 @@ struct NumberAnomalies {
   friend bool operator==(const NumberAnomalies&, const NumberAnomalies&) = default;
 };
 
+// What the endpoint said a request used beyond the tokens it generated (`usage` and its kin in
+// each dialect); empty where it did not say. Budgets and the cost per level read it.
+struct TokenUsage {
+  // usage.prompt_tokens, input_tokens, promptTokenCount, prompt_eval_count, ...
+  std::optional<long> prompt;
+  // Hidden reasoning tokens counted within completion_tokens: completion_tokens_details.
+  // reasoning_tokens, output_tokens_details.reasoning_tokens, thoughtsTokenCount, ...
+  std::optional<long> reasoning;
+  friend bool operator==(const TokenUsage&, const TokenUsage&) = default;
+};
+
 // How the endpoint's tokens relate to a reasoning model's two parts (core/reasoning.hpp).
 enum class ReasoningSplit {
   none,     // no reasoning came back: `tokens` are the answer's
@@ -86,6 +97,7 @@ struct Completion {
   std::string model;
   // Tokens the endpoint reported generating (usage.completion_tokens or the token count).
   long completion_tokens = 0;
+  TokenUsage usage;
   // Non-finite log probabilities the response carried, mapped as NumberAnomalies says.
   NumberAnomalies numbers;
   // A reasoning model's hidden reasoning (`reasoning_content`, `reasoning`, Ollama's
