@@ -74,6 +74,7 @@ Completion metadata_of(const Completion& completion) {
   part.system_fingerprint = completion.system_fingerprint;
   part.model = completion.model;
   part.completion_tokens = completion.completion_tokens;
+  part.usage = completion.usage;
   part.numbers = completion.numbers;
   part.reasoning_split = completion.reasoning_split;
   return part;
