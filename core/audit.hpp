@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cost.hpp"
 #include "core/plan.hpp"
 #include "core/reasoning.hpp"
 #include "core/request_record.hpp"
@@ -80,6 +81,7 @@ struct AuditConfig {
   int fragile_window = 50;
   std::optional<double> fragile_p;        // --fragile-p: fragility by flip probability
   CompareOn compare_on = CompareOn::both; // --compare-on: a reasoning model's part compared
+  std::optional<Price> price;             // --price: the cost of the tokens, per million
   double rate_limit = 0.0;                // requests per second, 0: unlimited
   int shard_index = 0;
   int shard_count = 1;

@@ -25,6 +25,7 @@ std::string config_difference(const AuditConfig& a, const AuditConfig& b) {
   if (a.fragile_window != b.fragile_window) return "fragile_window";
   if (a.fragile_p != b.fragile_p) return "fragile_p";
   if (a.compare_on != b.compare_on) return "compare_on";
+  if (a.price != b.price) return "price";
   if (a.rate_limit != b.rate_limit) return "rate_limit";
   if (a.shard_count != b.shard_count) return "shard count";
   if (a.profile != b.profile) return "profile";

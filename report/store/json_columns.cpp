@@ -140,6 +140,7 @@ Json config_to_json(const core::AuditConfig& config) {
               {"fragile_window", config.fragile_window},
               {"fragile_p", config.fragile_p ? Json(*config.fragile_p) : Json(nullptr)},
               {"compare_on", core::to_string(config.compare_on)},
+              {"price", config.price ? Json(core::to_string(*config.price)) : Json(nullptr)},
               {"rate_limit", config.rate_limit},
               {"shard_index", config.shard_index},
               {"shard_count", config.shard_count},
@@ -187,6 +188,13 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
     auto parsed = core::parse_compare_on(compare_on->get<std::string>());
     if (!parsed) return read.error("compare_on", expected);
     config.compare_on = *parsed;
+  }
+  // Absent from audits stored before --price existed: no price.
+  if (const Json* price = read.find(json, "price"); price != nullptr && !price->is_null()) {
+    if (!price->is_string()) return read.error("price", "\"input=X,output=Y\" or null");
+    auto parsed = core::parse_price(price->get<std::string>());
+    if (!parsed) return read.error("price", "\"input=X,output=Y\" or null");
+    config.price = *parsed;
   }
   LLMREPRO_TRY_ASSIGN(config.rate_limit, read.number(json, "rate_limit"));
   LLMREPRO_TRY_ASSIGN(config.shard_index, read.small_integer(json, "shard_index"));
