@@ -422,9 +422,20 @@ core::Result<void> connect_endpoints(AuditRun& run) {
     if (!target_or) return target_or.error();
     Target& target = *target_or;
     if (target.info.model.empty() && !target.embedded) {
-      auto model = probes::detect_model(url, target.target.headers, target.target.api_key,
-                                        options.insecure, std::min(config.timeout_s, 10.0));
-      if (model) target.info.model = *model;
+      const bool gemini = target.target.dialect == probes::Dialect::gemini;
+      auto model = probes::detect_model(url, target.target.dialect, target.target.headers,
+                                        target.target.api_key, options.insecure,
+                                        std::min(config.timeout_s, 10.0));
+      // Gemini names the model in every request's path: without one nothing can be sent.
+      if (!model && gemini) return model.error();
+      if (model) {
+        target.info.model = *model;
+        if (gemini && !options.quiet)
+          fmt::print(stderr,
+                     "llmrepro: no --model given: auditing {} (the first model /v1beta/models "
+                     "lists with generateContent)\n",
+                     *model);
+      }
     }
     target.target.model = target.info.model;
     check_logprobs_up_front(options, config, run.header.suite, target);

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "probes/endpoint_url.hpp"
@@ -52,6 +53,29 @@ bool lists_ollama_models(const std::optional<json>& tags) {
   if (!tags) return false;
   const auto models = tags->find("models");
   return models != tags->end() && models->is_array();
+}
+
+constexpr std::string_view k_gemini_list = "/v1beta/models";
+constexpr std::string_view k_models_prefix = "models/";
+
+// The entries of the Gemini API's models.list answer: a non-empty "models" array whose every
+// entry is an object with a "name" starting "models/" and a "supportedGenerationMethods"
+// array. Ollama's /api/tags also has "models", named "qwen3:8b" and without the methods, so it
+// cannot pass for it. Empty when the answer has another shape.
+const json* gemini_model_list(const std::optional<json>& list) {
+  if (!list) return nullptr;
+  const auto models = list->find("models");
+  if (models == list->end() || !models->is_array() || models->empty()) return nullptr;
+  for (const json& model : *models) {
+    if (!model.is_object()) return nullptr;
+    const auto name = model.find("name");
+    if (name == model.end() || !name->is_string() ||
+        name->get<std::string>().rfind(k_models_prefix, 0) != 0)
+      return nullptr;
+    const auto methods = model.find("supportedGenerationMethods");
+    if (methods == model.end() || !methods->is_array()) return nullptr;
+  }
+  return &*models;
 }
 
 // Ollama's own GET /api/version answers {"version": "0.13.0"}; the Ollama-compatible
@@ -126,6 +150,10 @@ std::array<ProbeAnswer, N> fetch_all(HttpTransport& transport, const std::string
     request.url = join_url(base_url, paths[i]);
     request.headers = headers;
     request.api_key = api_key;
+    // Google's API refuses an API key sent as a bearer token: its model list gets the key in
+    // the header the Gemini dialect uses.
+    if (std::string_view(paths[i]) == k_gemini_list)
+      request.api_key_header = api_key_header(Dialect::gemini);
     request.insecure = insecure;
     request.timeout_s = timeout_s;
     // Model lists of large hosted APIs stay far below this; detection never needs more.
@@ -192,12 +220,18 @@ core::Result<Dialect> decide_dialect(const std::string& base_url, const Detectio
   }
   if (lists_ollama_models(tags) && ollama_version(object_of(probes.version)))
     return explain(Dialect::ollama, "/api/version and /api/tags answer (Ollama)");
-  // 3. OpenAI-compatible servers, named or not.
+  // The two OpenAI-compatible servers that name themselves.
   if (owner == "vllm")
     return explain(Dialect::openai_chat, "/v1/models lists owned_by \"vllm\" (vLLM)" + also_tags);
   if (owner == "llmrepro")
     return explain(Dialect::openai_chat,
                    "/v1/models lists owned_by \"llmrepro\" (the reference engine)" + also_tags);
+  // 3. The Gemini API's own model list. It comes before the generic OpenAI rule because a base
+  // URL ending in /v1beta turns /v1/models into that same list, a 2xx JSON object.
+  if (gemini_model_list(object_of(probes.gemini_models)) != nullptr)
+    return explain(Dialect::gemini, "/v1beta/models lists \"models/...\" with "
+                                    "supportedGenerationMethods (the Gemini API)");
+  // 4. OpenAI-compatible servers that do not name themselves.
   if (models) {
     // Only where the list names no server: vLLM and the reference engine serve chat.
     if (responses_only(probes, false))
@@ -212,15 +246,17 @@ core::Result<Dialect> decide_dialect(const std::string& base_url, const Detectio
   }
   if (lists_ollama_models(tags))
     return explain(Dialect::ollama, "/api/tags lists \"models\" and no other route answers");
-  // 5. A Responses-only server without a model list (a proxy in front of one API).
+  // 6. A Responses-only server without a model list (a proxy in front of one API).
   if (responses_only(probes, true))
     return explain(Dialect::openai_responses, "no model list (" +
                                                   status_line("/v1/models", probes.models) + "); " +
                                                   responses_only_evidence(probes));
 
-  const std::array<const ProbeAnswer*, 9> all{
-      &probes.models,     &probes.health,  &probes.props,      &probes.tags,           &probes.info,
-      &probes.model_info, &probes.version, &probes.chat_route, &probes.responses_route};
+  const std::array<const ProbeAnswer*, 10> all{
+      &probes.models,       &probes.health,     &probes.props,
+      &probes.tags,         &probes.info,       &probes.model_info,
+      &probes.version,      &probes.chat_route, &probes.responses_route,
+      &probes.gemini_models};
   bool any_answered = false;
   for (const ProbeAnswer* answer : all) any_answered = any_answered || answer->answered;
   const std::string url = strip_credentials(base_url);
@@ -267,6 +303,29 @@ core::Result<std::string> pick_model(const ProbeAnswer& models, const ProbeAnswe
                           "could not find a model to audit (" + why + "); pass --model");
 }
 
+core::Result<std::string> pick_gemini_model(const ProbeAnswer& gemini_models) {
+  const std::string path(k_gemini_list);
+  const std::optional<json> list = object_of(gemini_models);
+  const json* models = gemini_model_list(list);
+  if (models == nullptr) {
+    std::string why = status_line(path.c_str(), gemini_models);
+    if (ok(gemini_models)) why += ", not a Gemini model list";
+    return core::make_error(core::ErrorCode::endpoint,
+                            "could not find a model to audit (" + why + "); pass --model");
+  }
+  std::string listed;
+  for (const json& model : *models) {
+    const std::string name = model["name"].get<std::string>();
+    for (const json& method : model["supportedGenerationMethods"])
+      if (method.is_string() && method.get<std::string>() == "generateContent")
+        return name.substr(k_models_prefix.size());
+    listed += (listed.empty() ? "" : ", ") + name;
+  }
+  return core::make_error(core::ErrorCode::endpoint, "no model that " + path +
+                                                         " lists supports generateContent (" +
+                                                         listed + "); pass --model");
+}
+
 core::Result<Dialect> detect_dialect(const std::string& base_url,
                                      const std::vector<std::string>& headers,
                                      const std::string& api_key, bool insecure, double timeout_s,
@@ -280,9 +339,11 @@ core::Result<Dialect> detect_dialect(const std::string& base_url,
   // few handler threads (cpp-httplib's default is 8 on a small machine) holds one per
   // keep-alive connection, so nine at once could leave one waiting out the keep-alive timeout.
   // The OpenAI paths are joined like every other, so a base URL naming its own API version
-  // (https://api.openai.com/v1, .../v1/openai) gets "<base>/chat/completions".
-  const std::array<const char*, 2> route_paths{"/v1/chat/completions", "/v1/responses"};
-  std::array<ProbeAnswer, 2> routes =
+  // (https://api.openai.com/v1, .../v1/openai) gets "<base>/chat/completions". The Gemini list
+  // goes with them, keeping the first round within eight connections.
+  const std::array<const char*, 3> route_paths{"/v1/chat/completions", "/v1/responses",
+                                               k_gemini_list.data()};
+  std::array<ProbeAnswer, 3> routes =
       fetch_all(transport, base_url, route_paths, headers, api_key, insecure, timeout_s);
   DetectionProbes probes;
   probes.models = std::move(answers[0]);
@@ -294,16 +355,24 @@ core::Result<Dialect> detect_dialect(const std::string& base_url,
   probes.version = std::move(answers[6]);
   probes.chat_route = std::move(routes[0]);
   probes.responses_route = std::move(routes[1]);
+  probes.gemini_models = std::move(routes[2]);
   auto dialect = decide_dialect(base_url, probes, explanation);
   if (llamacpp_router != nullptr)
     *llamacpp_router = dialect && *dialect == Dialect::llamacpp && is_llamacpp_router(probes);
   return dialect;
 }
 
-core::Result<std::string> detect_model(const std::string& base_url,
+core::Result<std::string> detect_model(const std::string& base_url, Dialect dialect,
                                        const std::vector<std::string>& headers,
                                        const std::string& api_key, bool insecure,
                                        double timeout_s) {
+  if (dialect == Dialect::gemini) {
+    const std::array<const char*, 1> list{k_gemini_list.data()};
+    HttpTransport transport;
+    std::array<ProbeAnswer, 1> answer =
+        fetch_all(transport, base_url, list, headers, api_key, insecure, timeout_s);
+    return pick_gemini_model(answer[0]);
+  }
   const std::array<const char*, 2> paths{"/v1/models", "/api/tags"};
   HttpTransport transport;
   std::array<ProbeAnswer, 2> answers =

@@ -32,6 +32,10 @@ struct DetectionProbes {
   // stored chat completions there); a server without it answers 404.
   ProbeAnswer chat_route;      // GET /v1/chat/completions
   ProbeAnswer responses_route; // GET /v1/responses
+  // GET /v1beta/models, the Gemini API's model list, joined like the Gemini dialect's own
+  // paths ("<base>/models" where the base names a version, as .../v1beta does). The key goes
+  // in x-goog-api-key: Google's API refuses an API key sent as a bearer token.
+  ProbeAnswer gemini_models;
 };
 
 // Decides the dialect from the strongest evidence first; the first rule that matches wins:
@@ -41,14 +45,18 @@ struct DetectionProbes {
 //      object) both answer; TGI's /info has "model_id" and "max_concurrent_requests" or
 //      "router"; Ollama answers both its own /api/version ({"version": "..."}) and /api/tags
 //      (a "models" array);
-//   3. openai-chat: owned_by "vllm" or "llmrepro", or any other 2xx JSON /v1/models; but
+//   3. gemini: /v1beta/models is a JSON object whose "models" is a non-empty array of objects,
+//      each with a "name" starting "models/" and a "supportedGenerationMethods" array (the
+//      Gemini API's models.list; Ollama's /api/tags names its models "qwen3:8b", OpenAI's
+//      list is "data"); checked after every server that names itself;
+//   4. openai-chat: owned_by "vllm" or "llmrepro", or any other 2xx JSON /v1/models; but
 //      openai-responses where /v1/models names no server (neither "vllm" nor "llmrepro"),
 //      GET /v1/chat/completions answered 404 and GET /v1/responses answered anything else
 //      (an HTTP answer, not a transport failure): the Responses API is the only one served;
-//   4. ollama: /api/tags alone, when nothing else answered;
-//   5. openai-responses without a model list: when no rule above matched, GET
+//   5. ollama: /api/tags alone, when nothing else answered;
+//   6. openai-responses without a model list: when no rule above matched, GET
 //      /v1/chat/completions answered 404 and GET /v1/responses 200, 400, 401, 403 or 405.
-// Rule 5 is sound because two sibling paths of one host answering differently can only come
+// Rule 6 is sound because two sibling paths of one host answering differently can only come
 // from a route table that has one route and not the other: a catch-all server, a gateway
 // refusing credentials or a server that is down answers both alike. Only statuses a live
 // route gives a GET count; a 5xx, 429 or redirect says nothing about routes. It turns what
@@ -72,16 +80,27 @@ bool is_llamacpp_router(const DetectionProbes& probes);
 // what was missing when neither lists a model.
 core::Result<std::string> pick_model(const ProbeAnswer& models, const ProbeAnswer& tags);
 
+// The Gemini model to audit: the first entry of /v1beta/models whose
+// supportedGenerationMethods contains "generateContent", without its "models/" prefix
+// ("models/gemini-2.0-flash" -> "gemini-2.0-flash"). Only the first page is read (50 models
+// by default). An ErrorCode::endpoint error names the models listed (or why there is no list)
+// and asks for --model when none generates content.
+core::Result<std::string> pick_gemini_model(const ProbeAnswer& gemini_models);
+
 // Sends the detection GETs (each bounded by timeout_s) and decides the dialect: the seven
-// server routes at once, then the two OpenAI POST routes at once on the same connections.
+// server routes at once, then the two OpenAI POST routes and the Gemini model list at once on
+// the same connections. `api_key` goes as a bearer token, except to the Gemini list, which
+// gets it in x-goog-api-key; every GET goes to `base_url` alone.
 // `llamacpp_router`, when given, is set to whether the endpoint is llama.cpp in router mode.
 core::Result<Dialect> detect_dialect(const std::string& base_url,
                                      const std::vector<std::string>& headers,
                                      const std::string& api_key, bool insecure, double timeout_s,
                                      std::string* explanation, bool* llamacpp_router = nullptr);
 
-// GETs /v1/models and /api/tags and returns the first model id, for when --model is not given.
-core::Result<std::string> detect_model(const std::string& base_url,
+// The model to audit when --model is not given. For `dialect` gemini: GETs /v1beta/models
+// (key in x-goog-api-key) and returns pick_gemini_model's choice; for the others: GETs
+// /v1/models and /api/tags and returns pick_model's.
+core::Result<std::string> detect_model(const std::string& base_url, Dialect dialect,
                                        const std::vector<std::string>& headers,
                                        const std::string& api_key, bool insecure, double timeout_s);
 

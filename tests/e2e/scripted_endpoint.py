@@ -41,6 +41,9 @@ Script:
                                                                     serves by POST answers 405
                                                                     with Allow: POST, as FastAPI
                                                                     servers do; else 404)
+   "gemini_generates": false,                                      (gemini: GET /v1beta/models
+                                                                    lists the script's model with
+                                                                    embedContent only)
    "models_route": false,                                          (GET /v1/models answers 404:
                                                                     a proxy without a model list)
    "reasoning_shape": "sglang"|"vllm"|"openai",                    (openai-chat, vllm: how entries'
@@ -123,6 +126,8 @@ reasoning: an entry's "reasoning" tokens (markers included: ["<think>", "Two", "
 gemini: POST /v1beta/models/<script model>:generateContent, or :streamGenerateContent (which
   must ask for alt=sse; another model in the path is a 404); each stream chunk carries two
   tokens, and "drop_logprobs_chunks" counts those chunks.
+  GET /v1beta/models lists "models/embedding-001" (embedContent only) and then
+  "models/<script model>" (generateContent), as the Gemini API's models.list does.
 
 A request in absolute form ("POST http://api.openai.com/v1/chat/completions", as a client
 sends it through an HTTP proxy) is served by its path, so that a test can give the tool a
@@ -461,6 +466,7 @@ def load_script(path):
             "no_logprobs_model": raw.get("no_logprobs_model"),
             "method_not_allowed": bool(raw.get("method_not_allowed", False)),
             "models_route": bool(raw.get("models_route", True)),
+            "gemini_generates": bool(raw.get("gemini_generates", True)),
             "reasoning_shape": reasoning_shape(raw),
             "fallback": fallback,
             "prompts": prompts}
@@ -1371,6 +1377,19 @@ def detection_get(dialect, path, script):
         if path == "/v1/models":
             models["data"][0].update(owned_by="library")
             return 200, models
+    elif dialect == "gemini":
+        if path == "/v1beta/models":
+            # models.list (tests/data/formats/gemini_models_list.json): an embedding-only model
+            # first, so that a client picking a model must skip it; one page, no nextPageToken.
+            return 200, {"models": [
+                {"name": "models/embedding-001", "version": "001",
+                 "displayName": "Embedding 001", "inputTokenLimit": 2048, "outputTokenLimit": 1,
+                 "supportedGenerationMethods": ["embedContent"]},
+                {"name": f"models/{model}", "version": "2.0", "displayName": model,
+                 "inputTokenLimit": 1048576, "outputTokenLimit": 8192,
+                 "supportedGenerationMethods": (["generateContent", "countTokens"]
+                                                if script["gemini_generates"]
+                                                else ["embedContent"])}]}
     else:  # tgi
         if path == "/info":
             return 200, {"model_id": model, "model_sha": None, "model_pipeline_tag": None,

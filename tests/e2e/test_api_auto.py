@@ -8,8 +8,11 @@ Then the cases the strongest-evidence rule exists for: llama.cpp and SGLang that
 GET /api/tags are not taken for Ollama, and the evidence is printed; a hosted base URL with a
 path beyond /v1 (DeepInfra's .../v1/openai) is the base of every request; llama.cpp in router
 mode gets `model` in its native /completion requests; a server whose chat route is absent (404
-on GET) and whose /v1/responses answers (405 on GET) is audited through the Responses API."""
+on GET) and whose /v1/responses answers (405 on GET) is audited through the Responses API; the
+Gemini API is told by its /v1beta/models list (the key in x-goog-api-key), and its first model
+that supports generateContent is audited."""
 
+import glob
 import json
 
 import e2e_harness as h
@@ -24,7 +27,9 @@ EXPECTED = {
     "sglang": "sglang",
     "ollama": "ollama",
     "tgi": "tgi",
+    "gemini": "gemini",
 }
+GEMINI_KEY = "AIza-auto-SECRET654"
 
 
 class ApiAuto(h.E2ETestCase):
@@ -56,13 +61,13 @@ class ApiAuto(h.E2ETestCase):
                                  "every completion went to a path the dialect serves")
 
 
-    def audit_auto(self, endpoint, name, prompts, extra=()):
+    def audit_auto(self, endpoint, name, prompts, extra=(), env=None):
         suite = self.write_suite(f"{name}.jsonl", prompts)
         report_path = self.path(f"{name}.json")
         run = self.run_llmrepro(["audit", "--suite", suite, "--endpoint", endpoint, "--api", "auto",
                                  "--runs", "2", "--concurrency", "1",
                                  "--db", self.path(f"{name}.db"), "--json", report_path,
-                                 *extra])
+                                 *extra], env=env)
         self.assert_exit(run, 0)
         return run, self.load_report(report_path)
 
@@ -198,6 +203,51 @@ class ApiAuto(h.E2ETestCase):
         self.assertIn("--api auto chose openai-chat (openai-chat: /v1/models answers "
                       "(OpenAI-compatible))", run.stderr, run.describe())
         self.assertEqual([item["path"] for item in chat.posts()], ["/v1/chat/completions"] * 2)
+
+    def test_gemini_from_its_model_list(self):
+        prompts = [{"id": "hello", "messages": [{"role": "user", "content": "Say hello."}]},
+                   {"id": "capital", "prompt": "Name the capital of France."}]
+        endpoint = self.start_endpoint(std.script(), "gemini", name="gemini-auto")
+        run, report = self.audit_auto(endpoint.url, "gemini-auto", prompts,
+                                      ["--api-key-env", "GEMINI_API_KEY"],
+                                      env={"GEMINI_API_KEY": GEMINI_KEY})
+        self.assertIn("--api auto chose gemini (gemini: /v1beta/models lists \"models/...\" with "
+                      "supportedGenerationMethods (the Gemini API))", run.stderr, run.describe())
+        # models/embedding-001 is listed first but cannot generate: the second is the one.
+        self.assertIn(f"no --model given: auditing {std.MODEL} (the first model /v1beta/models "
+                      "lists with generateContent)", run.stderr)
+        self.assertEqual((report["endpoints"][0]["dialect"], report["endpoints"][0]["model"]),
+                         ("gemini", std.MODEL))
+        lists = [item for item in endpoint.requests("GET") if item["path"] == "/v1beta/models"]
+        self.assertEqual(len(lists), 2, "one detection GET, one for the model")
+        for item in lists:
+            headers = [(name.lower(), value) for name, value in item["headers"]]
+            self.assertIn(("x-goog-api-key", GEMINI_KEY), headers)
+            self.assertNotIn("authorization", [name for name, _ in headers],
+                             "Google refuses an API key sent as a bearer token")
+        posts = endpoint.posts()
+        self.assertEqual(sorted(item["path"] for item in posts),
+                         [f"/v1beta/models/{std.MODEL}:generateContent"] * 4)
+        self.assertEqual({item["outcome"] for item in posts}, {"completion"})
+        self.assertEqual((report["summary"]["requests"], report["summary"]["failed_requests"],
+                          [p["unique_completions"] for p in report["prompts"]]), (4, 0, [1, 1]))
+        for path in [self.path("gemini-auto.json")] + [
+                p for p in glob.glob(self.path("gemini-auto.db*"))]:
+            with open(path, "rb") as f:
+                self.assertNotIn(GEMINI_KEY.encode(), f.read(), path)
+        self.assertNotIn(GEMINI_KEY, run.stdout + run.stderr)
+
+        # Nothing that generates content is listed: a clear error, before any completion.
+        script = dict(std.script(), gemini_generates=False)
+        bare = self.start_endpoint(script, "gemini", name="gemini-embed-only")
+        suite = self.write_suite("embed-only.jsonl", prompts[1:])
+        failed = self.run_llmrepro(["audit", "--suite", suite, "--endpoint", bare.url,
+                                    "--api", "auto", "--runs", "1",
+                                    "--db", self.path("embed-only.db")])
+        self.assert_exit(failed, 3)
+        self.assertIn("no model that /v1beta/models lists supports generateContent "
+                      f"(models/embedding-001, models/{std.MODEL}); pass --model", failed.stderr)
+        self.assertEqual(bare.posts(), [])
 
 
 if __name__ == "__main__":

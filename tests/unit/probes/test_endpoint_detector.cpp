@@ -15,6 +15,7 @@ using llmrepro::probes::decide_dialect;
 using llmrepro::probes::DetectionProbes;
 using llmrepro::probes::Dialect;
 using llmrepro::probes::is_llamacpp_router;
+using llmrepro::probes::pick_gemini_model;
 using llmrepro::probes::pick_model;
 using llmrepro::probes::ProbeAnswer;
 using llmrepro::probes::testing::LoopbackServer;
@@ -43,6 +44,7 @@ DetectionProbes all_not_found() {
   probes.version = not_found();
   probes.chat_route = not_found();
   probes.responses_route = not_found();
+  probes.gemini_models = not_found();
   return probes;
 }
 
@@ -83,7 +85,8 @@ DetectionProbes discovery(const std::string& server) {
       {"/get_model_info", &probes.model_info},
       {"/api/version", &probes.version},
       {"/v1/chat/completions", &probes.chat_route},
-      {"/v1/responses", &probes.responses_route}};
+      {"/v1/responses", &probes.responses_route},
+      {"/v1beta/models", &probes.gemini_models}};
   for (const auto& [path, probe] : routes) {
     const auto found = paths.find(path);
     if (found != paths.end()) *probe = answer(200, found->is_null() ? "" : found->dump());
@@ -163,6 +166,89 @@ TEST_CASE("decide_dialect") {
     REQUIRE_FALSE(dialect.has_value());
     CHECK(dialect.error().code == ErrorCode::endpoint);
     CHECK(dialect.error().message == "cannot reach http://h:1: Failed to connect to h port 1");
+  }
+}
+
+TEST_CASE("decide_dialect: the Gemini API's model list") {
+  std::string why;
+  const std::string gemini_list = llmrepro::probes::test::read_format("gemini_models_list.json");
+  SUBCASE("models/... names with supportedGenerationMethods: gemini") {
+    DetectionProbes probes = all_not_found();
+    probes.gemini_models = answer(200, gemini_list);
+    auto dialect = decide_dialect("http://h", probes, &why);
+    REQUIRE(dialect.has_value());
+    CHECK(*dialect == Dialect::gemini);
+    CHECK(why == "gemini: /v1beta/models lists \"models/...\" with supportedGenerationMethods "
+                 "(the Gemini API)");
+  }
+  SUBCASE("a base URL ending in /v1beta: /v1/models is the same list, and gemini still wins") {
+    DetectionProbes probes = all_not_found();
+    probes.models = answer(200, gemini_list);
+    probes.gemini_models = answer(200, gemini_list);
+    CHECK(*decide_dialect("http://h/v1beta", probes, &why) == Dialect::gemini);
+  }
+  SUBCASE("servers that name themselves still win") {
+    DetectionProbes probes = all_not_found();
+    probes.gemini_models = answer(200, gemini_list);
+    probes.models = answer(200, k_models);
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::openai_chat);
+    CHECK(why == "openai-chat: /v1/models lists owned_by \"vllm\" (vLLM)");
+  }
+  SUBCASE("Ollama's /api/tags shape at /v1beta/models is not Gemini's") {
+    DetectionProbes probes = discovery("ollama");
+    probes.gemini_models = probes.tags;
+    REQUIRE(object_has_models(probes.gemini_models));
+    CHECK(*decide_dialect("http://h", probes, &why) == Dialect::ollama);
+    CHECK(why == "ollama: /api/version and /api/tags answer (Ollama)");
+    // Without Ollama's own routes the same list decides nothing either.
+    probes = all_not_found();
+    probes.gemini_models = answer(200, R"({"models":[{"name":"qwen3:8b","model":"qwen3:8b"}]})");
+    CHECK_FALSE(decide_dialect("http://h", probes, &why).has_value());
+    // A "models/" name without the methods array is not enough.
+    probes.gemini_models = answer(200, R"({"models":[{"name":"models/qwen3:8b"}]})");
+    CHECK_FALSE(decide_dialect("http://h", probes, &why).has_value());
+  }
+  SUBCASE("an OpenAI-shaped list at /v1beta/models (Google's /v1beta/openai base) is OpenAI") {
+    DetectionProbes probes = all_not_found();
+    probes.models = answer(200, k_openai_models);
+    probes.gemini_models = answer(200, k_openai_models);
+    CHECK(*decide_dialect("http://h/v1beta/openai", probes, &why) == Dialect::openai_chat);
+    CHECK(why == "openai-chat: /v1/models answers (OpenAI-compatible)");
+  }
+  SUBCASE("an empty list decides nothing") {
+    DetectionProbes probes = all_not_found();
+    probes.gemini_models = answer(200, R"({"models":[]})");
+    auto dialect = decide_dialect("http://h", probes, &why);
+    REQUIRE_FALSE(dialect.has_value());
+    CHECK(dialect.error().message.find("pass --api") != std::string::npos);
+  }
+}
+
+TEST_CASE("pick_gemini_model") {
+  SUBCASE("the first model with generateContent, without models/") {
+    auto model = pick_gemini_model(
+        answer(200, llmrepro::probes::test::read_format("gemini_models_list.json")));
+    REQUIRE(model.has_value());
+    CHECK(*model == "gemini-2.0-flash");
+  }
+  SUBCASE("none generates content: the listed names and --model") {
+    auto model = pick_gemini_model(answer(
+        200, R"({"models":[{"name":"models/embedding-001","supportedGenerationMethods":)"
+             R"(["embedContent"]},{"name":"models/aqa","supportedGenerationMethods":[]}]})"));
+    REQUIRE_FALSE(model.has_value());
+    CHECK(model.error().code == ErrorCode::endpoint);
+    CHECK(model.error().message == "no model that /v1beta/models lists supports generateContent "
+                                   "(models/embedding-001, models/aqa); pass --model");
+  }
+  SUBCASE("no Gemini list") {
+    auto refused = pick_gemini_model(answer(403, R"({"error":{"code":403}})"));
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().message ==
+          "could not find a model to audit (/v1beta/models: HTTP 403); pass --model");
+    auto other = pick_gemini_model(answer(200, k_openai_models));
+    REQUIRE_FALSE(other.has_value());
+    CHECK(other.error().message == "could not find a model to audit (/v1beta/models: HTTP 200, "
+                                   "not a Gemini model list); pass --model");
   }
 }
 
@@ -381,7 +467,7 @@ TEST_CASE("detect_dialect") {
     REQUIRE(dialect.has_value());
     CHECK(*dialect == Dialect::ollama);
     CHECK(authorization == "Bearer sk-test");
-    auto model = llmrepro::probes::detect_model(server.url(), {}, "", false, 5);
+    auto model = llmrepro::probes::detect_model(server.url(), Dialect::ollama, {}, "", false, 5);
     REQUIRE(model.has_value());
     CHECK(*model == "qwen3-8b");
   }
@@ -405,7 +491,37 @@ TEST_CASE("detect_dialect") {
     CHECK(why == "openai-responses: /v1/models answers; /v1/chat/completions answers 404 and "
                  "/v1/responses 405: the Responses API only");
     std::sort(gets.begin(), gets.end());
-    CHECK(gets == std::vector<std::string>{"/v1/models", "/v1/responses"});
+    // The Gemini list joins like Gemini's own paths: under a base naming a version it is
+    // "<base>/models", the same /v1/models, asked for a second time with the Gemini key header.
+    CHECK(gets == std::vector<std::string>{"/v1/models", "/v1/models", "/v1/responses"});
+  }
+  SUBCASE("a Gemini look-alike: the list gets the key in x-goog-api-key, and the pick") {
+    std::string goog_key;
+    std::string authorization = "unset";
+    const std::string list = llmrepro::probes::test::read_format("gemini_models_list.json");
+    LoopbackServer server([&](httplib::Server& routes) {
+      routes.Get("/v1beta/models",
+                 [&](const httplib::Request& request, httplib::Response& response) {
+                   goog_key = request.get_header_value("x-goog-api-key");
+                   authorization = request.get_header_value("Authorization");
+                   response.set_content(list, "application/json");
+                 });
+    });
+    std::string why;
+    auto dialect = llmrepro::probes::detect_dialect(server.url(), {}, "AIza-test", false, 5, &why);
+    REQUIRE(dialect.has_value());
+    CHECK(*dialect == Dialect::gemini);
+    CHECK(goog_key == "AIza-test");
+    CHECK(authorization.empty());
+    auto model =
+        llmrepro::probes::detect_model(server.url(), Dialect::gemini, {}, "AIza-test", false, 5);
+    REQUIRE(model.has_value());
+    CHECK(*model == "gemini-2.0-flash");
+    // Under a base naming its version the list is "<base>/models", as Gemini's own paths are.
+    auto under_version =
+        llmrepro::probes::detect_dialect(server.url() + "/v1beta", {}, "AIza-test", false, 5, &why);
+    REQUIRE(under_version.has_value());
+    CHECK(*under_version == Dialect::gemini);
   }
   SUBCASE("nothing listening") {
     const std::string url = "http://127.0.0.1:" + std::to_string(unused_port());
@@ -413,7 +529,7 @@ TEST_CASE("detect_dialect") {
     REQUIRE_FALSE(dialect.has_value());
     CHECK(dialect.error().code == ErrorCode::endpoint);
     CHECK(dialect.error().message.rfind("cannot reach " + url + ": ", 0) == 0);
-    auto model = llmrepro::probes::detect_model(url, {}, "", false, 5);
+    auto model = llmrepro::probes::detect_model(url, Dialect::openai_chat, {}, "", false, 5);
     REQUIRE_FALSE(model.has_value());
     CHECK(model.error().message.rfind("cannot reach ", 0) == 0);
   }
