@@ -8,6 +8,8 @@
 #include "tests/support/request_records.hpp"
 
 using namespace llmrepro::core;
+using llmrepro::testing::failed_record;
+using llmrepro::testing::numbered_suite;
 using llmrepro::testing::ok_record;
 
 namespace {
@@ -25,22 +27,6 @@ Completion completion_of(std::initializer_list<std::pair<const char*, double>> t
     completion.tokens.push_back(token);
   }
   return completion;
-}
-
-RequestRecord failed_record(int prompt, int concurrency, int repeat) {
-  RequestRecord record;
-  record.planned = {0, prompt, concurrency, ProbeKind::sweep, repeat};
-  record.outcome.error = "HTTP 500 after 4 attempts";
-  record.outcome.http_status = 500;
-  record.outcome.attempts = 4;
-  return record;
-}
-
-Suite suite_of(int prompts) {
-  Suite suite;
-  for (int i = 0; i < prompts; ++i)
-    suite.prompts.push_back(Prompt{.id = "p" + std::to_string(i), .text = "x"});
-  return suite;
 }
 
 } // namespace
@@ -63,9 +49,9 @@ TEST_CASE("analyse") {
   records.push_back(ok_record(2, 8, 0, d));
   records.push_back(ok_record(2, 1, 0, c));
   records.push_back(ok_record(3, 1, 0, e));
-  records.push_back(failed_record(3, 8, 0));
+  records.push_back(failed_record(3, 8, 0, "HTTP 500 after 4 attempts", 4));
 
-  const AuditAnalysis analysis = analyse(suite_of(4), records, AnalysisConfig{});
+  const AuditAnalysis analysis = analyse(numbered_suite(4), records, AnalysisConfig{});
   REQUIRE(analysis.prompts.size() == 4);
 
   SUBCASE("a stable prompt") {
@@ -178,7 +164,7 @@ TEST_CASE("analyse without logprobs") {
   y.text = "Paris.";
   std::vector<RequestRecord> records{ok_record(0, 1, 0, x), ok_record(0, 1, 1, x),
                                      ok_record(0, 1, 2, y)};
-  const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+  const auto analysis = analyse(numbered_suite(1), records, AnalysisConfig{});
   const auto& p = analysis.prompts.at(0);
   CHECK(p.unique_completions == 2);
   CHECK_FALSE(p.has_logprobs);
@@ -200,7 +186,7 @@ TEST_CASE("text mode counts divergence in characters") {
   y.text = "caf\xC3\xA8 noir";
   const std::vector<RequestRecord> records{ok_record(0, 1, 0, x), ok_record(0, 1, 1, x),
                                            ok_record(0, 1, 2, y)};
-  const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+  const auto analysis = analyse(numbered_suite(1), records, AnalysisConfig{});
   const auto& p = analysis.prompts.at(0);
   CHECK(p.text_mode);
   CHECK(p.first_divergence == 3); // "caf", then é against è (the bytes differ at the second)
@@ -210,7 +196,7 @@ TEST_CASE("text mode counts divergence in characters") {
   z.text = "caf\xC3\xA9";
   const std::vector<RequestRecord> shorter{ok_record(0, 1, 0, x), ok_record(0, 1, 1, x),
                                            ok_record(0, 1, 2, z)};
-  const auto shorter_analysis = analyse(suite_of(1), shorter, AnalysisConfig{});
+  const auto shorter_analysis = analyse(numbered_suite(1), shorter, AnalysisConfig{});
   const auto& q = shorter_analysis.prompts.at(0);
   CHECK(q.first_divergence == 4);
   CHECK(q.divergence_kind == DivergenceKind::length); // "café" ends where "café au lait" goes on
@@ -221,11 +207,11 @@ TEST_CASE("analyse window") {
   std::vector<RequestRecord> records{ok_record(0, 1, 0, a)};
   AnalysisConfig config;
   config.fragile_window = 2;
-  CHECK(analyse(suite_of(1), records, config).prompts[0].fragile == false);
+  CHECK(analyse(numbered_suite(1), records, config).prompts[0].fragile == false);
   config.fragile_window = 3;
-  CHECK(analyse(suite_of(1), records, config).prompts[0].fragile == true);
+  CHECK(analyse(numbered_suite(1), records, config).prompts[0].fragile == true);
   config.fragile_gap = 0.005;
-  CHECK(analyse(suite_of(1), records, config).prompts[0].fragile == false);
+  CHECK(analyse(numbered_suite(1), records, config).prompts[0].fragile == false);
 }
 
 TEST_CASE("analyse throughput") {
@@ -235,7 +221,7 @@ TEST_CASE("analyse throughput") {
   records[0].outcome.finished_ms = 1500;
   records[1].outcome.started_ms = 1500;
   records[1].outcome.finished_ms = 2000;
-  const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+  const auto analysis = analyse(numbered_suite(1), records, AnalysisConfig{});
   CHECK(analysis.summary.by_concurrency[0].tokens_per_second == doctest::Approx(4.0));
   CHECK(analysis.summary.by_concurrency[0].mean_latency_ms == doctest::Approx(500.0));
 }
@@ -244,12 +230,12 @@ TEST_CASE("stability needs evidence") {
   const auto a = completion_of({{"a", 1.0}});
   SUBCASE("one successful completion is inconclusive") {
     const std::vector<RequestRecord> records{ok_record(0, 1, 0, a)};
-    CHECK(analyse(suite_of(1), records, AnalysisConfig{}).prompts[0].status ==
+    CHECK(analyse(numbered_suite(1), records, AnalysisConfig{}).prompts[0].status ==
           PromptStatus::inconclusive);
   }
   SUBCASE("no successful completion is inconclusive, with unknown fragility") {
     const std::vector<RequestRecord> records{failed_record(0, 1, 0), failed_record(0, 1, 1)};
-    const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+    const auto analysis = analyse(numbered_suite(1), records, AnalysisConfig{});
     const auto& p = analysis.prompts[0];
     CHECK(p.status == PromptStatus::inconclusive);
     CHECK_FALSE(p.fragile.has_value());
@@ -266,7 +252,7 @@ TEST_CASE("stability needs evidence") {
       records.push_back(ok_record(0, 1, r, a));
       records.push_back(ok_record(0, 16, r, b));
     }
-    const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+    const auto analysis = analyse(numbered_suite(1), records, AnalysisConfig{});
     const auto& p = analysis.prompts[0];
     CHECK(p.status == PromptStatus::unstable);
     CHECK(p.by_concurrency[0].status == PromptStatus::stable);
@@ -287,7 +273,7 @@ TEST_CASE("identity is tokens and text") {
   y.text = "\xC3\xA8!";
   const std::vector<RequestRecord> records{ok_record(0, 1, 0, x), ok_record(0, 1, 1, x),
                                            ok_record(0, 1, 2, y)};
-  const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+  const auto analysis = analyse(numbered_suite(1), records, AnalysisConfig{});
   const auto& p = analysis.prompts[0];
   CHECK(p.unique_completions == 2);
   CHECK(p.status == PromptStatus::unstable);
@@ -314,7 +300,7 @@ TEST_CASE("an empty completion is an empty token sequence, not text mode") {
   empty.has_logprobs = true;
   const std::vector<RequestRecord> records{ok_record(0, 1, 0, a), ok_record(0, 1, 1, a),
                                            ok_record(0, 1, 2, empty)};
-  const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+  const auto analysis = analyse(numbered_suite(1), records, AnalysisConfig{});
   const auto& p = analysis.prompts[0];
   CHECK_FALSE(p.text_mode);
   CHECK(p.unique_completions == 2);
@@ -329,7 +315,7 @@ TEST_CASE("fragility is three-valued") {
   config.fragile_window = 3;
   const auto run = [&](const Completion& c) {
     const std::vector<RequestRecord> records{ok_record(0, 1, 0, c), ok_record(0, 1, 1, c)};
-    return analyse(suite_of(1), records, config);
+    return analyse(numbered_suite(1), records, config);
   };
   SUBCASE("one candidate per token: unknown") {
     Completion c = completion_of({{"a", 1.0}, {"b", 1.0}});
@@ -382,7 +368,7 @@ TEST_CASE("greedy check") {
   TokenLogprob tie{"b", -0.1, {{"a", -0.1}, {"b", -0.1}}};
   CHECK(tie.greedy() == true);
   const std::vector<RequestRecord> records{ok_record(0, 1, 0, c), ok_record(0, 1, 1, c)};
-  const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+  const auto analysis = analyse(numbered_suite(1), records, AnalysisConfig{});
   CHECK(analysis.prompts[0].non_greedy_tokens == 2); // counted once per distinct completion
   CHECK(analysis.summary.non_greedy_prompts == 1);
 }
@@ -400,7 +386,7 @@ TEST_CASE("who answered and how each completion ended") {
   b.numbers.negative_infinity = 2;
   const std::vector<RequestRecord> records{ok_record(0, 1, 0, a), ok_record(0, 1, 1, b),
                                            ok_record(0, 1, 2, a)};
-  const auto analysis = analyse(suite_of(1), records, AnalysisConfig{});
+  const auto analysis = analyse(numbered_suite(1), records, AnalysisConfig{});
   const auto& p = analysis.prompts[0];
   REQUIRE(p.completions.size() == 2);
   CHECK(p.completions[0].models == std::map<std::string, int>{{"m-a", 2}});

@@ -10,6 +10,8 @@
 #include "tests/support/request_records.hpp"
 
 using namespace llmrepro::core;
+using llmrepro::testing::failed_record;
+using llmrepro::testing::numbered_suite;
 using llmrepro::testing::ok_record;
 
 namespace {
@@ -38,22 +40,6 @@ Completion completion_of(std::vector<Position> positions) {
 // "The sky is blue" with the chosen logprobs 0, -0.1, -0.2, -0.3 and every top-2 at -1.
 std::vector<Position> sky() {
   return {{"The", 0.0, -1.0}, {" sky", -0.1, -1.0}, {" is", -0.2, -1.0}, {" blue", -0.3, -1.0}};
-}
-
-RequestRecord failed_record(int prompt, int concurrency, int repeat) {
-  RequestRecord record;
-  record.planned = {0, prompt, concurrency, ProbeKind::sweep, repeat};
-  record.outcome.error = "HTTP 500";
-  record.outcome.http_status = 500;
-  record.outcome.attempts = 1;
-  return record;
-}
-
-Suite suite_of(int prompts) {
-  Suite suite;
-  for (int i = 0; i < prompts; ++i)
-    suite.prompts.push_back(Prompt{.id = "p" + std::to_string(i), .text = "x"});
-  return suite;
 }
 
 } // namespace
@@ -188,7 +174,7 @@ TEST_CASE("analyse: logprob drift and the stability tier") {
   records.push_back(ok_record(4, 1, 0, text_only));
   records.push_back(ok_record(4, 1, 1, text_only));
 
-  const AuditAnalysis analysis = analyse(suite_of(5), records, AnalysisConfig{});
+  const AuditAnalysis analysis = analyse(numbered_suite(5), records, AnalysisConfig{});
   REQUIRE(analysis.prompts.size() == 5);
 
   SUBCASE("bit-identical runs are bitwise stable") {
@@ -262,7 +248,7 @@ TEST_CASE("analyse: no logprobs, no logprob drift") {
   text_only.text = "Hi";
   const std::vector<RequestRecord> records = {ok_record(0, 1, 0, text_only),
                                               ok_record(0, 1, 1, text_only)};
-  const AuditAnalysis analysis = analyse(suite_of(1), records, AnalysisConfig{});
+  const AuditAnalysis analysis = analyse(numbered_suite(1), records, AnalysisConfig{});
   CHECK(analysis.summary.bitwise_stable_prompts == 0);
   CHECK_FALSE(analysis.summary.max_logprob_drift.has_value());
 }

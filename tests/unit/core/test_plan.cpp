@@ -4,20 +4,13 @@
 #include <tuple>
 
 #include "core/plan.hpp"
+#include "tests/support/request_records.hpp"
 
 using namespace llmrepro::core;
-
-namespace {
-Suite suite_of(int prompts) {
-  Suite suite;
-  for (int i = 0; i < prompts; ++i)
-    suite.prompts.push_back(Prompt{.id = "p" + std::to_string(i), .text = "x"});
-  return suite;
-}
-} // namespace
+using llmrepro::testing::numbered_suite;
 
 TEST_CASE("make_plan") {
-  const Suite suite = suite_of(4);
+  const Suite suite = numbered_suite(4);
   PlanConfig config;
   config.levels = {1, 8};
   config.runs = 3;
@@ -58,7 +51,7 @@ TEST_CASE("make_plan") {
 }
 
 TEST_CASE("make_plan with probe kinds") {
-  const Suite suite = suite_of(3);
+  const Suite suite = numbered_suite(3);
   PlanConfig config;
   config.levels = {4, 8};
   config.runs = 2;

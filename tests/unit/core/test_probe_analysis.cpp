@@ -6,8 +6,10 @@
 
 #include "core/audit_report.hpp"
 #include "core/probe_analysis.hpp"
+#include "tests/support/request_records.hpp"
 
 using namespace llmrepro::core;
+using llmrepro::testing::numbered_suite;
 
 namespace {
 
@@ -35,18 +37,11 @@ RequestRecord record_of(int endpoint, int prompt, int concurrency, ProbeKind pro
   return record;
 }
 
-Suite suite_of(int prompts) {
-  Suite suite;
-  for (int i = 0; i < prompts; ++i)
-    suite.prompts.push_back(Prompt{.id = "p" + std::to_string(i), .text = "x"});
-  return suite;
-}
-
 } // namespace
 
 TEST_CASE("AuditReportBuilder probe kinds") {
   AuditData data;
-  data.suite = suite_of(2);
+  data.suite = numbered_suite(2);
   data.config.probes = {ProbeKind::sweep, ProbeKind::prefix};
   data.endpoints = {{"http://127.0.0.1:1", "openai-chat", "m", false, {}},
                     {"http://127.0.0.1:2", "openai-chat", "m", false, {}}};
@@ -114,7 +109,7 @@ TEST_CASE("primary_probe") {
 }
 
 TEST_CASE("compare_endpoints") {
-  const Suite suite = suite_of(3);
+  const Suite suite = numbered_suite(3);
   const auto a = completion_of({"A", " b", " c"});
   const auto b = completion_of({"A", " b", " d"});
   const auto x = completion_of({"X"});
