@@ -7,6 +7,7 @@
 
 #include "core/prompt_ranking.hpp"
 #include "report/detail/drift_text.hpp"
+#include "report/detail/usage_text.hpp"
 #include "report/detail/flip_summary.hpp"
 
 namespace llmrepro::report {
@@ -200,6 +201,8 @@ void stability_lines(const core::AuditSummary& summary, const Painter& paint,
        max_drift_text(summary.max_logprob_drift));
   if (const std::string reasoning = reasoning_summary_text(summary.reasoning); !reasoning.empty())
     line(label("reasoning") + reasoning);
+  if (const std::string usage = usage_text(summary.usage); !usage.empty())
+    line(label("usage") + usage);
   const bool several = summary.by_concurrency.size() > 1;
   for (std::size_t i = 0; i < summary.by_concurrency.size(); ++i) {
     const auto& level = summary.by_concurrency[i];
@@ -211,6 +214,8 @@ void stability_lines(const core::AuditSummary& summary, const Painter& paint,
                      : "   " + count_of(paint, "differs from serial",
                                         level.differs_from_serial_prompts);
     text += "   drift " + level_drift_text(level.logprob_drift);
+    if (several)
+      if (const std::string usage = usage_text(level.usage); !usage.empty()) text += "   " + usage;
     line(text);
   }
 }
@@ -345,6 +350,8 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
           s.inconclusive_prompts > 0 ? fmt::format("   inconclusive {}", s.inconclusive_prompts)
                                      : std::string(),
           s.bitwise_stable_prompts, max_drift_text(s.max_logprob_drift), percent(s.tarr), extra));
+      if (const std::string usage = usage_text(s.usage); !usage.empty())
+        line(std::string(13, ' ') + usage); // under the figures, past "probe sweep  "
     }
   }
   if (report.comparison) {
