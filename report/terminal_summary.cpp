@@ -201,8 +201,6 @@ void stability_lines(const core::AuditSummary& summary, const Painter& paint,
        max_drift_text(summary.max_logprob_drift));
   if (const std::string reasoning = reasoning_summary_text(summary.reasoning); !reasoning.empty())
     line(label("reasoning") + reasoning);
-  if (const std::string usage = usage_text(summary.usage); !usage.empty())
-    line(label("usage") + usage);
   const bool several = summary.by_concurrency.size() > 1;
   for (std::size_t i = 0; i < summary.by_concurrency.size(); ++i) {
     const auto& level = summary.by_concurrency[i];
@@ -214,9 +212,14 @@ void stability_lines(const core::AuditSummary& summary, const Painter& paint,
                      : "   " + count_of(paint, "differs from serial",
                                         level.differs_from_serial_prompts);
     text += "   drift " + level_drift_text(level.logprob_drift);
-    if (several)
-      if (const std::string usage = usage_text(level.usage); !usage.empty()) text += "   " + usage;
     line(text);
+  }
+  // What the requests used, then each level's share where there are several.
+  if (const std::string usage = usage_text(summary.usage); !usage.empty()) {
+    line(label("usage") + usage);
+    for (const auto& level : summary.by_concurrency)
+      if (const std::string text = usage_text(level.usage); several && !text.empty())
+        line(label("") + "c=" + std::to_string(level.concurrency) + " " + text);
   }
 }
 

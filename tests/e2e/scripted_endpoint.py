@@ -830,11 +830,7 @@ def openai_chat(gen, stream):
         events.append(dict(chunk, choices=[{"index": 0, "delta": {}, "logprobs": None,
                                             "finish_reason": gen["finish"]}], obfuscation="Ab3"))
     if gen["include_usage"]:
-        # OpenAI's usage chunk carries the same details as a whole answer; vLLM's does not.
-        final_usage = usage(n_all, gen)
-        if not vllm:
-            final_usage["completion_tokens_details"] = {"reasoning_tokens": len(rtoks)}
-        events.append(dict(chunk, choices=[], usage=final_usage))
+        events.append(dict(chunk, choices=[], usage=usage(n_all, gen)))
     return events
 
 
