@@ -4,6 +4,9 @@
 #include <string>
 
 #include "report/store/audit_database.hpp"
+#include "report/store/detail/record_reader.hpp"
+#include "report/store/detail/schema.hpp"
+#include "report/store/detail/sqlite.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/store/audit_database_support.hpp"
 
@@ -72,4 +75,31 @@ TEST_CASE("AuditDatabase::open of a database created before the usage columns") 
   check_same(loaded.records[0], old_record);
   CHECK(loaded.records[0].outcome.completion.usage == core::TokenUsage{});
   check_same(loaded.records[1], reported);
+}
+
+TEST_CASE("a read-only database from before the usage columns reads its usage as unknown") {
+  TempDir dir;
+  const std::string path = dir.file("audit.db");
+  const auto old_record = make_record(0, 1, 0, true);
+  {
+    auto database = create_or_fail(path, make_header());
+    REQUIRE(database.record(old_record));
+  }
+  run_sql(path, "PRAGMA journal_mode=DELETE;"
+                "ALTER TABLE requests DROP COLUMN usage_prompt_tokens;"
+                "ALTER TABLE requests DROP COLUMN usage_reasoning_tokens;");
+
+  auto connection = store::detail::Connection::open(path, SQLITE_OPEN_READONLY);
+  REQUIRE_MESSAGE(connection, (connection ? "" : connection.error().message));
+  const store::detail::LaterColumns columns = store::detail::add_later_columns(*connection);
+  CHECK(columns.numbers);
+  CHECK(columns.reasoning);
+  CHECK_FALSE(columns.usage);
+  const store::detail::RecordReader reader(*connection, columns);
+  core::AuditData data;
+  REQUIRE(reader.read_header(data));
+  REQUIRE(reader.read_records(data));
+  REQUIRE(data.records.size() == 1);
+  check_same(data.records[0], old_record);
+  CHECK(data.records[0].outcome.completion.usage == core::TokenUsage{});
 }
