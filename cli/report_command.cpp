@@ -1,5 +1,6 @@
 // `llmrepro report`: re-renders the reports of a stored audit, without touching the endpoint.
 // Judging flags given here re-judge the audit for this report only; the database keeps its own.
+// So does --price, which re-prices the stored usage.
 #include <CLI/CLI.hpp>
 
 #include <memory>
@@ -9,6 +10,7 @@
 #include "cli/judging_options.hpp"
 #include "cli/report_outputs.hpp"
 #include "core/audit_report.hpp"
+#include "core/cost.hpp"
 #include "core/result.hpp"
 #include "report/store/audit_database.hpp"
 #include "report/store/report_loader.hpp"
@@ -21,6 +23,9 @@ struct ReportOptions {
   std::string db;
   ReportOutputs outputs;
   JudgingOptions judging;
+  // --price as given, and what it parses to.
+  std::optional<std::string> price_text;
+  std::optional<core::Price> price;
   bool quiet = false;
 };
 
@@ -28,12 +33,13 @@ struct ReportOptions {
 // stored ones, checked against the audit it judges.
 core::Result<void> rejudge_config(const ReportOptions& options, core::AuditData& header) {
   LLMREPRO_TRY(apply_judging_options(options.judging, header.config, true));
+  if (options.price) header.config.price = options.price;
   return check_gates_fit(header.config, header.endpoints.size(),
                          "audit again with --compare URL to compare endpoints");
 }
 
 // store::load_report, with the judging flags applied to the header before the analysis is
-// built: --fragile-gap and --fragile-window change the analysis, the gates the verdict.
+// built: --fragile-gap, --fragile-window and --price change the analysis, the gates the verdict.
 core::Result<store::LoadedReport> load_rejudged(const store::AuditDatabase& database,
                                                 const ReportOptions& options) {
   std::optional<core::AuditReportBuilder> builder;
@@ -57,14 +63,19 @@ core::Result<store::LoadedReport> load_rejudged(const store::AuditDatabase& data
   return out;
 }
 
-int run_report(const ReportOptions& options) {
+int run_report(ReportOptions options) {
   // The flags' values are checked before the database is read.
   core::AuditConfig scratch;
   if (auto valid = apply_judging_options(options.judging, scratch, true); !valid)
     return report_error(valid.error());
+  if (options.price_text) {
+    auto price = core::parse_price(*options.price_text);
+    if (!price) return report_error(price.error());
+    options.price = *price;
+  }
   auto database = store::AuditDatabase::open(options.db);
   if (!database) return report_error(database.error());
-  auto loaded = any_judging_option_given(options.judging)
+  auto loaded = any_judging_option_given(options.judging) || options.price
                     ? load_rejudged(*database, options)
                     : store::load_report(*database, tool_info());
   if (!loaded) return report_error(loaded.error());
@@ -85,6 +96,9 @@ void register_report_command(CLI::App& app, CommandResult& result) {
   command->add_option("--db", options->db, "Audit database written by `llmrepro audit`")
       ->required();
   add_judging_options(*command, options->judging);
+  command->add_option("--price", options->price_text,
+                      "Price the stored usage at input=X,output=Y per million tokens, in place "
+                      "of the audit's own --price");
   add_report_output_options(*command, options->outputs);
   command->add_flag("--quiet", options->quiet,
                     "Print nothing but errors and, unless the verdict is pass, its headline");

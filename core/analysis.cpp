@@ -151,11 +151,6 @@ void note_reference_agreement(LevelAnalysis& level, const Completion& reference,
     level.divergence_from_reference = shared;
 }
 
-long completion_tokens(const Completion& completion) {
-  return completion.completion_tokens > 0 ? completion.completion_tokens
-                                          : static_cast<long>(completion.tokens.size());
-}
-
 // vLLM's return_tokens_as_token_ids spells every token "token_id:N": no text to compare.
 bool tokens_are_ids(const Completion& completion) {
   return !completion.tokens.empty() && completion.tokens.front().token.rfind("token_id:", 0) == 0;
@@ -558,15 +553,8 @@ struct AnalysisBuilder::Totals {
   std::map<std::pair<int, int>, RunAccuracy> runs;
   int best = 0;
   int worst = 0;
-  // Cost per level, from the raw records.
-  struct Cost {
-    std::int64_t first_start = std::numeric_limits<std::int64_t>::max();
-    std::int64_t last_finish = std::numeric_limits<std::int64_t>::min();
-    long tokens = 0;
-    double latency_sum = 0.0;
-    int ok = 0;
-  };
-  std::map<int, Cost> costs;
+  // Usage and time per level, from the raw records.
+  std::map<int, LevelAccount> levels;
   std::map<std::string, int> failure_reasons;
   LevelNoise noise;
 };
@@ -654,14 +642,7 @@ void AnalysisBuilder::add_prompt(int prompt_index,
     } else {
       ++totals.failure_reasons[failure_reason(record->outcome)];
     }
-    Totals::Cost& cost = totals.costs[record->planned.concurrency];
-    cost.first_start = std::min(cost.first_start, record->outcome.started_ms);
-    cost.last_finish = std::max(cost.last_finish, record->outcome.finished_ms);
-    if (!record->outcome.ok) continue;
-    cost.tokens += completion_tokens(record->outcome.completion);
-    cost.latency_sum +=
-        static_cast<double>(record->outcome.finished_ms - record->outcome.started_ms);
-    ++cost.ok;
+    totals.levels[record->planned.concurrency].add(*record);
   }
   m_analysis.prompts.push_back(std::move(prompt));
 }
@@ -761,17 +742,15 @@ AuditAnalysis AnalysisBuilder::finish() {
   for (auto& [concurrency, level] : levels) {
     if (const auto level_noise = totals.noise.find(concurrency); level_noise != totals.noise.end())
       level.noise = level_noise->second.estimate();
-    const auto found = totals.costs.find(concurrency);
-    if (found != totals.costs.end()) {
-      const Totals::Cost& cost = found->second;
-      const auto wall_ms = cost.last_finish - cost.first_start;
-      if (wall_ms > 0)
-        level.tokens_per_second =
-            static_cast<double>(cost.tokens) * 1000.0 / static_cast<double>(wall_ms);
-      if (cost.ok > 0) level.mean_latency_ms = cost.latency_sum / cost.ok;
+    if (const auto found = totals.levels.find(concurrency); found != totals.levels.end()) {
+      level.tokens_per_second = found->second.tokens_per_second();
+      level.mean_latency_ms = found->second.mean_latency_ms();
+      level.usage = found->second.usage.priced(m_config.price);
     }
     summary.by_concurrency.push_back(level);
   }
+  for (const auto& [concurrency, account] : totals.levels) summary.usage += account.usage;
+  summary.usage = summary.usage.priced(m_config.price);
   return analysis;
 }
 

@@ -10,9 +10,11 @@
 
 #include "core/audit.hpp"
 #include "core/completion.hpp"
+#include "core/cost.hpp"
 #include "core/flip_probability.hpp"
 #include "core/logprob_drift.hpp"
 #include "core/reasoning.hpp"
+#include "core/usage_summary.hpp"
 
 namespace llmrepro::core {
 
@@ -25,6 +27,8 @@ struct AnalysisConfig {
   // The part of a reasoning model's completions compared (core/reasoning.hpp); checkers always
   // read the answer.
   CompareOn compare_on = CompareOn::both;
+  // --price: what the usage costs (UsageSummary::cost); empty leaves every cost empty.
+  std::optional<Price> price;
 };
 
 // What the evidence says of a prompt, in one level or overall. A prompt is `stable` only when
@@ -172,6 +176,8 @@ struct LevelSummary {
   // and the mean request latency: the cost of each level beside its stability.
   double tokens_per_second = 0.0;
   double mean_latency_ms = 0.0;
+  // The tokens the level's successful requests used, priced by AnalysisConfig::price.
+  UsageSummary usage;
   // Over the prompts whose state at this level is not inconclusive: the largest of their level
   // drifts (`max_abs`, `max_abs_gap`) and the positions they compared, summed.
   LogprobDrift logprob_drift;
@@ -235,6 +241,9 @@ struct AuditSummary {
   std::optional<int> min_candidates; // fewest candidates at any position of any completion
   NumberAnomalies numbers;
   ReasoningSummary reasoning;
+  // The tokens every successful request used (the levels' usage summed), priced by
+  // AnalysisConfig::price.
+  UsageSummary usage;
   // Who answered: model and system_fingerprint -> successful completions ("" where absent).
   std::map<std::string, int> models_seen;
   std::map<std::string, int> fingerprints_seen;

@@ -126,4 +126,15 @@ std::string event_prefix(std::size_t index) {
   return "stream event " + std::to_string(index + 1) + ": ";
 }
 
+std::optional<long> optional_count(const JsonView& object,
+                                   std::initializer_list<std::string_view> path) {
+  std::optional<JsonView> value = object;
+  for (std::string_view key : path) {
+    if (!value->is_object()) return std::nullopt;
+    value = value->find(key);
+    if (!value) return std::nullopt;
+  }
+  return value->integer();
+}
+
 } // namespace llmrepro::probes::detail

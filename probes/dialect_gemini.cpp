@@ -16,7 +16,9 @@
 // - `finishReason` STOP maps to "stop", MAX_TOKENS to "length"; others (SAFETY, RECITATION,
 //   ...) are kept as given. A prompt blocked before generation comes back with no candidates
 //   and `promptFeedback.blockReason`: an endpoint error naming it.
-// - Usage counts `usageMetadata.candidatesTokenCount`; `modelVersion` names the model.
+// - Usage counts `usageMetadata.candidatesTokenCount`, the prompt `promptTokenCount` and the
+//   thinking `thoughtsTokenCount` (added to completion_tokens: the thoughts were generated too);
+//   `modelVersion` names the model.
 // - Streams (`:streamGenerateContent?alt=sse`) are SSE events whose data is a whole
 //   GenerateContentResponse holding the chunk's text and the logprobs of its tokens; the last
 //   carries `finishReason`. There is no `data: [DONE]`: a stream without a finish reason was
@@ -129,11 +131,17 @@ void read_response(const JsonView& root, std::string_view text, core::Completion
   }
   std::string model = root.optional_string("modelVersion");
   if (!model.empty()) completion.model = std::move(model);
-  if (auto usage = root.find("usageMetadata"))
+  if (auto usage = root.find("usageMetadata")) {
     if (auto count = usage->find("candidatesTokenCount")) {
       completion.completion_tokens = count->integer();
       state.has_usage = true;
     }
+    // A stream repeats the metadata on several chunks: the last one that says wins.
+    if (auto prompt = optional_count(*usage, {"promptTokenCount"}))
+      completion.usage.prompt = prompt;
+    if (auto thoughts = optional_count(*usage, {"thoughtsTokenCount"}))
+      completion.usage.reasoning = thoughts;
+  }
 }
 
 // An answer whose text came without a single token did not honour the logprobs request; an
@@ -142,6 +150,9 @@ void finish(core::Completion& completion, const ReadState& state) {
   completion.has_logprobs =
       state.saw_logprobs && (!completion.tokens.empty() || completion.text.empty());
   if (!state.has_usage) completion.completion_tokens = static_cast<long>(completion.tokens.size());
+  // Gemini counts the thoughts apart from the candidates; they were generated (and are billed as
+  // output) all the same, so they count within completion_tokens as in every other dialect.
+  completion.completion_tokens += completion.usage.reasoning.value_or(0);
 }
 
 core::Completion parse_whole(std::string_view body) {

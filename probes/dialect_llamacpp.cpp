@@ -90,6 +90,9 @@ void read_final(const JsonView& root, core::Completion& completion) {
     completion.completion_tokens = predicted->integer();
   else
     completion.completion_tokens = static_cast<long>(completion.tokens.size());
+  // tokens_evaluated counts the whole prompt; timings.prompt_n only the part not served from
+  // the prompt cache, so it is no prompt size and is not read.
+  completion.usage.prompt = optional_count(root, {"tokens_evaluated"});
 }
 
 core::Completion parse_whole(std::string_view body) {

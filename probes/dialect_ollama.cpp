@@ -3,11 +3,12 @@
 // top_logprobs[]} beside message.content (chat) or response (generate). Options go in
 // "options"; "stream" defaults to true there, so it is always sent. Streams are NDJSON, one
 // object per line, each with the logprobs of its own tokens; the last has "done": true with
-// done_reason and eval_count. An error comes as {"error": "..."}, also mid-stream.
-// A thinking model's reasoning comes as message.thinking (chat) or thinking (generate), chunk by
-// chunk when streamed; `logprobs` cover the raw tokens of both (server/routes.go: each runner
-// chunk's logprobs ride the chunk that carries its thinking or content, and a whole answer
-// concatenates them all), kept in arrival order for core::separate_reasoning to cut.
+// done_reason, eval_count and prompt_eval_count (the prompt's tokens). An error comes as {"error":
+// "..."}, also mid-stream. A thinking model's reasoning comes as message.thinking (chat) or
+// thinking (generate), chunk by chunk when streamed; `logprobs` cover the raw tokens of both
+// (server/routes.go: each runner chunk's logprobs ride the chunk that carries its thinking or
+// content, and a whole answer concatenates them all), kept in arrival order for
+// core::separate_reasoning to cut.
 #include "probes/detail/dialect_adapters.hpp"
 
 namespace llmrepro::probes::detail {
@@ -62,6 +63,7 @@ bool read_object(const JsonView& root, std::string_view text, core::Completion& 
       completion.completion_tokens = count->integer();
     else
       completion.completion_tokens = static_cast<long>(completion.tokens.size());
+    completion.usage.prompt = optional_count(root, {"prompt_eval_count"});
   }
   return done;
 }

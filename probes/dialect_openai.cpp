@@ -134,9 +134,18 @@ bool append_together_token(const JsonView& choice, const JsonView& logprob,
   return true;
 }
 
+// `usage` on a whole answer or on a stream's final chunk (OpenAI's and Together's alike):
+// completion_tokens, prompt_tokens and completion_tokens_details.reasoning_tokens, or SGLang's
+// flat usage.reasoning_tokens.
 void read_usage(const JsonView& root, core::Completion& completion) {
-  if (auto usage = root.find("usage"))
-    completion.completion_tokens = usage->at("completion_tokens").integer();
+  auto usage = root.find("usage");
+  if (!usage) return;
+  completion.completion_tokens = usage->at("completion_tokens").integer();
+  completion.usage.prompt = optional_count(*usage, {"prompt_tokens"});
+  completion.usage.reasoning =
+      optional_count(*usage, {"completion_tokens_details", "reasoning_tokens"});
+  if (!completion.usage.reasoning)
+    completion.usage.reasoning = optional_count(*usage, {"reasoning_tokens"});
 }
 
 // Fields every OpenAI-shaped response or chunk may carry at the top level.

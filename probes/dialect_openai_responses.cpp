@@ -106,10 +106,14 @@ void read_status(const JsonView& response, core::Completion& completion) {
   }
   std::string model = response.optional_string("model");
   if (!model.empty()) completion.model = std::move(model);
-  if (auto usage = response.find("usage"))
+  if (auto usage = response.find("usage")) {
     completion.completion_tokens = usage->at("output_tokens").integer();
-  else
+    completion.usage.prompt = optional_count(*usage, {"input_tokens"});
+    completion.usage.reasoning =
+        optional_count(*usage, {"output_tokens_details", "reasoning_tokens"});
+  } else {
     completion.completion_tokens = static_cast<long>(completion.tokens.size());
+  }
 }
 
 // An answer whose text came without a single token did not honour the logprobs request (a

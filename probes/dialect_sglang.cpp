@@ -34,6 +34,7 @@ struct Piece {
   bool has_logprobs = false;
   std::string finish_reason;
   long completion_tokens = -1; // -1: not reported
+  core::TokenUsage usage;
   core::NumberAnomalies numbers;
 };
 
@@ -45,6 +46,8 @@ Piece read_piece(const JsonView& root) {
     piece.finish_reason = finish->is_object() ? finish->at("type").string() : finish->string();
   }
   if (auto count = meta.find("completion_tokens")) piece.completion_tokens = count->integer();
+  piece.usage.prompt = optional_count(meta, {"prompt_tokens"});
+  piece.usage.reasoning = optional_count(meta, {"reasoning_tokens"});
   auto logprobs = meta.find("output_token_logprobs");
   if (!logprobs) return piece;
   piece.has_logprobs = true;
@@ -77,6 +80,7 @@ core::Completion to_completion(Piece piece) {
   completion.has_logprobs = piece.has_logprobs;
   completion.finish_reason = std::move(piece.finish_reason);
   completion.numbers = piece.numbers;
+  completion.usage = piece.usage;
   completion.completion_tokens = piece.completion_tokens >= 0
                                      ? piece.completion_tokens
                                      : static_cast<long>(completion.tokens.size());
@@ -124,6 +128,7 @@ core::Completion parse_stream(std::string_view body) {
   }
   joined.finish_reason = last.finish_reason;
   joined.completion_tokens = last.completion_tokens;
+  joined.usage = last.usage;
   return to_completion(std::move(joined));
 }
 

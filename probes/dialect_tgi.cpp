@@ -4,7 +4,8 @@
 // so greedy decoding is asked for with do_sample false. Streams are SSE: each event carries one
 // `token` and its `top_tokens`; the last has generated_text and details (finish_reason,
 // generated_tokens); there is no [DONE]. Special tokens (such as </s>) appear among the tokens
-// but not in generated_text.
+// but not in generated_text. The answer says nothing of the prompt's size (details has
+// generated_tokens only), so usage.prompt stays unknown.
 #include "probes/detail/dialect_adapters.hpp"
 #include "probes/detail/prompt_text.hpp"
 

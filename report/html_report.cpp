@@ -15,6 +15,7 @@
 #include "core/prompt_ranking.hpp"
 #include "core/text_utf8.hpp"
 #include "report/detail/drift_text.hpp"
+#include "report/detail/usage_text.hpp"
 #include "report/detail/html_audit_sections.hpp"
 #include "report/detail/html_noise_section.hpp"
 #include "report/detail/html_prompt_detail.hpp"
@@ -151,6 +152,13 @@ std::string render_verdict(const core::AuditReport& report) {
                      tier_counts_text(s, " \u00b7 "), max_drift_text(s.max_logprob_drift));
   if (const std::string reasoning = reasoning_summary_text(s.reasoning); !reasoning.empty())
     out += fmt::format("<div id=\"reasoning\">{}</div>", html_escape(reasoning));
+  if (const std::string usage = usage_text(s.usage); !usage.empty()) {
+    std::string levels =
+        s.by_concurrency.size() > 1 ? level_usage_text(s.by_concurrency, "; ") : std::string();
+    out +=
+        fmt::format("<div id=\"usage\">{}{}</div>", html_escape(usage),
+                    levels.empty() ? std::string() : " \u00b7 per level: " + html_escape(levels));
+  }
   if (!report.determinism.empty()) {
     const core::DeterminismCheck& check = report.determinism.front();
     out += fmt::format("<div id=\"determinism\" data-held=\"{}\"><strong>{}</strong></div>",

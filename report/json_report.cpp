@@ -38,6 +38,16 @@ Json numbers_json(const core::NumberAnomalies& numbers) {
           {"null", numbers.null}};
 }
 
+// What the successful requests used and cost (core::UsageSummary); cost null without --price.
+Json usage_json(const core::UsageSummary& usage) {
+  return {{"requests", usage.requests},
+          {"requests_with_prompt_usage", usage.requests_with_prompt_usage},
+          {"prompt_tokens", usage.prompt_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"reasoning_tokens", usage.reasoning_tokens},
+          {"cost", optional_number(usage.cost)}};
+}
+
 Json optional_kind(const std::optional<core::DivergenceKind>& kind) {
   return kind ? Json(core::to_string(*kind)) : Json(nullptr);
 }
@@ -100,6 +110,7 @@ Json config_json(const core::AuditConfig& config) {
       {"fragile_window", config.fragile_window},
       {"fragile_p", optional_number(config.fragile_p)},
       {"compare_on", core::to_string(config.compare_on)},
+      {"price", config.price ? Json(core::to_string(*config.price)) : Json(nullptr)},
       {"rate_limit", number(config.rate_limit)},
       // 1-based, as the user gives it: --shard 1/4 is shard_index 0.
       {"shard", std::to_string(config.shard_index + 1) + "/" + std::to_string(config.shard_count)},
@@ -188,6 +199,7 @@ Json levels_json(const std::vector<core::LevelSummary>& by_concurrency) {
                       {"failed", level.failed},
                       {"tokens_per_second", number(level.tokens_per_second)},
                       {"mean_latency_ms", number(level.mean_latency_ms)},
+                      {"usage", usage_json(level.usage)},
                       {"logprob_drift", drift_json(level.logprob_drift)},
                       {"noise", noise_json(level.noise)}});
   return levels;
@@ -285,6 +297,7 @@ Json summary_json(const core::AuditReport& report) {
           {"min_candidates", optional_int(summary.min_candidates)},
           {"numbers", numbers_json(summary.numbers)},
           {"reasoning", reasoning_json(summary.reasoning)},
+          {"usage", usage_json(summary.usage)},
           {"tarr", number(summary.tarr)},
           {"tara", optional_number(report.tara)},
           {"predictor",
@@ -390,6 +403,7 @@ Json brief_summary_json(const core::AuditSummary& summary) {
           {"tarr", number(summary.tarr)},
           {"tara", number(summary.tara)},
           {"reasoning", reasoning_json(summary.reasoning)},
+          {"usage", usage_json(summary.usage)},
           {"flip_calibration", calibration_json(summary.flip_calibration)},
           {"by_concurrency", levels_json(summary.by_concurrency)}};
 }

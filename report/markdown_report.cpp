@@ -8,6 +8,7 @@
 #include "core/prompt_ranking.hpp"
 #include "core/text_utf8.hpp"
 #include "report/detail/drift_text.hpp"
+#include "report/detail/usage_text.hpp"
 #include "report/detail/flip_summary.hpp"
 
 namespace llmrepro::report {
@@ -299,6 +300,11 @@ std::string render_markdown(const core::AuditReport& report) {
     out += fmt::format("| reasoning | {} |\n", reasoning);
   out += fmt::format("| fragile prompts | {} |\n", s.fragile_prompts);
   out += fmt::format("| fragility unknown | {} |\n", s.fragility_unknown_prompts);
+  if (const std::string usage = usage_text(s.usage); !usage.empty())
+    out += fmt::format("| usage | {} |\n", usage);
+  if (s.by_concurrency.size() > 1)
+    if (const std::string levels = level_usage_text(s.by_concurrency, "; "); !levels.empty())
+      out += fmt::format("| usage per level | {} |\n", levels);
   out += fmt::format("| TARr | {} |\n", pct(s.tarr));
   if (report.tara) out += fmt::format("| TARa | {} |\n", pct(*report.tara));
   if (s.checks) {

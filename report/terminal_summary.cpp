@@ -7,6 +7,7 @@
 
 #include "core/prompt_ranking.hpp"
 #include "report/detail/drift_text.hpp"
+#include "report/detail/usage_text.hpp"
 #include "report/detail/flip_summary.hpp"
 
 namespace llmrepro::report {
@@ -213,6 +214,13 @@ void stability_lines(const core::AuditSummary& summary, const Painter& paint,
     text += "   drift " + level_drift_text(level.logprob_drift);
     line(text);
   }
+  // What the requests used, then each level's share where there are several.
+  if (const std::string usage = usage_text(summary.usage); !usage.empty()) {
+    line(label("usage") + usage);
+    for (const auto& level : summary.by_concurrency)
+      if (const std::string text = usage_text(level.usage); several && !text.empty())
+        line(label("") + "c=" + std::to_string(level.concurrency) + " " + text);
+  }
 }
 
 // Why requests failed, most frequent reason first.
@@ -345,6 +353,8 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
           s.inconclusive_prompts > 0 ? fmt::format("   inconclusive {}", s.inconclusive_prompts)
                                      : std::string(),
           s.bitwise_stable_prompts, max_drift_text(s.max_logprob_drift), percent(s.tarr), extra));
+      if (const std::string usage = usage_text(s.usage); !usage.empty())
+        line(std::string(13, ' ') + usage); // under the figures, past "probe sweep  "
     }
   }
   if (report.comparison) {

@@ -2,6 +2,8 @@
 // Parsers throw detail::ParseFailure (json_access.hpp); parse_response() catches it.
 #pragma once
 
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,5 +90,11 @@ template <typename Step> void with_prefix(const std::string& prefix, Step&& step
 
 // "stream event <n>: " for the 0-based event index `index`.
 std::string event_prefix(std::size_t index);
+
+// The token count at `path` below `object` ({"usage", "prompt_tokens"}), or nullopt when a
+// member on the way is absent or null: usage counts are optional in every dialect. A present
+// count that is no integer fails as the getters do.
+std::optional<long> optional_count(const JsonView& object,
+                                   std::initializer_list<std::string_view> path);
 
 } // namespace llmrepro::probes::detail

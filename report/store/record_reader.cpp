@@ -92,7 +92,8 @@ Result<void> RecordReader::read_header(core::AuditData& data) const {
       });
 }
 
-// Zeros stand in for numbers_*, and no reasoning for the reasoning, where the database lacks them.
+// Zeros stand in for numbers_*, no reasoning for the reasoning and NULL (unknown) for the usage,
+// where the database lacks them.
 std::string RecordReader::requests_query(const char* order) const {
   return std::string("SELECT id, endpoint_index, prompt_index, concurrency, probe, repeat, ok, "
                      "http_status, error, attempts, started_ms, finished_ms, text, has_logprobs, "
@@ -101,6 +102,7 @@ std::string RecordReader::requests_query(const char* order) const {
                               "numbers_overflow, numbers_null"
                             : "0, 0, 0, 0, 0") +
          (m_columns.reasoning ? ", reasoning_text, reasoning_split" : ", '', 'none'") +
+         (m_columns.usage ? ", usage_prompt_tokens, usage_reasoning_tokens" : ", NULL, NULL") +
          " FROM requests ORDER BY " + order;
 }
 
@@ -134,6 +136,8 @@ Result<void> RecordReader::read_record(sqlite3_stmt* row, core::RequestRecord& r
   completion.numbers.null = column_int(row, 22);
   completion.reasoning_text = column_text(row, 23);
   completion.reasoning_split = core::parse_reasoning_split(column_text(row, 24));
+  completion.usage.prompt = column_optional_count(row, 25);
+  completion.usage.reasoning = column_optional_count(row, 26);
   return {};
 }
 

@@ -1,5 +1,7 @@
 #include "report/store/detail/record_writer.hpp"
 
+#include <optional>
+
 #include "core/result.hpp"
 #include "report/store/detail/json_columns.hpp"
 
@@ -15,7 +17,7 @@ constexpr int k_token_batch = 32;
 constexpr int k_token_columns = 9;
 
 // The requests columns every database has, bound as ?1..?17; then the numbers_* counts and the
-// reasoning, where the database has them (add_later_columns).
+// reasoning and the usage, where the database has them (add_later_columns).
 constexpr const char* k_request_columns =
     "endpoint_index, prompt_index, concurrency, probe, repeat, ok, http_status, error, attempts, "
     "started_ms, finished_ms, text, has_logprobs, finish_reason, system_fingerprint, model, "
@@ -27,6 +29,16 @@ constexpr const char* k_numbers_columns = ", numbers_nan, numbers_infinity, "
 constexpr int k_numbers_column_count = 5;
 constexpr const char* k_reasoning_columns = ", reasoning_text, reasoning_split";
 constexpr int k_reasoning_column_count = 2;
+constexpr const char* k_usage_columns = ", usage_prompt_tokens, usage_reasoning_tokens";
+constexpr int k_usage_column_count = 2;
+
+// Binds a usage count, NULL where the endpoint did not say.
+void bind_count(sqlite3_stmt* statement, int index, const std::optional<long>& count) {
+  if (count)
+    sqlite3_bind_int64(statement, index, *count);
+  else
+    sqlite3_bind_null(statement, index);
+}
 
 std::string insert_request_sql(LaterColumns columns) {
   std::string sql = std::string("INSERT INTO requests (") + k_request_columns;
@@ -38,6 +50,10 @@ std::string insert_request_sql(LaterColumns columns) {
   if (columns.reasoning) {
     sql += k_reasoning_columns;
     count += k_reasoning_column_count;
+  }
+  if (columns.usage) {
+    sql += k_usage_columns;
+    count += k_usage_column_count;
   }
   sql += ") VALUES (";
   for (int i = 1; i <= count; ++i) sql += (i == 1 ? "?" : ", ?") + std::to_string(i);
@@ -167,6 +183,10 @@ Result<void> RecordWriter::write_record(const core::RequestRecord& record) {
   if (m_columns.reasoning) {
     bind_text(statement, next++, completion.reasoning_text);
     bind_text(statement, next++, split);
+  }
+  if (m_columns.usage) {
+    bind_count(statement, next++, completion.usage.prompt);
+    bind_count(statement, next++, completion.usage.reasoning);
   }
   LLMREPRO_TRY(m_connection.step_done(statement, "cannot store a record"));
   const sqlite3_int64 request_id = sqlite3_last_insert_rowid(m_connection.handle());

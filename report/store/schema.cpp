@@ -10,7 +10,9 @@
 //              them (every count 0), and older builds, which name their columns, still read and
 //              write it. reasoning_text and reasoning_split (core::ReasoningSplit by name) hold a
 //              reasoning model's reasoning beside the answer in `text`; added later the same way
-//              ('' and 'none' in older rows)
+//              ('' and 'none' in older rows). usage_prompt_tokens and usage_reasoning_tokens
+//              (core::TokenUsage) are what the endpoint said the prompt and the hidden reasoning
+//              used, NULL where it did not say; added later the same way (NULL in older rows)
 //   tokens     one row per generated token, keyed (request_id, position), WITHOUT ROWID so that
 //              a scan in key order reads each request's tokens contiguously. A log probability
 //              the endpoint gave no usable number for (core::k_unknown_logprob, NaN) is NULL in
@@ -63,6 +65,7 @@ CREATE TABLE requests (
   numbers_negative_infinity INTEGER NOT NULL DEFAULT 0, numbers_overflow INTEGER NOT NULL DEFAULT 0,
   numbers_null INTEGER NOT NULL DEFAULT 0,
   reasoning_text TEXT NOT NULL DEFAULT '', reasoning_split TEXT NOT NULL DEFAULT 'none',
+  usage_prompt_tokens INTEGER, usage_reasoning_tokens INTEGER,
   UNIQUE (endpoint_index, prompt_index, concurrency, probe, repeat));
 CREATE TABLE tokens (
   request_id INTEGER NOT NULL, position INTEGER NOT NULL, token TEXT NOT NULL, logprob REAL,
@@ -75,21 +78,34 @@ CREATE TABLE reasoning_tokens (
 )sql";
 
 // The requests columns that came after version 1 was released, with their definitions: the
-// counts of Completion::numbers (in NumberAnomalies order), then the reasoning.
+// counts of Completion::numbers (in NumberAnomalies order), then the reasoning, then the usage.
+enum class ColumnGroup { numbers, reasoning, usage };
 struct LaterColumn {
   const char* name;
   const char* definition;
-  bool reasoning;
+  ColumnGroup group;
 };
 constexpr LaterColumn k_later_columns[] = {
-    {"numbers_nan", "INTEGER NOT NULL DEFAULT 0", false},
-    {"numbers_infinity", "INTEGER NOT NULL DEFAULT 0", false},
-    {"numbers_negative_infinity", "INTEGER NOT NULL DEFAULT 0", false},
-    {"numbers_overflow", "INTEGER NOT NULL DEFAULT 0", false},
-    {"numbers_null", "INTEGER NOT NULL DEFAULT 0", false},
-    {"reasoning_text", "TEXT NOT NULL DEFAULT ''", true},
-    {"reasoning_split", "TEXT NOT NULL DEFAULT 'none'", true},
+    {"numbers_nan", "INTEGER NOT NULL DEFAULT 0", ColumnGroup::numbers},
+    {"numbers_infinity", "INTEGER NOT NULL DEFAULT 0", ColumnGroup::numbers},
+    {"numbers_negative_infinity", "INTEGER NOT NULL DEFAULT 0", ColumnGroup::numbers},
+    {"numbers_overflow", "INTEGER NOT NULL DEFAULT 0", ColumnGroup::numbers},
+    {"numbers_null", "INTEGER NOT NULL DEFAULT 0", ColumnGroup::numbers},
+    {"reasoning_text", "TEXT NOT NULL DEFAULT ''", ColumnGroup::reasoning},
+    {"reasoning_split", "TEXT NOT NULL DEFAULT 'none'", ColumnGroup::reasoning},
+    {"usage_prompt_tokens", "INTEGER", ColumnGroup::usage},
+    {"usage_reasoning_tokens", "INTEGER", ColumnGroup::usage},
 };
+
+// The flag of `columns` that says whether `group` is there.
+bool& has_group(LaterColumns& columns, ColumnGroup group) {
+  switch (group) {
+  case ColumnGroup::numbers: return columns.numbers;
+  case ColumnGroup::reasoning: return columns.reasoning;
+  case ColumnGroup::usage: return columns.usage;
+  }
+  return columns.usage;
+}
 
 constexpr const char* k_reasoning_tokens_sql = R"sql(
 CREATE TABLE IF NOT EXISTS reasoning_tokens (
@@ -180,15 +196,14 @@ LaterColumns add_later_columns(const Connection& connection) {
   const auto present = [&]() {
     LaterColumns columns;
     auto absent = missing();
-    if (!absent) return LaterColumns{false, false};
-    for (const LaterColumn& column : *absent)
-      (column.reasoning ? columns.reasoning : columns.numbers) = false;
+    if (!absent) return LaterColumns{false, false, false};
+    for (const LaterColumn& column : *absent) has_group(columns, column.group) = false;
     if (columns.reasoning &&
         !connection.exec("SELECT 1 FROM reasoning_tokens LIMIT 0", ErrorCode::input))
       columns.reasoning = false;
     return columns;
   };
-  if (const LaterColumns now = present(); now.numbers && now.reasoning) return now;
+  if (const LaterColumns now = present(); now.numbers && now.reasoning && now.usage) return now;
   if (!connection.exec("BEGIN IMMEDIATE")) return present();
   auto added = [&]() -> Result<void> {
     auto still_absent = missing();

@@ -77,6 +77,10 @@ entry: {"tokens": [token, ...], "finish_reason": "length"|"stop",
                                           literals are left as they are)
         "reasoning": [token, ...],        a reasoning model's reasoning tokens, generated before
                                           "tokens" (the answer's); see "reasoning" below
+        "prompt_tokens": N,               the prompt's tokens the answer's usage reports (12
+                                          when absent) in every dialect that reports them
+                                          (usage.prompt_tokens, input_tokens, promptTokenCount,
+                                          prompt_eval_count, meta_info.prompt_tokens)
         "delay_ms": N}
     or {"fault": "500"|"503"|"429"|"404"|"401"|"close"|"truncate"|"malformed"|"oversize"
                  |"no_logprobs",
@@ -342,7 +346,7 @@ def parse_entry(raw, where):
         raise ScriptError(f"{where}: entry must be an object")
     known = {"tokens", "finish_reason", "fingerprint", "delay_ms", "fault", "retry_after",
              "oversize_bytes", "model", "bytes", "drop_logprobs_chunks", "logprob_shift",
-             "reasoning"}
+             "reasoning", "prompt_tokens"}
     unknown = set(raw) - known
     if unknown:
         raise ScriptError(f"{where}: unknown fields {sorted(unknown)}")
@@ -352,7 +356,11 @@ def parse_entry(raw, where):
              "finish_reason": raw.get("finish_reason", "length"),
              "fingerprint": raw.get("fingerprint"), "model": raw.get("model"),
              "drop_logprobs_chunks": raw.get("drop_logprobs_chunks", []),
-             "oversize_bytes": raw.get("oversize_bytes", OVERSIZE_BYTES), "tokens": None}
+             "oversize_bytes": raw.get("oversize_bytes", OVERSIZE_BYTES), "tokens": None,
+             "prompt_tokens": raw.get("prompt_tokens", 12)}
+    if (not isinstance(entry["prompt_tokens"], int) or isinstance(entry["prompt_tokens"], bool)
+            or entry["prompt_tokens"] < 0):
+        raise ScriptError(f"{where}: 'prompt_tokens' must be an integer >= 0")
     if entry["fault"] is not None and entry["fault"] not in FAULTS:
         raise ScriptError(f"{where}: unknown fault {entry['fault']!r}")
     if entry["finish_reason"] not in ("length", "stop"):
@@ -573,8 +581,14 @@ class State:
 # ----------------------------------------------------------------------------------------------
 # Payload builders: one per dialect, each following tests/data/formats exactly.
 
-def usage(n):
-    return {"prompt_tokens": 12, "completion_tokens": n, "total_tokens": 12 + n}
+def prompt_tokens(gen):
+    """The prompt's tokens the answer's usage reports: the entry's "prompt_tokens", else 12."""
+    return gen["entry"]["prompt_tokens"]
+
+
+def usage(n, gen):
+    p = prompt_tokens(gen)
+    return {"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n}
 
 
 def clamp(lp):
@@ -696,7 +710,7 @@ def together_chat(gen, stream):
         choice = {"index": 0, "logprobs": logprobs, "seed": gen["seed"],
                   "finish_reason": gen["finish"],
                   "message": {"role": "assistant", "content": text, "tool_calls": []}}
-        return dict(base, prompt=[], choices=[choice], usage=usage(len(toks)))
+        return dict(base, prompt=[], choices=[choice], usage=usage(len(toks), gen))
     chunk = dict(base, object="chat.completion.chunk")
     events = []
     for i, t in enumerate(toks):
@@ -708,11 +722,12 @@ def together_chat(gen, stream):
         if gen["logprobs"]:
             choice["logprobs"] = wire_lp(t.logprob)
             choice["top_logprobs"] = tops[i]
-        events.append(dict(chunk, choices=[choice], usage=usage(len(toks)) if last else None))
+        events.append(dict(chunk, choices=[choice],
+                           usage=usage(len(toks), gen) if last else None))
     if not toks:
         events.append(dict(chunk, choices=[{"index": 0, "text": "", "logprobs": None,
                                             "finish_reason": gen["finish"], "delta": {}}],
-                           usage=usage(0)))
+                           usage=usage(0, gen)))
     return events
 
 
@@ -760,7 +775,7 @@ def openai_chat(gen, stream):
                       "finish_reason": gen["finish"], "stop_reason": None, "token_ids": None,
                       "routed_experts": None}
             return dict(base, choices=[choice], service_tier=None, system_fingerprint=fp,
-                        usage=dict(usage(n_all), prompt_tokens_details=None),
+                        usage=dict(usage(n_all, gen), prompt_tokens_details=None),
                         prompt_logprobs=None, prompt_token_ids=None, prompt_text=None,
                         kv_transfer_params=None, ec_transfer_params=None, metrics=None)
         message = with_reasoning({"role": "assistant", "content": text, "refusal": None,
@@ -772,7 +787,7 @@ def openai_chat(gen, stream):
                    "completion_tokens_details": {"reasoning_tokens": len(rtoks), "audio_tokens": 0,
                                                  "accepted_prediction_tokens": 0,
                                                  "rejected_prediction_tokens": 0}}
-        return dict(base, choices=[choice], usage=dict(usage(n_all), **details),
+        return dict(base, choices=[choice], usage=dict(usage(n_all, gen), **details),
                     service_tier="default", system_fingerprint=fp)
     chunk = dict(base, object="chat.completion.chunk")
     pieces = pieces_of(toks)
@@ -815,7 +830,7 @@ def openai_chat(gen, stream):
         events.append(dict(chunk, choices=[{"index": 0, "delta": {}, "logprobs": None,
                                             "finish_reason": gen["finish"]}], obfuscation="Ab3"))
     if gen["include_usage"]:
-        events.append(dict(chunk, choices=[], usage=usage(n_all)))
+        events.append(dict(chunk, choices=[], usage=usage(n_all, gen)))
     return events
 
 
@@ -845,9 +860,9 @@ def openai_completion(gen, stream):
             choice.update(stop_reason=None, token_ids=None, prompt_logprobs=None,
                           prompt_token_ids=None)
             return dict(base, choices=[choice], service_tier=None, system_fingerprint=fp,
-                        usage=dict(usage(len(toks)), prompt_tokens_details=None),
+                        usage=dict(usage(len(toks), gen), prompt_tokens_details=None),
                         kv_transfer_params=None)
-        return dict(base, choices=[choice], usage=usage(len(toks)), system_fingerprint=fp)
+        return dict(base, choices=[choice], usage=usage(len(toks), gen), system_fingerprint=fp)
     events, offset = [], 0
     pieces = pieces_of(toks)
     for i, t in enumerate(toks):
@@ -861,7 +876,7 @@ def openai_completion(gen, stream):
         events.append(dict(base, choices=[{"index": 0, "text": "", "logprobs": None,
                                            "finish_reason": gen["finish"]}], system_fingerprint=fp))
     if gen["include_usage"]:
-        events.append(dict(base, choices=[], usage=usage(len(toks))))
+        events.append(dict(base, choices=[], usage=usage(len(toks), gen)))
     return events
 
 
@@ -907,10 +922,11 @@ def openai_responses(gen, stream):
                 "previous_response_id": None, "store": False, "temperature": 0.0,
                 "text": {"format": {"type": "text"}}, "tool_choice": "auto", "tools": [],
                 "top_logprobs": gen["k"], "top_p": 1.0, "truncation": "disabled",
-                "usage": {"input_tokens": 12, "input_tokens_details": {"cached_tokens": 0},
+                "usage": {"input_tokens": prompt_tokens(gen),
+                          "input_tokens_details": {"cached_tokens": 0},
                           "output_tokens": n_all,
                           "output_tokens_details": {"reasoning_tokens": len(rtoks)},
-                          "total_tokens": 12 + n_all},
+                          "total_tokens": prompt_tokens(gen) + n_all},
                 "user": None, "metadata": {}}
     if not stream:
         return response
@@ -980,9 +996,10 @@ def gemini(gen, stream):
     # thoughtsTokenCount; logprobsResult covers the answer.
     rtoks = gen["reasoning"]
     thought = {"text": reasoning_text(rtoks), "thought": True} if rtoks else None
-    usage_of = {"promptTokenCount": 12, "candidatesTokenCount": len(toks),
-                "totalTokenCount": 12 + len(toks) + len(rtoks),
-                "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 12}]}
+    p = prompt_tokens(gen)
+    usage_of = {"promptTokenCount": p, "candidatesTokenCount": len(toks),
+                "totalTokenCount": p + len(toks) + len(rtoks),
+                "promptTokensDetails": [{"modality": "TEXT", "tokenCount": p}]}
     if rtoks:
         usage_of["thoughtsTokenCount"] = len(rtoks)
 
@@ -1057,13 +1074,13 @@ def llamacpp_final(gen, content, with_probs):
     final = {"content": content}
     if old:
         final.update(id_slot=0, stop=True, model=model_of(gen),
-                     tokens_predicted=len(toks), tokens_evaluated=12, prompt=gen["prompt"],
+                     tokens_predicted=len(toks), tokens_evaluated=prompt_tokens(gen), prompt=gen["prompt"],
                      truncated=False, stopped_eos=gen["finish"] == "stop", stopped_word=False,
                      stopped_limit=gen["finish"] == "length", stopping_word="", tokens_cached=12)
     else:
         final = {"index": 0, "content": content, "tokens": [], "id_slot": 0, "stop": True,
                  "model": model_of(gen), "tokens_predicted": len(toks),
-                 "tokens_evaluated": 12, "generation_settings": llamacpp_settings(gen),
+                 "tokens_evaluated": prompt_tokens(gen), "generation_settings": llamacpp_settings(gen),
                  "prompt": gen["prompt"], "has_new_line": False, "truncated": False,
                  "stop_type": "limit" if gen["finish"] == "length" else "eos",
                  "stopping_word": "", "tokens_cached": 12 + len(toks), "timings": timings(len(toks))}
@@ -1083,7 +1100,8 @@ def llamacpp(gen, stream):
             event = {"content": pieces[i], "stop": False, "id_slot": 0, "multimodal": False}
         else:
             event = {"index": 0, "content": pieces[i], "tokens": [], "stop": False, "id_slot": -1,
-                     "tokens_predicted": i + 1, "tokens_evaluated": 12}
+                     "tokens_predicted": i + 1,
+                     "tokens_evaluated": prompt_tokens(gen)}
         if gen["logprobs"]:
             event["completion_probabilities"] = [llamacpp_prob_entry(t, gen)]
         events.append(event)
@@ -1103,7 +1121,7 @@ def sglang(gen, stream):
 
     def payload(part, finished):
         meta = {"id": f"scripted{gen['n']}",
-                "finish_reason": None, "prompt_tokens": 12, "reasoning_tokens": 0,
+                "finish_reason": None, "prompt_tokens": prompt_tokens(gen), "reasoning_tokens": 0,
                 "completion_tokens": len(part), "cached_tokens": 0, "e2e_latency": 0.0873}
         if finished:
             meta["finish_reason"] = ({"type": "length", "length": len(part)}
@@ -1150,7 +1168,7 @@ def ollama(gen, stream):
     def final(text, thinking=""):
         obj = with_text({"model": model_of(gen), "created_at": CREATED_AT}, text, thinking)
         obj.update(done=True, done_reason=gen["finish"], total_duration=398765432,
-                   load_duration=18765432, prompt_eval_count=12, prompt_eval_duration=29876543,
+                   load_duration=18765432, prompt_eval_count=prompt_tokens(gen), prompt_eval_duration=29876543,
                    eval_count=len(rtoks) + len(toks), eval_duration=88765432)
         if not chat:
             obj["context"] = [151644, 872, 198]

@@ -92,6 +92,14 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   // concurrency, runs, unique, unstable, inconclusive, differs from serial, failed, tok/s, ms
   summary.by_concurrency = {{1, 9, 3, 0, 1, 0, 0, 812.5, 20.25},
                             {8, 8, 5, 2, 1, 1, 1, std::numeric_limits<double>::infinity(), 95.0}};
+  // Usage, priced at 2 in and 8 out per million tokens: at c=1 all 9 successful requests
+  // reported their prompt's tokens, at c=8 7 of 8 did (so its cost is a lower bound).
+  data.config.price = core::Price{2.0, 8.0};
+  summary.by_concurrency[0].usage =
+      core::UsageSummary{9, 9, 216, 90, 18, std::nullopt}.priced(data.config.price);
+  summary.by_concurrency[1].usage =
+      core::UsageSummary{8, 7, 184, 80, 12, std::nullopt}.priced(data.config.price);
+  summary.usage = core::UsageSummary{17, 16, 400, 170, 30, std::nullopt}.priced(data.config.price);
   // Each level's drift is queens' (the other prompts compared nothing there).
   summary.by_concurrency[0].logprob_drift = {0.0, 0.0, 40};
   summary.by_concurrency[1].logprob_drift = {1.0 / 3.0, 0.0625, 100};

@@ -1,7 +1,7 @@
 // The audit database's tables and their version: creating them in a new file, checking the
 // version of an existing one, and the in-place upgrade of a database written before the
-// numbers_* and reasoning columns existed. Private to report/store; the layout is described in
-// schema.cpp.
+// numbers_*, reasoning and usage columns existed. Private to report/store; the layout is described
+// in schema.cpp.
 #pragma once
 
 #include "core/result.hpp"
@@ -28,16 +28,18 @@ core::Result<void> check_schema_version(const Connection& connection);
 
 // Which of the columns added after version 1 the database has: the numbers_* counts of
 // `requests`, and the reasoning (requests.reasoning_text and reasoning_split, and the
-// reasoning_tokens table).
+// reasoning_tokens table), and the usage (requests.usage_prompt_tokens and
+// usage_reasoning_tokens).
 struct LaterColumns {
   bool numbers = true;
   bool reasoning = true;
+  bool usage = true;
 };
 
-// Gives a database created before those columns existed the columns (0, '' and 'none' in every
-// stored request) and the reasoning_tokens table, and says which it has afterwards. What could
-// not be added (a read-only file, a writer holding the lock past the busy timeout) is read as
-// zero counts and no reasoning, and records are written without it.
+// Gives a database created before those columns existed the columns (0, '', 'none' and NULL in
+// every stored request) and the reasoning_tokens table, and says which it has afterwards. What
+// could not be added (a read-only file, a writer holding the lock past the busy timeout) is read
+// as zero counts, no reasoning and unknown usage, and records are written without it.
 LaterColumns add_later_columns(const Connection& connection);
 
 } // namespace llmrepro::store::detail

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -108,6 +109,12 @@ inline int column_int(sqlite3_stmt* statement, int index) {
 // An INTEGER column as 64 bits.
 inline std::int64_t column_int64(sqlite3_stmt* statement, int index) {
   return static_cast<std::int64_t>(sqlite3_column_int64(statement, index));
+}
+
+// A nullable INTEGER count (a usage column): nullopt where it is NULL.
+inline std::optional<long> column_optional_count(sqlite3_stmt* statement, int index) {
+  if (sqlite3_column_type(statement, index) == SQLITE_NULL) return std::nullopt;
+  return static_cast<long>(sqlite3_column_int64(statement, index));
 }
 
 // One open database file. Every message it builds names the file ("audit database 'PATH'").

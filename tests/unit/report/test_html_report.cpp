@@ -515,3 +515,21 @@ TEST_CASE("render_html probe kinds, endpoint comparison and semantic agreement")
     REQUIRE_MESSAGE(out.good(), "cannot write " << path);
   }
 }
+
+TEST_CASE("render_html: what the requests used and its cost, in the verdict panel") {
+  const auto fixture = test::make_fixture();
+  auto& summary = fixture->report.analysis.summary;
+  const core::Price price{2.0, 8.0};
+  summary.usage = core::UsageSummary{17, 16, 400, 170, 30, std::nullopt}.priced(price);
+  REQUIRE(summary.by_concurrency.size() == 2);
+  summary.by_concurrency[0].usage =
+      core::UsageSummary{9, 9, 216, 90, 18, std::nullopt}.priced(price);
+  summary.by_concurrency[1].usage =
+      core::UsageSummary{8, 7, 184, 80, 12, std::nullopt}.priced(price);
+  const std::string html = report::render_html(fixture->report);
+  CHECK(html.find("<div id=\"usage\">tokens in 400 (16 of 17 requests reported theirs) \u00b7 out "
+                  "170 (30 reasoning) \u00b7 cost at least 0.00216 \u00b7 per level: c=1: tokens "
+                  "in 216 \u00b7 out 90 (18 reasoning) \u00b7 cost 0.001152; c=8: tokens in 184 "
+                  "(7 of 8 requests reported theirs) \u00b7 out 80 (12 reasoning) \u00b7 cost at "
+                  "least 0.001008</div>") != std::string::npos);
+}

@@ -147,6 +147,7 @@ TEST_CASE("render_json") {
                                                                "min_candidates",
                                                                "numbers",
                                                                "reasoning",
+                                                               "usage",
                                                                "tarr",
                                                                "tara",
                                                                "predictor",
@@ -158,6 +159,13 @@ TEST_CASE("render_json") {
     // The standard profile runs no determinism check.
     CHECK(json["summary"]["determinism"].is_null());
     CHECK(json["config"]["profile"] == "standard");
+    CHECK(json["config"]["price"] == "input=2,output=8");
+    CHECK(json["summary"]["usage"] == OrderedJson{{"requests", 17},
+                                                  {"requests_with_prompt_usage", 16},
+                                                  {"prompt_tokens", 400},
+                                                  {"completion_tokens", 170},
+                                                  {"reasoning_tokens", 30},
+                                                  {"cost", (400 * 2.0 + 170 * 8.0) / 1e6}});
     CHECK(keys_of(json["summary"]["verdict"]) ==
           std::vector<std::string>{"status", "headline", "stability_gated", "errors", "gates"});
     CHECK(keys_of(json["prompts"][0]) == std::vector<std::string>{"id",
@@ -279,6 +287,13 @@ TEST_CASE("render_json") {
               {"failed", 1},
               {"tokens_per_second", nullptr},
               {"mean_latency_ms", 95.0},
+              {"usage",
+               {{"requests", 8},
+                {"requests_with_prompt_usage", 7},
+                {"prompt_tokens", 184},
+                {"completion_tokens", 80},
+                {"reasoning_tokens", 12},
+                {"cost", (184 * 2.0 + 80 * 8.0) / 1e6}}},
               {"logprob_drift",
                {{"max_abs", 1.0 / 3.0}, {"max_abs_gap", 0.0625}, {"positions_compared", 100}}},
               {"noise", OrderedJson::parse(R"({
@@ -588,7 +603,7 @@ TEST_CASE("render_json semantic agreement") {
         std::vector<std::string>{"prompts", "requests", "failed_requests", "stable_prompts",
                                  "unstable_prompts", "inconclusive_prompts", "fragile_prompts",
                                  "fragility_unknown_prompts", "bitwise_stable_prompts",
-                                 "max_logprob_drift", "tarr", "tara", "reasoning",
+                                 "max_logprob_drift", "tarr", "tara", "reasoning", "usage",
                                  "flip_calibration", "by_concurrency"});
   // Each probe kind's tiers and drift, as the HTML panel and the terminal line show them.
   CHECK(json["probes"][0]["summary"]["bitwise_stable_prompts"] == 2);

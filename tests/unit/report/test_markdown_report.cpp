@@ -4,6 +4,7 @@
 #include <string>
 
 #include "report/markdown_report.hpp"
+#include "tests/support/audit_report_fixture.hpp"
 #include "tests/support/audit_sections_fixture.hpp"
 #include "tests/support/reviewer_fixture.hpp"
 
@@ -209,5 +210,21 @@ TEST_CASE("render_markdown probe kinds, endpoint comparison and semantic agreeme
       CHECK_MESSAGE(cells(line) == expected, line);
     }
     CHECK(md.size() < 4000);
+  }
+}
+
+TEST_CASE("render_markdown: what the requests used, overall and per level, and its cost") {
+  const auto fixture = test::make_report_fixture();
+  const std::string md = report::render_markdown(fixture->report);
+  CHECK(md.find("\n| usage | tokens in 400 (16 of 17 requests reported theirs) \u00b7 out 170 "
+                "(30 reasoning) \u00b7 cost at least 0.00216 |\n| usage per level | c=1: tokens "
+                "in 216 \u00b7 out 90 (18 reasoning) \u00b7 cost 0.001152; c=8: tokens in 184 (7 "
+                "of 8 requests reported theirs) \u00b7 out 80 (12 reasoning) \u00b7 cost at least "
+                "0.001008 |\n") != std::string::npos);
+  SUBCASE("no price: tokens alone") {
+    fixture->report.analysis.summary.usage.cost.reset();
+    const std::string unpriced = report::render_markdown(fixture->report);
+    CHECK(unpriced.find("| usage | tokens in 400 (16 of 17 requests reported theirs) \u00b7 out "
+                        "170 (30 reasoning) |\n") != std::string::npos);
   }
 }

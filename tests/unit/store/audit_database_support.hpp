@@ -142,6 +142,7 @@ inline void check_same(const core::RequestRecord& a, const core::RequestRecord& 
   CHECK(x.numbers == y.numbers);
   CHECK(x.reasoning_text == y.reasoning_text);
   CHECK(x.reasoning_split == y.reasoning_split);
+  CHECK(x.usage == y.usage);
   check_same_tokens(x.tokens, y.tokens);
   check_same_tokens(x.reasoning_tokens, y.reasoning_tokens);
 }

@@ -1,0 +1,36 @@
+#include "report/detail/usage_text.hpp"
+
+#include <fmt/format.h>
+
+namespace llmrepro::report {
+
+std::string cost_number(double cost) { return fmt::format("{:.6g}", cost); }
+
+std::string usage_text(const core::UsageSummary& usage) {
+  if (usage.requests == 0) return "";
+  std::string in = usage.requests_with_prompt_usage == 0 ? std::string("unknown")
+                                                         : std::to_string(usage.prompt_tokens);
+  if (usage.requests_with_prompt_usage > 0 && !usage.prompt_usage_complete())
+    in += fmt::format(" ({} of {} requests reported theirs)", usage.requests_with_prompt_usage,
+                      usage.requests);
+  std::string text = fmt::format("tokens in {} \u00b7 out {}", in, usage.completion_tokens);
+  if (usage.reasoning_tokens > 0) text += fmt::format(" ({} reasoning)", usage.reasoning_tokens);
+  if (usage.cost)
+    text += (usage.prompt_usage_complete() ? " \u00b7 cost " : " \u00b7 cost at least ") +
+            cost_number(*usage.cost);
+  return text;
+}
+
+std::string level_usage_text(const std::vector<core::LevelSummary>& levels,
+                             const std::string& separator) {
+  std::string out;
+  for (const auto& level : levels) {
+    const std::string text = usage_text(level.usage);
+    if (text.empty()) continue;
+    out += (out.empty() ? std::string() : separator) + "c=" + std::to_string(level.concurrency) +
+           ": " + text;
+  }
+  return out;
+}
+
+} // namespace llmrepro::report
