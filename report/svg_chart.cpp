@@ -33,7 +33,7 @@ std::string tick_text(double value, bool percent) {
 
 // "Nice" linear ticks from 0 (or lo) to at least hi: steps of 1, 2 or 5 times a power of ten.
 std::vector<double> linear_ticks(double lo, double hi, int target, double min_step = 0.0) {
-  if (!(hi > lo)) hi = lo + 1.0;
+  if (!(hi > lo) || !std::isfinite(hi - lo)) hi = lo + 1.0;
   const double raw = std::max((hi - lo) / std::max(target, 1), min_step);
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
   double step = magnitude;
@@ -110,9 +110,11 @@ std::string render_bar_chart(const BarChart& chart) {
   Frame frame;
   frame.width = chart.width;
   frame.height = chart.height;
+  // A figure that is no finite number (a rate over no time) has no height to draw: no bar.
+  const auto drawn = [](double v) { return std::isfinite(v) ? v : 0.0; };
   double max_value = 0.0;
   for (const BarSeries& series : chart.series) {
-    for (double v : series.values) max_value = std::max(max_value, v);
+    for (double v : series.values) max_value = std::max(max_value, drawn(v));
   }
   if (chart.categories.empty() || (max_value <= 0.0 && !chart.empty_message.empty())) {
     return empty_svg(frame, chart.title, chart.empty_message);
@@ -149,7 +151,7 @@ std::string render_bar_chart(const BarChart& chart) {
     const double x0 = frame.left + slot * static_cast<double>(c) + (slot - group) / 2.0;
     double group_top = frame.top + frame.plot_height();
     for (std::size_t s = 0; s < chart.series.size(); ++s) {
-      const double v = c < chart.series[s].values.size() ? chart.series[s].values[c] : 0.0;
+      const double v = c < chart.series[s].values.size() ? drawn(chart.series[s].values[c]) : 0.0;
       const double y = y_of(v);
       group_top = std::min(group_top, y);
       const std::string tip = chart.series.size() > 1 ? chart.series[s].name + ": " : std::string();

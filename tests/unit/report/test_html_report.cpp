@@ -9,6 +9,7 @@
 #include "report/html_report.hpp"
 #include "report/detail/html_style.hpp"
 #include "report/detail/svg_chart.hpp"
+#include "tests/support/audit_report_fixture.hpp"
 #include "tests/support/audit_sections_fixture.hpp"
 #include "tests/support/reviewer_fixture.hpp"
 
@@ -532,4 +533,14 @@ TEST_CASE("render_html: what the requests used and its cost, in the verdict pane
                   "in 216 \u00b7 out 90 (18 reasoning) \u00b7 cost 0.001152; c=8: tokens in 184 "
                   "(7 of 8 requests reported theirs) \u00b7 out 80 (12 reasoning) \u00b7 cost at "
                   "least 0.001008</div>") != std::string::npos);
+}
+
+TEST_CASE("render_html: a rate that is no finite number draws no bar") {
+  // The JSON fixture's c=8 level has an infinite tokens/s (a rate over no time): the throughput
+  // chart must still render, with that level's bar at zero height.
+  const auto fixture = test::make_report_fixture();
+  const std::string html = report::render_html(fixture->report);
+  CHECK(html.find("Throughput by concurrency level") != std::string::npos);
+  CHECK(html.find("<title>c=8 0</title>") != std::string::npos);
+  CHECK(html.find("inf tok/s") != std::string::npos);
 }
