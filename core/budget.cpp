@@ -127,6 +127,13 @@ WaveBound wave_bound(const Wave& wave, const Suite& suite, int max_tokens,
   return bound;
 }
 
+std::string stop_after_line(const AuditConfig& config) {
+  if (!config.stop_after) return {};
+  const std::string w = std::to_string(*config.stop_after);
+  return "completions capped at " + w + " tokens (--stop-after): divergence beyond token " + w +
+         " is not seen";
+}
+
 std::string budget_stop_message(const std::string& exhausted_by, std::size_t sent,
                                 std::size_t planned, const std::vector<std::string>& undecided) {
   std::string message = "budget " + exhausted_by + " reached: " + std::to_string(sent) + " of " +

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/audit.hpp"
 #include "core/cost.hpp"
 #include "core/plan.hpp"
 #include "core/suite.hpp"
@@ -122,6 +123,11 @@ struct WaveBound {
 // `stop_after`); each priming request's prompt with 1 token.
 WaveBound wave_bound(const Wave& wave, const Suite& suite, int max_tokens,
                      std::optional<int> stop_after);
+
+// The line every report shows near the verdict of an audit run with --stop-after W:
+// "completions capped at W tokens (--stop-after): divergence beyond token W is not seen"; empty
+// without it.
+std::string stop_after_line(const AuditConfig& config);
 
 // The error line of an audit a budget stopped: "budget --max-requests 40 reached: 40 of 64
 // planned requests sent; 3 prompts undecided: p1, p2, p3" (at most 10 ids, then "+N more").
