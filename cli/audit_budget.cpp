@@ -39,15 +39,16 @@ core::Result<std::optional<core::BudgetLedger>> start_ledger(const core::AuditCo
     const core::Prompt& prompt = header.suite.prompts.at(static_cast<std::size_t>(prompt_index));
     for (const core::RequestRecord& record : records) {
       const core::Prompt sent = core::probe_prompt(prompt, record.planned.probe);
-      const core::TokenBound bound = ledger.bound_of(record.planned, sent,
-                                                     max_tokens_of(header.config, sent));
+      const core::TokenBound bound =
+          ledger.bound_of(record.planned, sent, max_tokens_of(header.config, sent));
       const long attempts = std::max(1, record.outcome.attempts);
       if (!record.outcome.ok) {
         ledger.add_spent(attempts, attempts * bound.prompt, attempts * bound.completion);
         continue;
       }
       const core::Completion& completion = record.outcome.completion;
-      if (completion.usage.prompt) ledger.learn_prompt_tokens(record.planned, *completion.usage.prompt);
+      if (completion.usage.prompt)
+        ledger.learn_prompt_tokens(record.planned, *completion.usage.prompt);
       // Attempts before the success that failed: each counted at its bound.
       ledger.add_spent(attempts - 1, (attempts - 1) * bound.prompt,
                        (attempts - 1) * bound.completion);
@@ -114,7 +115,8 @@ void print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
   core::WaveBound total;
   bool fillers = false;
   for (const core::Wave& wave : plan.waves) {
-    const core::WaveBound bound = core::wave_bound(wave, suite, config.max_tokens, config.stop_after);
+    const core::WaveBound bound =
+        core::wave_bound(wave, suite, config.max_tokens, config.stop_after);
     fmt::print("{:>8}  {:<6}  {:>5}  {:>8}  {:>6}  {:>11}\n", wave.endpoint_index,
                core::to_string(wave.probe), wave.concurrency, bound.requests, bound.primes,
                bound.tokens.total());

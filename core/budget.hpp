@@ -20,7 +20,7 @@ namespace llmrepro::core {
 
 // The budgets an audit was given; an empty member is no budget. max_cost needs price.
 struct BudgetLimits {
-  std::optional<long> max_requests;     // attempts the endpoint is sent, fillers and primes included
+  std::optional<long> max_requests; // attempts the endpoint is sent, fillers and primes included
   std::optional<long> max_tokens_total; // prompt + completion tokens
   std::optional<double> max_cost;       // in the price's currency
   std::optional<Price> price;           // what a token costs; needed by max_cost

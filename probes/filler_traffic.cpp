@@ -33,8 +33,7 @@ void FillerTraffic::top_up(HttpTransport& transport, const EndpointTarget& targe
       ticket = budget->try_start(bound);
       if (!ticket) return;
     }
-    m_in_flight.emplace(transport.submit(filler_request(target, m_config, m_next_index++)),
-                        ticket);
+    m_in_flight.emplace(transport.submit(filler_request(target, m_config, m_next_index++)), ticket);
     ++activity.filler_sent;
   }
 }

@@ -97,7 +97,7 @@ Judgement judge(const HttpResponse& response, Dialect dialect, bool stream) {
 struct Slot {
   const core::PlannedRequest* planned = nullptr;
   HttpRequest request;
-  core::TokenBound bound; // what one attempt may use, for the budget
+  core::TokenBound bound;                           // what one attempt may use, for the budget
   std::optional<core::BudgetLedger::Ticket> ticket; // the budget's ticket of the attempt in flight
   int attempts = 0;
   std::int64_t started_ms = 0;
@@ -204,8 +204,8 @@ private:
           state.serial_prefix && core::prefix_trial_is_warm(state.queue.front()->repeat);
       if (m_budget != nullptr) {
         if (primed) {
-          prime_ticket = m_budget->try_start(
-              {core::prompt_token_bound(core::prefix_priming_prompt()), 1});
+          prime_ticket =
+              m_budget->try_start({core::prompt_token_bound(core::prefix_priming_prompt()), 1});
           if (!prime_ticket) break;
         }
         slot.ticket = m_budget->try_start(slot.bound);
