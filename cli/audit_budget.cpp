@@ -80,7 +80,9 @@ std::string budget_stop_error(const core::BudgetLedger& ledger, const core::Plan
   if (ledger.overrun())
     return "budget stopped: " + ledger.overrun_message() +
            "; nothing more was started, so that no budget could be exceeded";
-  if (!ledger.exhausted()) return {};
+  // A refusal after the last audited request was recorded (a filler at the wave's tail) stopped
+  // nothing the verdict needs.
+  if (!ledger.exhausted() || data.records.size() >= plan.size()) return {};
   std::map<int, long> planned;
   for (const core::Wave& wave : plan.waves)
     for (const core::PlannedRequest& request : wave.requests) ++planned[request.prompt_index];

@@ -27,8 +27,9 @@ core::Result<std::optional<core::BudgetLedger>> start_ledger(const core::AuditCo
                                                              const store::AuditDatabase* database);
 
 // The error line of an audit the ledger stopped (core::budget_stop_message, or the overrun), or
-// empty when it did not stop it. Undecided: a prompt unstable in no judged scope with fewer
-// successful records than the plan holds for it.
+// empty when it did not stop it (or stopped only side traffic after the last planned request).
+// Undecided: a prompt unstable in no judged scope with fewer successful records than the plan
+// holds for it.
 std::string budget_stop_error(const core::BudgetLedger& ledger, const core::Plan& plan,
                               const core::AuditData& data, const core::AuditReport& report);
 

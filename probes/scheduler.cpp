@@ -325,8 +325,10 @@ private:
         m_budget->learn_prompt_tokens(*slot.planned, *completion.usage.prompt);
       m_budget->settle(ticket, core::TokenBound{completion.usage.prompt.value_or(slot.bound.prompt),
                                                 completion.completion_tokens});
-    } else if (response.failure == TransportFailure::none) {
-      // The endpoint answered with an error status: it generated nothing.
+    } else if (response.failure == TransportFailure::none &&
+               (response.http_status < 200 || response.http_status >= 300)) {
+      // The endpoint answered with an error status: it generated nothing. (A 2xx that did not
+      // parse may have generated everything: it spends its bound.)
       m_budget->settle(ticket, core::TokenBound{0, 0});
     } else {
       m_budget->settle(ticket, std::nullopt);

@@ -112,9 +112,9 @@ struct RunPlanInputs {
 // Budget (inputs.budget): an audited request's bound is its prompt's (BudgetLedger::bound_of, of
 // the prompt as sent) with its max_tokens; a priming request's is its prompt's with 1 token. A
 // success spends its reported completion tokens and its reported prompt tokens (the bound where
-// the endpoint reports none); an error status spends no tokens; a transfer that failed, and every
-// filler (never parsed), spend their bound. A refusal or an overrun stops the run as Stop does.
-// Cache flushes generate nothing and are not counted.
+// the endpoint reports none); a non-2xx status spends no tokens; a transfer that failed, a 2xx
+// that does not parse and every filler (never parsed) spend their bound. A refusal or an overrun
+// stops the run as Stop does. Cache flushes generate nothing and are not counted.
 //
 // Stop: once stop_requested is true nothing new starts; transfers in flight finish (bounded by
 // their timeout) and are recorded if they succeeded or failed for good; a request that would

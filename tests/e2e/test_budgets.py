@@ -28,14 +28,15 @@ BOUND_OF = {text: prompt_bound(text, chat) + MAX_TOKENS for _, text, chat in std
 
 
 class Budgets(h.E2ETestCase):
-    def audit(self, endpoint, *extra, db="audit.db", resume=False, levels=std.LEVELS):
+    def audit(self, endpoint, *extra, db="audit.db", resume=False, levels=std.LEVELS,
+              runs=std.RUNS):
         report = self.path("report.json")
         args = ["audit", "--endpoint", endpoint.url, "--api", "openai-chat", "--model", std.MODEL,
                 "--db", self.path(db), "--json", report, "--max-tokens", str(MAX_TOKENS), *extra]
         if resume:
             args.append("--resume")
         else:
-            args += ["--suite", self.suite, "--runs", str(std.RUNS), "--concurrency",
+            args += ["--suite", self.suite, "--runs", str(runs), "--concurrency",
                      ",".join(map(str, levels)), "--seed", str(std.SEED)]
         run = self.run_llmrepro(args)
         return run, (self.load_report(report) if os.path.exists(report) else None)
@@ -76,6 +77,20 @@ class Budgets(h.E2ETestCase):
         self.assert_exit(run, 3)
         posts = endpoint.posts()
         self.assertEqual(len(posts), 7)
+
+    def test_fillers_and_primes_count(self):
+        endpoint = self.start_endpoint(std.script())
+        budget = 25
+        run, report = self.audit(endpoint, "--max-requests", str(budget), "--probe",
+                                 "mixed,prefix", levels=[2], runs=2)
+        self.assert_exit(run, 3)
+        # Every generation request counts: audited, fillers and primes; cache flushes do not.
+        generations = [p for p in endpoint.posts()
+                       if "flush" not in p["path"] and "reset_prefix" not in p["path"]]
+        self.assertLessEqual(len(generations), budget)
+        self.assertGreater(len(generations), budget - 3, "only the last reservations are left")
+        self.assertTrue(any(e.startswith(f"budget --max-requests {budget} reached")
+                            for e in report["summary"]["verdict"]["errors"]))
 
     def test_max_tokens_total_never_exceeded(self):
         endpoint = self.start_endpoint(std.script())
