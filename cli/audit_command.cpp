@@ -22,6 +22,8 @@ core::Result<void> run_passes(AuditRun& run) {
   const AuditOptions& options = run.options;
   // Every flag and the suite are checked, and a stored audit read, before anything is sent.
   LLMREPRO_TRY(load_or_resume(run));
+  // --dry-run ends here: the plan and its bounds are printed, nothing is sent or written.
+  if (options.dry_run) return print_plan(run);
   // Each endpoint is reached (or the embedded engine started) and its dialect and model known.
   LLMREPRO_TRY(connect_endpoints(run));
   // The header is stored before the first request, so that a crash leaves a resumable audit.
@@ -46,6 +48,7 @@ int run_audit(const AuditOptions& options) {
   AuditRun run{options, clock}; // the context every pass reads and fills
   // An error ends the audit with the exit code of its kind (commands.hpp).
   if (auto done = run_passes(run); !done) return report_error(done.error());
+  if (options.dry_run) return 0;
   return conclude(run);
 }
 
@@ -138,6 +141,25 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
           ->capture_default_str();
   audit->add_option("--rate", options->rate, "Cap on requests per second (>= 0; 0: unlimited)")
       ->capture_default_str();
+  audit->add_option("--price", options->price,
+                    "Price per million tokens, input=X,output=Y: stored with the audit, and what "
+                    "--max-cost and --dry-run count in");
+  auto& budget = options->budget_flags;
+  budget.max_requests = audit->add_option(
+      "--max-requests", options->max_requests,
+      "Budget: requests sent over the whole audit (>= 1; retries, fillers and primes count)");
+  budget.max_tokens_total =
+      audit->add_option("--max-tokens-total", options->max_tokens_total,
+                        "Budget: prompt + completion tokens over the whole audit (>= 1)");
+  budget.max_cost = audit->add_option("--max-cost", options->max_cost,
+                                      "Budget: cost over the whole audit at --price (> 0)");
+  budget.stop_after = audit->add_option(
+      "--stop-after", options->stop_after,
+      "Cap every request's max_tokens at W (>= 1), a cheap first pass: divergence beyond token "
+      "W is not seen");
+  audit->add_flag("--dry-run", options->dry_run,
+                  "Print the plan, its requests and its token and cost bounds; send nothing and "
+                  "write no database");
   audit->add_option("--embeddings", options->embeddings,
                     "After the run, embed each prompt's distinct completions with this "
                     "OpenAI-compatible /v1/embeddings server and report their cosine similarity");

@@ -42,6 +42,13 @@ struct AuditOptions {
   std::uint64_t seed = 0;
   std::string shard = "1/1";
   double rate = 0.0;
+  // Budgets and the cheap first pass (core/budget.hpp); each read only when given (budget_flags).
+  std::string price; // --price input=X,output=Y per million tokens
+  long max_requests = 0;
+  long max_tokens_total = 0;
+  double max_cost = 0.0;
+  int stop_after = 0;
+  bool dry_run = false; // print the plan and its bounds, send nothing, write nothing
   std::string embeddings;
   std::string embeddings_model;
   double semantic_threshold = 0.9;
@@ -72,6 +79,14 @@ struct AuditOptions {
     CLI::Option* profile = nullptr;
     CLI::Option* max_concurrency = nullptr;
   } plan_flags;
+
+  // The budget flags, to tell a flag given from its default.
+  struct BudgetFlags {
+    CLI::Option* max_requests = nullptr;
+    CLI::Option* max_tokens_total = nullptr;
+    CLI::Option* max_cost = nullptr;
+    CLI::Option* stop_after = nullptr;
+  } budget_flags;
 };
 
 } // namespace llmrepro::cli

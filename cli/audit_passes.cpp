@@ -15,6 +15,7 @@
 #include <utility>
 #include <unistd.h>
 
+#include "cli/audit_budget.hpp"
 #include "cli/commands.hpp"
 #include "cli/judging_options.hpp"
 #include "core/result.hpp"
@@ -105,6 +106,46 @@ core::Result<void> apply_profile(const AuditOptions& options, core::AuditConfig&
   return {};
 }
 
+// The budgets, --price and --stop-after, checked and written into `config` where given.
+core::Result<void> apply_budget_options(const AuditOptions& options, core::AuditConfig& config) {
+  const auto& flags = options.budget_flags;
+  if (!options.price.empty()) LLMREPRO_TRY_ASSIGN(config.price, core::parse_price(options.price));
+  if (given(flags.max_requests)) {
+    if (options.max_requests < 1)
+      return core::make_error(
+          core::ErrorCode::usage,
+          fmt::format("--max-requests must be at least 1 (got {})", options.max_requests));
+    config.max_requests = options.max_requests;
+  }
+  if (given(flags.max_tokens_total)) {
+    if (options.max_tokens_total < 1)
+      return core::make_error(
+          core::ErrorCode::usage,
+          fmt::format("--max-tokens-total must be at least 1 (got {})", options.max_tokens_total));
+    config.max_tokens_total = options.max_tokens_total;
+  }
+  if (given(flags.max_cost)) {
+    LLMREPRO_TRY(check_finite_above("--max-cost", options.max_cost, 0.0, "a finite amount"));
+    // A resumed audit may price with its stored --price (checked once it is read).
+    if (!config.price && !options.resume)
+      return core::make_error(core::ErrorCode::usage,
+                              "--max-cost needs --price input=X,output=Y (per million tokens) to "
+                              "count what the tokens cost");
+    config.max_cost = options.max_cost;
+  }
+  if (given(flags.stop_after)) {
+    if (options.stop_after < 1)
+      return core::make_error(
+          core::ErrorCode::usage,
+          fmt::format("--stop-after must be at least 1 (got {})", options.stop_after));
+    config.stop_after = options.stop_after;
+  }
+  if (options.dry_run && options.resume)
+    return core::make_error(core::ErrorCode::usage,
+                            "--dry-run plans a new audit; it does not combine with --resume");
+  return {};
+}
+
 // Every flag's value checked (NaN, infinities and out-of-range values are usage errors naming
 // the flag) and gathered into the configuration a new audit runs with.
 core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
@@ -186,6 +227,7 @@ core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
                                         options.engine_max_num_seqs));
   LLMREPRO_TRY(apply_judging_options(options.judging, config, false));
   LLMREPRO_TRY(apply_profile(options, config));
+  LLMREPRO_TRY(apply_budget_options(options, config));
   return config;
 }
 
@@ -242,6 +284,34 @@ core::Result<void> check_resume_plan(const AuditRun& run, const core::AuditConfi
                   options.db, fmt::join(texts, "; ")));
 }
 
+// --resume: budgets and --price given replace the stored ones (the whole audit counts, so a
+// larger budget lets it go on); --stop-after shapes the completions, so it must stay as stored.
+core::Result<void> resume_budgets(const AuditOptions& options, const core::AuditConfig& wanted,
+                                  core::AuditConfig& stored) {
+  const auto& flags = options.budget_flags;
+  if (given(flags.stop_after) && wanted.stop_after != stored.stop_after)
+    return core::make_error(
+        core::ErrorCode::usage,
+        fmt::format("--resume: the audit in '{}' was planned with {}; --stop-after {} would mix "
+                    "capped and uncapped completions. Resume without --stop-after, or start a "
+                    "new audit with --overwrite",
+                    options.db,
+                    stored.stop_after ? fmt::format("--stop-after {}", *stored.stop_after)
+                                      : std::string("no --stop-after"),
+                    options.stop_after));
+  if (wanted.price) stored.price = wanted.price;
+  if (given(flags.max_requests)) stored.max_requests = wanted.max_requests;
+  if (given(flags.max_tokens_total)) stored.max_tokens_total = wanted.max_tokens_total;
+  if (given(flags.max_cost)) {
+    if (!stored.price)
+      return core::make_error(core::ErrorCode::usage,
+                              "--max-cost needs --price input=X,output=Y (per million tokens) to "
+                              "count what the tokens cost");
+    stored.max_cost = wanted.max_cost;
+  }
+  return {};
+}
+
 // --resume: the stored audit's header, checked against the flags given; the judging flags given
 // replace the stored ones (and are stored once the run starts).
 core::Result<void> resume_stored(AuditRun& run, const core::AuditConfig& wanted, bool urls_given) {
@@ -270,7 +340,13 @@ core::Result<void> resume_stored(AuditRun& run, const core::AuditConfig& wanted,
                                   "the endpoints of an audit do not change on --resume");
       !fits)
     return fits;
-  run.judging_changed = core::judging_differs(before, run.header.config);
+  LLMREPRO_TRY(resume_budgets(options, wanted, run.header.config));
+  // Stored too, so that a later `report` shows the budgets the audit last ran under.
+  run.judging_changed = core::judging_differs(before, run.header.config) ||
+                        before.max_requests != run.header.config.max_requests ||
+                        before.max_tokens_total != run.header.config.max_tokens_total ||
+                        before.max_cost != run.header.config.max_cost ||
+                        before.price != run.header.config.price;
   return {};
 }
 
@@ -355,15 +431,16 @@ core::Result<void> measure_and_store_semantics(const AuditOptions& options,
 // A model on OpenAI's own API that returns no logprobs (a reasoning model) is named before the
 // plan runs, so that an audit compared on text alone is never mistaken for a parse failure.
 // One that rejects the parameter is then asked without it.
-void check_logprobs_up_front(const AuditOptions& options, const core::AuditConfig& config,
+// Returns whether it sent a request.
+bool check_logprobs_up_front(const AuditOptions& options, const core::AuditConfig& config,
                              const core::Suite& suite, Target& target) {
   if (target.embedded || suite.prompts.empty() || !probes::logprob_check_applies(target.target))
-    return;
+    return false;
   const probes::SchedulerConfig scheduler =
       probes::scheduler_config_of(config, target.info.model, options.max_response_bytes);
   probes::LogprobSupport support =
       probes::check_logprob_support(target.target, scheduler, suite.prompts.front());
-  if (support.returns_logprobs) return;
+  if (support.returns_logprobs) return true;
   target.target.rejects_logprobs = support.rejects_logprobs;
   if (!options.quiet)
     fmt::print(stderr,
@@ -371,6 +448,7 @@ void check_logprobs_up_front(const AuditOptions& options, const core::AuditConfi
                "by text alone, with no top-2 gap{}\n",
                support.model.empty() ? "(unnamed)" : support.model, target.info.url, support.reason,
                support.rejects_logprobs ? " (requests are sent without logprobs)" : "");
+  return true;
 }
 
 } // namespace
@@ -414,6 +492,14 @@ core::Result<void> load_or_resume(AuditRun& run) {
   return {};
 }
 
+core::Result<void> print_plan(AuditRun& run) {
+  const core::AuditConfig& config = run.config();
+  const core::Plan plan = core::make_plan(
+      run.header.suite, core::plan_config_of(config, static_cast<int>(run.urls.size())));
+  print_dry_run(config, run.header.suite, run.urls, plan);
+  return {};
+}
+
 core::Result<void> connect_endpoints(AuditRun& run) {
   const AuditOptions& options = run.options;
   const core::AuditConfig& config = run.config();
@@ -438,7 +524,8 @@ core::Result<void> connect_endpoints(AuditRun& run) {
       }
     }
     target.target.model = target.info.model;
-    check_logprobs_up_front(options, config, run.header.suite, target);
+    if (check_logprobs_up_front(options, config, run.header.suite, target))
+      ++run.preflight_requests;
     run.targets.push_back(std::move(target));
   }
   return {};
@@ -498,6 +585,16 @@ core::Result<void> run_requests(AuditRun& run) {
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
+  // A budget counts the whole audit: what a resumed audit already sent is spent.
+  auto ledger = start_ledger(config, options.resume ? &*run.database : nullptr);
+  if (!ledger) return ledger.error();
+  run.budget = std::move(*ledger);
+  if (run.budget && !run.header.suite.prompts.empty()) {
+    const core::Prompt& first = run.header.suite.prompts.front();
+    run.budget->add_spent(run.preflight_requests,
+                          run.preflight_requests * core::prompt_token_bound(first),
+                          run.preflight_requests * scheduler.params.max_tokens);
+  }
   store::DatabaseSink sink(*run.database);
   const core::RecordedRequests& recorded = run.recorded;
   run.ran = probes::run_plan(
@@ -510,7 +607,8 @@ core::Result<void> run_requests(AuditRun& run) {
        .clock = run.clock,
        .already_recorded = [&](const core::PlannedRequest& key) { return recorded.contains(key); },
        .on_progress = progress,
-       .activity = &run.activity});
+       .activity = &run.activity,
+       .budget = run.budget ? &*run.budget : nullptr});
   // The sink commits on its own thread: drain it before anything reads the records back or
   // marks the audit partial or complete. Its error counts when the run itself succeeded.
   if (auto drained = sink.finish(); !drained && run.ran) run.ran = drained.error();
@@ -548,6 +646,8 @@ core::Result<void> judge_run(AuditRun& run) {
   core::RunFacts facts = core::stored_run_facts(audit_report);
   facts.interrupted = run.interrupted;
   if (!run.ran) facts.run_error = run.ran.error().message;
+  if (run.budget)
+    facts.budget_stop = budget_stop_error(*run.budget, run.plan, *run.loaded->data, audit_report);
   core::rejudge(audit_report, run.config().gates, facts);
   return {};
 }
@@ -555,6 +655,14 @@ core::Result<void> judge_run(AuditRun& run) {
 int conclude(AuditRun& run) {
   const AuditOptions& options = run.options;
   if (!run.ran) report_error(run.ran.error());
+  if (run.budget && run.budget->overrun())
+    fmt::print(stderr, "llmrepro: warning: {}; no request was started after it\n",
+               run.budget->overrun_message());
+  if (run.budget && (run.budget->exhausted() || run.budget->overrun()))
+    fmt::print(stderr,
+               "llmrepro: the budget stopped the audit; '{}' holds a partial audit: continue it "
+               "with --resume --db {} and a larger budget\n",
+               options.db, options.db);
   if (run.interrupted)
     fmt::print(stderr,
                "llmrepro: interrupted; '{}' holds a partial audit: continue it with "

@@ -12,6 +12,7 @@
 #include "cli/audit_options.hpp"
 #include "core/audit.hpp"
 #include "core/audit_report.hpp"
+#include "core/budget.hpp"
 #include "core/clock.hpp"
 #include "core/plan.hpp"
 #include "core/recorded_requests.hpp"
@@ -60,6 +61,10 @@ struct AuditRun {
   core::Result<void> ran;
   bool interrupted = false;
   std::vector<core::ProbeActivity> activity;
+  // The budgets' ledger (empty: no budget), and the requests connect_endpoints sent before the
+  // run (the logprob check), which it counts as spent.
+  std::optional<core::BudgetLedger> budget;
+  int preflight_requests = 0;
 
   // analyse_records: the audit read back from the database and analysed.
   std::optional<store::LoadedReport> loaded;
@@ -71,6 +76,10 @@ struct AuditRun {
 // Checks every flag, then reads the stored audit (--resume: its plan must agree with the flags
 // given) or loads the suite for a new one, and decides which endpoints to drive.
 core::Result<void> load_or_resume(AuditRun& run);
+
+// --dry-run: builds the plan for the endpoints named and prints it with its bounds
+// (cli/audit_budget.hpp); connects to nothing and writes nothing.
+core::Result<void> print_plan(AuditRun& run);
 
 // Connects to each endpoint, or starts the embedded reference engine, detecting the dialect
 // (--api auto) and the model where asked.

@@ -82,7 +82,14 @@ struct AuditConfig {
   std::optional<double> fragile_p;        // --fragile-p: fragility by flip probability
   CompareOn compare_on = CompareOn::both; // --compare-on: a reasoning model's part compared
   std::optional<Price> price;             // --price: the cost of the tokens, per million
-  double rate_limit = 0.0;                // requests per second, 0: unlimited
+  // Budgets over the whole audit (core/budget.hpp), empty: none. Not plan-defining: --resume may
+  // give others, which replace these.
+  std::optional<long> max_requests; // --max-requests: attempts sent, fillers and primes included
+  std::optional<long> max_tokens_total; // --max-tokens-total: prompt + completion tokens
+  std::optional<double> max_cost;       // --max-cost: in the currency of `price`
+  // --stop-after: every request's max_tokens capped at this (a cheap first pass); plan-defining.
+  std::optional<int> stop_after;
+  double rate_limit = 0.0; // requests per second, 0: unlimited
   int shard_index = 0;
   int shard_count = 1;
   // Plan-defining like the levels and probes it sets: it also shapes the mixed probe's fillers

@@ -64,6 +64,8 @@ struct RunFacts {
   std::size_t recorded_requests = 0;
   bool interrupted = false;
   std::string run_error; // the run stopped on this (an unreachable endpoint); empty otherwise
+  // A budget stopped the run: its error line (cli budget_stop_error); empty otherwise.
+  std::string budget_stop;
 };
 
 // Applies every configured gate to every scope (scopes[0] is endpoint 0's primary probe kind,

@@ -1,29 +1,49 @@
 #include "probes/detail/filler_traffic.hpp"
 
+#include <algorithm>
+
 #include "core/probe_text.hpp"
 #include "probes/detail/request_builder.hpp"
 
 namespace llmrepro::probes::detail {
 
+int filler_max_tokens(const SchedulerConfig& config, std::uint64_t index) {
+  const int max_tokens = core::filler_max_tokens(index);
+  return config.stop_after ? std::min(max_tokens, *config.stop_after) : max_tokens;
+}
+
 HttpRequest filler_request(const EndpointTarget& target, const SchedulerConfig& config,
                            std::uint64_t index) {
   GenerationParams params = params_for(target, config);
-  params.max_tokens = core::filler_max_tokens(index);
+  params.max_tokens = filler_max_tokens(config, index);
   params.stream = false;
   return generation_request(target, config, core::filler_prompt(index, config.filler_shape),
                             params);
 }
 
 void FillerTraffic::top_up(HttpTransport& transport, const EndpointTarget& target,
-                           std::size_t count, core::ProbeActivity& activity) {
+                           std::size_t count, core::ProbeActivity& activity,
+                           core::BudgetLedger* budget) {
   while (m_in_flight.size() < count) {
-    m_in_flight.insert(transport.submit(filler_request(target, m_config, m_next_index++)));
+    std::optional<core::BudgetLedger::Ticket> ticket;
+    if (budget != nullptr) {
+      const core::TokenBound bound{
+          core::prompt_token_bound(core::filler_prompt(m_next_index, m_config.filler_shape)),
+          filler_max_tokens(m_config, m_next_index)};
+      ticket = budget->try_start(bound);
+      if (!ticket) return;
+    }
+    m_in_flight.emplace(transport.submit(filler_request(target, m_config, m_next_index++)), ticket);
     ++activity.filler_sent;
   }
 }
 
-bool FillerTraffic::take(const HttpTransport::Finished& finished, core::ProbeActivity& activity) {
-  if (m_in_flight.erase(finished.id) == 0) return false;
+bool FillerTraffic::take(const HttpTransport::Finished& finished, core::ProbeActivity& activity,
+                         core::BudgetLedger* budget) {
+  const auto found = m_in_flight.find(finished.id);
+  if (found == m_in_flight.end()) return false;
+  if (budget != nullptr && found->second) budget->settle(*found->second, std::nullopt);
+  m_in_flight.erase(found);
   const HttpResponse& response = finished.response;
   if (response.failure != TransportFailure::none || response.http_status < 200 ||
       response.http_status >= 300)

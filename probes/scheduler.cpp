@@ -97,6 +97,8 @@ Judgement judge(const HttpResponse& response, Dialect dialect, bool stream) {
 struct Slot {
   const core::PlannedRequest* planned = nullptr;
   HttpRequest request;
+  core::TokenBound bound;                           // what one attempt may use, for the budget
+  std::optional<core::BudgetLedger::Ticket> ticket; // the budget's ticket of the attempt in flight
   int attempts = 0;
   std::int64_t started_ms = 0;
   bool in_flight = false;
@@ -123,7 +125,7 @@ public:
   explicit Runner(const RunPlanInputs& inputs, std::vector<core::ProbeActivity>& activity)
       : m_suite(inputs.suite), m_targets(inputs.targets), m_config(inputs.config),
         m_sink(inputs.sink), m_on_progress(inputs.on_progress), m_stop(inputs.stop_requested),
-        m_clock(inputs.clock), m_activity(activity),
+        m_clock(inputs.clock), m_activity(activity), m_budget(inputs.budget),
         m_rng(inputs.config.params.seed ^ 0x6A09E667F3BCC908ULL), m_fillers(inputs.config) {
     m_activity.resize(m_targets.size());
   }
@@ -150,20 +152,20 @@ public:
     m_unreachable.begin_wave(state.queue.size(), max_attempts());
 
     for (;;) {
-      const bool draining = m_unreachable.unreachable() || m_stop.load();
+      const bool draining = m_unreachable.unreachable() || stopping();
       Steady::time_point now = Steady::now();
       LLMREPRO_TRY(start_queued(state, draining, now));
       if (auto retried = retry_waiting(state, draining, now); !retried) return abort(retried);
       // Filler runs only while audited work of the wave is active.
       const bool audited_active = !state.slots.empty() || (!state.queue.empty() && !draining);
       if (audited_active && !draining)
-        m_fillers.top_up(m_transport, state.target, state.filler_count, state.activity);
+        m_fillers.top_up(m_transport, state.target, state.filler_count, state.activity, m_budget);
       if (state.slots.empty() && (state.queue.empty() || draining) && m_fillers.empty()) break;
 
       std::vector<HttpTransport::Finished> finished = m_transport.poll(idle_wait_s(state, now));
       now = Steady::now();
       for (HttpTransport::Finished& done : finished) {
-        if (m_fillers.take(done, state.activity)) continue;
+        if (m_fillers.take(done, state.activity, m_budget)) continue;
         if (auto handled = on_finished(state, done, now); !handled) return abort(handled);
       }
     }
@@ -173,6 +175,11 @@ public:
                               "cannot reach " + strip_credentials(state.target.base_url) + ": " +
                                   m_unreachable.error());
     return {};
+  }
+
+  // Whether nothing new may start: Ctrl-C, or the budget refused a request or was overrun.
+  bool stopping() const {
+    return m_stop.load() || (m_budget != nullptr && (m_budget->exhausted() || m_budget->overrun()));
   }
 
 private:
@@ -191,10 +198,28 @@ private:
       Slot slot;
       core::Result<void> prepared = prepare(slot, *state.queue.front(), state);
       if (!prepared) return prepared;
+      // A warm prefix trial's priming request is reserved with it: both fit, or neither is sent.
+      std::optional<core::BudgetLedger::Ticket> prime_ticket;
+      const bool primed =
+          state.serial_prefix && core::prefix_trial_is_warm(state.queue.front()->repeat);
+      if (m_budget != nullptr) {
+        if (primed) {
+          prime_ticket =
+              m_budget->try_start({core::prompt_token_bound(core::prefix_priming_prompt()), 1});
+          if (!prime_ticket) break;
+        }
+        slot.ticket = m_budget->try_start(slot.bound);
+        if (!slot.ticket) {
+          if (prime_ticket) m_budget->release(*prime_ticket);
+          break;
+        }
+      }
       // Nothing else is in flight here (one slot, no filler), so a blocking call is safe.
       if (state.serial_prefix)
         detail::prepare_prefix_trial(m_transport, state.target, m_config, *state.queue.front(),
                                      state.activity);
+      // The priming request is never parsed: it spends its bound.
+      if (prime_ticket) m_budget->settle(*prime_ticket, std::nullopt);
       state.queue.pop_front();
       slot.started_ms = m_clock.now_ms();
       start(slot, now);
@@ -222,7 +247,18 @@ private:
         slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
         continue;
       }
-      if (slot.retry_at <= now && may_start(now)) start(slot, now);
+      if (slot.retry_at <= now && may_start(now)) {
+        // A retry is one more request: when the budget refuses it, the request is abandoned
+        // unrecorded, as on a stop, so that --resume with a larger budget runs it again.
+        if (m_budget != nullptr) {
+          slot.ticket = m_budget->try_start(slot.bound);
+          if (!slot.ticket) {
+            slots.erase(slots.begin() + static_cast<std::ptrdiff_t>(i));
+            continue;
+          }
+        }
+        start(slot, now);
+      }
       ++i;
     }
     return {};
@@ -251,6 +287,7 @@ private:
     if (done.response.http_status > 0) slot.last_status = done.response.http_status;
     Judgement judgement = judge(done.response, state.target.dialect, m_config.params.stream);
     slot.last_reason = judgement.reason;
+    settle_budget(slot, done.response, judgement);
     const bool attempts_spent = static_cast<std::size_t>(slot.attempts) >= max_attempts();
     const bool spent = judgement.verdict == Judgement::Verdict::fail ||
                        (judgement.verdict == Judgement::Verdict::retry && attempts_spent);
@@ -263,7 +300,7 @@ private:
       recorded = record_success(slot, std::move(judgement.completion));
     } else if (judgement.verdict == Judgement::Verdict::fail || attempts_spent || unreachable) {
       recorded = record_failure(slot);
-    } else if (m_stop.load()) {
+    } else if (stopping()) {
       // Abandoned unrecorded: its retries were not spent, so --resume should run it again.
     } else {
       finished_for_good = false;
@@ -277,6 +314,27 @@ private:
     return {};
   }
 
+  // What the attempt of `slot` that just ended used, spent from the budget: see run_plan.
+  void settle_budget(Slot& slot, const HttpResponse& response, const Judgement& judgement) {
+    if (m_budget == nullptr || !slot.ticket) return;
+    const core::BudgetLedger::Ticket ticket = *slot.ticket;
+    slot.ticket.reset();
+    if (judgement.verdict == Judgement::Verdict::success) {
+      const core::Completion& completion = judgement.completion;
+      if (completion.usage.prompt)
+        m_budget->learn_prompt_tokens(*slot.planned, *completion.usage.prompt);
+      m_budget->settle(ticket, core::TokenBound{completion.usage.prompt.value_or(slot.bound.prompt),
+                                                completion.completion_tokens});
+    } else if (response.failure == TransportFailure::none &&
+               (response.http_status < 200 || response.http_status >= 300)) {
+      // The endpoint answered with an error status: it generated nothing. (A 2xx that did not
+      // parse may have generated everything: it spends its bound.)
+      m_budget->settle(ticket, core::TokenBound{0, 0});
+    } else {
+      m_budget->settle(ticket, std::nullopt);
+    }
+  }
+
   core::Result<void> prepare(Slot& slot, const core::PlannedRequest& planned,
                              const WaveState& state) const {
     if (planned.prompt_index < 0 ||
@@ -284,9 +342,14 @@ private:
       return core::make_error(core::ErrorCode::internal,
                               "plan names prompt " + std::to_string(planned.prompt_index) +
                                   " but the suite has " + std::to_string(m_suite.prompts.size()));
-    const core::Prompt prompt = core::probe_prompt(
+    core::Prompt prompt = core::probe_prompt(
         m_suite.prompts[static_cast<std::size_t>(planned.prompt_index)], state.wave.probe);
+    if (m_config.stop_after && prompt.max_tokens)
+      prompt.max_tokens = std::min(*prompt.max_tokens, *m_config.stop_after);
     slot.planned = &planned;
+    if (m_budget != nullptr)
+      slot.bound = m_budget->bound_of(planned, prompt,
+                                      prompt.max_tokens.value_or(m_config.params.max_tokens));
     slot.request = detail::generation_request(state.target, m_config, prompt,
                                               detail::params_for(state.target, m_config));
     return {};
@@ -351,6 +414,7 @@ private:
   const std::atomic<bool>& m_stop;
   const core::Clock& m_clock;
   std::vector<core::ProbeActivity>& m_activity;
+  core::BudgetLedger* m_budget;
   core::SplitMix64 m_rng;
   HttpTransport m_transport; // one for the whole run, so connections are reused across waves
   detail::FillerTraffic m_fillers;
@@ -370,7 +434,9 @@ SchedulerConfig scheduler_config_of(const core::AuditConfig& config, const std::
                                     std::size_t max_response_bytes) {
   SchedulerConfig scheduler;
   scheduler.params.model = model;
-  scheduler.params.max_tokens = config.max_tokens;
+  scheduler.params.max_tokens =
+      config.stop_after ? std::min(config.max_tokens, *config.stop_after) : config.max_tokens;
+  scheduler.stop_after = config.stop_after;
   scheduler.params.top_logprobs = config.top_logprobs;
   scheduler.params.seed = config.seed;
   scheduler.params.stream = config.stream;
@@ -400,7 +466,7 @@ core::Result<void> run_plan(const RunPlanInputs& inputs) {
   Runner runner(inputs, inputs.activity != nullptr ? *inputs.activity : unkept);
   runner.set_total(total);
   for (std::size_t i = 0; i < plan.waves.size(); ++i) {
-    if (inputs.stop_requested.load()) break;
+    if (runner.stopping()) break;
     if (queues[i].empty()) continue;
     if (core::Result<void> result = runner.run_wave(plan.waves[i], std::move(queues[i])); !result)
       return result;

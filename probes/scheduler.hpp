@@ -5,10 +5,12 @@
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/audit.hpp"
+#include "core/budget.hpp"
 #include "core/clock.hpp"
 #include "core/plan.hpp"
 #include "core/probe_text.hpp"
@@ -41,6 +43,8 @@ struct SchedulerConfig {
   std::size_t max_response_bytes = 16u << 20;
   // The mixed probe's filler lengths: across 256 tokens under --profile deterministic.
   core::FillerShape filler_shape;
+  // --stop-after: every request's max_tokens (a prompt's own, the fillers' too) capped at this.
+  std::optional<int> stop_after;
 };
 
 struct SchedulerProgress {
@@ -67,6 +71,10 @@ struct RunPlanInputs {
   std::function<void(const SchedulerProgress&)> on_progress = {};
   // The probe kinds' side traffic per endpoint, resized to the number of targets; null: not kept.
   std::vector<core::ProbeActivity>* activity = nullptr;
+  // The audit's budgets; null: none. Every attempt of an audited request, every filler and every
+  // priming request must fit it before it is sent (BudgetLedger::try_start) and is settled when
+  // it ends; once it refuses one or a request reports more than its bound, nothing new starts.
+  core::BudgetLedger* budget = nullptr;
 };
 
 // Runs every wave of `inputs.plan` in order against targets[wave.endpoint_index] and hands each
@@ -100,6 +108,13 @@ struct RunPlanInputs {
 //   priming request with the shared prefix; before a cold trial a cache flush, by the first of
 //   POST /flush_cache (SGLang) and POST /reset_prefix_cache (vLLM) that answers 2xx, looked up
 //   once per endpoint; when none does, cold trials run without a flush and activity says so.
+//
+// Budget (inputs.budget): an audited request's bound is its prompt's (BudgetLedger::bound_of, of
+// the prompt as sent) with its max_tokens; a priming request's is its prompt's with 1 token. A
+// success spends its reported completion tokens and its reported prompt tokens (the bound where
+// the endpoint reports none); a non-2xx status spends no tokens; a transfer that failed, a 2xx
+// that does not parse and every filler (never parsed) spend their bound. A refusal or an overrun
+// stops the run as Stop does. Cache flushes generate nothing and are not counted.
 //
 // Stop: once stop_requested is true nothing new starts; transfers in flight finish (bounded by
 // their timeout) and are recorded if they succeeded or failed for good; a request that would

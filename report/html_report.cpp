@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "core/budget.hpp"
 #include "core/prompt_ranking.hpp"
 #include "core/text_utf8.hpp"
 #include "report/detail/drift_text.hpp"
@@ -164,6 +165,9 @@ std::string render_verdict(const core::AuditReport& report) {
     out += fmt::format("<div id=\"determinism\" data-held=\"{}\"><strong>{}</strong></div>",
                        check.held ? "true" : "false", html_escape(core::determinism_line(check)));
   }
+  if (report.data != nullptr)
+    if (const std::string capped = core::stop_after_line(report.data->config); !capped.empty())
+      out += fmt::format("<div id=\"stop-after\">{}</div>", html_escape(capped));
   out += "<ul class=\"gates\">";
   if (verdict.gates.empty()) out += "<li class=\"muted\">no gate configured</li>";
   for (const core::GateResult& gate : verdict.gates) {

@@ -111,6 +111,11 @@ Json config_json(const core::AuditConfig& config) {
       {"fragile_p", optional_number(config.fragile_p)},
       {"compare_on", core::to_string(config.compare_on)},
       {"price", config.price ? Json(core::to_string(*config.price)) : Json(nullptr)},
+      {"max_requests", config.max_requests ? Json(*config.max_requests) : Json(nullptr)},
+      {"max_tokens_total",
+       config.max_tokens_total ? Json(*config.max_tokens_total) : Json(nullptr)},
+      {"max_cost", optional_number(config.max_cost)},
+      {"stop_after", optional_int(config.stop_after)},
       {"rate_limit", number(config.rate_limit)},
       // 1-based, as the user gives it: --shard 1/4 is shard_index 0.
       {"shard", std::to_string(config.shard_index + 1) + "/" + std::to_string(config.shard_count)},

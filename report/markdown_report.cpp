@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/budget.hpp"
 #include "core/prompt_ranking.hpp"
 #include "core/text_utf8.hpp"
 #include "report/detail/drift_text.hpp"
@@ -275,6 +276,9 @@ std::string render_markdown(const core::AuditReport& report) {
                                 markdown_escape(report.verdict.headline, 1000));
   if (!report.determinism.empty())
     out += markdown_escape(core::determinism_line(report.determinism.front()), 1000) + "\n\n";
+  if (data != nullptr)
+    if (const std::string capped = core::stop_after_line(data->config); !capped.empty())
+      out += markdown_escape(capped, 1000) + "\n\n";
   const auto index = static_cast<std::size_t>(report.analysis.endpoint_index);
   if (data != nullptr && index < data->endpoints.size()) {
     const core::EndpointInfo& e = data->endpoints[index];

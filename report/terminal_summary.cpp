@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/budget.hpp"
 #include "core/prompt_ranking.hpp"
 #include "report/detail/drift_text.hpp"
 #include "report/detail/usage_text.hpp"
@@ -288,6 +289,8 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
     const std::string text = escape_terminal_text(core::determinism_line(check), 0);
     line(check.held ? paint.green(text) : paint.red(text));
   }
+  if (const std::string capped = core::stop_after_line(data.config); !capped.empty())
+    line(paint.yellow(capped));
   for (const auto& warning : report.warnings)
     line(paint.yellow("warning: " + escape_terminal_text(warning, 0)));
 

@@ -4,13 +4,18 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <set>
+#include <map>
+#include <optional>
 
 #include "core/audit.hpp"
+#include "core/budget.hpp"
 #include "probes/http_transport.hpp"
 #include "probes/scheduler.hpp"
 
 namespace llmrepro::probes::detail {
+
+// The max_tokens of filler number `index`: core::filler_max_tokens, capped at --stop-after.
+int filler_max_tokens(const SchedulerConfig& config, std::uint64_t index);
 
 // The request of filler number `index` (core::filler_prompt, core::filler_max_tokens), never
 // streamed.
@@ -23,13 +28,16 @@ class FillerTraffic {
 public:
   explicit FillerTraffic(const SchedulerConfig& config) : m_config(config) {}
 
-  // Submits fillers to `target` until `count` are in flight, counting each as sent.
+  // Submits fillers to `target` until `count` are in flight, counting each as sent. With a
+  // `budget`, each filler must fit it first (its bound: prompt_token_bound of its prompt and its
+  // max_tokens); the first that does not ends the topping up.
   void top_up(HttpTransport& transport, const EndpointTarget& target, std::size_t count,
-              core::ProbeActivity& activity);
+              core::ProbeActivity& activity, core::BudgetLedger* budget);
 
   // Whether `finished` is a filler; if so it is forgotten, and counted as failed unless it
-  // answered 2xx.
-  bool take(const HttpTransport::Finished& finished, core::ProbeActivity& activity);
+  // answered 2xx. Its response is never parsed, so the budget spends its whole bound.
+  bool take(const HttpTransport::Finished& finished, core::ProbeActivity& activity,
+            core::BudgetLedger* budget);
 
   // Whether no filler is in flight.
   bool empty() const { return m_in_flight.empty(); }
@@ -37,7 +45,8 @@ public:
 private:
   const SchedulerConfig& m_config;
   std::uint64_t m_next_index = 0;
-  std::set<HttpTransport::RequestId> m_in_flight;
+  // Each filler in flight and its budget ticket, where a budget is kept.
+  std::map<HttpTransport::RequestId, std::optional<core::BudgetLedger::Ticket>> m_in_flight;
 };
 
 } // namespace llmrepro::probes::detail

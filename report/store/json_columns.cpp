@@ -92,6 +92,15 @@ public:
     return std::optional<int>{parsed};
   }
 
+  Result<std::optional<long>> optional_long(const Json& object, const std::string& field) const {
+    const Json* value = find(object, field);
+    if (value == nullptr) return error(field, "null or an integer");
+    if (value->is_null()) return std::optional<long>{};
+    std::int64_t parsed = 0;
+    LLMREPRO_TRY_ASSIGN(parsed, integer(object, field));
+    return std::optional<long>{static_cast<long>(parsed)};
+  }
+
   Result<std::optional<double>> optional_number(const Json& object,
                                                 const std::string& field) const {
     const Json* value = find(object, field);
@@ -141,6 +150,11 @@ Json config_to_json(const core::AuditConfig& config) {
               {"fragile_p", config.fragile_p ? Json(*config.fragile_p) : Json(nullptr)},
               {"compare_on", core::to_string(config.compare_on)},
               {"price", config.price ? Json(core::to_string(*config.price)) : Json(nullptr)},
+              {"max_requests", config.max_requests ? Json(*config.max_requests) : Json(nullptr)},
+              {"max_tokens_total",
+               config.max_tokens_total ? Json(*config.max_tokens_total) : Json(nullptr)},
+              {"max_cost", config.max_cost ? Json(*config.max_cost) : Json(nullptr)},
+              {"stop_after", config.stop_after ? Json(*config.stop_after) : Json(nullptr)},
               {"rate_limit", config.rate_limit},
               {"shard_index", config.shard_index},
               {"shard_count", config.shard_count},
@@ -196,6 +210,15 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
     if (!parsed) return read.error("price", "\"input=X,output=Y\" or null");
     config.price = *parsed;
   }
+  // Absent from audits stored before the budgets and --stop-after existed: none.
+  if (read.find(json, "max_requests") != nullptr)
+    LLMREPRO_TRY_ASSIGN(config.max_requests, read.optional_long(json, "max_requests"));
+  if (read.find(json, "max_tokens_total") != nullptr)
+    LLMREPRO_TRY_ASSIGN(config.max_tokens_total, read.optional_long(json, "max_tokens_total"));
+  if (read.find(json, "max_cost") != nullptr)
+    LLMREPRO_TRY_ASSIGN(config.max_cost, read.optional_number(json, "max_cost"));
+  if (read.find(json, "stop_after") != nullptr)
+    LLMREPRO_TRY_ASSIGN(config.stop_after, read.optional_int(json, "stop_after"));
   LLMREPRO_TRY_ASSIGN(config.rate_limit, read.number(json, "rate_limit"));
   LLMREPRO_TRY_ASSIGN(config.shard_index, read.small_integer(json, "shard_index"));
   LLMREPRO_TRY_ASSIGN(config.shard_count, read.small_integer(json, "shard_count"));

@@ -142,6 +142,7 @@ struct RunExtras {
   const Suite* suite = nullptr;                 // default: one prompt
   const llmrepro::core::Clock* clock = nullptr; // default: the system clock
   std::vector<llmrepro::core::ProbeActivity>* activity = nullptr;
+  llmrepro::core::BudgetLedger* budget = nullptr; // default: no budget
 };
 
 Run run(const Plan& plan, const std::string& url, const SchedulerConfig& config, VectorSink& sink,
@@ -164,7 +165,8 @@ Run run(const Plan& plan, const std::string& url, const SchedulerConfig& config,
                                   .clock = extras.clock != nullptr ? *extras.clock : system_clock,
                                   .already_recorded = skip,
                                   .on_progress = progress,
-                                  .activity = extras.activity});
+                                  .activity = extras.activity,
+                                  .budget = extras.budget});
   return {result, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
 }
 
@@ -460,6 +462,85 @@ TEST_CASE("run_plan with RunPlanInputs") {
     CHECK(activity[0].flushes_failed == 2);
     CHECK(endpoint.hits() == 4 + 2);
     CHECK(endpoint.max_active() == 1);
+  }
+}
+
+TEST_CASE("run_plan with a budget") {
+  using llmrepro::core::BudgetLedger;
+  using llmrepro::core::BudgetLimits;
+
+  SUBCASE("every attempt is a request: retries count") {
+    // The first request fails twice with a 500, then succeeds: three attempts.
+    ScriptedEndpoint endpoint([](int hit, httplib::Response& response) {
+      if (hit < 2) {
+        response.status = 500;
+        response.set_content(R"({"error":"boom"})", "application/json");
+      } else {
+        answer_ok(response);
+      }
+    });
+    BudgetLedger budget(BudgetLimits{.max_requests = 3});
+    VectorSink sink;
+    REQUIRE(run(make_plan({1}, 2), endpoint.url(), fast_config(), sink, {}, {}, nullptr,
+                {.budget = &budget})
+                .result.has_value());
+    CHECK(endpoint.hits() == 3);
+    REQUIRE(sink.records.size() == 1);
+    CHECK(sink.records[0].outcome.attempts == 3);
+    CHECK(budget.exhausted_by() == "--max-requests 3");
+    CHECK(budget.spent().requests == 3);
+    // The two 500s generated nothing; the success spent its prompt bound (30 bytes + 128) and
+    // its one completion token.
+    CHECK(budget.spent().tokens == 30 + 128 + 1);
+  }
+
+  SUBCASE("the requests in flight are reserved: level 4 never passes the budget") {
+    ScriptedEndpoint endpoint(
+        [](int, httplib::Response& response) { answer_ok_after(response, 40); });
+    BudgetLedger budget(BudgetLimits{.max_requests = 6});
+    VectorSink sink;
+    REQUIRE(run(make_plan({4}, 12), endpoint.url(), fast_config(), sink, {}, {}, nullptr,
+                {.budget = &budget})
+                .result.has_value());
+    CHECK(endpoint.hits() == 6);
+    CHECK(sink.records.size() == 6);
+    CHECK(endpoint.max_active() == 4);
+  }
+
+  SUBCASE("tokens: each start fits the bound of spent + reserved + its own") {
+    ScriptedEndpoint endpoint(
+        [](int, httplib::Response& response) { answer_ok_after(response, 40); });
+    // Each request's bound: 158 prompt + 16 completion = 174; three fit in 540, a fourth not.
+    BudgetLedger budget(BudgetLimits{.max_tokens_total = 540});
+    SchedulerConfig config = fast_config();
+    config.params.max_tokens = 16;
+    VectorSink sink;
+    REQUIRE(
+        run(make_plan({4}, 8), endpoint.url(), config, sink, {}, {}, nullptr, {.budget = &budget})
+            .result.has_value());
+    CHECK(endpoint.hits() == 3);
+    CHECK(budget.exhausted_by() == "--max-tokens-total 540");
+    CHECK(budget.spent().tokens == 3 * (158 + 1));
+  }
+
+  SUBCASE("a request reporting more than its max_tokens stops the run") {
+    ScriptedEndpoint endpoint([](int, httplib::Response& response) {
+      std::string body = k_completion;
+      const std::string reported = R"("completion_tokens": 1)";
+      body.replace(body.find(reported), reported.size(), R"("completion_tokens": 5)");
+      response.set_content(body, "application/json");
+    });
+    BudgetLedger budget(BudgetLimits{.max_requests = 100});
+    SchedulerConfig config = fast_config();
+    config.params.max_tokens = 2;
+    VectorSink sink;
+    REQUIRE(
+        run(make_plan({1}, 3), endpoint.url(), config, sink, {}, {}, nullptr, {.budget = &budget})
+            .result.has_value());
+    CHECK(endpoint.hits() == 1);
+    CHECK(sink.records.size() == 1);
+    CHECK(budget.overrun_message() ==
+          "a request reported 5 completion tokens, above its max_tokens of 2");
   }
 }
 

@@ -1,0 +1,146 @@
+#include "cli/audit_budget.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+
+#include "core/probe_text.hpp"
+
+namespace llmrepro::cli {
+namespace {
+
+// The max_tokens a request of `prompt` asks for under `config`.
+int max_tokens_of(const core::AuditConfig& config, const core::Prompt& prompt) {
+  const int max_tokens = prompt.max_tokens.value_or(config.max_tokens);
+  return config.stop_after ? std::min(max_tokens, *config.stop_after) : max_tokens;
+}
+
+} // namespace
+
+core::BudgetLimits budget_limits_of(const core::AuditConfig& config) {
+  core::BudgetLimits limits;
+  limits.max_requests = config.max_requests;
+  limits.max_tokens_total = config.max_tokens_total;
+  limits.max_cost = config.max_cost;
+  limits.price = config.price;
+  return limits;
+}
+
+core::Result<std::optional<core::BudgetLedger>> start_ledger(const core::AuditConfig& config,
+                                                             const store::AuditDatabase* database) {
+  const core::BudgetLimits limits = budget_limits_of(config);
+  if (!limits.any()) return std::optional<core::BudgetLedger>{};
+  core::BudgetLedger ledger(limits);
+  if (database == nullptr) return std::optional<core::BudgetLedger>{std::move(ledger)};
+  const auto count = [&](const core::AuditData& header, int prompt_index,
+                         const std::vector<core::RequestRecord>& records) -> core::Result<void> {
+    const core::Prompt& prompt = header.suite.prompts.at(static_cast<std::size_t>(prompt_index));
+    for (const core::RequestRecord& record : records) {
+      const core::Prompt sent = core::probe_prompt(prompt, record.planned.probe);
+      const core::TokenBound bound =
+          ledger.bound_of(record.planned, sent, max_tokens_of(header.config, sent));
+      const long attempts = std::max(1, record.outcome.attempts);
+      if (!record.outcome.ok) {
+        ledger.add_spent(attempts, attempts * bound.prompt, attempts * bound.completion);
+        continue;
+      }
+      const core::Completion& completion = record.outcome.completion;
+      if (completion.usage.prompt)
+        ledger.learn_prompt_tokens(record.planned, *completion.usage.prompt);
+      // Attempts before the success that failed: each counted at its bound.
+      ledger.add_spent(attempts - 1, (attempts - 1) * bound.prompt,
+                       (attempts - 1) * bound.completion);
+      ledger.add_spent(1, completion.usage.prompt.value_or(bound.prompt),
+                       completion.completion_tokens);
+    }
+    return {};
+  };
+  auto stored = database->load(count);
+  if (!stored) return stored.error();
+  // The side traffic the last run counted: fillers and primes at their bounds.
+  const core::FillerShape shape{config.profile == core::AuditProfile::deterministic, config.seed};
+  for (const core::ProbeActivity& activity : stored->probe_activity) {
+    for (int index = 0; index < activity.filler_sent; ++index) {
+      const auto filler = static_cast<std::uint64_t>(index);
+      int completion = core::filler_max_tokens(filler);
+      if (config.stop_after) completion = std::min(completion, *config.stop_after);
+      ledger.add_spent(1, core::prompt_token_bound(core::filler_prompt(filler, shape)), completion);
+    }
+    ledger.add_spent(activity.primes_sent,
+                     activity.primes_sent * core::prompt_token_bound(core::prefix_priming_prompt()),
+                     activity.primes_sent);
+  }
+  return std::optional<core::BudgetLedger>{std::move(ledger)};
+}
+
+std::string budget_stop_error(const core::BudgetLedger& ledger, const core::Plan& plan,
+                              const core::AuditData& data, const core::AuditReport& report) {
+  if (ledger.overrun())
+    return "budget stopped: " + ledger.overrun_message() +
+           "; nothing more was started, so that no budget could be exceeded";
+  // A refusal after the last audited request was recorded (a filler at the wave's tail) stopped
+  // nothing the verdict needs.
+  if (!ledger.exhausted() || data.records.size() >= plan.size()) return {};
+  std::map<int, long> planned;
+  for (const core::Wave& wave : plan.waves)
+    for (const core::PlannedRequest& request : wave.requests) ++planned[request.prompt_index];
+  std::map<int, long> succeeded;
+  for (const core::RequestRecord& record : data.records)
+    if (record.outcome.ok) ++succeeded[record.planned.prompt_index];
+  std::vector<bool> unstable(data.suite.prompts.size(), false);
+  for (const core::JudgedScope& scope : core::judged_scopes(report))
+    for (std::size_t i = 0; i < scope.analysis->prompts.size() && i < unstable.size(); ++i)
+      if (scope.analysis->prompts[i].unstable) unstable[i] = true;
+  std::vector<std::string> undecided;
+  for (std::size_t i = 0; i < data.suite.prompts.size(); ++i) {
+    const int index = static_cast<int>(i);
+    if (!unstable[i] && succeeded[index] < planned[index])
+      undecided.push_back(data.suite.prompts[i].id);
+  }
+  return core::budget_stop_message(ledger.exhausted_by(), data.records.size(), plan.size(),
+                                   undecided);
+}
+
+void print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
+                   const std::vector<std::string>& urls, const core::Plan& plan) {
+  fmt::print("llmrepro: dry run: nothing is sent and no database is written\n");
+  for (std::size_t e = 0; e < urls.size(); ++e)
+    fmt::print("endpoint {}: {}{}\n", e,
+               urls[e].empty() ? "the embedded reference engine" : urls[e],
+               !urls[e].empty() && config.api == "auto"
+                   ? " (--api auto: the dialect is decided when the audit runs)"
+                   : "");
+  fmt::print("{:>8}  {:<6}  {:>5}  {:>8}  {:>6}  {:>11}\n", "endpoint", "probe", "level",
+             "requests", "primes", "token bound");
+  core::WaveBound total;
+  bool fillers = false;
+  for (const core::Wave& wave : plan.waves) {
+    const core::WaveBound bound =
+        core::wave_bound(wave, suite, config.max_tokens, config.stop_after);
+    fmt::print("{:>8}  {:<6}  {:>5}  {:>8}  {:>6}  {:>11}\n", wave.endpoint_index,
+               core::to_string(wave.probe), wave.concurrency, bound.requests, bound.primes,
+               bound.tokens.total());
+    total.requests += bound.requests;
+    total.primes += bound.primes;
+    total.tokens.prompt += bound.tokens.prompt;
+    total.tokens.completion += bound.tokens.completion;
+    fillers = fillers || wave.probe == core::ProbeKind::mixed;
+  }
+  fmt::print("total: {} requests ({} audited, {} primes), at most {} tokens ({} prompt + {} "
+             "completion)\n",
+             total.requests + total.primes, total.requests, total.primes, total.tokens.total(),
+             total.tokens.prompt, total.tokens.completion);
+  if (config.price)
+    fmt::print("cost bound: {:.6f} at --price {}\n",
+               core::cost_of(*config.price, static_cast<double>(total.tokens.prompt),
+                             static_cast<double>(total.tokens.completion)),
+               core::to_string(*config.price));
+  if (fillers)
+    fmt::print("the mixed probe also sends filler requests, as many as its waves last; they are "
+               "not in these totals, and a budget counts each at its bound\n");
+  fmt::print("prompt bound: UTF-8 bytes + 64 per message + 64 (at most one token per byte)\n");
+}
+
+} // namespace llmrepro::cli
