@@ -92,38 +92,43 @@ class Budgets(h.E2ETestCase):
         self.assertTrue(any(e.startswith(f"budget --max-requests {budget} reached")
                             for e in report["summary"]["verdict"]["errors"]))
 
+    def spent_tokens(self, report):
+        """Prompt + completion tokens the endpoint reported over the recorded requests."""
+        usage = report["summary"]["usage"]
+        self.assertEqual(usage["requests_with_prompt_usage"], usage["requests"])
+        return usage["prompt_tokens"] + usage["completion_tokens"]
+
     def test_max_tokens_total_never_exceeded(self):
         endpoint = self.start_endpoint(std.script())
-        budget = 1000
+        # The whole plan would use 331 tokens (240 prompt + 91 completion, as reported): 300 stops
+        # it. A prompt's first request is reserved at its byte bound, later ones at the prompt
+        # tokens its first answer reported.
+        budget = 300
         run, report = self.audit(endpoint, "--max-tokens-total", str(budget), levels=[4])
         self.assert_exit(run, 3)
         posts = endpoint.posts()
         self.assertGreater(len(posts), 0)
         self.assertLess(len(posts), PLANNED // 3, "the budget stopped the run")
         self.assertLessEqual(len(posts) * ENDPOINT_USAGE_MAX, budget)
-        # Every request started fit its bound within the budget, in flight included.
-        self.assertLessEqual(sum(BOUND_OF[p["prompt"]] for p in posts), budget)
-        # The next bound would not have fit: the run stopped because of the budget, not early.
-        self.assertGreater(sum(BOUND_OF[p["prompt"]] for p in posts) + min(BOUND_OF.values()),
-                           budget - max(BOUND_OF.values()))
+        self.assertLessEqual(self.spent_tokens(report), budget)
         self.assertTrue(any(e.startswith(f"budget --max-tokens-total {budget} reached: "
                                          f"{len(posts)} of {PLANNED // 3} planned requests sent")
                             for e in report["summary"]["verdict"]["errors"]), report["summary"])
 
     def test_max_cost_never_exceeded(self):
         endpoint = self.start_endpoint(std.script())
-        # 1,000 per million tokens: 0.5 is 500 tokens at most.
+        # 1,000 per million tokens: 0.3 is 300 tokens at most, fewer than the plan's 331.
         run, report = self.audit(endpoint, "--price", "input=1000,output=1000",
-                                 "--max-cost", "0.5", levels=[2])
+                                 "--max-cost", "0.3", levels=[2])
         self.assert_exit(run, 3)
         posts = endpoint.posts()
         self.assertGreater(len(posts), 0)
         self.assertLess(len(posts), PLANNED // 3)
-        self.assertLessEqual(len(posts) * ENDPOINT_USAGE_MAX * 1000 / 1e6, 0.5)
-        self.assertLessEqual(sum(BOUND_OF[p["prompt"]] for p in posts) * 1000 / 1e6, 0.5)
+        self.assertLessEqual(self.spent_tokens(report) * 1000 / 1e6, 0.3)
+        self.assertLessEqual(report["summary"]["usage"]["cost"], 0.3)
         self.assertEqual(report["config"]["price"], "input=1000,output=1000")
-        self.assertEqual(report["config"]["max_cost"], 0.5)
-        self.assertTrue(any(e.startswith("budget --max-cost 0.5 reached")
+        self.assertEqual(report["config"]["max_cost"], 0.3)
+        self.assertTrue(any(e.startswith("budget --max-cost 0.3 reached")
                             for e in report["summary"]["verdict"]["errors"]))
 
     def test_dry_run_sends_nothing_and_prints_the_bounds(self):

@@ -489,9 +489,9 @@ TEST_CASE("run_plan with a budget") {
     CHECK(sink.records[0].outcome.attempts == 3);
     CHECK(budget.exhausted_by() == "--max-requests 3");
     CHECK(budget.spent().requests == 3);
-    // The two 500s generated nothing; the success spent its prompt bound (30 bytes + 128) and
-    // its one completion token.
-    CHECK(budget.spent().tokens == 30 + 128 + 1);
+    // The two 500s generated nothing; the success spent the prompt tokens it reported (3), not
+    // its prompt bound (30 bytes + 128), and its one completion token.
+    CHECK(budget.spent().tokens == 3 + 1);
   }
 
   SUBCASE("the requests in flight are reserved: level 4 never passes the budget") {
@@ -520,7 +520,9 @@ TEST_CASE("run_plan with a budget") {
             .result.has_value());
     CHECK(endpoint.hits() == 3);
     CHECK(budget.exhausted_by() == "--max-tokens-total 540");
-    CHECK(budget.spent().tokens == 3 * (158 + 1));
+    // Each spent what it reported: 3 prompt tokens and 1 completion token. The refusal of the
+    // fourth ends the starts, though later bounds, now exact (3 + 16), would have fitted.
+    CHECK(budget.spent().tokens == 3 * (3 + 1));
   }
 
   SUBCASE("a request reporting more than its max_tokens stops the run") {
