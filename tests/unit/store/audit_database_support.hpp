@@ -229,4 +229,16 @@ inline std::string query_text(const std::string& path, const char* sql) {
   return text;
 }
 
+// An audit database at `path` holding one successful record, then `sql` run on the file through
+// another connection (dropping columns, as a build before them left it). Returns the record.
+inline core::RequestRecord database_with_one_record(const std::string& path, const char* sql) {
+  const core::RequestRecord record = make_record(0, 1, 0, true);
+  {
+    auto database = create_or_fail(path, make_header());
+    REQUIRE(database.record(record));
+  }
+  run_sql(path, sql);
+  return record;
+}
+
 } // namespace llmrepro::testing::store_support

@@ -246,17 +246,13 @@ TEST_CASE("AuditDatabase: unknown log probabilities and number counts") {
 TEST_CASE("AuditDatabase::open of a database created without the numbers columns") {
   TempDir dir;
   const std::string path = dir.file("audit.db");
-  const auto old_record = make_record(0, 1, 0, true);
-  {
-    auto database = create_or_fail(path, make_header());
-    REQUIRE(database.record(old_record));
-  }
   // The requests table as builds before the numbers_* columns created it.
-  run_sql(path, "ALTER TABLE requests DROP COLUMN numbers_nan;"
-                "ALTER TABLE requests DROP COLUMN numbers_infinity;"
-                "ALTER TABLE requests DROP COLUMN numbers_negative_infinity;"
-                "ALTER TABLE requests DROP COLUMN numbers_overflow;"
-                "ALTER TABLE requests DROP COLUMN numbers_null;");
+  const auto old_record =
+      database_with_one_record(path, "ALTER TABLE requests DROP COLUMN numbers_nan;"
+                                     "ALTER TABLE requests DROP COLUMN numbers_infinity;"
+                                     "ALTER TABLE requests DROP COLUMN numbers_negative_infinity;"
+                                     "ALTER TABLE requests DROP COLUMN numbers_overflow;"
+                                     "ALTER TABLE requests DROP COLUMN numbers_null;");
   REQUIRE(query_text(path, "SELECT count(*) FROM pragma_table_info('requests') WHERE name LIKE "
                            "'numbers_%'") == "0");
 

@@ -81,15 +81,10 @@ TEST_CASE("AuditDatabase: a reasoning model's reasoning is stored apart from its
 TEST_CASE("AuditDatabase::open of a database created before the reasoning columns") {
   TempDir dir;
   const std::string path = dir.file("audit.db");
-  const auto old_record = make_record(0, 1, 0, true);
-  {
-    auto database = AuditDatabase::create(path, make_header());
-    REQUIRE(database);
-    REQUIRE(database->record(old_record));
-  }
-  run_sql(path, "DROP TABLE reasoning_tokens;"
-                "ALTER TABLE requests DROP COLUMN reasoning_text;"
-                "ALTER TABLE requests DROP COLUMN reasoning_split;");
+  const auto old_record =
+      database_with_one_record(path, "DROP TABLE reasoning_tokens;"
+                                     "ALTER TABLE requests DROP COLUMN reasoning_text;"
+                                     "ALTER TABLE requests DROP COLUMN reasoning_split;");
 
   auto database = AuditDatabase::open(path);
   REQUIRE_MESSAGE(database, (database ? "" : database.error().message));

@@ -54,13 +54,9 @@ TEST_CASE("AuditDatabase: the usage the endpoint reported is stored, NULL where 
 TEST_CASE("AuditDatabase::open of a database created before the usage columns") {
   TempDir dir;
   const std::string path = dir.file("audit.db");
-  const auto old_record = make_record(0, 1, 0, true);
-  {
-    auto database = create_or_fail(path, make_header());
-    REQUIRE(database.record(old_record));
-  }
-  run_sql(path, "ALTER TABLE requests DROP COLUMN usage_prompt_tokens;"
-                "ALTER TABLE requests DROP COLUMN usage_reasoning_tokens;");
+  const auto old_record =
+      database_with_one_record(path, "ALTER TABLE requests DROP COLUMN usage_prompt_tokens;"
+                                     "ALTER TABLE requests DROP COLUMN usage_reasoning_tokens;");
   REQUIRE(query_text(path, "SELECT count(*) FROM pragma_table_info('requests') WHERE name LIKE "
                            "'usage_%'") == "0");
 
@@ -80,14 +76,10 @@ TEST_CASE("AuditDatabase::open of a database created before the usage columns") 
 TEST_CASE("a read-only database from before the usage columns reads its usage as unknown") {
   TempDir dir;
   const std::string path = dir.file("audit.db");
-  const auto old_record = make_record(0, 1, 0, true);
-  {
-    auto database = create_or_fail(path, make_header());
-    REQUIRE(database.record(old_record));
-  }
-  run_sql(path, "PRAGMA journal_mode=DELETE;"
-                "ALTER TABLE requests DROP COLUMN usage_prompt_tokens;"
-                "ALTER TABLE requests DROP COLUMN usage_reasoning_tokens;");
+  const auto old_record =
+      database_with_one_record(path, "PRAGMA journal_mode=DELETE;"
+                                     "ALTER TABLE requests DROP COLUMN usage_prompt_tokens;"
+                                     "ALTER TABLE requests DROP COLUMN usage_reasoning_tokens;");
 
   auto connection = store::detail::Connection::open(path, SQLITE_OPEN_READONLY);
   REQUIRE_MESSAGE(connection, (connection ? "" : connection.error().message));
