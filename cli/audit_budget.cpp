@@ -13,8 +13,7 @@ namespace {
 
 // The max_tokens a request of `prompt` asks for under `config`.
 int max_tokens_of(const core::AuditConfig& config, const core::Prompt& prompt) {
-  const int max_tokens = prompt.max_tokens.value_or(config.max_tokens);
-  return config.stop_after ? std::min(max_tokens, *config.stop_after) : max_tokens;
+  return core::capped_max_tokens(prompt.max_tokens.value_or(config.max_tokens), config.stop_after);
 }
 
 } // namespace
@@ -46,14 +45,12 @@ core::Result<std::optional<core::BudgetLedger>> start_ledger(const core::AuditCo
         ledger.add_spent(attempts, attempts * bound.prompt, attempts * bound.completion);
         continue;
       }
-      const core::Completion& completion = record.outcome.completion;
-      if (completion.usage.prompt)
-        ledger.learn_prompt_tokens(record.planned, *completion.usage.prompt);
       // Attempts before the success that failed: each counted at its bound.
       ledger.add_spent(attempts - 1, (attempts - 1) * bound.prompt,
                        (attempts - 1) * bound.completion);
-      ledger.add_spent(1, completion.usage.prompt.value_or(bound.prompt),
-                       completion.completion_tokens);
+      const core::TokenBound used =
+          ledger.used_by_success(record.planned, record.outcome.completion, bound);
+      ledger.add_spent(1, used.prompt, used.completion);
     }
     return {};
   };
@@ -64,8 +61,8 @@ core::Result<std::optional<core::BudgetLedger>> start_ledger(const core::AuditCo
   for (const core::ProbeActivity& activity : stored->probe_activity) {
     for (int index = 0; index < activity.filler_sent; ++index) {
       const auto filler = static_cast<std::uint64_t>(index);
-      int completion = core::filler_max_tokens(filler);
-      if (config.stop_after) completion = std::min(completion, *config.stop_after);
+      const int completion =
+          core::capped_max_tokens(core::filler_max_tokens(filler), config.stop_after);
       ledger.add_spent(1, core::prompt_token_bound(core::filler_prompt(filler, shape)), completion);
     }
     ledger.add_spent(activity.primes_sent,

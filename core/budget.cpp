@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/probe_text.hpp"
+#include "core/usage_summary.hpp"
 
 namespace llmrepro::core {
 namespace {
@@ -11,16 +12,6 @@ namespace {
 constexpr long k_template_margin = 64;
 // Undecided prompts named in the error line; the rest are counted.
 constexpr std::size_t k_named_undecided = 10;
-
-std::string format_number(double value) {
-  std::string text = std::to_string(value);
-  // std::to_string prints six decimals: trim the zeros a person does not need.
-  if (text.find('.') != std::string::npos) {
-    text.erase(text.find_last_not_of('0') + 1);
-    if (text.back() == '.') text.pop_back();
-  }
-  return text;
-}
 
 } // namespace
 
@@ -53,6 +44,12 @@ void BudgetLedger::learn_prompt_tokens(const PlannedRequest& planned, long promp
       prompt_tokens;
 }
 
+TokenBound BudgetLedger::used_by_success(const PlannedRequest& planned,
+                                         const Completion& completion, const TokenBound& bound) {
+  if (completion.usage.prompt) learn_prompt_tokens(planned, *completion.usage.prompt);
+  return {completion.usage.prompt.value_or(bound.prompt), generated_tokens(completion)};
+}
+
 double BudgetLedger::cost_of_tokens(const TokenBound& tokens) const {
   if (!m_limits.price) return 0.0;
   return cost_of(*m_limits.price, static_cast<double>(tokens.prompt),
@@ -68,7 +65,7 @@ std::optional<BudgetLedger::Ticket> BudgetLedger::try_start(const TokenBound& bo
     m_exhausted_by = "--max-tokens-total " + std::to_string(*m_limits.max_tokens_total);
   else if (m_limits.max_cost &&
            m_spent.cost + m_reserved.cost + cost_of_tokens(bound) > *m_limits.max_cost)
-    m_exhausted_by = "--max-cost " + format_number(*m_limits.max_cost);
+    m_exhausted_by = "--max-cost " + shortest_decimal(*m_limits.max_cost);
   if (exhausted()) return std::nullopt;
   m_reserved.requests += 1;
   m_reserved.tokens += bound.total();
@@ -113,8 +110,7 @@ WaveBound wave_bound(const Wave& wave, const Suite& suite, int max_tokens,
       continue;
     const Prompt sent =
         probe_prompt(suite.prompts[static_cast<std::size_t>(planned.prompt_index)], wave.probe);
-    int completion = sent.max_tokens.value_or(max_tokens);
-    if (stop_after) completion = std::min(completion, *stop_after);
+    const int completion = capped_max_tokens(sent.max_tokens.value_or(max_tokens), stop_after);
     ++bound.requests;
     bound.tokens.prompt += prompt_token_bound(sent);
     bound.tokens.completion += completion;

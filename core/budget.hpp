@@ -3,6 +3,7 @@
 // already in flight turn out to use. docs/design.md "Budgets" states the rule.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/audit.hpp"
+#include "core/completion.hpp"
 #include "core/cost.hpp"
 #include "core/plan.hpp"
 #include "core/suite.hpp"
@@ -27,6 +29,12 @@ struct BudgetLimits {
   // Whether any budget is set.
   bool any() const { return max_requests || max_tokens_total || max_cost; }
 };
+
+// `max_tokens` capped at `stop_after` (--stop-after W) where one is set: what every request,
+// audited, filler or counted by a budget, asks for.
+inline int capped_max_tokens(int max_tokens, std::optional<int> stop_after) {
+  return stop_after ? std::min(max_tokens, *stop_after) : max_tokens;
+}
 
 // What one request can use at most: its prompt tokens and its completion tokens.
 struct TokenBound {
@@ -74,6 +82,12 @@ public:
   // Remembers the prompt tokens the endpoint reported for a success of `planned`'s endpoint,
   // prompt and probe kind.
   void learn_prompt_tokens(const PlannedRequest& planned, long prompt_tokens);
+
+  // What a successful request of `planned` with `bound` used: the prompt tokens it reported
+  // (remembered for later bounds, learn_prompt_tokens), else its prompt bound, and the tokens it
+  // generated (core::generated_tokens). The live run and --resume count a success alike.
+  TokenBound used_by_success(const PlannedRequest& planned, const Completion& completion,
+                             const TokenBound& bound);
 
   // Reserves `bound` for a request about to start, or refuses (empty) when it does not fit, or
   // the ledger is exhausted or overrun. A refusal exhausts the ledger.

@@ -62,20 +62,17 @@ Result<Price> parse_price(const std::string& text) {
   return price;
 }
 
-namespace {
-
-// The shortest decimal that reads back as `value`.
-std::string shortest(double value) {
-  char buffer[32];
-  const auto written = std::to_chars(buffer, buffer + sizeof buffer, value);
+std::string shortest_decimal(double amount) {
+  // Fixed notation, never "1e-04": a person reads "0.0001". 512 places hold any double's.
+  char buffer[512];
+  const auto written =
+      std::to_chars(buffer, buffer + sizeof buffer, amount, std::chars_format::fixed);
   return std::string(buffer, written.ptr);
 }
 
-} // namespace
-
 std::string to_string(const Price& price) {
-  return "input=" + shortest(price.input_per_million) +
-         ",output=" + shortest(price.output_per_million);
+  return "input=" + shortest_decimal(price.input_per_million) +
+         ",output=" + shortest_decimal(price.output_per_million);
 }
 
 double cost_of(const Price& price, double prompt_tokens, double completion_tokens) {

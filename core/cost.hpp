@@ -20,6 +20,10 @@ struct Price {
 // else a usage error naming --price and what was wrong.
 Result<Price> parse_price(const std::string& text);
 
+// The shortest decimal in fixed notation that reads back as `amount` ("0.5", "0.0001"): how
+// prices and cost limits are printed.
+std::string shortest_decimal(double amount);
+
 // "input=0.15,output=0.6": what parse_price reads back as the same price.
 std::string to_string(const Price& price);
 

@@ -2,14 +2,14 @@
 
 #include <algorithm>
 
+#include "core/budget.hpp"
 #include "core/probe_text.hpp"
 #include "probes/detail/request_builder.hpp"
 
 namespace llmrepro::probes::detail {
 
 int filler_max_tokens(const SchedulerConfig& config, std::uint64_t index) {
-  const int max_tokens = core::filler_max_tokens(index);
-  return config.stop_after ? std::min(max_tokens, *config.stop_after) : max_tokens;
+  return core::capped_max_tokens(core::filler_max_tokens(index), config.stop_after);
 }
 
 HttpRequest filler_request(const EndpointTarget& target, const SchedulerConfig& config,

@@ -320,11 +320,8 @@ private:
     const core::BudgetLedger::Ticket ticket = *slot.ticket;
     slot.ticket.reset();
     if (judgement.verdict == Judgement::Verdict::success) {
-      const core::Completion& completion = judgement.completion;
-      if (completion.usage.prompt)
-        m_budget->learn_prompt_tokens(*slot.planned, *completion.usage.prompt);
-      m_budget->settle(ticket, core::TokenBound{completion.usage.prompt.value_or(slot.bound.prompt),
-                                                completion.completion_tokens});
+      m_budget->settle(ticket,
+                       m_budget->used_by_success(*slot.planned, judgement.completion, slot.bound));
     } else if (response.failure == TransportFailure::none &&
                (response.http_status < 200 || response.http_status >= 300)) {
       // The endpoint answered with an error status: it generated nothing. (A 2xx that did not
@@ -344,8 +341,8 @@ private:
                                   " but the suite has " + std::to_string(m_suite.prompts.size()));
     core::Prompt prompt = core::probe_prompt(
         m_suite.prompts[static_cast<std::size_t>(planned.prompt_index)], state.wave.probe);
-    if (m_config.stop_after && prompt.max_tokens)
-      prompt.max_tokens = std::min(*prompt.max_tokens, *m_config.stop_after);
+    if (prompt.max_tokens)
+      prompt.max_tokens = core::capped_max_tokens(*prompt.max_tokens, m_config.stop_after);
     slot.planned = &planned;
     if (m_budget != nullptr)
       slot.bound = m_budget->bound_of(planned, prompt,
@@ -434,8 +431,7 @@ SchedulerConfig scheduler_config_of(const core::AuditConfig& config, const std::
                                     std::size_t max_response_bytes) {
   SchedulerConfig scheduler;
   scheduler.params.model = model;
-  scheduler.params.max_tokens =
-      config.stop_after ? std::min(config.max_tokens, *config.stop_after) : config.max_tokens;
+  scheduler.params.max_tokens = core::capped_max_tokens(config.max_tokens, config.stop_after);
   scheduler.stop_after = config.stop_after;
   scheduler.params.top_logprobs = config.top_logprobs;
   scheduler.params.seed = config.seed;
