@@ -137,6 +137,13 @@ void print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
   if (fillers)
     fmt::print("the mixed probe also sends filler requests, as many as its waves last; they are "
                "not in these totals, and a budget counts each at its bound\n");
+  if (config.adaptive) {
+    // The first look's requests are certain; the rest go to undecided prompts only.
+    const long initial = total.requests / config.runs * config.adaptive_initial;
+    fmt::print("--adaptive: {} requests ({} runs of every prompt at each level) before the first "
+               "look; the rest only for undecided prompts, at most the totals above\n",
+               initial, config.adaptive_initial);
+  }
   fmt::print("prompt bound: UTF-8 bytes + 64 per message + 64 (at most one token per byte)\n");
 }
 

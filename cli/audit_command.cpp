@@ -153,6 +153,21 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
                         "Budget: prompt + completion tokens over the whole audit (>= 1)");
   budget.max_cost = audit->add_option("--max-cost", options->max_cost,
                                       "Budget: cost over the whole audit at --price (> 0)");
+  audit->add_flag("--adaptive", options->adaptive,
+                  "Spend runs where they change the verdict: --adaptive-initial runs of every "
+                  "prompt at each level, then more only for undecided prompts, up to --runs");
+  options->adaptive_flags.epsilon =
+      audit
+          ->add_option("--adaptive-epsilon", options->adaptive_epsilon,
+                       "--adaptive: stop a prompt whose runs agree once its flip probability is "
+                       "below this, at 95% confidence")
+          ->capture_default_str();
+  options->adaptive_flags.initial =
+      audit
+          ->add_option(
+              "--adaptive-initial", options->adaptive_initial,
+              "--adaptive: runs of every prompt at each level before the first look (>= 2)")
+          ->capture_default_str();
   budget.stop_after = audit->add_option(
       "--stop-after", options->stop_after,
       "Cap every request's max_tokens at W (>= 1), a cheap first pass: divergence beyond token "

@@ -49,6 +49,10 @@ struct AuditOptions {
   double max_cost = 0.0;
   int stop_after = 0;
   bool dry_run = false; // print the plan and its bounds, send nothing, write nothing
+  // --adaptive (core/adaptive.hpp): runs spent where they can change a verdict.
+  bool adaptive = false;
+  double adaptive_epsilon = 0.01;
+  int adaptive_initial = 3;
   std::string embeddings;
   std::string embeddings_model;
   double semantic_threshold = 0.9;
@@ -87,6 +91,12 @@ struct AuditOptions {
     CLI::Option* max_cost = nullptr;
     CLI::Option* stop_after = nullptr;
   } budget_flags;
+
+  // --adaptive's settings, to tell a flag given from its default.
+  struct AdaptiveFlags {
+    CLI::Option* epsilon = nullptr;
+    CLI::Option* initial = nullptr;
+  } adaptive_flags;
 };
 
 } // namespace llmrepro::cli

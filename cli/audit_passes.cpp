@@ -15,6 +15,7 @@
 #include <utility>
 #include <unistd.h>
 
+#include "cli/audit_adaptive.hpp"
 #include "cli/audit_budget.hpp"
 #include "cli/commands.hpp"
 #include "cli/judging_options.hpp"
@@ -228,6 +229,7 @@ core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
   LLMREPRO_TRY(apply_judging_options(options.judging, config, false));
   LLMREPRO_TRY(apply_profile(options, config));
   LLMREPRO_TRY(apply_budget_options(options, config));
+  LLMREPRO_TRY(apply_adaptive_options(options, config));
   return config;
 }
 
@@ -341,6 +343,7 @@ core::Result<void> resume_stored(AuditRun& run, const core::AuditConfig& wanted,
       !fits)
     return fits;
   LLMREPRO_TRY(resume_budgets(options, wanted, run.header.config));
+  LLMREPRO_TRY(check_adaptive_resume(options, wanted, run.header.config));
   // Stored too, so that a later `report` shows the budgets the audit last ran under.
   run.judging_changed = core::judging_differs(before, run.header.config) ||
                         before.max_requests != run.header.config.max_requests ||
@@ -595,23 +598,29 @@ core::Result<void> run_requests(AuditRun& run) {
                           run.preflight_requests * core::prompt_token_bound(first),
                           run.preflight_requests * scheduler.params.max_tokens);
   }
-  store::DatabaseSink sink(*run.database);
   const core::RecordedRequests& recorded = run.recorded;
-  run.ran = probes::run_plan(
-      {.plan = run.plan,
-       .suite = run.header.suite,
-       .targets = endpoint_targets,
-       .config = scheduler,
-       .sink = sink,
-       .stop_requested = g_stop_requested,
-       .clock = run.clock,
-       .already_recorded = [&](const core::PlannedRequest& key) { return recorded.contains(key); },
-       .on_progress = progress,
-       .activity = &run.activity,
-       .budget = run.budget ? &*run.budget : nullptr});
-  // The sink commits on its own thread: drain it before anything reads the records back or
-  // marks the audit partial or complete. Its error counts when the run itself succeeded.
-  if (auto drained = sink.finish(); !drained && run.ran) run.ran = drained.error();
+  // One plan's waves, each request committed as it finishes. The sink commits on its own thread:
+  // it is drained before anything reads the records back or marks the audit partial or
+  // complete; its error counts when the run itself succeeded.
+  const SendPlan send = [&](const core::Plan& plan) -> core::Result<void> {
+    store::DatabaseSink sink(*run.database);
+    core::Result<void> sent = probes::run_plan(
+        {.plan = plan,
+         .suite = run.header.suite,
+         .targets = endpoint_targets,
+         .config = scheduler,
+         .sink = sink,
+         .stop_requested = g_stop_requested,
+         .clock = run.clock,
+         .already_recorded =
+             [&](const core::PlannedRequest& key) { return recorded.contains(key); },
+         .on_progress = progress,
+         .activity = &run.activity,
+         .budget = run.budget ? &*run.budget : nullptr});
+    if (auto drained = sink.finish(); !drained && sent) sent = drained.error();
+    return sent;
+  };
+  run.ran = config.adaptive ? run_adaptive_rounds(run, send, g_stop_requested) : send(run.plan);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (show_progress) fmt::print(stderr, "\r\033[K");
@@ -628,7 +637,10 @@ core::Result<void> analyse_records(AuditRun& run) {
 
 core::Result<void> finish_status(AuditRun& run) {
   core::AuditData& data = *run.loaded->data;
-  const bool complete = core::audit_complete(data.records.size(), run.plan.size(), run.interrupted);
+  // An adaptive audit is complete once its decisions are, too.
+  const bool complete =
+      core::audit_complete(data.records.size(), run.plan.size(), run.interrupted) &&
+      (!data.adaptive || data.adaptive->finished);
   const std::int64_t finished_ms = run.clock.now_ms();
   LLMREPRO_TRY(run.database->set_status(core::audit_status(complete), finished_ms));
   data.info.status = core::audit_status(complete);

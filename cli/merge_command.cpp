@@ -76,6 +76,10 @@ int run_merge(const MergeOptions& options) {
   }
   auto created = store::AuditDatabase::create(options.output, *merged);
   if (!created) return report_error(created.error());
+  if (merged->adaptive) {
+    if (auto stored = created->store_adaptive(*merged->adaptive); !stored)
+      return report_error(stored.error());
+  }
   if (auto semantic = merged_semantics(semantics)) {
     if (auto stored = created->store_semantic(*semantic); !stored)
       return report_error(stored.error());

@@ -751,6 +751,7 @@ AuditAnalysis AnalysisBuilder::finish() {
   }
   for (const auto& [concurrency, account] : totals.levels) summary.usage += account.usage;
   summary.usage = summary.usage.priced(m_config.price);
+  analysis.noise = std::move(noise);
   return analysis;
 }
 

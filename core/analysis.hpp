@@ -259,6 +259,9 @@ struct AuditAnalysis {
   int endpoint_index = 0;
   AuditSummary summary;
   std::vector<PromptAnalysis> prompts; // suite order
+  // Each level's kept noise samples (concurrency -> distribution): what the flip probability
+  // read, and what --adaptive bounds it from. Not reported.
+  std::map<int, NoiseDistribution> noise;
 };
 
 // Builds one endpoint's analysis a prompt at a time, so that an audit never has to be held in

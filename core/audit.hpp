@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/adaptive_outcome.hpp"
 #include "core/cost.hpp"
 #include "core/plan.hpp"
 #include "core/reasoning.hpp"
@@ -89,6 +90,12 @@ struct AuditConfig {
   std::optional<double> max_cost;       // --max-cost: in the currency of `price`
   // --stop-after: every request's max_tokens capped at this (a cheap first pass); plan-defining.
   std::optional<int> stop_after;
+  // --adaptive: runs spent where they can still change a verdict (core/adaptive.hpp), `runs`
+  // then being the most a prompt gets at a level; plan-defining, like the two settings after it.
+  bool adaptive = false;
+  int adaptive_initial = 3; // --adaptive-initial: runs at every level before the first look
+  double adaptive_epsilon =
+      0.01;                // --adaptive-epsilon: the flip probability a robust prompt is below
   double rate_limit = 0.0; // requests per second, 0: unlimited
   int shard_index = 0;
   int shard_count = 1;
@@ -140,6 +147,8 @@ struct AuditData {
   // Semantic agreement of endpoint 0's distinct completions (--embeddings); empty when not
   // measured.
   std::optional<SemanticAgreement> semantic;
+  // The decisions of an adaptive audit (--adaptive) as the last run left them; stored.
+  std::optional<AdaptiveOutcome> adaptive;
 };
 
 // The plan an audit configuration implies for `endpoints` endpoints.

@@ -29,6 +29,9 @@ std::string config_difference(const AuditConfig& a, const AuditConfig& b) {
   if (a.rate_limit != b.rate_limit) return "rate_limit";
   if (a.shard_count != b.shard_count) return "shard count";
   if (a.profile != b.profile) return "profile";
+  if (a.adaptive != b.adaptive) return "adaptive";
+  if (a.adaptive_initial != b.adaptive_initial) return "adaptive_initial";
+  if (a.adaptive_epsilon != b.adaptive_epsilon) return "adaptive_epsilon";
   if (a.gates.fail_on != b.gates.fail_on) return "fail_on";
   if (a.gates.max_unique != b.gates.max_unique) return "max_unique";
   if (a.gates.max_unstable_rate != b.gates.max_unstable_rate) return "max_unstable_rate";
@@ -153,6 +156,27 @@ Result<AuditData> merge_shards(const std::vector<AuditData>& shards) {
     if (present.count(index) == 0)
       merged.errors.push_back("merge: shard " + std::to_string(index + 1) + "/" +
                               std::to_string(count) + " is missing; its prompts were not audited");
+  // Each shard decided its own prompts: the joined decisions are theirs, in suite order.
+  if (first.config.adaptive) {
+    AdaptiveOutcome joined;
+    joined.config = first.adaptive ? first.adaptive->config : AdaptiveConfig{};
+    joined.finished = true;
+    for (const AuditData* shard : ordered) {
+      if (!shard->adaptive) {
+        joined.finished = false;
+        continue;
+      }
+      joined.looks = std::max(joined.looks, shard->adaptive->looks);
+      joined.finished = joined.finished && shard->adaptive->finished;
+      joined.prompts.insert(joined.prompts.end(), shard->adaptive->prompts.begin(),
+                            shard->adaptive->prompts.end());
+    }
+    std::sort(joined.prompts.begin(), joined.prompts.end(),
+              [](const AdaptivePrompt& a, const AdaptivePrompt& b) {
+                return a.prompt_index < b.prompt_index;
+              });
+    merged.adaptive = std::move(joined);
+  }
   merged.info.status = complete ? "complete" : "partial";
   merged.info.id = "merged-" + first.info.id;
   return merged;

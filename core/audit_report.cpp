@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/adaptive.hpp"
+
 namespace llmrepro::core {
 
 namespace {
@@ -146,9 +148,12 @@ AuditReport AuditReportBuilder::finish(const ToolInfo& tool, const AuditData& da
   }
   if (report.endpoints.size() > 1) report.comparison = compare_endpoints(report.endpoints);
   report.observed = std::move(m_observed);
+  // An adaptive audit planned what its decisions asked for; a fixed one, its whole plan.
   report.planned_requests =
-      make_plan(data.suite, plan_config_of(data.config, static_cast<int>(data.endpoints.size())))
-          .size();
+      data.adaptive ? data.adaptive->planned_requests()
+                    : make_plan(data.suite, plan_config_of(data.config,
+                                                           static_cast<int>(data.endpoints.size())))
+                          .size();
   report.tara = report.analysis.summary.tara;
   report.warnings = audit_warnings(report, m_top_logprobs);
   if (m_determinism) report.determinism = determinism_checks(report);
@@ -175,6 +180,8 @@ RunFacts stored_run_facts(const AuditReport& report) {
   RunFacts facts;
   facts.planned_requests = report.planned_requests;
   facts.recorded_requests = report.data != nullptr ? report.data->records.size() : 0;
+  if (report.data != nullptr)
+    facts.adaptive_unfinished = adaptive_unfinished_message(report.data->adaptive);
   return facts;
 }
 

@@ -257,6 +257,7 @@ public:
     auto& errors = m_verdict.errors;
     if (!facts.run_error.empty()) errors.push_back("the run stopped: " + facts.run_error);
     if (!facts.budget_stop.empty()) errors.push_back(facts.budget_stop);
+    if (!facts.adaptive_unfinished.empty()) errors.push_back(facts.adaptive_unfinished);
     if (facts.recorded_requests < facts.planned_requests) {
       const std::string recorded = std::to_string(facts.recorded_requests) + " of " +
                                    std::to_string(facts.planned_requests) +

@@ -66,6 +66,9 @@ struct RunFacts {
   std::string run_error; // the run stopped on this (an unreachable endpoint); empty otherwise
   // A budget stopped the run: its error line (cli budget_stop_error); empty otherwise.
   std::string budget_stop;
+  // An adaptive audit (--adaptive) ended with prompts it had not decided, and no budget or
+  // interruption says why: its error line; empty otherwise.
+  std::string adaptive_unfinished;
 };
 
 // Applies every configured gate to every scope (scopes[0] is endpoint 0's primary probe kind,

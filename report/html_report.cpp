@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "core/adaptive.hpp"
 #include "core/budget.hpp"
 #include "core/prompt_ranking.hpp"
 #include "core/text_utf8.hpp"
@@ -168,6 +169,21 @@ std::string render_verdict(const core::AuditReport& report) {
   if (report.data != nullptr)
     if (const std::string capped = core::stop_after_line(report.data->config); !capped.empty())
       out += fmt::format("<div id=\"stop-after\">{}</div>", html_escape(capped));
+  if (report.data != nullptr && report.data->adaptive) {
+    const core::AdaptiveOutcome& outcome = *report.data->adaptive;
+    out += fmt::format("<div id=\"adaptive\"><p>{}</p><p class=\"muted\">{}</p><details><summary>"
+                       "Runs per prompt</summary><table><tr><th>prompt</th><th>runs</th>"
+                       "<th>stop</th><th>p_flip bound</th></tr>",
+                       html_escape(core::adaptive_line(outcome)),
+                       html_escape(core::adaptive_guarantee(outcome)));
+    for (const auto& prompt : outcome.prompts)
+      out += fmt::format("<tr data-stop=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                         core::to_string(prompt.stop), html_escape(prompt.id), prompt.runs(),
+                         core::to_string(prompt.stop),
+                         prompt.p_flip_bound ? fmt::format("{:.3g}", *prompt.p_flip_bound)
+                                             : std::string("\u2013"));
+    out += "</table></details></div>";
+  }
   out += "<ul class=\"gates\">";
   if (verdict.gates.empty()) out += "<li class=\"muted\">no gate configured</li>";
   for (const core::GateResult& gate : verdict.gates) {

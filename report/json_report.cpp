@@ -7,6 +7,7 @@
 #include <string_view>
 #include <nlohmann/json.hpp>
 
+#include "core/adaptive.hpp"
 #include "report/detail/iso_time.hpp"
 
 namespace llmrepro::report {
@@ -116,6 +117,9 @@ Json config_json(const core::AuditConfig& config) {
        config.max_tokens_total ? Json(*config.max_tokens_total) : Json(nullptr)},
       {"max_cost", optional_number(config.max_cost)},
       {"stop_after", optional_int(config.stop_after)},
+      {"adaptive", config.adaptive},
+      {"adaptive_initial", config.adaptive_initial},
+      {"adaptive_epsilon", number(config.adaptive_epsilon)},
       {"rate_limit", number(config.rate_limit)},
       // 1-based, as the user gives it: --shard 1/4 is shard_index 0.
       {"shard", std::to_string(config.shard_index + 1) + "/" + std::to_string(config.shard_count)},
@@ -492,6 +496,43 @@ Json comparison_json(const core::AuditReport& report, const core::AuditData& dat
 }
 
 // Semantic agreement of endpoint 0's distinct completions; null when it was not measured.
+// The decisions of an adaptive audit (--adaptive); null for a fixed one.
+Json adaptive_json(const core::AuditData& data) {
+  if (!data.adaptive) return nullptr;
+  const core::AdaptiveOutcome& outcome = *data.adaptive;
+  Json prompts = Json::array();
+  for (const auto& prompt : outcome.prompts) {
+    Json by_level = Json::object();
+    for (const auto& [concurrency, runs] : prompt.planned)
+      by_level[std::to_string(concurrency)] = runs;
+    prompts.push_back({{"id", prompt.id},
+                       {"runs", prompt.runs()},
+                       {"runs_by_concurrency", by_level},
+                       {"stop", core::to_string(prompt.stop)},
+                       {"look", prompt.stopped_at_look},
+                       {"p_flip_bound", optional_number(prompt.p_flip_bound)},
+                       {"bound_basis", core::to_string(prompt.basis)}});
+  }
+  Json stops = Json::object();
+  for (core::AdaptiveStop stop :
+       {core::AdaptiveStop::unstable, core::AdaptiveStop::robust, core::AdaptiveStop::max_runs,
+        core::AdaptiveStop::budget, core::AdaptiveStop::undecided})
+    stops[core::to_string(stop)] = outcome.count(stop);
+  return {{"initial_runs", outcome.config.initial_runs},
+          {"max_runs", outcome.config.max_runs},
+          {"epsilon", number(outcome.config.epsilon)},
+          {"confidence", number(outcome.config.confidence)},
+          {"max_unique", optional_int(outcome.config.max_unique)},
+          {"looks", outcome.looks},
+          {"finished", outcome.finished},
+          {"planned_requests", outcome.planned_requests()},
+          {"fixed_plan_requests", core::fixed_plan_requests(outcome)},
+          {"stops", stops},
+          {"line", core::adaptive_line(outcome)},
+          {"guarantee", core::adaptive_guarantee(outcome)},
+          {"prompts", prompts}};
+}
+
 Json semantic_json(const core::AuditData& data) {
   if (!data.semantic) return nullptr;
   const core::SemanticAgreement& semantic = *data.semantic;
@@ -549,7 +590,7 @@ void write_json(const core::AuditReport& report, std::ostream& out) {
       {"warnings", report.warnings},         {"prompts", prompts},
       {"errors", errors_json(report, data)}, {"probe", core::to_string(report.primary_probe)},
       {"probes", probes_json(report, data)}, {"comparison", comparison_json(report, data)},
-      {"semantic", semantic_json(data)}};
+      {"semantic", semantic_json(data)},     {"adaptive", adaptive_json(data)}};
   // Model text may hold invalid UTF-8 (a BPE token can split a character); the replace handler
   // writes U+FFFD instead of throwing.
   const std::string skeleton = json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/adaptive.hpp"
 #include "core/budget.hpp"
 #include "core/prompt_ranking.hpp"
 #include "core/text_utf8.hpp"
@@ -279,6 +280,20 @@ std::string render_markdown(const core::AuditReport& report) {
   if (data != nullptr)
     if (const std::string capped = core::stop_after_line(data->config); !capped.empty())
       out += markdown_escape(capped, 1000) + "\n\n";
+  if (data != nullptr && data->adaptive) {
+    const core::AdaptiveOutcome& outcome = *data->adaptive;
+    out += markdown_escape(core::adaptive_line(outcome), 1000) + "\n\n" +
+           markdown_escape(core::adaptive_guarantee(outcome), 2000) + "\n\n";
+    out +=
+        "<details><summary>Runs per prompt</summary>\n\n| prompt | runs | stop | p_flip bound |\n"
+        "|---|---:|---|---:|\n";
+    for (const auto& prompt : outcome.prompts)
+      out += fmt::format("| {} | {} | {} | {} |\n", markdown_escape(prompt.id, 60), prompt.runs(),
+                         core::to_string(prompt.stop),
+                         prompt.p_flip_bound ? fmt::format("{:.3g}", *prompt.p_flip_bound)
+                                             : std::string("\u2013"));
+    out += "\n</details>\n\n";
+  }
   const auto index = static_cast<std::size_t>(report.analysis.endpoint_index);
   if (data != nullptr && index < data->endpoints.size()) {
     const core::EndpointInfo& e = data->endpoints[index];

@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/adaptive.hpp"
 #include "core/budget.hpp"
 #include "core/prompt_ranking.hpp"
 #include "report/detail/drift_text.hpp"
@@ -291,6 +292,10 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
   }
   if (const std::string capped = core::stop_after_line(data.config); !capped.empty())
     line(paint.yellow(capped));
+  if (data.adaptive) {
+    line(core::adaptive_line(*data.adaptive));
+    line(core::adaptive_guarantee(*data.adaptive));
+  }
   for (const auto& warning : report.warnings)
     line(paint.yellow("warning: " + escape_terminal_text(warning, 0)));
 

@@ -12,6 +12,7 @@
 #include "report/store/detail/record_reader.hpp"
 #include "report/store/detail/record_writer.hpp"
 #include "report/store/detail/schema.hpp"
+#include "report/store/detail/adaptive_meta.hpp"
 #include "report/store/detail/semantic_tables.hpp"
 #include "report/store/detail/sqlite.hpp"
 
@@ -136,6 +137,13 @@ Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit) c
   if (loaded) loaded = visit ? reader.stream_records(data, visit) : reader.read_records(data);
   if (loaded) loaded = reader.read_probe_activity(data);
   if (loaded) {
+    auto adaptive = detail::read_adaptive(connection);
+    if (adaptive)
+      data.adaptive = std::move(*adaptive);
+    else
+      loaded = adaptive.error();
+  }
+  if (loaded) {
     auto semantic = detail::read_semantic(connection);
     if (semantic)
       data.semantic = std::move(*semantic);
@@ -193,6 +201,11 @@ Result<void> AuditDatabase::update_config(const core::AuditConfig& config) {
 Result<void> AuditDatabase::store_semantic(const core::SemanticAgreement& agreement) {
   const std::lock_guard lock(m_impl->mutex);
   return m_impl->transaction([&] { return detail::write_semantic(m_impl->connection, agreement); });
+}
+
+Result<void> AuditDatabase::store_adaptive(const core::AdaptiveOutcome& outcome) {
+  const std::lock_guard lock(m_impl->mutex);
+  return m_impl->transaction([&] { return detail::write_adaptive(m_impl->connection, outcome); });
 }
 
 Result<std::optional<core::SemanticAgreement>> AuditDatabase::load_semantic() const {

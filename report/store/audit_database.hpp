@@ -73,6 +73,10 @@ public:
   // and priming requests, cache flushes), so that `report` renders what the audit did.
   core::Result<void> store_probe_activity(const std::vector<core::ProbeActivity>& activity);
 
+  // Replaces the stored decisions of an adaptive audit (--adaptive) with `outcome`: after every
+  // look, so that an interrupted audit keeps what was decided.
+  core::Result<void> store_adaptive(const core::AdaptiveOutcome& outcome);
+
   // Replaces what is known about endpoint `index` (the dialect and model are learned at run time).
   // Fingerprints are not stored: load() derives them from the records. ErrorCode::internal when
   // no endpoint has that index.

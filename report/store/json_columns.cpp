@@ -155,6 +155,9 @@ Json config_to_json(const core::AuditConfig& config) {
                config.max_tokens_total ? Json(*config.max_tokens_total) : Json(nullptr)},
               {"max_cost", config.max_cost ? Json(*config.max_cost) : Json(nullptr)},
               {"stop_after", config.stop_after ? Json(*config.stop_after) : Json(nullptr)},
+              {"adaptive", config.adaptive},
+              {"adaptive_initial", config.adaptive_initial},
+              {"adaptive_epsilon", config.adaptive_epsilon},
               {"rate_limit", config.rate_limit},
               {"shard_index", config.shard_index},
               {"shard_count", config.shard_count},
@@ -219,6 +222,12 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
     LLMREPRO_TRY_ASSIGN(config.max_cost, read.optional_number(json, "max_cost"));
   if (read.find(json, "stop_after") != nullptr)
     LLMREPRO_TRY_ASSIGN(config.stop_after, read.optional_int(json, "stop_after"));
+  // Absent from audits stored before --adaptive existed: a fixed plan.
+  if (read.find(json, "adaptive") != nullptr) {
+    LLMREPRO_TRY_ASSIGN(config.adaptive, read.boolean(json, "adaptive"));
+    LLMREPRO_TRY_ASSIGN(config.adaptive_initial, read.small_integer(json, "adaptive_initial"));
+    LLMREPRO_TRY_ASSIGN(config.adaptive_epsilon, read.number(json, "adaptive_epsilon"));
+  }
   LLMREPRO_TRY_ASSIGN(config.rate_limit, read.number(json, "rate_limit"));
   LLMREPRO_TRY_ASSIGN(config.shard_index, read.small_integer(json, "shard_index"));
   LLMREPRO_TRY_ASSIGN(config.shard_count, read.small_integer(json, "shard_count"));

@@ -125,7 +125,7 @@ TEST_CASE("render_json") {
     CHECK(keys_of(json) == std::vector<std::string>{"schema", "tool", "audit", "endpoints",
                                                     "config", "summary", "warnings", "prompts",
                                                     "errors", "probe", "probes", "comparison",
-                                                    "semantic"});
+                                                    "semantic", "adaptive"});
     CHECK(keys_of(json["audit"]) == std::vector<std::string>{"id", "started", "finished", "status",
                                                              "planned_requests",
                                                              "recorded_requests"});

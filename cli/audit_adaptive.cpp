@@ -1,0 +1,148 @@
+#include "cli/audit_adaptive.hpp"
+
+#include <fmt/format.h>
+
+#include "cli/audit_passes.hpp"
+#include "cli/judging_options.hpp"
+#include "core/adaptive.hpp"
+#include "core/analysis.hpp"
+#include "core/recorded_requests.hpp"
+
+namespace llmrepro::cli {
+namespace {
+
+// The analysis a look judges from: endpoint 0's sweep over the records of the rounds planned so
+// far, streamed from the database a prompt at a time.
+core::Result<core::AuditAnalysis> analyse_planned(const store::AuditDatabase& database,
+                                                  const core::AuditData& header,
+                                                  const core::RecordedRequests& planned) {
+  const core::AuditConfig& config = header.config;
+  core::AnalysisBuilder builder(header.suite,
+                                {config.fragile_gap, config.fragile_window, config.fragile_p,
+                                 config.compare_on, config.price},
+                                0, core::ProbeKind::sweep);
+  auto loaded =
+      database.load([&](const core::AuditData&, int prompt_index,
+                        const std::vector<core::RequestRecord>& records) -> core::Result<void> {
+        std::vector<const core::RequestRecord*> mine;
+        for (const auto& record : records)
+          if (planned.contains(record.planned)) mine.push_back(&record);
+        builder.add_prompt(prompt_index, mine);
+        return {};
+      });
+  if (!loaded) return loaded.error();
+  return builder.finish();
+}
+
+void add_to(core::Plan& plan, core::RecordedRequests& planned, const core::Plan& round) {
+  for (const auto& wave : round.waves) {
+    for (const auto& request : wave.requests) planned.insert(request);
+    plan.waves.push_back(wave);
+  }
+}
+
+} // namespace
+
+core::Result<void> apply_adaptive_options(const AuditOptions& options, core::AuditConfig& config) {
+  const auto& flags = options.adaptive_flags;
+  if (!options.adaptive) {
+    for (const auto& [option, flag] : {std::pair{flags.epsilon, "--adaptive-epsilon"},
+                                       std::pair{flags.initial, "--adaptive-initial"}})
+      if (given(option))
+        return core::make_error(
+            core::ErrorCode::usage,
+            fmt::format("{} sets how --adaptive decides; add --adaptive", flag));
+    return {};
+  }
+  if (given(flags.epsilon)) {
+    LLMREPRO_TRY(check_finite_above("--adaptive-epsilon", options.adaptive_epsilon, 0.0,
+                                    "a probability in (0, 1)"));
+    if (options.adaptive_epsilon >= 1.0)
+      return core::make_error(
+          core::ErrorCode::usage,
+          fmt::format("--adaptive-epsilon must be a probability in (0, 1) (got {})",
+                      options.adaptive_epsilon));
+  }
+  if (options.adaptive_initial < 2)
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--adaptive-initial must be at least 2, the runs that can "
+                                        "show a difference (got {})",
+                                        options.adaptive_initial));
+  if (!options.resume && config.runs <= options.adaptive_initial)
+    return core::make_error(
+        core::ErrorCode::usage,
+        fmt::format("--adaptive spends --runs ({}) as the most a prompt gets at a level, after "
+                    "--adaptive-initial ({}) runs each: give --runs above it",
+                    config.runs, options.adaptive_initial));
+  if (options.endpoints.size() + options.compare.size() > 1)
+    return core::make_error(core::ErrorCode::usage,
+                            "--adaptive decides from one endpoint's runs: audit one endpoint at a "
+                            "time (the decisions of one would starve the comparison)");
+  if (config.profile != core::AuditProfile::standard ||
+      config.probes != std::vector<core::ProbeKind>{core::ProbeKind::sweep})
+    return core::make_error(core::ErrorCode::usage,
+                            "--adaptive runs the sweep probe alone (--probe sweep, the standard "
+                            "profile): the other probes' runs are paired by design");
+  config.adaptive = true;
+  config.adaptive_initial = options.adaptive_initial;
+  config.adaptive_epsilon = options.adaptive_epsilon;
+  return {};
+}
+
+core::Result<void> check_adaptive_resume(const AuditOptions& options,
+                                         const core::AuditConfig& wanted,
+                                         const core::AuditConfig& stored) {
+  const auto& flags = options.adaptive_flags;
+  const bool differs =
+      (options.adaptive && !stored.adaptive) ||
+      (given(flags.epsilon) && wanted.adaptive_epsilon != stored.adaptive_epsilon) ||
+      (given(flags.initial) && wanted.adaptive_initial != stored.adaptive_initial);
+  if (!differs) return {};
+  const auto settings = [](const core::AuditConfig& config) {
+    return config.adaptive ? fmt::format("--adaptive --adaptive-initial {} --adaptive-epsilon {}",
+                                         config.adaptive_initial, config.adaptive_epsilon)
+                           : std::string("a fixed plan (no --adaptive)");
+  };
+  return core::make_error(core::ErrorCode::usage,
+                          fmt::format("--resume: the audit in '{}' was planned with {}; its "
+                                      "decisions replay only with the same settings. Resume "
+                                      "without them, or start a new audit with --overwrite",
+                                      options.db, settings(stored)));
+}
+
+core::Result<void> run_adaptive_rounds(AuditRun& run, const SendPlan& send,
+                                       const std::atomic<bool>& stop_requested) {
+  const core::AuditConfig& config = run.config();
+  const core::PlanConfig plan_config = core::plan_config_of(config, 1);
+  core::AdaptiveOutcome outcome;
+  core::RecordedRequests planned;
+  run.plan = {};
+  add_to(run.plan, planned,
+         core::initial_adaptive_plan(run.header.suite, plan_config,
+                                     core::adaptive_config_of(config), outcome));
+  const auto stopped = [&] {
+    return stop_requested.load() ||
+           (run.budget && (run.budget->exhausted() || run.budget->overrun()));
+  };
+  LLMREPRO_TRY(run.database->store_adaptive(outcome));
+  core::Result<void> sent = send(run.plan);
+  while (sent && !stopped()) {
+    auto analysis = analyse_planned(*run.database, run.header, planned);
+    if (!analysis) return analysis.error();
+    core::judge_look(outcome, *analysis);
+    if (outcome.finished) break;
+    const core::Plan round = core::next_adaptive_round(outcome, plan_config);
+    add_to(run.plan, planned, round);
+    LLMREPRO_TRY(run.database->store_adaptive(outcome));
+    if (!run.options.quiet)
+      fmt::print(stderr, "llmrepro: adaptive look {}: {} prompts undecided, {} more requests\n",
+                 outcome.looks, outcome.count(core::AdaptiveStop::undecided), round.size());
+    sent = send(round);
+  }
+  if (run.budget && (run.budget->exhausted() || run.budget->overrun()))
+    core::close_undecided(outcome, core::AdaptiveStop::budget);
+  LLMREPRO_TRY(run.database->store_adaptive(outcome));
+  return sent;
+}
+
+} // namespace llmrepro::cli

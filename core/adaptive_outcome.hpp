@@ -1,0 +1,66 @@
+// The decisions of an adaptive audit (--adaptive), as stored with it and shown by every report;
+// the rules that make them are in core/adaptive.hpp.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace llmrepro::core {
+
+struct AdaptiveConfig {
+  int initial_runs = 3;     // runs of every prompt at every level before the first look (>= 2)
+  int max_runs = 10;        // runs of a prompt at a level at most (--runs)
+  double epsilon = 0.01;    // --adaptive-epsilon: the flip probability a robust prompt is below
+  double confidence = 0.95; // of every bound, over all looks together
+  std::optional<int> max_unique; // --max-unique: unstable prompts sample on while at or below it
+  friend bool operator==(const AdaptiveConfig&, const AdaptiveConfig&) = default;
+};
+
+// Why a prompt stopped getting runs.
+enum class AdaptiveStop {
+  undecided, // still getting runs (or the audit ended before it was decided)
+  unstable,  // two completions differ (and more than --max-unique where that gate is set)
+  robust,    // its runs agree and the flip probability's upper bound fell below epsilon
+  max_runs,  // every level reached --runs without either
+  budget,    // a budget ran out while it was undecided
+};
+const char* to_string(AdaptiveStop stop);
+Result<AdaptiveStop> parse_adaptive_stop(const std::string& text);
+
+// What the bound of a prompt rests on: the level's noise samples and the reference's gaps
+// (`noise`), or, where those are unknown, the prompt's own agreeing runs (`runs`).
+enum class BoundBasis { none, noise, runs };
+const char* to_string(BoundBasis basis);
+Result<BoundBasis> parse_bound_basis(const std::string& text);
+
+struct AdaptivePrompt {
+  int prompt_index = 0;
+  std::string id;
+  AdaptiveStop stop = AdaptiveStop::undecided;
+  int stopped_at_look = 0;    // the look that decided it; 0 while undecided
+  std::map<int, int> planned; // concurrency -> runs planned for it at that level
+  // The upper bound on the probability that one more run at any level departs from its
+  // reference, at the last look that judged it; empty where none was computed.
+  std::optional<double> p_flip_bound;
+  BoundBasis basis = BoundBasis::none;
+  int runs() const;
+};
+
+// The decisions of an adaptive audit so far: stored with it, so that `report` shows them and
+// --resume replays them.
+struct AdaptiveOutcome {
+  AdaptiveConfig config;
+  int looks = 0;         // looks taken
+  bool finished = false; // no prompt is undecided, or the audit ended early and said why
+  std::vector<AdaptivePrompt> prompts; // the planned prompts, suite order
+  std::size_t planned_requests() const;
+  // Prompts with this stop.
+  int count(AdaptiveStop stop) const;
+};
+
+} // namespace llmrepro::core
