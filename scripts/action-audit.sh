@@ -34,8 +34,9 @@ output() {
 }
 
 # Writes every output and the step summary for the exit code $1. The verdict and headline come
-# from the JSON report when one was written by this run; without one (bad input, an internal
-# error) the verdict is `error` and the headline says why.
+# from the JSON report when this run wrote one (read with python3, which GitHub's runners have);
+# without one (bad input, an unreachable endpoint) the verdict follows the exit code and the
+# headline says why.
 write_outputs() {
   local code=$1 verdict="" headline=""
   if [[ -n ${INPUT_JSON:-} && -s ${INPUT_JSON:-} ]]; then
@@ -50,7 +51,12 @@ print(verdict["status"]); print(" ".join(verdict["headline"].split()))' "$INPUT_
       1) verdict=fail ;;
       *) verdict=error ;;
     esac
-    headline="llmrepro exited $code without a JSON report; see the step's log"
+    if [[ -n ${INPUT_JSON:-} && -s ${INPUT_JSON:-} ]]; then
+      # Written, but not readable here (no python3 on this runner).
+      headline="llmrepro exited $code; see $INPUT_JSON"
+    else
+      headline="llmrepro exited $code without a JSON report; see the step's log"
+    fi
   fi
   output verdict "$verdict"
   output headline "$headline"
