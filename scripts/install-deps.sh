@@ -5,7 +5,7 @@ set -euo pipefail
 
 build=(cmake ninja-build g++ pkg-config libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev
        libfmt-dev libsqlite3-dev doctest-dev libcpp-httplib-dev ca-certificates)
-test=(python3 python3-jsonschema sqlite3 chromium clang clang-format libclang-rt-14-dev)
+test=(python3 python3-jsonschema python3-yaml sqlite3 chromium clang clang-format libclang-rt-14-dev)
 bench=(wrk python3-aiohttp)
 
 packages=("${build[@]}")
