@@ -1,0 +1,254 @@
+#!/usr/bin/python3
+"""Scenario: --adaptive against the scripted endpoint (docs/design.md "Adaptive runs").
+
+Five prompts, levels 1 and 2, --runs 10 (100 requests for a fixed audit), 3 initial runs and
+--adaptive-epsilon 0.3 (a handful of prompts cannot show 0.01: the design's "What it costs"):
+- robust-a/b/c: always the same 4 tokens, every gap 5 nats;
+- flipper: completions A and B alternate, swapping their top two at token 2 (gap 0.02);
+- rare: 8 tokens, always A' for its first 7 requests and B' for the 8th (the same swap at
+  token 5).
+Look 1 (after 30 requests): flipper is unstable; the robust prompts' bound, ½ · 4 · (1 − α^(1/N))
+at the noisier level with α = 0.05 / (2 levels · 1 · 2), is below 0.3; rare's, from the samples
+of flipper's swap that exceed its 0.02 gap, is not. Round 2 gives rare one run at level 1 and two
+at level 2 (a wave of at least c = 2): its 8th request is B', so look 2 stops it unstable, after
+33 requests. The bound is recomputed here from the records, independently of the tool.
+"""
+
+import json
+import math
+import os
+import sqlite3
+
+import e2e_harness as h
+
+MODEL = "scripted-model"
+LEVELS = [1, 2]
+RUNS = 10
+EPSILON = 0.3
+SEED = 11
+
+
+def token(text, logprob, runner_up, runner_logprob):
+    return [text, logprob, [[text, logprob], [runner_up, runner_logprob]]]
+
+
+ROBUST = [token(f" w{i}", -0.01, f" v{i}", -5.01) for i in range(4)]
+FLIP_A = [token(" The", -0.01, " A", -5.01), token(" sky", -0.01, " sea", -5.01),
+          token(" is", -0.69, " was", -0.71), token(" blue", -0.01, " red", -5.01)]
+FLIP_B = FLIP_A[:2] + [token(" was", -0.69, " is", -0.71), token(" grey", -0.01, " red", -5.01)]
+RARE_A = [token(f" r{i}", -0.01, f" s{i}", -5.01) for i in range(5)] + [
+    token(" yes", -0.69, " no", -0.71), token(" r6", -0.01, " s6", -5.01),
+    token(" r7", -0.01, " s7", -5.01)]
+RARE_B = RARE_A[:5] + [token(" no", -0.69, " yes", -0.71), token(" q6", -0.01, " s6", -5.01)]
+
+PROMPTS = {"robust-a": [ROBUST], "robust-b": [ROBUST], "robust-c": [ROBUST],
+           "flipper": [FLIP_A, FLIP_B], "rare": [RARE_A] * 7 + [RARE_B]}
+TEXTS = {"".join(t[0] for t in tokens): tokens for entries in PROMPTS.values()
+         for tokens in entries}
+
+
+def script():
+    return {"model": MODEL,
+            "prompts": {f"Prompt {name}": [{"tokens": tokens, "finish_reason": "length"}
+                                           for tokens in entries]
+                        for name, entries in PROMPTS.items()}}
+
+
+def suite():
+    return [{"id": name, "prompt": f"Prompt {name}"} for name in PROMPTS]
+
+
+def gap(entry):
+    return entry[2][0][1] - entry[2][1][1]
+
+
+def noise_samples(reference, run):
+    """docs/design.md "Noise and the flip probability": per position while earlier tokens agree,
+    |Δgap| for the same token, gap + gap for a swapped top two; the comparison ends there."""
+    samples = []
+    for ref, other in zip(reference, run):
+        if ref[0] == other[0]:
+            samples.append(abs(gap(other) - gap(ref)))
+            continue
+        samples.append(gap(other) + gap(ref))
+        break
+    return samples
+
+
+def chernoff_upper(k, n, alpha):
+    """The largest p with n · KL(k/n ‖ p) <= ln(1/alpha); 1 − alpha^(1/n) for k = 0."""
+    if k == 0:
+        return 1.0 - alpha ** (1.0 / n)
+    q, budget = k / n, math.log(1.0 / alpha) / n
+    low, high = q, 1.0
+    for _ in range(200):
+        middle = (low + high) / 2
+        kl = q * math.log(q / middle) + (1 - q) * math.log((1 - q) / (1 - middle))
+        low, high = (middle, high) if kl <= budget else (low, middle)
+    return high
+
+
+class Adaptive(h.E2ETestCase):
+    def audit(self, endpoint, *extra, tag="audit", resume=False, suite=None):
+        paths = self.report_paths(tag)
+        args = ["audit", "--endpoint", endpoint.url, "--api", "openai-chat", "--model", MODEL,
+                "--db", paths["db"], "--json", paths["json"], "--max-tokens", "8", *extra]
+        if resume:
+            args.append("--resume")
+        else:
+            args += ["--suite", suite or self.suite, "--runs", str(RUNS), "--concurrency",
+                     ",".join(map(str, LEVELS)), "--seed", str(SEED), "--adaptive",
+                     "--adaptive-epsilon", str(EPSILON)]
+        run = self.run_llmrepro(args)
+        report = self.load_report(paths["json"]) if os.path.exists(paths["json"]) else None
+        return run, report, paths
+
+    def setUp(self):
+        super().setUp()
+        self.suite = self.write_suite("suite.jsonl", suite())
+
+    def look_one_bounds(self, db):
+        """Each stable prompt's bound at look 1, from the records of the initial runs."""
+        rows = sqlite3.connect(db).execute(
+            "SELECT p.id, r.concurrency, r.repeat, r.text FROM requests r JOIN prompts p "
+            "ON p.idx = r.prompt_index WHERE r.ok = 1 AND r.repeat < 3").fetchall()
+        runs = {}
+        for prompt, level, repeat, text in rows:
+            runs.setdefault(prompt, {}).setdefault(level, {})[repeat] = TEXTS[text]
+        samples = {level: [] for level in LEVELS}
+        for prompt, by_level in runs.items():
+            reference = by_level[1][0]
+            for level, by_repeat in by_level.items():
+                for repeat, tokens in by_repeat.items():
+                    if level == 1 and repeat == 0:
+                        continue
+                    samples[level] += noise_samples(reference, tokens)
+        alpha = 0.05 / (len(LEVELS) * 1 * 2)
+        bounds = {}
+        for prompt, by_level in runs.items():
+            reference = by_level[1][0]
+            min_gap = min(gap(t) for t in reference)
+            bounds[prompt] = max(
+                min(1.0, 0.5 * len(reference) *
+                    chernoff_upper(sum(1 for s in samples[level] if s > min_gap),
+                                   len(samples[level]), alpha))
+                for level in LEVELS)
+        return bounds
+
+    def test_robust_prompts_stop_early_and_flips_are_found(self):
+        endpoint = self.start_endpoint(script())
+        run, report, paths = self.audit(endpoint)
+        self.assert_exit(run, 0)
+        adaptive = report["adaptive"]
+        stops = {p["id"]: (p["stop"], p["look"], p["runs"]) for p in adaptive["prompts"]}
+        self.assertEqual(stops, {"robust-a": ("robust", 1, 6), "robust-b": ("robust", 1, 6),
+                                 "robust-c": ("robust", 1, 6), "flipper": ("unstable", 1, 6),
+                                 "rare": ("unstable", 2, 9)})
+        rare = next(p for p in adaptive["prompts"] if p["id"] == "rare")
+        self.assertEqual(rare["runs_by_concurrency"], {"1": 4, "2": 5})
+        self.assertEqual(adaptive["looks"], 2)
+        self.assertTrue(adaptive["finished"])
+        self.assertEqual(adaptive["planned_requests"], 33)
+        self.assertEqual(adaptive["fixed_plan_requests"], 100)
+        self.assertEqual(adaptive["stops"], {"unstable": 2, "robust": 3, "max_runs": 0,
+                                             "budget": 0, "undecided": 0})
+        self.assertEqual(len(endpoint.posts()), 33)
+        self.assertEqual(report["summary"]["requests"], 33)
+        self.assertEqual(report["audit"]["status"], "complete")
+        # The bounds the tool stored, against this file's own computation from the records.
+        bounds = self.look_one_bounds(paths["db"])
+        for prompt in ("robust-a", "robust-b", "robust-c"):
+            stored = next(p for p in adaptive["prompts"] if p["id"] == prompt)
+            self.assertEqual(stored["bound_basis"], "noise")
+            self.assertAlmostEqual(stored["p_flip_bound"], bounds[prompt], places=12)
+            self.assertLess(stored["p_flip_bound"], EPSILON)
+        self.assertGreaterEqual(bounds["rare"], EPSILON)
+        self.assertIn("adaptive: 33 of 100 requests (33.0%) over 2 looks; stopped: 2 unstable, "
+                      "3 robust, 0 at --runs 10", run.stdout + run.stderr)
+        self.assertTrue(adaptive["guarantee"].startswith(
+            "each of the 3 prompts stopped as robust has, with 95% confidence"))
+        # `report` shows the stored decisions; the Markdown lists each prompt's runs.
+        markdown = self.path("again.md")
+        again = self.run_llmrepro(["report", "--db", paths["db"], "--markdown", markdown])
+        self.assert_exit(again, 0)
+        with open(markdown, encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("| rare | 9 | unstable |", text)
+        self.assertIn("| robust-a | 6 | robust |", text)
+
+    def test_max_unique_keeps_sampling_unstable_prompts(self):
+        endpoint = self.start_endpoint(script())
+        run, report, _ = self.audit(endpoint, "--max-unique", "2")
+        # flipper has two completions, no more: under --max-unique 2 it samples to --runs.
+        self.assert_exit(run, 0)
+        stops = {p["id"]: (p["stop"], p["runs"]) for p in report["adaptive"]["prompts"]}
+        self.assertEqual(stops["flipper"], ("max_runs", 20))
+        self.assertEqual(stops["rare"], ("max_runs", 20))
+        self.assertEqual(report["adaptive"]["max_unique"], 2)
+
+    def test_budget_holds_then_resume_replays_the_same_decisions(self):
+        endpoint = self.start_endpoint(script())
+        # 31 requests: the initial 30 and rare's level-1 run of round 2.
+        run, report, _ = self.audit(endpoint, "--max-requests", "31", tag="budget")
+        self.assert_exit(run, 3)
+        self.assertEqual(len(endpoint.posts()), 31)
+        self.assertEqual(report["summary"]["requests"], 31)
+        rare = next(p for p in report["adaptive"]["prompts"] if p["id"] == "rare")
+        self.assertEqual(rare["stop"], "budget")
+        errors = report["summary"]["verdict"]["errors"]
+        self.assertIn("budget --max-requests 31 reached: 31 of 33 planned requests sent; "
+                      "1 prompt undecided: rare", errors)
+
+        run, resumed, _ = self.audit(endpoint, "--max-requests", "100", tag="budget",
+                                     resume=True)
+        self.assert_exit(run, 0)
+        self.assertEqual(len(endpoint.posts()), 33, "only rare's last two runs were sent")
+        fresh_endpoint = self.start_endpoint(script(), name="fresh")
+        run, fresh, _ = self.audit(fresh_endpoint, tag="fresh")
+        self.assert_exit(run, 0)
+        self.assertEqual(resumed["adaptive"], fresh["adaptive"])
+
+    def test_dry_run_and_bad_input(self):
+        endpoint = self.start_endpoint(script())
+        run, _, paths = self.audit(endpoint, "--dry-run")
+        self.assert_exit(run, 0)
+        self.assertIn("total: 100 requests", run.stdout)
+        self.assertIn("--adaptive: 30 requests (3 runs of every prompt at each level) before "
+                      "the first look", run.stdout)
+        self.assertFalse(os.path.exists(paths["db"]))
+        base = ["audit", "--endpoint", endpoint.url, "--api", "openai-chat", "--suite",
+                self.suite, "--db", self.path("bad.db")]
+        for extra, message in [
+                (["--adaptive-epsilon", "0.1"], "--adaptive-epsilon sets how --adaptive decides"),
+                (["--adaptive", "--runs", "3"], "give --runs above it"),
+                (["--adaptive", "--adaptive-epsilon", "1.5"], "--adaptive-epsilon must be a "
+                 "probability in (0, 1)"),
+                (["--adaptive", "--adaptive-initial", "1"], "--adaptive-initial must be at least 2"),
+                (["--adaptive", "--compare", endpoint.url], "audit one endpoint at a time"),
+                (["--adaptive", "--probe", "sweep,prefix"], "runs the sweep probe alone")]:
+            run = self.run_llmrepro(base + extra)
+            self.assert_exit(run, 2)
+            self.assertIn(message, run.stderr)
+        self.assertEqual(endpoint.posts(), [])
+
+    def test_shards_merge_their_decisions(self):
+        endpoint = self.start_endpoint(script())
+        databases = []
+        for shard in ("1/2", "2/2"):
+            run, _, paths = self.audit(endpoint, "--shard", shard, tag=f"shard{shard[0]}")
+            self.assertIn(run.returncode, (0, 1), run.describe())
+            databases.append(paths["db"])
+        merged_json = self.path("merged.json")
+        run = self.run_llmrepro(["merge", self.path("merged.db"), *databases, "--json",
+                                 merged_json])
+        self.assert_exit(run, 0)
+        merged = self.load_report(merged_json)["adaptive"]
+        self.assertEqual([p["id"] for p in merged["prompts"]], list(PROMPTS))
+        shards = [self.load_report(self.path(f"shard{i}.json"))["adaptive"] for i in (1, 2)]
+        self.assertEqual(merged["planned_requests"],
+                         sum(s["planned_requests"] for s in shards))
+        self.assertEqual(merged["planned_requests"], len(endpoint.posts()))
+
+
+if __name__ == "__main__":
+    h.main()
