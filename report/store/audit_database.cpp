@@ -57,11 +57,13 @@ struct AuditDatabase::Impl {
     return connection.exec("PRAGMA synchronous=NORMAL;");
   }
 
-  // The statements used again and again: the transaction's and the record writer's.
+  // The statements used again and again: the transaction's and, where records can be written,
+  // the record writer's.
   Result<void> prepare_cached() {
     LLMREPRO_TRY_ASSIGN(begin, connection.prepare("BEGIN IMMEDIATE"));
     LLMREPRO_TRY_ASSIGN(commit, connection.prepare("COMMIT"));
     LLMREPRO_TRY_ASSIGN(rollback, connection.prepare("ROLLBACK"));
+    if (schema_version != k_schema_version) return {};
     return writer.prepare(later_columns);
   }
 
@@ -142,6 +144,7 @@ Result<AuditDatabase> AuditDatabase::open(const std::string& path) {
     if (sqlite3_db_readonly(impl->connection.handle(), "main") == 1) {
       impl->schema_version = 1;
       impl->older_schema = OlderSchema{1, false, 0};
+      LLMREPRO_TRY(impl->prepare_cached());
       return AuditDatabase(std::move(impl));
     }
     std::int64_t packed = 0;
