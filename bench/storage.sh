@@ -9,8 +9,8 @@
 #      reading the file once (`cat db > /dev/null`, the physical floor).
 # The version 1 audit is recorded from the responder (50 prompts x 50 runs, four variants of the
 # completion) and doubled twice in SQL, as bench/run.sh always did; the version 2 audit is that
-# very file upgraded in place by the new build (`llmrepro report` on it) and VACUUMed, so both
-# hold the same records and tokens. Prints one table of ratios and targets.
+# very file upgraded in place by the new build (`llmrepro report` on it) and VACUUMed into the
+# version 2 page size, so both hold the same records and tokens. Prints one table of ratios and targets.
 #   LLMREPRO_BENCH_BASELINE_REF  the version 1 commit (default: parent of the commit that set
 #                                k_schema_version = 2)
 #   LLMREPRO_BENCH_SCALE         multiplies the request counts (default 1; below 1 the analysis
@@ -145,7 +145,9 @@ log "upgrading a copy in place with the new build"
   >/dev/null 2>"$work/upgrade.err" || true
 upgrade_s=$(tail -1 "$work/upgrade.time")
 grep -q 'upgraded audit database' "$work/upgrade.err" || { cat "$work/upgrade.err" >&2; exit 1; }
-sqlite3 "$work/v2.db" 'VACUUM'
+# VACUUMed with the page size a new version 2 database gets (16 KiB; the upgrade keeps the file's
+# 4 KiB pages), so that the file is what recording the same audit with the new build would write.
+sqlite3 "$work/v2.db" 'PRAGMA journal_mode=DELETE; PRAGMA page_size=16384; VACUUM; PRAGMA journal_mode=WAL;' >/dev/null
 tokens=$(v1_tokens "$work/v1.db")
 bpt1=$(bytes_per_token "$work/v1.db" "$tokens")
 bpt2=$(bytes_per_token "$work/v2.db" "$tokens")
