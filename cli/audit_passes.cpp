@@ -318,7 +318,7 @@ core::Result<void> resume_budgets(const AuditOptions& options, const core::Audit
 // replace the stored ones (and are stored once the run starts).
 core::Result<void> resume_stored(AuditRun& run, const core::AuditConfig& wanted, bool urls_given) {
   const AuditOptions& options = run.options;
-  auto opened = store::AuditDatabase::open(options.db);
+  auto opened = open_audit_database(options.db);
   if (!opened) return opened.error();
   run.database.emplace(std::move(*opened));
   // Streamed, so that the header is read without holding every completion's tokens.

@@ -6,6 +6,7 @@
 
 #include "core/audit.hpp"
 #include "core/result.hpp"
+#include "report/store/audit_database.hpp"
 
 namespace CLI {
 class App;
@@ -29,6 +30,11 @@ struct CommandResult {
 
 // Prints "llmrepro: error: <message>" to stderr and returns the exit code for the error's kind.
 int report_error(const core::Error& error);
+
+// store::AuditDatabase::open, saying on stderr (one line) when the file was of an older schema
+// version: upgraded in place, or read as it is because it is read-only. Every command that opens
+// an existing audit database opens it through this.
+core::Result<store::AuditDatabase> open_audit_database(const std::string& path);
 
 // The tool's identity, for --version and every report.
 core::ToolInfo tool_info();

@@ -27,7 +27,7 @@ struct DiffOptions {
 };
 
 core::Result<core::AuditData> load_audit(const std::string& path) {
-  auto database = store::AuditDatabase::open(path);
+  auto database = open_audit_database(path);
   if (!database) return database.error();
   return database->load();
 }

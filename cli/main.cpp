@@ -11,6 +11,25 @@
 
 namespace llmrepro::cli {
 
+core::Result<store::AuditDatabase> open_audit_database(const std::string& path) {
+  auto database = store::AuditDatabase::open(path);
+  if (!database) return database;
+  if (const auto& older = database->older_schema()) {
+    if (older->upgraded)
+      std::fprintf(stderr,
+                   "llmrepro: upgraded audit database '%s' in place from schema version %d to %d "
+                   "(%lld token rows packed)\n",
+                   path.c_str(), older->version, store::AuditDatabase::k_schema_version,
+                   static_cast<long long>(older->token_rows_packed));
+    else
+      std::fprintf(stderr,
+                   "llmrepro: reading audit database '%s' of schema version %d as it is (the file "
+                   "is read-only, so it was not upgraded to version %d)\n",
+                   path.c_str(), older->version, store::AuditDatabase::k_schema_version);
+  }
+  return database;
+}
+
 int report_error(const core::Error& error) {
   std::fprintf(stderr, "llmrepro: error: %s\n", error.message.c_str());
   switch (error.code) {

@@ -55,7 +55,7 @@ int run_merge(const MergeOptions& options) {
       return report_error(
           core::make_error(core::ErrorCode::usage,
                            fmt::format("merge: '{}' is both an input and the output", input)));
-    auto database = store::AuditDatabase::open(input);
+    auto database = open_audit_database(input);
     if (!database) return report_error(database.error());
     auto data = database->load();
     if (!data) return report_error(data.error());

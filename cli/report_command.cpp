@@ -73,7 +73,7 @@ int run_report(ReportOptions options) {
     if (!price) return report_error(price.error());
     options.price = *price;
   }
-  auto database = store::AuditDatabase::open(options.db);
+  auto database = open_audit_database(options.db);
   if (!database) return report_error(database.error());
   auto loaded = any_judging_option_given(options.judging) || options.price
                     ? load_rejudged(*database, options)

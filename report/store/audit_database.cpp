@@ -31,13 +31,24 @@ struct AuditDatabase::Impl {
   // False only where an older database lacks those columns and could not be given them (a
   // read-only file): its requests read with zero counts or no reasoning, written without them.
   detail::LaterColumns later_columns;
+  // 1 only for a version 1 file that could not be upgraded (read-only): read, never written.
+  int schema_version = k_schema_version;
+  std::optional<OlderSchema> older_schema;
   detail::RecordWriter writer;
 
   explicit Impl(detail::Connection opened) : connection(std::move(opened)), writer(connection) {}
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  detail::RecordReader reader() const { return detail::RecordReader(connection, later_columns); }
+  detail::RecordReader reader() const {
+    return detail::RecordReader(connection, later_columns, schema_version);
+  }
+
+  // Records need the version 2 tables: a version 1 file left as it was is read only.
+  Result<void> check_writable() const {
+    if (schema_version == k_schema_version) return {};
+    return connection.corrupt("is schema version 1 and read-only: records cannot be added");
+  }
 
   // Another process's lock is waited for up to 10 s. synchronous=NORMAL: in WAL mode a commit
   // survives a crash of the process (kill -9 loses only the requests in flight) without an fsync
@@ -47,11 +58,13 @@ struct AuditDatabase::Impl {
     return connection.exec("PRAGMA synchronous=NORMAL;");
   }
 
-  // The statements used again and again: the transaction's and the record writer's.
+  // The statements used again and again: the transaction's and, where records can be written,
+  // the record writer's.
   Result<void> prepare_cached() {
     LLMREPRO_TRY_ASSIGN(begin, connection.prepare("BEGIN IMMEDIATE"));
     LLMREPRO_TRY_ASSIGN(commit, connection.prepare("COMMIT"));
     LLMREPRO_TRY_ASSIGN(rollback, connection.prepare("ROLLBACK"));
+    if (schema_version != k_schema_version) return {};
     return writer.prepare(later_columns);
   }
 
@@ -62,13 +75,16 @@ struct AuditDatabase::Impl {
     if (!result) {
       const detail::StatementUse use(rollback.get());
       sqlite3_step(rollback.get());
+      writer.transaction_ended(false);
       return result;
     }
     if (auto done = connection.step_done(commit.get(), "cannot commit"); !done) {
       const detail::StatementUse use(rollback.get());
       sqlite3_step(rollback.get());
+      writer.transaction_ended(false);
       return done;
     }
+    writer.transaction_ended(true);
     return {};
   }
 };
@@ -87,6 +103,9 @@ Result<AuditDatabase> AuditDatabase::create(const std::string& path,
   auto impl = std::make_unique<Impl>(std::move(*connected));
   const detail::Connection& connection = impl->connection;
   LLMREPRO_TRY(detail::check_new_file(connection));
+  // 16 KiB pages: a request's packed tokens (2.5 KiB for 256 top-2 tokens) is one row, and a
+  // 4 KiB page holds one such row, a third of it left empty; a 16 KiB page holds six.
+  LLMREPRO_TRY(connection.exec("PRAGMA page_size=16384"));
   {
     // WAL: readers (`report` while an audit runs) never block the writer, and a commit is one
     // append to the log.
@@ -109,6 +128,7 @@ Result<AuditDatabase> AuditDatabase::create(const std::string& path,
     (void)connection.exec("ROLLBACK");
     return written.error();
   }
+  impl->writer.transaction_ended(true);
   return AuditDatabase(std::move(impl));
 }
 
@@ -119,9 +139,24 @@ Result<AuditDatabase> AuditDatabase::open(const std::string& path) {
   auto connected = detail::Connection::open(path, SQLITE_OPEN_READWRITE);
   if (!connected) return connected.error();
   auto impl = std::make_unique<Impl>(std::move(*connected));
-  LLMREPRO_TRY(detail::check_schema_version(impl->connection));
+  int version = 0;
+  LLMREPRO_TRY_ASSIGN(version, detail::check_schema_version(impl->connection));
   LLMREPRO_TRY(impl->configure_connection());
-  impl->later_columns = detail::add_later_columns(impl->connection);
+  impl->later_columns = detail::add_later_columns(impl->connection, version);
+  if (version == 1) {
+    // Upgraded in place when the file can be written; otherwise read as it is.
+    if (sqlite3_db_readonly(impl->connection.handle(), "main") == 1) {
+      impl->schema_version = 1;
+      impl->older_schema = OlderSchema{1, false, 0};
+      LLMREPRO_TRY(impl->prepare_cached());
+      return AuditDatabase(std::move(impl));
+    }
+    std::int64_t packed = 0;
+    LLMREPRO_TRY_ASSIGN(packed, detail::upgrade_to_version_2(impl->connection));
+    impl->older_schema = OlderSchema{1, true, packed};
+    // The upgraded file has every later column (add_later_columns ran before).
+    impl->later_columns = detail::add_later_columns(impl->connection, k_schema_version);
+  }
   LLMREPRO_TRY(impl->prepare_cached());
   return AuditDatabase(std::move(impl));
 }
@@ -156,14 +191,20 @@ Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit) c
   return data;
 }
 
+const std::optional<AuditDatabase::OlderSchema>& AuditDatabase::older_schema() const {
+  return m_impl->older_schema;
+}
+
 Result<void> AuditDatabase::record(const core::RequestRecord& record) {
   const std::lock_guard lock(m_impl->mutex);
+  LLMREPRO_TRY(m_impl->check_writable());
   return m_impl->transaction([&] { return m_impl->writer.write_record(record); });
 }
 
 Result<void> AuditDatabase::record_batch(const std::vector<core::RequestRecord>& records) {
   if (records.empty()) return {};
   const std::lock_guard lock(m_impl->mutex);
+  LLMREPRO_TRY(m_impl->check_writable());
   return m_impl->transaction([&]() -> Result<void> {
     for (const auto& record : records) LLMREPRO_TRY(m_impl->writer.write_record(record));
     return {};

@@ -20,8 +20,18 @@ namespace llmrepro::store {
 
 class AuditDatabase {
 public:
-  // The version of the table layout this build writes and reads; open() refuses any other.
-  static constexpr int k_schema_version = 1;
+  // The version of the table layout this build writes and reads. open() also takes version 1
+  // (a row per token), upgrading it in place, and refuses any other.
+  static constexpr int k_schema_version = 2;
+
+  // What open() did with a database of an older schema version.
+  struct OlderSchema {
+    int version = 1;
+    // True: upgraded in place to k_schema_version. False: the file is read-only, so it is read as
+    // it is, and record() and record_batch() refuse.
+    bool upgraded = false;
+    std::int64_t token_rows_packed = 0; // by the upgrade (0 when another process upgraded it)
+  };
 
   // Creates a new audit database at `path` (the file may be absent or an empty SQLite file)
   // and stores the header: info, config, suite, endpoints and any records and errors it holds.
@@ -29,8 +39,11 @@ public:
   // ErrorCode::environment when the file cannot be created or written.
   static core::Result<AuditDatabase> create(const std::string& path, const core::AuditData& header);
 
-  // Opens an existing audit database for reading, recording and resuming. ErrorCode::input when
-  // the file is missing, not an SQLite database, not an audit, or of another schema version.
+  // Opens an existing audit database for reading, recording and resuming. A version 1 database
+  // is upgraded in place first, in one transaction (older_schema() says so), or, when the file
+  // is read-only, read as it is. ErrorCode::input when the file is missing, not an SQLite
+  // database, not an audit, of another schema version, or holds unreadable token rows;
+  // ErrorCode::environment when a version 1 file cannot be upgraded (locked by another writer).
   static core::Result<AuditDatabase> open(const std::string& path);
 
   AuditDatabase(AuditDatabase&& other) noexcept;
@@ -93,6 +106,10 @@ public:
   // The stored semantic agreement, summarized; empty when none was measured. ErrorCode::input
   // when its rows are unreadable.
   core::Result<std::optional<core::SemanticAgreement>> load_semantic() const;
+
+  // Set when open() found an older schema version: whether it upgraded the file or reads it as
+  // it is. Callers say which (one line), since the file changed under the user's feet.
+  const std::optional<OlderSchema>& older_schema() const;
 
   // The file this database was opened or created at, for messages.
   const std::string& path() const;

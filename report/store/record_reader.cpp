@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "core/result.hpp"
 #include "report/store/detail/json_columns.hpp"
+#include "report/store/detail/token_texts.hpp"
 
 namespace llmrepro::store::detail {
 namespace {
@@ -24,8 +26,8 @@ std::string select_tokens(const char* table) {
 
 } // namespace
 
-RecordReader::RecordReader(const Connection& connection, LaterColumns columns)
-    : m_connection(connection), m_columns(columns) {}
+RecordReader::RecordReader(const Connection& connection, LaterColumns columns, int schema_version)
+    : m_connection(connection), m_columns(columns), m_schema_version(schema_version) {}
 
 Result<void> RecordReader::read_header(core::AuditData& data) const {
   const Connection& db = m_connection;
@@ -141,11 +143,12 @@ Result<void> RecordReader::read_record(sqlite3_stmt* row, core::RequestRecord& r
   return {};
 }
 
-Result<void> RecordReader::append_token(sqlite3_stmt* row, std::int64_t request_id,
-                                        std::vector<core::TokenLogprob>& tokens) const {
+Result<void> append_version_1_token(const Connection& connection, sqlite3_stmt* row,
+                                    std::int64_t request_id,
+                                    std::vector<core::TokenLogprob>& tokens) {
   if (column_int64(row, 1) != static_cast<std::int64_t>(tokens.size()))
-    return m_connection.corrupt("token positions of request " + std::to_string(request_id) +
-                                " are not contiguous");
+    return connection.corrupt("token positions of request " + std::to_string(request_id) +
+                              " are not contiguous");
   core::TokenLogprob token;
   token.token = column_text(row, 2);
   token.logprob = column_double(row, 3);
@@ -154,7 +157,7 @@ Result<void> RecordReader::append_token(sqlite3_stmt* row, std::int64_t request_
   if (!column_is_null(row, 6)) token.top.push_back({column_text(row, 6), column_double(row, 7)});
   if (!column_is_null(row, 8))
     if (auto decoded = decode_candidates(column_text(row, 8), token.top,
-                                         m_connection.where() + ": candidates of request " +
+                                         connection.where() + ": candidates of request " +
                                              std::to_string(request_id));
         !decoded)
       return decoded;
@@ -178,9 +181,48 @@ Result<void> RecordReader::read_records(core::AuditData& data) const {
                                 return Result<void>{};
                               });
   if (!read) return read;
+  if (m_schema_version >= 2) return read_packed_tokens(ids, data.records);
   LLMREPRO_TRY(read_token_table("tokens", ids, data.records, false));
   if (!m_columns.reasoning) return {};
   return read_token_table("reasoning_tokens", ids, data.records, true);
+}
+
+Result<void> RecordReader::decode_packed(sqlite3_stmt* row, int column, bool reasoning,
+                                         std::int64_t request_id, const TokenTexts& texts,
+                                         std::vector<core::TokenLogprob>& tokens) const {
+  if (column_is_null(row, column)) return {};
+  const auto* bytes = static_cast<const char*>(sqlite3_column_blob(row, column));
+  const auto size = static_cast<std::size_t>(sqlite3_column_bytes(row, column));
+  auto decoded =
+      decode_token_blob(std::string_view(bytes == nullptr ? "" : bytes, size), texts, tokens);
+  if (!decoded)
+    return m_connection.corrupt(std::string(reasoning ? "reasoning tokens" : "tokens") +
+                                " of request " + std::to_string(request_id) + ": " +
+                                decoded.error().message);
+  return {};
+}
+
+Result<void> RecordReader::read_packed_tokens(const std::vector<std::int64_t>& ids,
+                                              std::vector<core::RequestRecord>& records) const {
+  const Connection& db = m_connection;
+  TokenTexts texts;
+  LLMREPRO_TRY_ASSIGN(texts, read_token_texts(db));
+  Statement statement;
+  LLMREPRO_TRY_ASSIGN(statement, db.prepare("SELECT request_id, answer, reasoning FROM "
+                                            "packed_tokens ORDER BY request_id",
+                                            ErrorCode::input));
+  std::size_t current = 0;
+  return db.for_each_row(
+      statement.get(), "cannot read the tokens", [&](sqlite3_stmt* row) -> Result<void> {
+        const std::int64_t request_id = column_int64(row, 0);
+        while (current < ids.size() && ids[current] < request_id) ++current;
+        if (current == ids.size() || ids[current] != request_id)
+          return Result<void>{
+              db.corrupt("tokens of a missing request " + std::to_string(request_id))};
+        core::Completion& completion = records[current].outcome.completion;
+        LLMREPRO_TRY(decode_packed(row, 1, false, request_id, texts, completion.tokens));
+        return decode_packed(row, 2, true, request_id, texts, completion.reasoning_tokens);
+      });
 }
 
 Result<void> RecordReader::read_token_table(const char* table, const std::vector<std::int64_t>& ids,
@@ -200,8 +242,8 @@ Result<void> RecordReader::read_token_table(const char* table, const std::vector
           return Result<void>{
               db.corrupt("token rows of a missing request " + std::to_string(request_id))};
         core::Completion& completion = records[current].outcome.completion;
-        return append_token(row, request_id,
-                            reasoning ? completion.reasoning_tokens : completion.tokens);
+        return append_version_1_token(db, row, request_id,
+                                      reasoning ? completion.reasoning_tokens : completion.tokens);
       });
 }
 
@@ -213,47 +255,68 @@ Result<void> RecordReader::stream_records(core::AuditData& data,
   Statement requests;
   LLMREPRO_TRY_ASSIGN(requests,
                       db.prepare(requests_query("prompt_index, id").c_str(), ErrorCode::input));
+  // Version 2: one key probe of packed_tokens per request. Version 1: the request's rows of the
+  // token tables, a primary-key range each.
+  const bool packed = m_schema_version >= 2;
+  TokenTexts texts;
   Statement tokens;
-  LLMREPRO_TRY_ASSIGN(
-      tokens,
-      db.prepare((select_tokens("tokens") + "WHERE request_id = ? ORDER BY position").c_str(),
-                 ErrorCode::input));
   Statement reasoning_tokens;
-  if (m_columns.reasoning)
+  if (packed) {
+    LLMREPRO_TRY_ASSIGN(texts, read_token_texts(db));
+    LLMREPRO_TRY_ASSIGN(tokens, db.prepare("SELECT answer, reasoning FROM packed_tokens WHERE "
+                                           "request_id = ?",
+                                           ErrorCode::input));
+  } else {
     LLMREPRO_TRY_ASSIGN(
-        reasoning_tokens,
-        db.prepare(
-            (select_tokens("reasoning_tokens") + "WHERE request_id = ? ORDER BY position").c_str(),
-            ErrorCode::input));
+        tokens,
+        db.prepare((select_tokens("tokens") + "WHERE request_id = ? ORDER BY position").c_str(),
+                   ErrorCode::input));
+    if (m_columns.reasoning)
+      LLMREPRO_TRY_ASSIGN(reasoning_tokens, db.prepare((select_tokens("reasoning_tokens") +
+                                                        "WHERE request_id = ? ORDER BY position")
+                                                           .c_str(),
+                                                       ErrorCode::input));
+  }
   const core::AuditData& header = data; // records are added only once every prompt is visited
   std::vector<std::pair<std::int64_t, core::RequestRecord>> kept; // (id, trimmed record)
   std::vector<core::RequestRecord> group;
   std::vector<std::int64_t> group_ids;
   int group_prompt = 0;
 
+  const auto read_version_1 = [&](std::int64_t request_id,
+                                  core::Completion& completion) -> Result<void> {
+    auto& out = completion.tokens;
+    out.reserve(static_cast<std::size_t>(std::max(0L, completion.completion_tokens)));
+    sqlite3_bind_int64(tokens.get(), 1, request_id);
+    LLMREPRO_TRY(db.for_each_row(tokens.get(), "cannot read the tokens",
+                                 [&](sqlite3_stmt* row) -> Result<void> {
+                                   return append_version_1_token(db, row, request_id, out);
+                                 }));
+    // Only a reasoning model's records have these rows; the look-up is one key probe.
+    if (!m_columns.reasoning || completion.reasoning_split == core::ReasoningSplit::none) return {};
+    auto& reasoning = completion.reasoning_tokens;
+    sqlite3_bind_int64(reasoning_tokens.get(), 1, request_id);
+    return db.for_each_row(reasoning_tokens.get(), "cannot read the tokens",
+                           [&](sqlite3_stmt* row) -> Result<void> {
+                             return append_version_1_token(db, row, request_id, reasoning);
+                           });
+  };
+  const auto read_packed = [&](std::int64_t request_id,
+                               core::Completion& completion) -> Result<void> {
+    sqlite3_bind_int64(tokens.get(), 1, request_id);
+    return db.for_each_row(
+        tokens.get(), "cannot read the tokens", [&](sqlite3_stmt* row) -> Result<void> {
+          LLMREPRO_TRY(decode_packed(row, 0, false, request_id, texts, completion.tokens));
+          return decode_packed(row, 1, false, request_id, texts, completion.reasoning_tokens);
+        });
+  };
+
   const auto flush = [&]() -> Result<void> {
     if (group.empty()) return {};
     for (std::size_t i = 0; i < group.size(); ++i) {
-      const std::int64_t request_id = group_ids[i];
-      auto& out = group[i].outcome.completion.tokens;
-      out.reserve(
-          static_cast<std::size_t>(std::max(0L, group[i].outcome.completion.completion_tokens)));
-      sqlite3_bind_int64(tokens.get(), 1, request_id);
-      auto read = db.for_each_row(
-          tokens.get(), "cannot read the tokens",
-          [&](sqlite3_stmt* row) -> Result<void> { return append_token(row, request_id, out); });
-      if (!read) return read;
-      // Only a reasoning model's records have these rows; the look-up is one key probe.
-      if (!m_columns.reasoning ||
-          group[i].outcome.completion.reasoning_split == core::ReasoningSplit::none)
-        continue;
-      auto& reasoning = group[i].outcome.completion.reasoning_tokens;
-      sqlite3_bind_int64(reasoning_tokens.get(), 1, request_id);
-      read = db.for_each_row(reasoning_tokens.get(), "cannot read the tokens",
-                             [&](sqlite3_stmt* row) -> Result<void> {
-                               return append_token(row, request_id, reasoning);
-                             });
-      if (!read) return read;
+      auto& completion = group[i].outcome.completion;
+      LLMREPRO_TRY(packed ? read_packed(group_ids[i], completion)
+                          : read_version_1(group_ids[i], completion));
     }
     LLMREPRO_TRY(visit(header, group_prompt, group));
     for (std::size_t i = 0; i < group.size(); ++i) {

@@ -4,17 +4,13 @@
 
 #include "core/result.hpp"
 #include "report/store/detail/json_columns.hpp"
+#include "report/store/detail/token_blob.hpp"
 
 namespace llmrepro::store::detail {
 namespace {
 
 using core::ErrorCode;
 using core::Result;
-
-// Token rows go in k_token_batch at a time: one statement step per batch instead of per row is
-// most of what inserting a 256-token completion costs.
-constexpr int k_token_batch = 32;
-constexpr int k_token_columns = 9;
 
 // The requests columns every database has, bound as ?1..?17; then the numbers_* counts and the
 // reasoning and the usage, where the database has them (add_later_columns).
@@ -60,43 +56,19 @@ std::string insert_request_sql(LaterColumns columns) {
   return sql + ")";
 }
 
-constexpr const char* k_insert_token_columns =
-    " (request_id, position, token, logprob, c1_token, c1_logprob, c2_token, c2_logprob, more) "
-    "VALUES ";
-
-// Binds token `position` of a request as row `row` of a statement of token rows; `more` holds
-// the encoded candidates beyond the second and must live until the statement steps.
-void bind_token(sqlite3_stmt* statement, int row, sqlite3_int64 request_id, std::size_t position,
-                const core::TokenLogprob& token, const std::string& more) {
-  const int base = row * k_token_columns;
-  const auto& top = token.top;
-  sqlite3_bind_int64(statement, base + 1, request_id);
-  sqlite3_bind_int64(statement, base + 2, static_cast<sqlite3_int64>(position));
-  bind_text(statement, base + 3, token.token);
-  bind_logprob(statement, base + 4, token.logprob);
-  bind_optional_text(statement, base + 5, top.size() > 0 ? &top[0].token : nullptr);
-  if (top.size() > 0) bind_logprob(statement, base + 6, top[0].logprob);
-  bind_optional_text(statement, base + 7, top.size() > 1 ? &top[1].token : nullptr);
-  if (top.size() > 1) bind_logprob(statement, base + 8, top[1].logprob);
-  bind_optional_text(statement, base + 9, top.size() > 2 ? &more : nullptr);
+// Binds a token blob, or NULL for an empty list; `blob` must live until the statement steps.
+void bind_blob(sqlite3_stmt* statement, int index, const std::vector<core::TokenLogprob>& tokens,
+               const std::string& blob) {
+  if (tokens.empty())
+    sqlite3_bind_null(statement, index);
+  else
+    sqlite3_bind_blob64(statement, index, blob.data(), blob.size(), SQLITE_STATIC);
 }
 
 } // namespace
 
-RecordWriter::RecordWriter(const Connection& connection) : m_connection(connection) {}
-
-Result<RecordWriter::TokenStatements>
-RecordWriter::prepare_token_statements(const char* table) const {
-  const std::string insert = std::string("INSERT INTO ") + table + k_insert_token_columns;
-  TokenStatements statements;
-  const std::string one = insert + "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
-  LLMREPRO_TRY_ASSIGN(statements.one, m_connection.prepare(one.c_str()));
-  std::string batch = insert;
-  for (int row = 0; row < k_token_batch; ++row)
-    batch += row == 0 ? "(?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?)";
-  LLMREPRO_TRY_ASSIGN(statements.batch, m_connection.prepare(batch.c_str()));
-  return statements;
-}
+RecordWriter::RecordWriter(const Connection& connection)
+    : m_connection(connection), m_texts(connection) {}
 
 Result<void> RecordWriter::prepare(LaterColumns columns) {
   m_columns = columns;
@@ -105,16 +77,13 @@ Result<void> RecordWriter::prepare(LaterColumns columns) {
       m_connection.prepare("SELECT id FROM requests WHERE endpoint_index = ?1 AND prompt_index = "
                            "?2 AND concurrency = ?3 AND probe = ?4 AND repeat = ?5"));
   LLMREPRO_TRY_ASSIGN(m_delete_tokens,
-                      m_connection.prepare("DELETE FROM tokens WHERE request_id = ?1"));
+                      m_connection.prepare("DELETE FROM packed_tokens WHERE request_id = ?1"));
   LLMREPRO_TRY_ASSIGN(m_delete_request, m_connection.prepare("DELETE FROM requests WHERE id = ?1"));
   LLMREPRO_TRY_ASSIGN(m_insert_request, m_connection.prepare(insert_request_sql(columns).c_str()));
-  LLMREPRO_TRY_ASSIGN(m_tokens, prepare_token_statements("tokens"));
-  if (columns.reasoning) {
-    LLMREPRO_TRY_ASSIGN(m_delete_reasoning_tokens,
-                        m_connection.prepare("DELETE FROM reasoning_tokens WHERE request_id = ?1"));
-    LLMREPRO_TRY_ASSIGN(m_reasoning_tokens, prepare_token_statements("reasoning_tokens"));
-  }
-  return {};
+  LLMREPRO_TRY_ASSIGN(m_insert_tokens,
+                      m_connection.prepare("INSERT INTO packed_tokens (request_id, answer, "
+                                           "reasoning) VALUES (?1, ?2, ?3)"));
+  return m_texts.prepare();
 }
 
 Result<void> RecordWriter::write_record(const core::RequestRecord& record) {
@@ -136,13 +105,6 @@ Result<void> RecordWriter::write_record(const core::RequestRecord& record) {
       if (auto done = m_connection.step_done(m_delete_tokens.get(), "cannot replace a record");
           !done)
         return done;
-      if (m_columns.reasoning) {
-        sqlite3_bind_int64(m_delete_reasoning_tokens.get(), 1, old_id);
-        if (auto done =
-                m_connection.step_done(m_delete_reasoning_tokens.get(), "cannot replace a record");
-            !done)
-          return done;
-      }
       sqlite3_bind_int64(m_delete_request.get(), 1, old_id);
       if (auto done = m_connection.step_done(m_delete_request.get(), "cannot replace a record");
           !done)
@@ -190,31 +152,33 @@ Result<void> RecordWriter::write_record(const core::RequestRecord& record) {
   }
   LLMREPRO_TRY(m_connection.step_done(statement, "cannot store a record"));
   const sqlite3_int64 request_id = sqlite3_last_insert_rowid(m_connection.handle());
-  LLMREPRO_TRY(write_tokens(m_tokens, request_id, completion.tokens));
-  if (!m_columns.reasoning) return {};
-  return write_tokens(m_reasoning_tokens, request_id, completion.reasoning_tokens);
+  return write_tokens(request_id, completion);
 }
 
-// Whole batches of k_token_batch rows, then the rest one row at a time.
-Result<void> RecordWriter::write_tokens(const TokenStatements& statements, sqlite3_int64 request_id,
-                                        const std::vector<core::TokenLogprob>& tokens) {
-  std::vector<std::string> more(static_cast<std::size_t>(k_token_batch));
-  std::size_t position = 0;
-  while (position < tokens.size()) {
-    const std::size_t rows = tokens.size() - position >= static_cast<std::size_t>(k_token_batch)
-                                 ? static_cast<std::size_t>(k_token_batch)
-                                 : 1;
-    sqlite3_stmt* statement = rows == 1 ? statements.one.get() : statements.batch.get();
-    for (std::size_t row = 0; row < rows; ++row) {
-      const auto& token = tokens[position + row];
-      more[row].clear();
-      if (token.top.size() > 2) more[row] = encode_candidates(token.top, 2);
-      bind_token(statement, static_cast<int>(row), request_id, position + row, token, more[row]);
-    }
-    LLMREPRO_TRY(m_connection.step_done(statement, "cannot store a token"));
-    position += rows;
-  }
-  return {};
+// One packed_tokens row for both lists; none when both are empty (a failed request).
+Result<void> RecordWriter::write_tokens(sqlite3_int64 request_id,
+                                        const core::Completion& completion) {
+  if (completion.tokens.empty() && completion.reasoning_tokens.empty()) return {};
+  LLMREPRO_TRY(m_texts.intern(completion.tokens));
+  LLMREPRO_TRY(m_texts.intern(completion.reasoning_tokens));
+  const auto id_of = [&](const std::string& text) { return m_texts.id_of(text); };
+  const std::string answer =
+      completion.tokens.empty() ? std::string() : encode_token_blob(completion.tokens, id_of);
+  const std::string reasoning = completion.reasoning_tokens.empty()
+                                    ? std::string()
+                                    : encode_token_blob(completion.reasoning_tokens, id_of);
+  sqlite3_stmt* statement = m_insert_tokens.get();
+  sqlite3_bind_int64(statement, 1, request_id);
+  bind_blob(statement, 2, completion.tokens, answer);
+  bind_blob(statement, 3, completion.reasoning_tokens, reasoning);
+  return m_connection.step_done(statement, "cannot store the tokens");
+}
+
+void RecordWriter::transaction_ended(bool committed) {
+  if (committed)
+    m_texts.commit();
+  else
+    m_texts.rollback();
 }
 
 Result<void> RecordWriter::write_header(const core::AuditData& header) {

@@ -1,4 +1,5 @@
-// The audit database's layout (AuditDatabase::k_schema_version 1):
+// The audit database's layout (AuditDatabase::k_schema_version 2; version 1 differed only in how
+// tokens were stored, see tokens below):
 //   meta       key/value: schema_version, format, probe_activity (JSON, written after each run)
 //   audit      one row: id, times, status, the AuditConfig as JSON, the suite's source, errors
 //   endpoints  one row per endpoint, by index
@@ -13,16 +14,19 @@
 //              ('' and 'none' in older rows). usage_prompt_tokens and usage_reasoning_tokens
 //              (core::TokenUsage) are what the endpoint said the prompt and the hidden reasoning
 //              used, NULL where it did not say; added later the same way (NULL in older rows)
-//   tokens     one row per generated token, keyed (request_id, position), WITHOUT ROWID so that
-//              a scan in key order reads each request's tokens contiguously. A log probability
-//              the endpoint gave no usable number for (core::k_unknown_logprob, NaN) is NULL in
-//              logprob, c1_logprob and c2_logprob and null in `more`; NULL reads back as NaN
-//   reasoning_tokens  the reasoning's tokens (core::Completion::reasoning_tokens), in the tokens
-//              table's shape; created by open() in a database that lacks it
+//   token_texts  (version 2) each distinct token text of the audit once: id (1, 2, 3...) and its
+//              exact bytes as a BLOB (a token may hold part of a UTF-8 character)
+//   packed_tokens  (version 2) one row per request that has tokens: `answer` holds
+//              core::Completion::tokens and `reasoning` core::Completion::reasoning_tokens, each a
+//              token blob (token_blob.cpp; the byte format is in docs/design.md, "Token blobs")
+//              or NULL when the list is empty
+//   tokens, reasoning_tokens  (version 1 only) one row per token, keyed (request_id, position),
+//              with candidates 1 and 2 in columns and the rest as JSON in `more`;
+//              upgrade_to_version_2() (schema_upgrade.cpp) packs them and drops both tables
 //   semantic, semantic_prompts  (only once --embeddings measured them) the embedding model and
 //              threshold, and per prompt the pairwise similarity statistics (semantic_tables.cpp)
-// Candidates 1 and 2 have their own columns because almost every audit asks for top-2 and the
-// analysis reads millions of token rows: only candidates 3..k pay for JSON decoding.
+// Version 1 stored a row per token (about 62 bytes a token); version 2 packs a completion's tokens
+// into one value (about a sixth of that), which is also what makes recording and `report` cheap.
 #include "report/store/detail/schema.hpp"
 
 #include <set>
@@ -67,14 +71,8 @@ CREATE TABLE requests (
   reasoning_text TEXT NOT NULL DEFAULT '', reasoning_split TEXT NOT NULL DEFAULT 'none',
   usage_prompt_tokens INTEGER, usage_reasoning_tokens INTEGER,
   UNIQUE (endpoint_index, prompt_index, concurrency, probe, repeat));
-CREATE TABLE tokens (
-  request_id INTEGER NOT NULL, position INTEGER NOT NULL, token TEXT NOT NULL, logprob REAL,
-  c1_token TEXT, c1_logprob REAL, c2_token TEXT, c2_logprob REAL, more TEXT,
-  PRIMARY KEY (request_id, position)) WITHOUT ROWID;
-CREATE TABLE reasoning_tokens (
-  request_id INTEGER NOT NULL, position INTEGER NOT NULL, token TEXT NOT NULL, logprob REAL,
-  c1_token TEXT, c1_logprob REAL, c2_token TEXT, c2_logprob REAL, more TEXT,
-  PRIMARY KEY (request_id, position)) WITHOUT ROWID;
+CREATE TABLE token_texts (id INTEGER PRIMARY KEY, text BLOB NOT NULL UNIQUE);
+CREATE TABLE packed_tokens (request_id INTEGER PRIMARY KEY, answer BLOB, reasoning BLOB);
 )sql";
 
 // The requests columns that came after version 1 was released, with their definitions: the
@@ -158,7 +156,7 @@ Result<void> write_schema_version(const Connection& connection) {
   return connection.step_done(statement.get(), "cannot write the schema version");
 }
 
-Result<void> check_schema_version(const Connection& connection) {
+Result<int> check_schema_version(const Connection& connection) {
   sqlite3_stmt* raw = nullptr;
   const int prepared =
       sqlite3_prepare_v2(connection.handle(), "SELECT value FROM meta WHERE key = 'schema_version'",
@@ -175,15 +173,19 @@ Result<void> check_schema_version(const Connection& connection) {
     return connection.failure(ErrorCode::input, "cannot read the schema version");
   }
   const std::string version = column_text(raw, 0);
+  if (version == "1") return 1;
   if (version != std::to_string(AuditDatabase::k_schema_version))
-    return connection.corrupt("has schema version " + version + "; this build reads version " +
+    return connection.corrupt("has schema version " + version +
+                              "; this build reads versions 1 and " +
                               std::to_string(AuditDatabase::k_schema_version));
-  return {};
+  return AuditDatabase::k_schema_version;
 }
 
 // In one transaction, because another process may be adding the columns too: the check is
 // repeated under the write lock.
-LaterColumns add_later_columns(const Connection& connection) {
+LaterColumns add_later_columns(const Connection& connection, int schema_version) {
+  // Version 2 keeps the reasoning's tokens in packed_tokens: only version 1 has a table for them.
+  const bool token_tables = schema_version < 2;
   const auto missing = [&]() -> Result<std::vector<LaterColumn>> {
     auto names = request_column_names(connection);
     if (!names) return names.error();
@@ -198,7 +200,7 @@ LaterColumns add_later_columns(const Connection& connection) {
     auto absent = missing();
     if (!absent) return LaterColumns{false, false, false};
     for (const LaterColumn& column : *absent) has_group(columns, column.group) = false;
-    if (columns.reasoning &&
+    if (columns.reasoning && token_tables &&
         !connection.exec("SELECT 1 FROM reasoning_tokens LIMIT 0", ErrorCode::input))
       columns.reasoning = false;
     return columns;
@@ -213,7 +215,7 @@ LaterColumns add_later_columns(const Connection& connection) {
           std::string("ALTER TABLE requests ADD COLUMN ") + column.name + " " + column.definition;
       LLMREPRO_TRY(connection.exec(sql.c_str()));
     }
-    LLMREPRO_TRY(connection.exec(k_reasoning_tokens_sql));
+    if (token_tables) LLMREPRO_TRY(connection.exec(k_reasoning_tokens_sql));
     return connection.exec("COMMIT");
   }();
   if (!added) (void)connection.exec("ROLLBACK");

@@ -8,6 +8,7 @@ import time
 
 import e2e_harness as h
 import standard_audit as std
+import token_blob
 
 LEVELS = "1,2"
 RUNS = 5
@@ -84,8 +85,8 @@ class KillResume(h.E2ETestCase):
         lengths = {0: len(std.CAPITAL), 1: len(std.FEYNMAN_X), 2: len(std.PRIMES_P),
                    3: len(std.HELLO)}
         want_tokens = sum(lengths[k[1]] for k in keys)
-        self.assertEqual(conn.execute("SELECT COUNT(*) FROM tokens").fetchone()[0], want_tokens)
-        orphans = conn.execute("SELECT COUNT(*) FROM tokens WHERE request_id NOT IN "
+        self.assertEqual(token_blob.token_count(conn), want_tokens)
+        orphans = conn.execute("SELECT COUNT(*) FROM packed_tokens WHERE request_id NOT IN "
                                "(SELECT id FROM requests)").fetchone()[0]
         self.assertEqual(orphans, 0)
 

@@ -27,6 +27,7 @@ Asserted, from one audit and `report --compare-on` re-judging its database:
 import sqlite3
 
 import e2e_harness as h
+import token_blob
 
 RUNS = 4
 
@@ -126,9 +127,8 @@ class ReasoningModel(h.E2ETestCase):
                          {"Two and two", "Two plus two"})
 
         with sqlite3.connect(paths["db"]) as db:
-            self.assertEqual(db.execute("SELECT count(*) FROM reasoning_tokens").fetchone()[0],
-                             2 * RUNS * 6)
-            self.assertEqual(db.execute("SELECT count(*) FROM tokens").fetchone()[0], 2 * RUNS * 2)
+            self.assertEqual(token_blob.token_count(db, "reasoning"), 2 * RUNS * 6)
+            self.assertEqual(token_blob.token_count(db), 2 * RUNS * 2)
             self.assertEqual(db.execute("SELECT DISTINCT reasoning_text, reasoning_split FROM "
                                         "requests WHERE prompt_index = 1").fetchall(),
                              [("Two and two", "separate")])

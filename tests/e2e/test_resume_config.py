@@ -17,6 +17,7 @@ import re
 
 import e2e_harness as h
 import standard_audit as std
+import token_blob
 
 RUNS = "5"
 LEVELS = "1,2"
@@ -56,7 +57,7 @@ class ResumeConfig(h.E2ETestCase):
         conn = h.open_db(self.db)
         try:
             return {"requests": conn.execute("SELECT * FROM requests ORDER BY 1").fetchall(),
-                    "tokens": conn.execute("SELECT COUNT(*) FROM tokens").fetchone()[0],
+                    "tokens": token_blob.token_count(conn),
                     "audit": conn.execute("SELECT * FROM audit").fetchall(),
                     "endpoints": conn.execute("SELECT * FROM endpoints").fetchall(),
                     "prompts": conn.execute("SELECT * FROM prompts ORDER BY 1").fetchall()}

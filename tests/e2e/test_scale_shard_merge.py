@@ -7,9 +7,12 @@ Merging refuses overlapping shards and shards of a different configuration or su
 missing a shard is partial."""
 
 import json
+import os
+import shutil
 
 import e2e_harness as h
 import standard_audit as std
+import token_blob
 
 # Keys whose values are clocks, speeds or names of one run, not results; "activity" counts what
 # the run that just ended sent besides the audited requests, which no stored audit carries.
@@ -75,6 +78,18 @@ class ShardMerge(h.E2ETestCase):
         self.assert_exit(self.run_llmrepro(["report", "--db", self.path("merged.db"), "--json",
                                             rerendered]), 0)
         self.assertEqual(stable(self.load_report(rerendered)), stable(merged))
+
+        with self.subTest(case="a shard of schema version 1 is upgraded and merges the same"):
+            old = self.path("shard2-v1.db")
+            shutil.copy(shards[1], old)
+            self.assertFalse(os.path.exists(shards[1] + "-wal"))  # checkpointed when it closed
+            rows = token_blob.downgrade_to_version_1(old)
+            # Shard 2 holds feynman alone: 15 requests, its script's five answers served 3 times.
+            self.assertEqual(rows, 3 * (4 * len(std.FEYNMAN_X) + len(std.FEYNMAN_Y)))
+            run, path = self.merge("merged-v1.db", shards[0], old, shards[2])
+            self.assertIn(f"llmrepro: upgraded audit database '{old}' in place from schema "
+                          f"version 1 to 2 ({rows} token rows packed)\n", run.stderr)
+            self.assertEqual(stable(self.load_report(path)), stable(merged))
 
         with self.subTest(case="missing shard: partial"):
             # A merge missing a shard cannot be judged: exit 3, verdict error.

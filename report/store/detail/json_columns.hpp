@@ -40,7 +40,9 @@ std::string encode_strings(const std::vector<std::string>& strings);
 core::Result<std::vector<std::string>> decode_strings(const std::string& text,
                                                       const std::string& where);
 
-// Candidates from index `first` on, as [[token, logprob], ...]; an unknown logprob
+// Candidates from index `first` on, as [[token, logprob], ...], the `more` column of schema
+// version 1's token rows (read by the upgrade; written now only by the tests' version 1
+// fixture); an unknown logprob
 // (core::k_unknown_logprob, NaN) is written as null, an infinite one as the string "-inf" or
 // "inf" because JSON has no infinities. Null and the string "nan" (written before) read as NaN.
 std::string encode_candidates(const std::vector<core::TokenCandidate>& top, std::size_t first);

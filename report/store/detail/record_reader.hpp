@@ -15,6 +15,7 @@
 #include "report/store/audit_database.hpp"
 #include "report/store/detail/schema.hpp"
 #include "report/store/detail/sqlite.hpp"
+#include "report/store/detail/token_blob.hpp"
 
 namespace llmrepro::store::detail {
 
@@ -24,8 +25,10 @@ namespace llmrepro::store::detail {
 class RecordReader {
 public:
   // `columns`: which later columns the database has (see add_later_columns); what it lacks reads
-  // as zero counts and no reasoning. `connection` must outlive the reader.
-  RecordReader(const Connection& connection, LaterColumns columns);
+  // as zero counts and no reasoning. `schema_version`: 2 reads the packed tokens (token_texts and
+  // packed_tokens), 1 the token rows of a version 1 file that could not be upgraded (read-only).
+  // `connection` must outlive the reader.
+  RecordReader(const Connection& connection, LaterColumns columns, int schema_version);
 
   // Fills info, config, suite and endpoints of `data` (without fingerprints).
   core::Result<void> read_header(core::AuditData& data) const;
@@ -51,20 +54,34 @@ private:
   std::string requests_query(const char* order) const;
   // One row of requests_query(), without its tokens.
   core::Result<void> read_record(sqlite3_stmt* row, core::RequestRecord& record) const;
-  // Appends the token in `row` (a row of the tokens table) to `tokens`, the tokens of request
-  // `request_id` read so far; its position must be the next one.
-  core::Result<void> append_token(sqlite3_stmt* row, std::int64_t request_id,
-                                  std::vector<core::TokenLogprob>& tokens) const;
+  // Appends the tokens packed in column `column` of `row` (NULL: none) to `tokens`; a corrupt
+  // blob is ErrorCode::input naming request `request_id` and whether they were the reasoning's.
+  core::Result<void> decode_packed(sqlite3_stmt* row, int column, bool reasoning,
+                                   std::int64_t request_id, const TokenTexts& texts,
+                                   std::vector<core::TokenLogprob>& tokens) const;
+  // Version 2: every packed_tokens row in one scan into the matching record of `records`, whose
+  // database ids are `ids` (ascending).
+  core::Result<void> read_packed_tokens(const std::vector<std::int64_t>& ids,
+                                        std::vector<core::RequestRecord>& records) const;
 
-  // Reads every request's rows of `table` (tokens or reasoning_tokens) in one key-order scan into
-  // the matching record of `records`, whose database ids are `ids` (ascending).
+  // Version 1: reads every request's rows of `table` (tokens or reasoning_tokens) in one key-order
+  // scan into the matching record of `records`, whose database ids are `ids` (ascending).
   core::Result<void> read_token_table(const char* table, const std::vector<std::int64_t>& ids,
                                       std::vector<core::RequestRecord>& records,
                                       bool reasoning) const;
 
   const Connection& m_connection;
   LaterColumns m_columns;
+  int m_schema_version;
 };
+
+// Appends the token in `row` (a row of a version 1 token table: request_id, position, token,
+// logprob, c1_token, c1_logprob, c2_token, c2_logprob, more) to `tokens`, the tokens of request
+// `request_id` read so far; its position must be the next one. Also what the upgrade to version
+// 2 reads.
+core::Result<void> append_version_1_token(const Connection& connection, sqlite3_stmt* row,
+                                          std::int64_t request_id,
+                                          std::vector<core::TokenLogprob>& tokens);
 
 // Sets each endpoint's fingerprints to the distinct non-empty system_fingerprint values of its
 // successful records, sorted.

@@ -1,5 +1,5 @@
 // Everything the audit database writes but the schema and the semantic tables: the audit's
-// header (audit row, endpoints, prompts), each finished request with its token rows, and the
+// header (audit row, endpoints, prompts), each finished request with its packed tokens, and the
 // later updates (status, endpoint, configuration, probe activity). Private to report/store.
 #pragma once
 
@@ -12,6 +12,7 @@
 #include "core/result.hpp"
 #include "report/store/detail/schema.hpp"
 #include "report/store/detail/sqlite.hpp"
+#include "report/store/detail/token_texts.hpp"
 
 namespace llmrepro::store::detail {
 
@@ -41,26 +42,22 @@ public:
   core::Result<void> write_config(const core::AuditConfig& config);
   core::Result<void> write_probe_activity(const std::vector<core::ProbeActivity>& activity);
 
+  // The caller's transaction ended, committed or rolled back: token text ids it added stay known
+  // or are forgotten (TextInterner).
+  void transaction_ended(bool committed);
+
 private:
-  // The token statements of one table (tokens or reasoning_tokens).
-  struct TokenStatements {
-    Statement one;
-    Statement batch; // a batch of token rows in one statement (record_writer.cpp)
-  };
-  core::Result<TokenStatements> prepare_token_statements(const char* table) const;
-  // Stores `tokens` as the rows of request `request_id` with `statements`.
-  core::Result<void> write_tokens(const TokenStatements& statements, sqlite3_int64 request_id,
-                                  const std::vector<core::TokenLogprob>& tokens);
+  // Stores the packed tokens of request `request_id`, interning their texts.
+  core::Result<void> write_tokens(sqlite3_int64 request_id, const core::Completion& completion);
 
   const Connection& m_connection;
   LaterColumns m_columns;
   Statement m_find_request;
+  TextInterner m_texts;
   Statement m_delete_tokens;
-  Statement m_delete_reasoning_tokens;
   Statement m_delete_request;
   Statement m_insert_request;
-  TokenStatements m_tokens;
-  TokenStatements m_reasoning_tokens; // prepared only when the database has the table
+  Statement m_insert_tokens;
 };
 
 } // namespace llmrepro::store::detail

@@ -71,15 +71,6 @@ inline void bind_optional_text(sqlite3_stmt* statement, int index, const std::st
     bind_text(statement, index, *text);
 }
 
-// Binds a log probability. NaN (core::k_unknown_logprob) cannot be stored as REAL: it is bound
-// as NULL, as SQLite would store it anyway.
-inline void bind_logprob(sqlite3_stmt* statement, int index, double logprob) {
-  if (std::isnan(logprob))
-    sqlite3_bind_null(statement, index);
-  else
-    sqlite3_bind_double(statement, index, logprob);
-}
-
 // A REAL column. NaN cannot be stored as REAL (SQLite turns it into NULL), so NULL reads back as
 // NaN.
 inline double column_double(sqlite3_stmt* statement, int index) {

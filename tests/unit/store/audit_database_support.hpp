@@ -9,10 +9,15 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "report/store/audit_database.hpp"
+#include "report/store/detail/json_columns.hpp"
+#include "report/store/detail/sqlite.hpp"
+#include "report/store/detail/token_blob.hpp"
+#include "report/store/detail/token_texts.hpp"
 
 namespace llmrepro::testing::store_support {
 
@@ -229,14 +234,126 @@ inline std::string query_text(const std::string& path, const char* sql) {
   return text;
 }
 
-// An audit database at `path` holding one successful record, then `sql` run on the file through
-// another connection (dropping columns, as a build before them left it). Returns the record.
-inline core::RequestRecord database_with_one_record(const std::string& path, const char* sql) {
-  const core::RequestRecord record = make_record(0, 1, 0, true);
+// Every token stored in the file at `path` (the answers', or with `reasoning` the reasoning's),
+// decoded from packed_tokens in request id order, as another reader of the documented format
+// would see them.
+inline std::vector<core::TokenLogprob> stored_tokens(const std::string& path, bool reasoning) {
+  auto connection = store::detail::Connection::open(path, SQLITE_OPEN_READONLY);
+  REQUIRE_MESSAGE(connection, (connection ? "" : connection.error().message));
+  auto texts = store::detail::read_token_texts(*connection);
+  REQUIRE_MESSAGE(texts, (texts ? "" : texts.error().message));
+  auto statement = connection->prepare(reasoning ? "SELECT reasoning FROM packed_tokens ORDER BY "
+                                                   "request_id"
+                                                 : "SELECT answer FROM packed_tokens ORDER BY "
+                                                   "request_id");
+  REQUIRE(statement);
+  std::vector<core::TokenLogprob> tokens;
+  while (sqlite3_step(statement->get()) == SQLITE_ROW) {
+    if (sqlite3_column_type(statement->get(), 0) == SQLITE_NULL) continue;
+    const auto* bytes = static_cast<const char*>(sqlite3_column_blob(statement->get(), 0));
+    const auto size = static_cast<std::size_t>(sqlite3_column_bytes(statement->get(), 0));
+    const auto decoded =
+        store::detail::decode_token_blob(std::string_view(bytes, size), *texts, tokens);
+    REQUIRE_MESSAGE(decoded, (decoded ? "" : decoded.error().message));
+  }
+  return tokens;
+}
+
+// The token tables of schema version 1 (a row per token), as builds before version 2 created them.
+inline constexpr const char* k_version_1_token_tables = R"sql(
+CREATE TABLE tokens (
+  request_id INTEGER NOT NULL, position INTEGER NOT NULL, token TEXT NOT NULL, logprob REAL,
+  c1_token TEXT, c1_logprob REAL, c2_token TEXT, c2_logprob REAL, more TEXT,
+  PRIMARY KEY (request_id, position)) WITHOUT ROWID;
+CREATE TABLE reasoning_tokens (
+  request_id INTEGER NOT NULL, position INTEGER NOT NULL, token TEXT NOT NULL, logprob REAL,
+  c1_token TEXT, c1_logprob REAL, c2_token TEXT, c2_logprob REAL, more TEXT,
+  PRIMARY KEY (request_id, position)) WITHOUT ROWID;
+)sql";
+
+// Writes `tokens` as the version 1 rows of request `request_id` in `table`, as version 1's writer
+// did: candidates 1 and 2 in columns, the rest as JSON in `more`, NaN as NULL.
+inline void insert_version_1_rows(sqlite3* db, const char* table, sqlite3_int64 request_id,
+                                  const std::vector<core::TokenLogprob>& tokens) {
+  const std::string sql =
+      std::string("INSERT INTO ") + table + " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+  sqlite3_stmt* statement = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) == SQLITE_OK);
+  const auto bind_logprob = [&](int index, double logprob) {
+    if (std::isnan(logprob))
+      sqlite3_bind_null(statement, index);
+    else
+      sqlite3_bind_double(statement, index, logprob);
+  };
+  for (std::size_t position = 0; position < tokens.size(); ++position) {
+    const auto& token = tokens[position];
+    sqlite3_bind_int64(statement, 1, request_id);
+    sqlite3_bind_int64(statement, 2, static_cast<sqlite3_int64>(position));
+    sqlite3_bind_text(statement, 3, token.token.data(), static_cast<int>(token.token.size()),
+                      SQLITE_TRANSIENT);
+    bind_logprob(4, token.logprob);
+    for (std::size_t k = 0; k < 2; ++k) {
+      const int column = 5 + 2 * static_cast<int>(k);
+      if (k < token.top.size()) {
+        sqlite3_bind_text(statement, column, token.top[k].token.data(),
+                          static_cast<int>(token.top[k].token.size()), SQLITE_TRANSIENT);
+        bind_logprob(column + 1, token.top[k].logprob);
+      } else {
+        sqlite3_bind_null(statement, column);
+        sqlite3_bind_null(statement, column + 1);
+      }
+    }
+    if (token.top.size() > 2) {
+      const std::string more = store::detail::encode_candidates(token.top, 2);
+      sqlite3_bind_text(statement, 9, more.data(), static_cast<int>(more.size()), SQLITE_TRANSIENT);
+    } else {
+      sqlite3_bind_null(statement, 9);
+    }
+    REQUIRE(sqlite3_step(statement) == SQLITE_DONE);
+    sqlite3_reset(statement);
+  }
+  sqlite3_finalize(statement);
+}
+
+// Turns the database at `path`, which holds exactly `records` (recorded in that order, none
+// replaced, so that record i has id i + 1), into what schema version 1 stored: the token tables
+// with a row per token instead of token_texts and packed_tokens, and version 1 in meta. The
+// fixture for the upgrade, so that no old build is needed.
+inline void downgrade_to_version_1(const std::string& path,
+                                   const std::vector<core::RequestRecord>& records) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, k_version_1_token_tables, nullptr, nullptr, nullptr) == SQLITE_OK);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& completion = records[i].outcome.completion;
+    const auto id = static_cast<sqlite3_int64>(i + 1);
+    insert_version_1_rows(db, "tokens", id, completion.tokens);
+    insert_version_1_rows(db, "reasoning_tokens", id, completion.reasoning_tokens);
+  }
+  REQUIRE(sqlite3_exec(db,
+                       "DROP TABLE packed_tokens; DROP TABLE token_texts; UPDATE meta SET value "
+                       "= '1' WHERE key = 'schema_version'; COMMIT;",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+}
+
+// A schema version 1 audit database at `path` holding `records`.
+inline void version_1_database(const std::string& path,
+                               const std::vector<core::RequestRecord>& records) {
   {
     auto database = create_or_fail(path, make_header());
-    REQUIRE(database.record(record));
+    for (const auto& record : records) REQUIRE(database.record(record));
   }
+  downgrade_to_version_1(path, records);
+}
+
+// A schema version 1 audit database at `path` holding one successful record, then `sql` run on
+// the file through another connection (dropping columns, as a build before them left it).
+// Returns the record.
+inline core::RequestRecord database_with_one_record(const std::string& path, const char* sql) {
+  const core::RequestRecord record = make_record(0, 1, 0, true);
+  version_1_database(path, {record});
   run_sql(path, sql);
   return record;
 }

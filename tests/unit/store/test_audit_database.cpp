@@ -129,8 +129,8 @@ TEST_CASE("AuditDatabase::record") {
     REQUIRE(database.record(c));
     CHECK(load_or_fail(database).records.size() == 3);
   }
-  SUBCASE("long completions keep every token and candidate, in batches and the rows past them") {
-    // 32 rows a statement: 70 tokens are two full batches and six single rows.
+  SUBCASE("long completions keep every token and candidate") {
+    // Lengths about version 1's 32-row batches, kept as plain lengths of one blob.
     for (const std::size_t length : {std::size_t{31}, std::size_t{32}, std::size_t{70}}) {
       auto record = make_record(0, 4, static_cast<int>(length), true);
       auto& tokens = record.outcome.completion.tokens;
@@ -191,14 +191,22 @@ TEST_CASE("AuditDatabase: unknown log probabilities and number counts") {
     REQUIRE(database.record_batch({wild, plain}));
   }
 
-  SUBCASE("NaN is NULL in the REAL columns and null in the candidates' JSON") {
-    CHECK(query_text(path, "SELECT count(*) FROM tokens WHERE logprob IS NULL") == "1");
-    CHECK(query_text(path, "SELECT count(*) FROM tokens WHERE c1_token IS NOT NULL AND "
-                           "c1_logprob IS NULL") == "1");
-    CHECK(query_text(path, "SELECT count(*) FROM tokens WHERE c2_token IS NOT NULL AND "
-                           "c2_logprob IS NULL") == "2");
-    CHECK(query_text(path, "SELECT more FROM tokens WHERE token = 'c'") ==
-          R"([["e",null],["f",null]])");
+  SUBCASE("NaN is stored as unknown in the token blobs, wherever a log probability is") {
+    const auto tokens = stored_tokens(path, false);
+    REQUIRE(tokens.size() == 7); // 3 of the wild record, 4 of the plain one
+    const auto count = [&](auto&& holds) {
+      return std::count_if(tokens.begin(), tokens.end(), holds);
+    };
+    CHECK(count([](const auto& t) { return std::isnan(t.logprob); }) == 1);
+    CHECK(count([](const auto& t) { return !t.top.empty() && std::isnan(t.top[0].logprob); }) == 1);
+    CHECK(count([](const auto& t) { return t.top.size() > 1 && std::isnan(t.top[1].logprob); }) ==
+          2);
+    REQUIRE(tokens[1].token == "c");
+    REQUIRE(tokens[1].top.size() == 4);
+    CHECK(tokens[1].top[2].token == "e");
+    CHECK(std::isnan(tokens[1].top[2].logprob));
+    CHECK(tokens[1].top[3].token == "f");
+    CHECK(std::isnan(tokens[1].top[3].logprob));
     CHECK(query_text(path, "SELECT numbers_nan || numbers_infinity || numbers_negative_infinity "
                            "|| numbers_overflow || numbers_null FROM requests WHERE "
                            "prompt_index = 0") == "12345");
@@ -232,6 +240,9 @@ TEST_CASE("AuditDatabase: unknown log probabilities and number counts") {
     CHECK(loaded->records[0].outcome.completion.numbers == wild.outcome.completion.numbers);
   }
   SUBCASE("candidates written as \"nan\" before null was read back as unknown") {
+    // A version 1 file of the same records whose JSON says "nan", as builds before null wrote
+    // it: the upgrade reads it as unknown.
+    downgrade_to_version_1(path, {wild, plain});
     run_sql(path, R"(UPDATE tokens SET more = '[["e","nan"],["f",-1.5]]' WHERE token = 'c';)");
     auto database = AuditDatabase::open(path);
     REQUIRE_MESSAGE(database, (database ? "" : database.error().message));
@@ -265,7 +276,8 @@ TEST_CASE("AuditDatabase::open of a database created without the numbers columns
     REQUIRE(loaded.records.size() == 1);
     check_same(loaded.records[0], old_record);
     CHECK(loaded.records[0].outcome.completion.numbers.total() == 0);
-    CHECK(query_text(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "1");
+    // The columns came within version 1; the token rows were then packed (version 2).
+    CHECK(query_text(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "2");
   }
   SUBCASE("records and resumes with the counts, and opens again") {
     const auto wild = make_unknown_logprobs_record(1, 0);
@@ -383,7 +395,7 @@ TEST_CASE("AuditDatabase::create") {
     std::ofstream{path};
     create_or_fail(path, make_header());
     CHECK(query_text(path, "PRAGMA journal_mode") == "wal");
-    CHECK(query_text(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "1");
+    CHECK(query_text(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "2");
   }
 }
 
@@ -414,11 +426,11 @@ TEST_CASE("AuditDatabase::open") {
   }
   SUBCASE("another schema version") {
     { create_or_fail(path, make_header()); }
-    run_sql(path, "UPDATE meta SET value = '2' WHERE key = 'schema_version';");
+    run_sql(path, "UPDATE meta SET value = '3' WHERE key = 'schema_version';");
     const auto opened = AuditDatabase::open(path);
     REQUIRE_FALSE(opened);
     CHECK(opened.error().code == ErrorCode::input);
-    CHECK(opened.error().message.find("has schema version 2; this build reads version 1") !=
+    CHECK(opened.error().message.find("has schema version 3; this build reads versions 1 and 2") !=
           std::string::npos);
   }
   SUBCASE("a database from before the logprob drift gate reads it as unset") {

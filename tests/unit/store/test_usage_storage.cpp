@@ -83,11 +83,11 @@ TEST_CASE("a read-only database from before the usage columns reads its usage as
 
   auto connection = store::detail::Connection::open(path, SQLITE_OPEN_READONLY);
   REQUIRE_MESSAGE(connection, (connection ? "" : connection.error().message));
-  const store::detail::LaterColumns columns = store::detail::add_later_columns(*connection);
+  const store::detail::LaterColumns columns = store::detail::add_later_columns(*connection, 1);
   CHECK(columns.numbers);
   CHECK(columns.reasoning);
   CHECK_FALSE(columns.usage);
-  const store::detail::RecordReader reader(*connection, columns);
+  const store::detail::RecordReader reader(*connection, columns, 1);
   core::AuditData data;
   REQUIRE(reader.read_header(data));
   REQUIRE(reader.read_records(data));
