@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -472,13 +473,17 @@ TEST_CASE("detect_dialect") {
     CHECK(*model == "qwen3-8b");
   }
   SUBCASE("a Responses-only server under a base URL with /v1: the routes joined like the rest") {
+    // The detector's GETs run in parallel and the server answers each on its own thread.
+    std::mutex gets_mutex;
     std::vector<std::string> gets;
     LoopbackServer server([&](httplib::Server& routes) {
       routes.Get("/v1/models", [&](const httplib::Request&, httplib::Response& response) {
+        const std::lock_guard lock(gets_mutex);
         gets.push_back("/v1/models");
         response.set_content(k_openai_models, "application/json");
       });
       routes.Get("/v1/responses", [&](const httplib::Request&, httplib::Response& response) {
+        const std::lock_guard lock(gets_mutex);
         gets.push_back("/v1/responses");
         response.status = 405;
         response.set_content(R"({"detail":"Method Not Allowed"})", "application/json");
