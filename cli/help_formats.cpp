@@ -25,9 +25,9 @@ std::string joined(const std::vector<std::string>& items, const std::string& sep
 char32_t next_code_point(const std::string& text, std::size_t& i) {
   const auto lead = static_cast<unsigned char>(text[i++]);
   const int extra = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
-  char32_t code = extra == 0 ? lead : lead & (0x3F >> extra);
+  char32_t code = extra == 0 ? char32_t{lead} : char32_t{lead} & (char32_t{0x3F} >> extra);
   for (int k = 0; k < extra && i < text.size(); ++k)
-    code = (code << 6) | (static_cast<unsigned char>(text[i++]) & 0x3F);
+    code = (code << 6) | (char32_t{static_cast<unsigned char>(text[i++])} & char32_t{0x3F});
   return code;
 }
 
