@@ -4,14 +4,18 @@
 #include <CLI/CLI.hpp>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/audit_options.hpp"
 #include "cli/audit_passes.hpp"
 #include "cli/commands.hpp"
+#include "cli/help_export.hpp"
 #include "cli/judging_options.hpp"
 #include "cli/report_outputs.hpp"
 #include "core/clock.hpp"
 #include "core/result.hpp"
+#include "probes/dialect.hpp"
 
 namespace llmrepro::cli {
 
@@ -52,6 +56,13 @@ int run_audit(const AuditOptions& options) {
   return conclude(run);
 }
 
+// The values of --api: auto, then every dialect by the name probes::parse_dialect reads.
+std::vector<std::string> api_choices() {
+  std::vector<std::string> choices{"auto"};
+  for (probes::Dialect dialect : probes::all_dialects()) choices.emplace_back(to_string(dialect));
+  return choices;
+}
+
 } // namespace
 
 void register_audit_command(CLI::App& app, CommandResult& result) {
@@ -75,12 +86,12 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
                        "Probe kinds: sweep, mixed (filler traffic), prefix (warm vs cold shared "
                        "prefix), long (long prompts)")
           ->delimiter(',')
+          ->check(value_choices({"sweep", "mixed", "prefix", "long"}))
           ->capture_default_str();
-  flags.api = audit
-                  ->add_option("--api", options->api,
-                               "auto|openai-chat|openai-completions|openai-responses|llamacpp|"
-                               "sglang|ollama|tgi|gemini")
-                  ->capture_default_str();
+  flags.api =
+      audit->add_option("--api", options->api, "API dialect of the endpoints (auto: detect it)")
+          ->check(value_choices(api_choices()))
+          ->capture_default_str();
   flags.model =
       audit->add_option("--model", options->model, "Model name to request (default: detected)");
   flags.runs = audit->add_option("--runs", options->runs, "Runs of each prompt at each level")
@@ -96,6 +107,7 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
                        "standard, or deterministic: try to break a determinism claim (levels "
                        "1,2,8,9,16,32,44,64,128, probes sweep,mixed,prefix, fillers across 256 "
                        "tokens) and demand bit-identical tokens and logprobs everywhere")
+          ->check(value_choices({"standard", "deterministic"}))
           ->capture_default_str();
   flags.max_concurrency =
       audit

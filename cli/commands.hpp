@@ -45,5 +45,8 @@ void register_diff_command(CLI::App& app, CommandResult& result);
 void register_merge_command(CLI::App& app, CommandResult& result);
 void register_serve_command(CLI::App& app, CommandResult& result);
 void register_gpu_probe_command(CLI::App& app, CommandResult& result);
+// The hidden `help-export`: prints the man page or a completion script rendered from `app`'s
+// definitions (cli/help_export.hpp). Registered last, so that it sees every other command.
+void register_help_export_command(CLI::App& app, CommandResult& result);
 
 } // namespace llmrepro::cli

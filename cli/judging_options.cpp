@@ -7,6 +7,8 @@
 #include <cstdio>
 
 #include "cli/commands.hpp"
+#include "cli/help_export.hpp"
+#include "core/reasoning.hpp"
 #include "core/result.hpp"
 
 namespace llmrepro::cli {
@@ -18,6 +20,7 @@ void add_judging_options(CLI::App& command, JudgingOptions& judging) {
                                   "none, or a comma list of unstable, fragile, disagree: fail when "
                                   "any prompt is unstable, any prompt is fragile (or its fragility "
                                   "unknown), or the endpoints' answers differ")
+                      ->check(value_choices({"none", "unstable", "fragile", "disagree"}))
                       ->capture_default_str();
   given.max_unique = command.add_option("--max-unique", judging.max_unique,
                                         "Fail when a prompt has more distinct completions (>= 1)");
@@ -53,6 +56,9 @@ void add_judging_options(CLI::App& command, JudgingOptions& judging) {
           .add_option("--compare-on", judging.compare_on,
                       "What of a reasoning model's completions is compared: answer, reasoning or "
                       "both (checkers always read the answer)")
+          ->check(value_choices({core::to_string(core::CompareOn::answer),
+                                 core::to_string(core::CompareOn::reasoning),
+                                 core::to_string(core::CompareOn::both)}))
           ->capture_default_str();
 }
 

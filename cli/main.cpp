@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   register_merge_command(app, result);
   register_serve_command(app, result);
   register_gpu_probe_command(app, result);
+  register_help_export_command(app, result);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

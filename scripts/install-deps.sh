@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Installs what llmrepro needs from Debian 12's archive: `build` (default) to build and run,
+# Installs what llmrepro needs from Debian 12's archive: `build` (default) to build, run and
+# package (dpkg-dev's dpkg-shlibdeps computes the Debian package's Depends),
 # `test` to run every test as well, `bench` for the benchmarks. Does nothing when all is there.
 set -euo pipefail
 
 build=(cmake ninja-build g++ pkg-config libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev
-       libfmt-dev libsqlite3-dev doctest-dev libcpp-httplib-dev ca-certificates)
-test=(python3 python3-jsonschema python3-yaml sqlite3 chromium clang clang-format libclang-rt-14-dev)
+       libfmt-dev libsqlite3-dev doctest-dev libcpp-httplib-dev ca-certificates dpkg-dev)
+# groff and zsh check the generated man page and zsh completion; python3-yaml reads the CI
+# examples.
+test=(python3 python3-jsonschema python3-yaml sqlite3 chromium clang clang-format
+      libclang-rt-14-dev groff-base zsh)
 bench=(wrk python3-aiohttp)
 
 packages=("${build[@]}")

@@ -7,7 +7,8 @@
 #   3. a TSan build running the threaded unit tests (scheduler, engine, database writer);
 #   4. every libFuzzer target for a bounded time (LLMREPRO_FUZZ_SECONDS each, default 10);
 #   5. the main build (warnings as errors, CUDA backend compiled when nvcc is present) running
-#      every test: unit, e2e, browser, and gpu (skipped without a device).
+#      every test: unit, e2e, browser, package (the Debian package and `cmake --install`), and gpu
+#      (skipped without a device).
 # LLMREPRO_TEST_QUICK=1 runs only step 5. Every build keeps line tables only (-g1): sanitizer
 # reports and backtraces still name file and line, and compiling takes about a quarter less time.
 set -euo pipefail
