@@ -13,6 +13,9 @@ Rows:
   between runs) and 20 fragile (a 0.02-nat swap at token 4, first taken at their 2nd, 3rd, ...
   21st request: the last never within 20), levels 1,8, a fresh endpoint for each audit.
 
+A second fixed audit runs beside them: the share of the first's unstable prompts it finds is the
+floor any sampler can reach against an endpoint whose flips depend on batch timing.
+
 Usage: bench/adaptive.py [--binary build/cli/llmrepro] [--runs 10] [--rows demo,invariant,mix]
 """
 
@@ -106,7 +109,9 @@ def audit(binary, work, name, args):
 def row(binary, work, name, common, endpoint_for=None):
     """Both audits of one row; endpoint_for() gives a fresh endpoint's flags and a stopper."""
     results = {}
-    for mode, extra in (("fixed", []), ("adaptive", ["--adaptive"])):
+    # The fixed audit twice: how much of its unstable set a second identical audit finds is the
+    # endpoint's own run-to-run floor for the share.
+    for mode, extra in (("fixed", []), ("fixed-again", []), ("adaptive", ["--adaptive"])):
         stop = None
         flags = []
         if endpoint_for:
@@ -118,12 +123,14 @@ def row(binary, work, name, common, endpoint_for=None):
                 stop()
     fixed_requests, fixed_unstable, fixed_s, _ = results["fixed"]
     adaptive_requests, adaptive_unstable, adaptive_s, line = results["adaptive"]
+    again_unstable = results["fixed-again"][1]
     found = len(fixed_unstable & adaptive_unstable)
+    again = len(fixed_unstable & again_unstable) / len(fixed_unstable) if fixed_unstable else 1.0
     share = found / len(fixed_unstable) if fixed_unstable else 1.0
     ratio = adaptive_requests / fixed_requests
     return {"name": name, "fixed_requests": fixed_requests, "adaptive_requests": adaptive_requests,
             "ratio": ratio, "fixed_unstable": len(fixed_unstable), "found": found,
-            "share": share, "extra": len(adaptive_unstable - fixed_unstable),
+            "share": share, "again": again, "extra": len(adaptive_unstable - fixed_unstable),
             "meets": share >= 0.95 and ratio <= 0.40, "seconds": (fixed_s, adaptive_s),
             "line": line}
 
@@ -167,11 +174,13 @@ def main():
     print(f"--adaptive (epsilon 0.01, 3 initial runs) against a fixed --runs {args.runs}; "
           "targets: >= 95% of the fixed audit's unstable prompts for <= 40% of its requests")
     print("| suite | requests fixed | requests adaptive | ratio | unstable (fixed) | found by "
-          "adaptive | share | unstable only in adaptive | meets both |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+          "adaptive | share | a second fixed audit's share | unstable only in adaptive | "
+          "meets both |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         print(f"| {r['name']} | {r['fixed_requests']} | {r['adaptive_requests']} | "
               f"{r['ratio']:.1%} | {r['fixed_unstable']} | {r['found']} | {r['share']:.1%} | "
+              f"{r['again']:.1%} | "
               f"{r['extra']} | {'yes' if r['meets'] else 'no'} |")
     for r in rows:
         print(f"{r['name']}: {r['line']} (fixed {r['seconds'][0]:.1f} s, adaptive "

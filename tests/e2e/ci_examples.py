@@ -61,6 +61,14 @@ def input_variables(action):
     return variables
 
 
+def workspace(test, name):
+    """A fresh workspace holding the repository's examples, as a checkout would."""
+    path = test.path(name)
+    os.makedirs(path)
+    os.symlink(source("examples"), os.path.join(path, "examples"))
+    return path
+
+
 def start_serve(test):
     """`llmrepro serve --batch-invariant` on a loopback port; returns its URL once it answers."""
     port = h.free_port()

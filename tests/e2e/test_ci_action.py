@@ -36,11 +36,7 @@ def example_inputs(endpoint, suite=None):
 
 class CiAction(h.E2ETestCase):
     def workspace(self, name):
-        """A fresh workspace holding the repository's examples, as a checkout would."""
-        path = self.path(name)
-        os.makedirs(path)
-        os.symlink(ci.source("examples"), os.path.join(path, "examples"))
-        return path
+        return ci.workspace(self, name)
 
     def assert_outputs(self, action, inputs, code, verdict, reports=True):
         """The GITHUB_OUTPUT lines: exactly the action's outputs, with this verdict and code and

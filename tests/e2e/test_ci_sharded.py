@@ -43,10 +43,7 @@ def report_gates(job):
 
 class CiSharded(h.E2ETestCase):
     def workspace(self, name):
-        path = self.path(name)
-        os.makedirs(path)
-        os.symlink(ci.source("examples"), os.path.join(path, "examples"))
-        return path
+        return ci.workspace(self, name)
 
     def judged(self, db, gates):
         """The JSON report of the audit in `db` judged with `gates`, as the merge judges."""
