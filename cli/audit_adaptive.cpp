@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 #include "cli/audit_passes.hpp"
 #include "cli/judging_options.hpp"
 #include "core/adaptive.hpp"
@@ -139,8 +141,23 @@ core::Result<void> run_adaptive_rounds(AuditRun& run, const SendPlan& send,
                  outcome.looks, outcome.count(core::AdaptiveStop::undecided), round.size());
     sent = send(round);
   }
-  if (run.budget && (run.budget->exhausted() || run.budget->overrun()))
+  if (sent && !outcome.finished && run.budget &&
+      (run.budget->exhausted() || run.budget->overrun())) {
+    // One last look at what the budget paid for, so that only the prompts it left undecided
+    // are marked so (a look spends its own share of the error like any other).
+    auto analysis = analyse_planned(*run.database, run.header, planned);
+    if (!analysis) return analysis.error();
+    std::vector<bool> was_undecided;
+    for (const auto& prompt : outcome.prompts)
+      was_undecided.push_back(prompt.stop == core::AdaptiveStop::undecided);
+    core::judge_look(outcome, *analysis);
+    // A prompt whose last runs were planned but not sent did not reach --runs: the budget
+    // stopped it.
+    for (std::size_t i = 0; i < outcome.prompts.size(); ++i)
+      if (was_undecided[i] && outcome.prompts[i].stop == core::AdaptiveStop::max_runs)
+        outcome.prompts[i].stop = core::AdaptiveStop::undecided;
     core::close_undecided(outcome, core::AdaptiveStop::budget);
+  }
   LLMREPRO_TRY(run.database->store_adaptive(outcome));
   return sent;
 }

@@ -208,6 +208,19 @@ class Adaptive(h.E2ETestCase):
         self.assert_exit(run, 0)
         self.assertEqual(resumed["adaptive"], fresh["adaptive"])
 
+    def test_a_budget_inside_the_initial_runs_still_judges_what_it_paid_for(self):
+        endpoint = self.start_endpoint(script())
+        run, report, _ = self.audit(endpoint, "--max-requests", "29")
+        self.assert_exit(run, 3)
+        self.assertEqual(len(endpoint.posts()), 29)
+        stops = {p["id"]: p["stop"] for p in report["adaptive"]["prompts"]}
+        # flipper's three serial runs already differ: one last look names it; the rest of the
+        # prompts are left to the budget unless their bound already held.
+        self.assertEqual(stops["flipper"], "unstable")
+        self.assertEqual(report["adaptive"]["looks"], 1)
+        self.assertTrue(report["adaptive"]["finished"])
+        self.assertNotIn("max_runs", stops.values())
+
     def test_dry_run_and_bad_input(self):
         endpoint = self.start_endpoint(script())
         run, _, paths = self.audit(endpoint, "--dry-run")
