@@ -658,8 +658,12 @@ core::Result<void> judge_run(AuditRun& run) {
   core::RunFacts facts = core::stored_run_facts(audit_report);
   facts.interrupted = run.interrupted;
   if (!run.ran) facts.run_error = run.ran.error().message;
+  // This run's own budget stop, not one an earlier run stored; stored for `report`.
+  facts.budget_stop.clear();
   if (run.budget)
     facts.budget_stop = budget_stop_error(*run.budget, run.plan, *run.loaded->data, audit_report);
+  LLMREPRO_TRY(run.database->store_budget_stop(facts.budget_stop));
+  run.loaded->data->budget_stop = facts.budget_stop;
   core::rejudge(audit_report, run.config().gates, facts);
   return {};
 }

@@ -149,6 +149,9 @@ struct AuditData {
   std::optional<SemanticAgreement> semantic;
   // The decisions of an adaptive audit (--adaptive) as the last run left them; stored.
   std::optional<AdaptiveOutcome> adaptive;
+  // The error line of the last run when a budget stopped it (RunFacts::budget_stop); stored, so
+  // that `report` names the budget; empty otherwise.
+  std::string budget_stop;
 };
 
 // The plan an audit configuration implies for `endpoints` endpoints.

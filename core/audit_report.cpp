@@ -180,8 +180,10 @@ RunFacts stored_run_facts(const AuditReport& report) {
   RunFacts facts;
   facts.planned_requests = report.planned_requests;
   facts.recorded_requests = report.data != nullptr ? report.data->records.size() : 0;
-  if (report.data != nullptr)
+  if (report.data != nullptr) {
+    facts.budget_stop = report.data->budget_stop;
     facts.adaptive_unfinished = adaptive_unfinished_message(report.data->adaptive);
+  }
   return facts;
 }
 

@@ -12,7 +12,7 @@
 #include "report/store/detail/record_reader.hpp"
 #include "report/store/detail/record_writer.hpp"
 #include "report/store/detail/schema.hpp"
-#include "report/store/detail/adaptive_meta.hpp"
+#include "report/store/detail/run_meta.hpp"
 #include "report/store/detail/semantic_tables.hpp"
 #include "report/store/detail/sqlite.hpp"
 
@@ -172,6 +172,13 @@ Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit) c
   if (loaded) loaded = visit ? reader.stream_records(data, visit) : reader.read_records(data);
   if (loaded) loaded = reader.read_probe_activity(data);
   if (loaded) {
+    auto budget_stop = detail::read_budget_stop(connection);
+    if (budget_stop)
+      data.budget_stop = std::move(*budget_stop);
+    else
+      loaded = budget_stop.error();
+  }
+  if (loaded) {
     auto adaptive = detail::read_adaptive(connection);
     if (adaptive)
       data.adaptive = std::move(*adaptive);
@@ -247,6 +254,11 @@ Result<void> AuditDatabase::store_semantic(const core::SemanticAgreement& agreem
 Result<void> AuditDatabase::store_adaptive(const core::AdaptiveOutcome& outcome) {
   const std::lock_guard lock(m_impl->mutex);
   return m_impl->transaction([&] { return detail::write_adaptive(m_impl->connection, outcome); });
+}
+
+Result<void> AuditDatabase::store_budget_stop(const std::string& line) {
+  const std::lock_guard lock(m_impl->mutex);
+  return m_impl->transaction([&] { return detail::write_budget_stop(m_impl->connection, line); });
 }
 
 Result<std::optional<core::SemanticAgreement>> AuditDatabase::load_semantic() const {

@@ -90,6 +90,11 @@ public:
   // look, so that an interrupted audit keeps what was decided.
   core::Result<void> store_adaptive(const core::AdaptiveOutcome& outcome);
 
+  // Stores the error line of a run a budget stopped (core::RunFacts::budget_stop), so that
+  // `report` judges the audit as the run did; an empty line clears it (a later run was not
+  // stopped by a budget).
+  core::Result<void> store_budget_stop(const std::string& line);
+
   // Replaces what is known about endpoint `index` (the dialect and model are learned at run time).
   // Fingerprints are not stored: load() derives them from the records. ErrorCode::internal when
   // no endpoint has that index.

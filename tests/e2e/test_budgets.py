@@ -45,6 +45,13 @@ class Budgets(h.E2ETestCase):
         super().setUp()
         self.suite = self.write_suite("suite.jsonl", std.suite())
 
+    def reported(self, db):
+        """The JSON `llmrepro report` renders from the stored audit."""
+        path = self.path("reported.json")
+        run = self.run_llmrepro(["report", "--db", self.path(db), "--json", path, "--quiet"])
+        self.assertIn(run.returncode, (0, 1, 3), run.describe())
+        return self.load_report(path)
+
     def undecided(self, report):
         return [p["id"] for p in report["prompts"]
                 if p["status"] != "unstable" and p["runs"] < std.RUNS * len(std.LEVELS)]
@@ -63,6 +70,9 @@ class Budgets(h.E2ETestCase):
         self.assertIn(expected, report["summary"]["verdict"]["errors"])
         self.assertIn(expected, run.stderr + run.stdout)
         self.assertEqual(report["config"]["max_requests"], 10)
+        # `report` judges the stored audit as the run did: the budget's line is stored with it.
+        self.assertEqual(self.reported(db="audit.db")["summary"]["verdict"],
+                         report["summary"]["verdict"])
 
         # The whole audit counts: 10 spent, 50 more allowed, exactly the rest is sent.
         run, report = self.audit(endpoint, "--max-requests", str(PLANNED), resume=True)
@@ -70,6 +80,10 @@ class Budgets(h.E2ETestCase):
         self.assertEqual(len(endpoint.posts()), PLANNED)
         self.assertEqual(report["summary"]["requests"], PLANNED)
         self.assertEqual(report["config"]["max_requests"], PLANNED)
+        # The run that completed it cleared the stored stop.
+        again = self.reported(db="audit.db")["summary"]["verdict"]
+        self.assertEqual(again, report["summary"]["verdict"])
+        self.assertFalse(any(e.startswith("budget ") for e in again["errors"]))
 
     def test_max_requests_at_level_4_counts_the_requests_in_flight(self):
         endpoint = self.start_endpoint(std.script())

@@ -1,4 +1,4 @@
-#include "report/store/detail/adaptive_meta.hpp"
+#include "report/store/detail/run_meta.hpp"
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -89,6 +89,28 @@ Result<std::optional<core::AdaptiveOutcome>> read_adaptive(const Connection& con
   } catch (const Json::exception& error) {
     return core::make_error(ErrorCode::input, where + ": unreadable (" + error.what() + ")");
   }
+}
+
+Result<void> write_budget_stop(const Connection& connection, const std::string& line) {
+  Statement statement;
+  if (line.empty()) {
+    LLMREPRO_TRY_ASSIGN(statement,
+                        connection.prepare("DELETE FROM meta WHERE key = 'budget_stop'"));
+    return connection.step_done(statement.get(), "cannot clear the budget stop");
+  }
+  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("INSERT OR REPLACE INTO meta (key, value) "
+                                                    "VALUES ('budget_stop', ?1)"));
+  bind_text(statement.get(), 1, line);
+  return connection.step_done(statement.get(), "cannot store the budget stop");
+}
+
+Result<std::string> read_budget_stop(const Connection& connection) {
+  Statement statement;
+  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("SELECT value FROM meta WHERE key = "
+                                                    "'budget_stop'",
+                                                    ErrorCode::input));
+  if (sqlite3_step(statement.get()) != SQLITE_ROW) return std::string();
+  return column_text(statement.get(), 0);
 }
 
 } // namespace llmrepro::store::detail

@@ -1,0 +1,31 @@
+// What the last run of an audit decided and why it stopped, kept in `meta`: the decisions of an
+// adaptive audit (--adaptive) as one JSON document under `adaptive`, absent from every other
+// audit, and the error line of a run a budget stopped under `budget_stop`. Private to
+// report/store.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/adaptive_outcome.hpp"
+#include "core/result.hpp"
+#include "report/store/detail/sqlite.hpp"
+
+namespace llmrepro::store::detail {
+
+// Replaces the stored decisions with `outcome`.
+core::Result<void> write_adaptive(const Connection& connection,
+                                  const core::AdaptiveOutcome& outcome);
+
+// The stored decisions; empty when the audit is not adaptive. ErrorCode::input when the document
+// is unreadable.
+core::Result<std::optional<core::AdaptiveOutcome>> read_adaptive(const Connection& connection);
+
+// Replaces the stored budget stop with `line`; an empty line removes it (the last run was not
+// stopped by a budget).
+core::Result<void> write_budget_stop(const Connection& connection, const std::string& line);
+
+// The stored budget stop; empty when none.
+core::Result<std::string> read_budget_stop(const Connection& connection);
+
+} // namespace llmrepro::store::detail
