@@ -18,11 +18,8 @@ namespace {
 core::Result<core::AuditAnalysis> analyse_planned(const store::AuditDatabase& database,
                                                   const core::AuditData& header,
                                                   const core::RecordedRequests& planned) {
-  const core::AuditConfig& config = header.config;
-  core::AnalysisBuilder builder(header.suite,
-                                {config.fragile_gap, config.fragile_window, config.fragile_p,
-                                 config.compare_on, config.price},
-                                0, core::ProbeKind::sweep);
+  core::AnalysisBuilder builder(header.suite, core::analysis_config_of(header.config), 0,
+                                core::ProbeKind::sweep);
   auto loaded =
       database.load([&](const core::AuditData&, int prompt_index,
                         const std::vector<core::RequestRecord>& records) -> core::Result<void> {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/budget.hpp"
+#include "core/cost.hpp"
 #include "core/random.hpp"
 
 namespace llmrepro::core {
@@ -16,12 +18,6 @@ double bernoulli_kl(double q, double p) {
   if (q > 0.0) kl += q * std::log(q / p);
   if (q < 1.0) kl += (1.0 - q) * std::log((1.0 - q) / (1.0 - p));
   return kl;
-}
-
-std::string format_number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
-  return text;
 }
 
 // The reference's gaps over its whole completion: the smallest and how many positions, or empty
@@ -140,13 +136,9 @@ std::string adaptive_unfinished_message(const std::optional<AdaptiveOutcome>& ou
   std::vector<std::string> undecided;
   for (const auto& prompt : outcome->prompts)
     if (prompt.stop == AdaptiveStop::undecided) undecided.push_back(prompt.id);
-  constexpr std::size_t named = 10;
-  std::string message = "adaptive: the audit ended with " + std::to_string(undecided.size()) +
-                        " of " + std::to_string(outcome->prompts.size()) + " prompts undecided";
-  for (std::size_t i = 0; i < undecided.size() && i < named; ++i)
-    message += (i == 0 ? ": " : ", ") + undecided[i];
-  if (undecided.size() > named)
-    message += ", +" + std::to_string(undecided.size() - named) + " more";
+  const std::string message = "adaptive: the audit ended with " + std::to_string(undecided.size()) +
+                              " of " + std::to_string(outcome->prompts.size()) +
+                              " prompts undecided" + named_prompts(undecided);
   return message + " (--resume continues it)";
 }
 
@@ -281,8 +273,8 @@ void close_undecided(AdaptiveOutcome& outcome, AdaptiveStop stop) {
 
 std::string adaptive_guarantee(const AdaptiveOutcome& outcome) {
   const int robust = outcome.count(AdaptiveStop::robust);
-  const std::string confidence = format_number(outcome.config.confidence * 100.0) + "%";
-  const std::string epsilon = format_number(outcome.config.epsilon);
+  const std::string confidence = shortest_decimal(outcome.config.confidence * 100.0) + "%";
+  const std::string epsilon = shortest_decimal(outcome.config.epsilon);
   std::string text =
       robust == 0
           ? "no prompt was shown robust (a flip probability below " + epsilon + " at " +

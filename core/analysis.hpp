@@ -31,6 +31,9 @@ struct AnalysisConfig {
   std::optional<Price> price;
 };
 
+// The analysis settings an audit was configured with (its fragility rule, --compare-on, --price).
+AnalysisConfig analysis_config_of(const AuditConfig& config);
+
 // What the evidence says of a prompt, in one level or overall. A prompt is `stable` only when
 // it has at least two successful completions, no failed request, and all of them are the same;
 // `unstable` as soon as two successful completions differ; `inconclusive` otherwise (fewer than

@@ -63,11 +63,7 @@ std::vector<std::string> audit_warnings(const AuditReport& report, int top_logpr
 } // namespace
 
 AuditReportBuilder::AuditReportBuilder(const AuditData& data)
-    : m_suite(std::make_unique<Suite>(data.suite)), m_config{data.config.fragile_gap,
-                                                             data.config.fragile_window,
-                                                             data.config.fragile_p,
-                                                             data.config.compare_on,
-                                                             data.config.price},
+    : m_suite(std::make_unique<Suite>(data.suite)), m_config(analysis_config_of(data.config)),
       m_primary_probe(primary_probe(data.config.probes)) {
   // Endpoint 0's primary probe is analysed once and reused as probes[k] and endpoints[0].
   for (std::size_t e = 0; e < std::max<std::size_t>(data.endpoints.size(), 1); ++e)

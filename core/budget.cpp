@@ -130,16 +130,22 @@ std::string stop_after_line(const AuditConfig& config) {
          " is not seen";
 }
 
+std::string named_prompts(const std::vector<std::string>& ids) {
+  std::string text;
+  for (std::size_t i = 0; i < ids.size() && i < k_named_undecided; ++i)
+    text += (i == 0 ? ": " : ", ") + ids[i];
+  if (ids.size() > k_named_undecided)
+    text += ", +" + std::to_string(ids.size() - k_named_undecided) + " more";
+  return text;
+}
+
 std::string budget_stop_message(const std::string& exhausted_by, std::size_t sent,
                                 std::size_t planned, const std::vector<std::string>& undecided) {
   std::string message = "budget " + exhausted_by + " reached: " + std::to_string(sent) + " of " +
                         std::to_string(planned) + " planned requests sent; " +
                         std::to_string(undecided.size()) +
                         (undecided.size() == 1 ? " prompt undecided" : " prompts undecided");
-  for (std::size_t i = 0; i < undecided.size() && i < k_named_undecided; ++i)
-    message += (i == 0 ? ": " : ", ") + undecided[i];
-  if (undecided.size() > k_named_undecided)
-    message += ", +" + std::to_string(undecided.size() - k_named_undecided) + " more";
+  message += named_prompts(undecided);
   return message;
 }
 

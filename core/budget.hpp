@@ -143,6 +143,10 @@ WaveBound wave_bound(const Wave& wave, const Suite& suite, int max_tokens,
 // without it.
 std::string stop_after_line(const AuditConfig& config);
 
+// ": p1, p2, p3" naming at most ten of `ids`, then ", +N more"; empty when there are none: how
+// every error line names the prompts it is about.
+std::string named_prompts(const std::vector<std::string>& ids);
+
 // The error line of an audit a budget stopped: "budget --max-requests 40 reached: 40 of 64
 // planned requests sent; 3 prompts undecided: p1, p2, p3" (at most 10 ids, then "+N more").
 std::string budget_stop_message(const std::string& exhausted_by, std::size_t sent,
