@@ -48,6 +48,10 @@ Script:
                                                                     each input with the vector
                                                                     [1, 0], as an OpenAI
                                                                     embeddings server shapes it)
+   "echo_headers_get": true,                                       (every GET answers 401 with the
+                                                                    request's headers in its error
+                                                                    message: a gateway refusing
+                                                                    the detection GETs)
    "models_route": false,                                          (GET /v1/models answers 404:
                                                                     a proxy without a model list)
    "reasoning_shape": "sglang"|"vllm"|"openai",                    (openai-chat, vllm: how entries'
@@ -485,6 +489,7 @@ def load_script(path):
             "method_not_allowed": bool(raw.get("method_not_allowed", False)),
             "models_route": bool(raw.get("models_route", True)),
             "embeddings": bool(raw.get("embeddings", False)),
+            "echo_headers_get": bool(raw.get("echo_headers_get", False)),
             "gemini_generates": bool(raw.get("gemini_generates", True)),
             "reasoning_shape": reasoning_shape(raw),
             "fallback": fallback,
@@ -1559,6 +1564,12 @@ class Handler(BaseHTTPRequestHandler):
         self.log_request_item(b"")
         path = local_path(self.state.script, self.state.dialect, self.path.split("?")[0])
         script = self.state.script
+        if script["echo_headers_get"]:
+            echoed = "; ".join(f"{k}: {v}" for k, v in self.headers.items())
+            self.send_json(401, error_body(self.state.dialect, 401,
+                                           f"Invalid credentials: {echoed}",
+                                           "invalid_request_error"))
+            return
         status, obj = (404, None) if path is None else detection_get(self.state.dialect, path,
                                                                       script)
         if path == "/v1/models" and not script["models_route"]:

@@ -9,7 +9,8 @@ is a usage error before any request. An explicit Authorization (or x-goog-api-ke
 replaces the key: one such header goes out, never two. A key sent over plain http to a host that
 is not loopback gets one warning line. A server echoing the request's headers in a 500, a 401 and
 a completion (split across two tokens) leaves no key, --header value or URL password in the
-database files, any report, stdout or stderr: requests.error holds "[redacted]" in their place.
+database files, any report, stdout or stderr: requests.error holds "[redacted]" in their place;
+nor does one echoing them in its 401s to the --api auto detection GETs.
 --dry-run shows a URL's password and api_key parameter as "[redacted]"."""
 
 import glob
@@ -218,6 +219,23 @@ class Keys(h.E2ETestCase):
         echoed = [c["text"] for p in report["prompts"] for c in p["completions"]]
         self.assertTrue(echoed and all("Authorization: Bearer [redacted]" in t for t in echoed), echoed)
         self.assert_nowhere(run, paths, PRIMARY_KEY, HEADER_TOKEN, PASSWORD, QUERY_KEY)
+
+    def test_echoed_secrets_in_detection_errors_are_redacted(self):
+        script = std.script()
+        script["echo_headers_get"] = True
+        endpoint = self.start_endpoint(script, name="detect")
+        suite = self.write_suite("detect.jsonl", std.suite()[:1])
+        url = f"http://user:{PASSWORD}@127.0.0.1:{endpoint.port}"
+        run = self.run_llmrepro(["audit", "--suite", suite, "--endpoint", url, "--api", "auto",
+                                 "--db", self.path("detect.db"), "--api-key-env", "PRIMARY_KEY",
+                                 "--header", f"X-Upstream-Token: {HEADER_TOKEN}"],
+                                env={"PRIMARY_KEY": PRIMARY_KEY})
+        self.assert_exit(run, 3)
+        self.assertIn("refused the credentials", run.stderr)
+        self.assertTrue(all(i["method"] == "GET" for i in endpoint.requests()))
+        for secret in (PRIMARY_KEY, HEADER_TOKEN, PASSWORD):
+            for form in forms(secret):
+                self.assertNotIn(form, run.stdout + run.stderr)
 
     def test_dry_run_redacts_url_credentials(self):
         suite = self.write_suite("dry.jsonl", std.suite()[:1])
