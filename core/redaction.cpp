@@ -240,6 +240,11 @@ std::string Redactor::redact(std::string_view text) const {
 }
 
 void Redactor::redact_record(RequestRecord& record) const {
+  {
+    // A run with no secrets (the embedded engine, no --header) copies nothing.
+    const std::lock_guard lock(m_mutex);
+    if (m_forms.empty()) return;
+  }
   RequestOutcome& outcome = record.outcome;
   outcome.error = redact(outcome.error);
   Completion& completion = outcome.completion;
@@ -249,7 +254,6 @@ void Redactor::redact_record(RequestRecord& record) const {
   completion.system_fingerprint = redact(completion.system_fingerprint);
   completion.model = redact(completion.model);
   const std::lock_guard lock(m_mutex);
-  if (m_forms.empty()) return;
   for (auto* tokens : {&completion.tokens, &completion.reasoning_tokens}) {
     std::vector<std::string*> pieces;
     for (TokenLogprob& token : *tokens) pieces.push_back(&token.token);
