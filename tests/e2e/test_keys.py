@@ -217,7 +217,10 @@ class Keys(h.E2ETestCase):
             self.assertIn("X-Upstream-Token: [redacted]", error)
         report = self.load_report(paths["json"])
         echoed = [c["text"] for p in report["prompts"] for c in p["completions"]]
-        self.assertTrue(echoed and all("Authorization: Bearer [redacted]" in t for t in echoed), echoed)
+        self.assertTrue(echoed, "the echoing prompt has completions")
+        for text in echoed:
+            self.assertIn("Authorization: Bearer [redacted]", text)
+            self.assertIn("X-Upstream-Token: [redacted]", text)
         self.assert_nowhere(run, paths, PRIMARY_KEY, HEADER_TOKEN, PASSWORD, QUERY_KEY)
 
     def test_echoed_secrets_in_detection_errors_are_redacted(self):
