@@ -531,7 +531,7 @@ core::Result<void> connect_endpoints(AuditRun& run) {
       // Gemini names the model in every request's path: without one nothing can be sent.
       if (!model && gemini) return model.error();
       if (model) {
-        target.info.model = core::redact(*model);
+        target.info.model = *model;
         if (gemini && !options.quiet)
           print_stderr(fmt::format("llmrepro: no --model given: auditing {} (the first model "
                                    "/v1beta/models lists with generateContent)\n",
