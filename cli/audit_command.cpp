@@ -129,12 +129,19 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
                    "Reject a response larger than this, without buffering it")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 34));
-  audit
-      ->add_option("--api-key-env", options->api_key_env,
-                   "Environment variable holding the API key (sent as a bearer token; "
-                   "in x-goog-api-key with --api gemini)")
-      ->capture_default_str();
-  audit->add_option("--header", options->headers, "Extra request header 'K: V' (repeatable)");
+  audit->add_option(
+      "--api-key-env", options->api_key_env,
+      "Environment variable holding the --endpoint's API key (sent as a bearer token; in "
+      "x-goog-api-key with --api gemini); must be set. Default: none, except a provider's own "
+      "variable for its own https host (OPENAI_API_KEY for api.openai.com, README 'Keys')");
+  audit->add_option("--compare-api-key-env", options->compare_api_key_env,
+                    "Environment variable holding the API key of a --compare endpoint "
+                    "(repeatable, in --compare order; \"\" for the default rule)");
+  audit->add_option("--embeddings-api-key-env", options->embeddings_api_key_env,
+                    "Environment variable holding the API key of the --embeddings server");
+  audit->add_option("--header", options->headers,
+                    "Extra request header 'K: V' (repeatable); an Authorization (or "
+                    "x-goog-api-key) header replaces the API key");
   audit->add_flag("--insecure", options->insecure, "Do not verify TLS certificates");
   audit->add_option("--db", options->db, "Audit database (SQLite)")->capture_default_str();
   audit->add_flag("--resume", options->resume,

@@ -32,7 +32,11 @@ struct AuditOptions {
   double timeout_s = 120.0;
   int retries = 3;
   std::size_t max_response_bytes = 16u << 20;
-  std::string api_key_env = "OPENAI_API_KEY";
+  // The variables holding the keys (cli/audit_keys.hpp): empty, the conventional rule of
+  // probes/api_key_rule.hpp.
+  std::string api_key_env;                      // for the --endpoint(s)
+  std::vector<std::string> compare_api_key_env; // one per --compare, in order
+  std::string embeddings_api_key_env;           // for --embeddings
   std::vector<std::string> headers;
   bool insecure = false;
   std::string db = "llmrepro-audit.db";

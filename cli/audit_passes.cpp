@@ -17,8 +17,10 @@
 
 #include "cli/audit_adaptive.hpp"
 #include "cli/audit_budget.hpp"
+#include "cli/audit_keys.hpp"
 #include "cli/commands.hpp"
 #include "cli/judging_options.hpp"
+#include "core/redaction.hpp"
 #include "core/result.hpp"
 #include "core/resume_check.hpp"
 #include "probes/embeddings_client.hpp"
@@ -354,8 +356,9 @@ core::Result<void> resume_stored(AuditRun& run, const core::AuditConfig& wanted,
 }
 
 // `endpoint` empty: the embedded reference engine.
+// `key`: what cli/audit_keys.hpp chose for it ("" none).
 core::Result<Target> connect(const AuditOptions& options, const core::AuditConfig& config,
-                             const std::string& endpoint) {
+                             const std::string& endpoint, const std::string& key) {
   Target result;
   if (endpoint.empty()) {
     engine::ServeConfig serve;
@@ -384,9 +387,9 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
   result.target.base_url = endpoint;
   result.target.headers = options.headers;
   result.target.insecure = options.insecure;
-  if (const char* key = std::getenv(options.api_key_env.c_str()); key && *key)
-    result.target.api_key = key;
-  result.info.url = probes::strip_credentials(endpoint);
+  result.target.api_key = key;
+  warn_if_clear_text(endpoint, key);
+  result.info.url = core::redact(probes::strip_credentials(endpoint));
 
   if (config.api == "auto") {
     std::string explanation;
@@ -398,8 +401,8 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
     result.target.dialect = *dialect;
     result.target.llamacpp_router = llamacpp_router;
     if (!options.quiet)
-      fmt::print(stderr, "llmrepro: --api auto chose {} ({})\n", probes::to_string(*dialect),
-                 explanation);
+      print_stderr(fmt::format("llmrepro: --api auto chose {} ({})\n", probes::to_string(*dialect),
+                               explanation));
   } else {
     auto dialect = probes::parse_dialect(config.api);
     if (!dialect) return dialect.error();
@@ -415,14 +418,15 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
 core::Result<void> measure_and_store_semantics(const AuditOptions& options,
                                                const core::AuditReport& audit_report,
                                                store::AuditDatabase& database,
-                                               core::AuditData& data) {
+                                               core::AuditData& data, const std::string& key) {
   probes::EmbeddingsTarget target;
   target.url = options.embeddings;
   target.model = options.embeddings_model;
   target.headers = options.headers;
   target.insecure = options.insecure;
   target.timeout_s = options.timeout_s;
-  if (const char* key = std::getenv(options.api_key_env.c_str()); key && *key) target.api_key = key;
+  target.api_key = key;
+  warn_if_clear_text(options.embeddings, key);
   auto agreement =
       probes::measure_semantic_agreement(target, audit_report.analysis, options.semantic_threshold);
   if (!agreement) return agreement.error();
@@ -446,11 +450,11 @@ bool check_logprobs_up_front(const AuditOptions& options, const core::AuditConfi
   if (support.returns_logprobs) return true;
   target.target.rejects_logprobs = support.rejects_logprobs;
   if (!options.quiet)
-    fmt::print(stderr,
-               "llmrepro: model '{}' at {} returns no logprobs: {}; its completions are compared "
-               "by text alone, with no top-2 gap{}\n",
-               support.model.empty() ? "(unnamed)" : support.model, target.info.url, support.reason,
-               support.rejects_logprobs ? " (requests are sent without logprobs)" : "");
+    print_stderr(fmt::format(
+        "llmrepro: model '{}' at {} returns no logprobs: {}; its completions are compared by "
+        "text alone, with no top-2 gap{}\n",
+        support.model.empty() ? "(unnamed)" : support.model, target.info.url, support.reason,
+        support.rejects_logprobs ? " (requests are sent without logprobs)" : ""));
   return true;
 }
 
@@ -458,6 +462,8 @@ bool check_logprobs_up_front(const AuditOptions& options, const core::AuditConfi
 
 core::Result<void> load_or_resume(AuditRun& run) {
   const AuditOptions& options = run.options;
+  // Before anything can print a URL or a header, the run knows its secrets.
+  register_flag_secrets(options);
   auto config_or = config_from(options);
   if (!config_or) return config_or.error();
   const std::string second_endpoint_hint = "add --compare URL or a second --endpoint";
@@ -486,28 +492,35 @@ core::Result<void> load_or_resume(AuditRun& run) {
   if (run.urls.empty()) run.urls.push_back("");
   run.urls.insert(run.urls.end(), options.compare.begin(), options.compare.end());
 
-  if (options.resume) return resume_stored(run, *config_or, urls_given);
+  if (options.resume) {
+    LLMREPRO_TRY(resume_stored(run, *config_or, urls_given));
+    return choose_keys(run);
+  }
   if (options.suite.empty()) return core::make_error(core::ErrorCode::usage, "--suite is required");
   auto suite = probes::load_suite(options.suite);
   if (!suite) return suite.error();
   run.header.suite = std::move(*suite);
   run.header.config = *config_or;
-  return {};
+  return choose_keys(run);
 }
 
 core::Result<void> print_plan(AuditRun& run) {
   const core::AuditConfig& config = run.config();
   const core::Plan plan = core::make_plan(
       run.header.suite, core::plan_config_of(config, static_cast<int>(run.urls.size())));
-  print_dry_run(config, run.header.suite, run.urls, plan);
+  // The URLs as given, their credentials shown as [redacted].
+  std::vector<std::string> shown;
+  for (const std::string& url : run.urls) shown.push_back(core::redact(url));
+  print_dry_run(config, run.header.suite, shown, plan);
   return {};
 }
 
 core::Result<void> connect_endpoints(AuditRun& run) {
   const AuditOptions& options = run.options;
   const core::AuditConfig& config = run.config();
-  for (const auto& url : run.urls) {
-    auto target_or = connect(options, config, url);
+  for (std::size_t i = 0; i < run.urls.size(); ++i) {
+    const std::string& url = run.urls[i];
+    auto target_or = connect(options, config, url, run.keys[i]);
     if (!target_or) return target_or.error();
     Target& target = *target_or;
     if (target.info.model.empty() && !target.embedded) {
@@ -520,10 +533,9 @@ core::Result<void> connect_endpoints(AuditRun& run) {
       if (model) {
         target.info.model = *model;
         if (gemini && !options.quiet)
-          fmt::print(stderr,
-                     "llmrepro: no --model given: auditing {} (the first model /v1beta/models "
-                     "lists with generateContent)\n",
-                     *model);
+          print_stderr(fmt::format("llmrepro: no --model given: auditing {} (the first model "
+                                   "/v1beta/models lists with generateContent)\n",
+                                   *model));
       }
     }
     target.target.model = target.info.model;
@@ -582,9 +594,10 @@ core::Result<void> run_requests(AuditRun& run) {
                p.total, p.failed);
   };
   if (!options.quiet)
-    fmt::print(stderr, "llmrepro: auditing {}{} with {} prompts x {} runs at concurrency {}\n",
-               target.info.url, target.embedded ? " (embedded reference engine)" : "",
-               run.header.suite.prompts.size(), config.runs, fmt::join(config.levels, ","));
+    print_stderr(
+        fmt::format("llmrepro: auditing {}{} with {} prompts x {} runs at concurrency {}\n",
+                    target.info.url, target.embedded ? " (embedded reference engine)" : "",
+                    run.header.suite.prompts.size(), config.runs, fmt::join(config.levels, ",")));
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
@@ -603,7 +616,9 @@ core::Result<void> run_requests(AuditRun& run) {
   // it is drained before anything reads the records back or marks the audit partial or
   // complete; its error counts when the run itself succeeded.
   const SendPlan send = [&](const core::Plan& plan) -> core::Result<void> {
-    store::DatabaseSink sink(*run.database);
+    store::DatabaseSink database_sink(*run.database);
+    // Every record is redacted on its way into the database (docs/design.md "Secrets").
+    core::RedactingSink sink(database_sink, core::run_secrets());
     core::Result<void> sent = probes::run_plan(
         {.plan = plan,
          .suite = run.header.suite,
@@ -617,7 +632,7 @@ core::Result<void> run_requests(AuditRun& run) {
          .on_progress = progress,
          .activity = &run.activity,
          .budget = run.budget ? &*run.budget : nullptr});
-    if (auto drained = sink.finish(); !drained && sent) sent = drained.error();
+    if (auto drained = database_sink.finish(); !drained && sent) sent = drained.error();
     return sent;
   };
   run.ran = config.adaptive ? run_adaptive_rounds(run, send, g_stop_requested) : send(run.plan);
@@ -651,13 +666,13 @@ core::Result<void> finish_status(AuditRun& run) {
 core::Result<void> judge_run(AuditRun& run) {
   core::AuditReport& audit_report = run.report();
   if (!run.options.embeddings.empty() && run.ran && !run.interrupted) {
-    auto measured =
-        measure_and_store_semantics(run.options, audit_report, *run.database, *run.loaded->data);
+    auto measured = measure_and_store_semantics(run.options, audit_report, *run.database,
+                                                *run.loaded->data, run.embeddings_key);
     if (!measured) return measured;
   }
   core::RunFacts facts = core::stored_run_facts(audit_report);
   facts.interrupted = run.interrupted;
-  if (!run.ran) facts.run_error = run.ran.error().message;
+  if (!run.ran) facts.run_error = core::redact(run.ran.error().message);
   // This run's own budget stop, not one an earlier run stored; stored for `report`.
   facts.budget_stop.clear();
   if (run.budget)

@@ -49,6 +49,10 @@ struct AuditRun {
   bool database_existed = false; // --db named an existing file (replaced under --overwrite)
   bool judging_changed = false;  // --resume was given judging flags that differ from the stored
 
+  // load_or_resume (cli/audit_keys.hpp): the key for each URL ("" none), and for --embeddings.
+  std::vector<std::string> keys;
+  std::string embeddings_key;
+
   // connect_endpoints: one target per URL, in order.
   std::vector<Target> targets;
 

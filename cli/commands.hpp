@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/audit.hpp"
 #include "core/result.hpp"
@@ -28,8 +29,13 @@ struct CommandResult {
   int exit_code = k_exit_pass;
 };
 
-// Prints "llmrepro: error: <message>" to stderr and returns the exit code for the error's kind.
+// Prints "llmrepro: error: <message>" to stderr, the run's secrets redacted, and returns the exit
+// code for the error's kind.
 int report_error(const core::Error& error);
+
+// Writes `text` to stderr with the run's secrets redacted (core/redaction.hpp): every line that
+// can quote a server, a URL or an error goes through it.
+void print_stderr(std::string_view text);
 
 // store::AuditDatabase::open, saying on stderr (one line) when the file was of an older schema
 // version: upgraded in place, or read as it is because it is read-only. Every command that opens

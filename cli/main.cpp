@@ -8,6 +8,7 @@
 
 #include "cli/build_info.hpp"
 #include "cli/commands.hpp"
+#include "core/redaction.hpp"
 
 namespace llmrepro::cli {
 
@@ -31,7 +32,8 @@ core::Result<store::AuditDatabase> open_audit_database(const std::string& path) 
 }
 
 int report_error(const core::Error& error) {
-  std::fprintf(stderr, "llmrepro: error: %s\n", error.message.c_str());
+  const std::string message = core::redact(error.message);
+  std::fprintf(stderr, "llmrepro: error: %s\n", message.c_str());
   switch (error.code) {
   case core::ErrorCode::usage:
   case core::ErrorCode::input: return k_exit_usage;
@@ -40,6 +42,11 @@ int report_error(const core::Error& error) {
   case core::ErrorCode::internal: return k_exit_internal;
   }
   return k_exit_internal;
+}
+
+void print_stderr(std::string_view text) {
+  const std::string redacted = core::redact(text);
+  std::fwrite(redacted.data(), 1, redacted.size(), stderr);
 }
 
 core::ToolInfo tool_info() { return {LLMREPRO_VERSION, LLMREPRO_BUILD_INFO, LLMREPRO_CUDA_STATE}; }

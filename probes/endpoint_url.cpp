@@ -6,6 +6,8 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "core/redaction.hpp"
+
 namespace llmrepro::probes {
 namespace {
 
@@ -39,19 +41,6 @@ UrlParts split(const std::string& url) {
   return parts;
 }
 
-bool is_secret_name(std::string_view name) {
-  const std::string lowered = lower(name);
-  static constexpr std::array<std::string_view, 6> k_exact{"key",     "token", "api_key",
-                                                           "api-key", "sig",   "access_token"};
-  static constexpr std::array<std::string_view, 6> k_contains{"key",      "token",     "secret",
-                                                              "password", "signature", "auth"};
-  for (std::string_view exact : k_exact)
-    if (lowered == exact) return true;
-  for (std::string_view part : k_contains)
-    if (lowered.find(part) != std::string::npos) return true;
-  return false;
-}
-
 std::string strip_query(std::string_view query) {
   std::string kept;
   std::size_t begin = 0;
@@ -60,7 +49,7 @@ std::string strip_query(std::string_view query) {
     if (end == std::string_view::npos) end = query.size();
     const std::string_view parameter = query.substr(begin, end - begin);
     const std::string_view name = parameter.substr(0, parameter.find('='));
-    if (!parameter.empty() && !is_secret_name(name)) {
+    if (!parameter.empty() && !core::is_secret_parameter_name(name)) {
       if (!kept.empty()) kept += '&';
       kept += parameter;
     }

@@ -15,7 +15,7 @@ namespace llmrepro::probes {
 core::Result<std::string> validate_base_url(const std::string& url);
 
 // Returns `url` without user:password@ and without query parameters whose name looks like a
-// secret (key, token, api_key, api-key, access_token, sig, and any name containing "key",
+// secret (core::is_secret_parameter_name: key, token, api_key, sig, and any name containing "key",
 // "token", "secret", "password", "signature" or "auth", compared case-insensitively).
 // Everything else, including the order of the remaining parameters, is kept.
 std::string strip_credentials(const std::string& url);

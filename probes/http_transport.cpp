@@ -14,6 +14,21 @@
 namespace llmrepro::probes {
 namespace {
 
+// Whether one of `headers` ("Name: value") is named `name`, compared case-insensitively.
+bool names_header(const std::vector<std::string>& headers, std::string_view name) {
+  return std::any_of(headers.begin(), headers.end(), [&](const std::string& header) {
+    const std::size_t colon = header.find(':');
+    if (colon == std::string::npos) return false;
+    std::string_view given(header.data(), colon);
+    while (!given.empty() && given.back() == ' ') given.remove_suffix(1);
+    return given.size() == name.size() &&
+           std::equal(given.begin(), given.end(), name.begin(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) ==
+                    std::tolower(static_cast<unsigned char>(b));
+           });
+  });
+}
+
 void global_init_once() {
   static std::once_flag flag;
   std::call_once(flag, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -224,7 +239,10 @@ HttpTransport::RequestId HttpTransport::submit(const HttpRequest& request) {
 
   for (const std::string& header : request.headers)
     transfer->headers = curl_slist_append(transfer->headers, header.c_str());
-  if (!request.api_key.empty()) {
+  // An explicit --header of the key's own name wins: never two Authorization headers.
+  const std::string key_header =
+      request.api_key_header.empty() ? "Authorization" : request.api_key_header;
+  if (!request.api_key.empty() && !names_header(request.headers, key_header)) {
     const std::string key_line = request.api_key_header.empty()
                                      ? "Authorization: Bearer " + request.api_key
                                      : request.api_key_header + ": " + request.api_key;

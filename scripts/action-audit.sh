@@ -142,7 +142,9 @@ else
   [[ -n ${INPUT_RUNS:-} ]] && command+=(--runs "$INPUT_RUNS")
   [[ -n ${INPUT_LEVELS:-} ]] && command+=(--concurrency "$INPUT_LEVELS")
   [[ -n ${INPUT_SHARD:-} ]] && command+=(--shard "$INPUT_SHARD")
-  command+=(--api-key-env LLMREPRO_API_KEY --db "$INPUT_DATABASE" --overwrite)
+  # A named key variable must hold a key (README.md "Keys"): named only when one is given.
+  [[ -n ${INPUT_API_KEY:-} ]] && command+=(--api-key-env LLMREPRO_API_KEY)
+  command+=(--db "$INPUT_DATABASE" --overwrite)
   export LLMREPRO_API_KEY=${INPUT_API_KEY:-}
   unset INPUT_API_KEY
   "$binary" "${command[@]}" "${reports[@]}" "${gates[@]}" "${extra[@]}"

@@ -44,6 +44,14 @@ Script:
    "gemini_generates": false,                                      (gemini: GET /v1beta/models
                                                                     lists the script's model with
                                                                     embedContent only)
+   "embeddings": true,                                             (POST /v1/embeddings answers
+                                                                    each input with the vector
+                                                                    [1, 0], as an OpenAI
+                                                                    embeddings server shapes it)
+   "echo_headers_get": true,                                       (every GET answers 401 with the
+                                                                    request's headers in its error
+                                                                    message: a gateway refusing
+                                                                    the detection GETs)
    "models_route": false,                                          (GET /v1/models answers 404:
                                                                     a proxy without a model list)
    "reasoning_shape": "sglang"|"vllm"|"openai",                    (openai-chat, vllm: how entries'
@@ -81,7 +89,12 @@ entry: {"tokens": [token, ...], "finish_reason": "length"|"stop",
                                           when absent) in every dialect that reports them
                                           (usage.prompt_tokens, input_tokens, promptTokenCount,
                                           prompt_eval_count, meta_info.prompt_tokens)
-        "delay_ms": N}
+        "delay_ms": N,
+        "echo_headers": true}             the request's headers ("Name: value; ...") come back:
+                                          in a 500 or 401 entry's error message, or in a
+                                          completion as two more tokens after the scripted ones
+                                          (the text split in the middle), as a gateway or a
+                                          model that repeats its input would
     or {"fault": "500"|"503"|"429"|"404"|"401"|"close"|"truncate"|"malformed"|"oversize"
                  |"no_logprobs",
         "retry_after": 1, "delay_ms": N, "tokens": [...] (no_logprobs: the text's tokens)}
@@ -346,7 +359,7 @@ def parse_entry(raw, where):
         raise ScriptError(f"{where}: entry must be an object")
     known = {"tokens", "finish_reason", "fingerprint", "delay_ms", "fault", "retry_after",
              "oversize_bytes", "model", "bytes", "drop_logprobs_chunks", "logprob_shift",
-             "reasoning", "prompt_tokens"}
+             "reasoning", "prompt_tokens", "echo_headers"}
     unknown = set(raw) - known
     if unknown:
         raise ScriptError(f"{where}: unknown fields {sorted(unknown)}")
@@ -357,7 +370,8 @@ def parse_entry(raw, where):
              "fingerprint": raw.get("fingerprint"), "model": raw.get("model"),
              "drop_logprobs_chunks": raw.get("drop_logprobs_chunks", []),
              "oversize_bytes": raw.get("oversize_bytes", OVERSIZE_BYTES), "tokens": None,
-             "prompt_tokens": raw.get("prompt_tokens", 12)}
+             "prompt_tokens": raw.get("prompt_tokens", 12),
+             "echo_headers": raw.get("echo_headers", False) is True}
     if (not isinstance(entry["prompt_tokens"], int) or isinstance(entry["prompt_tokens"], bool)
             or entry["prompt_tokens"] < 0):
         raise ScriptError(f"{where}: 'prompt_tokens' must be an integer >= 0")
@@ -474,6 +488,8 @@ def load_script(path):
             "no_logprobs_model": raw.get("no_logprobs_model"),
             "method_not_allowed": bool(raw.get("method_not_allowed", False)),
             "models_route": bool(raw.get("models_route", True)),
+            "embeddings": bool(raw.get("embeddings", False)),
+            "echo_headers_get": bool(raw.get("echo_headers_get", False)),
             "gemini_generates": bool(raw.get("gemini_generates", True)),
             "reasoning_shape": reasoning_shape(raw),
             "fallback": fallback,
@@ -1548,6 +1564,12 @@ class Handler(BaseHTTPRequestHandler):
         self.log_request_item(b"")
         path = local_path(self.state.script, self.state.dialect, self.path.split("?")[0])
         script = self.state.script
+        if script["echo_headers_get"]:
+            echoed = "; ".join(f"{k}: {v}" for k, v in self.headers.items())
+            self.send_json(401, error_body(self.state.dialect, 401,
+                                           f"Invalid credentials: {echoed}",
+                                           "invalid_request_error"))
+            return
         status, obj = (404, None) if path is None else detection_get(self.state.dialect, path,
                                                                       script)
         if path == "/v1/models" and not script["models_route"]:
@@ -1623,6 +1645,15 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, error_body(dialect, 400, "request body is not a JSON object",
                                            "invalid_request_error"))
             return
+        if path == "/v1/embeddings" and self.state.script["embeddings"]:
+            inputs = body.get("input")
+            inputs = inputs if isinstance(inputs, list) else [inputs]
+            self.log_request_item(raw, outcome="embeddings")
+            self.send_json(200, {"object": "list", "model": body.get("model") or "scripted-embed",
+                                 "data": [{"object": "embedding", "index": i,
+                                           "embedding": [1.0, 0.0]}
+                                          for i in range(len(inputs))]})
+            return
         builder = completion_route(dialect, path)
         if builder is not None and self.state.script["router"] and not isinstance(
                 body.get("model"), str):
@@ -1661,9 +1692,12 @@ class Handler(BaseHTTPRequestHandler):
             stream = True  # Ollama streams unless told not to
         want, k, max_tokens, seed, include_usage = request_params(
             dialect, path, body, self.state.script["together"])
+        echoed = "; ".join(f"{k}: {v}" for k, v in self.headers.items())
         if fault == "500":
-            self.send_json(500, error_body(dialect, 500, "scripted internal error",
-                                           "InternalServerError"))
+            message = "scripted internal error"
+            if entry["echo_headers"]:
+                message += f"; request headers: {echoed}"
+            self.send_json(500, error_body(dialect, 500, message, "InternalServerError"))
             return
         if fault == "429":
             extra = [] if entry["retry_after"] is None else [("Retry-After",
@@ -1674,6 +1708,9 @@ class Handler(BaseHTTPRequestHandler):
         if fault in ("404", "401", "503"):
             model = body.get("model") if isinstance(body.get("model"), str) else None
             status, error = fault_error(dialect, fault, model or self.state.script["model"])
+            if entry["echo_headers"]:
+                error = error_body(dialect, status, f"Invalid credentials: {echoed}",
+                                   "invalid_request_error")
             extra = ([("Retry-After", str(entry["retry_after"]))]
                      if fault == "503" and entry["retry_after_given"]
                      and entry["retry_after"] is not None else [])
@@ -1686,6 +1723,10 @@ class Handler(BaseHTTPRequestHandler):
         finish = entry["finish_reason"]
         if max_tokens is not None and len(tokens) > max_tokens:
             tokens, finish = tokens[:max_tokens], "length"
+        if entry["echo_headers"]:
+            half = len(echoed) // 2
+            tokens = tokens + [Token(text, lp, [(text, lp, None), ("~", lp - 1.0, None)])
+                               for text, lp in ((echoed[:half], -0.25), (echoed[half:], -0.5))]
         reasoning = entry["reasoning"] if entry["tokens"] is not None else []
         if reasoning and builder not in PARSED_REASONING:
             tokens, reasoning = reasoning + tokens, []  # raw text: the generation as it came

@@ -141,8 +141,21 @@ class Examples(h.E2ETestCase):
                 else:
                     report_path = self.path(name + "-report.json")
                     args += ["--json", report_path]
-                run = self.run_llmrepro(args)
+                # The recipe names the key's variable, which must then hold a key (README.md
+                # "Keys"); it reaches the endpoint in the dialect's key header.
+                env, key = {}, None
+                if "--api-key-env" in args:
+                    key = f"recipe-key-{name}"
+                    env[option(args, "--api-key-env")] = key
+                run = self.run_llmrepro(args, env=env)
                 self.assert_exit(run, 0)
+                if key is not None:
+                    gemini = option(args, "--api") == "gemini"
+                    header = "x-goog-api-key" if gemini else "authorization"
+                    value = key if gemini else f"Bearer {key}"
+                    for item in endpoint.posts():
+                        self.assertIn([header, value],
+                                      [[k.lower(), v] for k, v in item["headers"]], name)
                 report = self.load_report(report_path)
                 levels = option(args, "--concurrency").split(",")
                 runs = int(option(args, "--runs"))

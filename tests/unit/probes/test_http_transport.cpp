@@ -37,6 +37,13 @@ TEST_CASE("HttpTransport") {
                                request.get_header_value("X-Extra"),
                            "text/plain");
     });
+    routes.Get("/keys", [](const httplib::Request& request, httplib::Response& response) {
+      std::string seen;
+      for (const char* name : {"Authorization", "x-goog-api-key"})
+        for (std::size_t i = 0; i < request.get_header_value_count(name); ++i)
+          seen += std::string(name) + "=" + request.get_header_value(name, i) + ";";
+      response.set_content(seen, "text/plain");
+    });
     routes.Get("/port", [](const httplib::Request& request, httplib::Response& response) {
       response.set_content(std::to_string(request.remote_port), "text/plain");
     });
@@ -80,6 +87,21 @@ TEST_CASE("HttpTransport") {
     CHECK(response.http_status == 201);
     CHECK(response.body == R"({"a":1}|application/json|Bearer sk-secret|yes)");
     CHECK(response.error.empty());
+  }
+  SUBCASE("an explicit header of the key's name replaces the key, whatever its case") {
+    HttpRequest request = get(server.url() + "/keys");
+    request.api_key = "sk-secret";
+    CHECK(transport.perform(request).body == "Authorization=Bearer sk-secret;");
+    request.headers = {"authorization: Bearer T"};
+    CHECK(transport.perform(request).body == "Authorization=Bearer T;");
+    request.headers = {"AUTHORIZATION: Bearer U"};
+    CHECK(transport.perform(request).body == "Authorization=Bearer U;");
+    // Gemini: only x-goog-api-key counts; an Authorization header goes beside it.
+    request.api_key_header = "x-goog-api-key";
+    request.headers = {"X-Goog-Api-Key: G"};
+    CHECK(transport.perform(request).body == "x-goog-api-key=G;");
+    request.headers = {"Authorization: Bearer T"};
+    CHECK(transport.perform(request).body == "Authorization=Bearer T;x-goog-api-key=sk-secret;");
   }
   SUBCASE("keeps the connection alive between requests") {
     HttpResponse first = transport.perform(get(server.url() + "/port"));

@@ -1,0 +1,77 @@
+#include "cli/audit_keys.hpp"
+
+#include <fmt/core.h>
+
+#include <cstdlib>
+
+#include "cli/commands.hpp"
+#include "core/redaction.hpp"
+#include "probes/api_key_rule.hpp"
+#include "probes/endpoint_url.hpp"
+
+namespace llmrepro::cli {
+namespace {
+
+const char* read_environment(const char* name) { return std::getenv(name); }
+
+} // namespace
+
+void register_flag_secrets(const AuditOptions& options) {
+  core::Redactor& secrets = core::run_secrets();
+  for (const std::string& header : options.headers) secrets.add_header(header);
+  for (const std::string& url : options.endpoints) secrets.add_url(url);
+  for (const std::string& url : options.compare) secrets.add_url(url);
+  if (!options.embeddings.empty()) secrets.add_url(options.embeddings);
+}
+
+core::Result<void> choose_keys(AuditRun& run) {
+  const AuditOptions& options = run.options;
+  const std::size_t primary = options.endpoints.empty() ? 1 : options.endpoints.size();
+  const std::size_t compared = run.urls.size() > primary ? run.urls.size() - primary : 0;
+  if (options.compare_api_key_env.size() > compared)
+    return core::make_error(
+        core::ErrorCode::usage,
+        fmt::format("--compare-api-key-env is given {} times for {} compared endpoint{}: give "
+                    "one per --compare, in --compare order",
+                    options.compare_api_key_env.size(), compared, compared == 1 ? "" : "s"));
+  core::Redactor& secrets = core::run_secrets();
+  for (const std::string& url : run.urls) secrets.add_url(url);
+  run.keys.clear();
+  for (std::size_t i = 0; i < run.urls.size(); ++i) {
+    const std::string& url = run.urls[i];
+    // The embedded reference engine takes no key.
+    if (url.empty()) {
+      run.keys.emplace_back();
+      continue;
+    }
+    const bool is_compared = i >= primary;
+    const std::size_t compare_index = i - primary;
+    const std::string& named = !is_compared ? options.api_key_env
+                               : compare_index < options.compare_api_key_env.size()
+                                   ? options.compare_api_key_env[compare_index]
+                                   : std::string();
+    auto key = probes::choose_api_key(
+        url, named, is_compared ? "--compare-api-key-env" : "--api-key-env", read_environment);
+    if (!key) return key.error();
+    secrets.add_secret(*key);
+    run.keys.push_back(std::move(*key));
+  }
+  run.embeddings_key.clear();
+  if (!options.embeddings.empty()) {
+    auto key = probes::choose_api_key(options.embeddings, options.embeddings_api_key_env,
+                                      "--embeddings-api-key-env", read_environment);
+    if (!key) return key.error();
+    secrets.add_secret(*key);
+    run.embeddings_key = std::move(*key);
+  }
+  return {};
+}
+
+void warn_if_clear_text(const std::string& url, const std::string& key) {
+  if (key.empty() || !probes::key_in_clear_text(url)) return;
+  print_stderr(fmt::format("llmrepro: warning: the API key goes to {} over plain http, readable "
+                           "by anyone on the network; use https or a loopback address\n",
+                           probes::strip_credentials(url)));
+}
+
+} // namespace llmrepro::cli
