@@ -1,5 +1,6 @@
 #include "engine/engine_server.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -32,6 +33,8 @@ constexpr std::size_t k_refusers = 2;
 // How much of a body past the limit is read and dropped to keep the connection in step for its
 // next request; a body longer than that has the connection closed on it.
 constexpr std::uint64_t k_max_drain_bytes = std::uint64_t{1} << 30;
+// The most of a body reserved from its Content-Length before it arrives.
+constexpr std::uint64_t k_reserve_max = std::uint64_t{8} << 20;
 
 std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
@@ -147,9 +150,11 @@ struct EngineServer::Impl {
                         const httplib::ContentReader& reader) const {
     const std::uint64_t limit = config.max_body_bytes;
     std::string body;
+    // Reserved from the header only up to the default limit: the client states the length, and
+    // a higher --max-body-bytes must not let it claim the memory before sending anything.
     if (req.has_header("Content-Length")) {
       const std::uint64_t length = req.get_header_value<std::uint64_t>("Content-Length");
-      if (length <= limit) body.reserve(static_cast<std::size_t>(length));
+      if (length <= limit) body.reserve(static_cast<std::size_t>(std::min(length, k_reserve_max)));
     }
     std::uint64_t received = 0;
     bool over = false;

@@ -3,7 +3,7 @@
 HTTP answer (200, or 503 when full), none a connection reset; with `--max-queue 2` a burst of
 slow requests gets 503s in the API's error shape with Retry-After, again without a reset; a
 body over the limit (8 MiB by default, `--max-body-bytes`) is a 413 naming the limit, a body
-under it is served; and numbers that overflow (1e400, 2^64-1) or that a field cannot hold are a
+under it is served; a limit of 0 is a usage error (exit 2); and numbers that overflow (1e400, 2^64-1) or that a field cannot hold are a
 400 naming the parameter, never a 500."""
 
 import json
@@ -159,6 +159,18 @@ class ServeEdge(h.E2ETestCase):
             "the request body is larger than the limit of 100 bytes "
             "(llmrepro serve --max-body-bytes)", "request_too_large")
         self.assertEqual(self.post(port, "/v1/completions", small)[0], 200)
+
+    def test_bad_limits_are_usage_errors(self):
+        for flags, message in (
+                (["--max-body-bytes", "0"],
+                 "--max-body-bytes: Value 0 not in range 1 to 17179869184"),
+                (["--max-body-bytes", "-1"],
+                 "--max-body-bytes: Value -1 not in range 1 to 17179869184"),
+                (["--max-queue", "0"], "llmrepro: error: --max-queue must be at least 1")):
+            with self.subTest(flags=flags):
+                run = self.run_llmrepro(["serve", "--port", "0", *flags], timeout=20)
+                self.assert_exit(run, 2)
+                self.assertIn(message, run.stderr.splitlines())
 
     def test_overflowing_numbers_are_400_naming_the_parameter(self):
         port = self.start_serve()
