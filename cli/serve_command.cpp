@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <pthread.h>
@@ -36,6 +37,16 @@ void register_serve_command(CLI::App& app, CommandResult& result) {
       ->add_option("--threads", config->threads,
                    "threads per forward step (never changes a result)")
       ->capture_default_str();
+  command
+      ->add_option("--max-queue", config->max_queue,
+                   "most requests queued or running (and connections waiting); beyond it a "
+                   "request is answered 503 with Retry-After")
+      ->capture_default_str();
+  command
+      ->add_option("--max-body-bytes", config->max_body_bytes,
+                   "largest request body read; a larger one is answered 413 before it is parsed")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 34));
   command->callback([config, &result] {
     // Block the stop signals before any thread starts, so that every thread inherits the mask
     // and this one receives them through sigwait.

@@ -1,5 +1,8 @@
 #include "engine/api_request.hpp"
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +15,9 @@ using nlohmann::json;
 
 // The largest top_logprobs the OpenAI API accepts.
 constexpr long long k_max_top_logprobs = 20;
+// The most tokens a request may ask for: far above any context this engine has, and low enough
+// that no sum of token counts can overflow. A larger value is a 400, never clamped.
+constexpr long long k_max_token_count = 1'000'000;
 // Default max_tokens: the OpenAI legacy completions default; chat has none, so pick one.
 constexpr std::size_t k_default_completion_tokens = 16;
 constexpr std::size_t k_default_chat_tokens = 64;
@@ -20,12 +26,43 @@ constexpr std::size_t k_default_chat_tokens = 64;
   throw ApiError(400, message, param);
 }
 
+// The field whose number overflowed: the body parsed again, noting the keys on the way down,
+// stops at the same number ("a.b" when nested). The common path pays nothing for it.
+std::string overflowing_field(const std::string& body) {
+  std::vector<std::string> keys;
+  const json::parser_callback_t note_keys = [&keys](int depth, json::parse_event_t event,
+                                                    json& parsed) {
+    if (event == json::parse_event_t::key) {
+      keys.resize(static_cast<std::size_t>(depth));
+      keys.back() = parsed.get<std::string>();
+    }
+    return true;
+  };
+  try {
+    const json unused = json::parse(body, note_keys);
+    (void)unused;
+  } catch (const json::exception&) {
+  }
+  std::string path;
+  for (const std::string& key : keys) path += (path.empty() ? "" : ".") + key;
+  return path;
+}
+
 json parse_object(const std::string& body) {
   json document;
   try {
     document = json::parse(body);
   } catch (const json::parse_error& error) {
     fail("", std::string("the request body is not valid JSON: ") + error.what());
+  } catch (const json::out_of_range& error) {
+    // A number past a double's range (1e400): nlohmann names the literal between quotes.
+    const std::string what = error.what();
+    const std::size_t open = what.find('\'');
+    const std::size_t close = what.rfind('\'');
+    const std::string literal =
+        open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : "";
+    const std::string field = overflowing_field(body);
+    fail(field, "'" + field + "' is out of range: " + literal + " overflows a 64-bit number");
   }
   if (!document.is_object()) fail("", "the request body must be a JSON object");
   return document;
@@ -46,15 +83,51 @@ bool bool_field(const json& value, const std::string& name) {
   return value.get<bool>();
 }
 
-long long int_field(const json& value, const std::string& name) {
+// An integer field in [low, high]. A value outside, however large (2^64-1 is stored unsigned,
+// 1e20 as a double), is `out_of_range(got, below)` with the value as parsed, never wrapped into
+// a signed value or clamped.
+template <typename Message>
+long long bounded_int(const json& value, const std::string& name, long long low, long long high,
+                      Message out_of_range) {
+  if (value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(high))
+    fail(name, out_of_range(value.dump(), false));
+  if (value.is_number_float()) {
+    // An integer literal past 64 bits arrives as a double; a fractional one is a type error.
+    const double number = value.get<double>();
+    if (std::isfinite(number) && std::trunc(number) == number &&
+        (number < static_cast<double>(low) || number > static_cast<double>(high)))
+      fail(name, out_of_range(value.dump(), number < static_cast<double>(low)));
+  }
   if (!value.is_number_integer()) fail(name, "'" + name + "' must be an integer");
-  return value.get<long long>();
+  const long long number = value.get<long long>();
+  if (number < low || number > high) fail(name, out_of_range(value.dump(), number < low));
+  return number;
+}
+
+long long int_field(const json& value, const std::string& name) {
+  constexpr long long min = std::numeric_limits<long long>::min();
+  constexpr long long max = std::numeric_limits<long long>::max();
+  return bounded_int(value, name, min, max, [&](const std::string& got, bool) {
+    return "'" + name + "' must be between " + std::to_string(min) + " and " + std::to_string(max) +
+           ", got " + got;
+  });
 }
 
 std::size_t token_count(const json& value, const std::string& name) {
-  const long long count = int_field(value, name);
-  if (count < 1) fail(name, "'" + name + "' must be at least 1");
-  return static_cast<std::size_t>(count);
+  return static_cast<std::size_t>(
+      bounded_int(value, name, 1, k_max_token_count, [&](const std::string& got, bool below) {
+        return below ? "'" + name + "' must be at least 1"
+                     : "'" + name + "' must be at most " + std::to_string(k_max_token_count) +
+                           ", got " + got;
+      }));
+}
+
+std::size_t top_count(const json& value, const std::string& name) {
+  return static_cast<std::size_t>(
+      bounded_int(value, name, 0, k_max_top_logprobs, [&](const std::string& got, bool) {
+        return "'" + name + "' must be between 0 and " + std::to_string(k_max_top_logprobs) +
+               ", got " + got;
+      }));
 }
 
 std::string chat_prompt(const json& messages) {
@@ -148,7 +221,9 @@ ApiRequest parse_api_request(const std::string& body, ApiKind kind) {
     if (top_p.get<double>() != 1.0)
       fail("top_p", "'top_p' must be 1: this engine only decodes greedily");
   }
-  if (document.contains("n") && int_field(document["n"], "n") != 1) fail("n", "'n' must be 1");
+  if (document.contains("n"))
+    (void)bounded_int(document["n"], "n", 1, 1,
+                      [](const std::string&, bool) { return std::string("'n' must be 1"); });
   if (document.contains("seed")) request.seed = int_field(document["seed"], "seed");
   if (document.contains("user")) (void)string_field(document["user"], "user");
 
@@ -156,20 +231,15 @@ ApiRequest parse_api_request(const std::string& body, ApiKind kind) {
     if (document.contains("logprobs"))
       request.logprobs = bool_field(document["logprobs"], "logprobs");
     if (document.contains("top_logprobs")) {
-      const long long top = int_field(document["top_logprobs"], "top_logprobs");
-      if (top < 0 || top > k_max_top_logprobs)
-        fail("top_logprobs", "'top_logprobs' must be between 0 and 20, got " + std::to_string(top));
+      const std::size_t top = top_count(document["top_logprobs"], "top_logprobs");
       if (!request.logprobs)
         fail("top_logprobs",
              "The 'top_logprobs' parameter is only allowed when 'logprobs' is enabled.");
-      request.top_logprobs = static_cast<std::size_t>(top);
+      request.top_logprobs = top;
     }
   } else if (document.contains("logprobs") && !document["logprobs"].is_null()) {
-    const long long top = int_field(document["logprobs"], "logprobs");
-    if (top < 0 || top > k_max_top_logprobs)
-      fail("logprobs", "'logprobs' must be between 0 and 20, got " + std::to_string(top));
     request.logprobs = true;
-    request.top_logprobs = static_cast<std::size_t>(top);
+    request.top_logprobs = top_count(document["logprobs"], "logprobs");
   }
 
   if (document.contains("stream")) request.stream = bool_field(document["stream"], "stream");

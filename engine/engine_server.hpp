@@ -21,7 +21,11 @@ struct ServeConfig {
   int chunked_prefill = 0;
   std::uint64_t seed = 0;
   int threads = 1;
+  // The most requests queued or running at once; beyond it a request is answered 503
+  // (queue_full, Retry-After: 1). Also the most connections waiting for a handler thread.
   int max_queue = 1024;
+  // The largest request body read; a larger one is answered 413 before it is parsed.
+  std::uint64_t max_body_bytes = std::uint64_t{8} << 20;
 };
 
 class EngineServer {

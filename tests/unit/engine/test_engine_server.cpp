@@ -225,6 +225,7 @@ TEST_CASE("EngineServer queue bound") {
     REQUIRE(res);
     if (res->status == 503) {
       saw_503 = true;
+      CHECK(res->get_header_value("Retry-After") == "1");
       CHECK(json::parse(res->body)["error"]["message"].get<std::string>().find("queue") !=
             std::string::npos);
     }
@@ -232,6 +233,58 @@ TEST_CASE("EngineServer queue bound") {
   CHECK(saw_503);
   server->stop();
   long_request.join();
+}
+
+TEST_CASE("EngineServer body limit") {
+  ServeConfig config;
+  config.max_body_bytes = 64;
+  auto server = start_server(config);
+  auto client_owner = make_client(server->port());
+  httplib::Client& client = *client_owner;
+  const std::string message =
+      "the request body is larger than the limit of 64 bytes (llmrepro serve --max-body-bytes)";
+  const std::string over = R"({"prompt": "the cat sat on the mat and the dog", "max_tokens": 1})";
+  REQUIRE(over.size() > 64);
+  SUBCASE("a Content-Length over the limit") {
+    const json body = post_json(client, "/v1/completions", over, 413);
+    CHECK(body["error"]["message"] == message);
+    CHECK(body["error"]["code"] == "request_too_large");
+  }
+  SUBCASE("a chunked body counted as it arrives, on a route or not") {
+    for (const char* path : {"/v1/completions", "/v1/nowhere"}) {
+      const auto res = client.Post(
+          path,
+          [&](std::size_t offset, httplib::DataSink& sink) {
+            if (offset < over.size()) {
+              sink.write(over.data() + offset, over.size() - offset);
+            } else {
+              sink.done();
+            }
+            return true;
+          },
+          "application/json");
+      REQUIRE(res);
+      CHECK(res->status == 413);
+      CHECK(json::parse(res->body)["error"]["message"] == message);
+    }
+  }
+  // Within the limit, the same connection serves it.
+  const std::string within = R"({"prompt": "the cat", "max_tokens": 1})";
+  CHECK(post_json(client, "/v1/completions", within, 200)["choices"].size() == 1);
+}
+
+TEST_CASE("EngineServer settings") {
+  ServeConfig config;
+  config.port = 0;
+  config.max_body_bytes = 0;
+  auto zero_body = EngineServer::start(config);
+  REQUIRE_FALSE(zero_body.has_value());
+  CHECK(zero_body.error().message == "--max-body-bytes must be at least 1");
+  config.max_body_bytes = 1;
+  config.max_queue = 0;
+  auto zero_queue = EngineServer::start(config);
+  REQUIRE_FALSE(zero_queue.has_value());
+  CHECK(zero_queue.error().message == "--max-queue must be at least 1");
 }
 
 TEST_CASE("EngineServer /flush_cache") {
