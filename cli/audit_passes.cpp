@@ -539,7 +539,10 @@ core::Result<void> open_database(AuditRun& run) {
   std::vector<core::EndpointInfo> infos;
   for (const auto& target : run.targets) infos.push_back(target.info);
   if (!options.resume) {
-    if (run.database_existed) std::filesystem::remove(options.db);
+    // --overwrite: the file goes with its -wal and -shm, which would otherwise be replayed into
+    // the new database (the writer lock, claim_files, is held).
+    if (run.database_existed)
+      for (const auto& suffix : {"", "-wal", "-shm"}) std::filesystem::remove(options.db + suffix);
     core::AuditData& header = run.header;
     header.info.id = fmt::format("audit-{}", run.clock.now_ms());
     header.info.started_ms = run.clock.now_ms();
@@ -547,6 +550,7 @@ core::Result<void> open_database(AuditRun& run) {
     header.endpoints = infos;
     auto created = store::AuditDatabase::create(options.db, header);
     if (!created) return created.error();
+    created->check_records_against_plan();
     run.database.emplace(std::move(*created));
     return {};
   }

@@ -9,6 +9,7 @@
 #include "core/audit_diff.hpp"
 #include "report/diff_report.hpp"
 #include "report/store/audit_database.hpp"
+#include "report/store/output_file.hpp"
 
 namespace llmrepro::cli {
 
@@ -38,6 +39,11 @@ int run_diff(const DiffOptions& options) {
   if (options.resamples < 100)
     return report_error(
         core::make_error(core::ErrorCode::usage, "--resamples must be at least 100"));
+  if (auto checked = store::check_output_paths(
+          {{"--json", options.json}, {"--html", options.html}, {"--markdown", options.markdown}},
+          {}, {{"A", options.a}, {"B", options.b}});
+      !checked)
+    return report_error(checked.error());
   auto a = load_audit(options.a);
   if (!a) return report_error(a.error());
   auto b = load_audit(options.b);

@@ -116,6 +116,12 @@ public:
   // it is. Callers say which (one line), since the file changed under the user's feet.
   const std::optional<OlderSchema>& older_schema() const;
 
+  // From now on, load() and recorded_successes() check every record against the stored plan
+  // (core::plan_contains over the stored configuration, suite and endpoints): a record outside it
+  // makes the database corrupt, ErrorCode::input naming the database and the first such record,
+  // so that it never counts toward completeness. Every command opens its databases so.
+  void check_records_against_plan();
+
   // The file this database was opened or created at, for messages.
   const std::string& path() const;
 
