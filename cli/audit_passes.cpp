@@ -602,6 +602,15 @@ core::Result<void> run_requests(AuditRun& run) {
                           run.preflight_requests * core::prompt_token_bound(first),
                           run.preflight_requests * scheduler.params.max_tokens);
   }
+  // Every attempt is charged in the database before it is sent (kill -9 then --resume stays
+  // within the budget); the charge settles to what was used when the run ends.
+  if (run.budget) {
+    store::AuditDatabase& database = *run.database;
+    LLMREPRO_TRY(database.store_budget_charge(run.budget->charged()));
+    run.budget->set_journal([&database](const core::BudgetCharge& charge) {
+      return database.store_budget_charge(charge);
+    });
+  }
   const core::RecordedRequests& recorded = run.recorded;
   // One plan's waves, each request committed as it finishes. The sink commits on its own thread:
   // it is drained before anything reads the records back or marks the audit partial or
@@ -628,6 +637,10 @@ core::Result<void> run_requests(AuditRun& run) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (show_progress) fmt::print(stderr, "\r\033[K");
+  if (run.budget) {
+    run.budget->set_journal({});
+    LLMREPRO_TRY(run.database->store_budget_charge(run.budget->charged()));
+  }
   run.interrupted = g_stop_requested.load();
   return run.database->store_probe_activity(run.activity);
 }

@@ -303,6 +303,16 @@ Result<void> AuditDatabase::store_budget_stop(const std::string& line) {
   return m_impl->transaction([&] { return detail::write_budget_stop(m_impl->connection, line); });
 }
 
+Result<void> AuditDatabase::store_budget_charge(const core::BudgetCharge& charge) {
+  const std::lock_guard lock(m_impl->mutex);
+  return detail::write_budget_charge(m_impl->connection, charge);
+}
+
+Result<std::optional<core::BudgetCharge>> AuditDatabase::load_budget_charge() const {
+  const std::lock_guard lock(m_impl->mutex);
+  return detail::read_budget_charge(m_impl->connection);
+}
+
 Result<std::optional<core::SemanticAgreement>> AuditDatabase::load_semantic() const {
   const std::lock_guard lock(m_impl->mutex);
   return detail::read_semantic(m_impl->connection);

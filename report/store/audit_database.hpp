@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/audit.hpp"
+#include "core/budget.hpp"
 #include "core/plan.hpp"
 #include "core/request_record.hpp"
 #include "core/result.hpp"
@@ -94,6 +95,14 @@ public:
   // `report` judges the audit as the run did; an empty line clears it (a later run was not
   // stopped by a budget).
   core::Result<void> store_budget_stop(const std::string& line);
+
+  // Stores what the budgets have charged (core::BudgetLedger::charged), committed at once: the
+  // ledger's journal calls it before each send, so that kill -9 and --resume never exceed a
+  // budget. Safe to call from any thread.
+  core::Result<void> store_budget_charge(const core::BudgetCharge& charge);
+
+  // The charge the last budgeted run stored; empty when none did.
+  core::Result<std::optional<core::BudgetCharge>> load_budget_charge() const;
 
   // Replaces what is known about endpoint `index` (the dialect and model are learned at run time).
   // Fingerprints are not stored: load() derives them from the records. ErrorCode::internal when
