@@ -178,3 +178,41 @@ TEST_CASE("stop_after_line") {
   CHECK(stop_after_line(config) ==
         "completions capped at 12 tokens (--stop-after): divergence beyond token 12 is not seen");
 }
+
+TEST_CASE("BudgetLedger: the charge is journalled before each start and survives as a floor") {
+  BudgetLedger ledger(BudgetLimits{.max_requests = 3});
+  std::vector<BudgetCharge> journal;
+  ledger.set_journal([&](const BudgetCharge& charge) -> Result<void> {
+    journal.push_back(charge);
+    return {};
+  });
+  auto first = ledger.try_start({100, 10});
+  REQUIRE(first);
+  REQUIRE(journal.size() == 1);
+  CHECK(journal.back() == BudgetCharge{1, 100, 10});
+  ledger.settle(*first, TokenBound{40, 5});
+  CHECK(ledger.charged() == BudgetCharge{1, 40, 5});
+  REQUIRE(ledger.try_start({100, 10}));
+  CHECK(journal.back() == BudgetCharge{2, 140, 15});
+
+  // A run killed with that request in flight: --resume spends at least the stored charge.
+  BudgetLedger resumed(BudgetLimits{.max_requests = 3});
+  resumed.add_spent(1, 40, 5); // the one record
+  resumed.charge_at_least(journal.back());
+  CHECK(resumed.spent().requests == 2);
+  CHECK(resumed.charged() == BudgetCharge{2, 140, 15});
+  CHECK(resumed.try_start({1, 1}));
+  CHECK_FALSE(resumed.try_start({1, 1}));
+  CHECK(resumed.exhausted_by() == "--max-requests 3");
+}
+
+TEST_CASE("BudgetLedger: a charge that cannot be stored refuses the request") {
+  BudgetLedger ledger(BudgetLimits{.max_requests = 10});
+  ledger.set_journal([](const BudgetCharge&) -> Result<void> {
+    return make_error(ErrorCode::environment, "disk full");
+  });
+  CHECK_FALSE(ledger.try_start({1, 1}));
+  CHECK(ledger.overrun());
+  CHECK(ledger.charged() == BudgetCharge{});
+  CHECK(ledger.overrun_message() == "the budget's count could not be stored (disk full)");
+}
