@@ -3,15 +3,16 @@
 the plan. Against the scripted endpoint: a report path naming the database (directly, through a
 symbolic link, as ./a.db, or its -wal) is refused with exit 2 before anything is sent or written,
 and the database stays byte-identical; a report in a missing directory fails before the first
-request; /dev/null stays a character device; a symbolic link planted where the old temporary was
-is never written through; a report path that is a symbolic link replaces the file it names; a
-second writer of a database (--resume, --overwrite) exits 2 naming the holder while the first
-audit ends complete; a record edited out of the plan makes the database corrupt (exit 2)."""
+request; a character device and a FIFO are written in place and stay what they are; a symbolic
+link planted where the old temporary was is never written through; a report path that is a
+symbolic link replaces the file it names; a second writer of a database (--resume, --overwrite)
+exits 2 naming the holder while the first audit ends complete; a record edited out of the plan makes the database corrupt (exit 2)."""
 
 import hashlib
 import json
 import os
 import stat
+import subprocess
 import time
 
 import e2e_harness as h
@@ -114,11 +115,27 @@ class Files(h.E2ETestCase):
 
     def test_devices_links_and_standard_output(self):
         _, db = self.audited_db()
-        # /dev/null is written in place: it stays a character device.
-        if os.access("/dev/null", os.W_OK):
-            run = self.run_llmrepro(["report", "--db", db, "--json", "/dev/null", "--quiet"])
+        # A character device is written in place: it stays a device. A private null device
+        # (root only), never the system's /dev/null, which a build without the fix replaced.
+        device = self.path("null")
+        try:
+            os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        except PermissionError:
+            device = None
+        if device:
+            run = self.run_llmrepro(["report", "--db", db, "--json", device, "--quiet"])
             self.assertIn(run.returncode, (0, 1), run.describe())
-            self.assertTrue(stat.S_ISCHR(os.stat("/dev/null").st_mode))
+            self.assertTrue(stat.S_ISCHR(os.lstat(device).st_mode), "still a character device")
+        # A FIFO too: written in place, read whole by its reader.
+        fifo = self.path("pipe")
+        os.mkfifo(fifo)
+        reader = subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE)
+        self.processes.append(reader)
+        run = self.run_llmrepro(["report", "--db", db, "--json", fifo, "--quiet"])
+        self.assertIn(run.returncode, (0, 1), run.describe())
+        piped, _ = reader.communicate(timeout=30)
+        self.assertEqual(json.loads(piped)["audit"]["recorded_requests"], PLANNED)
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode), "still a FIFO")
         # "-" is standard output: the JSON alone, the summary on stderr.
         run = self.run_llmrepro(["report", "--db", db, "--json", "-"])
         self.assertIn(run.returncode, (0, 1), run.describe())
