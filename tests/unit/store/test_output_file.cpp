@@ -61,8 +61,7 @@ TEST_CASE("check_output_paths: an output may not be an input, its side files, or
   CHECK(twice.error().message.find("is also the output of --json") != std::string::npos);
   auto stdout_twice = check_output_paths({{"--json", "-"}, {"--html", "-"}}, {});
   REQUIRE_FALSE(stdout_twice);
-  CHECK(check_output_paths({{"--json", "-"}, {"--html", dir.file("r.html")}}, {},
-                           {{"--db", db}}));
+  CHECK(check_output_paths({{"--json", "-"}, {"--html", dir.file("r.html")}}, {}, {{"--db", db}}));
 }
 
 TEST_CASE("check_output_paths: the directory must exist and take files; no directories") {
