@@ -602,13 +602,16 @@ core::Result<void> run_requests(AuditRun& run) {
                           run.preflight_requests * core::prompt_token_bound(first),
                           run.preflight_requests * scheduler.params.max_tokens);
   }
-  // Every attempt is charged in the database before it is sent (kill -9 then --resume stays
-  // within the budget); the charge settles to what was used when the run ends.
+  // Every attempt is charged before it is sent (kill -9 then --resume stays within the budget):
+  // live in the lock file, one pwrite per batch of starts; settled into the database when the
+  // run ends. A resumed audit spends at least what its killed run charged.
   if (run.budget) {
-    store::AuditDatabase& database = *run.database;
-    LLMREPRO_TRY(database.store_budget_charge(run.budget->charged()));
-    run.budget->set_journal([&database](const core::BudgetCharge& charge) {
-      return database.store_budget_charge(charge);
+    const std::string& id = run.header.info.id;
+    if (const auto charged = run.lock->read_charge(id)) run.budget->charge_at_least(*charged);
+    LLMREPRO_TRY(run.database->store_budget_charge(run.budget->charged()));
+    LLMREPRO_TRY(run.lock->write_charge(id, run.budget->charged()));
+    run.budget->set_journal([&lock = *run.lock, id](const core::BudgetCharge& charge) {
+      return lock.write_charge(id, charge);
     });
   }
   const core::RecordedRequests& recorded = run.recorded;
@@ -640,6 +643,7 @@ core::Result<void> run_requests(AuditRun& run) {
   if (run.budget) {
     run.budget->set_journal({});
     LLMREPRO_TRY(run.database->store_budget_charge(run.budget->charged()));
+    LLMREPRO_TRY(run.lock->write_charge(run.header.info.id, run.budget->charged()));
   }
   run.interrupted = g_stop_requested.load();
   return run.database->store_probe_activity(run.activity);

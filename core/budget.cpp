@@ -87,15 +87,20 @@ std::optional<BudgetLedger::Ticket> BudgetLedger::try_start(const TokenBound& bo
   m_charged.completion_tokens += bound.completion;
   const Ticket ticket = m_next_ticket++;
   m_in_flight.emplace(ticket, bound);
-  if (m_journal) {
-    // Durable before the send: a crash after it cannot lose the request from the count.
-    if (auto stored = m_journal(m_charged); !stored) {
-      release(ticket);
-      m_overrun = "the budget's count could not be stored (" + stored.error().message + ")";
-      return std::nullopt;
-    }
-  }
+  m_journal_due = true;
   return ticket;
+}
+
+Result<void> BudgetLedger::write_journal() {
+  if (!m_journal || !m_journal_due) return {};
+  // Durable before the send: a crash after it cannot lose a reserved request from the count.
+  if (auto stored = m_journal(m_charged); !stored) {
+    if (m_overrun.empty())
+      m_overrun = "the budget's count could not be stored (" + stored.error().message + ")";
+    return stored;
+  }
+  m_journal_due = false;
+  return {};
 }
 
 void BudgetLedger::release(Ticket ticket) {

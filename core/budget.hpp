@@ -93,10 +93,15 @@ public:
   // earlier run charged durably, which also counts the requests in flight when it was killed).
   void charge_at_least(const BudgetCharge& charge);
 
-  // Called by try_start with charged() once a request is reserved and before it is sent, so that
-  // the charge is durable first. An error refuses that request and overruns the ledger.
+  // Where the charge is made durable. try_start only marks it due; the caller that sends calls
+  // write_journal() before anything reserved since goes on the wire (the scheduler: before each
+  // transport poll or blocking request), so that one write covers a batch of starts.
   using Journal = std::function<Result<void>(const BudgetCharge&)>;
   void set_journal(Journal journal) { m_journal = std::move(journal); }
+
+  // Hands charged() to the journal if a request was reserved since the last write. An error
+  // overruns the ledger (nothing more starts) and is returned: what was reserved must not be sent.
+  Result<void> write_journal();
 
   // The bound of `planned` sending `sent` with `max_tokens`: completion <= max_tokens; prompt =
   // the exact prompt tokens an earlier success of the same endpoint, prompt and probe kind
@@ -142,6 +147,7 @@ private:
   BudgetSpent m_reserved;
   BudgetCharge m_charged; // spent + reserved, split as a charge
   Journal m_journal;
+  bool m_journal_due = false; // a request was reserved since the journal's last write
   std::map<Ticket, TokenBound> m_in_flight;
   Ticket m_next_ticket = 0;
   std::map<std::tuple<int, int, ProbeKind>, long> m_known_prompt_tokens;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,14 @@ namespace llmrepro::store {
 
 using core::ErrorCode;
 using core::Result;
+
+namespace {
+
+// Where the charge line starts: after the holder's line, which is shorter (a pid and a command).
+constexpr off_t k_charge_offset = 256;
+constexpr std::size_t k_charge_size = 192;
+
+} // namespace
 
 std::string DatabaseLock::lock_path(const std::string& database) {
   // Resolved where the database exists, so that a link to it and the file itself share a lock.
@@ -44,7 +53,8 @@ Result<DatabaseLock> DatabaseLock::acquire(const std::string& database, const st
           ErrorCode::environment,
           fmt::format("cannot lock '{}' ('{}'): {}", database, path, std::strerror(error)));
     std::string holder = got > 0 ? std::string(buffer, static_cast<std::size_t>(got)) : "";
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) holder.pop_back();
+    holder = holder.substr(0, holder.find('\n'));
+    while (!holder.empty() && (holder.back() == ' ' || holder.back() == '\0')) holder.pop_back();
     const auto space = holder.find(' ');
     const std::string who =
         space == std::string::npos
@@ -55,9 +65,12 @@ Result<DatabaseLock> DatabaseLock::acquire(const std::string& database, const st
                                         "another {}",
                                         database, who, flag));
   }
-  const std::string holder = fmt::format("{} {}\n", ::getpid(), command);
-  if (::ftruncate(fd, 0) != 0 ||
-      ::pwrite(fd, holder.data(), holder.size(), 0) != static_cast<ssize_t>(holder.size())) {
+  // The holder's line, padded over the previous one; the charge line after it is kept, since a
+  // --resume reads what the killed run charged.
+  std::string holder = fmt::format("{} {}", ::getpid(), command);
+  holder.resize(static_cast<std::size_t>(k_charge_offset) - 1, ' ');
+  holder.push_back('\n');
+  if (::pwrite(fd, holder.data(), holder.size(), 0) != static_cast<ssize_t>(holder.size())) {
     const int error = errno;
     ::close(fd);
     return core::make_error(
@@ -65,6 +78,35 @@ Result<DatabaseLock> DatabaseLock::acquire(const std::string& database, const st
         fmt::format("cannot write the lock file '{}': {}", path, std::strerror(error)));
   }
   return DatabaseLock(fd);
+}
+
+Result<void> DatabaseLock::write_charge(const std::string& audit_id,
+                                        const core::BudgetCharge& charge) {
+  std::string line = fmt::format("charge {} {} {} {}", audit_id, charge.requests,
+                                 charge.prompt_tokens, charge.completion_tokens);
+  if (line.size() >= k_charge_size)
+    return core::make_error(ErrorCode::internal, "audit id too long for the lock file's charge");
+  line.resize(k_charge_size - 1, ' ');
+  line.push_back('\n');
+  if (::pwrite(m_fd, line.data(), line.size(), k_charge_offset) !=
+      static_cast<ssize_t>(line.size()))
+    return core::make_error(ErrorCode::environment,
+                            fmt::format("cannot write the budget's charge into the lock file: {}",
+                                        std::strerror(errno)));
+  return {};
+}
+
+std::optional<core::BudgetCharge> DatabaseLock::read_charge(const std::string& audit_id) const {
+  char buffer[k_charge_size + 1] = {};
+  const ssize_t got = ::pread(m_fd, buffer, k_charge_size, k_charge_offset);
+  if (got <= 0) return std::nullopt;
+  char id[k_charge_size] = {};
+  core::BudgetCharge charge;
+  if (std::sscanf(buffer, "charge %191s %ld %ld %ld", id, &charge.requests, &charge.prompt_tokens,
+                  &charge.completion_tokens) != 4 ||
+      audit_id != id)
+    return std::nullopt;
+  return charge;
 }
 
 DatabaseLock::DatabaseLock(DatabaseLock&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}

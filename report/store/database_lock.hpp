@@ -2,8 +2,10 @@
 // --resume, --overwrite, merge) holds for its whole run. docs/design.md "The writer lock".
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "core/budget.hpp"
 #include "core/result.hpp"
 
 namespace llmrepro::store {
@@ -22,6 +24,17 @@ public:
   // lock file: the kernel drops it when the process ends, kill -9 included.
   static core::Result<DatabaseLock> acquire(const std::string& database, const std::string& command,
                                             const std::string& flag = "--db");
+
+  // Writes the budgets' live charge of audit `audit_id` into the lock file (one pwrite of a
+  // fixed-size line after the holder's, "charge ID REQUESTS PROMPT COMPLETION"): what a budgeted
+  // run journals before each send. A write that returns has reached the kernel, so it survives
+  // the process's crash, as a commit in the database's WAL mode does, at the cost of a system call
+  // instead of a transaction. ErrorCode::environment when the write fails.
+  core::Result<void> write_charge(const std::string& audit_id, const core::BudgetCharge& charge);
+
+  // The charge the last holder wrote for `audit_id`; empty when it wrote none, or one for another
+  // audit (the file outlives an --overwrite).
+  std::optional<core::BudgetCharge> read_charge(const std::string& audit_id) const;
 
   DatabaseLock(DatabaseLock&& other) noexcept;
   DatabaseLock& operator=(DatabaseLock&& other) noexcept;

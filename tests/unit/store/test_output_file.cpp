@@ -127,3 +127,21 @@ TEST_CASE("DatabaseLock: one holder at a time, named; released when dropped") {
   CHECK(DatabaseLock::acquire(db, "llmrepro audit"));
   CHECK(std::filesystem::exists(DatabaseLock::lock_path(db)));
 }
+
+TEST_CASE("DatabaseLock: the live budget charge outlives its holder, per audit") {
+  const testing::TempDir dir("lock");
+  const std::string db = dir.file("a.db");
+  {
+    auto lock = DatabaseLock::acquire(db, "llmrepro audit");
+    REQUIRE(lock);
+    CHECK_FALSE(lock->read_charge("audit-1"));
+    REQUIRE(lock->write_charge("audit-1", {3, 300, 30}));
+    REQUIRE(lock->write_charge("audit-1", {12, 1200, 120}));
+  } // the holder ends, as a killed run does
+  auto next = DatabaseLock::acquire(db, "llmrepro audit");
+  REQUIRE(next);
+  const auto charge = next->read_charge("audit-1");
+  REQUIRE(charge);
+  CHECK(*charge == core::BudgetCharge{12, 1200, 120});
+  CHECK_FALSE(next->read_charge("audit-2")); // another audit at the same path (--overwrite)
+}
