@@ -9,6 +9,8 @@ namespace llmrepro::cli {
 
 core::Result<void> claim_files(AuditRun& run) {
   const AuditOptions& options = run.options;
+  // The database is written too: its directory must exist and take files.
+  LLMREPRO_TRY(store::check_output_paths({{"--db", options.db}}, {}));
   LLMREPRO_TRY(store::check_output_paths(named_outputs(options.outputs),
                                          {{"--suite", options.suite}}, {{"--db", options.db}}));
   auto lock = store::DatabaseLock::acquire(options.db, "llmrepro audit");

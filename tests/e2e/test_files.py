@@ -106,12 +106,17 @@ class Files(h.E2ETestCase):
              f"('{self.path('missing')}')"),
             (["--json", self.tmp], f"--json '{self.tmp}' is a directory"),
         ]
+
         for extra, message in cases:
             with self.subTest(extra=extra):
                 run = self.run_llmrepro(self.audit_args(endpoint, db, *extra))
                 self.assert_refused(run, message)
                 self.assertEqual(endpoint.requests(), [], "nothing reached the endpoint")
                 self.assertFalse(os.path.exists(db), "no database was created")
+        gone = self.path("gone/a.db")
+        run = self.run_llmrepro(self.audit_args(endpoint, gone))
+        self.assert_refused(run, f"--db '{gone}' is in a directory that does not exist")
+        self.assertEqual(endpoint.requests(), [], "nothing reached the endpoint")
 
     def test_devices_links_and_standard_output(self):
         _, db = self.audited_db()
@@ -204,9 +209,11 @@ class Files(h.E2ETestCase):
         self.assertIn(run.returncode, (0, 1), run.describe())
         self.assertEqual(recorded_rows(db), PLANNED)
 
-    def test_merge_output_checks_and_lock(self):
+    def test_merge_and_diff_outputs(self):
         _, db = self.audited_db()
         before = digest(db)
+        run = self.run_llmrepro(["diff", db, db, "--markdown", db])
+        self.assert_refused(run, f"--markdown '{db}' is the audit database A '{db}'")
         run = self.run_llmrepro(["merge", db, db])
         self.assert_refused(run, f"the output '{db}' is the audit database input '{db}'")
         run = self.run_llmrepro(["merge", self.path("m.db"), db, "--json", db])
