@@ -68,7 +68,10 @@ int run_diff(const DiffOptions& options) {
     if (auto written = write_file_atomically(file.path, file.render(diff)); !written)
       return report_error(written.error());
   }
-  if (!options.quiet) fmt::print("{}", report::render_diff_markdown(diff));
+  // A diff on standard output (-) keeps it to itself: the summary goes to stderr.
+  const bool to_stderr = options.json == "-" || options.html == "-" || options.markdown == "-";
+  if (!options.quiet)
+    fmt::print(to_stderr ? stderr : stdout, "{}", report::render_diff_markdown(diff));
   return diff.regression() ? k_exit_gate_failed : k_exit_pass;
 }
 
