@@ -20,11 +20,14 @@
 namespace llmrepro::cli {
 
 void add_report_output_options(CLI::App& command, ReportOutputs& outputs) {
-  command.add_option("--json", outputs.json, "Write the JSON report (llmrepro.audit.v1) here");
-  command.add_option("--html", outputs.html, "Write the self-contained HTML report here");
-  command.add_option("--junit", outputs.junit, "Write JUnit XML (one test case per prompt) here");
+  command.add_option("--json", outputs.json,
+                     "Write the JSON report (llmrepro.audit.v1) here (-: standard output)");
+  command.add_option("--html", outputs.html,
+                     "Write the self-contained HTML report here (-: standard output)");
+  command.add_option("--junit", outputs.junit,
+                     "Write JUnit XML (one test case per prompt) here (-: standard output)");
   command.add_option("--markdown", outputs.markdown,
-                     "Write a Markdown summary (for a PR comment) here");
+                     "Write a Markdown summary (for a PR comment) here (-: standard output)");
 }
 
 core::Result<void> write_file_atomically(const std::string& path,
