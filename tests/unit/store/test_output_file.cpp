@@ -64,7 +64,7 @@ TEST_CASE("check_output_paths: an output may not be an input, its side files, or
   CHECK(check_output_paths({{"--json", "-"}, {"--html", dir.file("r.html")}}, {}, {{"--db", db}}));
 }
 
-TEST_CASE("check_output_paths: the directory must exist and take files; no directories") {
+TEST_CASE("check_output_paths: the directory must exist and take files, and no directories") {
   const testing::TempDir dir("outputs");
   auto missing = check_output_paths({{"--json", dir.file("none/r.json")}}, {});
   REQUIRE_FALSE(missing);
@@ -81,7 +81,7 @@ TEST_CASE("check_output_paths: the directory must exist and take files; no direc
   CHECK(check_output_paths({{"--json", "/dev/null"}}, {}));
 }
 
-TEST_CASE("write_output_file: a temporary beside the target, renamed over it; links followed") {
+TEST_CASE("write_output_file: a temporary beside the target, renamed over it, links followed") {
   const testing::TempDir dir("outputs");
   const std::string target = dir.write("r.json", "old");
   ::chmod(target.c_str(), 0640);
@@ -111,7 +111,7 @@ TEST_CASE("write_output_file: a temporary beside the target, renamed over it; li
   CHECK(S_ISCHR(status.st_mode));
 }
 
-TEST_CASE("DatabaseLock: one holder at a time, named; released when dropped") {
+TEST_CASE("DatabaseLock: one holder at a time, named, released when dropped") {
   const testing::TempDir dir("lock");
   const std::string db = dir.file("a.db");
   {
