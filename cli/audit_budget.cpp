@@ -69,6 +69,11 @@ core::Result<std::optional<core::BudgetLedger>> start_ledger(const core::AuditCo
                      activity.primes_sent * core::prompt_token_bound(core::prefix_priming_prompt()),
                      activity.primes_sent);
   }
+  // What the last budgeted run charged durably counts too: it holds the requests that were in
+  // flight when it was killed, which no record shows.
+  auto charge = database->load_budget_charge();
+  if (!charge) return charge.error();
+  if (*charge) ledger.charge_at_least(**charge);
   return std::optional<core::BudgetLedger>{std::move(ledger)};
 }
 

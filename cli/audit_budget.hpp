@@ -22,7 +22,8 @@ core::BudgetLimits budget_limits_of(const core::AuditConfig& config);
 // The ledger of an audit about to run, or empty when it has no budget. What `database` already
 // holds (--resume) is spent: each record's attempts, its reported prompt tokens (else the
 // prompt's bound) and completion tokens (a failed record: the bound), and the fillers and primes
-// the last run counted. The prompt tokens reported are learned for the bounds.
+// the last run counted, and at least what the last budgeted run charged durably (its requests
+// in flight at a crash included). The prompt tokens reported are learned for the bounds.
 core::Result<std::optional<core::BudgetLedger>> start_ledger(const core::AuditConfig& config,
                                                              const store::AuditDatabase* database);
 

@@ -28,6 +28,8 @@ core::Result<void> run_passes(AuditRun& run) {
   LLMREPRO_TRY(load_or_resume(run));
   // --dry-run ends here: the plan and its bounds are printed, nothing is sent or written.
   if (options.dry_run) return print_plan(run);
+  // No report may replace an input, and one process at a time writes the database.
+  LLMREPRO_TRY(claim_files(run));
   // Each endpoint is reached (or the embedded engine started) and its dialect and model known.
   LLMREPRO_TRY(connect_endpoints(run));
   // The header is stored before the first request, so that a crash leaves a resumable audit.

@@ -551,7 +551,10 @@ core::Result<void> open_database(AuditRun& run) {
   std::vector<core::EndpointInfo> infos;
   for (const auto& target : run.targets) infos.push_back(target.info);
   if (!options.resume) {
-    if (run.database_existed) std::filesystem::remove(options.db);
+    // --overwrite: the file goes with its -wal and -shm, which would otherwise be replayed into
+    // the new database (the writer lock, claim_files, is held).
+    if (run.database_existed)
+      for (const auto& suffix : {"", "-wal", "-shm"}) std::filesystem::remove(options.db + suffix);
     core::AuditData& header = run.header;
     header.info.id = fmt::format("audit-{}", run.clock.now_ms());
     header.info.started_ms = run.clock.now_ms();
@@ -559,6 +562,7 @@ core::Result<void> open_database(AuditRun& run) {
     header.endpoints = infos;
     auto created = store::AuditDatabase::create(options.db, header);
     if (!created) return created.error();
+    created->check_records_against_plan();
     run.database.emplace(std::move(*created));
     return {};
   }
@@ -611,6 +615,18 @@ core::Result<void> run_requests(AuditRun& run) {
                           run.preflight_requests * core::prompt_token_bound(first),
                           run.preflight_requests * scheduler.params.max_tokens);
   }
+  // Every attempt is charged before it is sent (kill -9 then --resume stays within the budget):
+  // live in the lock file, one pwrite per batch of starts; settled into the database when the
+  // run ends. A resumed audit spends at least what its killed run charged.
+  if (run.budget) {
+    const std::string& id = run.header.info.id;
+    if (const auto charged = run.lock->read_charge(id)) run.budget->charge_at_least(*charged);
+    LLMREPRO_TRY(run.database->store_budget_charge(run.budget->charged()));
+    LLMREPRO_TRY(run.lock->write_charge(id, run.budget->charged()));
+    run.budget->set_journal([&lock = *run.lock, id](const core::BudgetCharge& charge) {
+      return lock.write_charge(id, charge);
+    });
+  }
   const core::RecordedRequests& recorded = run.recorded;
   // One plan's waves, each request committed as it finishes. The sink commits on its own thread:
   // it is drained before anything reads the records back or marks the audit partial or
@@ -639,6 +655,11 @@ core::Result<void> run_requests(AuditRun& run) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (show_progress) fmt::print(stderr, "\r\033[K");
+  if (run.budget) {
+    run.budget->set_journal({});
+    LLMREPRO_TRY(run.database->store_budget_charge(run.budget->charged()));
+    LLMREPRO_TRY(run.lock->write_charge(run.header.info.id, run.budget->charged()));
+  }
   run.interrupted = g_stop_requested.load();
   return run.database->store_probe_activity(run.activity);
 }

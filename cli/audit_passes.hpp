@@ -20,6 +20,7 @@
 #include "engine/engine_server.hpp"
 #include "probes/scheduler.hpp"
 #include "report/store/audit_database.hpp"
+#include "report/store/database_lock.hpp"
 #include "report/store/report_loader.hpp"
 
 namespace llmrepro::cli {
@@ -52,6 +53,8 @@ struct AuditRun {
   // load_or_resume (cli/audit_keys.hpp): the key for each URL ("" none), and for --embeddings.
   std::vector<std::string> keys;
   std::string embeddings_key;
+  // claim_files: the writer lock of --db, held until the run ends.
+  std::optional<store::DatabaseLock> lock;
 
   // connect_endpoints: one target per URL, in order.
   std::vector<Target> targets;
@@ -80,6 +83,11 @@ struct AuditRun {
 // Checks every flag, then reads the stored audit (--resume: its plan must agree with the flags
 // given) or loads the suite for a new one, and decides which endpoints to drive.
 core::Result<void> load_or_resume(AuditRun& run);
+
+// Before anything is sent: checks every report path against --db, the suite and each other
+// (store::check_output_paths) and takes the writer lock of --db (store::DatabaseLock), so that a
+// second writer of the same database stops here.
+core::Result<void> claim_files(AuditRun& run);
 
 // --dry-run: builds the plan for the endpoints named and prints it with its bounds
 // (cli/audit_budget.hpp); connects to nothing and writes nothing.

@@ -9,6 +9,7 @@
 #include "core/audit_diff.hpp"
 #include "report/diff_report.hpp"
 #include "report/store/audit_database.hpp"
+#include "report/store/output_file.hpp"
 
 namespace llmrepro::cli {
 
@@ -38,6 +39,11 @@ int run_diff(const DiffOptions& options) {
   if (options.resamples < 100)
     return report_error(
         core::make_error(core::ErrorCode::usage, "--resamples must be at least 100"));
+  if (auto checked = store::check_output_paths(
+          {{"--json", options.json}, {"--html", options.html}, {"--markdown", options.markdown}},
+          {}, {{"A", options.a}, {"B", options.b}});
+      !checked)
+    return report_error(checked.error());
   auto a = load_audit(options.a);
   if (!a) return report_error(a.error());
   auto b = load_audit(options.b);
@@ -62,7 +68,10 @@ int run_diff(const DiffOptions& options) {
     if (auto written = write_file_atomically(file.path, file.render(diff)); !written)
       return report_error(written.error());
   }
-  if (!options.quiet) fmt::print("{}", report::render_diff_markdown(diff));
+  // A diff on standard output (-) keeps it to itself: the summary goes to stderr.
+  const bool to_stderr = options.json == "-" || options.html == "-" || options.markdown == "-";
+  if (!options.quiet)
+    fmt::print(to_stderr ? stderr : stdout, "{}", report::render_diff_markdown(diff));
   return diff.regression() ? k_exit_gate_failed : k_exit_pass;
 }
 

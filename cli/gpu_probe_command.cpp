@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/report_outputs.hpp"
+#include "report/store/output_file.hpp"
 #include "gpu/probe_json.hpp"
 #include "gpu/probe_runner.hpp"
 #include "gpu/probe_summary.hpp"
@@ -57,6 +58,11 @@ int write_probe_outputs(const GpuProbeOptions& options, const core::ProbeResult&
 }
 
 int run_gpu_probe(const GpuProbeOptions& options) {
+  // Before the probe runs (minutes on a GPU): no output may be the saved result or the other.
+  if (auto checked = store::check_output_paths({{"--json", options.json}, {"--html", options.html}},
+                                               {{"--from", options.from}});
+      !checked)
+    return report_error(checked.error());
   if (!options.from.empty()) {
     auto saved = read_saved_result(options.from);
     if (!saved) return report_error(saved.error());

@@ -91,6 +91,8 @@ int run_help_export(const CLI::App& app, const HelpExportOptions& options) {
     std::fputs(text.c_str(), stdout);
     return k_exit_pass;
   }
+  if (auto checked = store::check_output_paths({{"--output", options.output}}, {}); !checked)
+    return report_error(checked.error());
   if (auto written = write_file_atomically(options.output, text); !written)
     return report_error(written.error());
   return k_exit_pass;

@@ -15,6 +15,8 @@ namespace llmrepro::cli {
 core::Result<store::AuditDatabase> open_audit_database(const std::string& path) {
   auto database = store::AuditDatabase::open(path);
   if (!database) return database;
+  // A record outside the stored plan (an edited or damaged file) never counts toward the verdict.
+  database->check_records_against_plan();
   if (const auto& older = database->older_schema()) {
     if (older->upgraded)
       std::fprintf(stderr,

@@ -15,6 +15,8 @@
 #include "core/audit_report.hpp"
 #include "core/semantic_agreement.hpp"
 #include "report/store/audit_database.hpp"
+#include "report/store/database_lock.hpp"
+#include "report/store/output_file.hpp"
 
 namespace llmrepro::cli {
 
@@ -47,14 +49,23 @@ merged_semantics(const std::vector<std::optional<core::SemanticAgreement>>& sema
 }
 
 int run_merge(const MergeOptions& options) {
+  // The output database and the reports: none may be an input or each other, before any read.
+  std::vector<store::NamedPath> inputs;
+  for (const auto& input : options.inputs) inputs.push_back({"input", input});
+  std::vector<store::NamedPath> outputs = named_outputs(options.outputs);
+  outputs.push_back({"the output", options.output});
+  if (auto checked = store::check_output_paths(outputs, {}, inputs); !checked)
+    return report_error(checked.error());
+  if (auto checked = store::check_output_paths(named_outputs(options.outputs), {},
+                                               {{"the output", options.output}});
+      !checked)
+    return report_error(checked.error());
+  // One writer per database: held until the merged database and its reports are written.
+  auto lock = store::DatabaseLock::acquire(options.output, "llmrepro merge", "output");
+  if (!lock) return report_error(lock.error());
   std::vector<core::AuditData> shards;
   std::vector<std::optional<core::SemanticAgreement>> semantics;
   for (const auto& input : options.inputs) {
-    std::error_code ignored; // a missing output is not the same file as anything
-    if (std::filesystem::equivalent(input, options.output, ignored))
-      return report_error(
-          core::make_error(core::ErrorCode::usage,
-                           fmt::format("merge: '{}' is both an input and the output", input)));
     auto database = open_audit_database(input);
     if (!database) return report_error(database.error());
     auto data = database->load();
@@ -72,10 +83,12 @@ int run_merge(const MergeOptions& options) {
       return report_error(core::make_error(
           core::ErrorCode::usage,
           fmt::format("'{}' already exists: pass --overwrite to replace it", options.output)));
-    std::filesystem::remove(options.output);
+    for (const auto& suffix : {"", "-wal", "-shm"})
+      std::filesystem::remove(options.output + suffix);
   }
   auto created = store::AuditDatabase::create(options.output, *merged);
   if (!created) return report_error(created.error());
+  created->check_records_against_plan();
   if (merged->adaptive) {
     if (auto stored = created->store_adaptive(*merged->adaptive); !stored)
       return report_error(stored.error());

@@ -13,6 +13,7 @@
 #include "core/cost.hpp"
 #include "core/result.hpp"
 #include "report/store/audit_database.hpp"
+#include "report/store/output_file.hpp"
 #include "report/store/report_loader.hpp"
 
 namespace llmrepro::cli {
@@ -73,6 +74,11 @@ int run_report(ReportOptions options) {
     if (!price) return report_error(price.error());
     options.price = *price;
   }
+  // No report may replace the database it is rendered from, nor another report.
+  if (auto checked =
+          store::check_output_paths(named_outputs(options.outputs), {}, {{"--db", options.db}});
+      !checked)
+    return report_error(checked.error());
   auto database = open_audit_database(options.db);
   if (!database) return report_error(database.error());
   auto loaded = any_judging_option_given(options.judging) || options.price

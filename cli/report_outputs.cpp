@@ -3,10 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
+#include <cstdio>
 #include <vector>
 #include <unistd.h>
 
@@ -17,53 +14,44 @@
 #include "report/json_report.hpp"
 #include "report/junit_report.hpp"
 #include "report/markdown_report.hpp"
+#include "report/store/output_file.hpp"
 #include "report/terminal_summary.hpp"
 
 namespace llmrepro::cli {
 
 void add_report_output_options(CLI::App& command, ReportOutputs& outputs) {
-  command.add_option("--json", outputs.json, "Write the JSON report (llmrepro.audit.v1) here");
-  command.add_option("--html", outputs.html, "Write the self-contained HTML report here");
-  command.add_option("--junit", outputs.junit, "Write JUnit XML (one test case per prompt) here");
+  command.add_option("--json", outputs.json,
+                     "Write the JSON report (llmrepro.audit.v1) here (-: standard output)");
+  command.add_option("--html", outputs.html,
+                     "Write the self-contained HTML report here (-: standard output)");
+  command.add_option("--junit", outputs.junit,
+                     "Write JUnit XML (one test case per prompt) here (-: standard output)");
   command.add_option("--markdown", outputs.markdown,
-                     "Write a Markdown summary (for a PR comment) here");
+                     "Write a Markdown summary (for a PR comment) here (-: standard output)");
 }
 
 core::Result<void> write_file_atomically(const std::string& path,
                                          const std::function<void(std::ostream&)>& write) {
-  const std::string temporary = path + ".tmp";
-  {
-    // A larger buffer than the default: a report of tens of megabytes in few system calls.
-    std::vector<char> buffer(std::size_t{1} << 20);
-    std::ofstream out;
-    out.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    out.open(temporary, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return core::make_error(core::ErrorCode::environment,
-                              "cannot write '" + path + "': " + std::strerror(errno));
-    write(out);
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(temporary, ignored);
-      return core::make_error(core::ErrorCode::environment, "cannot write '" + path + "'");
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    return core::make_error(core::ErrorCode::environment,
-                            "cannot write '" + path + "': " + error.message());
-  }
-  return {};
+  return store::write_output_file(path, write);
 }
 
 core::Result<void> write_file_atomically(const std::string& path, const std::string& content) {
   return write_file_atomically(path, [&content](std::ostream& out) {
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
   });
+}
+
+std::vector<store::NamedPath> named_outputs(const ReportOutputs& outputs) {
+  return {{"--json", outputs.json},
+          {"--html", outputs.html},
+          {"--junit", outputs.junit},
+          {"--markdown", outputs.markdown}};
+}
+
+bool writes_standard_output(const ReportOutputs& outputs) {
+  for (const auto& output : named_outputs(outputs))
+    if (output.path == "-") return true;
+  return false;
 }
 
 namespace {
@@ -105,7 +93,10 @@ core::Result<void> emit_reports(const core::AuditReport& report, const ReportOut
     return {};
   }
   if (!note.empty()) fmt::print(stderr, "{}", note);
-  fmt::print("{}", report::render_terminal_summary(report, isatty(STDOUT_FILENO) != 0));
+  // A report on standard output (-) keeps it to itself: the summary goes to stderr.
+  const bool to_stderr = writes_standard_output(outputs);
+  std::FILE* stream = to_stderr ? stderr : stdout;
+  fmt::print(stream, "{}", report::render_terminal_summary(report, isatty(fileno(stream)) != 0));
   return {};
 }
 

@@ -5,9 +5,11 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "core/audit_report.hpp"
 #include "core/result.hpp"
+#include "report/store/output_file.hpp"
 
 namespace CLI {
 class App;
@@ -35,7 +37,15 @@ core::Result<void> write_report_outputs(const core::AuditReport& report,
 core::Result<void> emit_reports(const core::AuditReport& report, const ReportOutputs& outputs,
                                 bool quiet, const std::string& note = {});
 
-// Writes `content` to `path` through a temporary file and a rename.
+// The report outputs as store::check_output_paths takes them, flag by flag.
+std::vector<store::NamedPath> named_outputs(const ReportOutputs& outputs);
+
+// Whether one of the reports goes to standard output ("-"); the terminal summary then goes to
+// stderr, so that the report on stdout stays whole.
+bool writes_standard_output(const ReportOutputs& outputs);
+
+// Writes `content` to `path` as store::write_output_file does: "-" is standard output, a device
+// or FIFO is written in place, a regular file is replaced through an exclusive temporary.
 core::Result<void> write_file_atomically(const std::string& path, const std::string& content);
 
 // As above, with the content written by `write` into the temporary file as it is produced.

@@ -27,6 +27,18 @@ void BudgetLedger::add_spent(long requests, long prompt_tokens, long completion_
   m_spent.requests += requests;
   m_spent.tokens += prompt_tokens + completion_tokens;
   m_spent.cost += cost_of_tokens({prompt_tokens, completion_tokens});
+  m_charged.requests += requests;
+  m_charged.prompt_tokens += prompt_tokens;
+  m_charged.completion_tokens += completion_tokens;
+}
+
+BudgetCharge BudgetLedger::charged() const { return m_charged; }
+
+void BudgetLedger::charge_at_least(const BudgetCharge& charge) {
+  // Only what is spent is raised: nothing is in flight before a run starts.
+  add_spent(std::max(0L, charge.requests - m_charged.requests),
+            std::max(0L, charge.prompt_tokens - m_charged.prompt_tokens),
+            std::max(0L, charge.completion_tokens - m_charged.completion_tokens));
 }
 
 TokenBound BudgetLedger::bound_of(const PlannedRequest& planned, const Prompt& sent,
@@ -70,9 +82,25 @@ std::optional<BudgetLedger::Ticket> BudgetLedger::try_start(const TokenBound& bo
   m_reserved.requests += 1;
   m_reserved.tokens += bound.total();
   m_reserved.cost += cost_of_tokens(bound);
+  m_charged.requests += 1;
+  m_charged.prompt_tokens += bound.prompt;
+  m_charged.completion_tokens += bound.completion;
   const Ticket ticket = m_next_ticket++;
   m_in_flight.emplace(ticket, bound);
+  m_journal_due = true;
   return ticket;
+}
+
+Result<void> BudgetLedger::write_journal() {
+  if (!m_journal || !m_journal_due) return {};
+  // Durable before the send: a crash after it cannot lose a reserved request from the count.
+  if (auto stored = m_journal(m_charged); !stored) {
+    if (m_overrun.empty())
+      m_overrun = "the budget's count could not be stored (" + stored.error().message + ")";
+    return stored;
+  }
+  m_journal_due = false;
+  return {};
 }
 
 void BudgetLedger::release(Ticket ticket) {
@@ -83,6 +111,9 @@ void BudgetLedger::release(Ticket ticket) {
   m_reserved.requests -= 1;
   m_reserved.tokens -= bound.total();
   m_reserved.cost -= cost_of_tokens(bound);
+  m_charged.requests -= 1;
+  m_charged.prompt_tokens -= bound.prompt;
+  m_charged.completion_tokens -= bound.completion;
 }
 
 void BudgetLedger::settle(Ticket ticket, const std::optional<TokenBound>& used) {

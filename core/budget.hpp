@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 #include "core/completion.hpp"
 #include "core/cost.hpp"
 #include "core/plan.hpp"
+#include "core/result.hpp"
 #include "core/suite.hpp"
 
 namespace llmrepro::core {
@@ -56,6 +58,16 @@ struct BudgetSpent {
   double cost = 0.0;
 };
 
+// What a ledger has charged: spent plus reserved for the requests in flight, in requests and in
+// prompt and completion tokens (the cost follows from them at the price). An upper bound on what
+// the endpoint was sent; made durable before each send, so that a crash cannot lose it.
+struct BudgetCharge {
+  long requests = 0;
+  long prompt_tokens = 0;
+  long completion_tokens = 0;
+  friend bool operator==(const BudgetCharge&, const BudgetCharge&) = default;
+};
+
 // Decides, request by request, whether one may start, and keeps what was spent and what is
 // reserved for the requests in flight. Not thread-safe: the scheduler calls it from one thread.
 //
@@ -73,6 +85,23 @@ public:
 
   // Counts a request already sent (recorded by an earlier run of the audit, --resume) as spent.
   void add_spent(long requests, long prompt_tokens, long completion_tokens);
+
+  // Spent plus reserved: what the ledger has charged so far.
+  BudgetCharge charged() const;
+
+  // --resume: raises what is spent so that each part of charged() is at least `charge` (what an
+  // earlier run charged durably, which also counts the requests in flight when it was killed).
+  void charge_at_least(const BudgetCharge& charge);
+
+  // Where the charge is made durable. try_start only marks it due; the caller that sends calls
+  // write_journal() before anything reserved since goes on the wire (the scheduler: before each
+  // transport poll or blocking request), so that one write covers a batch of starts.
+  using Journal = std::function<Result<void>(const BudgetCharge&)>;
+  void set_journal(Journal journal) { m_journal = std::move(journal); }
+
+  // Hands charged() to the journal if a request was reserved since the last write. An error
+  // overruns the ledger (nothing more starts) and is returned: what was reserved must not be sent.
+  Result<void> write_journal();
 
   // The bound of `planned` sending `sent` with `max_tokens`: completion <= max_tokens; prompt =
   // the exact prompt tokens an earlier success of the same endpoint, prompt and probe kind
@@ -116,6 +145,9 @@ private:
   BudgetLimits m_limits;
   BudgetSpent m_spent;
   BudgetSpent m_reserved;
+  BudgetCharge m_charged; // spent + reserved, split as a charge
+  Journal m_journal;
+  bool m_journal_due = false; // a request was reserved since the journal's last write
   std::map<Ticket, TokenBound> m_in_flight;
   Ticket m_next_ticket = 0;
   std::map<std::tuple<int, int, ProbeKind>, long> m_known_prompt_tokens;

@@ -1,5 +1,7 @@
 #include "core/plan.hpp"
 
+#include <algorithm>
+
 #include "core/random.hpp"
 
 namespace llmrepro::core {
@@ -71,6 +73,24 @@ Plan make_plan(const Suite& suite, const PlanConfig& config) {
     }
   }
   return plan;
+}
+
+bool plan_contains(const PlanConfig& config, std::size_t prompt_count,
+                   const PlannedRequest& request) {
+  const int shard_count = config.shard_count < 1 ? 1 : config.shard_count;
+  if (request.endpoint_index < 0 || request.endpoint_index >= std::max(config.endpoints, 1))
+    return false;
+  if (request.prompt_index < 0 || static_cast<std::size_t>(request.prompt_index) >= prompt_count ||
+      request.prompt_index % shard_count != config.shard_index)
+    return false;
+  if (std::find(config.probes.begin(), config.probes.end(), request.probe) == config.probes.end())
+    return false;
+  const bool serial = request.probe == ProbeKind::prefix;
+  const bool level_planned = serial ? request.concurrency == 1
+                                    : std::find(config.levels.begin(), config.levels.end(),
+                                                request.concurrency) != config.levels.end();
+  const int repeats = serial ? 2 * config.runs : config.runs;
+  return level_planned && request.repeat >= 0 && request.repeat < repeats;
 }
 
 } // namespace llmrepro::core

@@ -1,6 +1,7 @@
 // The plan: which requests an audit sends, in which waves, in which shuffled order.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -67,5 +68,12 @@ struct Plan {
 // levels): one wave at level 1 with 2 x runs repeats per prompt, even repeats cold and odd ones
 // warm (prefix_trial_is_warm), so each prompt has `runs` trials of each.
 Plan make_plan(const Suite& suite, const PlanConfig& config);
+
+// Whether `request` is one of the requests make_plan builds for a suite of `prompt_count`
+// prompts under `config`: its endpoint, prompt (in the shard), probe kind, level and repeat all
+// planned. What a stored record is checked against, so that a record outside the plan never
+// stands in for a planned one.
+bool plan_contains(const PlanConfig& config, std::size_t prompt_count,
+                   const PlannedRequest& request);
 
 } // namespace llmrepro::core

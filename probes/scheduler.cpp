@@ -162,6 +162,8 @@ public:
         m_fillers.top_up(m_transport, state.target, state.filler_count, state.activity, m_budget);
       if (state.slots.empty() && (state.queue.empty() || draining) && m_fillers.empty()) break;
 
+      // What was reserved since the last poll is charged durably before it goes on the wire.
+      if (auto charged = write_budget_journal(); !charged) return abort(charged);
       std::vector<HttpTransport::Finished> finished = m_transport.poll(idle_wait_s(state, now));
       now = Steady::now();
       for (HttpTransport::Finished& done : finished) {
@@ -183,6 +185,10 @@ public:
   }
 
 private:
+  core::Result<void> write_budget_journal() {
+    return m_budget != nullptr ? m_budget->write_journal() : core::Result<void>{};
+  }
+
   std::size_t max_attempts() const {
     return static_cast<std::size_t>(std::max(0, m_config.retries) + 1);
   }
@@ -214,7 +220,9 @@ private:
           break;
         }
       }
-      // Nothing else is in flight here (one slot, no filler), so a blocking call is safe.
+      // Nothing else is in flight here (one slot, no filler), so a blocking call is safe; the
+      // priming request and the trial are charged durably first.
+      if (state.serial_prefix) LLMREPRO_TRY(write_budget_journal());
       if (state.serial_prefix)
         detail::prepare_prefix_trial(m_transport, state.target, m_config, *state.queue.front(),
                                      state.activity);

@@ -74,6 +74,8 @@ struct RunPlanInputs {
   // The audit's budgets; null: none. Every attempt of an audited request, every filler and every
   // priming request must fit it before it is sent (BudgetLedger::try_start) and is settled when
   // it ends; once it refuses one or a request reports more than its bound, nothing new starts.
+  // Its journal is written (BudgetLedger::write_journal) before every transport poll and every
+  // blocking request, so that what was reserved is charged durably before it is sent.
   core::BudgetLedger* budget = nullptr;
 };
 

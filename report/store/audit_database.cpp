@@ -34,6 +34,7 @@ struct AuditDatabase::Impl {
   // 1 only for a version 1 file that could not be upgraded (read-only): read, never written.
   int schema_version = k_schema_version;
   std::optional<OlderSchema> older_schema;
+  bool plan_check = false; // check_records_against_plan()
   detail::RecordWriter writer;
 
   explicit Impl(detail::Connection opened) : connection(std::move(opened)), writer(connection) {}
@@ -161,6 +162,41 @@ Result<AuditDatabase> AuditDatabase::open(const std::string& path) {
   return AuditDatabase(std::move(impl));
 }
 
+namespace {
+
+// The first of `requests` outside the plan of `header`, as a corrupt-database error.
+Result<void> check_in_plan(const detail::Connection& connection, const core::AuditData& header,
+                           const std::vector<core::PlannedRequest>& requests) {
+  const core::PlanConfig plan =
+      core::plan_config_of(header.config, static_cast<int>(header.endpoints.size()));
+  for (const core::PlannedRequest& request : requests) {
+    if (core::plan_contains(plan, header.suite.prompts.size(), request)) continue;
+    const auto prompt = static_cast<std::size_t>(request.prompt_index);
+    const std::string prompt_name =
+        request.prompt_index >= 0 && prompt < header.suite.prompts.size()
+            ? "'" + header.suite.prompts[prompt].id + "'"
+            : "index " + std::to_string(request.prompt_index);
+    return connection.corrupt("is corrupt: it holds a record outside its plan (endpoint " +
+                              std::to_string(request.endpoint_index) + ", prompt " + prompt_name +
+                              ", concurrency " + std::to_string(request.concurrency) + ", probe " +
+                              core::to_string(request.probe) + ", repeat " +
+                              std::to_string(request.repeat) +
+                              "); it was edited or damaged, so no verdict is given from it");
+  }
+  return {};
+}
+
+std::vector<core::PlannedRequest> keys_of(const std::vector<core::RequestRecord>& records) {
+  std::vector<core::PlannedRequest> keys;
+  keys.reserve(records.size());
+  for (const auto& record : records) keys.push_back(record.planned);
+  return keys;
+}
+
+} // namespace
+
+void AuditDatabase::check_records_against_plan() { m_impl->plan_check = true; }
+
 Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit) const {
   const std::lock_guard lock(m_impl->mutex);
   const detail::Connection& connection = m_impl->connection;
@@ -170,6 +206,7 @@ Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit) c
   core::AuditData data;
   auto loaded = reader.read_header(data);
   if (loaded) loaded = visit ? reader.stream_records(data, visit) : reader.read_records(data);
+  if (loaded && m_impl->plan_check) loaded = check_in_plan(connection, data, keys_of(data.records));
   if (loaded) loaded = reader.read_probe_activity(data);
   if (loaded) {
     auto budget_stop = detail::read_budget_stop(connection);
@@ -220,7 +257,12 @@ Result<void> AuditDatabase::record_batch(const std::vector<core::RequestRecord>&
 
 Result<std::vector<core::PlannedRequest>> AuditDatabase::recorded_successes() const {
   const std::lock_guard lock(m_impl->mutex);
-  return m_impl->reader().read_successes();
+  auto successes = m_impl->reader().read_successes();
+  if (!successes || !m_impl->plan_check) return successes;
+  core::AuditData header;
+  LLMREPRO_TRY(m_impl->reader().read_header(header));
+  LLMREPRO_TRY(check_in_plan(m_impl->connection, header, *successes));
+  return successes;
 }
 
 Result<void> AuditDatabase::set_status(const std::string& status, std::int64_t finished_ms) {
@@ -259,6 +301,16 @@ Result<void> AuditDatabase::store_adaptive(const core::AdaptiveOutcome& outcome)
 Result<void> AuditDatabase::store_budget_stop(const std::string& line) {
   const std::lock_guard lock(m_impl->mutex);
   return m_impl->transaction([&] { return detail::write_budget_stop(m_impl->connection, line); });
+}
+
+Result<void> AuditDatabase::store_budget_charge(const core::BudgetCharge& charge) {
+  const std::lock_guard lock(m_impl->mutex);
+  return detail::write_budget_charge(m_impl->connection, charge);
+}
+
+Result<std::optional<core::BudgetCharge>> AuditDatabase::load_budget_charge() const {
+  const std::lock_guard lock(m_impl->mutex);
+  return detail::read_budget_charge(m_impl->connection);
 }
 
 Result<std::optional<core::SemanticAgreement>> AuditDatabase::load_semantic() const {

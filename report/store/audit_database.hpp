@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/audit.hpp"
+#include "core/budget.hpp"
 #include "core/plan.hpp"
 #include "core/request_record.hpp"
 #include "core/result.hpp"
@@ -95,6 +96,14 @@ public:
   // stopped by a budget).
   core::Result<void> store_budget_stop(const std::string& line);
 
+  // Stores what the budgets have charged (core::BudgetLedger::charged), committed at once: the
+  // ledger's journal calls it before each send, so that kill -9 and --resume never exceed a
+  // budget. Safe to call from any thread.
+  core::Result<void> store_budget_charge(const core::BudgetCharge& charge);
+
+  // The charge the last budgeted run stored; empty when none did.
+  core::Result<std::optional<core::BudgetCharge>> load_budget_charge() const;
+
   // Replaces what is known about endpoint `index` (the dialect and model are learned at run time).
   // Fingerprints are not stored: load() derives them from the records. ErrorCode::internal when
   // no endpoint has that index.
@@ -115,6 +124,12 @@ public:
   // Set when open() found an older schema version: whether it upgraded the file or reads it as
   // it is. Callers say which (one line), since the file changed under the user's feet.
   const std::optional<OlderSchema>& older_schema() const;
+
+  // From now on, load() and recorded_successes() check every record against the stored plan
+  // (core::plan_contains over the stored configuration, suite and endpoints): a record outside it
+  // makes the database corrupt, ErrorCode::input naming the database and the first such record,
+  // so that it never counts toward completeness. Every command opens its databases so.
+  void check_records_against_plan();
 
   // The file this database was opened or created at, for messages.
   const std::string& path() const;

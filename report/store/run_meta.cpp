@@ -113,4 +113,37 @@ Result<std::string> read_budget_stop(const Connection& connection) {
   return column_text(statement.get(), 0);
 }
 
+Result<void> write_budget_charge(const Connection& connection, const core::BudgetCharge& charge) {
+  Statement statement;
+  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("INSERT OR REPLACE INTO meta (key, value) "
+                                                    "VALUES ('budget_charge', ?1)"));
+  const std::string encoded = Json{
+      {"requests", charge.requests},
+      {"prompt_tokens", charge.prompt_tokens},
+      {"completion_tokens",
+       charge.completion_tokens}}.dump();
+  bind_text(statement.get(), 1, encoded);
+  return connection.step_done(statement.get(), "cannot store the budget's count");
+}
+
+Result<std::optional<core::BudgetCharge>> read_budget_charge(const Connection& connection) {
+  Statement statement;
+  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("SELECT value FROM meta WHERE key = "
+                                                    "'budget_charge'",
+                                                    ErrorCode::input));
+  if (sqlite3_step(statement.get()) != SQLITE_ROW) return std::optional<core::BudgetCharge>{};
+  try {
+    const Json json = Json::parse(column_text(statement.get(), 0));
+    core::BudgetCharge charge;
+    charge.requests = json.at("requests").get<long>();
+    charge.prompt_tokens = json.at("prompt_tokens").get<long>();
+    charge.completion_tokens = json.at("completion_tokens").get<long>();
+    return std::optional<core::BudgetCharge>{charge};
+  } catch (const Json::exception& error) {
+    return core::make_error(ErrorCode::input, connection.where() +
+                                                  ": meta 'budget_charge': unreadable (" +
+                                                  error.what() + ")");
+  }
+}
+
 } // namespace llmrepro::store::detail

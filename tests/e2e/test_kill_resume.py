@@ -2,7 +2,9 @@
 """Scenario: kill -9 in the middle of an audit, then the same command with --resume. The
 database the crash left opens; the resumed audit sends only the requests that were not
 recorded, and ends complete with every planned request recorded exactly once, with its tokens
-(no request lost, none duplicated, no orphan token rows)."""
+(no request lost, none duplicated, no orphan token rows). Under --max-requests, kill -9 at
+several moments and --resume each time: the endpoint's own log never shows more requests than
+the budget, because every attempt is charged in the database before it is sent."""
 
 import time
 
@@ -89,6 +91,37 @@ class KillResume(h.E2ETestCase):
         orphans = conn.execute("SELECT COUNT(*) FROM packed_tokens WHERE request_id NOT IN "
                                "(SELECT id FROM requests)").fetchone()[0]
         self.assertEqual(orphans, 0)
+
+
+    def test_budget_holds_across_kills(self):
+        # 4 prompts x 10 runs at levels 1 and 4: 80 planned; the budget stops it at 30.
+        budget, runs, levels = 30, 10, "1,4"
+        for kills in ([3], [6, 14], [2, 9, 20]):
+            with self.subTest(kills=kills):
+                endpoint = self.start_endpoint(slow_script(), name=f"endpoint{len(kills)}")
+                suite = self.write_suite("suite.jsonl", std.suite())
+                db = self.path(f"budget{len(kills)}.db")
+                args = ["audit", "--suite", suite, "--endpoint", endpoint.url, "--api",
+                        "openai-chat", "--model", std.MODEL, "--runs", str(runs),
+                        "--concurrency", levels, "--db", db, "--max-requests", str(budget),
+                        "--quiet"]
+                for index, rows in enumerate(kills):
+                    process = self.start_llmrepro(args + (["--resume"] if index else []))
+                    deadline = time.monotonic() + 30
+                    while recorded_rows(db) < rows:
+                        self.assertIsNone(process.poll(), "the audit ended before the kill")
+                        self.assertLess(time.monotonic(), deadline)
+                        time.sleep(0.02)
+                    h.kill(process)
+                    time.sleep(0.3)  # requests on the wire at the kill reach the log
+                run = self.run_llmrepro(args + ["--resume"])
+                self.assert_exit(run, 3)
+                self.assertIn(f"budget --max-requests {budget} reached", run.stderr)
+                sent = len(endpoint.posts())
+                self.assertLessEqual(sent, budget, "kill -9 and --resume stay within the budget")
+                # Each kill may strand at most the 4 requests in flight, counted but never sent.
+                self.assertGreaterEqual(sent, budget - 4 * len(kills))
+                self.assertLessEqual(recorded_rows(db), sent)
 
 
 if __name__ == "__main__":

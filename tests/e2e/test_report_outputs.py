@@ -176,17 +176,19 @@ class ReportOutputs(h.E2ETestCase):
         before = read_bytes(audit["db"])
         missing_dir = self.path(os.path.join("no-such-dir", "r.json"))
         run = self.run_llmrepro(["report", "--db", audit["db"], "--json", missing_dir])
-        self.assert_exit(run, 3)
-        self.assertIn(missing_dir, run.stderr)
-        # A directory where the file should go: the stream is written, the rename fails, and
-        # the temporary file does not stay behind.
+        # Checked before the database is read: a usage error naming the path and its directory.
+        self.assert_exit(run, 2)
+        self.assertIn(f"--json '{missing_dir}' is in a directory that does not exist "
+                      f"('{self.path('no-such-dir')}')", run.stderr)
+        # A directory where the file should go: refused before any report is written.
         directory = self.path("a-directory.json")
         os.mkdir(directory)
         run = self.run_llmrepro(["report", "--db", audit["db"], "--json", directory,
                                  "--html", self.path("fine.html")])
-        self.assert_exit(run, 3)
-        self.assertIn(f"cannot write '{directory}'", run.stderr)
-        self.assertFalse(os.path.exists(directory + ".tmp"))
+        self.assert_exit(run, 2)
+        self.assertIn(f"--json '{directory}' is a directory: name a file", run.stderr)
+        self.assertFalse(os.path.exists(self.path("fine.html")))
+        self.assertEqual([n for n in os.listdir(self.tmp) if n.endswith(".tmp")], [])
         self.assertTrue(os.path.isdir(directory))
         self.assertEqual(read_bytes(audit["db"]), before, "a failed report changed the database")
 

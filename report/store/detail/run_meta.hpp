@@ -1,6 +1,7 @@
 // What the last run of an audit decided and why it stopped, kept in `meta`: the decisions of an
 // adaptive audit (--adaptive) as one JSON document under `adaptive`, absent from every other
-// audit, and the error line of a run a budget stopped under `budget_stop`. Private to
+// audit, the error line of a run a budget stopped under `budget_stop`, and what the budgets
+// have charged (sent or in flight) under `budget_charge`. Private to
 // report/store.
 #pragma once
 
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "core/adaptive_outcome.hpp"
+#include "core/budget.hpp"
 #include "core/result.hpp"
 #include "report/store/detail/sqlite.hpp"
 
@@ -27,5 +29,14 @@ core::Result<void> write_budget_stop(const Connection& connection, const std::st
 
 // The stored budget stop; empty when none.
 core::Result<std::string> read_budget_stop(const Connection& connection);
+
+// Replaces the stored budget charge (meta 'budget_charge': {"requests", "prompt_tokens",
+// "completion_tokens"}).
+core::Result<void> write_budget_charge(const Connection& connection,
+                                       const core::BudgetCharge& charge);
+
+// The stored budget charge; empty when no budgeted run stored one. ErrorCode::input when it is
+// unreadable.
+core::Result<std::optional<core::BudgetCharge>> read_budget_charge(const Connection& connection);
 
 } // namespace llmrepro::store::detail

@@ -178,3 +178,53 @@ TEST_CASE("stop_after_line") {
   CHECK(stop_after_line(config) ==
         "completions capped at 12 tokens (--stop-after): divergence beyond token 12 is not seen");
 }
+
+TEST_CASE(
+    "BudgetLedger: the charge is journalled once per batch of starts and survives as a floor") {
+  BudgetLedger ledger(BudgetLimits{.max_requests = 3});
+  std::vector<BudgetCharge> journal;
+  ledger.set_journal([&](const BudgetCharge& charge) -> Result<void> {
+    journal.push_back(charge);
+    return {};
+  });
+  auto first = ledger.try_start({100, 10});
+  REQUIRE(first);
+  CHECK(journal.empty()); // due, written by the sender before the request goes out
+  REQUIRE(ledger.write_journal());
+  REQUIRE(journal.size() == 1);
+  CHECK(journal.back() == BudgetCharge{1, 100, 10});
+  REQUIRE(ledger.write_journal());
+  CHECK(journal.size() == 1); // nothing reserved since: no write
+  ledger.settle(*first, TokenBound{40, 5});
+  CHECK(ledger.charged() == BudgetCharge{1, 40, 5});
+  REQUIRE(ledger.try_start({100, 10}));
+  REQUIRE(ledger.try_start({100, 10}));
+  REQUIRE(ledger.write_journal());
+  CHECK(journal.size() == 2); // one write for the two starts
+  CHECK(journal.back() == BudgetCharge{3, 240, 25});
+  ledger.release(1);
+  CHECK(ledger.charged() == BudgetCharge{2, 140, 15});
+
+  // A run killed with that request in flight: --resume spends at least the stored charge.
+  BudgetLedger resumed(BudgetLimits{.max_requests = 3});
+  resumed.add_spent(1, 40, 5); // the one record
+  resumed.charge_at_least(journal.back());
+  CHECK(resumed.spent().requests == 3);
+  CHECK(resumed.charged() == BudgetCharge{3, 240, 25});
+  CHECK_FALSE(resumed.try_start({1, 1}));
+  CHECK(resumed.exhausted_by() == "--max-requests 3");
+}
+
+TEST_CASE("BudgetLedger: a charge that cannot be stored stops the run") {
+  BudgetLedger ledger(BudgetLimits{.max_requests = 10});
+  ledger.set_journal([](const BudgetCharge&) -> Result<void> {
+    return make_error(ErrorCode::environment, "disk full");
+  });
+  REQUIRE(ledger.try_start({1, 1}));
+  auto written = ledger.write_journal();
+  REQUIRE_FALSE(written);
+  CHECK(written.error().message == "disk full");
+  CHECK(ledger.overrun());
+  CHECK(ledger.overrun_message() == "the budget's count could not be stored (disk full)");
+  CHECK_FALSE(ledger.try_start({1, 1}));
+}

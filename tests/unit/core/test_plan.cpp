@@ -83,3 +83,29 @@ TEST_CASE("make_plan with probe kinds") {
     CHECK(plan.waves[3].concurrency == 4);
   }
 }
+
+TEST_CASE("plan_contains: exactly the requests make_plan builds") {
+  const Suite suite = numbered_suite(5);
+  PlanConfig config;
+  config.endpoints = 2;
+  config.levels = {1, 4};
+  config.probes = {ProbeKind::sweep, ProbeKind::prefix};
+  config.runs = 3;
+  config.shard_index = 1;
+  config.shard_count = 2;
+  const Plan plan = make_plan(suite, config);
+  std::size_t inside = 0;
+  for (int endpoint = -1; endpoint <= 2; ++endpoint)
+    for (int prompt = -1; prompt <= 5; ++prompt)
+      for (int level : {0, 1, 2, 4, 8})
+        for (ProbeKind probe : {ProbeKind::sweep, ProbeKind::prefix, ProbeKind::mixed})
+          for (int repeat = -1; repeat <= 6; ++repeat) {
+            const PlannedRequest request{endpoint, prompt, level, probe, repeat};
+            bool planned = false;
+            for (const Wave& wave : plan.waves)
+              for (const PlannedRequest& each : wave.requests) planned = planned || each == request;
+            CHECK(plan_contains(config, suite.prompts.size(), request) == planned);
+            inside += planned ? 1 : 0;
+          }
+  CHECK(inside == plan.size());
+}
