@@ -15,6 +15,9 @@
 - --timeout and --rate values that overflow the clocks are refused with exit 2, naming the flag
   and its range, before any request.
 - A 302 is not followed: the record's error names its Location, without its credentials.
+- Bidirectional controls (U+202A..U+202E, U+2066..U+2069) in a prompt id, a model and the
+  model's tokens reach no report raw: HTML, JUnit, Markdown and the terminal show each as the
+  marker "\\u{202e}" (the JSON keeps the text as it is, escaped by JSON itself).
 """
 
 import http.client
@@ -254,6 +257,37 @@ class Transport(h.E2ETestCase):
         for text in (run.stdout, run.stderr, json.dumps(report)):
             self.assertNotIn("s3cret", text)
             self.assertNotIn("user:pw", text)
+
+    def test_bidirectional_controls_are_shown_escaped(self):
+        rlo, lri, pdi = "\u202e", "\u2066", "\u2069"
+        pid = f"invoice{rlo}fdp.exe"
+        x = [[f" He{rlo}", -0.05, [[f" He{rlo}", -0.05], [" Richard", -3.1]]],
+             [f" was{lri}", -0.02, [[f" was{lri}", -0.02], [" is", -4.0]]],
+             [f" born{pdi}", -0.1, [[f" born{pdi}", -0.1], [" raised", -2.4]]]]
+        y = x[:1] + [[" is", -0.03, [[" is", -0.03], [f" was{lri}", -0.04]]]] + x[2:]
+        prompt = "Tell me about Feynman."
+        endpoint = self.start_endpoint({"model": f"model{rlo}x", "prompts": {
+            prompt: [std.variant(x), std.variant(y)]}}, "openai-chat")
+        suite = self.write_suite("bidi.jsonl", [{"id": pid, "prompt": prompt}])
+        run, report, paths = self.audit_reports(
+            suite, ["--endpoint", endpoint.url, "--model", f"model{rlo}x"],
+            ["--runs", "4", "--concurrency", "1", "--seed", "7"], tag="bidi")
+        self.assertEqual(report["prompts"][0]["id"], pid)
+        self.assertEqual(report["prompts"][0]["status"], "unstable")
+        for fmt in ("html", "junit", "markdown"):
+            with open(paths[fmt], encoding="utf-8") as f:
+                text = f.read()
+            with self.subTest(fmt=fmt):
+                for control in map(chr, [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]):
+                    self.assertNotIn(control, text)
+                shown = text.replace("&#92;", "\\")  # Markdown writes "\\" as a reference
+                self.assertIn("invoice\\u{202e}fdp.exe", shown)
+                if fmt == "html":
+                    self.assertIn(" was\\u{2066}", shown)
+                    self.assertIn(" born\\u{2069}", shown)
+        for control in (rlo, lri, pdi):
+            self.assertNotIn(control, run.stdout + run.stderr)
+        self.assertIn("invoice\\u{202e}fdp.exe", run.stdout)
 
 
 if __name__ == "__main__":
