@@ -15,6 +15,9 @@
 - --timeout and --rate values that overflow the clocks are refused with exit 2, naming the flag
   and its range, before any request.
 - A 302 is not followed: the record's error names its Location, without its credentials.
+- A lone surrogate escape ("\\ud800" without its low half) in a response is U+FFFD, counted
+  (summary and prompt "lone_surrogates", and a warning), not a failed request: whole and
+  streamed.
 - Bidirectional controls (U+202A..U+202E, U+2066..U+2069) in a prompt id, a model and the
   model's tokens reach no report raw: HTML, JUnit, Markdown and the terminal show each as the
   marker "\\u{202e}" (the JSON keeps the text as it is, escaped by JSON itself).
@@ -288,6 +291,35 @@ class Transport(h.E2ETestCase):
         for control in (rlo, lri, pdi):
             self.assertNotIn(control, run.stdout + run.stderr)
         self.assertIn("invoice\\u{202e}fdp.exe", run.stdout)
+
+    def test_a_lone_surrogate_is_replaced_and_counted(self):
+        # The script's JSON carries the lone surrogate in one token's string, whose bytes are
+        # those of " was" and U+FFFD (the text is those bytes): the endpoint writes it escaped
+        # (json.dumps, ASCII only) in the token and its candidate, two a response.
+        lone = "\ud800"
+        fffd = list(" was\ufffd".encode())
+        tokens = [[" He", -0.05, [[" He", -0.05], [" Richard", -3.1]]],
+                  [f" was{lone}", -0.02, [[f" was{lone}", -0.02], [" is", -4.0]], fffd],
+                  [" born", -0.1, [[" born", -0.1], [" raised", -2.4]]]]
+        endpoint = self.endpoint([std.variant(tokens)])
+        for stream in (False, True):
+            with self.subTest(stream=stream):
+                tag = "surrogate-stream" if stream else "surrogate"
+                run = self.run_llmrepro(self.audit_args(endpoint.url, tag,
+                                                        ["--stream"] if stream else []))
+                self.assertIn(run.returncode, (0, 1), run.describe())
+                report = self.load_report(self.path(f"{tag}.json"))
+                summary = report["summary"]
+                self.assertEqual((summary["requests"], summary["failed_requests"]), (2, 0))
+                self.assertEqual(summary["lone_surrogates"], 4)
+                self.assertEqual(report["prompts"][0]["lone_surrogates"], 4)
+                warning = ("the endpoint sent 4 lone surrogate escapes (U+D800..U+DFFF escaped "
+                           "without their pair) in its JSON strings: each was read as U+FFFD")
+                self.assertIn(warning, report["warnings"])
+                self.assertIn(f"warning: {warning}", run.stdout)
+                with h.open_db(self.path(f"{tag}.db")) as db:
+                    rows = db.execute("SELECT ok, text, lone_surrogates FROM requests").fetchall()
+                self.assertEqual(rows, [(1, " He was\ufffd born", 2)] * 2)
 
 
 if __name__ == "__main__":
