@@ -13,7 +13,7 @@
   2 naming the limit before any request; with only the soft limit low (16, at --concurrency 16)
   it raises it and runs every request.
 - --timeout and --rate values that overflow the clocks are refused with exit 2, naming the flag
-  and its range, before any request.
+  and its range, before any request; so is diff's --alpha nan.
 - A 302 is not followed: the record's error names its Location, without its credentials.
 - A lone surrogate escape ("\\ud800" without its low half) in a response is U+FFFD, counted
   (summary and prompt "lone_surrogates", and a warning), not a failed request: whole and
@@ -241,6 +241,12 @@ class Transport(h.E2ETestCase):
                 self.assertIn(f"llmrepro: error: {message}", run.stderr.splitlines(),
                               run.describe())
         self.assertEqual(endpoint.requests(), [])
+        # diff's --alpha: NaN compared false both ways and passed the range check.
+        for alpha in ("nan", "0", "1"):
+            run = self.run_llmrepro(["diff", self.path("a.db"), self.path("b.db"),
+                                     "--alpha", alpha])
+            self.assertEqual(run.returncode, 2, run.describe())
+            self.assertIn("llmrepro: error: --alpha must be in (0, 1)", run.stderr.splitlines())
 
     def test_a_redirect_names_its_location(self):
         location = "https://user:pw@new.example/v1?api_key=s3cret&region=eu"
