@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "cli/help_export.hpp"
 #include "cli/judging_options.hpp"
+#include "cli/open_file_limit.hpp"
 #include "cli/report_outputs.hpp"
 #include "core/clock.hpp"
 #include "core/result.hpp"
@@ -30,6 +31,8 @@ core::Result<void> run_passes(AuditRun& run) {
   if (options.dry_run) return print_plan(run);
   // No report may replace an input, and one process at a time writes the database.
   LLMREPRO_TRY(claim_files(run));
+  // Running out of descriptors mid-run would look like an endpoint that cannot be reached.
+  LLMREPRO_TRY(check_open_file_limit(run));
   // Each endpoint is reached (or the embedded engine started) and its dialect and model known.
   LLMREPRO_TRY(connect_endpoints(run));
   // The header is stored before the first request, so that a crash leaves a resumable audit.

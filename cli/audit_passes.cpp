@@ -27,12 +27,20 @@
 #include "probes/endpoint_detector.hpp"
 #include "probes/endpoint_url.hpp"
 #include "probes/logprob_check.hpp"
+#include "probes/proxy_rule.hpp"
 #include "probes/suite_loader.hpp"
 #include "report/store/database_sink.hpp"
 
 namespace llmrepro::cli {
 
 namespace {
+
+// --timeout and --rate: a timeout of 30 days at most and an interval between requests of at
+// most 11.6 days (1 / k_min_rate) fit libcurl's long milliseconds and the steady clock's
+// nanoseconds with room to spare; 1e9 requests a second is unlimited in all but name.
+constexpr double k_max_timeout_s = 30.0 * 86400.0;
+constexpr double k_min_rate = 1e-6; // one request in 11.6 days
+constexpr double k_max_rate = 1e9;
 
 std::atomic<bool> g_stop_requested{false};
 std::atomic<int> g_interrupts{0};
@@ -203,10 +211,15 @@ core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
   auto shard = parse_shard(options.shard);
   if (!shard) return shard.error();
   std::tie(config.shard_index, config.shard_count) = *shard;
-  if (!(std::isfinite(options.rate) && options.rate >= 0.0))
+  // The interval between starts (1 / rate) must fit the steady clock and libcurl's long
+  // milliseconds, as must the timeout: bounds well inside both.
+  if (!(std::isfinite(options.rate) &&
+        (options.rate == 0.0 || (options.rate >= k_min_rate && options.rate <= k_max_rate))))
     return core::make_error(
         core::ErrorCode::usage,
-        fmt::format("--rate must be a finite number >= 0 (0: unlimited; got {})", options.rate));
+        fmt::format("--rate must be 0 (unlimited) or a number of requests per second within "
+                    "{}..{} (got {})",
+                    k_min_rate, k_max_rate, options.rate));
   config.rate_limit = options.rate;
   if (auto valid = check_finite_in("--semantic-threshold", options.semantic_threshold, -1.0, 1.0);
       !valid)
@@ -215,10 +228,12 @@ core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
     if (auto valid = probes::validate_base_url(options.embeddings); !valid)
       return core::make_error(core::ErrorCode::usage, "--embeddings: " + valid.error().message);
   config.stream = options.stream;
-  if (auto valid =
-          check_finite_above("--timeout", options.timeout_s, 0.0, "a finite number of seconds");
-      !valid)
-    return valid.error();
+  if (!(std::isfinite(options.timeout_s) && options.timeout_s > 0.0 &&
+        options.timeout_s <= k_max_timeout_s))
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--timeout must be a number of seconds greater than 0 "
+                                        "and at most {} (got {})",
+                                        k_max_timeout_s, options.timeout_s));
   config.timeout_s = options.timeout_s;
   if (options.retries < 0)
     return core::make_error(core::ErrorCode::usage,
@@ -384,6 +399,8 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
 
   auto valid = probes::validate_base_url(endpoint);
   if (!valid) return valid.error();
+  // Said even under --quiet: where requests (and any key) go is never a silent default.
+  if (auto notice = probes::proxy_notice(endpoint)) fmt::print(stderr, "{}\n", *notice);
   result.target.base_url = endpoint;
   result.target.headers = options.headers;
   result.target.insecure = options.insecure;
@@ -421,6 +438,7 @@ core::Result<void> measure_and_store_semantics(const AuditOptions& options,
                                                core::AuditData& data, const std::string& key) {
   probes::EmbeddingsTarget target;
   target.url = options.embeddings;
+  if (auto notice = probes::proxy_notice(target.url)) fmt::print(stderr, "{}\n", *notice);
   target.model = options.embeddings_model;
   target.headers = options.headers;
   target.insecure = options.insecure;

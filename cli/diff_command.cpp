@@ -34,7 +34,7 @@ core::Result<core::AuditData> load_audit(const std::string& path) {
 }
 
 int run_diff(const DiffOptions& options) {
-  if (options.alpha <= 0 || options.alpha >= 1)
+  if (!(options.alpha > 0 && options.alpha < 1)) // NaN too
     return report_error(core::make_error(core::ErrorCode::usage, "--alpha must be in (0, 1)"));
   if (options.resamples < 100)
     return report_error(

@@ -258,6 +258,7 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     if (completion.tokens.empty() && !completion.text.empty()) all_have_tokens = false;
     if (!completion.has_logprobs) all_have_logprobs = false;
     result.numbers += completion.numbers;
+    result.lone_surrogates += completion.lone_surrogates;
     // A reasoning model's compared text is a parsed part, whose markers and stripped whitespace
     // its tokens keep: only a raw completion's tokens must spell its text.
     if (completion.reasoning_split == ReasoningSplit::none && !completion.tokens.empty() &&
@@ -610,6 +611,7 @@ void AnalysisBuilder::add_prompt(int prompt_index,
       (!summary.min_candidates || *prompt.min_candidates < *summary.min_candidates))
     summary.min_candidates = prompt.min_candidates;
   summary.numbers += prompt.numbers;
+  summary.lone_surrogates += prompt.lone_surrogates;
   if (prompt.status == PromptStatus::stable) ++totals.agreeing;
   if (prompt.answers_agree) ++totals.answers_agreeing;
 

@@ -138,6 +138,7 @@ struct PromptAnalysis {
   // Fewest candidates the endpoint returned at any position; empty without logprobs.
   std::optional<int> min_candidates;
   NumberAnomalies numbers; // over every successful completion
+  int lone_surrogates = 0; // lone surrogate escapes read as U+FFFD, over the same completions
   // The candidates of the reference completion at first_divergence (top-1 first), for reports.
   std::vector<TokenCandidate> candidates_at_divergence;
   std::vector<LevelAnalysis> by_concurrency;
@@ -243,6 +244,7 @@ struct AuditSummary {
   int token_text_mismatch_prompts = 0;
   std::optional<int> min_candidates; // fewest candidates at any position of any completion
   NumberAnomalies numbers;
+  int lone_surrogates = 0; // lone surrogate escapes read as U+FFFD, over every prompt
   ReasoningSummary reasoning;
   // The tokens every successful request used (the levels' usage summed), priced by
   // AnalysisConfig::price.

@@ -57,6 +57,10 @@ std::vector<std::string> audit_warnings(const AuditReport& report, int top_logpr
         std::to_string(s.numbers.negative_infinity) + ", overflow " +
         std::to_string(s.numbers.overflow) + ", null " + std::to_string(s.numbers.null) +
         "): -Infinity is read as the floor -9999, the others leave the gap unknown");
+  if (s.lone_surrogates > 0)
+    warnings.push_back("the endpoint sent " + std::to_string(s.lone_surrogates) +
+                       " lone surrogate escapes (U+D800..U+DFFF escaped without their pair) in "
+                       "its JSON strings: each was read as U+FFFD");
   return warnings;
 }
 

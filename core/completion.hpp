@@ -100,6 +100,9 @@ struct Completion {
   TokenUsage usage;
   // Non-finite log probabilities the response carried, mapped as NumberAnomalies says.
   NumberAnomalies numbers;
+  // Lone surrogate escapes ("\ud800" without its low half) in the response's JSON strings,
+  // each read as U+FFFD: text the endpoint sent broken, not a failed request.
+  int lone_surrogates = 0;
   // A reasoning model's hidden reasoning (`reasoning_content`, `reasoning`, Ollama's
   // `thinking`), beside the answer in `text`, and its tokens where the endpoint sent them apart
   // or core::separate_reasoning cut them from the stream.

@@ -63,7 +63,9 @@ std::optional<std::string> envelope_message(std::string_view body) {
 template <typename Parse> core::Result<core::Completion> guarded(Dialect dialect, Parse&& parse) {
   std::string prefix = std::string(to_string(dialect)) + ": ";
   try {
+    detail::lone_surrogates_on_thread() = 0;
     core::Completion completion = parse();
+    completion.lone_surrogates = static_cast<int>(detail::lone_surrogates_on_thread());
     // Adapters keep every token in the order sent and fill reasoning_text where their API
     // parses the reasoning out; the one cut between the two parts is made here, for all.
     core::separate_reasoning(completion);

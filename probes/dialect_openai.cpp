@@ -71,7 +71,8 @@ bool append_logprobs(const JsonView& logprobs, core::Completion& completion) {
     auto content = logprobs.find("content");
     if (!content) return false;
     std::size_t count = content->size();
-    completion.tokens.reserve(completion.tokens.size() + count);
+    // No reserve(size() + count): called once a stream chunk, an exact reserve reallocates the
+    // whole token list every chunk (quadratic in the tokens); push_back's growth is geometric.
     for (std::size_t i = 0; i < count; ++i)
       completion.tokens.push_back(read_openai_token(content->at(i), completion.numbers));
     return true;

@@ -125,6 +125,8 @@ std::string responses_only_evidence(const DetectionProbes& probes) {
 
 std::string status_line(const char* path, const ProbeAnswer& answer) {
   if (!answer.answered) return std::string(path) + ": " + answer.error;
+  if (answer.http_status >= 300 && answer.http_status < 400)
+    return std::string(path) + ": " + describe_redirect(answer.http_status, answer.redirect_url);
   return std::string(path) + ": HTTP " + std::to_string(answer.http_status);
 }
 
@@ -134,6 +136,7 @@ ProbeAnswer to_answer(HttpResponse response) {
   answer.http_status = response.http_status;
   answer.body = std::move(response.body);
   answer.error = std::move(response.error);
+  answer.redirect_url = std::move(response.redirect_url);
   return answer;
 }
 
@@ -269,7 +272,7 @@ core::Result<Dialect> decide_dialect(const std::string& base_url, const Detectio
   if (probes.models.answered &&
       (probes.models.http_status == 401 || probes.models.http_status == 403))
     message += ": the endpoint refused the credentials; check --api-key-env";
-  else
+  else if (!(probes.models.http_status >= 300 && probes.models.http_status < 400))
     message += ": pass --api explicitly";
   return core::make_error(core::ErrorCode::endpoint, message);
 }

@@ -15,7 +15,8 @@ struct ProbeAnswer {
   bool answered = false;
   int http_status = 0;
   std::string body;
-  std::string error; // the transport error when !answered
+  std::string error;        // the transport error when !answered
+  std::string redirect_url; // where a 3xx pointed (never followed)
 };
 
 // The detection GETs, one per path.

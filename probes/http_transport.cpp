@@ -1,15 +1,23 @@
 #include "probes/http_transport.hpp"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <deque>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
+
+#include "probes/endpoint_url.hpp"
+#include "probes/proxy_rule.hpp"
 
 namespace llmrepro::probes {
 namespace {
@@ -39,10 +47,14 @@ struct Transfer {
   HttpTransport::RequestId id = 0;
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
+  std::string url;
+  std::string proxy; // the proxy it goes through, without credentials ("" for none)
   std::string request_body;
   std::string response_body;
   std::size_t cap = 0;
   bool too_large = false;
+  int socket_errno = 0;  // EMFILE or ENFILE when opening a socket failed for want of descriptors
+  std::string addresses; // the IP addresses it opened sockets for, ", "-separated
   std::optional<double> retry_after_s;
   char error_buffer[CURL_ERROR_SIZE] = {};
 
@@ -106,6 +118,62 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   return bytes;
 }
 
+// Opens the transfer's sockets as libcurl would, noting when the process or the system is out
+// of file descriptors: that failure is this machine's, and libcurl would report it as a
+// connection that failed.
+curl_socket_t on_open_socket(void* user, curlsocktype /*purpose*/, curl_sockaddr* address) {
+  auto* transfer = static_cast<Transfer*>(user);
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* ip = nullptr;
+  if (address->family == AF_INET)
+    ip = &reinterpret_cast<const sockaddr_in*>(&address->addr)->sin_addr;
+  else if (address->family == AF_INET6)
+    ip = &reinterpret_cast<const sockaddr_in6*>(&address->addr)->sin6_addr;
+  if (ip != nullptr && inet_ntop(address->family, ip, text, sizeof text) != nullptr &&
+      transfer->addresses.find(text) == std::string::npos)
+    transfer->addresses += (transfer->addresses.empty() ? "" : ", ") + std::string(text);
+  const curl_socket_t fd = socket(address->family, address->socktype, address->protocol);
+  if (fd == CURL_SOCKET_BAD && (errno == EMFILE || errno == ENFILE)) transfer->socket_errno = errno;
+  return fd;
+}
+
+std::string open_file_limit_error(int error) {
+  rlimit limit{};
+  std::string soft = "?";
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    soft = std::to_string(limit.rlim_cur);
+  if (error == ENFILE)
+    return "local limit: the system's open-file table is full (ENFILE), so no socket could be "
+           "opened; the endpoint was not reached. Close files elsewhere or raise fs.file-max";
+  return "local limit: this process hit its open-file limit (EMFILE, ulimit -n " + soft +
+         "), so no socket could be opened; the endpoint was not reached. Raise it with "
+         "`ulimit -n N` or lower --concurrency";
+}
+
+// "<curl's message> (address host:port, IP a.b.c.d)": which address failed, as far as libcurl
+// got: "not resolved" when the name did not resolve, and the proxy when the request went
+// through one (whose address is then the one that failed).
+std::string connect_error(CURLcode code, const Transfer& transfer, const std::string& message) {
+  const std::string& url = transfer.url;
+  std::string host = url_host(url);
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  const std::string_view rest = std::string_view(url).substr(url.find("://") + 3);
+  std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
+  if (auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
+  long port = url.rfind("https", 0) == 0 ? 443 : 80;
+  const std::size_t colon = authority.rfind(':');
+  const std::size_t bracket = authority.rfind(']');
+  if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket))
+    port = std::strtol(std::string(authority.substr(colon + 1)).c_str(), nullptr, 10);
+  std::string where = "address " + host + ":" + std::to_string(port);
+  if (!transfer.proxy.empty()) where += ", through the proxy " + transfer.proxy;
+  if (code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY)
+    where += ", not resolved";
+  else if (!transfer.addresses.empty())
+    where += ", IP " + transfer.addresses;
+  return message + " (" + where + ")";
+}
+
 TransportFailure classify(CURLcode code, bool too_large) {
   if (too_large) return TransportFailure::too_large;
   switch (code) {
@@ -141,6 +209,13 @@ std::string cap_text(std::size_t cap) {
 
 } // namespace
 
+std::string describe_redirect(int http_status, const std::string& redirect_url) {
+  const std::string where =
+      redirect_url.empty() ? std::string("(no Location)") : strip_credentials(redirect_url);
+  return "HTTP " + std::to_string(http_status) + " redirect to " + where +
+         " refused: llmrepro does not follow redirects; use the final URL as --endpoint";
+}
+
 const char* to_string(TransportFailure failure) {
   switch (failure) {
   case TransportFailure::none: return "none";
@@ -149,6 +224,7 @@ const char* to_string(TransportFailure failure) {
   case TransportFailure::timeout: return "timeout";
   case TransportFailure::closed: return "connection closed";
   case TransportFailure::too_large: return "response too large";
+  case TransportFailure::local_limit: return "local limit";
   case TransportFailure::other: return "transport error";
   }
   return "transport error";
@@ -194,13 +270,25 @@ struct HttpTransport::Impl {
       finished.response.http_status = static_cast<int>(status);
       finished.response.retry_after_s = transfer.retry_after_s;
       finished.response.failure = classify(code, transfer.too_large);
-      if (finished.response.failure == TransportFailure::too_large) {
+      if (code != CURLE_OK && transfer.socket_errno != 0)
+        finished.response.failure = TransportFailure::local_limit;
+      if (status >= 300 && status < 400) {
+        char* location = nullptr;
+        if (curl_easy_getinfo(easy, CURLINFO_REDIRECT_URL, &location) == CURLE_OK &&
+            location != nullptr)
+          finished.response.redirect_url = location;
+      }
+      if (finished.response.failure == TransportFailure::local_limit) {
+        finished.response.error = open_file_limit_error(transfer.socket_errno);
+      } else if (finished.response.failure == TransportFailure::too_large) {
         finished.response.error =
             "response exceeded the " + cap_text(transfer.cap) + " cap (--max-response-bytes)";
       } else if (finished.response.failure != TransportFailure::none) {
         finished.response.error = transfer.error_buffer[0] != '\0'
                                       ? std::string(transfer.error_buffer)
                                       : std::string(curl_easy_strerror(code));
+        if (finished.response.failure == TransportFailure::connect)
+          finished.response.error = connect_error(code, transfer, finished.response.error);
         finished.response.body = std::move(transfer.response_body);
       } else {
         finished.response.body = std::move(transfer.response_body);
@@ -222,7 +310,18 @@ HttpTransport::RequestId HttpTransport::submit(const HttpRequest& request) {
   transfer->easy = curl_easy_init();
   CURL* easy = transfer->easy;
 
+  transfer->url = request.url;
   curl_easy_setopt(easy, CURLOPT_URL, request.url.c_str());
+  // The proxy is chosen here, not by libcurl from the environment: "" is none at all (never
+  // one for loopback), and a chosen one is used for this host whatever no_proxy would add.
+  const std::optional<ProxyChoice> proxy = proxy_for(request.url);
+  curl_easy_setopt(easy, CURLOPT_PROXY, proxy ? proxy->proxy.c_str() : "");
+  if (proxy) {
+    curl_easy_setopt(easy, CURLOPT_NOPROXY, "");
+    transfer->proxy = proxy_without_credentials(proxy->proxy);
+  }
+  curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+  curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, transfer.get());
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(easy, CURLOPT_USERAGENT, "llmrepro");

@@ -35,7 +35,10 @@ enum class TransportFailure {
   timeout,   // the request's timeout passed
   closed,    // the connection closed or broke before the response was complete
   too_large, // the body passed max_response_bytes; the transfer was aborted
-  other,     // any other transport error
+  // A limit of this machine, not of the endpoint: no socket could be opened because the process
+  // or the system ran out of file descriptors (EMFILE, ENFILE).
+  local_limit,
+  other, // any other transport error
 };
 
 const char* to_string(TransportFailure failure);
@@ -45,12 +48,22 @@ struct HttpResponse {
   std::string body;    // what arrived (empty when too_large: an oversize body is dropped)
   // Retry-After in seconds (delta-seconds or an HTTP date), when the response carried it.
   std::optional<double> retry_after_s;
+  // Where a 3xx response pointed (its Location, made absolute), which is never followed.
+  std::string redirect_url;
   TransportFailure failure = TransportFailure::none;
-  std::string error; // a one-line transport error when failure != none
+  // A one-line transport error when failure != none. A connection that failed names the
+  // host:port it was for and, where one was tried, the IP address.
+  std::string error;
 };
 
+// "HTTP 302 redirect to <location> refused: llmrepro does not follow redirects; use the final
+// URL as --endpoint", the location without its credentials (or "(no Location)").
+std::string describe_redirect(int http_status, const std::string& redirect_url);
+
 // One multi handle, connections kept alive and reused between requests; TLS verified unless a
-// request says insecure. Not thread-safe: use it from one thread.
+// request says insecure. Each request goes through the proxy proxy_for() names for its URL
+// (proxy_rule.hpp), never through one to a loopback host. Not thread-safe: use it from one
+// thread.
 class HttpTransport {
 public:
   using RequestId = std::uint64_t;

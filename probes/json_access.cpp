@@ -75,9 +75,17 @@ Json parse_json(std::string_view text, const std::string& what) {
   }
 }
 
+std::size_t& lone_surrogates_on_thread() {
+  thread_local std::size_t count = 0;
+  return count;
+}
+
 JsonDocument parse_document(std::string_view text, const std::string& what) {
   JsonDocument document;
-  if (document.parse(text, k_max_json_depth)) return document;
+  if (document.parse(text, k_max_json_depth)) {
+    lone_surrogates_on_thread() += document.lone_surrogates();
+    return document;
+  }
   // Rejected (malformed, too deep): parse_json() gives the verdict and the message, exactly as
   // when it parsed every response. It rejects NaN, Infinity and overflowing numbers too, so those
   // the document accepted before its fault are first overwritten with "0" and spaces, the same

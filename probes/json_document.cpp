@@ -384,13 +384,23 @@ private:
       case 'u': {
         std::uint32_t code = 0;
         if (!hex4(code)) return false;
-        if (code >= 0xDC00 && code <= 0xDFFF) return false;
-        if (code >= 0xD800 && code <= 0xDBFF) {
-          std::uint32_t low = 0;
-          if (m_end - m_p < 2 || m_p[0] != '\\' || m_p[1] != 'u') return false;
+        bool paired = false;
+        if (code >= 0xD800 && code <= 0xDBFF && m_end - m_p >= 2 && m_p[0] == '\\' &&
+            m_p[1] == 'u') {
+          const char* after_high = m_p;
           m_p += 2;
-          if (!hex4(low) || low < 0xDC00 || low > 0xDFFF) return false;
-          code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+          std::uint32_t low = 0;
+          paired = hex4(low) && low >= 0xDC00 && low <= 0xDFFF;
+          if (paired)
+            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+          else
+            m_p = after_high; // the next escape is read on its own
+        }
+        if (!paired && code >= 0xD800 && code <= 0xDFFF) {
+          // A lone surrogate (a high one not followed by a low one, or a low one alone) is no
+          // character: it becomes U+FFFD, counted, instead of costing the whole response.
+          code = 0xFFFD;
+          ++m_document.m_lone_surrogates;
         }
         at = put_utf8(at, code);
         break;
@@ -429,6 +439,7 @@ JsonDocument::~JsonDocument() {
 bool JsonDocument::parse(std::string_view text, std::size_t max_depth) {
   m_arena.reset();
   m_nonstandard.clear();
+  m_lone_surrogates = 0;
   // Node indices and child offsets are 32-bit.
   if (text.size() >= JsonNode::k_no_parent) return false;
   JsonTapeBuilder builder(*this, text, max_depth);

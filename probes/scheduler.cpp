@@ -62,6 +62,7 @@ Judgement judge(const HttpResponse& response, Dialect dialect, bool stream) {
     judgement.unreachable = true;
     return judgement;
   case TransportFailure::too_large:
+  case TransportFailure::local_limit: // this machine's limit: no sign of the endpoint either way
   case TransportFailure::other:
     judgement.verdict = Verdict::fail;
     judgement.reason = response.error;
@@ -82,7 +83,10 @@ Judgement judge(const HttpResponse& response, Dialect dialect, bool stream) {
     return judgement;
   }
   judgement.reason = "HTTP " + std::to_string(status) + ": " + describe_error_body(response.body);
-  if (status == 429) {
+  if (status >= 300 && status < 400) {
+    judgement.verdict = Verdict::fail;
+    judgement.reason = describe_redirect(status, response.redirect_url);
+  } else if (status == 429) {
     judgement.verdict = Verdict::retry;
     judgement.retry_after_s = response.retry_after_s;
   } else if (status >= 500) {

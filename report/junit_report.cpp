@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/text_utf8.hpp"
+#include "report/detail/bidi_controls.hpp"
 #include "report/detail/iso_time.hpp"
 
 namespace llmrepro::report {
@@ -98,7 +99,7 @@ std::string failure_details(const core::PromptAnalysis& p) {
 } // namespace
 
 std::string xml_escape(std::string_view text, bool attribute) {
-  const std::string clean = core::sanitize_utf8(text);
+  const std::string clean = detail::mark_bidi_controls(core::sanitize_utf8(text));
   std::string out;
   out.reserve(clean.size());
   for (std::size_t i = 0; i < clean.size(); ++i) {

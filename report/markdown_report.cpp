@@ -9,6 +9,7 @@
 #include "core/budget.hpp"
 #include "core/prompt_ranking.hpp"
 #include "core/text_utf8.hpp"
+#include "report/detail/bidi_controls.hpp"
 #include "report/detail/drift_text.hpp"
 #include "report/detail/usage_text.hpp"
 #include "report/detail/flip_summary.hpp"
@@ -240,7 +241,8 @@ std::string semantic_markdown(const core::AuditReport& report) {
 
 std::string markdown_escape(std::string_view text, std::size_t max_code_points) {
   std::string out;
-  const std::vector<std::string> points = core::utf8_code_points(text);
+  const std::vector<std::string> points =
+      core::utf8_code_points(detail::mark_bidi_controls(core::sanitize_utf8(text)));
   for (std::size_t i = 0; i < points.size(); ++i) {
     if (i == max_code_points) {
       out += "\u2026";

@@ -8,6 +8,7 @@
 #include "core/adaptive.hpp"
 #include "core/budget.hpp"
 #include "core/prompt_ranking.hpp"
+#include "report/detail/bidi_controls.hpp"
 #include "report/detail/drift_text.hpp"
 #include "report/detail/usage_text.hpp"
 #include "report/detail/flip_summary.hpp"
@@ -59,11 +60,10 @@ std::size_t decode_utf8(std::string_view text, std::size_t at, char32_t& code_po
   return length;
 }
 
-// Code points that change how the terminal lays out or reorders the text around them.
+// Code points that change how the terminal lays out or reorders the text around them: the C1
+// controls and the bidirectional ones (bidi_controls.hpp, marked as every format marks them).
 bool is_layout_control(char32_t code_point) {
-  return (code_point >= 0x80 && code_point <= 0x9F) ||
-         (code_point >= 0x202A && code_point <= 0x202E) ||
-         (code_point >= 0x2066 && code_point <= 0x2069);
+  return (code_point >= 0x80 && code_point <= 0x9F) || detail::is_bidi_control(code_point);
 }
 
 // One visible piece of escaped text and the columns it takes.
@@ -93,7 +93,7 @@ std::vector<Piece> escape_pieces(std::string_view text) {
       if (code_point < 0x20 || code_point == 0x7F)
         piece = fmt::format("\\x{:02x}", static_cast<unsigned>(code_point));
       else if (is_layout_control(code_point))
-        piece = fmt::format("\\u{{{:04x}}}", static_cast<unsigned>(code_point));
+        piece = detail::bidi_marker(code_point); // the same "\u{...}" spelling for C1 controls
     }
     if (piece.empty())
       pieces.push_back({std::string(text.substr(at, length)), 1});

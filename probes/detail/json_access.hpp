@@ -47,6 +47,11 @@ Json parse_json(std::string_view text, const std::string& what = "");
 // they did not cause. `text` must outlive the document.
 JsonDocument parse_document(std::string_view text, const std::string& what = "");
 
+// The lone surrogate escapes the documents parse_document() returned on this thread decoded as
+// U+FFFD (JsonDocument::lone_surrogates()), summed; parse_response() zeroes it before a
+// response and reads it after.
+std::size_t& lone_surrogates_on_thread();
+
 // A JSON value of a document. Holds a pointer: the document must outlive the view.
 class JsonView {
 public:

@@ -66,7 +66,8 @@ public:
   // parsing one response after another allocates nothing in steady state.
   ~JsonDocument();
 
-  // Parses `text` as strict RFC 8259 JSON (a leading UTF-8 byte-order mark is skipped), with
+  // Parses `text` as strict RFC 8259 JSON (a leading UTF-8 byte-order mark is skipped; a lone
+  // surrogate escape decodes as U+FFFD, counted in lone_surrogates()), with
   // string contents checked as well-formed UTF-8 and containers nested at most `max_depth` deep,
   // and beyond it the number values endpoints write that strict JSON lacks: NaN, Infinity,
   // -Infinity and literals whose value overflows a double (see JsonNumber). Duplicate member
@@ -86,6 +87,9 @@ public:
   // The literals outside strict JSON the last parse() accepted, in text order: all of them
   // after a successful parse, those before the fault after a failed one.
   const std::vector<JsonSpan>& nonstandard_numbers() const { return m_nonstandard; }
+  // The lone surrogate escapes (\ud800 without its low half, or a low half alone) the last
+  // parse() decoded as U+FFFD instead of refusing the text.
+  std::size_t lone_surrogates() const { return m_lone_surrogates; }
 
 private:
   friend class JsonTapeBuilder;
@@ -93,6 +97,7 @@ private:
   std::vector<JsonNode> m_nodes;
   std::vector<std::uint32_t> m_children;
   std::vector<JsonSpan> m_nonstandard;
+  std::size_t m_lone_surrogates = 0;
   // Decoded strings; sized once to the text's length (decoding never grows a string), so views
   // into it stay valid. unique_ptr: views survive moving the document.
   std::unique_ptr<char[]> m_arena;

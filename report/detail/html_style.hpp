@@ -6,15 +6,17 @@
 #include <string_view>
 
 #include "core/text_utf8.hpp"
+#include "report/detail/bidi_controls.hpp"
 
 namespace llmrepro::report {
 
 // Text made safe for HTML element content and quoted attribute values: & < > " ' become
 // entities, invalid UTF-8 becomes U+FFFD, and control characters other than tab, newline and
-// carriage return become their visible Unicode control pictures (U+2400 block), so model
-// output can neither open markup nor vanish.
+// carriage return become their visible Unicode control pictures (U+2400 block), and the
+// bidirectional overrides their "\u{202e}" markers (bidi_controls.hpp), so model output can
+// neither open markup, nor vanish, nor reorder what is around it.
 inline std::string html_escape(std::string_view text) {
-  const std::string clean = core::sanitize_utf8(text);
+  const std::string clean = detail::mark_bidi_controls(core::sanitize_utf8(text));
   std::string out;
   out.reserve(clean.size() + clean.size() / 8);
   for (char c : clean) {

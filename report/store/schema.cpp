@@ -70,6 +70,7 @@ CREATE TABLE requests (
   numbers_null INTEGER NOT NULL DEFAULT 0,
   reasoning_text TEXT NOT NULL DEFAULT '', reasoning_split TEXT NOT NULL DEFAULT 'none',
   usage_prompt_tokens INTEGER, usage_reasoning_tokens INTEGER,
+  lone_surrogates INTEGER NOT NULL DEFAULT 0,
   UNIQUE (endpoint_index, prompt_index, concurrency, probe, repeat));
 CREATE TABLE token_texts (id INTEGER PRIMARY KEY, text BLOB NOT NULL UNIQUE);
 CREATE TABLE packed_tokens (request_id INTEGER PRIMARY KEY, answer BLOB, reasoning BLOB);
@@ -77,7 +78,7 @@ CREATE TABLE packed_tokens (request_id INTEGER PRIMARY KEY, answer BLOB, reasoni
 
 // The requests columns that came after version 1 was released, with their definitions: the
 // counts of Completion::numbers (in NumberAnomalies order), then the reasoning, then the usage.
-enum class ColumnGroup { numbers, reasoning, usage };
+enum class ColumnGroup { numbers, reasoning, usage, text };
 struct LaterColumn {
   const char* name;
   const char* definition;
@@ -93,6 +94,7 @@ constexpr LaterColumn k_later_columns[] = {
     {"reasoning_split", "TEXT NOT NULL DEFAULT 'none'", ColumnGroup::reasoning},
     {"usage_prompt_tokens", "INTEGER", ColumnGroup::usage},
     {"usage_reasoning_tokens", "INTEGER", ColumnGroup::usage},
+    {"lone_surrogates", "INTEGER NOT NULL DEFAULT 0", ColumnGroup::text},
 };
 
 // The flag of `columns` that says whether `group` is there.
@@ -101,6 +103,7 @@ bool& has_group(LaterColumns& columns, ColumnGroup group) {
   case ColumnGroup::numbers: return columns.numbers;
   case ColumnGroup::reasoning: return columns.reasoning;
   case ColumnGroup::usage: return columns.usage;
+  case ColumnGroup::text: return columns.text;
   }
   return columns.usage;
 }
@@ -198,14 +201,15 @@ LaterColumns add_later_columns(const Connection& connection, int schema_version)
   const auto present = [&]() {
     LaterColumns columns;
     auto absent = missing();
-    if (!absent) return LaterColumns{false, false, false};
+    if (!absent) return LaterColumns{false, false, false, false};
     for (const LaterColumn& column : *absent) has_group(columns, column.group) = false;
     if (columns.reasoning && token_tables &&
         !connection.exec("SELECT 1 FROM reasoning_tokens LIMIT 0", ErrorCode::input))
       columns.reasoning = false;
     return columns;
   };
-  if (const LaterColumns now = present(); now.numbers && now.reasoning && now.usage) return now;
+  if (const LaterColumns now = present(); now.numbers && now.reasoning && now.usage && now.text)
+    return now;
   if (!connection.exec("BEGIN IMMEDIATE")) return present();
   auto added = [&]() -> Result<void> {
     auto still_absent = missing();

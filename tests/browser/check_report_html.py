@@ -198,6 +198,8 @@ def main():
     if os.environ.get("LLMREPRO_EXPECT_HOSTILE") == "1":
         check("<img src=x onerror=alert(1)>" in text, "the hostile <img> text is not shown as text")
         check("</script><script>alert(1)</script>" in text, "the hostile </script> text is not shown as text")
+        check("\\u{202e}gnp.exe" in text and "\u202e" not in text,
+              "the right-to-left override is not shown as its \\u{202e} marker")
 
     finish(chromium, url, screenshot, failures,
            f"ok: {dom.rows_in_prompt_table} prompt rows, {dom.tags.get('svg', 0)} svg, "

@@ -96,8 +96,9 @@ entry: {"tokens": [token, ...], "finish_reason": "length"|"stop",
                                           (the text split in the middle), as a gateway or a
                                           model that repeats its input would
     or {"fault": "500"|"503"|"429"|"404"|"401"|"close"|"truncate"|"malformed"|"oversize"
-                 |"no_logprobs",
-        "retry_after": 1, "delay_ms": N, "tokens": [...] (no_logprobs: the text's tokens)}
+                 |"no_logprobs"|"302",
+        "retry_after": 1, "delay_ms": N, "tokens": [...] (no_logprobs: the text's tokens),
+        "location": "URL" (302: its Location header, none when absent)}
   "tokens": [] is an empty completion.
 token: ["tok", logprob, candidates] or ["tok", logprob, candidates, bytes]
   candidates: [["cand", lp], ...] (or ["cand", lp, bytes]), [] for none, or null: written as
@@ -170,7 +171,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 DIALECTS = ("openai-chat", "openai-completions", "openai-responses", "vllm", "llamacpp",
             "llamacpp-old", "sglang", "ollama", "tgi", "gemini")
 FAULTS = ("500", "503", "429", "404", "401", "close", "truncate", "malformed", "oversize",
-          "no_logprobs")
+          "no_logprobs", "302")
 # Log probabilities a script may give as strings, written raw (not as strings) into the JSON.
 RAW_NUMBERS = ("NaN", "Infinity", "-Infinity", "1e400", "-1e400")
 # Above the tool's default response cap (16 MiB).
@@ -359,7 +360,7 @@ def parse_entry(raw, where):
         raise ScriptError(f"{where}: entry must be an object")
     known = {"tokens", "finish_reason", "fingerprint", "delay_ms", "fault", "retry_after",
              "oversize_bytes", "model", "bytes", "drop_logprobs_chunks", "logprob_shift",
-             "reasoning", "prompt_tokens", "echo_headers"}
+             "reasoning", "prompt_tokens", "echo_headers", "location"}
     unknown = set(raw) - known
     if unknown:
         raise ScriptError(f"{where}: unknown fields {sorted(unknown)}")
@@ -371,7 +372,7 @@ def parse_entry(raw, where):
              "drop_logprobs_chunks": raw.get("drop_logprobs_chunks", []),
              "oversize_bytes": raw.get("oversize_bytes", OVERSIZE_BYTES), "tokens": None,
              "prompt_tokens": raw.get("prompt_tokens", 12),
-             "echo_headers": raw.get("echo_headers", False) is True}
+             "echo_headers": raw.get("echo_headers", False) is True, "location": raw.get("location")}
     if (not isinstance(entry["prompt_tokens"], int) or isinstance(entry["prompt_tokens"], bool)
             or entry["prompt_tokens"] < 0):
         raise ScriptError(f"{where}: 'prompt_tokens' must be an integer >= 0")
@@ -1718,6 +1719,10 @@ class Handler(BaseHTTPRequestHandler):
             return
         if fault == "oversize":
             self.send_oversize(entry["oversize_bytes"])
+            return
+        if fault == "302":
+            self.send_json(302, None, [] if entry["location"] is None
+                           else [("Location", entry["location"])])
             return
         tokens = entry["tokens"] or []
         finish = entry["finish_reason"]

@@ -40,7 +40,8 @@ inline core::Completion completion_of(std::vector<core::TokenLogprob> tokens) {
 
 inline const std::string k_hostile_script = " </script><script>alert(1)</script>";
 inline const std::string k_hostile_img = " <img src=x onerror=alert(1)>";
-inline const std::string k_hostile_tail = " \"quoted\" & 'single' \x1b[31m\xff|`x`";
+// Ends in a right-to-left override, which would show "exe.png" as "gnp.exe" (bidi_controls.hpp).
+inline const std::string k_hostile_tail = " \"quoted\" & 'single' \x1b[31m\xff|`x` \u202Egnp.exe";
 inline const std::string k_hostile_id = "hostile<b>\"id\"</b>";
 
 struct Fixture {

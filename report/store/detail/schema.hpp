@@ -45,6 +45,7 @@ struct LaterColumns {
   bool numbers = true;
   bool reasoning = true;
   bool usage = true;
+  bool text = true; // lone_surrogates
 };
 
 // Gives a database created before those columns existed the columns (0, '', 'none' and NULL in

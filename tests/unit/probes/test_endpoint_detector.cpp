@@ -160,6 +160,21 @@ TEST_CASE("decide_dialect") {
     CHECK(dialect.error().message.find("credentials") != std::string::npos);
     CHECK(dialect.error().message.find("pw") == std::string::npos);
   }
+  SUBCASE("a redirect names its Location") {
+    DetectionProbes probes = all_not_found();
+    for (ProbeAnswer* redirected : {&probes.models, &probes.health}) {
+      *redirected = answer(301, "");
+      redirected->redirect_url = "https://h/v1/models?api_key=secret";
+    }
+    probes.health.redirect_url = "https://h/health";
+    auto dialect = decide_dialect("http://h", probes, &why);
+    REQUIRE_FALSE(dialect.has_value());
+    CHECK(dialect.error().message ==
+          "cannot tell which API http://h speaks (/v1/models: HTTP 301 redirect to "
+          "https://h/v1/models refused: llmrepro does not follow redirects; use the final URL "
+          "as --endpoint; /health: HTTP 301 redirect to https://h/health refused: llmrepro does "
+          "not follow redirects; use the final URL as --endpoint)");
+  }
   SUBCASE("nothing answered: cannot reach") {
     DetectionProbes probes;
     probes.models.error = "Failed to connect to h port 1";

@@ -249,6 +249,8 @@ TEST_CASE("render_html") {
     CHECK(html.find("hostile&lt;b&gt;&quot;id&quot;&lt;/b&gt;") != std::string::npos);
     CHECK(html.find("<b>") == std::string::npos);
     CHECK(html.find('\x1b') == std::string::npos);
+    CHECK(html.find("|`x` \\u{202e}gnp.exe") != std::string::npos);
+    CHECK(html.find("\u202E") == std::string::npos);
   }
   SUBCASE("verdict, summary cards and worst prompts come first") {
     const auto verdict =

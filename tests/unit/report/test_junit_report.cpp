@@ -160,6 +160,8 @@ TEST_CASE("render_junit") {
   SUBCASE("hostile text is escaped in names, messages and bodies") {
     CHECK(xml.find("name=\"hostile&lt;b&gt;&quot;id&quot;&lt;/b&gt;\"") != std::string::npos);
     CHECK(xml.find("&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+    CHECK(xml.find("\u202E") == std::string::npos);
+    CHECK(xml.find("|`x` \\u{202e}gnp.exe") != std::string::npos);
     CHECK(xml.find("&quot;quoted&quot; &amp; &apos;single&apos; [31m\ufffd|`x`") !=
           std::string::npos);
     CHECK(xml.find("<img") == std::string::npos);
