@@ -33,42 +33,6 @@ const std::vector<ConventionalKey>& conventional_keys() {
   return k_table;
 }
 
-std::string url_host(std::string_view url) {
-  const std::size_t scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) return {};
-  std::string_view authority = url.substr(scheme_end + 3);
-  authority = authority.substr(0, authority.find_first_of("/?#"));
-  if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos)
-    authority.remove_prefix(at + 1);
-  std::string_view host;
-  if (!authority.empty() && authority.front() == '[') {
-    host = authority.substr(1, authority.find(']') - 1);
-  } else {
-    host = authority.substr(0, authority.find(':'));
-  }
-  std::string lowered(host);
-  std::transform(lowered.begin(), lowered.end(), lowered.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  // "api.openai.com." names the same host as "api.openai.com".
-  if (!lowered.empty() && lowered.back() == '.') lowered.pop_back();
-  return lowered;
-}
-
-bool is_loopback_host(std::string_view host) {
-  if (host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1") return true;
-  if (host.size() > 10 && host.substr(host.size() - 10) == ".localhost") return true;
-  // 127.0.0.0/8, written as four decimal parts.
-  if (host.substr(0, 4) != "127.") return false;
-  int parts = 2; // "127" and the part after its dot
-  for (const char c : host.substr(4)) {
-    if (c == '.')
-      ++parts;
-    else if (!std::isdigit(static_cast<unsigned char>(c)))
-      return false;
-  }
-  return parts == 4;
-}
-
 bool key_in_clear_text(std::string_view url) {
   return has_scheme(url, "http://") && !is_loopback_host(url_host(url));
 }

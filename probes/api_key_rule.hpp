@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "probes/proxy_rule.hpp"
 
 namespace llmrepro::probes {
 
@@ -23,12 +24,8 @@ struct ConventionalKey {
 // wins: GEMINI_API_KEY before GOOGLE_API_KEY).
 const std::vector<ConventionalKey>& conventional_keys();
 
-// The host of an absolute URL, lower-cased, without userinfo, port or IPv6 brackets; "" when the
-// URL has none.
-std::string url_host(std::string_view url);
-
-// Whether `host` (as url_host returns it) is the local machine: localhost, 127.0.0.0/8 or ::1.
-bool is_loopback_host(std::string_view host);
+// A URL's host (url_host) and whether it is this machine (is_loopback_host) come from
+// probes/proxy_rule.hpp: one reading of a host for the key rule and the proxy rule alike.
 
 // Whether a key sent to `url` would cross a network in clear text: plain http:// to a host that
 // is not loopback.
