@@ -1,5 +1,7 @@
 #include "core/redaction.hpp"
 
+#include "core/text_utf8.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -8,13 +10,6 @@
 
 namespace llmrepro::core {
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
@@ -149,7 +144,7 @@ void redact_pieces(const std::vector<std::string*>& pieces, const std::vector<st
 } // namespace
 
 bool is_secret_parameter_name(std::string_view name) {
-  const std::string lowered = lower(name);
+  const std::string lowered = ascii_lowercase(name);
   static constexpr std::array<std::string_view, 11> k_exact{
       "key",       "token",    "api_key", "api-key", "apikey", "access_token",
       "signature", "password", "secret",  "auth",    "sig"};

@@ -78,4 +78,11 @@ std::string truncate_utf8(std::string_view text, std::size_t max_code_points) {
   return out;
 }
 
+std::string ascii_lowercase(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 } // namespace llmrepro::core

@@ -16,6 +16,10 @@ std::string sanitize_utf8(std::string_view text);
 // Splits well-formed UTF-8 into code points, one string each (invalid bytes become U+FFFD).
 std::vector<std::string> utf8_code_points(std::string_view text);
 
+// `text` with the ASCII letters lowercased and every other byte as it is: for the parts of
+// protocol text that compare case-insensitively (header names, URL schemes and hosts).
+std::string ascii_lowercase(std::string_view text);
+
 // At most `max_code_points` code points of `text` (sanitized), with "…" appended when cut.
 std::string truncate_utf8(std::string_view text, std::size_t max_code_points);
 

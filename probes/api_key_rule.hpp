@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "probes/endpoint_url.hpp"
 #include "probes/proxy_rule.hpp"
 
 namespace llmrepro::probes {
@@ -24,8 +25,9 @@ struct ConventionalKey {
 // wins: GEMINI_API_KEY before GOOGLE_API_KEY).
 const std::vector<ConventionalKey>& conventional_keys();
 
-// A URL's host (url_host) and whether it is this machine (is_loopback_host) come from
-// probes/proxy_rule.hpp: one reading of a host for the key rule and the proxy rule alike.
+// A URL's host (url_host, probes/endpoint_url.hpp) and whether it is this machine
+// (is_loopback_host, probes/proxy_rule.hpp): one reading of a host for the key rule, the proxy
+// rule and the dialects alike.
 
 // Whether a key sent to `url` would cross a network in clear text: plain http:// to a host that
 // is not loopback.

@@ -27,30 +27,12 @@
 #include <cctype>
 
 #include "probes/detail/dialect_adapters.hpp"
+#include "probes/endpoint_url.hpp"
 #include "probes/detail/prompt_text.hpp"
 
 namespace llmrepro::probes::detail {
 
 namespace {
-
-// The lowercased host of an absolute URL: after the scheme and any user:password@, before the
-// port, path, query or fragment.
-std::string host_of(std::string_view url) {
-  if (auto scheme = url.find("://"); scheme != std::string_view::npos)
-    url.remove_prefix(scheme + 3);
-  url = url.substr(0, url.find_first_of("/?#"));
-  if (auto at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
-  if (!url.empty() && url.front() == '[') {
-    url = url.substr(0, url.find(']') + 1);
-  } else {
-    url = url.substr(0, url.find(':'));
-  }
-  std::string host(url);
-  std::transform(host.begin(), host.end(), host.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (!host.empty() && host.back() == '.') host.pop_back();
-  return host;
-}
 
 void add_common_fields(Json& body, const core::Prompt& prompt, const GenerationParams& params,
                        const char* max_tokens_key = "max_tokens") {
@@ -271,7 +253,7 @@ core::Completion parse_openai_completions(std::string_view body, bool stream) {
 namespace llmrepro::probes {
 
 ChatRequestForm chat_request_form_of(const std::string& base_url) {
-  const std::string host = detail::host_of(base_url);
+  const std::string host = url_host(base_url);
   if (host == "api.openai.com") return ChatRequestForm::openai_current;
   if (host == "api.together.xyz" || host == "api.together.ai") return ChatRequestForm::together;
   return ChatRequestForm::common;

@@ -7,16 +7,10 @@
 #include <string_view>
 
 #include "core/redaction.hpp"
+#include "core/text_utf8.hpp"
 
 namespace llmrepro::probes {
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 // Where the parts of an absolute URL start: scheme "://" authority path ["?" query] ["#" frag].
 struct UrlParts {
@@ -121,7 +115,7 @@ core::Result<std::string> validate_base_url(const std::string& url) {
     if (std::isspace(static_cast<unsigned char>(c)) != 0 ||
         std::iscntrl(static_cast<unsigned char>(c)) != 0)
       return fail("contains whitespace or control characters");
-  const std::string lowered = lower(url);
+  const std::string lowered = core::ascii_lowercase(url);
   if (lowered.rfind("http://", 0) != 0 && lowered.rfind("https://", 0) != 0)
     return fail("only http:// and https:// URLs are supported");
   const UrlParts parts = split(url);
@@ -176,6 +170,22 @@ std::string join_url(const std::string& base_url, const std::string& path) {
       query = "?" + tail_query + "&" + query.substr(1);
   }
   return prefix + tail + query;
+}
+
+std::string url_host(std::string_view url) {
+  const std::size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) return "";
+  url.remove_prefix(scheme + 3);
+  url = url.substr(0, url.find_first_of("/?#"));
+  if (auto at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
+  if (!url.empty() && url.front() == '[') {
+    const std::size_t close = url.find(']');
+    if (close == std::string_view::npos) return "";
+    return core::ascii_lowercase(url.substr(1, close - 1));
+  }
+  std::string host = core::ascii_lowercase(url.substr(0, url.find(':')));
+  if (!host.empty() && host.back() == '.') host.pop_back();
+  return host;
 }
 
 } // namespace llmrepro::probes

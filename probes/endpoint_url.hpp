@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/result.hpp"
 
@@ -30,5 +31,10 @@ std::string strip_credentials(const std::string& url);
 // paths ("/health", "/completion") and other bases are appended as they are. A query in
 // `path` ("?alt=sse") comes before the base URL's own parameters, joined with "&".
 std::string join_url(const std::string& base_url, const std::string& path);
+
+// The lowercased host of an absolute URL, without user:password@, port or the brackets of an
+// IPv6 literal, and without a trailing dot ("api.openai.com." is "api.openai.com"); "" when
+// the URL has no scheme or its IPv6 literal is not closed.
+std::string url_host(std::string_view url);
 
 } // namespace llmrepro::probes

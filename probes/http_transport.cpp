@@ -16,6 +16,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "core/text_utf8.hpp"
 #include "probes/endpoint_url.hpp"
 #include "probes/proxy_rule.hpp"
 
@@ -109,9 +110,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   if (line.rfind("HTTP/", 0) == 0) transfer->retry_after_s.reset();
   const std::size_t colon = line.find(':');
   if (colon != std::string_view::npos) {
-    std::string name = trim(line.substr(0, colon));
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string name = core::ascii_lowercase(trim(line.substr(0, colon)));
     if (name == "retry-after")
       transfer->retry_after_s = parse_retry_after(trim(line.substr(colon + 1)));
   }

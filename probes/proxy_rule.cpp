@@ -9,18 +9,12 @@
 #include <cstring>
 #include <vector>
 
+#include "core/text_utf8.hpp"
 #include "probes/endpoint_url.hpp"
 
 namespace llmrepro::probes {
 
 namespace {
-
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 // The variable's value, or "" when it is unset or empty.
 std::string env(const char* name) {
@@ -98,7 +92,7 @@ bool no_proxy_names(const std::string& list, const std::string& host) {
   while (at <= list.size()) {
     std::size_t end = list.find_first_of(", \t", at);
     if (end == std::string::npos) end = list.size();
-    const std::string entry = lowercase(std::string_view(list).substr(at, end - at));
+    const std::string entry = core::ascii_lowercase(std::string_view(list).substr(at, end - at));
     if (entry == "*") return true;
     if (!entry.empty() && entry_names(entry, host)) return true;
     at = end + 1;
@@ -118,7 +112,7 @@ std::string proxy_without_credentials(const std::string& proxy) {
 }
 
 bool is_loopback_host(std::string_view host_text) {
-  std::string host = lowercase(host_text);
+  std::string host = core::ascii_lowercase(host_text);
   if (host.size() > 1 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
   if (!host.empty() && host.back() == '.') host.pop_back();
@@ -135,24 +129,9 @@ bool is_loopback_host(std::string_view host_text) {
   return address->bytes == k_v6_loopback.bytes;
 }
 
-std::string url_host(std::string_view url) {
-  const std::size_t scheme = url.find("://");
-  if (scheme == std::string_view::npos) return "";
-  url.remove_prefix(scheme + 3);
-  url = url.substr(0, url.find_first_of("/?#"));
-  if (auto at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
-  if (!url.empty() && url.front() == '[') {
-    const std::size_t close = url.find(']');
-    if (close == std::string_view::npos) return "";
-    return lowercase(url.substr(1, close - 1));
-  }
-  std::string host = lowercase(url.substr(0, url.find(':')));
-  if (!host.empty() && host.back() == '.') host.pop_back();
-  return host;
-}
-
 std::optional<ProxyChoice> proxy_for(const std::string& url) {
-  const std::string scheme = lowercase(std::string_view(url).substr(0, url.find("://")));
+  const std::string scheme =
+      core::ascii_lowercase(std::string_view(url).substr(0, url.find("://")));
   const std::string host = url_host(url);
   if (host.empty() || is_loopback_host(host)) return std::nullopt;
   std::string no_proxy = env("no_proxy");

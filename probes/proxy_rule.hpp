@@ -8,16 +8,14 @@
 #include <string>
 #include <string_view>
 
+#include "probes/endpoint_url.hpp"
+
 namespace llmrepro::probes {
 
 // True for the hosts that are this machine: "localhost" and names under ".localhost", the
 // addresses 127.0.0.0/8 and ::1 (bracketed or not, and ::ffff:127.x.y.z). Case-insensitive;
 // a trailing dot is ignored.
 bool is_loopback_host(std::string_view host);
-
-// The lowercased host of an absolute URL (brackets of an IPv6 literal removed), or "" when
-// it has none.
-std::string url_host(std::string_view url);
 
 struct ProxyChoice {
   std::string proxy;    // the proxy URL as the variable holds it (credentials included)

@@ -26,7 +26,9 @@ HOSTILE_A = [
                                                  ["<b>", -2.0]]],
     [" <img src=x onerror=alert(1)>", -0.4, [[" <img src=x onerror=alert(1)>", -0.4],
                                              [" \"q'uote\" & <i>", -0.45]]],
-    [" end", -0.2, [[" end", -0.2], [" stop", -2.2]]],
+    # A right-to-left override, which would show "exe.png" as "gnp.exe": every format shows it
+    # as its \u{202e} marker (report/detail/bidi_controls.hpp).
+    [" end\u202egnp.exe", -0.2, [[" end\u202egnp.exe", -0.2], [" stop", -2.2]]],
 ]
 HOSTILE_B = HOSTILE_A[:1] + [
     [" \"q'uote\" & <i>", -0.42, [[" \"q'uote\" & <i>", -0.42],
