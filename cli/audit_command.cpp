@@ -54,7 +54,7 @@ int run_audit(const AuditOptions& options) {
   AuditRun run{options, clock}; // the context every pass reads and fills
   // An error ends the audit with the exit code of its kind (commands.hpp).
   if (auto done = run_passes(run); !done) return report_error(done.error());
-  if (options.dry_run) return 0;
+  if (options.dry_run) return run.dry_run_within_budget ? 0 : 1;
   return conclude(run);
 }
 
@@ -195,7 +195,7 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
       "W is not seen");
   audit->add_flag("--dry-run", options->dry_run,
                   "Print the plan, its requests and its token and cost bounds; send nothing and "
-                  "write no database");
+                  "write no database; exit 1 if a budget is below the plan's bound");
   audit->add_option("--embeddings", options->embeddings,
                     "After the run, embed each prompt's distinct completions with this "
                     "OpenAI-compatible /v1/embeddings server and report their cosine similarity");

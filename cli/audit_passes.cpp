@@ -511,7 +511,7 @@ core::Result<void> print_plan(AuditRun& run) {
   // The URLs as given, their credentials shown as [redacted].
   std::vector<std::string> shown;
   for (const std::string& url : run.urls) shown.push_back(core::redact(url));
-  print_dry_run(config, run.header.suite, shown, plan);
+  run.dry_run_within_budget = print_dry_run(config, run.header.suite, shown, plan);
   return {};
 }
 
