@@ -210,15 +210,18 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
   add_report_output_options(*audit, options->outputs);
   audit->add_flag("--quiet", options->quiet,
                   "Print nothing but errors and, unless the verdict is pass, its headline");
-  audit
-      ->add_option("--engine-max-num-seqs", options->engine_max_num_seqs,
-                   "Embedded engine: sequences per batch")
-      ->capture_default_str();
-  audit->add_flag("--engine-batch-invariant", options->engine_batch_invariant,
-                  "Embedded engine: fix every reduction order");
-  audit->add_flag("--engine-prefix-cache", options->engine_prefix_cache,
-                  "Embedded engine: reuse cached prompt prefixes");
-  audit->add_option("--engine-seed", options->engine_seed, "Embedded engine: weight seed");
+  flags.engine_max_num_seqs =
+      audit
+          ->add_option("--engine-max-num-seqs", options->engine_max_num_seqs,
+                       "Embedded engine: sequences per batch")
+          ->capture_default_str();
+  flags.engine_batch_invariant =
+      audit->add_flag("--engine-batch-invariant", options->engine_batch_invariant,
+                      "Embedded engine: fix every reduction order");
+  flags.engine_prefix_cache = audit->add_flag("--engine-prefix-cache", options->engine_prefix_cache,
+                                              "Embedded engine: reuse cached prompt prefixes");
+  flags.engine_seed =
+      audit->add_option("--engine-seed", options->engine_seed, "Embedded engine: weight seed");
   audit->callback([options, &result] { result.exit_code = run_audit(*options); });
 }
 
