@@ -41,6 +41,11 @@ std::string text_of(const Price& price) { return to_string(price); }
 std::string text_of(CompareOn compare_on) { return to_string(compare_on); }
 std::string text_of(AuditProfile profile) { return to_string(profile); }
 std::string text_of(const FailOnSet& fail_on) { return to_string(fail_on); }
+std::string text_of(const EngineSettings& engine) {
+  return "max-num-seqs " + std::to_string(engine.max_num_seqs) + ", batch-invariant " +
+         text_of(engine.batch_invariant) + ", prefix-cache " + text_of(engine.prefix_cache) +
+         ", seed " + std::to_string(engine.seed);
+}
 template <typename T> std::string text_of(const std::optional<T>& value) {
   return value ? text_of(*value) : "none";
 }
@@ -69,6 +74,9 @@ std::optional<ConfigDifference> config_difference(const AuditConfig& a, const Au
   check("--adaptive-initial", a.adaptive_initial, b.adaptive_initial);
   check("--adaptive-epsilon", a.adaptive_epsilon, b.adaptive_epsilon);
   check("--shard (count)", a.shard_count, b.shard_count);
+  // The embedded engine's settings shape its completions; a shard stored without them (older)
+  // compares nothing of them.
+  if (a.engine && b.engine) check("--engine-*", a.engine, b.engine);
   check("--timeout", a.timeout_s, b.timeout_s);
   check("--retries", a.retries, b.retries);
   check("--rate", a.rate_limit, b.rate_limit);

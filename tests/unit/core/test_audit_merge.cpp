@@ -96,9 +96,12 @@ TEST_CASE("merge_shards") {
   SUBCASE("every plan-defining flag is compared, naming both values") {
     // Each field changed alone in shard 2/2; the message names the flag and both values.
     const auto difference = [](auto change) {
+      AuditData first = shard(0, 2);
+      first.config.engine = EngineSettings{};
       AuditData other = shard(1, 2);
+      other.config.engine = EngineSettings{};
       change(other.config);
-      const std::string message = message_of(merge_shards({shard(0, 2), other}));
+      const std::string message = message_of(merge_shards({first, other}));
       const std::string head = "merge: shard 2/2 (audit-1) and shard 1/2 (audit-0) differ in ";
       REQUIRE(message.rfind(head, 0) == 0);
       return message.substr(head.size());
@@ -128,6 +131,11 @@ TEST_CASE("merge_shards") {
           "--adaptive-initial: 4 vs 3" + tail);
     CHECK(difference([](AuditConfig& c) { c.adaptive_epsilon = 0.05; }) ==
           "--adaptive-epsilon: 0.05 vs 0.01" + tail);
+    CHECK(difference([](AuditConfig& c) {
+            c.engine = EngineSettings{4, false, false, 7};
+          }) == "--engine-*: max-num-seqs 4, batch-invariant off, prefix-cache off, seed 7 vs "
+                "max-num-seqs 16, batch-invariant off, prefix-cache off, seed 0" +
+                    tail);
     // Budgets are each shard's own: not compared.
     AuditData budgeted = shard(1, 2);
     budgeted.config.max_requests = 10;

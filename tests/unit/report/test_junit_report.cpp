@@ -227,6 +227,24 @@ TEST_CASE("render_junit") {
     CHECK(xml_problem("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<a>x & y</a>") != "");
     CHECK(xml_problem("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<a t=\"<\"/>") != "");
   }
+  SUBCASE("a gate names only the prompts of the scopes it judged") {
+    core::AuditData& data = fixture->data;
+    data.config.gates.fail_on.unstable = false;
+    data.config.gates.max_failed_rate = 1.0;
+    fixture->report = core::make_audit_report(data, fixture->report.tool);
+    // A failed gate of another endpoint's scope: its own case fails, naming none of these.
+    fixture->report.verdict.status = core::VerdictStatus::fail;
+    fixture->report.verdict.gates.push_back({"fail_on_unstable",
+                                             "--fail-on unstable",
+                                             {1, core::ProbeKind::sweep, std::nullopt},
+                                             1.0,
+                                             0.0,
+                                             "endpoint 1, sweep: 1 of 5 judged prompts unstable",
+                                             false});
+    const std::string other = report::render_junit(fixture->report);
+    CHECK(other.find("tests=\"7\" failures=\"1\" errors=\"0\"") != std::string::npos);
+    CHECK(other.find("type=\"fail_on_unstable\">no prompt named\n</failure>") != std::string::npos);
+  }
   SUBCASE("an error verdict is an error test case; the gates as judged") {
     core::Verdict& verdict = fixture->report.verdict;
     verdict.status = core::VerdictStatus::error;
