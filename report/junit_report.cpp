@@ -1,7 +1,8 @@
 // JUnit XML. There is no formal JUnit schema; this follows the shape the common consumers
 // read (Jenkins' junit plugin, GitLab's unit test reports, GitHub test-reporter actions):
 // <testsuites><testsuite name tests failures errors skipped time timestamp><properties/>
-// <testcase classname name time><failure message type>details</failure></testcase>.
+// <testcase classname name time><failure message type>details</failure></testcase>, with
+// <skipped message/> and <system-out> for what passed with a finding.
 #include "report/junit_report.hpp"
 
 #include <fmt/format.h>
@@ -25,7 +26,7 @@ std::string quoted(const std::string& token) {
 enum class Outcome { pass, unstable, inconclusive, fragile, fragility_unknown };
 
 // What the audit saw of a prompt, the worst first: unstable, inconclusive (its stability was not
-// shown), fragile. Unknown fragility is a finding only where --fail-on fragile counts it.
+// shown), fragile. Unknown fragility is no finding of its own: --fail-on fragile names it.
 Outcome outcome_of(const core::PromptAnalysis& p) {
   if (p.status == core::PromptStatus::unstable) return Outcome::unstable;
   if (p.status == core::PromptStatus::inconclusive) return Outcome::inconclusive;

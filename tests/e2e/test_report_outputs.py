@@ -17,6 +17,8 @@ The HTML is rendered in a real browser by tests/browser/test_browser_reports.py.
 """
 
 import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ElementTree
 
 import e2e_harness as h
@@ -98,7 +100,12 @@ class ReportOutputs(h.E2ETestCase):
         self.load_report(again["json"])
 
     def junit(self, path):
-        """The suite element and its test cases by (classname, name)."""
+        """The suite element and its test cases by (classname, name), after the browser suite's
+        checker (tests/browser/check_junit_xml.py) has passed the file."""
+        checker = os.path.join(h.ARGS.source_dir, "tests", "browser", "check_junit_xml.py")
+        checked = subprocess.run([sys.executable, checker, path], capture_output=True, text=True,
+                                 timeout=60)
+        self.assertEqual(checked.returncode, 0, checked.stderr)
         root = ElementTree.parse(path).getroot()
         self.assertEqual(root.tag, "testsuites")
         suite = root.find("testsuite")
