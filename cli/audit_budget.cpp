@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 
 #include "core/probe_text.hpp"
 
@@ -105,7 +106,7 @@ std::string budget_stop_error(const core::BudgetLedger& ledger, const core::Plan
                                    undecided);
 }
 
-void print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
+bool print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
                    const std::vector<std::string>& urls, const core::Plan& plan) {
   fmt::print("llmrepro: dry run: nothing is sent and no database is written\n");
   for (std::size_t e = 0; e < urls.size(); ++e)
@@ -134,11 +135,12 @@ void print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
              "completion)\n",
              total.requests + total.primes, total.requests, total.primes, total.tokens.total(),
              total.tokens.prompt, total.tokens.completion);
-  if (config.price)
-    fmt::print("cost bound: {:.6f} at --price {}\n",
-               core::cost_of(*config.price, static_cast<double>(total.tokens.prompt),
-                             static_cast<double>(total.tokens.completion)),
-               core::to_string(*config.price));
+  std::optional<double> cost;
+  if (config.price) {
+    cost = core::cost_of(*config.price, static_cast<double>(total.tokens.prompt),
+                         static_cast<double>(total.tokens.completion));
+    fmt::print("cost bound: {:.6f} at --price {}\n", *cost, core::to_string(*config.price));
+  }
   if (fillers)
     fmt::print("the mixed probe also sends filler requests, as many as its waves last; they are "
                "not in these totals, and a budget counts each at its bound\n");
@@ -150,6 +152,26 @@ void print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
                initial, config.adaptive_initial);
   }
   fmt::print("prompt bound: UTF-8 bytes + 64 per message + 64 (at most one token per byte)\n");
+  // A budget below the plan's own bound: the run it plans would be stopped by it (or, adaptive,
+  // could be), so the dry run says so and fails rather than approve the plan.
+  bool within = true;
+  const long requests = total.requests + total.primes;
+  if (config.max_requests && requests > *config.max_requests) {
+    fmt::print("over budget: the plan's {} requests are more than --max-requests {}\n", requests,
+               *config.max_requests);
+    within = false;
+  }
+  if (config.max_tokens_total && total.tokens.total() > *config.max_tokens_total) {
+    fmt::print("over budget: the token bound {} is above --max-tokens-total {}\n",
+               total.tokens.total(), *config.max_tokens_total);
+    within = false;
+  }
+  if (config.max_cost && cost && *cost > *config.max_cost) {
+    fmt::print("over budget: the cost bound {:.6f} is above --max-cost {:g}\n", *cost,
+               *config.max_cost);
+    within = false;
+  }
+  return within;
 }
 
 } // namespace llmrepro::cli

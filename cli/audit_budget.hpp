@@ -36,7 +36,9 @@ std::string budget_stop_error(const core::BudgetLedger& ledger, const core::Plan
 
 // --dry-run: prints to stdout the endpoints, each wave of `plan` (endpoint, probe, level,
 // requests, token bound) and the totals (requests, token bound and, with a price, cost bound).
-void print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
+// False, with one line for each, when a budget (--max-requests, --max-tokens-total, --max-cost)
+// is below the plan's own figure: the dry run then exits 1.
+bool print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
                    const std::vector<std::string>& urls, const core::Plan& plan);
 
 } // namespace llmrepro::cli

@@ -57,7 +57,7 @@ int run_audit(const AuditOptions& options) {
   AuditRun run{options, clock}; // the context every pass reads and fills
   // An error ends the audit with the exit code of its kind (commands.hpp).
   if (auto done = run_passes(run); !done) return report_error(done.error());
-  if (options.dry_run) return 0;
+  if (options.dry_run) return run.dry_run_within_budget ? 0 : 1;
   return conclude(run);
 }
 
@@ -198,7 +198,7 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
       "W is not seen");
   audit->add_flag("--dry-run", options->dry_run,
                   "Print the plan, its requests and its token and cost bounds; send nothing and "
-                  "write no database");
+                  "write no database; exit 1 if a budget is below the plan's bound");
   audit->add_option("--embeddings", options->embeddings,
                     "After the run, embed each prompt's distinct completions with this "
                     "OpenAI-compatible /v1/embeddings server and report their cosine similarity");
@@ -213,15 +213,18 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
   add_report_output_options(*audit, options->outputs);
   audit->add_flag("--quiet", options->quiet,
                   "Print nothing but errors and, unless the verdict is pass, its headline");
-  audit
-      ->add_option("--engine-max-num-seqs", options->engine_max_num_seqs,
-                   "Embedded engine: sequences per batch")
-      ->capture_default_str();
-  audit->add_flag("--engine-batch-invariant", options->engine_batch_invariant,
-                  "Embedded engine: fix every reduction order");
-  audit->add_flag("--engine-prefix-cache", options->engine_prefix_cache,
-                  "Embedded engine: reuse cached prompt prefixes");
-  audit->add_option("--engine-seed", options->engine_seed, "Embedded engine: weight seed");
+  flags.engine_max_num_seqs =
+      audit
+          ->add_option("--engine-max-num-seqs", options->engine_max_num_seqs,
+                       "Embedded engine: sequences per batch")
+          ->capture_default_str();
+  flags.engine_batch_invariant =
+      audit->add_flag("--engine-batch-invariant", options->engine_batch_invariant,
+                      "Embedded engine: fix every reduction order");
+  flags.engine_prefix_cache = audit->add_flag("--engine-prefix-cache", options->engine_prefix_cache,
+                                              "Embedded engine: reuse cached prompt prefixes");
+  flags.engine_seed =
+      audit->add_option("--engine-seed", options->engine_seed, "Embedded engine: weight seed");
   audit->callback([options, &result] { result.exit_code = run_audit(*options); });
 }
 

@@ -86,6 +86,10 @@ struct AuditOptions {
     CLI::Option* stream = nullptr;
     CLI::Option* profile = nullptr;
     CLI::Option* max_concurrency = nullptr;
+    CLI::Option* engine_max_num_seqs = nullptr;
+    CLI::Option* engine_batch_invariant = nullptr;
+    CLI::Option* engine_prefix_cache = nullptr;
+    CLI::Option* engine_seed = nullptr;
   } plan_flags;
 
   // The budget flags, to tell a flag given from its default.

@@ -250,6 +250,20 @@ core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
   return config;
 }
 
+// The embedded engine's settings as the --engine-* flags give them.
+core::EngineSettings engine_settings_of(const AuditOptions& options) {
+  return core::EngineSettings{options.engine_max_num_seqs, options.engine_batch_invariant,
+                              options.engine_prefix_cache, options.engine_seed};
+}
+
+// The names of the --header lines given; their values are secrets and are never stored.
+std::vector<std::string> header_names_of(const AuditOptions& options) {
+  std::vector<std::string> names;
+  for (const std::string& line : options.headers)
+    if (std::string name = core::header_name(line); !name.empty()) names.push_back(name);
+  return names;
+}
+
 // How many endpoints the command line names: --endpoint (or the embedded engine) and --compare.
 std::size_t given_endpoint_count(const AuditOptions& options) {
   return std::max<std::size_t>(options.endpoints.size(), 1) + options.compare.size();
@@ -281,7 +295,13 @@ core::Result<void> check_resume_plan(const AuditRun& run, const core::AuditConfi
                    .shard = given(flags.shard),
                    .stream = given(flags.stream),
                    .profile = given(flags.profile),
-                   .max_concurrency = given(flags.max_concurrency)};
+                   .max_concurrency = given(flags.max_concurrency),
+                   .engine_max_num_seqs = given(flags.engine_max_num_seqs),
+                   .engine_batch_invariant = given(flags.engine_batch_invariant),
+                   .engine_prefix_cache = given(flags.engine_prefix_cache),
+                   .engine_seed = given(flags.engine_seed)};
+  request.config.engine = engine_settings_of(options);
+  request.config.header_names = header_names_of(options);
   if (given(flags.suite)) {
     auto suite = probes::load_suite(options.suite);
     if (!suite) return suite.error();
@@ -378,13 +398,15 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
   if (endpoint.empty()) {
     engine::ServeConfig serve;
     serve.port = 0;
-    serve.max_num_seqs = options.engine_max_num_seqs;
-    serve.batch_invariant = options.engine_batch_invariant;
+    // As stored with the audit (a --resume runs the engine it was started with), else as given.
+    const core::EngineSettings settings = config.engine.value_or(engine_settings_of(options));
+    serve.max_num_seqs = settings.max_num_seqs;
+    serve.batch_invariant = settings.batch_invariant;
     // The determinism profile's prefix probe tests the cache: with it off, warm and cold trials
     // would run the same path.
     serve.prefix_cache =
-        options.engine_prefix_cache || config.profile == core::AuditProfile::deterministic;
-    serve.seed = options.engine_seed;
+        settings.prefix_cache || config.profile == core::AuditProfile::deterministic;
+    serve.seed = settings.seed;
     auto server = engine::EngineServer::start(serve);
     if (!server) return server.error();
     result.embedded = std::move(*server);
@@ -519,6 +541,10 @@ core::Result<void> load_or_resume(AuditRun& run) {
   if (!suite) return suite.error();
   run.header.suite = std::move(*suite);
   run.header.config = *config_or;
+  // Stored so that --resume can hold them to the audit (resume_plan_differences).
+  if (std::find(run.urls.begin(), run.urls.end(), std::string()) != run.urls.end())
+    run.header.config.engine = engine_settings_of(options);
+  run.header.config.header_names = header_names_of(options);
   return choose_keys(run);
 }
 
@@ -529,7 +555,7 @@ core::Result<void> print_plan(AuditRun& run) {
   // The URLs as given, their credentials shown as [redacted].
   std::vector<std::string> shown;
   for (const std::string& url : run.urls) shown.push_back(core::redact(url));
-  print_dry_run(config, run.header.suite, shown, plan);
+  run.dry_run_within_budget = print_dry_run(config, run.header.suite, shown, plan);
   return {};
 }
 

@@ -49,6 +49,8 @@ struct AuditRun {
   std::optional<store::AuditDatabase> database;
   bool database_existed = false; // --db named an existing file (replaced under --overwrite)
   bool judging_changed = false;  // --resume was given judging flags that differ from the stored
+  // print_plan (--dry-run): no budget is below the plan's own bound (else the dry run exits 1).
+  bool dry_run_within_budget = true;
 
   // load_or_resume (cli/audit_keys.hpp): the key for each URL ("" none), and for --embeddings.
   std::vector<std::string> keys;

@@ -11,6 +11,16 @@ const char* to_string(FailOn fail_on) {
   return "unstable";
 }
 
+std::string header_name(const std::string& line) {
+  const std::size_t colon = line.find(':');
+  if (colon == std::string::npos) return {};
+  std::size_t begin = 0;
+  std::size_t end = colon;
+  while (begin < end && (line[begin] == ' ' || line[begin] == '\t')) ++begin;
+  while (end > begin && (line[end - 1] == ' ' || line[end - 1] == '\t')) --end;
+  return line.substr(begin, end - begin);
+}
+
 std::string to_string(const FailOnSet& fail_on) {
   std::string out;
   const auto add = [&out](bool on, const char* name) {

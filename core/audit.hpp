@@ -66,6 +66,16 @@ Result<AuditProfile> parse_audit_profile(const std::string& text);
 
 // Everything that shapes an audit's requests and analysis. Stored in the database so that
 // --resume, `report` and `merge` see exactly what the audit ran with.
+// The embedded reference engine's settings (--engine-*): they shape its completions as the plan
+// does, so --resume keeps them.
+struct EngineSettings {
+  int max_num_seqs = 16;
+  bool batch_invariant = false;
+  bool prefix_cache = false;
+  std::uint64_t seed = 0;
+  friend bool operator==(const EngineSettings&, const EngineSettings&) = default;
+};
+
 struct AuditConfig {
   std::string api = "auto"; // requested dialect; EndpointInfo::dialect is what was used
   std::string model;        // empty: whatever the endpoint serves
@@ -103,7 +113,16 @@ struct AuditConfig {
   // and adds the determinism gate.
   AuditProfile profile = AuditProfile::standard;
   GateConfig gates;
+  // The embedded engine's settings where the audit runs it; empty for HTTP endpoints and in
+  // audits stored before they were, where --resume then compares nothing of them.
+  std::optional<EngineSettings> engine;
+  // The --header names in the order given, never their values (secrets: cli/audit_keys.hpp);
+  // empty in audits stored before they were, where --resume compares nothing of them.
+  std::optional<std::vector<std::string>> header_names;
 };
+
+// The name of a --header line "Name: value", trimmed; empty where the line has no colon.
+std::string header_name(const std::string& line);
 
 struct EndpointInfo {
   std::string url;     // base URL with any credentials removed

@@ -1,6 +1,8 @@
 #include "core/audit_merge.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <set>
 #include <string>
@@ -8,37 +10,88 @@
 namespace llmrepro::core {
 namespace {
 
-// The first configuration field, other than the shard, in which two shards differ; empty if none.
-std::string config_difference(const AuditConfig& a, const AuditConfig& b) {
-  if (a.api != b.api) return "api";
-  if (a.model != b.model) return "model";
-  if (a.runs != b.runs) return "runs";
-  if (a.levels != b.levels) return "concurrency";
-  if (a.probes != b.probes) return "probes";
-  if (a.max_tokens != b.max_tokens) return "max_tokens";
-  if (a.top_logprobs != b.top_logprobs) return "top_logprobs";
-  if (a.seed != b.seed) return "seed";
-  if (a.stream != b.stream) return "stream";
-  if (a.timeout_s != b.timeout_s) return "timeout_s";
-  if (a.retries != b.retries) return "retries";
-  if (a.fragile_gap != b.fragile_gap) return "fragile_gap";
-  if (a.fragile_window != b.fragile_window) return "fragile_window";
-  if (a.fragile_p != b.fragile_p) return "fragile_p";
-  if (a.compare_on != b.compare_on) return "compare_on";
-  if (a.price != b.price) return "price";
-  if (a.rate_limit != b.rate_limit) return "rate_limit";
-  if (a.shard_count != b.shard_count) return "shard count";
-  if (a.profile != b.profile) return "profile";
-  if (a.adaptive != b.adaptive) return "adaptive";
-  if (a.adaptive_initial != b.adaptive_initial) return "adaptive_initial";
-  if (a.adaptive_epsilon != b.adaptive_epsilon) return "adaptive_epsilon";
-  if (a.gates.fail_on != b.gates.fail_on) return "fail_on";
-  if (a.gates.max_unique != b.gates.max_unique) return "max_unique";
-  if (a.gates.max_unstable_rate != b.gates.max_unstable_rate) return "max_unstable_rate";
-  if (a.gates.min_tara != b.gates.min_tara) return "min_tara";
-  if (a.gates.max_logprob_drift != b.gates.max_logprob_drift) return "max_logprob_drift";
-  if (a.gates.max_failed_rate != b.gates.max_failed_rate) return "max_failed_rate";
-  return {};
+// One plan-defining (or judging) value in which two shards differ, as the flag spells it.
+struct ConfigDifference {
+  std::string flag;
+  std::string a; // the value in the shard compared
+  std::string b; // the value in the first shard
+};
+
+std::string text_of(int value) { return std::to_string(value); }
+std::string text_of(bool value) { return value ? "on" : "off"; }
+std::string text_of(const std::string& value) { return value.empty() ? "none" : value; }
+std::string text_of(std::uint64_t value) { return std::to_string(value); }
+std::string text_of(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", value);
+  return buffer;
+}
+std::string text_of(const std::vector<int>& levels) {
+  std::string out;
+  for (const int level : levels) out += (out.empty() ? "" : ",") + std::to_string(level);
+  return out;
+}
+std::string text_of(const std::vector<ProbeKind>& probes) {
+  std::string out;
+  for (const ProbeKind probe : probes)
+    out += (out.empty() ? "" : ",") + std::string(to_string(probe));
+  return out;
+}
+std::string text_of(const Price& price) { return to_string(price); }
+std::string text_of(CompareOn compare_on) { return to_string(compare_on); }
+std::string text_of(AuditProfile profile) { return to_string(profile); }
+std::string text_of(const FailOnSet& fail_on) { return to_string(fail_on); }
+std::string text_of(const EngineSettings& engine) {
+  return "max-num-seqs " + std::to_string(engine.max_num_seqs) + ", batch-invariant " +
+         text_of(engine.batch_invariant) + ", prefix-cache " + text_of(engine.prefix_cache) +
+         ", seed " + std::to_string(engine.seed);
+}
+template <typename T> std::string text_of(const std::optional<T>& value) {
+  return value ? text_of(*value) : "none";
+}
+
+// The first configuration value, other than the shard's index, in which two shards differ: every
+// flag that defines the plan or its requests (--stop-after and the adaptive settings included),
+// then the judging flags, which a merged verdict applies to every shard alike. Budgets are not
+// compared: each shard had its own.
+std::optional<ConfigDifference> config_difference(const AuditConfig& a, const AuditConfig& b) {
+  std::optional<ConfigDifference> found;
+  const auto check = [&](const char* flag, const auto& x, const auto& y) {
+    if (!found && !(x == y)) found = ConfigDifference{flag, text_of(x), text_of(y)};
+  };
+  check("--api", a.api, b.api);
+  check("--model", a.model, b.model);
+  check("--runs", a.runs, b.runs);
+  check("--concurrency", a.levels, b.levels);
+  check("--probe", a.probes, b.probes);
+  check("--max-tokens", a.max_tokens, b.max_tokens);
+  check("--stop-after", a.stop_after, b.stop_after);
+  check("--top-logprobs", a.top_logprobs, b.top_logprobs);
+  check("--seed", a.seed, b.seed);
+  check("--stream", a.stream, b.stream);
+  check("--profile", a.profile, b.profile);
+  check("--adaptive", a.adaptive, b.adaptive);
+  check("--adaptive-initial", a.adaptive_initial, b.adaptive_initial);
+  check("--adaptive-epsilon", a.adaptive_epsilon, b.adaptive_epsilon);
+  check("--shard (count)", a.shard_count, b.shard_count);
+  // The embedded engine's settings shape its completions; a shard stored without them (older)
+  // compares nothing of them.
+  if (a.engine && b.engine) check("--engine-*", a.engine, b.engine);
+  check("--timeout", a.timeout_s, b.timeout_s);
+  check("--retries", a.retries, b.retries);
+  check("--rate", a.rate_limit, b.rate_limit);
+  check("--price", a.price, b.price);
+  check("--fragile-gap", a.fragile_gap, b.fragile_gap);
+  check("--fragile-window", a.fragile_window, b.fragile_window);
+  check("--fragile-p", a.fragile_p, b.fragile_p);
+  check("--compare-on", a.compare_on, b.compare_on);
+  check("--fail-on", a.gates.fail_on, b.gates.fail_on);
+  check("--max-unique", a.gates.max_unique, b.gates.max_unique);
+  check("--max-unstable-rate", a.gates.max_unstable_rate, b.gates.max_unstable_rate);
+  check("--min-tara", a.gates.min_tara, b.gates.min_tara);
+  check("--max-logprob-drift", a.gates.max_logprob_drift, b.gates.max_logprob_drift);
+  check("--max-failed-rate", a.gates.max_failed_rate, b.gates.max_failed_rate);
+  return found;
 }
 
 bool same_messages(const std::vector<Message>& a, const std::vector<Message>& b) {
@@ -91,9 +144,10 @@ Result<AuditData> merge_shards(const std::vector<AuditData>& shards) {
     if (config.shard_count < 1 || config.shard_index < 0 ||
         config.shard_index >= config.shard_count)
       return make_error(ErrorCode::usage, "merge: " + shard_name(*shard) + " is not a valid shard");
-    if (const auto field = config_difference(first.config, config); !field.empty())
+    if (const auto field = config_difference(config, first.config))
       return make_error(ErrorCode::usage, "merge: " + shard_name(*shard) + " and " +
-                                              shard_name(first) + " differ in their " + field +
+                                              shard_name(first) + " differ in " + field->flag +
+                                              ": " + field->a + " vs " + field->b +
                                               ": they are not shards of one audit");
     if (const auto why = suite_difference(first.suite, shard->suite); !why.empty())
       return make_error(ErrorCode::usage, "merge: " + shard_name(*shard) + " and " +

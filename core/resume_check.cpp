@@ -1,5 +1,7 @@
 #include "core/resume_check.hpp"
 
+#include <algorithm>
+
 namespace llmrepro::core {
 namespace {
 
@@ -22,6 +24,28 @@ std::string levels_text(const std::vector<int>& levels) {
 
 std::string shard_text(const AuditConfig& config) {
   return std::to_string(config.shard_index + 1) + "/" + std::to_string(config.shard_count);
+}
+
+std::string on_off(bool on) { return on ? "on" : "off"; }
+
+// The --header names as a message lists them: "X-Org, X-Team", or "none".
+std::string names_text(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out.empty() ? "none" : out;
+}
+
+// Header names compare as HTTP does, without case, and as a set: the order sends nothing else.
+std::vector<std::string> comparable_names(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (std::string name : names) {
+    for (char& c : name)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    out.push_back(std::move(name));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 // How an endpoint of the audit reads in a message.
@@ -129,6 +153,25 @@ std::vector<PlanDifference> resume_plan_differences(const AuditData& stored,
   compare(given.profile, "--profile", to_string(was.profile), to_string(now.profile));
   compare(given.max_concurrency && !given.concurrency, "--max-concurrency", levels_text(was.levels),
           levels_text(now.levels));
+  // A flag not given runs the engine as stored (cli connect), so only given ones can differ.
+  if (was.engine) {
+    const EngineSettings& a = *was.engine;
+    const EngineSettings b = now.engine.value_or(EngineSettings{});
+    compare(given.engine_max_num_seqs, "--engine-max-num-seqs", std::to_string(a.max_num_seqs),
+            std::to_string(b.max_num_seqs));
+    compare(given.engine_batch_invariant, "--engine-batch-invariant", on_off(a.batch_invariant),
+            on_off(b.batch_invariant));
+    compare(given.engine_prefix_cache, "--engine-prefix-cache", on_off(a.prefix_cache),
+            on_off(b.prefix_cache));
+    compare(given.engine_seed, "--engine-seed", std::to_string(a.seed), std::to_string(b.seed));
+  }
+  if (was.header_names) {
+    const std::vector<std::string> given_names =
+        now.header_names.value_or(std::vector<std::string>{});
+    if (comparable_names(*was.header_names) != comparable_names(given_names))
+      differences.push_back(
+          {"--header names", names_text(*was.header_names), names_text(given_names), {}});
+  }
   return differences;
 }
 

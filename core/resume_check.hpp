@@ -37,11 +37,18 @@ struct PlanFlagsGiven {
   bool stream = false;
   bool profile = false;
   bool max_concurrency = false; // compared as the levels it implies
+  // The embedded engine's flags; compared only where the stored audit holds its settings.
+  bool engine_max_num_seqs = false;
+  bool engine_batch_invariant = false;
+  bool engine_prefix_cache = false;
+  bool engine_seed = false;
 };
 
 // What `audit --resume` was told of the plan.
 struct ResumeRequest {
-  AuditConfig config;   // the values the flags give (a flag's default where it was not given)
+  // The values the flags give (a flag's default where it was not given); `engine` the --engine-*
+  // values and `header_names` the --header names given (none: an empty list).
+  AuditConfig config;
   PlanFlagsGiven given; // which of config's plan-defining values the command line gave
   // The suite --suite names, loaded, and the path as given; nullopt when --suite was not given.
   std::optional<Suite> suite;
@@ -75,7 +82,10 @@ std::string to_string(const PlanDifference& difference);
 
 // Every plan-defining value in `wanted` that differs from the audit `stored` was planned with, in
 // the order of the flags: --suite, the endpoints, --api, --model, --runs, --concurrency,
-// --max-tokens, --top-logprobs, --seed, --probe, --shard, --stream. Empty when they agree.
+// --max-tokens, --top-logprobs, --seed, --probe, --shard, --stream, --profile, then the embedded
+// engine's flags given (where the audit stored its settings) and the --header names (where it
+// stored them: compared whether given or not, as a set, case-insensitively, since every request
+// carries them). Empty when they agree.
 std::vector<PlanDifference>
 resume_plan_differences(const AuditData& stored, const ResumeRequest& wanted, const UrlForms& urls);
 

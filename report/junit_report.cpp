@@ -1,10 +1,14 @@
 // JUnit XML. There is no formal JUnit schema; this follows the shape the common consumers
 // read (Jenkins' junit plugin, GitLab's unit test reports, GitHub test-reporter actions):
 // <testsuites><testsuite name tests failures errors skipped time timestamp><properties/>
-// <testcase classname name time><failure message type>details</failure></testcase>.
+// <testcase classname name time><failure message type>details</failure></testcase>, with
+// <skipped message/> and <system-out> for what passed with a finding.
 #include "report/junit_report.hpp"
 
 #include <fmt/format.h>
+
+#include <optional>
+#include <vector>
 
 #include "core/text_utf8.hpp"
 #include "report/detail/bidi_controls.hpp"
@@ -19,27 +23,15 @@ std::string quoted(const std::string& token) {
   return "\u201c" + core::truncate_utf8(token, k_token_width) + "\u201d";
 }
 
-// How a prompt's test case ends: it passes, or fails as one of these (the <failure> type).
+// What a prompt's test case reports: nothing, or one of these.
 enum class Outcome { pass, unstable, inconclusive, fragile, fragility_unknown };
 
-const char* type_of(Outcome outcome) {
-  switch (outcome) {
-  case Outcome::unstable: return "unstable";
-  case Outcome::inconclusive: return "inconclusive";
-  case Outcome::fragile: return "fragile";
-  case Outcome::fragility_unknown: return "fragility_unknown";
-  case Outcome::pass: break;
-  }
-  return "pass";
-}
-
-// Unstable first, then inconclusive (never a passing test: its stability was not shown), then
-// fragile; a prompt whose fragility is unknown fails only where --fail-on fragile asked.
-Outcome outcome_of(const core::PromptAnalysis& p, bool fail_on_fragile) {
+// What the audit saw of a prompt, the worst first: unstable, inconclusive (its stability was not
+// shown), fragile. Unknown fragility is no finding of its own: --fail-on fragile names it.
+Outcome outcome_of(const core::PromptAnalysis& p) {
   if (p.status == core::PromptStatus::unstable) return Outcome::unstable;
   if (p.status == core::PromptStatus::inconclusive) return Outcome::inconclusive;
   if (p.fragile == true) return Outcome::fragile;
-  if (!p.fragile && fail_on_fragile) return Outcome::fragility_unknown;
   return Outcome::pass;
 }
 
@@ -128,24 +120,208 @@ std::string xml_escape(std::string_view text, bool attribute) {
   return out;
 }
 
+namespace {
+
+// Why a failing gate names a prompt: the <failure> type and the one-line reason.
+struct Naming {
+  const core::GateResult* gate = nullptr;
+  std::string type;
+  std::string message;
+};
+
+// Whether the gate's scope holds the judged scope (an empty member holds every one).
+bool covers(const core::GateScope& gate, const core::JudgedScope& scope) {
+  return (!gate.endpoint || *gate.endpoint == scope.endpoint) &&
+         (!gate.probe || *gate.probe == scope.probe);
+}
+
+// The prompt a failing gate names in `scope`, with why; nothing where the gate says nothing of
+// it. A gate names what makes its figure exceed its limit: the unstable prompts for
+// --fail-on unstable and --max-unstable-rate, those whose answers disagree for --min-tara, the
+// fragile (and, as --fail-on fragile counts them, unknown) ones, those with more distinct
+// completions than --max-unique, more drift than --max-logprob-drift, failed requests for
+// --max-failed-rate, another reference than endpoint 0's for --fail-on disagree, and the
+// prompt where --profile deterministic first broke.
+std::optional<Naming> naming_of(const core::GateResult& gate, const core::JudgedScope& scope,
+                                const core::PromptAnalysis& p, const core::AuditReport& report,
+                                double tau) {
+  if (gate.passed || !covers(gate.scope, scope)) return std::nullopt;
+  const std::string& name = gate.name;
+  if (name == "fail_on_unstable" || name == "max_unstable_rate") {
+    if (p.status == core::PromptStatus::unstable)
+      return Naming{&gate, "unstable", failure_message(p, Outcome::unstable, tau)};
+  } else if (name == "min_tara") {
+    if (!p.answers_agree)
+      return Naming{&gate, "answers_disagree",
+                    p.status == core::PromptStatus::unstable
+                        ? failure_message(p, Outcome::unstable, tau)
+                        : std::string("answers disagree (TARa)")};
+  } else if (name == "fail_on_fragile") {
+    if (p.fragile == true)
+      return Naming{&gate, "fragile", failure_message(p, Outcome::fragile, tau)};
+    if (!p.fragile)
+      return Naming{&gate, "fragility_unknown",
+                    failure_message(p, Outcome::fragility_unknown, tau)};
+  } else if (name == "max_unique") {
+    if (gate.limit && p.unique_completions > *gate.limit)
+      return Naming{&gate, "max_unique",
+                    fmt::format("{} distinct completions in {} runs, limit {:g}",
+                                p.unique_completions, p.runs, *gate.limit)};
+  } else if (name == "max_logprob_drift") {
+    if (gate.limit && p.status != core::PromptStatus::inconclusive &&
+        p.logprob_drift.positions_compared > 0 && p.logprob_drift.max_abs > *gate.limit)
+      return Naming{&gate, "logprob_drift",
+                    fmt::format("logprob drift {:.3g} nats, limit {:.3g}", p.logprob_drift.max_abs,
+                                *gate.limit)};
+  } else if (name == "max_failed_rate") {
+    if (p.status == core::PromptStatus::inconclusive)
+      return Naming{&gate, "inconclusive", failure_message(p, Outcome::inconclusive, tau)};
+    if (p.failed > 0)
+      return Naming{&gate, "failed_requests",
+                    fmt::format("{} of {} requests failed", p.failed, p.runs + p.failed)};
+  } else if (name == "fail_on_disagree") {
+    if (!report.comparison) return std::nullopt;
+    for (const core::PromptComparison& compared : report.comparison->prompts) {
+      if (compared.id != p.id) continue;
+      for (const core::EndpointDivergence& other : compared.endpoints)
+        if (other.endpoint_index == scope.endpoint && !other.agrees)
+          return Naming{&gate, "disagree",
+                        other.has_reference
+                            ? "reference completion differs from endpoint 0's"
+                            : std::string("no successful completion to compare with endpoint 0's")};
+    }
+  } else if (name == "determinism") {
+    const auto e = static_cast<std::size_t>(scope.endpoint);
+    if (e < report.determinism.size() && report.determinism[e].first_break &&
+        report.determinism[e].first_break->prompt == p.id &&
+        report.determinism[e].first_break->probe == scope.probe)
+      return Naming{&gate, "determinism", gate.message};
+  }
+  return std::nullopt;
+}
+
+// What the audit saw of a prompt that no failing gate names: findings, not failures.
+std::string finding_of(const core::PromptAnalysis& p, double tau) {
+  const Outcome outcome = outcome_of(p);
+  if (outcome == Outcome::pass) return {};
+  return failure_message(p, outcome, tau);
+}
+
+// A test case's name for a gate: its flag, and where several scopes are judged, the scope.
+std::string gate_case_name(const core::GateResult& gate, bool several) {
+  std::string name = gate.flag;
+  if (!several) return name;
+  std::string scope;
+  if (gate.scope.endpoint) scope = "endpoint " + std::to_string(*gate.scope.endpoint);
+  if (gate.scope.probe && gate.name != "determinism")
+    scope += (scope.empty() ? "" : ", ") + std::string(core::to_string(*gate.scope.probe));
+  return scope.empty() ? name : name + " (" + scope + ")";
+}
+
+// The prompts' class: endpoint 0's primary probe kind is "llmrepro.audit", another scope
+// "llmrepro.audit.endpoint-1.long".
+std::string class_of(const core::JudgedScope& scope, bool first) {
+  if (first) return "llmrepro.audit";
+  return fmt::format("llmrepro.audit.endpoint-{}.{}", scope.endpoint, core::to_string(scope.probe));
+}
+
+} // namespace
+
+// One test case per gate and one per prompt of each judged scope. A gate's case fails when the
+// gate failed; a prompt's case fails when a failing gate names it (naming_of), so the suite fails
+// exactly when the exit code does and for the same gates. What no failing gate names (an
+// unstable prompt with no stability gate, a fragile one without --fail-on fragile) is a finding:
+// written to the case's <system-out>, or, for a prompt that could not be judged, <skipped>.
 std::string render_junit(const core::AuditReport& report) {
   const core::AuditData* data = report.data;
   const core::Verdict& verdict = report.verdict;
   const double tau = data != nullptr ? data->config.fragile_gap : 0.05;
-  // Whether the verdict judged --fail-on fragile: unknown fragility then fails a prompt too.
-  bool fail_on_fragile = false;
-  for (const core::GateResult& gate : verdict.gates)
-    fail_on_fragile = fail_on_fragile || gate.name == "fail_on_fragile";
+  const std::vector<core::JudgedScope> scopes = core::judged_scopes(report);
+  const bool several = scopes.size() > 1;
+
+  std::string cases;
+  int tests = 0;
   int failures = 0;
   int errors = 0;
-  for (const core::PromptAnalysis& p : report.analysis.prompts)
-    if (outcome_of(p, fail_on_fragile) != Outcome::pass) ++failures;
-  // The verdict is a test case of its own unless it passed, so that the suite fails exactly when
-  // the exit code does.
-  if (verdict.status == core::VerdictStatus::fail) ++failures;
-  if (verdict.status == core::VerdictStatus::error) ++errors;
-  const int tests = static_cast<int>(report.analysis.prompts.size()) +
-                    (verdict.status == core::VerdictStatus::pass ? 0 : 1);
+  int skipped = 0;
+  if (verdict.status == core::VerdictStatus::error) {
+    // Named "verdict" in a class of its own, so that no prompt id can collide with it.
+    std::string body;
+    for (const std::string& error : verdict.errors) body += "could not judge: " + error + "\n";
+    cases += fmt::format("    <testcase classname=\"llmrepro.verdict\" name=\"verdict\" "
+                         "time=\"0\">\n      <error message=\"{}\" type=\"verdict\">{}</error>\n"
+                         "    </testcase>\n",
+                         xml_escape(verdict.headline, true), xml_escape(body, false));
+    ++tests;
+    ++errors;
+  }
+  for (const core::GateResult& gate : verdict.gates) {
+    ++tests;
+    cases += fmt::format("    <testcase classname=\"llmrepro.gate\" name=\"{}\" time=\"0\"",
+                         xml_escape(gate_case_name(gate, several), true));
+    if (gate.passed) {
+      cases += fmt::format(">\n      <system-out>passed: {}</system-out>\n    </testcase>\n",
+                           xml_escape(gate.message, false));
+      continue;
+    }
+    ++failures;
+    std::string named;
+    for (const core::JudgedScope& scope : scopes)
+      for (const core::PromptAnalysis& p : scope.analysis->prompts)
+        if (naming_of(gate, scope, p, report, tau))
+          named += (named.empty() ? "" : ", ") + p.id +
+                   (several ? fmt::format(" (endpoint {}, {})", scope.endpoint,
+                                          core::to_string(scope.probe))
+                            : "");
+    cases += fmt::format(
+        ">\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n"
+        "    </testcase>\n",
+        xml_escape(gate.message, true), xml_escape(gate.name, true),
+        xml_escape(named.empty() ? std::string("no prompt named\n") : "prompts: " + named + "\n",
+                   false));
+  }
+  for (std::size_t s = 0; s < scopes.size(); ++s) {
+    const core::JudgedScope& scope = scopes[s];
+    const std::string classname = xml_escape(class_of(scope, s == 0), true);
+    for (const core::PromptAnalysis& p : scope.analysis->prompts) {
+      ++tests;
+      cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"0\"", classname,
+                           xml_escape(p.id, true));
+      std::vector<Naming> namings;
+      for (const core::GateResult& gate : verdict.gates)
+        if (auto naming = naming_of(gate, scope, p, report, tau)) namings.push_back(*naming);
+      if (!namings.empty()) {
+        ++failures;
+        // The reason, then each gate that names the prompt (unless the reason names it).
+        std::string message = namings.front().message;
+        std::string flags;
+        for (const Naming& naming : namings)
+          if (message.find(naming.gate->flag) == std::string::npos &&
+              flags.find(naming.gate->flag) == std::string::npos)
+            flags += (flags.empty() ? "" : ", ") + naming.gate->flag;
+        if (!flags.empty()) message += " (" + flags + ")";
+        cases += fmt::format(
+            ">\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>\n",
+            xml_escape(message, true), namings.front().type, xml_escape(failure_details(p), false));
+        continue;
+      }
+      const std::string finding = finding_of(p, tau);
+      if (finding.empty()) {
+        cases += "/>\n";
+      } else if (p.status == core::PromptStatus::inconclusive) {
+        ++skipped;
+        cases +=
+            fmt::format(">\n      <skipped message=\"{}\"/>\n      <system-out>{}</system-out>\n"
+                        "    </testcase>\n",
+                        xml_escape(finding, true), xml_escape(failure_details(p), false));
+      } else {
+        cases += fmt::format(">\n      <system-out>finding, no gate failed on it: {}\n\n{}"
+                             "</system-out>\n    </testcase>\n",
+                             xml_escape(finding, false), xml_escape(failure_details(p), false));
+      }
+    }
+  }
+
   double seconds = 0.0;
   std::string timestamp;
   std::string id;
@@ -157,13 +333,13 @@ std::string render_junit(const core::AuditReport& report) {
     if (data->info.started_ms > 0) timestamp = format_iso_utc_ms(data->info.started_ms);
   }
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt::format(
-      "<testsuites name=\"llmrepro\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n",
-      tests, failures, errors, seconds);
+  out += fmt::format("<testsuites name=\"llmrepro\" tests=\"{}\" failures=\"{}\" errors=\"{}\" "
+                     "skipped=\"{}\" time=\"{:.3f}\">\n",
+                     tests, failures, errors, skipped, seconds);
   out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" "
-                     "skipped=\"0\" time=\"{:.3f}\"",
+                     "skipped=\"{}\" time=\"{:.3f}\"",
                      xml_escape(id.empty() ? "llmrepro audit" : "llmrepro audit " + id, true),
-                     tests, failures, errors, seconds);
+                     tests, failures, errors, skipped, seconds);
   if (!timestamp.empty()) out += fmt::format(" timestamp=\"{}\"", xml_escape(timestamp, true));
   out += ">\n    <properties>\n";
   const auto property = [&](const std::string& name, const std::string& value) {
@@ -184,37 +360,16 @@ std::string render_junit(const core::AuditReport& report) {
   property("verdict", core::to_string(verdict.status));
   property("headline", verdict.headline);
   property("tarr", fmt::format("{}", report.analysis.summary.tarr));
+  // The findings of endpoint 0's primary probe kind, whatever the gates made of them.
+  const core::AuditSummary& summary = report.analysis.summary;
+  property("unstable_prompts", std::to_string(summary.unstable_prompts));
+  property("fragile_prompts", std::to_string(summary.fragile_prompts));
+  property("inconclusive_prompts", std::to_string(summary.inconclusive_prompts));
+  if (summary.max_logprob_drift)
+    property("max_logprob_drift", fmt::format("{:g}", *summary.max_logprob_drift));
   if (!report.tool.version.empty()) property("llmrepro", report.tool.version);
   out += "    </properties>\n";
-  if (verdict.status != core::VerdictStatus::pass) {
-    // Named "verdict" in a class of its own, so that no prompt id can collide with it.
-    std::string body;
-    const char* element = "failure";
-    if (verdict.status == core::VerdictStatus::error) {
-      element = "error";
-      for (const std::string& error : verdict.errors) body += "could not judge: " + error + "\n";
-    } else {
-      for (const core::GateResult& gate : verdict.gates)
-        if (!gate.passed) body += "failed: " + gate.flag + ": " + gate.message + "\n";
-    }
-    out += fmt::format("    <testcase classname=\"llmrepro.verdict\" name=\"verdict\" "
-                       "time=\"0\">\n      <{0} message=\"{1}\" type=\"verdict\">{2}</{0}>\n"
-                       "    </testcase>\n",
-                       element, xml_escape(verdict.headline, true), xml_escape(body, false));
-  }
-  for (const core::PromptAnalysis& p : report.analysis.prompts) {
-    out += fmt::format("    <testcase classname=\"llmrepro.audit\" name=\"{}\" time=\"0\"",
-                       xml_escape(p.id, true));
-    const Outcome outcome = outcome_of(p, fail_on_fragile);
-    if (outcome != Outcome::pass) {
-      out += fmt::format(
-          ">\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>\n",
-          xml_escape(failure_message(p, outcome, tau), true), type_of(outcome),
-          xml_escape(failure_details(p), false));
-    } else {
-      out += "/>\n";
-    }
-  }
+  out += cases;
   out += "  </testsuite>\n</testsuites>\n";
   return out;
 }

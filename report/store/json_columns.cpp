@@ -134,6 +134,14 @@ Json config_to_json(const core::AuditConfig& config) {
        gates.max_logprob_drift ? Json(*gates.max_logprob_drift) : Json(nullptr)},
       {"max_failed_rate", gates.max_failed_rate},
   };
+  Json engine = nullptr;
+  if (config.engine)
+    engine = Json{{"max_num_seqs", config.engine->max_num_seqs},
+                  {"batch_invariant", config.engine->batch_invariant},
+                  {"prefix_cache", config.engine->prefix_cache},
+                  {"seed", config.engine->seed}};
+  // Names only: a header's value may be a secret and never reaches the database.
+  const Json header_names = config.header_names ? Json(*config.header_names) : Json(nullptr);
   return Json{{"api", config.api},
               {"model", config.model},
               {"runs", config.runs},
@@ -162,7 +170,9 @@ Json config_to_json(const core::AuditConfig& config) {
               {"shard_index", config.shard_index},
               {"shard_count", config.shard_count},
               {"profile", core::to_string(config.profile)},
-              {"gates", gates_json}};
+              {"gates", gates_json},
+              {"engine", engine},
+              {"header_names", header_names}};
 }
 
 Result<core::AuditConfig> config_from_json(const Json& json, const std::string& where) {
@@ -260,6 +270,27 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
   if (read_gates.find(*gates, "max_logprob_drift") != nullptr)
     LLMREPRO_TRY_ASSIGN(config.gates.max_logprob_drift,
                         read_gates.optional_number(*gates, "max_logprob_drift"));
+  // Absent (or null) from audits stored before the engine's settings and the header names were,
+  // and for an audit of HTTP endpoints: --resume then compares nothing of them.
+  if (const Json* engine = read.find(json, "engine"); engine != nullptr && !engine->is_null()) {
+    if (!engine->is_object()) return read.error("engine", "an object or null");
+    const JsonReader read_engine(where + ": config.engine");
+    core::EngineSettings settings;
+    LLMREPRO_TRY_ASSIGN(settings.max_num_seqs, read_engine.small_integer(*engine, "max_num_seqs"));
+    LLMREPRO_TRY_ASSIGN(settings.batch_invariant, read_engine.boolean(*engine, "batch_invariant"));
+    LLMREPRO_TRY_ASSIGN(settings.prefix_cache, read_engine.boolean(*engine, "prefix_cache"));
+    LLMREPRO_TRY_ASSIGN(settings.seed, read_engine.unsigned_integer(*engine, "seed"));
+    config.engine = settings;
+  }
+  if (const Json* names = read.find(json, "header_names"); names != nullptr && !names->is_null()) {
+    if (!names->is_array()) return read.error("header_names", "an array of strings or null");
+    std::vector<std::string> list;
+    for (const auto& name : *names) {
+      if (!name.is_string()) return read.error("header_names", "an array of strings or null");
+      list.push_back(name.get<std::string>());
+    }
+    config.header_names = std::move(list);
+  }
   return config;
 }
 

@@ -3,13 +3,15 @@
 
 usage: check_junit_xml.py JUNIT_FILE
 
-One <testsuite> inside <testsuites>; its tests/failures/errors attributes equal the counts of
-<testcase>, <failure> and <error> elements; every prompt's test case has classname
-"llmrepro.audit" and a name; every failure and error has a message. The suite's properties carry
-"verdict" (pass, fail or error) and "headline"; unless the verdict passed there is exactly one
-test case classname "llmrepro.verdict" name "verdict" holding a <failure> (fail) or an <error>
-(error) whose message is the headline, and none when it passed. Exits 0 when all hold, 1 with a
-message otherwise.
+One <testsuite> inside <testsuites>; its tests/failures/errors/skipped attributes equal the counts
+of <testcase>, <failure>, <error> and <skipped> elements; every test case has classname
+"llmrepro.gate" (one per gate), "llmrepro.audit..." (one per prompt) or "llmrepro.verdict", and
+a name; every failure, error and skip has a message. The suite's properties carry "verdict"
+(pass, fail or error) and "headline". The JUnit fails exactly when the exit code does: a
+passing verdict has no failure and no error; a failed one has a failing gate case and no
+error; an error verdict has exactly one test case classname "llmrepro.verdict" name "verdict"
+holding an <error> whose message is the headline (and none otherwise); a prompt's case fails
+only where a gate's case fails. Exits 0 when all hold, 1 with a message otherwise.
 """
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -32,7 +34,9 @@ def main():
         cases = suite.findall("testcase")
         failures = suite.findall("testcase/failure")
         errors = suite.findall("testcase/error")
-        for attribute, actual in (("tests", len(cases)), ("failures", len(failures)), ("errors", len(errors))):
+        skips = suite.findall("testcase/skipped")
+        for attribute, actual in (("tests", len(cases)), ("failures", len(failures)),
+                                  ("errors", len(errors)), ("skipped", len(skips))):
             if suite.get(attribute) != str(actual):
                 problems.append(f"testsuite {attribute}={suite.get(attribute)!r} but {actual} found")
         properties = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
@@ -42,24 +46,34 @@ def main():
         if not properties.get("headline"):
             problems.append("no headline property")
         verdicts = [c for c in cases if c.get("classname") == "llmrepro.verdict"]
-        if status == "pass" and verdicts:
-            problems.append("a passing verdict has a test case")
-        if status in ("fail", "error"):
-            outcome = "failure" if status == "fail" else "error"
+        gates = [c for c in cases if c.get("classname") == "llmrepro.gate"]
+        failed_gates = [c for c in gates if c.find("failure") is not None]
+        failed_prompts = [c for c in cases if c.get("classname", "").startswith("llmrepro.audit")
+                          and c.find("failure") is not None]
+        if status == "pass" and (failures or errors):
+            problems.append("a passing verdict has a failure or an error")
+        if status == "fail" and (not failed_gates or errors):
+            problems.append("a failed verdict without a failing gate case, or with an error")
+        if failed_prompts and not failed_gates:
+            problems.append("a prompt fails where no gate failed")
+        if status == "error":
             if len(verdicts) != 1 or verdicts[0].get("name") != "verdict":
                 problems.append(f"expected one verdict test case, found {len(verdicts)}")
-            elif verdicts[0].find(outcome) is None:
-                problems.append(f"the {status} verdict's test case has no <{outcome}>")
-            elif verdicts[0].find(outcome).get("message") != properties.get("headline"):
+            elif verdicts[0].find("error") is None:
+                problems.append("the error verdict's test case has no <error>")
+            elif verdicts[0].find("error").get("message") != properties.get("headline"):
                 problems.append("the verdict test case's message is not the headline")
+        elif verdicts:
+            problems.append(f"a {status} verdict has a verdict test case")
         for case in cases:
-            if case.get("classname") == "llmrepro.verdict":
-                continue
-            if case.get("classname") != "llmrepro.audit" or not case.get("name"):
-                problems.append(f"test case without classname llmrepro.audit or name: {case.attrib}")
-        for outcome in failures + errors:
+            classname = case.get("classname", "")
+            known = classname in ("llmrepro.verdict", "llmrepro.gate") or \
+                classname == "llmrepro.audit" or classname.startswith("llmrepro.audit.")
+            if not known or not case.get("name"):
+                problems.append(f"test case without a known classname or a name: {case.attrib}")
+        for outcome in failures + errors + skips:
             if not outcome.get("message"):
-                problems.append("a failure or error without a message")
+                problems.append("a failure, error or skip without a message")
     if problems:
         for problem in problems:
             print("FAIL:", problem, file=sys.stderr)

@@ -223,8 +223,10 @@ class E2ETestCase(unittest.TestCase):
     def assert_verdict_agrees(self, run, paths, quiet=False):
         """Loads the JSON report and asserts that the exit code, the terminal (stdout, or under
         --quiet stderr), the Markdown, the HTML (#verdict-headline) and the JUnit verdict
-        property all state its summary.verdict, and that each warning reaches the terminal,
-        the HTML (#warnings) and the Markdown. Returns the report."""
+        property all state its summary.verdict, that the JUnit fails exactly the failed gates
+        (and prompts only where one failed) and errs only on an error verdict, and that each
+        warning reaches the terminal, the HTML (#warnings) and the Markdown. Returns the
+        report."""
         report = self.load_report(paths["json"])
         verdict = report["summary"]["verdict"]
         status, headline = verdict["status"], verdict["headline"]
@@ -284,6 +286,25 @@ class E2ETestCase(unittest.TestCase):
         for suite in suites:
             values = [p.get("value") for p in suite.iter("property") if p.get("name") == "verdict"]
             self.assertEqual(values, [status], "JUnit verdict property: " + where)
+            # A CI system reading the JUnit fails exactly when the exit code does: the failing
+            # test cases are the failed gates (their messages, in order) and prompts only where
+            # a gate failed; an error verdict is one error case.
+            cases = suite.findall("testcase")
+            gate_failures = [c.find("failure").get("message") for c in cases
+                             if c.get("classname") == "llmrepro.gate"
+                             and c.find("failure") is not None]
+            self.assertEqual(gate_failures, [g["message"] for g in failed_gates],
+                             "JUnit failing gates: " + where)
+            prompt_failures = [c.get("name") for c in cases
+                               if c.get("classname", "").startswith("llmrepro.audit")
+                               and c.find("failure") is not None]
+            if not failed_gates:
+                self.assertEqual(prompt_failures, [], "JUnit failures, no gate failed: " + where)
+            errors = [c for c in cases if c.find("error") is not None]
+            self.assertEqual(len(errors), 1 if status == "error" else 0, "JUnit errors: " + where)
+            if status == "pass":
+                self.assertEqual((suite.get("failures"), suite.get("errors")), ("0", "0"),
+                                 "JUnit of a passing verdict: " + where)
         return report
 
     def load_report(self, path):

@@ -163,6 +163,35 @@ class Budgets(h.E2ETestCase):
         # 8970 x 1 + 480 x 2 per million.
         self.assertIn("cost bound: 0.009930 at --price input=1,output=2", lines)
 
+    def test_dry_run_over_budget_says_so_and_exits_1(self):
+        endpoint = self.start_endpoint(std.script())
+        # The cost bound is 0.009930 (above); a budget just below it fails the dry run, with one
+        # line naming both figures; one at the bound passes.
+        run, _ = self.audit(endpoint, "--dry-run", "--price", "input=1,output=2",
+                            "--max-cost", "0.0099")
+        self.assert_exit(run, 1)
+        self.assertEqual(endpoint.requests(), [])
+        self.assertFalse(os.path.exists(self.path("audit.db")))
+        over = [line for line in run.stdout.splitlines() if line.startswith("over budget")]
+        self.assertEqual(over, ["over budget: the cost bound 0.009930 is above --max-cost 0.0099"])
+        run, _ = self.audit(endpoint, "--dry-run", "--price", "input=1,output=2",
+                            "--max-cost", "0.00993")
+        self.assert_exit(run, 0)
+        self.assertNotIn("over budget", run.stdout)
+        # The request count and the token bound likewise: 60 requests, 9450 tokens.
+        run, _ = self.audit(endpoint, "--dry-run", "--max-requests", "59",
+                            "--max-tokens-total", "9449")
+        self.assert_exit(run, 1)
+        over = [line for line in run.stdout.splitlines() if line.startswith("over budget")]
+        self.assertEqual(over, ["over budget: the plan's 60 requests are more than "
+                                "--max-requests 59",
+                                "over budget: the token bound 9450 is above --max-tokens-total "
+                                "9449"])
+        run, _ = self.audit(endpoint, "--dry-run", "--max-requests", "60",
+                            "--max-tokens-total", "9450")
+        self.assert_exit(run, 0)
+        self.assertEqual(endpoint.requests(), [])
+
     def test_dry_run_with_api_auto_detects_nothing(self):
         endpoint = self.start_endpoint(std.script())
         run = self.run_llmrepro(["audit", "--suite", self.suite, "--endpoint", endpoint.url,

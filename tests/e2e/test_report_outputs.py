@@ -6,14 +6,19 @@ The standard audit (tests/e2e/standard_audit.py) plus a fifth prompt, "hostile",
 completions carry HTML and quotes and diverge at a token that is itself markup. Then:
 - `report --db` writes JSON, HTML, JUnit and Markdown byte for byte equal to the audit's: the
   audit's own times and tool info are stored, nothing is re-measured;
-- the JUnit parses (expat), has one test case per prompt, and fails exactly the unstable or
-  fragile prompts with messages giving the divergence position, both candidates and the gap;
+- the JUnit parses (expat) and agrees with the exit code: with no gate configured (exit 0) it
+  fails nothing and reports the unstable and fragile prompts as findings (system-out); with
+  --fail-on unstable (exit 1) it fails that gate and exactly the unstable prompts, with messages
+  giving the divergence position, both candidates and the gap; with a gate that passes
+  (--max-unstable-rate 0.6, exit 0) it fails nothing;
 - the Markdown carries the verdict, the summary table and the worst prompts;
 - a wrong --db is an input error (exit 2) that names the file.
 The HTML is rendered in a real browser by tests/browser/test_browser_reports.py.
 """
 
 import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ElementTree
 
 import e2e_harness as h
@@ -47,9 +52,10 @@ def hostile_suite():
     return std.suite() + [{"id": "hostile", "prompt": HOSTILE_TEXT}]
 
 
-def run_hostile_audit(test, tag="audit"):
-    """Runs the standard audit plus the hostile prompt, writing every format; returns the
-    paths by format name and the endpoint."""
+def run_hostile_audit(test, tag="audit", gates=(), code=0):
+    """Runs the standard audit plus the hostile prompt, writing every format, with the gate
+    flags `gates` and expecting exit `code`; returns the paths by format name and the
+    endpoint."""
     endpoint = test.start_endpoint(hostile_script(), name=tag)
     suite = test.write_suite(f"{tag}-suite.jsonl", hostile_suite())
     paths = {"db": test.path(f"{tag}.db")}
@@ -61,8 +67,8 @@ def run_hostile_audit(test, tag="audit"):
                      ("markdown", "md")):
         paths[fmt] = test.path(f"{tag}.{ext}")
         args += [f"--{fmt}", paths[fmt]]
-    run = test.run_llmrepro(args)
-    test.assert_exit(run, 0)
+    run = test.run_llmrepro(args + list(gates))
+    test.assert_exit(run, code)
     return paths, endpoint
 
 
@@ -95,42 +101,92 @@ class ReportOutputs(h.E2ETestCase):
                                  f"`report --{fmt}` differs from the audit's")
         self.load_report(again["json"])
 
-    def test_junit_fails_the_unstable_and_fragile_prompts(self):
-        audit, _ = run_hostile_audit(self)
-        root = ElementTree.parse(audit["junit"]).getroot()
+    def junit(self, path):
+        """The suite element and its test cases by (classname, name), after the browser suite's
+        checker (tests/browser/check_junit_xml.py) has passed the file."""
+        checker = os.path.join(h.ARGS.source_dir, "tests", "browser", "check_junit_xml.py")
+        checked = subprocess.run([sys.executable, checker, path], capture_output=True, text=True,
+                                 timeout=60)
+        self.assertEqual(checked.returncode, 0, checked.stderr)
+        root = ElementTree.parse(path).getroot()
         self.assertEqual(root.tag, "testsuites")
         suite = root.find("testsuite")
-        cases = {c.get("name"): c for c in suite.findall("testcase")}
-        self.assertEqual(sorted(cases), sorted(["capital", "feynman", "primes", "hello",
-                                                "hostile"]))
+        return suite, {(c.get("classname"), c.get("name")): c for c in suite.findall("testcase")}
+
+    def test_junit_without_a_gate_fails_nothing(self):
+        # No --fail-on: the verdict cannot fail on stability (exit 0), so a CI system reading the
+        # JUnit must not fail either; the three unstable prompts and the fragile one are findings.
+        audit, _ = run_hostile_audit(self)
+        suite, cases = self.junit(audit["junit"])
+        prompts = ["capital", "feynman", "primes", "hello", "hostile"]
+        self.assertEqual(sorted(cases), sorted([("llmrepro.gate", "--max-failed-rate")]
+                                               + [("llmrepro.audit", p) for p in prompts]))
+        self.assertEqual((suite.get("tests"), suite.get("failures"), suite.get("errors"),
+                          suite.get("skipped")), ("6", "0", "0", "0"))
+        self.assertEqual(suite.findall("testcase/failure"), [])
+        properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        self.assertEqual((properties["verdict"], properties["unstable_prompts"]), ("pass", "3"))
+        outs = {name: c.find("system-out").text.splitlines()[0] for (_, name), c in cases.items()
+                if c.find("system-out") is not None}
+        self.assertEqual(
+            outs["primes"], "finding, no gate failed on it: unstable: 2 distinct completions in "
+            "15 runs; first divergence at token 1: \u201c,\u201d (-0.3000) vs \u201c and\u201d "
+            "(-0.9000), gap 0.6 nats")
+        self.assertEqual(outs["hello"], "finding, no gate failed on it: fragile: min gap 0.01 "
+                         "nats at token 2 is below \u03c4 = 0.05")
+        self.assertEqual(outs["--max-failed-rate"], "passed: 0 of 75 requests failed after their "
+                         "retries, limit 0.000 (--max-failed-rate)")
+        self.assertNotIn("capital", outs)
+        # A gate that passes (3 of 5 judged prompts unstable is within 0.6) fails nothing either.
+        audit, _ = run_hostile_audit(self, "within", ["--max-unstable-rate", "0.6"])
+        suite, cases = self.junit(audit["junit"])
         self.assertEqual((suite.get("tests"), suite.get("failures"), suite.get("errors")),
-                         ("5", "4", "0"))
-        self.assertIsNone(cases["capital"].find("failure"))
-        messages = {name: c.find("failure").get("message") for name, c in cases.items()
-                    if c.find("failure") is not None}
-        types = {name: c.find("failure").get("type") for name, c in cases.items()
-                 if c.find("failure") is not None}
-        self.assertEqual(types, {"feynman": "unstable", "primes": "unstable",
-                                 "hello": "fragile", "hostile": "unstable"})
+                         ("7", "0", "0"))
+        self.assertIsNone(cases[("llmrepro.gate", "--max-unstable-rate")].find("failure"))
+
+    def test_junit_with_a_gate_fails_the_gate_and_the_prompts_it_names(self):
+        audit, _ = run_hostile_audit(self, "gated", ["--fail-on", "unstable"], code=1)
+        suite, cases = self.junit(audit["junit"])
+        self.assertEqual((suite.get("tests"), suite.get("failures"), suite.get("errors")),
+                         ("7", "4", "0"))
+        failing = {name: c.find("failure") for (_, name), c in cases.items()
+                   if c.find("failure") is not None}
+        self.assertEqual(sorted(failing), ["--fail-on unstable", "feynman", "hostile", "primes"])
+        gate = failing.pop("--fail-on unstable")
+        self.assertEqual(gate.get("message"), "3 of 5 judged prompts unstable (--fail-on unstable)")
+        self.assertEqual(gate.text, "prompts: feynman, primes, hostile\n")
+        self.assertEqual({name: f.get("type") for name, f in failing.items()},
+                         {"feynman": "unstable", "primes": "unstable", "hostile": "unstable"})
+        messages = {name: f.get("message") for name, f in failing.items()}
         self.assertEqual(
             messages["feynman"],
             "unstable: 2 distinct completions in 15 runs; first divergence at token 3: "
-            "\u201c in\u201d (-0.6800) vs \u201c on\u201d (-0.7000), gap 0.02 nats; also fragile")
+            "\u201c in\u201d (-0.6800) vs \u201c on\u201d (-0.7000), gap 0.02 nats; also fragile "
+            "(--fail-on unstable)")
         self.assertEqual(
             messages["primes"],
             "unstable: 2 distinct completions in 15 runs; first divergence at token 1: "
-            "\u201c,\u201d (-0.3000) vs \u201c and\u201d (-0.9000), gap 0.6 nats")
-        self.assertEqual(messages["hello"],
-                         "fragile: min gap 0.01 nats at token 2 is below \u03c4 = 0.05")
+            "\u201c,\u201d (-0.3000) vs \u201c and\u201d (-0.9000), gap 0.6 nats "
+            "(--fail-on unstable)")
         # The parser hands back the hostile text exactly: the XML escaped it, nothing was lost.
         self.assertEqual(
             messages["hostile"],
             "unstable: 2 distinct completions in 15 runs; first divergence at token 1: "
             "\u201c <img src=x onerror=alert(1)>\u201d (-0.4000) vs "
-            "\u201c \"q'uote\" & <i>\u201d (-0.4500), gap 0.05 nats; also fragile")
-        body = cases["hostile"].find("failure").text
+            "\u201c \"q'uote\" & <i>\u201d (-0.4500), gap 0.05 nats; also fragile "
+            "(--fail-on unstable)")
+        body = failing["hostile"].text
         self.assertIn("</script><script>alert(1)</script> <img src=x onerror=alert(1)> end", body)
         self.assertIn("</script><script>alert(1)</script> \"q'uote\" & <i>", body)
+        # The fragile but stable prompt is named by no failing gate: a finding, not a failure.
+        self.assertIsNone(cases[("llmrepro.audit", "hello")].find("failure"))
+        self.assertIn("fragile: min gap 0.01 nats",
+                      cases[("llmrepro.audit", "hello")].find("system-out").text)
+        # --fail-on fragile names the fragile prompts (feynman and hostile are fragile too).
+        audit, _ = run_hostile_audit(self, "fragile", ["--fail-on", "fragile"], code=1)
+        suite, cases = self.junit(audit["junit"])
+        failing = sorted(name for (_, name), c in cases.items() if c.find("failure") is not None)
+        self.assertEqual(failing, ["--fail-on fragile", "feynman", "hello", "hostile"])
 
     def test_markdown_has_verdict_summary_and_worst_prompts(self):
         audit, _ = run_hostile_audit(self)

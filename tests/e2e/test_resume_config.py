@@ -3,7 +3,9 @@
 
 --resume runs the stored plan: a plan-defining flag that says otherwise (--runs, --concurrency,
 another suite, another endpoint) exits 2 before any request, with one message naming each
-differing flag with its stored and given values, and leaves the database as it was. Judging
+differing flag with its stored and given values, and leaves the database as it was; so do the
+embedded engine's flags given (--engine-*) and the --header names (stored without their
+values; a database stored before them compares nothing of them). Judging
 flags given on --resume replace the stored ones and are stored, so that a later `report` judges
 the same way. `llmrepro report --db X` re-judges with the judging flags it is given (without
 storing them and without contacting any endpoint): --fail-on, --max-unique, --fragile-gap and
@@ -14,6 +16,7 @@ Standard audit (standard_audit.py): feynman and primes are unstable, feynman and
 import json
 import os
 import re
+import sqlite3
 
 import e2e_harness as h
 import standard_audit as std
@@ -116,6 +119,88 @@ class ResumeConfig(h.E2ETestCase):
             self.assert_exit(run, 0)
             self.assertEqual(other.requests(), [])
             self.assertEqual(self.snapshot()["requests"], before["requests"])
+
+    def stored_config(self, db=None):
+        conn = h.open_db(db or self.db)
+        try:
+            return json.loads(conn.execute("SELECT config FROM audit").fetchone()[0])
+        finally:
+            conn.close()
+
+    def test_resume_compares_the_header_names(self):
+        # The names are stored, never the values; --resume without the same names (given again,
+        # in any order or case) exits 2 before any request, naming both.
+        run = self.run_llmrepro(self.audit_args() + ["--header", "X-Org: acme-org-value",
+                                                     "--header", "X-Team:  blue-team-value"])
+        self.assert_exit(run, 0)
+        config = self.stored_config()
+        self.assertEqual(config["header_names"], ["X-Org", "X-Team"])
+        self.assertIsNone(config["engine"])  # an HTTP endpoint: no engine settings
+        with open(self.db, "rb") as f:
+            data = f.read()
+        self.assertNotIn(b"acme-org-value", data)
+        self.assertNotIn(b"blue-team-value", data)
+        before = self.snapshot()
+        posts = len(self.endpoint.requests())
+        for headers, given in (([], "none"), (["--header", "X-Org: v"], "X-Org"),
+                               (["--header", "X-Org: v", "--header", "X-Other: w"],
+                                "X-Org, X-Other")):
+            with self.subTest(given=given):
+                run = self.run_llmrepro(self.audit_args() + headers + ["--resume"], timeout=30)
+                self.assert_exit(run, 2)
+                self.assertIn(f"--header names X-Org, X-Team (stored) vs {given} (given)",
+                              run.stderr)
+                self.assertEqual(len(self.endpoint.requests()), posts, "no request was sent")
+                self.assertEqual(self.snapshot(), before, "the database is unchanged")
+        run = self.run_llmrepro(self.audit_args() + ["--header", "x-team: t", "--header",
+                                                     "X-ORG: o", "--resume"])
+        self.assert_exit(run, 0)
+        # A database stored before the names were (no header_names key) compares nothing.
+        conn = sqlite3.connect(self.db)
+        try:
+            config = json.loads(conn.execute("SELECT config FROM audit").fetchone()[0])
+            del config["header_names"], config["engine"]
+            conn.execute("UPDATE audit SET config = ?", (json.dumps(config),))
+            conn.commit()
+        finally:
+            conn.close()
+        run = self.run_llmrepro(self.audit_args() + ["--resume"])
+        self.assert_exit(run, 0)
+
+    def test_resume_compares_the_embedded_engines_flags(self):
+        suite = self.write_suite("engine.jsonl", [{"id": "capital",
+                                                   "prompt": "The capital of France is"}])
+        db = self.path("engine.db")
+        args = ["audit", "--suite", suite, "--runs", "2", "--concurrency", "1", "--max-tokens",
+                "4", "--db", db]
+        run = self.run_llmrepro(args + ["--engine-max-num-seqs", "4", "--engine-seed", "7"],
+                                timeout=120)
+        self.assert_exit(run, 0)
+        self.assertEqual(self.stored_config(db)["engine"],
+                         {"max_num_seqs": 4, "batch_invariant": False, "prefix_cache": False,
+                          "seed": 7})
+        cases = {
+            "max-num-seqs": (["--engine-max-num-seqs", "8"],
+                             ["--engine-max-num-seqs 4 (stored) vs 8 (given)"]),
+            "batch-invariant and seed": (["--engine-batch-invariant", "--engine-seed", "0"],
+                                         ["--engine-batch-invariant off (stored) vs on (given)",
+                                          "--engine-seed 7 (stored) vs 0 (given)"]),
+            "prefix-cache": (["--engine-prefix-cache"],
+                             ["--engine-prefix-cache off (stored) vs on (given)"]),
+        }
+        for name, (flags, needles) in cases.items():
+            with self.subTest(case=name):
+                run = self.run_llmrepro(args + flags + ["--resume"], timeout=30)
+                self.assert_exit(run, 2)
+                self.assertIn("was planned with other settings: ", run.stderr)
+                for needle in needles:
+                    self.assertIn(needle, run.stderr)
+        # Not given: the stored settings run; given as stored: nothing differs.
+        run = self.run_llmrepro(args + ["--resume"], timeout=120)
+        self.assert_exit(run, 0)
+        run = self.run_llmrepro(args + ["--engine-max-num-seqs", "4", "--engine-seed", "7",
+                                        "--resume"], timeout=120)
+        self.assert_exit(run, 0)
 
     def test_gates_given_on_resume_are_stored(self):
         self.first_audit()

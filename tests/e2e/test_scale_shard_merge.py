@@ -3,8 +3,8 @@
 and once as three shards (shard 2/3 against a second endpoint, as a fleet would); each shard
 sends only its own prompts; the merged database's JSON report equals the unsharded one once
 ids, times and speeds are removed, and `llmrepro report` on the merged database says the same.
-Merging refuses overlapping shards and shards of a different configuration or suite; a merge
-missing a shard is partial."""
+Merging refuses overlapping shards and shards of a different configuration (naming the flag
+and both values; --stop-after included) or suite; a merge missing a shard is partial."""
 
 import json
 import os
@@ -111,7 +111,15 @@ class ShardMerge(h.E2ETestCase):
         with self.subTest(case="other configuration refused"):
             other, _ = self.audit(endpoint, "other", "--shard", "2/3", "--max-tokens", "64")
             run, _ = self.merge("mixed.db", shards[0], other, code=2)
-            self.assertIn("differ in their max_tokens", run.stderr)
+            self.assertIn("shard 2/3 (", run.stderr)
+            self.assertIn("differ in --max-tokens: 64 vs 128: they are not shards of one audit",
+                          run.stderr)
+        with self.subTest(case="other --stop-after refused"):
+            capped, _ = self.audit(endpoint, "capped", "--shard", "2/3", "--stop-after", "4")
+            run, _ = self.merge("capped-merge.db", shards[0], capped, code=2)
+            self.assertIn("differ in --stop-after: 4 vs none: they are not shards of one audit",
+                          run.stderr)
+            self.assertFalse(os.path.exists(self.path("capped-merge.db")))
         with self.subTest(case="other suite refused"):
             self.suite = self.write_suite("suite2.jsonl", std.suite()[:3])
             other, _ = self.audit(endpoint, "short", "--shard", "2/3")

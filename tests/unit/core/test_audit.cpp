@@ -54,3 +54,10 @@ TEST_CASE("audit_status") {
   CHECK(std::string(audit_status(true)) == "complete");
   CHECK(std::string(audit_status(false)) == "partial");
 }
+
+TEST_CASE("header_name") {
+  CHECK(header_name("X-Org: acme") == "X-Org");
+  CHECK(header_name("  X-Team\t:value:with:colons") == "X-Team");
+  // A line without a colon names nothing (it is stored nowhere: it may be a bare secret).
+  CHECK(header_name("sk-secret") == "");
+}

@@ -82,14 +82,64 @@ TEST_CASE("merge_shards") {
     AuditData other = shard(1, 2);
     other.config.seed = 9;
     CHECK(message_of(merge_shards({shard(0, 2), other})) ==
-          "merge: shard 2/2 (audit-1) and shard 1/2 (audit-0) differ in their seed: they are not "
-          "shards of one audit");
+          "merge: shard 2/2 (audit-1) and shard 1/2 (audit-0) differ in --seed: 9 vs 0: they are "
+          "not shards of one audit");
     AuditData counted = shard(1, 3);
-    CHECK(message_of(merge_shards({shard(0, 2), counted})).find("shard count") !=
-          std::string::npos);
+    CHECK(message_of(merge_shards({shard(0, 2), counted}))
+              .find("differ in --shard (count): 3 vs "
+                    "2:") != std::string::npos);
     AuditData gated = shard(1, 2);
     gated.config.gates.min_tara = 0.5;
-    CHECK(message_of(merge_shards({shard(0, 2), gated})).find("min_tara") != std::string::npos);
+    CHECK(message_of(merge_shards({shard(0, 2), gated})).find("--min-tara: 0.5 vs none") !=
+          std::string::npos);
+  }
+  SUBCASE("every plan-defining flag is compared, naming both values") {
+    // Each field changed alone in shard 2/2; the message names the flag and both values.
+    const auto difference = [](auto change) {
+      AuditData first = shard(0, 2);
+      first.config.engine = EngineSettings{};
+      AuditData other = shard(1, 2);
+      other.config.engine = EngineSettings{};
+      change(other.config);
+      const std::string message = message_of(merge_shards({first, other}));
+      const std::string head = "merge: shard 2/2 (audit-1) and shard 1/2 (audit-0) differ in ";
+      REQUIRE(message.rfind(head, 0) == 0);
+      return message.substr(head.size());
+    };
+    const std::string tail = ": they are not shards of one audit";
+    CHECK(difference([](AuditConfig& c) { c.stop_after = 16; }) ==
+          "--stop-after: 16 vs none" + tail);
+    CHECK(difference([](AuditConfig& c) { c.api = "llamacpp"; }) ==
+          "--api: llamacpp vs auto" + tail);
+    CHECK(difference([](AuditConfig& c) { c.model = "m2"; }) == "--model: m2 vs none" + tail);
+    CHECK(difference([](AuditConfig& c) { c.runs = 3; }) == "--runs: 3 vs 2" + tail);
+    CHECK(difference([](AuditConfig& c) {
+            c.levels = {1, 4};
+          }) == "--concurrency: 1,4 vs 1,8,32" + tail);
+    CHECK(difference([](AuditConfig& c) {
+            c.probes = {ProbeKind::sweep, ProbeKind::mixed};
+          }) == "--probe: sweep,mixed vs sweep" + tail);
+    CHECK(difference([](AuditConfig& c) { c.max_tokens = 64; }) ==
+          "--max-tokens: 64 vs 128" + tail);
+    CHECK(difference([](AuditConfig& c) { c.top_logprobs = 5; }) ==
+          "--top-logprobs: 5 vs 2" + tail);
+    CHECK(difference([](AuditConfig& c) { c.stream = true; }) == "--stream: on vs off" + tail);
+    CHECK(difference([](AuditConfig& c) { c.profile = AuditProfile::deterministic; }) ==
+          "--profile: deterministic vs standard" + tail);
+    CHECK(difference([](AuditConfig& c) { c.adaptive = true; }) == "--adaptive: on vs off" + tail);
+    CHECK(difference([](AuditConfig& c) { c.adaptive_initial = 4; }) ==
+          "--adaptive-initial: 4 vs 3" + tail);
+    CHECK(difference([](AuditConfig& c) { c.adaptive_epsilon = 0.05; }) ==
+          "--adaptive-epsilon: 0.05 vs 0.01" + tail);
+    CHECK(difference([](AuditConfig& c) {
+            c.engine = EngineSettings{4, false, false, 7};
+          }) == "--engine-*: max-num-seqs 4, batch-invariant off, prefix-cache off, seed 7 vs "
+                "max-num-seqs 16, batch-invariant off, prefix-cache off, seed 0" +
+                    tail);
+    // Budgets are each shard's own: not compared.
+    AuditData budgeted = shard(1, 2);
+    budgeted.config.max_requests = 10;
+    CHECK(merge_shards({shard(0, 2), budgeted}));
   }
   SUBCASE("a different suite is refused") {
     AuditData other = shard(1, 2);

@@ -233,6 +233,44 @@ TEST_CASE("resume_plan_differences") {
     CHECK(texts(resume_plan_differences(single, wanted, forms)) ==
           std::vector<std::string>{"--endpoint/--compare 1 endpoint (stored) vs 2 (given)"});
   }
+  SUBCASE("the embedded engine's flags given are compared with the stored settings") {
+    AuditData engine = stored;
+    engine.config.engine = EngineSettings{4, true, false, 7};
+    ResumeRequest wanted;
+    wanted.config.engine = EngineSettings{}; // the flags' defaults: not given, nothing differs
+    CHECK(resume_plan_differences(engine, wanted, forms).empty());
+    wanted.given.engine_max_num_seqs = true;
+    wanted.given.engine_batch_invariant = true;
+    wanted.given.engine_prefix_cache = true;
+    wanted.given.engine_seed = true;
+    wanted.config.engine = EngineSettings{16, true, true, 0};
+    CHECK(texts(resume_plan_differences(engine, wanted, forms)) ==
+          std::vector<std::string>{"--engine-max-num-seqs 4 (stored) vs 16 (given)",
+                                   "--engine-prefix-cache off (stored) vs on (given)",
+                                   "--engine-seed 7 (stored) vs 0 (given)"});
+    // An audit stored without them (older, or of HTTP endpoints) compares nothing of them.
+    CHECK(resume_plan_differences(stored, wanted, forms).empty());
+  }
+  SUBCASE("the header names are compared as a set, without case, given or not") {
+    AuditData headed = stored;
+    headed.config.header_names = std::vector<std::string>{"X-Org", "X-Team"};
+    ResumeRequest wanted;
+    wanted.config.header_names = std::vector<std::string>{"x-team", "X-ORG"};
+    CHECK(resume_plan_differences(headed, wanted, forms).empty());
+    wanted.config.header_names = std::vector<std::string>{"X-Org"};
+    CHECK(texts(resume_plan_differences(headed, wanted, forms)) ==
+          std::vector<std::string>{"--header names X-Org, X-Team (stored) vs X-Org (given)"});
+    wanted.config.header_names = std::vector<std::string>{};
+    CHECK(texts(resume_plan_differences(headed, wanted, forms)) ==
+          std::vector<std::string>{"--header names X-Org, X-Team (stored) vs none (given)"});
+    // Stored without names (an audit of an older database): nothing is compared.
+    CHECK(resume_plan_differences(stored, wanted, forms).empty());
+    AuditData none = stored;
+    none.config.header_names = std::vector<std::string>{};
+    wanted.config.header_names = std::vector<std::string>{"X-Org"};
+    CHECK(texts(resume_plan_differences(none, wanted, forms)) ==
+          std::vector<std::string>{"--header names none (stored) vs X-Org (given)"});
+  }
   SUBCASE("endpoints not given are not compared") {
     ResumeRequest wanted;
     wanted.urls = {"http://elsewhere:9"};

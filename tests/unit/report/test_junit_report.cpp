@@ -112,50 +112,107 @@ TEST_CASE("render_junit") {
   const std::string xml = report::render_junit(fixture->report);
   CHECK(xml_problem(xml) == "");
   CHECK(count_of(xml, "<testsuite ") == 1);
-  // Five prompts and the failed verdict; the inconclusive prompt fails, it is no error.
-  CHECK(xml.find("<testsuite name=\"llmrepro audit audit-fixture\" tests=\"6\" failures=\"5\" "
+  // Two gates (--max-failed-rate, --fail-on unstable) and five prompts. Both gates failed; the
+  // failing cases are exactly theirs and the prompts they name: the two unstable prompts and the
+  // one whose requests failed. The fragile prompt is named by no gate: a finding.
+  CHECK(xml.find("<testsuite name=\"llmrepro audit audit-fixture\" tests=\"7\" failures=\"5\" "
                  "errors=\"0\" "
                  "skipped=\"0\" time=\"60.000\" timestamp=\"2023-11-14T22:13:20.000Z\">") !=
         std::string::npos);
   CHECK(count_of(xml, "<testcase classname=\"llmrepro.audit\"") == 5);
+  CHECK(count_of(xml, "<testcase classname=\"llmrepro.gate\"") == 2);
+  CHECK(count_of(xml, "<failure ") == 5);
+  CHECK(xml.find("llmrepro.verdict") == std::string::npos);
   const std::string headline = "FAIL: 2 of 2 gates failed: 8 of 40 requests failed after their "
                                "retries (8 x HTTP 500: &lt;html&gt;oops&lt;/html&gt;), limit 0.000 "
                                "(--max-failed-rate)";
-  SUBCASE("the verdict and its headline are properties") {
+  SUBCASE("the verdict, its headline and the findings are properties") {
     CHECK(xml.find("<property name=\"verdict\" value=\"fail\"/>\n      <property "
                    "name=\"headline\" value=\"" +
                    headline + "\"/>") != std::string::npos);
+    CHECK(xml.find("<property name=\"unstable_prompts\" value=\"2\"/>\n      <property "
+                   "name=\"fragile_prompts\" value=\"3\"/>\n      <property "
+                   "name=\"inconclusive_prompts\" value=\"1\"/>") != std::string::npos);
   }
-  SUBCASE("a failed verdict is a failing test case listing the failed gates") {
-    CHECK(
-        xml.find("    </properties>\n    <testcase classname=\"llmrepro.verdict\" "
-                 "name=\"verdict\" time=\"0\">\n      <failure message=\"" +
-                 headline +
-                 "\" type=\"verdict\">failed: --max-failed-rate: 8 of 40 requests failed "
-                 "after their retries (8 x HTTP 500: &lt;html&gt;oops&lt;/html&gt;), limit "
-                 "0.000 (--max-failed-rate)\nfailed: --fail-on unstable: 2 of 4 judged prompts "
-                 "unstable, 1 inconclusive (--fail-on unstable)\n</failure>\n    </testcase>\n") !=
-        std::string::npos);
+  SUBCASE("each failed gate is a failing test case naming its prompts") {
+    CHECK(xml.find("    </properties>\n    <testcase classname=\"llmrepro.gate\" "
+                   "name=\"--max-failed-rate\" time=\"0\">\n      <failure message=\"8 of 40 "
+                   "requests failed after their retries (8 x HTTP 500: "
+                   "&lt;html&gt;oops&lt;/html&gt;), limit 0.000 (--max-failed-rate)\" "
+                   "type=\"max_failed_rate\">prompts: broken\n</failure>\n    </testcase>\n"
+                   "    <testcase classname=\"llmrepro.gate\" name=\"--fail-on unstable\" "
+                   "time=\"0\">\n      <failure message=\"2 of 4 judged prompts unstable, 1 "
+                   "inconclusive (--fail-on unstable)\" type=\"fail_on_unstable\">prompts: "
+                   "capital, hostile&lt;b&gt;&quot;id&quot;&lt;/b&gt;\n</failure>\n") !=
+          std::string::npos);
   }
-  SUBCASE("an unstable prompt fails with position, candidates and gap") {
+  SUBCASE("an unstable prompt fails with position, candidates, gap and the gate") {
     CHECK(xml.find(
               "<testcase classname=\"llmrepro.audit\" name=\"capital\" time=\"0\">\n      <failure "
               "message=\"unstable: 3 distinct completions in 8 runs; first divergence at token 3: "
               "\u201c "
-              "Queens\u201d (-0.6800) vs \u201c New\u201d (-0.7100), gap 0.03 nats; also fragile\" "
-              "type=\"unstable\">") != std::string::npos);
+              "Queens\u201d (-0.6800) vs \u201c New\u201d (-0.7100), gap 0.03 nats; also fragile "
+              "(--fail-on unstable)\" type=\"unstable\">") != std::string::npos);
   }
-  SUBCASE("a stable but fragile prompt fails as fragile") {
-    CHECK(xml.find("name=\"near-tie\" time=\"0\">\n      <failure message=\"fragile: min gap 0.01 "
-                   "nats at token 1 "
-                   "is below \u03c4 = 0.05\" type=\"fragile\">") != std::string::npos);
+  SUBCASE("a fragile prompt no gate names is a finding in system-out, not a failure") {
+    CHECK(xml.find("name=\"near-tie\" time=\"0\">\n      <system-out>finding, no gate failed on "
+                   "it: fragile: min gap 0.01 nats at token 1 is below \u03c4 = 0.05\n") !=
+          std::string::npos);
   }
-  SUBCASE("a stable prompt passes; a prompt without completions fails as inconclusive") {
+  SUBCASE("a stable prompt passes; one without completions fails by --max-failed-rate") {
     CHECK(xml.find("<testcase classname=\"llmrepro.audit\" name=\"steady\" time=\"0\"/>") !=
           std::string::npos);
     CHECK(xml.find("name=\"broken\" time=\"0\">\n      <failure message=\"inconclusive: no "
-                   "successful completion, 8 requests failed\" type=\"inconclusive\">concurrency "
+                   "successful completion, 8 requests failed (--max-failed-rate)\" "
+                   "type=\"inconclusive\">concurrency "
                    "1: inconclusive, 0 runs, 0 distinct, 4 failed\n") != std::string::npos);
+  }
+  SUBCASE("no gate can fail: the findings are reported, nothing fails") {
+    // The same audit without --fail-on and with --max-failed-rate 1: the verdict passes (exit 0),
+    // so JUnit has no failure: the unstable prompts are findings, the broken one skipped.
+    core::AuditData& data = fixture->data;
+    data.config.gates.fail_on.unstable = false;
+    data.config.gates.max_failed_rate = 1.0;
+    fixture->report = core::make_audit_report(data, fixture->report.tool);
+    REQUIRE(fixture->report.verdict.status == core::VerdictStatus::pass);
+    const std::string open = report::render_junit(fixture->report);
+    CHECK(xml_problem(open) == "");
+    CHECK(open.find("tests=\"6\" failures=\"0\" errors=\"0\" skipped=\"1\"") != std::string::npos);
+    CHECK(open.find("<failure") == std::string::npos);
+    CHECK(open.find("<property name=\"unstable_prompts\" value=\"2\"/>") != std::string::npos);
+    CHECK(open.find("name=\"capital\" time=\"0\">\n      <system-out>finding, no gate failed on "
+                    "it: unstable: 3 distinct completions in 8 runs;") != std::string::npos);
+    CHECK(open.find("name=\"broken\" time=\"0\">\n      <skipped message=\"inconclusive: no "
+                    "successful completion, 8 requests failed\"/>") != std::string::npos);
+    CHECK(open.find("<testcase classname=\"llmrepro.gate\" name=\"--max-failed-rate\" "
+                    "time=\"0\">\n      <system-out>passed: 8 of 40 requests failed") !=
+          std::string::npos);
+    // A gate that passes fails nothing either: 2 of 4 judged prompts unstable is within 0.5.
+    data.config.gates.max_unstable_rate = 0.5;
+    fixture->report = core::make_audit_report(data, fixture->report.tool);
+    REQUIRE(fixture->report.verdict.status == core::VerdictStatus::pass);
+    const std::string within = report::render_junit(fixture->report);
+    CHECK(within.find("tests=\"7\" failures=\"0\" errors=\"0\" skipped=\"1\"") !=
+          std::string::npos);
+    // Below the rate it fails, naming the unstable prompts only.
+    data.config.gates.max_unstable_rate = 0.25;
+    fixture->report = core::make_audit_report(data, fixture->report.tool);
+    REQUIRE(fixture->report.verdict.status == core::VerdictStatus::fail);
+    const std::string beyond = report::render_junit(fixture->report);
+    CHECK(beyond.find("tests=\"7\" failures=\"3\" errors=\"0\" skipped=\"1\"") !=
+          std::string::npos);
+    CHECK(beyond.find("type=\"max_unstable_rate\">prompts: capital, "
+                      "hostile&lt;b&gt;&quot;id&quot;&lt;/b&gt;\n") != std::string::npos);
+    // --max-unique 2 names the one prompt with 3 distinct completions.
+    data.config.gates.max_unstable_rate = std::nullopt;
+    data.config.gates.max_unique = 2;
+    fixture->report = core::make_audit_report(data, fixture->report.tool);
+    const std::string unique = report::render_junit(fixture->report);
+    CHECK(unique.find("tests=\"7\" failures=\"2\" errors=\"0\" skipped=\"1\"") !=
+          std::string::npos);
+    CHECK(unique.find("name=\"capital\" time=\"0\">\n      <failure message=\"3 distinct "
+                      "completions in 8 runs, limit 2 (--max-unique)\" type=\"max_unique\">") !=
+          std::string::npos);
   }
   SUBCASE("hostile text is escaped in names, messages and bodies") {
     CHECK(xml.find("name=\"hostile&lt;b&gt;&quot;id&quot;&lt;/b&gt;\"") != std::string::npos);
@@ -172,7 +229,25 @@ TEST_CASE("render_junit") {
     CHECK(xml_problem("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<a>x & y</a>") != "");
     CHECK(xml_problem("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<a t=\"<\"/>") != "");
   }
-  SUBCASE("the verdict's other states") {
+  SUBCASE("a gate names only the prompts of the scopes it judged") {
+    core::AuditData& data = fixture->data;
+    data.config.gates.fail_on.unstable = false;
+    data.config.gates.max_failed_rate = 1.0;
+    fixture->report = core::make_audit_report(data, fixture->report.tool);
+    // A failed gate of another endpoint's scope: its own case fails, naming none of these.
+    fixture->report.verdict.status = core::VerdictStatus::fail;
+    fixture->report.verdict.gates.push_back({"fail_on_unstable",
+                                             "--fail-on unstable",
+                                             {1, core::ProbeKind::sweep, std::nullopt},
+                                             1.0,
+                                             0.0,
+                                             "endpoint 1, sweep: 1 of 5 judged prompts unstable",
+                                             false});
+    const std::string other = report::render_junit(fixture->report);
+    CHECK(other.find("tests=\"7\" failures=\"1\" errors=\"0\"") != std::string::npos);
+    CHECK(other.find("type=\"fail_on_unstable\">no prompt named\n</failure>") != std::string::npos);
+  }
+  SUBCASE("an error verdict is an error test case; the gates as judged") {
     core::Verdict& verdict = fixture->report.verdict;
     verdict.status = core::VerdictStatus::error;
     verdict.errors = {"interrupted: 3 of 40 planned requests recorded", "the run stopped: <x>"};
@@ -180,21 +255,15 @@ TEST_CASE("render_junit") {
                        "requests recorded (and 1 more)";
     std::string error = report::render_junit(fixture->report);
     CHECK(xml_problem(error) == "");
-    CHECK(error.find("tests=\"6\" failures=\"4\" errors=\"1\"") != std::string::npos);
+    CHECK(error.find("tests=\"8\" failures=\"5\" errors=\"1\"") != std::string::npos);
     CHECK(error.find("<property name=\"verdict\" value=\"error\"/>") != std::string::npos);
-    CHECK(error.find("<testcase classname=\"llmrepro.verdict\" name=\"verdict\" time=\"0\">\n"
+    CHECK(error.find("    </properties>\n    <testcase classname=\"llmrepro.verdict\" "
+                     "name=\"verdict\" time=\"0\">\n"
                      "      <error message=\"" +
                      verdict.headline +
                      "\" type=\"verdict\">could not judge: interrupted: 3 of 40 planned requests "
                      "recorded\ncould not judge: the run stopped: &lt;x&gt;\n</error>") !=
           std::string::npos);
-    verdict.status = core::VerdictStatus::pass;
-    verdict.errors.clear();
-    verdict.headline = "PASS: 2 gates passed";
-    const std::string pass = report::render_junit(fixture->report);
-    CHECK(pass.find("tests=\"5\" failures=\"4\" errors=\"0\"") != std::string::npos);
-    CHECK(pass.find("llmrepro.verdict") == std::string::npos);
-    CHECK(pass.find("<property name=\"verdict\" value=\"pass\"/>") != std::string::npos);
   }
   SUBCASE("unknown fragility fails a prompt only under --fail-on fragile") {
     core::PromptAnalysis& steady = fixture->report.analysis.prompts.at(2);
@@ -214,9 +283,13 @@ TEST_CASE("render_junit") {
     const std::string fragile = report::render_junit(fixture->report);
     CHECK(xml_problem(fragile) == "");
     CHECK(fragile.find("name=\"steady\" time=\"0\">\n      <failure message=\"fragility unknown "
-                       "(--fail-on fragile): no logprobs\" type=\"fragility_unknown\">") !=
-          std::string::npos);
-    CHECK(fragile.find("tests=\"6\" failures=\"6\" errors=\"0\"") != std::string::npos);
+                       "(--fail-on fragile): no logprobs\" "
+                       "type=\"fragility_unknown\">") != std::string::npos);
+    // The fragile prompt is now named too; the three gates and all five prompts fail.
+    CHECK(fragile.find("name=\"near-tie\" time=\"0\">\n      <failure message=\"fragile: min gap "
+                       "0.01 nats at token 1 is below \u03c4 = 0.05 (--fail-on fragile)\" "
+                       "type=\"fragile\">") != std::string::npos);
+    CHECK(fragile.find("tests=\"8\" failures=\"8\" errors=\"0\"") != std::string::npos);
   }
   // tests/browser parses this file with a real XML parser.
   if (const char* path = std::getenv("LLMREPRO_JUNIT_FIXTURE_OUT")) {
