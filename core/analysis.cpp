@@ -301,7 +301,7 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     } else {
       add_logprob_drift(result.logprob_drift, *drift_reference, completion);
       std::vector<double> deviations;
-      add_gap_noise(deviations, *drift_reference, completion);
+      level_noise.leave_out(add_gap_noise(deviations, *drift_reference, completion));
       for (double deviation : deviations) level_noise.add(deviation);
     }
     note_reference_agreement(levels[record->planned.concurrency], *drift_reference,
@@ -491,12 +491,20 @@ std::optional<std::vector<double>> window_gaps(const PromptAnalysis& prompt,
     reason = "the reference completion has no tokens";
     return std::nullopt;
   }
+  // A runner-up at the logprob floor has no probability to flip to: its position adds no chance
+  // (measured_gap), where a floor distance of thousands of nats would stand in for a margin.
   std::vector<double> gaps;
-  for (std::size_t position = 0; position < window; ++position)
-    if (const auto gap = tokens[position].gap()) gaps.push_back(*gap);
-  if (gaps.size() < window) {
-    reason = "gap unknown at " + std::to_string(window - gaps.size()) + " of " +
-             std::to_string(window) + " positions";
+  std::size_t unknown = 0;
+  for (std::size_t position = 0; position < window; ++position) {
+    const auto& token = tokens[position];
+    if (const auto gap = measured_gap(token))
+      gaps.push_back(*gap);
+    else if (!token.gap())
+      ++unknown;
+  }
+  if (unknown > 0) {
+    reason = "gap unknown at " + std::to_string(unknown) + " of " + std::to_string(window) +
+             " positions";
     return std::nullopt;
   }
   return gaps;
