@@ -289,7 +289,10 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
   });
   const Completion* drift_reference = nullptr;
   std::string drift_reference_key;
-  std::map<int, const Completion*> level_drift_reference;
+  // Drift is over every pair of agreeing runs (the prompt's, and each level's), not against the
+  // reference alone: two runs moved ±d from it differ by 2d.
+  std::vector<const Completion*> drift_runs;
+  std::map<int, std::vector<const Completion*>> level_drift_runs;
   for (const auto* record : by_repeat) {
     if (!record->outcome.ok) continue;
     const Completion& completion = record->outcome.completion;
@@ -299,19 +302,18 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
       drift_reference = &completion;
       drift_reference_key = identity_key(completion, mode);
     } else {
-      add_logprob_drift(result.logprob_drift, *drift_reference, completion);
       std::vector<double> deviations;
-      add_gap_noise(deviations, *drift_reference, completion);
+      level_noise.leave_out(add_gap_noise(deviations, *drift_reference, completion));
       for (double deviation : deviations) level_noise.add(deviation);
     }
     note_reference_agreement(levels[record->planned.concurrency], *drift_reference,
                              drift_reference_key, completion, mode);
-    const auto [level_reference, first_at_level] =
-        level_drift_reference.try_emplace(record->planned.concurrency, &completion);
-    if (!first_at_level)
-      add_logprob_drift(levels[record->planned.concurrency].logprob_drift, *level_reference->second,
-                        completion);
+    drift_runs.push_back(&completion);
+    level_drift_runs[record->planned.concurrency].push_back(&completion);
   }
+  result.logprob_drift = logprob_drift_of(drift_runs);
+  for (const auto& [concurrency, runs] : level_drift_runs)
+    levels[concurrency].logprob_drift = logprob_drift_of(runs);
 
   for (const auto* record : ordered) {
     auto& level = levels[record->planned.concurrency];
@@ -491,12 +493,20 @@ std::optional<std::vector<double>> window_gaps(const PromptAnalysis& prompt,
     reason = "the reference completion has no tokens";
     return std::nullopt;
   }
+  // A runner-up at the logprob floor has no probability to flip to: its position adds no chance
+  // (measured_gap), where a floor distance of thousands of nats would stand in for a margin.
   std::vector<double> gaps;
-  for (std::size_t position = 0; position < window; ++position)
-    if (const auto gap = tokens[position].gap()) gaps.push_back(*gap);
-  if (gaps.size() < window) {
-    reason = "gap unknown at " + std::to_string(window - gaps.size()) + " of " +
-             std::to_string(window) + " positions";
+  std::size_t unknown = 0;
+  for (std::size_t position = 0; position < window; ++position) {
+    const auto& token = tokens[position];
+    if (const auto gap = measured_gap(token))
+      gaps.push_back(*gap);
+    else if (!token.gap())
+      ++unknown;
+  }
+  if (unknown > 0) {
+    reason = "gap unknown at " + std::to_string(unknown) + " of " + std::to_string(window) +
+             " positions";
     return std::nullopt;
   }
   return gaps;

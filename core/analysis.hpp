@@ -80,7 +80,7 @@ struct LevelAnalysis {
   // This level's modal completion is not the serial (lowest level's) modal completion; false at
   // the lowest level and where either level has no successful completion.
   bool differs_from_serial = false;
-  // Each successful run of this level against the level's successful run of the lowest repeat.
+  // Over every pair of this level's successful runs (core::logprob_drift_of).
   LogprobDrift logprob_drift;
   // The probability that one run at this level departs from the prompt's reference within the
   // window, from this level's noise (docs/design.md "Noise and the flip probability"); empty
@@ -110,8 +110,8 @@ struct PromptAnalysis {
   std::optional<int> min_gap_position;
   PromptStatus status = PromptStatus::inconclusive;
   bool unstable = false; // status == unstable, kept for readers of the flag
-  // Each successful run against the lowest level's successful run of the lowest repeat, and what
-  // that makes of a stable prompt.
+  // Over every pair of the prompt's successful runs (core::logprob_drift_of), and what that makes
+  // of a stable prompt.
   LogprobDrift logprob_drift;
   StabilityTier tier = StabilityTier::inconclusive;
   // Fragility is three-valued: true, false, or empty when it cannot be computed (no logprobs,

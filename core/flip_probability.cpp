@@ -11,6 +11,8 @@
 #include <cmath>
 #include <utility>
 
+#include "core/logprob_floor.hpp"
+
 namespace llmrepro::core {
 namespace {
 
@@ -24,15 +26,24 @@ std::size_t decade_of(double value) {
 
 } // namespace
 
-void add_gap_noise(std::vector<double>& deviations, const Completion& reference,
-                   const Completion& other) {
-  if (!reference.has_logprobs || !other.has_logprobs) return;
+std::optional<double> measured_gap(const TokenLogprob& token) {
+  const auto gap = token.gap();
+  if (!gap || token.top[0].logprob <= k_logprob_floor || token.top[1].logprob <= k_logprob_floor)
+    return std::nullopt;
+  return gap;
+}
+
+int add_gap_noise(std::vector<double>& deviations, const Completion& reference,
+                  const Completion& other) {
+  if (!reference.has_logprobs || !other.has_logprobs) return 0;
+  int left_out = 0;
   const auto limit = std::min(reference.tokens.size(), other.tokens.size());
   for (std::size_t i = 0; i < limit; ++i) {
     const TokenLogprob& a = reference.tokens[i];
     const TokenLogprob& b = other.tokens[i];
-    const auto gap_a = a.gap();
-    const auto gap_b = b.gap();
+    const auto gap_a = measured_gap(a);
+    const auto gap_b = measured_gap(b);
+    if (!gap_a || !gap_b) ++left_out;
     if (a.token == b.token) {
       if (gap_a && gap_b) deviations.push_back(std::abs(*gap_b - *gap_a));
       continue;
@@ -43,6 +54,7 @@ void add_gap_noise(std::vector<double>& deviations, const Completion& reference,
     if (swapped) deviations.push_back(*gap_a + *gap_b);
     break;
   }
+  return left_out;
 }
 
 NoiseDistribution::NoiseDistribution(std::vector<double> deviations)
@@ -113,6 +125,7 @@ NoiseDistribution NoiseSamples::distribution() const { return NoiseDistribution(
 
 NoiseEstimate NoiseSamples::estimate() const {
   NoiseEstimate estimate = estimate_of(distribution());
+  estimate.left_out = static_cast<int>(m_left_out);
   if (m_seen == 0) return estimate;
   estimate.positions = static_cast<int>(m_seen);
   estimate.nonzero = static_cast<int>(m_nonzero);

@@ -15,14 +15,23 @@
 
 namespace llmrepro::core {
 
+// The top-1/top-2 margin as a measurement: TokenLogprob::gap(), but empty where either of the two
+// sits at the logprob floor (k_logprob_floor: -Infinity, negative overflow, or the floor an
+// endpoint sends itself). Such a candidate has no measured probability, and its "gap" is the
+// distance to the floor: one floored runner-up beside a finite one would read as thousands of
+// nats of noise.
+std::optional<double> measured_gap(const TokenLogprob& token);
+
 // Adds to `deviations` the noise samples `other` gives against `reference`: at each position
-// where the two runs agree on every earlier token (the same context) and both gaps are known,
-// |gap(other) − gap(reference)| where they chose the same token, and gap(other) + gap(reference)
-// where they swapped their top two (each chose the other's runner-up): the margin moved by that
-// much. A position where they chose unrelated tokens gives no sample, and the comparison ends
-// at the first differing token, past which the contexts differ. Runs without logprobs give none.
-void add_gap_noise(std::vector<double>& deviations, const Completion& reference,
-                   const Completion& other);
+// where the two runs agree on every earlier token (the same context) and both gaps are measured
+// (measured_gap), |gap(other) − gap(reference)| where they chose the same token, and
+// gap(other) + gap(reference) where they swapped their top two (each chose the other's
+// runner-up): the margin moved by that much. A position where they chose unrelated tokens gives
+// no sample, and the comparison ends at the first differing token, past which the contexts
+// differ. Runs without logprobs give none. Returns the positions of the same context left out
+// because a gap was not measured (a runner-up missing, unknown or at the floor, in either run).
+int add_gap_noise(std::vector<double>& deviations, const Completion& reference,
+                  const Completion& other);
 
 // The distribution of one level's noise samples: the empirical distribution of |Δgap|, with no
 // shape assumed, so that a few large deviations move the tail and nothing else.
@@ -70,6 +79,9 @@ struct NoiseEstimate {
   std::optional<double> max;
   // Samples that are exactly 0, then those in (0, 1e-6], (1e-6, 1e-5], ... (1e-1, 1], and > 1.
   std::array<int, k_noise_decades.size() + 2> decade_counts{};
+  // Positions of the same context that gave no sample because a gap was not measured
+  // (add_gap_noise's count): a runner-up missing, unknown or at the logprob floor.
+  int left_out = 0;
 };
 NoiseEstimate estimate_of(const NoiseDistribution& noise);
 
@@ -88,6 +100,8 @@ public:
   explicit NoiseSamples(std::size_t capacity = k_noise_sample_capacity);
 
   void add(double deviation);
+  // Counts positions that gave no sample (add_gap_noise's return value).
+  void leave_out(int positions) { m_left_out += static_cast<std::uint64_t>(positions); }
   // The kept samples' distribution.
   NoiseDistribution distribution() const;
   // Exact counts and maximum, with the quantiles of the kept samples.
@@ -97,6 +111,7 @@ private:
   std::size_t m_capacity;
   std::uint64_t m_seen = 0;
   std::uint64_t m_nonzero = 0;
+  std::uint64_t m_left_out = 0;
   double m_max = 0.0;
   std::array<int, k_noise_decades.size() + 2> m_decade_counts{};
   std::vector<double> m_kept;

@@ -8,34 +8,84 @@
 #include "core/logprob_drift.hpp"
 
 #include <algorithm>
-#include <cmath>
+#include <cstddef>
+#include <map>
+#include <string_view>
 
 namespace llmrepro::core {
+namespace {
+
+// The smallest and largest of the values seen; the spread is their difference.
+struct Range {
+  int count = 0;
+  double low = 0;
+  double high = 0;
+  void add(double value) {
+    low = count == 0 ? value : std::min(low, value);
+    high = count == 0 ? value : std::max(high, value);
+    ++count;
+  }
+  double spread() const { return count < 2 ? 0.0 : high - low; }
+};
+
+// The best candidate other than the chosen token: the one a flip would choose.
+const TokenCandidate* runner_up(const TokenLogprob& token) {
+  for (const auto& candidate : token.top)
+    if (candidate.token != token.token) return &candidate;
+  return nullptr;
+}
+
+} // namespace
+
+LogprobDrift logprob_drift_of(const std::vector<const Completion*>& runs) {
+  LogprobDrift drift;
+  // The runs that agree on every token so far, in groups; a group of one has nothing to compare.
+  std::vector<std::vector<const Completion*>> groups(1);
+  for (const Completion* run : runs)
+    if (run != nullptr) groups.front().push_back(run);
+  for (std::size_t position = 0; !groups.empty(); ++position) {
+    std::vector<std::vector<const Completion*>> next;
+    for (const auto& group : groups) {
+      // Split by this position's token; runs that ended leave.
+      std::map<std::string_view, std::vector<const Completion*>> by_token;
+      for (const Completion* run : group)
+        if (position < run->tokens.size()) by_token[run->tokens[position].token].push_back(run);
+      for (auto& [token, agreeing] : by_token) {
+        if (agreeing.size() < 2) continue;
+        Range chosen;
+        Range gap;
+        std::map<std::string_view, Range> runner_ups; // by the runner-up's token
+        for (const Completion* run : agreeing) {
+          const TokenLogprob& at = run->tokens[position];
+          if (is_known_logprob(at.logprob)) chosen.add(at.logprob);
+          if (const auto g = at.gap()) gap.add(*g);
+          const TokenCandidate* rival = runner_up(at);
+          if (rival != nullptr && is_known_logprob(rival->logprob))
+            runner_ups[rival->token].add(rival->logprob);
+        }
+        double moved = chosen.spread();
+        for (const auto& [rival, range] : runner_ups) moved = std::max(moved, range.spread());
+        drift.max_abs = std::max(drift.max_abs, moved);
+        drift.max_abs_gap = std::max(drift.max_abs_gap, gap.spread());
+        if (chosen.count >= 2) drift.positions_compared += chosen.count - 1;
+        if ((moved > 0 || gap.spread() > 0) && !drift.first_position)
+          drift.first_position = static_cast<int>(position);
+        next.push_back(std::move(agreeing));
+      }
+    }
+    groups = std::move(next);
+  }
+  return drift;
+}
 
 void add_logprob_drift(LogprobDrift& drift, const Completion& reference, const Completion& other) {
-  const auto limit = std::min(reference.tokens.size(), other.tokens.size());
-  for (std::size_t i = 0; i < limit; ++i) {
-    const TokenLogprob& a = reference.tokens[i];
-    const TokenLogprob& b = other.tokens[i];
-    if (a.token != b.token) break;
-    bool moved = false;
-    if (is_known_logprob(a.logprob) && is_known_logprob(b.logprob)) {
-      const double difference = std::abs(a.logprob - b.logprob);
-      drift.max_abs = std::max(drift.max_abs, difference);
-      moved = difference > 0;
-      ++drift.positions_compared;
-    }
-    const auto gap_a = a.gap();
-    const auto gap_b = b.gap();
-    if (gap_a && gap_b) {
-      const double difference = std::abs(*gap_a - *gap_b);
-      drift.max_abs_gap = std::max(drift.max_abs_gap, difference);
-      moved = moved || difference > 0;
-    }
-    const int position = static_cast<int>(i);
-    if (moved && (!drift.first_position || position < *drift.first_position))
-      drift.first_position = position;
-  }
+  const LogprobDrift pair = logprob_drift_of({&reference, &other});
+  drift.max_abs = std::max(drift.max_abs, pair.max_abs);
+  drift.max_abs_gap = std::max(drift.max_abs_gap, pair.max_abs_gap);
+  drift.positions_compared += pair.positions_compared;
+  if (pair.first_position &&
+      (!drift.first_position || *pair.first_position < *drift.first_position))
+    drift.first_position = pair.first_position;
 }
 
 } // namespace llmrepro::core

@@ -3,15 +3,19 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include "core/completion.hpp"
 
 namespace llmrepro::core {
 
-// The largest absolute differences, between runs and their reference, of the chosen token's
-// logprob (`max_abs`) and of the top-1/top-2 gap (`max_abs_gap`), in nats, over the positions
-// where the two runs' tokens agree. `positions_compared` counts the positions whose chosen-token
-// logprobs were both known and so compared; unknown logprobs (k_unknown_logprob) are skipped.
+// The largest absolute differences between two runs that agree on every token up to and
+// including a position, in nats: of the chosen token's logprob or the runner-up's (`max_abs`: the
+// best candidate other than the chosen token, compared where both runs name the same one), and
+// of the top-1/top-2 gap (`max_abs_gap`). A runner-up that moves alone moves the gap, so it is
+// drift of the numbers as much as the chosen token's. `positions_compared` counts, per position,
+// the runs whose chosen-token logprob was known, less one per group of agreeing runs (for two
+// runs: the positions compared); unknown logprobs (k_unknown_logprob) are skipped.
 struct LogprobDrift {
   double max_abs = 0;
   double max_abs_gap = 0;
@@ -20,8 +24,14 @@ struct LogprobDrift {
   std::optional<int> first_position;
 };
 
-// Adds to `drift` the comparison of `other` with `reference`, position by position from the
-// first token while their token strings agree. A gap is compared where both runs' gaps are known.
+// The drift over every pair of `runs` (runs without a completion are skipped): at each position,
+// among the runs that agree on every token so far, the spread (largest − smallest) of each
+// number, which is the largest |Δ| over their pairs, in time linear in the runs per position.
+// Measured against one reference run instead, two runs moved ±d from it read d, not 2d.
+LogprobDrift logprob_drift_of(const std::vector<const Completion*>& runs);
+
+// Adds to `drift` the comparison of `other` with `reference` (logprob_drift_of the two): the
+// larger maxima, the positions summed, the earlier first position.
 void add_logprob_drift(LogprobDrift& drift, const Completion& reference, const Completion& other);
 
 // Whether any compared logprob or gap differed.

@@ -31,10 +31,17 @@ std::string predictor_comparison_line(const core::FlipCalibration& calibration, 
 }
 
 std::string noise_text(const core::NoiseEstimate& noise) {
-  if (noise.positions == 0 || !noise.median) return "no sample";
-  if (noise.nonzero == 0) return fmt::format("zero ({} positions)", noise.positions);
-  return fmt::format("median {}, p99 {}, max {} ({} positions, {} moved)", nats_text(*noise.median),
-                     nats_text(*noise.p99), nats_text(*noise.max), noise.positions, noise.nonzero);
+  // The positions left out (a runner-up missing or at the floor) are named, never silently gone.
+  const std::string left_out =
+      noise.left_out == 0
+          ? ""
+          : fmt::format(", {} left out: runner-up missing or at the floor", noise.left_out);
+  if (noise.positions == 0 || !noise.median)
+    return left_out.empty() ? "no sample" : "no sample (" + left_out.substr(2) + ")";
+  if (noise.nonzero == 0) return fmt::format("zero ({} positions{})", noise.positions, left_out);
+  return fmt::format("median {}, p99 {}, max {} ({} positions, {} moved{})",
+                     nats_text(*noise.median), nats_text(*noise.p99), nats_text(*noise.max),
+                     noise.positions, noise.nonzero, left_out);
 }
 
 } // namespace llmrepro::report

@@ -164,13 +164,10 @@ Json noise_json(const core::NoiseEstimate& noise) {
   for (std::size_t i = 0; i < core::k_noise_decades.size(); ++i)
     decades.push_back({{"upper", core::k_noise_decades[i]}, {"count", noise.decade_counts[i + 1]}});
   decades.push_back({{"upper", nullptr}, {"count", noise.decade_counts.back()}});
-  return {{"positions", noise.positions},
-          {"nonzero", noise.nonzero},
-          {"median", optional_number(noise.median)},
-          {"p90", optional_number(noise.p90)},
-          {"p99", optional_number(noise.p99)},
-          {"max", optional_number(noise.max)},
-          {"decades", decades}};
+  return {{"positions", noise.positions},      {"nonzero", noise.nonzero},
+          {"left_out", noise.left_out},        {"median", optional_number(noise.median)},
+          {"p90", optional_number(noise.p90)}, {"p99", optional_number(noise.p99)},
+          {"max", optional_number(noise.max)}, {"decades", decades}};
 }
 
 Json score_json(const core::PredictorScore& score) {

@@ -40,7 +40,7 @@ BRIER = (36.0 / 49.0) ** 2 / 2.0
 
 
 def zero_noise(positions):
-    return {"positions": positions, "nonzero": 0, "median": 0.0, "p90": 0.0, "p99": 0.0,
+    return {"positions": positions, "nonzero": 0, "left_out": 0, "median": 0.0, "p90": 0.0, "p99": 0.0,
             "max": 0.0, "decades": decades([positions, 0, 0, 0, 0, 0, 0, 0, 0])}
 
 
@@ -66,7 +66,7 @@ class FlipProbability(h.E2ETestCase):
         self.assertEqual([lv["concurrency"] for lv in summary["by_concurrency"]], [1, 4])
         self.assertEqual(summary["by_concurrency"][0]["noise"], zero_noise(4))
         self.assertEqual(summary["by_concurrency"][1]["noise"],
-                         {"positions": 7, "nonzero": 2, "median": 0.0, "p90": 0.25, "p99": 0.25,
+                         {"positions": 7, "nonzero": 2, "left_out": 0, "median": 0.0, "p90": 0.25, "p99": 0.25,
                           "max": 0.25, "decades": decades([5, 0, 0, 0, 0, 0, 0, 2, 0])})
 
         prompts = {p["id"]: p for p in report["prompts"]}
@@ -106,6 +106,32 @@ class FlipProbability(h.E2ETestCase):
         self.assertIn('<section class="panel" id="noise">', html)
         self.assertRegex(html, r'<tr data-problem="1" data-id="tied">.*<td class="num" '
                                r'data-sort="0\.2653061224\d*">0\.265</td>')
+
+    def test_floored_runner_up_is_left_out_and_counted(self):
+        """One busy run of "steady" reports its first runner-up as -Infinity (the logprob floor).
+        Its 9999-nats "gap" is no margin: that position gives no noise sample and is counted, so
+        the c=4 noise stays zero and nothing can flip (p_flip 0, τ 0) instead of a 9998-nats
+        sample lifting every prompt's p_flip and the recommended τ to 1e+04."""
+        floored = {"tokens": [tok(" a", 0.0, " x", "-Infinity"), tok(" b", -0.25, " y", -0.75)]}
+        script = {"prompts": {PROMPTS[0]["prompt"]: {"entries": [STEADY],
+                                                     "busy": [STEADY, floored], "hold_ms": 250}}}
+        endpoint = self.start_endpoint(script)
+        suite = self.write_suite("floored.jsonl", PROMPTS[:1])
+        run, report, _ = self.audit_reports(
+            suite, ["--endpoint", endpoint.url],
+            ["--runs", "2", "--concurrency", "1,4", "--max-tokens", "4", "--timeout", "20",
+             "--retries", "0"], tag="floored")
+        self.assert_exit(run, 0)
+        levels = report["summary"]["by_concurrency"]
+        self.assertEqual(levels[0]["noise"], zero_noise(2))
+        busy = dict(zero_noise(3), left_out=1)
+        self.assertEqual(levels[1]["noise"], busy)
+        prompt = report["prompts"][0]
+        self.assertEqual((prompt["status"], prompt["p_flip"]), ("stable", 0.0))
+        self.assertEqual(report["summary"]["flip_calibration"]["recommended_tau"], 0.0)
+        self.assertIn("           c=4 zero (3 positions, 1 left out: runner-up missing or at the "
+                      "floor)\n", run.stdout)
+        self.assertNotIn("1e+04", run.stdout)
 
     def test_fragile_p_flags_by_probability_and_report_rejudges(self):
         _, run, report, paths = self.audit(["--fragile-p", "0.25", "--fail-on", "fragile"])

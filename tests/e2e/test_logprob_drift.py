@@ -12,7 +12,9 @@ prompts); summary.bitwise_stable_prompts 0, summary.max_logprob_drift SHIFT; --m
 0 exits 1 naming that gate, --max-logprob-drift 2 * SHIFT exits 0, and the tokens-only gates
 (--max-unique 1, --fail-on unstable) pass. The terminal, Markdown and HTML say the same.
 Control: the same script without the shift gives tier `bitwise` everywhere, and
---max-logprob-drift 0 passes."""
+--max-logprob-drift 0 passes. Two more scripts: one where only the runner-up's logprob moves
+(drift SHIFT, --max-logprob-drift 0 fails), and one whose busy runs move +SHIFT and -SHIFT (the
+drift over every pair of runs is 2 * SHIFT, where the reference alone read SHIFT)."""
 
 import e2e_harness as h
 
@@ -32,12 +34,21 @@ def completion(words, shift=None):
     return entry
 
 
-def script(shift):
+def rival_moved(words):
+    """The same tokens and chosen logprobs; only the runner-up is SHIFT lower (the gap moves)."""
+    return {"tokens": [[w, -0.5, [[w, -0.5], [" else", -1.25 - SHIFT]]] for w in words],
+            "finish_reason": "length"}
+
+
+def script(shift, busy_of=None):
+    """busy_of(words) gives the busy answers; by default unshifted, then shifted by `shift`."""
     prompts = {}
     for i, prompt in enumerate(PROMPTS):
         words = [f" w{i}a", f" w{i}b", f" w{i}c"]
         # Busy answers alternate: unshifted, then shifted; the tokens never change.
         busy = [completion(words), completion(words, shift)] if shift else [completion(words)]
+        if busy_of is not None:
+            busy = busy_of(words)
         prompts[prompt["prompt"]] = {"entries": [completion(words)], "busy": busy,
                                      "hold_ms": 300}
     return {"prompts": prompts}
@@ -48,8 +59,8 @@ def drift(max_abs, positions):
 
 
 class LogprobDrift(h.E2ETestCase):
-    def audit(self, shift, gates, tag):
-        endpoint = self.start_endpoint(script(shift), name=tag)
+    def audit(self, shift, gates, tag, busy_of=None):
+        endpoint = self.start_endpoint(script(shift, busy_of), name=tag)
         suite = self.write_suite(f"{tag}.jsonl", PROMPTS)
         run, report, paths = self.audit_reports(
             suite, ["--endpoint", endpoint.url],
@@ -129,6 +140,44 @@ class LogprobDrift(h.E2ETestCase):
                 failed = [g["flag"] for g in verdict["gates"] if not g["passed"]]
                 self.assertEqual(failed, ["--max-logprob-drift"] if code else [], verdict)
                 self.assertTrue(verdict["gates"], verdict)
+
+    def test_runner_up_alone_is_drift(self):
+        """Only the runner-up's logprob moves (by SHIFT) in one busy run: the chosen logprobs
+        are identical, the gap moves, and --max-logprob-drift 0 fails on it."""
+        run, report, _, endpoint = self.audit(
+            None, ["--max-logprob-drift", "0"], "rival",
+            busy_of=lambda words: [completion(words), rival_moved(words)])
+        self.assert_exit(run, 1)
+        self.check_premise(endpoint)
+        summary = report["summary"]
+        self.assertEqual((summary["max_logprob_drift"], summary["bitwise_stable_prompts"]),
+                         (SHIFT, 0))
+        others = RUNS * len(LEVELS) - 1
+        self.assertEqual([p["logprob_drift"] for p in report["prompts"]],
+                         [drift(SHIFT, others * TOKENS)] * len(PROMPTS))
+        failed = [g["flag"] for g in summary["verdict"]["gates"] if not g["passed"]]
+        self.assertEqual(failed, ["--max-logprob-drift"])
+
+    def test_drift_spans_every_pair_of_runs(self):
+        """The busy runs move +SHIFT and -SHIFT from the serial reference: each is SHIFT from
+        it, 2 * SHIFT from the other. The prompt's drift is 2 * SHIFT, so a gate at 1.5 * SHIFT
+        fails (against the reference alone it read SHIFT and passed)."""
+        run, report, _, endpoint = self.audit(
+            None, ["--max-logprob-drift", str(1.5 * SHIFT)], "pairs",
+            busy_of=lambda words: [completion(words, SHIFT), completion(words, -SHIFT)])
+        self.assert_exit(run, 1)
+        self.check_premise(endpoint)
+        summary = report["summary"]
+        self.assertEqual(summary["max_logprob_drift"], 2 * SHIFT)
+        others = RUNS * len(LEVELS) - 1
+        for prompt in report["prompts"]:
+            with self.subTest(prompt=prompt["id"]):
+                self.assertEqual(prompt["logprob_drift"], drift(2 * SHIFT, others * TOKENS))
+                self.assertEqual([lv["logprob_drift"] for lv in prompt["by_concurrency"]],
+                                 [drift(0.0, (RUNS - 1) * TOKENS),
+                                  drift(2 * SHIFT, (RUNS - 1) * TOKENS)])
+        failed = [g["flag"] for g in summary["verdict"]["gates"] if not g["passed"]]
+        self.assertEqual(failed, ["--max-logprob-drift"])
 
     def test_control_bitwise(self):
         run, report, paths, endpoint = self.audit(None, ["--max-logprob-drift", "0"], "control")

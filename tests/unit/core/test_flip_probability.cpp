@@ -8,6 +8,7 @@
 
 #include "core/analysis.hpp"
 #include "core/flip_probability.hpp"
+#include "core/logprob_floor.hpp"
 #include "tests/support/request_records.hpp"
 
 using namespace llmrepro::core;
@@ -71,9 +72,69 @@ TEST_CASE("add_gap_noise") {
   SUBCASE("an unknown gap is skipped, the positions after it still count") {
     Completion other = reference;
     other.tokens[0].top[1].logprob = k_unknown_logprob;
-    add_gap_noise(deviations, reference, other);
+    CHECK(add_gap_noise(deviations, reference, other) == 1);
     CHECK(deviations == std::vector<double>{0.0, 0.0});
   }
+  SUBCASE("a runner-up at the logprob floor (-Infinity) is left out and counted") {
+    // Its "gap" would be 9999 nats of distance to the floor, not a margin: against the
+    // reference's 1 it read as 9998 nats of noise.
+    Completion other = reference;
+    other.tokens[0].top[1].logprob = k_logprob_floor;
+    CHECK(add_gap_noise(deviations, reference, other) == 1);
+    CHECK(deviations == std::vector<double>{0.0, 0.0});
+    CHECK_FALSE(measured_gap(other.tokens[0]));
+    CHECK(other.tokens[0].gap() == 9999.0);
+  }
+  SUBCASE("a missing runner-up is left out and counted, in either run") {
+    Completion other = reference;
+    other.tokens[1].top.resize(1);
+    CHECK(add_gap_noise(deviations, other, reference) == 1);
+    CHECK(deviations == std::vector<double>{0.0, 0.0});
+  }
+}
+
+TEST_CASE("analysis: a -Infinity runner-up moves neither the noise nor p_flip") {
+  // Two prompts, four runs each at c=1 and c=2, every number identical from run to run, except
+  // that one run of "floored" reports its first runner-up as -Infinity (the floor). Kept in the
+  // samples, that run's 9998.875 nats of "noise" made the bitwise-stable "quiet" prompt's
+  // p_flip 0.4 and the τ the noise implies 1e+04.
+  const Completion quiet = completion_of({{"a", -0.125, "x", -1.0}, {"b", -0.25, "y", -0.5}});
+  const Completion floored = completion_of({{"c", 0.0, "z", -2.0}, {"d", -0.5, "w", -1.5}});
+  Completion floored_run = floored;
+  floored_run.tokens[0].top[1].logprob = k_logprob_floor;
+  std::vector<RequestRecord> records;
+  for (int concurrency : {1, 2})
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      records.push_back(ok_record(0, concurrency, repeat, quiet));
+      records.push_back(ok_record(1, concurrency, repeat,
+                                  concurrency == 2 && repeat == 1 ? floored_run : floored));
+    }
+  Suite suite;
+  suite.prompts.push_back(Prompt{.id = "quiet", .text = "q"});
+  suite.prompts.push_back(Prompt{.id = "floored", .text = "f"});
+
+  const AuditAnalysis analysis = analyse(suite, records, AnalysisConfig{});
+  const auto& levels = analysis.summary.by_concurrency;
+  REQUIRE(levels.size() == 2);
+  // c=2: quiet 2 runs × 2 positions, floored 2 + 1 (its first position left out).
+  CHECK(levels[1].noise.positions == 7);
+  CHECK(levels[1].noise.left_out == 1);
+  CHECK(levels[1].noise.nonzero == 0);
+  CHECK(levels[1].noise.max == 0.0);
+  CHECK(levels[0].noise.left_out == 0);
+  CHECK(analysis.summary.flip_calibration.recommended_tau == 0.0);
+  for (const PromptAnalysis& prompt : analysis.prompts) {
+    CAPTURE(prompt.id);
+    CHECK(prompt.status == PromptStatus::stable);
+    CHECK(prompt.p_flip == 0.0);
+  }
+  // The floored reference position adds no flip chance instead of making p_flip unknown.
+  Completion floored_reference = floored;
+  floored_reference.tokens[1].top[1].logprob = k_logprob_floor;
+  records[1].outcome.completion = floored_reference;
+  const AuditAnalysis again = analyse(suite, records, AnalysisConfig{});
+  CHECK(again.prompts[1].p_flip == 0.0);
+  CHECK(again.prompts[1].p_flip_reason.empty());
 }
 
 TEST_CASE("NoiseDistribution and the flip probability") {

@@ -252,3 +252,86 @@ TEST_CASE("analyse: no logprobs, no logprob drift") {
   CHECK(analysis.summary.bitwise_stable_prompts == 0);
   CHECK_FALSE(analysis.summary.max_logprob_drift.has_value());
 }
+
+TEST_CASE("logprob_drift_of: the runner-up's logprob is drift too") {
+  // Only the runner-up moves, by 2^-10: the chosen logprobs are identical, the gap moves.
+  const Completion reference = completion_of(sky());
+  auto positions = sky();
+  positions[1].alt = -1.0 - 0.0009765625;
+  const Completion moved_rival = completion_of(positions);
+  const LogprobDrift drift = logprob_drift_of({&reference, &reference, &moved_rival});
+  CHECK(drift.max_abs == 0.0009765625);
+  CHECK(drift.max_abs_gap == 0.0009765625);
+  CHECK(drift.first_position == 1);
+  CHECK(drift.positions_compared == 8); // 3 runs × 4 positions, less one per position
+  CHECK(has_drift(drift));
+
+  SUBCASE("a different runner-up is not compared as the same number") {
+    Completion other = reference;
+    other.tokens[0].top[1] = {"rival", -0.5};
+    const LogprobDrift moved = logprob_drift_of({&reference, &other});
+    CHECK(moved.max_abs == 0.0);
+    CHECK(moved.max_abs_gap == 0.5); // the gap still says the margin moved
+  }
+}
+
+TEST_CASE("logprob_drift_of: every pair of agreeing runs, not the reference alone") {
+  // The reference at -0.2, one run 2^-8 above it, one 2^-8 below: against the reference each
+  // differs by 2^-8, from each other by 2^-7.
+  const Completion reference = completion_of(sky());
+  auto up = sky();
+  up[2].logprob = -0.2 + 0.00390625;
+  auto down = sky();
+  down[2].logprob = -0.2 - 0.00390625;
+  const Completion above = completion_of(up);
+  const Completion below = completion_of(down);
+  LogprobDrift against_reference;
+  add_logprob_drift(against_reference, reference, above);
+  add_logprob_drift(against_reference, reference, below);
+  CHECK(against_reference.max_abs == doctest::Approx(0.00390625).epsilon(1e-12));
+
+  const LogprobDrift drift = logprob_drift_of({&reference, &above, &below});
+  CHECK(drift.max_abs == doctest::Approx(0.0078125).epsilon(1e-12));
+  CHECK(drift.max_abs_gap == doctest::Approx(0.0078125).epsilon(1e-12));
+  CHECK(drift.first_position == 2);
+  CHECK(drift.positions_compared == 8);
+
+  SUBCASE("runs compare where they agree with each other, whatever the reference chose") {
+    // Both others leave the reference at position 1 but agree with each other: their -0.2
+    // ± 2^-8 at position 2 are still compared, in their shared context.
+    up[1].token = " sea";
+    down[1].token = " sea";
+    const Completion sea_above = completion_of(up);
+    const Completion sea_below = completion_of(down);
+    const LogprobDrift parted = logprob_drift_of({&reference, &sea_above, &sea_below});
+    CHECK(parted.max_abs == doctest::Approx(0.0078125).epsilon(1e-12));
+    // Position 0: 2 of 3; position 1: the two " sea" runs; 2 and 3: the same two.
+    CHECK(parted.positions_compared == 5);
+  }
+  SUBCASE("no runs, one run, a null run: nothing compared") {
+    CHECK(logprob_drift_of({}).positions_compared == 0);
+    CHECK(logprob_drift_of({&reference}).positions_compared == 0);
+    CHECK(logprob_drift_of({&reference, nullptr}).positions_compared == 0);
+  }
+}
+
+TEST_CASE("analysis: a prompt's drift spans every pair of its runs") {
+  // Serial runs at -0.2, the c=4 runs at -0.2 ± 2^-8 at position 2: the prompt's drift 2^-7
+  // (the reference alone read 2^-8), c=1 none, c=4 2^-7.
+  auto up = sky();
+  up[2].logprob = -0.2 + 0.00390625;
+  auto down = sky();
+  down[2].logprob = -0.2 - 0.00390625;
+  const std::vector<RequestRecord> records = {
+      ok_record(0, 1, 0, completion_of(sky())), ok_record(0, 1, 1, completion_of(sky())),
+      ok_record(0, 4, 0, completion_of(up)), ok_record(0, 4, 1, completion_of(down))};
+  const AuditAnalysis analysis = analyse(numbered_suite(1), records, AnalysisConfig{});
+  const PromptAnalysis& prompt = analysis.prompts.front();
+  CHECK(prompt.logprob_drift.max_abs == doctest::Approx(0.0078125).epsilon(1e-12));
+  CHECK(prompt.logprob_drift.positions_compared == 12);
+  REQUIRE(prompt.by_concurrency.size() == 2);
+  CHECK(prompt.by_concurrency[0].logprob_drift.max_abs == 0.0);
+  CHECK(prompt.by_concurrency[1].logprob_drift.max_abs ==
+        doctest::Approx(0.0078125).epsilon(1e-12));
+  CHECK(analysis.summary.max_logprob_drift == doctest::Approx(0.0078125).epsilon(1e-12));
+}

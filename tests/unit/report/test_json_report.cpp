@@ -299,7 +299,7 @@ TEST_CASE("render_json") {
               {"logprob_drift",
                {{"max_abs", 1.0 / 3.0}, {"max_abs_gap", 0.0625}, {"positions_compared", 100}}},
               {"noise", OrderedJson::parse(R"({
-      "positions": 100, "nonzero": 10, "median": 0.0, "p90": 0.0625, "p99": 0.25, "max": 0.25,
+      "positions": 100, "nonzero": 10, "left_out": 0, "median": 0.0, "p90": 0.0625, "p99": 0.25, "max": 0.25,
       "decades": [{"upper": 0, "count": 90}, {"upper": 1e-06, "count": 0},
                   {"upper": 1e-05, "count": 0}, {"upper": 0.0001, "count": 0},
                   {"upper": 0.001, "count": 0}, {"upper": 0.01, "count": 2},
