@@ -72,6 +72,12 @@ int run_diff(const DiffOptions& options) {
   const bool to_stderr = options.json == "-" || options.html == "-" || options.markdown == "-";
   if (!options.quiet)
     fmt::print(to_stderr ? stderr : stdout, "{}", report::render_diff_markdown(diff));
+  // Failed requests are lost evidence: no finding either way, the exit an unjudged audit has.
+  if (diff.evidence_lost()) {
+    for (const std::string& line : diff.lost_evidence)
+      fmt::print(stderr, "error: lost evidence: {}\n", line);
+    return k_exit_endpoint;
+  }
   return diff.regression() ? k_exit_gate_failed : k_exit_pass;
 }
 

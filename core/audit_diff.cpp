@@ -5,6 +5,7 @@
 // and correct for the number of prompts with Holm's method. See statistics.cpp for the tests.
 #include "core/audit_diff.hpp"
 
+#include <cstdio>
 #include <map>
 
 namespace llmrepro::core {
@@ -31,9 +32,16 @@ PromptSide side_of(const AuditReport& report, const PromptAnalysis& prompt,
 AuditSide audit_side(const AuditReport& report) {
   AuditSide side;
   side.prompts = static_cast<int>(report.analysis.prompts.size());
+  side.verdict = to_string(report.verdict.status);
+  for (const PromptAnalysis& prompt : report.analysis.prompts) {
+    side.requests += prompt.runs + prompt.failed;
+    side.failed_requests += prompt.failed;
+    side.dead_prompts += prompt.runs == 0 ? 1 : 0;
+  }
   if (report.data == nullptr) return side;
   side.audit_id = report.data->info.id;
   side.runs = report.data->config.runs;
+  side.max_failed_rate = report.data->config.gates.max_failed_rate;
   const auto endpoint = static_cast<std::size_t>(report.analysis.endpoint_index);
   if (endpoint < report.data->endpoints.size()) {
     const EndpointInfo& info = report.data->endpoints[endpoint];
@@ -128,6 +136,59 @@ double rate(const PassCount& pass) {
   return pass.runs > 0 ? static_cast<double>(pass.passed) / pass.runs : 0.0;
 }
 
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : "; ") + item;
+  return out;
+}
+
+std::string number_text(double value, const char* format) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+// An audit's own failures: an ERROR verdict, or a failed share above its own --max-failed-rate
+// (0 by default: any request that failed after its retries).
+void audit_losses(const std::string& name, const AuditReport& report, const AuditSide& side,
+                  std::vector<std::string>& lost) {
+  const std::string audit = name + " (" + side.audit_id + ")";
+  if (report.verdict.status == VerdictStatus::error) {
+    lost.push_back(audit + " is ERROR: " + joined(report.verdict.errors));
+  }
+  if (side.requests > 0 &&
+      static_cast<double>(side.failed_requests) / side.requests > side.max_failed_rate) {
+    lost.push_back(audit + ": " + std::to_string(side.failed_requests) + " of " +
+                   std::to_string(side.requests) + " requests failed (" +
+                   number_text(100.0 * side.failed_requests / side.requests, "%.1f") +
+                   "%), above its --max-failed-rate " + number_text(side.max_failed_rate, "%g") +
+                   "; " + std::to_string(side.dead_prompts) + " of " +
+                   std::to_string(side.prompts) + " prompts have no successful run");
+  }
+}
+
+// Prompts dead (no successful run) on one side only: the comparison would silently drop them.
+void one_sided_dead(AuditDiff& diff) {
+  std::vector<std::string> dead_in_a;
+  std::vector<std::string> dead_in_b;
+  for (const PromptDiff& p : diff.prompts) {
+    if (p.a.runs == 0 && p.b.runs > 0) dead_in_a.push_back(p.id);
+    if (p.b.runs == 0 && p.a.runs > 0) dead_in_b.push_back(p.id);
+  }
+  const auto add = [&diff](const std::string& side, const AuditSide& audit,
+                           const std::string& other, const std::vector<std::string>& ids) {
+    if (ids.empty()) return;
+    std::string named;
+    for (std::size_t i = 0; i < ids.size() && i < 5; ++i) named += (i == 0 ? "" : ", ") + ids[i];
+    if (ids.size() > 5) named += ", ...";
+    diff.lost_evidence.push_back(side + " (" + audit.audit_id + "): " + std::to_string(ids.size()) +
+                                 " prompts have no successful run where " + other +
+                                 " has some: " + named);
+  };
+  add("A", diff.a, "B", dead_in_a);
+  add("B", diff.b, "A", dead_in_b);
+}
+
 } // namespace
 
 std::optional<PassCount> checker_pass_count(const AuditReport&, const PromptAnalysis& prompt) {
@@ -140,6 +201,7 @@ double PromptSide::agreement() const {
 }
 
 bool AuditDiff::regression() const {
+  if (evidence_lost()) return false;
   for (const MetricDiff& metric : metrics) {
     if (metric.regression) return true;
   }
@@ -150,6 +212,7 @@ bool AuditDiff::regression() const {
 }
 
 bool AuditDiff::improvement() const {
+  if (evidence_lost()) return false;
   for (const MetricDiff& metric : metrics) {
     if (metric.improvement) return true;
   }
@@ -187,6 +250,9 @@ AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConf
   for (const PromptAnalysis& prompt : b.analysis.prompts) {
     if (!seen_in_a.contains(prompt.id)) diff.only_in_b.push_back(prompt.id);
   }
+  audit_losses("A", a, diff.a, diff.lost_evidence);
+  audit_losses("B", b, diff.b, diff.lost_evidence);
+  one_sided_dead(diff);
 
   // Per prompt: Fisher on agreement and on pass counts, Holm-corrected over prompts.
   std::vector<double> agreement_p;

@@ -106,7 +106,13 @@ struct AuditSide {
   std::string model;
   std::vector<std::string> fingerprints;
   int prompts = 0;
-  int runs = 0; // runs per prompt per level, from the audit's configuration
+  int runs = 0;        // runs per prompt per level, from the audit's configuration
+  std::string verdict; // the audit's own verdict: "pass", "fail" or "error"
+  // Logical requests of the compared analysis (successful + failed) and those that failed.
+  int requests = 0;
+  int failed_requests = 0;
+  int dead_prompts = 0;         // prompts without a single successful completion
+  double max_failed_rate = 0.0; // the audit's own --max-failed-rate
 };
 
 struct AuditDiff {
@@ -120,11 +126,19 @@ struct AuditDiff {
   int paired_prompts = 0; // ids in both with completions on both sides
   std::vector<MetricDiff> metrics;
   std::vector<PromptDiff> prompts; // ids in both, in A's suite order
+  // Why the diff cannot be a finding, one line each naming the audit: an audit whose verdict is
+  // ERROR, more failed requests than the audit's own --max-failed-rate allows, prompts with no
+  // successful run on one side only. Failures are lost evidence: whatever the statistics say
+  // over what remains, `llmrepro diff` exits 3 and reports neither a regression nor an
+  // improvement nor "no difference". Empty when both audits' evidence is whole.
+  std::vector<std::string> lost_evidence;
 
   // True when any difference beyond noise is a regression: what `llmrepro diff` exits 1 on.
+  // False whenever evidence was lost (no finding either way).
   bool regression() const;
-  // True when some difference beyond noise is an improvement.
+  // True when some difference beyond noise is an improvement; false when evidence was lost.
   bool improvement() const;
+  bool evidence_lost() const { return !lost_evidence.empty(); }
 };
 
 // Compares B against A over the prompt ids present in both (A's order).

@@ -41,6 +41,11 @@ ordered_json side_json(const core::AuditSide& side) {
   out["fingerprints"] = side.fingerprints;
   out["prompts"] = side.prompts;
   out["runs"] = side.runs;
+  out["verdict"] = side.verdict;
+  out["requests"] = side.requests;
+  out["failed_requests"] = side.failed_requests;
+  out["dead_prompts"] = side.dead_prompts;
+  out["max_failed_rate"] = number_or_null(side.max_failed_rate);
   return out;
 }
 
@@ -63,6 +68,7 @@ ordered_json prompt_side_json(const core::PromptSide& side) {
 }
 
 std::string verdict_status(const core::AuditDiff& diff) {
+  if (diff.evidence_lost()) return "lost_evidence";
   if (diff.regression()) return "regression";
   if (diff.improvement()) return "improvement";
   return "no_change";
@@ -87,13 +93,18 @@ std::string delta_text(const core::MetricDiff& m) {
   return fmt::format("{:+.2f}", m.delta);
 }
 
-std::string metric_verdict(const core::MetricDiff& m) {
+// With evidence lost no row is a finding: what remains was compared, but not judged.
+constexpr const char* k_not_judged = "not judged (evidence lost)";
+
+std::string metric_verdict(const core::AuditDiff& diff, const core::MetricDiff& m) {
+  if (diff.evidence_lost()) return k_not_judged;
   if (m.regression) return "regression (beyond noise)";
   if (m.improvement) return "improvement (beyond noise)";
   return "within noise";
 }
 
-std::string prompt_verdict(const core::PromptDiff& p) {
+std::string prompt_verdict(const core::AuditDiff& diff, const core::PromptDiff& p) {
+  if (diff.evidence_lost()) return k_not_judged;
   if (p.regression && p.improvement) return "changed (beyond noise)";
   if (p.regression) return "regression (beyond noise)";
   if (p.improvement) return "improvement (beyond noise)";
@@ -110,6 +121,7 @@ bool notable(const core::PromptDiff& p) {
 constexpr std::size_t k_named_prompts = 8;
 
 std::string regression_summary(const core::AuditDiff& diff, bool markdown) {
+  if (diff.evidence_lost()) return {};
   const auto escape = [markdown](const std::string& text) {
     return markdown ? markdown_escape(text, 60) : html_escape(text);
   };
@@ -164,6 +176,7 @@ std::string render_diff_json(const core::AuditDiff& diff) {
   out["paired_prompts"] = diff.paired_prompts;
   out["only_in_a"] = diff.only_in_a;
   out["only_in_b"] = diff.only_in_b;
+  out["lost_evidence"] = diff.lost_evidence;
   out["metrics"] = ordered_json::array();
   for (const core::MetricDiff& m : diff.metrics) {
     ordered_json j;
@@ -212,14 +225,19 @@ std::string render_diff_json(const core::AuditDiff& diff) {
 
 std::string render_diff_markdown(const core::AuditDiff& diff) {
   const std::string status = verdict_status(diff);
-  std::string out = fmt::format("## llmrepro diff: {}\n\n",
-                                status == "regression"    ? "\u274c regression beyond noise"
-                                : status == "improvement" ? "\u2705 improvement beyond noise"
-                                                          : "\u2705 no difference beyond noise");
+  std::string out =
+      fmt::format("## llmrepro diff: {}\n\n",
+                  status == "lost_evidence" ? "\u26a0\ufe0f no finding: evidence was lost"
+                  : status == "regression"  ? "\u274c regression beyond noise"
+                  : status == "improvement" ? "\u2705 improvement beyond noise"
+                                            : "\u2705 no difference beyond noise");
   out += fmt::format("A {} ({}) \u2192 B {} ({}) \u00b7 {} paired prompts \u00b7 \u03b1 = {:g}\n\n",
                      markdown_escape(diff.a.audit_id, 40), markdown_escape(diff.a.model, 40),
                      markdown_escape(diff.b.audit_id, 40), markdown_escape(diff.b.model, 40),
                      diff.paired_prompts, diff.alpha);
+  for (const std::string& line : diff.lost_evidence) {
+    out += "**Lost evidence:** " + markdown_escape(line, 400) + "\n\n";
+  }
   if (const std::string named = regression_summary(diff, true); !named.empty()) {
     out += "**Regressed:** " + named + "\n\n";
   }
@@ -231,7 +249,8 @@ std::string render_diff_markdown(const core::AuditDiff& diff) {
     out += "| metric | A | B | change | p | verdict |\n|---|---:|---:|---:|---:|---|\n";
     for (const core::MetricDiff& m : diff.metrics) {
       out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", m.name, value_text(m, m.a),
-                         value_text(m, m.b), delta_text(m), p_text(m.p_value), metric_verdict(m));
+                         value_text(m, m.b), delta_text(m), p_text(m.p_value),
+                         metric_verdict(diff, m));
     }
   }
   std::string rows;
@@ -242,7 +261,7 @@ std::string render_diff_markdown(const core::AuditDiff& diff) {
     rows += fmt::format("| {} | {} | {} \u2192 {} | {:.0f}% \u2192 {:.0f}% | {} | {} |\n",
                         markdown_escape(p.id, 60), p.agreement_change, p.a.unique_completions,
                         p.b.unique_completions, 100.0 * p.a.agreement(), 100.0 * p.b.agreement(),
-                        p_text(p.agreement_p_adjusted), prompt_verdict(p));
+                        p_text(p.agreement_p_adjusted), prompt_verdict(diff, p));
   }
   if (!rows.empty()) {
     out += "\n### Prompts that changed\n\n| prompt | stability | distinct | agreement | p (Holm) | "
@@ -265,20 +284,29 @@ std::string render_diff_html(const core::AuditDiff& diff) {
       html_escape(diff.b.model), diff.paired_prompts, diff.alpha, diff.bootstrap_resamples,
       diff.seed);
   out += "</span></header>\n";
-  const bool bad = status == "regression";
+  const bool lost = status == "lost_evidence";
+  const bool bad = lost || status == "regression";
+  std::string lost_lines;
+  for (const std::string& line : diff.lost_evidence) {
+    lost_lines += "<div>Lost evidence: " + html_escape(line) + "</div>";
+  }
   out += fmt::format(
       "<section class=\"verdict {}\" id=\"verdict\"><span class=\"badge\">{}</span><div><strong>{}"
-      "</strong>{}<div class=\"muted\">{} prompts only in A, {} only in B (not "
+      "</strong>{}{}<div class=\"muted\">{} prompts only in A, {} only in B (not "
       "compared)</div></div>"
       "</section>\n",
       bad ? "fail" : "pass",
-      bad                       ? "REGRESSION"
+      lost                      ? "NO FINDING"
+      : bad                     ? "REGRESSION"
       : status == "improvement" ? "IMPROVED"
                                 : "NO CHANGE",
-      bad                       ? "A difference beyond run-to-run noise is a regression."
+      lost  ? "Failed requests lost evidence: the diff is no finding either way."
+      : bad ? "A difference beyond run-to-run noise is a regression."
       : status == "improvement" ? "Differences beyond noise are improvements."
                                 : "Every difference is within run-to-run noise.",
-      bad ? "<div>Regressed: " + regression_summary(diff, false) + "</div>" : std::string(),
+      lost_lines,
+      status == "regression" ? "<div>Regressed: " + regression_summary(diff, false) + "</div>"
+                             : std::string(),
       diff.only_in_a.size(), diff.only_in_b.size());
   out += "<section class=\"panel\" id=\"metrics\"><h2>Overall</h2><table><thead><tr><th>metric</th>"
          "<th class=\"num\">A</th><th class=\"num\">B</th><th "
@@ -303,7 +331,7 @@ std::string render_diff_html(const core::AuditDiff& diff) {
         "</td></tr>",
         html_escape(m.name), html_escape(m.description), value_text(m, m.a), value_text(m, m.b),
         delta_text(m), interval, html_escape(m.test), html_escape(p_text(m.p_value)), tag,
-        metric_verdict(m));
+        metric_verdict(diff, m));
   }
   out += "</tbody></table></section>\n";
   out += "<section class=\"panel\" "
@@ -326,7 +354,7 @@ std::string render_diff_html(const core::AuditDiff& diff) {
                        html_escape(p.id), html_escape(p.agreement_change), p.a.unique_completions,
                        p.b.unique_completions, p.a.reference_count, p.a.runs, p.b.reference_count,
                        p.b.runs, pass, html_escape(p_text(p.agreement_p_adjusted)), tag,
-                       prompt_verdict(p));
+                       prompt_verdict(diff, p));
   }
   out += "</tbody></table></section>\n<footer>Written by llmrepro. Self-contained: this page "
          "fetches nothing."

@@ -12,6 +12,12 @@ distinct, 4 of 20 pass) and q7..q9 with X, like A. Then:
   McNemar's exact test on 7 discordant prompts (p = 2 * 0.5^7), the means exact;
 - B against A (the same change undone): exit 0, verdict improvement;
 - every JSON diff validates against schemas/llmrepro.diff.v1.schema.json.
+Failures are lost evidence (exit 3, verdict lost_evidence, the audit and its counts named):
+(these audits run 10 runs at concurrency 4 alone, 100 requests each, --retries 0)
+- B's q0..q6 answer a 500 to 4 of every 5 requests: the 2 of 10 that survive agree, so B
+  looks stable everywhere (TARr 30% -> 100%), yet 56 of 100 requests failed;
+- B's q0..q8 fail every request: 9 prompts dead in B only, 90 of 100 requests failed;
+- both audits ERROR (every request of every prompt failed): each named as ERROR.
 The diff HTML is rendered in a real browser by tests/browser/test_browser_reports.py.
 """
 
@@ -26,6 +32,7 @@ PROMPTS = [f"q{i}" for i in range(10)]
 DEGRADED = PROMPTS[:7]
 RUNS = 10
 LEVELS = [1, 4]
+LOST_LEVELS = [4]  # the lost-evidence audits: one level is enough, and quicker
 
 
 def completion(third, fourth, gap=1.5):
@@ -71,7 +78,7 @@ def fisher_two_sided(a_ok, a_n, b_ok, b_n):
 
 
 class DiffAudits(h.E2ETestCase):
-    def audit(self, tag, script_obj, prompts, runs, levels):
+    def audit(self, tag, script_obj, prompts, runs, levels, exit_code=0, extra=()):
         endpoint = self.start_endpoint(script_obj, name=tag)
         suite_path = self.write_suite(f"{tag}-suite.jsonl", prompts)
         db = self.path(f"{tag}.db")
@@ -79,8 +86,8 @@ class DiffAudits(h.E2ETestCase):
                                  "--api", "openai-chat", "--model", "scripted-model",
                                  "--runs", str(runs), "--concurrency", ",".join(map(str, levels)),
                                  "--fragile-window", "5", "--seed", "7", "--db", db,
-                                 "--fail-on", "none", "--quiet"])
-        self.assert_exit(run, 0)
+                                 "--fail-on", "none", "--quiet", *extra])
+        self.assert_exit(run, exit_code)
         return db
 
     def diff(self, a, b, tag):
@@ -205,6 +212,73 @@ class DiffAudits(h.E2ETestCase):
         self.assertEqual(back["verdict"],
                          {"status": "improvement", "regression": False, "improvement": True})
         self.assertEqual([p["id"] for p in back["prompts"] if p["improvement"]], DEGRADED)
+
+    def failing_script(self, failing, entries):
+        base = script(True)
+        for pid in failing:
+            base["prompts"][prompt_text(pid)] = entries
+        return base
+
+    def assert_lost(self, run, result, lines):
+        self.assert_exit(run, 3)
+        self.assertEqual(result["verdict"],
+                         {"status": "lost_evidence", "regression": False, "improvement": False})
+        self.assertEqual(result["lost_evidence"], lines)
+        for line in lines:
+            self.assertIn(f"error: lost evidence: {line}", run.stderr)
+            self.assertIn(f"**Lost evidence:** {line}", run.stdout)
+        self.assertTrue(run.stdout.startswith("## llmrepro diff: \u26a0\ufe0f no finding: "
+                                              "evidence was lost"), run.stdout)
+        self.assertNotIn("beyond noise", run.stdout.replace("no difference beyond noise", ""))
+
+    def test_failed_requests_are_lost_evidence_not_an_improvement(self):
+        a = self.audit("a", script(True), suite(), RUNS, LOST_LEVELS)
+        # 4 of 5 answers a 500: of each prompt's 10 requests, the 1st and 6th to arrive agree.
+        b = self.audit("b", self.failing_script(DEGRADED, [Y] + [{"fault": "500"}] * 4), suite(),
+                       RUNS, LOST_LEVELS, exit_code=1, extra=["--retries", "0"])
+        run, result = self.diff(a, b, "failed")
+        self.assertEqual((result["b"]["requests"], result["b"]["failed_requests"],
+                          result["b"]["dead_prompts"], result["b"]["verdict"]),
+                         (100, 56, 0, "fail"))
+        self.assertEqual((result["a"]["failed_requests"], result["a"]["verdict"]), (0, "pass"))
+        # What survives alone would read as TARr 30% -> 100%.
+        tarr = {m["name"]: m for m in result["metrics"]}["tarr"]
+        self.assertEqual((tarr["a"], tarr["b"]), (0.3, 1.0))
+        b_id = result["b"]["audit_id"]
+        self.assert_lost(run, result, [
+            f"B ({b_id}): 56 of 100 requests failed (56.0%), above its --max-failed-rate 0; "
+            "0 of 10 prompts have no successful run"])
+
+    def test_prompts_dead_in_b_only_are_lost_evidence(self):
+        a = self.audit("a", script(False), suite(), RUNS, LOST_LEVELS)
+        b = self.audit("b", self.failing_script(PROMPTS[:9], [{"fault": "500"}]), suite(), RUNS,
+                       LOST_LEVELS, exit_code=1, extra=["--retries", "0"])
+        run, result = self.diff(a, b, "dead")
+        b_id = result["b"]["audit_id"]
+        self.assertEqual(result["paired_prompts"], 1)
+        self.assert_lost(run, result, [
+            f"B ({b_id}): 90 of 100 requests failed (90.0%), above its --max-failed-rate 0; "
+            "9 of 10 prompts have no successful run",
+            f"B ({b_id}): 9 prompts have no successful run where A has some: q0, q1, q2, q3, "
+            "q4, ..."])
+
+    def test_error_audits_are_lost_evidence(self):
+        dead = self.failing_script(PROMPTS, [{"fault": "500"}])
+        a = self.audit("a", dead, suite(), RUNS, LOST_LEVELS, exit_code=3,
+                       extra=["--retries", "0"])
+        b = self.audit("b", dead, suite(), RUNS, LOST_LEVELS, exit_code=3,
+                       extra=["--retries", "0"])
+        run, result = self.diff(a, b, "error")
+        self.assertEqual((result["a"]["verdict"], result["b"]["verdict"]), ("error", "error"))
+        lines = result["lost_evidence"]
+        self.assertEqual(len(lines), 4, lines)
+        for side, line in (("A", lines[0]), ("B", lines[2])):
+            self.assertTrue(line.startswith(f"{side} ({result[side.lower()]['audit_id']}) is "
+                                            "ERROR: "), line)
+        self.assertEqual(lines[1], f"A ({result['a']['audit_id']}): 100 of 100 requests failed "
+                                   "(100.0%), above its --max-failed-rate 0; 10 of 10 prompts "
+                                   "have no successful run")
+        self.assert_lost(run, result, lines)
 
     def test_a_missing_database_is_an_input_error(self):
         run = self.run_llmrepro(["diff", self.path("none-a.db"), self.path("none-b.db")])

@@ -160,6 +160,14 @@ TEST_CASE("diff_audits") {
                                        report_of({prompt("a", {10}), broken}), config());
     CHECK(diff.paired_prompts == 1);
     CHECK(diff.prompts[1].agreement_change == "no completions");
+    // ... and its loss makes the diff no finding: B failed 10 of 20 requests, b died in B only.
+    CHECK(diff.lost_evidence ==
+          std::vector<std::string>{
+              "B (): 10 of 20 requests failed (50.0%), above its --max-failed-rate 0; 1 of 2 "
+              "prompts have no successful run",
+              "B (): 1 prompts have no successful run where A has some: b"});
+    CHECK_FALSE(diff.regression());
+    CHECK_FALSE(diff.improvement());
   }
   SUBCASE("fragility compared over prompts with logprobs on both sides") {
     std::vector<PromptAnalysis> b_prompts = stable_prompts(12, 10);
@@ -211,5 +219,53 @@ TEST_CASE("diff_audits pass rates") {
   SUBCASE("without checkers there is no pass-rate metric") {
     const AuditDiff diff = diff_audits(report_of(prompts), report_of(prompts), config());
     for (const MetricDiff& m : diff.metrics) CHECK(m.name != "pass_rate");
+  }
+}
+
+TEST_CASE("diff_audits: failures are lost evidence, never a finding") {
+  SUBCASE("90% of B's requests failing is no improvement, however stable the rest looks") {
+    // A: 10 prompts, 3 stable (TARr 30%). B: the 7 unstable ones died, 9 of 10 runs of each
+    // stable one failed: what survives is all identical (TARr 100%).
+    std::vector<PromptAnalysis> a_prompts;
+    std::vector<PromptAnalysis> b_prompts;
+    for (int i = 0; i < 10; ++i) {
+      const std::string id = "p" + std::to_string(i);
+      a_prompts.push_back(i < 3 ? prompt(id, {10}) : prompt(id, {5, 5}));
+      PromptAnalysis b = i < 3 ? prompt(id, {1}) : prompt(id, {});
+      b.failed = 10 - b.runs;
+      b_prompts.push_back(b);
+    }
+    const AuditDiff diff = diff_audits(report_of(a_prompts), report_of(b_prompts), config());
+    CHECK(diff.b.failed_requests == 97);
+    CHECK(diff.b.requests == 100);
+    CHECK(diff.b.dead_prompts == 7);
+    CHECK(diff.a.failed_requests == 0);
+    REQUIRE(diff.lost_evidence.size() == 2);
+    CHECK(diff.lost_evidence[0] == "B (): 97 of 100 requests failed (97.0%), above its "
+                                   "--max-failed-rate 0; 7 of 10 prompts have no successful run");
+    CHECK(diff.lost_evidence[1] ==
+          "B (): 7 prompts have no successful run where A has some: p3, p4, p5, p6, p7, ...");
+    CHECK(diff.evidence_lost());
+    CHECK_FALSE(diff.improvement());
+    CHECK_FALSE(diff.regression());
+  }
+  SUBCASE("an audit whose verdict is ERROR is named with its errors") {
+    AuditReport a = report_of(stable_prompts(4, 10));
+    AuditReport b = report_of(stable_prompts(4, 10));
+    a.verdict.status = VerdictStatus::error;
+    a.verdict.errors = {"the endpoint was unreachable"};
+    b.verdict.status = VerdictStatus::error;
+    b.verdict.errors = {"40 of 80 planned requests were never recorded"};
+    const AuditDiff diff = diff_audits(a, b, config());
+    CHECK(diff.a.verdict == "error");
+    CHECK(diff.lost_evidence ==
+          std::vector<std::string>{"A () is ERROR: the endpoint was unreachable",
+                                   "B () is ERROR: 40 of 80 planned requests were never recorded"});
+  }
+  SUBCASE("whole evidence on both sides loses nothing") {
+    const AuditDiff diff =
+        diff_audits(report_of(stable_prompts(4, 10)), report_of(stable_prompts(4, 10)), config());
+    CHECK(diff.lost_evidence.empty());
+    CHECK(diff.a.verdict == "pass");
   }
 }
