@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <map>
+#include <type_traits>
 
 namespace llmrepro::core {
 namespace {
@@ -189,7 +190,64 @@ void one_sided_dead(AuditDiff& diff) {
   add("B", diff.b, "A", dead_in_b);
 }
 
+std::string levels_text(const std::vector<int>& levels) {
+  std::string out;
+  for (const int level : levels) out += (out.empty() ? "" : ",") + std::to_string(level);
+  return out;
+}
+
+std::string probes_text(const std::vector<ProbeKind>& probes) {
+  std::string out;
+  for (const ProbeKind kind : probes)
+    out += (out.empty() ? "" : ",") + std::string(to_string(kind));
+  return out;
+}
+
+std::string on_off(bool value) { return value ? "on" : "off"; }
+
+template <typename T>
+std::string optional_text(const std::optional<T>& value, const char* format = "%g") {
+  if (!value) return "none";
+  if constexpr (std::is_floating_point_v<T>)
+    return number_text(*value, format);
+  else
+    return std::to_string(*value);
+}
+
 } // namespace
+
+std::vector<DiffPlanDifference> diff_plan_differences(const AuditConfig& a, const AuditConfig& b) {
+  std::vector<DiffPlanDifference> out;
+  const auto add = [&out](const char* flag, const std::string& in_a, const std::string& in_b) {
+    if (in_a != in_b) out.push_back({flag, in_a, in_b});
+  };
+  add("--runs", std::to_string(a.runs), std::to_string(b.runs));
+  add("--concurrency", levels_text(a.levels), levels_text(b.levels));
+  add("--adaptive", on_off(a.adaptive), on_off(b.adaptive));
+  if (a.adaptive && b.adaptive) {
+    add("--adaptive-initial", std::to_string(a.adaptive_initial),
+        std::to_string(b.adaptive_initial));
+    add("--adaptive-epsilon", number_text(a.adaptive_epsilon, "%g"),
+        number_text(b.adaptive_epsilon, "%g"));
+  }
+  add("--probe", probes_text(a.probes), probes_text(b.probes));
+  add("--profile", to_string(a.profile), to_string(b.profile));
+  add("--max-tokens", std::to_string(a.max_tokens), std::to_string(b.max_tokens));
+  add("--top-logprobs", std::to_string(a.top_logprobs), std::to_string(b.top_logprobs));
+  add("--stream", on_off(a.stream), on_off(b.stream));
+  add("--stop-after", optional_text(a.stop_after), optional_text(b.stop_after));
+  add("--shard", std::to_string(a.shard_index) + "/" + std::to_string(a.shard_count),
+      std::to_string(b.shard_index) + "/" + std::to_string(b.shard_count));
+  add("--fragile-gap", number_text(a.fragile_gap, "%g"), number_text(b.fragile_gap, "%g"));
+  add("--fragile-window", std::to_string(a.fragile_window), std::to_string(b.fragile_window));
+  add("--fragile-p", optional_text(a.fragile_p), optional_text(b.fragile_p));
+  add("--compare-on", to_string(a.compare_on), to_string(b.compare_on));
+  return out;
+}
+
+std::string to_string(const DiffPlanDifference& difference) {
+  return difference.flag + " " + difference.a + " (A) vs " + difference.b + " (B)";
+}
 
 std::optional<PassCount> checker_pass_count(const AuditReport&, const PromptAnalysis& prompt) {
   if (!prompt.passes) return std::nullopt;

@@ -141,6 +141,26 @@ struct AuditDiff {
   bool evidence_lost() const { return !lost_evidence.empty(); }
 };
 
+// One plan-defining value in which audit A and audit B differ.
+struct DiffPlanDifference {
+  std::string flag; // "--runs", "--concurrency", "--adaptive", ...
+  std::string a;    // A's value, as the flag would spell it
+  std::string b;
+};
+
+// Every value of the plans of A and B that makes their statistics incomparable, in this order:
+// --runs, --concurrency, --adaptive (and, both adaptive, --adaptive-initial and
+// --adaptive-epsilon), --probe, --profile, --max-tokens, --top-logprobs, --stream, --stop-after,
+// --shard, --fragile-gap, --fragile-window, --fragile-p, --compare-on. Agreement, stability and
+// the per-prompt tests all count runs: the same endpoint audited with 3 runs and with 12 (or
+// fixed and adaptive) differs in TARr by the plan alone. What an A/B comparison changes on
+// purpose (endpoint, --api, --model, --seed) and what does not shape the evidence (timeouts,
+// retries, budgets, gates) is not compared. Empty when the plans agree.
+std::vector<DiffPlanDifference> diff_plan_differences(const AuditConfig& a, const AuditConfig& b);
+
+// "--runs 3 (A) vs 12 (B)".
+std::string to_string(const DiffPlanDifference& difference);
+
 // Compares B against A over the prompt ids present in both (A's order).
 AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConfig& config);
 

@@ -18,6 +18,8 @@ Failures are lost evidence (exit 3, verdict lost_evidence, the audit and its cou
   looks stable everywhere (TARr 30% -> 100%), yet 56 of 100 requests failed;
 - B's q0..q8 fail every request: 9 prompts dead in B only, 90 of 100 requests failed;
 - both audits ERROR (every request of every prompt failed): each named as ERROR.
+Audits of different plans are refused (exit 2, every differing flag named with both values, no
+output written): the same endpoint with --runs 3 against --runs 12, fixed against --adaptive.
 The diff HTML is rendered in a real browser by tests/browser/test_browser_reports.py.
 """
 
@@ -279,6 +281,22 @@ class DiffAudits(h.E2ETestCase):
                                    "(100.0%), above its --max-failed-rate 0; 10 of 10 prompts "
                                    "have no successful run")
         self.assert_lost(run, result, lines)
+
+    def assert_refused_plans(self, a, b, tag, named):
+        out = self.path(f"{tag}.json")
+        run = self.run_llmrepro(["diff", a, b, "--json", out])
+        self.assert_exit(run, 2)
+        self.assertIn("A and B were audited with different plans, so their figures are not "
+                      f"comparable: {named}", run.stderr)
+        self.assertFalse(os.path.exists(out), "a refused diff wrote its JSON")
+        self.assertEqual(run.stdout, "")
+
+    def test_different_runs_or_adaptive_are_refused(self):
+        three = self.audit("r3", script(True), suite(), 3, LOST_LEVELS)
+        twelve = self.audit("r12", script(True), suite(), 12, LOST_LEVELS)
+        self.assert_refused_plans(three, twelve, "runs", "--runs 3 (A) vs 12 (B)")
+        adaptive = self.audit("ad", script(True), suite(), 12, LOST_LEVELS, extra=["--adaptive"])
+        self.assert_refused_plans(twelve, adaptive, "adaptive", "--adaptive off (A) vs on (B)")
 
     def test_a_missing_database_is_an_input_error(self):
         run = self.run_llmrepro(["diff", self.path("none-a.db"), self.path("none-b.db")])

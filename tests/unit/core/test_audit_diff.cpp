@@ -269,3 +269,43 @@ TEST_CASE("diff_audits: failures are lost evidence, never a finding") {
     CHECK(diff.a.verdict == "pass");
   }
 }
+
+TEST_CASE("diff_plan_differences") {
+  AuditConfig a;
+  SUBCASE("equal plans differ in nothing, whatever the endpoint, model and seed") {
+    AuditConfig b = a;
+    b.model = "other";
+    b.api = "openai-chat";
+    b.seed = 9;
+    b.retries = 0;
+    b.gates.max_failed_rate = 0.5;
+    CHECK(diff_plan_differences(a, b).empty());
+  }
+  SUBCASE("runs, levels and fixed against adaptive are named with both values") {
+    a.runs = 3;
+    a.levels = {1, 4};
+    AuditConfig b = a;
+    b.runs = 12;
+    b.levels = {4};
+    b.adaptive = true;
+    const std::vector<DiffPlanDifference> differences = diff_plan_differences(a, b);
+    REQUIRE(differences.size() == 3);
+    CHECK(to_string(differences[0]) == "--runs 3 (A) vs 12 (B)");
+    CHECK(to_string(differences[1]) == "--concurrency 1,4 (A) vs 4 (B)");
+    CHECK(to_string(differences[2]) == "--adaptive off (A) vs on (B)");
+  }
+  SUBCASE("the adaptive settings count only when both are adaptive; fragility settings count") {
+    a.adaptive = true;
+    AuditConfig b = a;
+    b.adaptive_epsilon = 0.05;
+    b.fragile_gap = 0.1;
+    b.fragile_p = 0.2;
+    b.max_tokens = 64;
+    const std::vector<DiffPlanDifference> differences = diff_plan_differences(a, b);
+    REQUIRE(differences.size() == 4);
+    CHECK(to_string(differences[0]) == "--adaptive-epsilon 0.01 (A) vs 0.05 (B)");
+    CHECK(to_string(differences[1]) == "--max-tokens 128 (A) vs 64 (B)");
+    CHECK(to_string(differences[2]) == "--fragile-gap 0.05 (A) vs 0.1 (B)");
+    CHECK(to_string(differences[3]) == "--fragile-p none (A) vs 0.2 (B)");
+  }
+}
