@@ -23,6 +23,10 @@ PromptSide side_of(const AuditReport& report, const PromptAnalysis& prompt,
   }
   side.unstable = prompt.unstable;
   side.fragile = prompt.fragile.value_or(false);
+  side.fragility_known = prompt.fragile.has_value();
+  side.tier = to_string(prompt.tier);
+  side.logprob_drift = prompt.logprob_drift.max_abs;
+  side.drift_positions = prompt.logprob_drift.positions_compared;
   side.has_logprobs = prompt.has_logprobs;
   side.first_divergence = prompt.first_divergence;
   side.min_gap = prompt.min_gap;
@@ -57,6 +61,25 @@ std::string agreement_change(const PromptSide& a, const PromptSide& b) {
   if (a.runs == 0 || b.runs == 0) return "no completions";
   if (a.unstable == b.unstable) return a.unstable ? "unstable" : "stable";
   return b.unstable ? "newly unstable" : "newly stable";
+}
+
+// A tier's rank towards unstable; -1 for inconclusive (not compared).
+int tier_rank(const std::string& tier) {
+  if (tier == "bitwise") return 0;
+  if (tier == "token") return 1;
+  if (tier == "unstable") return 2;
+  return -1;
+}
+
+void compare_tiers(PromptDiff& p) {
+  const int a = tier_rank(p.a.tier);
+  const int b = tier_rank(p.b.tier);
+  if (a < 0 || b < 0 || p.a.runs == 0 || p.b.runs == 0) {
+    p.tier_change = "inconclusive";
+    return;
+  }
+  p.tier_change = a == b ? p.a.tier : p.a.tier + " -> " + p.b.tier;
+  p.tier_worsened = b > a;
 }
 
 void judge(MetricDiff& metric, double alpha) {
@@ -303,6 +326,7 @@ AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConf
     prompt_diff.a = side_of(a, prompt, config.pass_counts);
     prompt_diff.b = side_of(b, *found->second, config.pass_counts);
     prompt_diff.agreement_change = agreement_change(prompt_diff.a, prompt_diff.b);
+    compare_tiers(prompt_diff);
     diff.prompts.push_back(std::move(prompt_diff));
   }
   for (const PromptAnalysis& prompt : b.analysis.prompts) {
@@ -353,6 +377,10 @@ AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConf
   // Overall, over the prompts with completions on both sides.
   std::vector<std::pair<bool, bool>> stable;
   std::vector<std::pair<bool, bool>> fragile;
+  std::vector<std::pair<bool, bool>> bitwise;
+  std::vector<std::pair<bool, bool>> fragility_known;
+  bool any_fragility_known = false;
+  std::vector<std::pair<double, double>> drift;
   std::vector<std::pair<double, double>> unique;
   std::vector<std::pair<double, double>> agreement;
   std::vector<std::pair<double, double>> pass_rates;
@@ -363,7 +391,15 @@ AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConf
   for (const PromptDiff& p : diff.prompts) {
     if (p.a.runs == 0 || p.b.runs == 0) continue;
     stable.emplace_back(!p.a.unstable, !p.b.unstable);
-    if (p.a.has_logprobs && p.b.has_logprobs) fragile.emplace_back(p.a.fragile, p.b.fragile);
+    // Unknown fragility is no evidence either way: the fragile share counts prompts known on
+    // both sides, and losing the knowledge is a metric of its own (never an improvement).
+    if (p.a.fragility_known && p.b.fragility_known) fragile.emplace_back(p.a.fragile, p.b.fragile);
+    fragility_known.emplace_back(p.a.fragility_known, p.b.fragility_known);
+    any_fragility_known = any_fragility_known || p.a.fragility_known || p.b.fragility_known;
+    if (p.tier_change != "inconclusive")
+      bitwise.emplace_back(p.a.tier == "bitwise", p.b.tier == "bitwise");
+    if (p.a.drift_positions > 0 && p.b.drift_positions > 0)
+      drift.emplace_back(p.a.logprob_drift, p.b.logprob_drift);
     unique.emplace_back(p.a.unique_completions, p.b.unique_completions);
     agreement.emplace_back(p.a.agreement(), p.b.agreement());
     if (p.a.pass && p.b.pass && p.a.pass->runs > 0 && p.b.pass->runs > 0) {
@@ -380,16 +416,31 @@ AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConf
   diff.metrics.push_back(paired_rate("tarr",
                                      "share of prompts whose runs were all identical (TARr@N)",
                                      true, stable, config.alpha));
+  if (!bitwise.empty()) {
+    diff.metrics.push_back(paired_rate(
+        "bitwise_rate", "share of prompts in the bitwise tier (identical tokens and logprobs)",
+        true, bitwise, config.alpha));
+  }
   if (!fragile.empty()) {
     diff.metrics.push_back(paired_rate(
         "fragile_rate", "share of prompts with a near-tie (min gap below the threshold)", false,
         fragile, config.alpha));
+  }
+  if (any_fragility_known) {
+    diff.metrics.push_back(paired_rate("fragility_known_rate",
+                                       "share of prompts whose fragility could be computed", true,
+                                       fragility_known, config.alpha));
   }
   diff.metrics.push_back(paired_mean(
       "mean_unique_completions", "distinct completions per prompt, mean", false, unique, config));
   diff.metrics.push_back(paired_mean("mean_agreement",
                                      "share of runs returning the prompt's modal completion, mean",
                                      true, agreement, config));
+  if (!drift.empty()) {
+    diff.metrics.push_back(paired_mean("mean_logprob_drift",
+                                       "largest logprob drift between agreeing runs (nats), mean",
+                                       false, drift, config));
+  }
   if (!pass_rates.empty()) {
     MetricDiff pass =
         paired_mean("pass_rate", "share of runs the checker accepted", true, pass_rates, config);

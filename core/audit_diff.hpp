@@ -44,7 +44,11 @@ struct PromptSide {
   int unique_completions = 0;
   int reference_count = 0; // runs that returned the modal completion
   bool unstable = false;
-  bool fragile = false;
+  bool fragile = false;         // false where unknown: read fragility_known first
+  bool fragility_known = false; // fragility could be computed (logprobs within the window)
+  std::string tier;             // bitwise, token, unstable or inconclusive
+  double logprob_drift = 0.0;   // largest logprob drift between agreeing runs (nats)
+  int drift_positions = 0;      // positions the drift compared; 0: no drift measured
   bool has_logprobs = false;
   std::optional<int> first_divergence;
   std::optional<double> min_gap;
@@ -62,6 +66,11 @@ struct PromptDiff {
   // "stable", "unstable", "newly unstable", "newly stable", or "no completions" when either
   // side has no successful run (such prompts are left out of every statistic).
   std::string agreement_change;
+  // The stability tier, "bitwise" when equal, else "bitwise -> token" (A's, then B's); a tier
+  // that moved towards unstable (bitwise, token, unstable) has worsened. Inconclusive on either
+  // side: "inconclusive", never worsened.
+  std::string tier_change;
+  bool tier_worsened = false;
   // Fisher's exact test of agreement (reference_count of runs) A against B, then Holm's
   // correction over all prompts so that a long suite does not raise false alarms.
   double agreement_p = 1.0;
@@ -76,7 +85,9 @@ struct PromptDiff {
 
 // One overall difference between the audits, over the paired prompts.
 struct MetricDiff {
-  std::string name;        // tarr, fragile_rate, mean_unique_completions, mean_agreement, pass_rate
+  // tarr, bitwise_rate, fragile_rate, fragility_known_rate, mean_unique_completions,
+  // mean_agreement, mean_logprob_drift, pass_rate
+  std::string name;
   std::string description; // one line a reviewer reads
   bool higher_is_better = true;
   int pairs = 0; // prompts the metric was computed over

@@ -57,7 +57,10 @@ ordered_json prompt_side_json(const core::PromptSide& side) {
   out["reference_count"] = side.reference_count;
   out["agreement"] = number_or_null(side.agreement());
   out["unstable"] = side.unstable;
-  out["fragile"] = side.fragile;
+  out["fragile"] = side.fragility_known ? ordered_json(side.fragile) : ordered_json(nullptr);
+  out["tier"] = side.tier;
+  out["logprob_drift"] =
+      side.drift_positions > 0 ? number_or_null(side.logprob_drift) : ordered_json(nullptr);
   out["first_divergence"] = optional_json(side.first_divergence);
   out["min_gap"] = optional_json(side.min_gap);
   if (side.pass)
@@ -83,6 +86,7 @@ std::string value_text(const core::MetricDiff& m, double v) {
   if (m.test == "mcnemar_exact" || m.name == "pass_rate" || m.name == "mean_agreement") {
     return fmt::format("{:.1f}%", 100.0 * v);
   }
+  if (m.name == "mean_logprob_drift") return fmt::format("{:.3g}", v);
   return fmt::format("{:.2f}", v);
 }
 
@@ -112,7 +116,7 @@ std::string prompt_verdict(const core::AuditDiff& diff, const core::PromptDiff& 
 }
 
 bool notable(const core::PromptDiff& p) {
-  return p.beyond_noise || p.agreement_change == "newly unstable" ||
+  return p.beyond_noise || p.tier_worsened || p.agreement_change == "newly unstable" ||
          p.agreement_change == "newly stable";
 }
 
@@ -146,6 +150,23 @@ std::string regression_summary(const core::AuditDiff& diff, bool markdown) {
   if (!ids.empty()) {
     out += fmt::format("{}{} prompt{} ({})", out.empty() ? "" : "; ", ids.size(),
                        ids.size() == 1 ? "" : "s", prompts);
+  }
+  return out;
+}
+
+// The prompts whose stability tier moved towards unstable, with the move ("q1 (bitwise -> token)"),
+// at most k_named_prompts of them; empty when none did.
+std::string worsened_tiers(const core::AuditDiff& diff, bool markdown) {
+  std::string out;
+  std::size_t named = 0;
+  for (const core::PromptDiff& p : diff.prompts) {
+    if (!p.tier_worsened) continue;
+    if (named++ == k_named_prompts) {
+      out += ", \u2026";
+      break;
+    }
+    out += fmt::format("{}{} ({})", out.empty() ? "" : ", ",
+                       markdown ? markdown_escape(p.id, 60) : html_escape(p.id), p.tier_change);
   }
   return out;
 }
@@ -207,6 +228,8 @@ std::string render_diff_json(const core::AuditDiff& diff) {
     j["a"] = prompt_side_json(p.a);
     j["b"] = prompt_side_json(p.b);
     j["agreement_change"] = p.agreement_change;
+    j["tier_change"] = p.tier_change;
+    j["tier_worsened"] = p.tier_worsened;
     j["agreement_p"] = number_or_null(p.agreement_p);
     j["agreement_p_adjusted"] = number_or_null(p.agreement_p_adjusted);
     j["pass_p"] = optional_json(p.pass_p);
@@ -240,6 +263,9 @@ std::string render_diff_markdown(const core::AuditDiff& diff) {
   }
   if (const std::string named = regression_summary(diff, true); !named.empty()) {
     out += "**Regressed:** " + named + "\n\n";
+  }
+  if (const std::string tiers = worsened_tiers(diff, true); !tiers.empty()) {
+    out += "**Tiers worsened:** " + tiers + "\n\n";
   }
   if (!diff.only_in_a.empty() || !diff.only_in_b.empty()) {
     out += fmt::format("{} prompts only in A, {} only in B (not compared).\n\n",
@@ -304,7 +330,9 @@ std::string render_diff_html(const core::AuditDiff& diff) {
       : bad ? "A difference beyond run-to-run noise is a regression."
       : status == "improvement" ? "Differences beyond noise are improvements."
                                 : "Every difference is within run-to-run noise.",
-      lost_lines,
+      lost_lines + (worsened_tiers(diff, false).empty()
+                        ? std::string()
+                        : "<div>Tiers worsened: " + worsened_tiers(diff, false) + "</div>"),
       status == "regression" ? "<div>Regressed: " + regression_summary(diff, false) + "</div>"
                              : std::string(),
       diff.only_in_a.size(), diff.only_in_b.size());

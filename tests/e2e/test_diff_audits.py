@@ -125,7 +125,8 @@ class DiffAudits(h.E2ETestCase):
         self.assertEqual(result["paired_prompts"], 4)
         self.assertEqual((result["only_in_a"], result["only_in_b"]), ([], []))
         self.assertEqual([m["name"] for m in result["metrics"]],
-                         ["tarr", "fragile_rate", "mean_unique_completions", "mean_agreement"])
+                         ["tarr", "bitwise_rate", "fragile_rate", "fragility_known_rate",
+                          "mean_unique_completions", "mean_agreement", "mean_logprob_drift"])
         for m in result["metrics"]:
             with self.subTest(metric=m["name"]):
                 self.assertEqual((m["delta"], m["beyond_noise"]), (0, False))
@@ -178,8 +179,20 @@ class DiffAudits(h.E2ETestCase):
                     self.assertEqual((p["agreement_change"], p["beyond_noise"], p["regression"]),
                                      ("stable", False, False))
         metrics = {m["name"]: m for m in result["metrics"]}
-        self.assertEqual(list(metrics), ["tarr", "fragile_rate", "mean_unique_completions",
-                                         "mean_agreement", "pass_rate"])
+        self.assertEqual(list(metrics), ["tarr", "bitwise_rate", "fragile_rate",
+                                         "fragility_known_rate", "mean_unique_completions",
+                                         "mean_agreement", "mean_logprob_drift", "pass_rate"])
+        # Tiers: A bitwise everywhere, B's degraded prompts unstable (named), its others bitwise.
+        bitwise = metrics["bitwise_rate"]
+        self.assertEqual((bitwise["a"], bitwise["b"], bitwise["only_a"], bitwise["regression"]),
+                         (1.0, 0.3, 7, True))
+        self.assertEqual({p["id"]: (p["tier_change"], p["tier_worsened"])
+                          for p in result["prompts"]},
+                         {pid: ("bitwise -> unstable", True) if pid in DEGRADED
+                          else ("bitwise", False) for pid in PROMPTS})
+        self.assertEqual([(metrics[n]["a"], metrics[n]["b"], metrics[n]["beyond_noise"])
+                          for n in ("fragility_known_rate", "mean_logprob_drift")],
+                         [(1.0, 1.0, False), (0.0, 0.0, False)])
         tarr = metrics["tarr"]
         self.assertEqual((tarr["a"], tarr["b"], tarr["test"], tarr["only_a"], tarr["only_b"],
                           tarr["regression"]), (1.0, 0.3, "mcnemar_exact", 7, 0, True))
@@ -200,11 +213,14 @@ class DiffAudits(h.E2ETestCase):
         # The verdict a reviewer reads first, and the prompts it blames.
         lines = run.stdout.splitlines()
         self.assertEqual(lines[0], "## llmrepro diff: \u274c regression beyond noise")
-        self.assertIn("**Regressed:** tarr 100.0% \u2192 30.0%, mean_unique_completions 1.00 "
+        self.assertIn("**Regressed:** tarr 100.0% \u2192 30.0%, bitwise_rate 100.0% \u2192 30.0%, "
+                      "mean_unique_completions 1.00 "
                       "\u2192 3.10, mean_agreement 100.0% \u2192 58.0%, pass_rate 100.0% \u2192 "
                       "44.0%; 7 prompts (q0, q1, q2, q3, q4, q5, q6)", lines)
         self.assertIn("| tarr | 100.0% | 30.0% | -70.0 pp | 0.016 | regression (beyond noise) |",
                       lines)
+        self.assertIn("**Tiers worsened:** " + ", ".join(f"{pid} (bitwise -> unstable)"
+                                                         for pid in DEGRADED), lines)
         named = [line.split("|")[1].strip() for line in lines
                  if line.endswith("| regression (beyond noise) |") and line.startswith("| q")]
         self.assertEqual(named, DEGRADED)

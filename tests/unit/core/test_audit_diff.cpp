@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -307,5 +308,58 @@ TEST_CASE("diff_plan_differences") {
     CHECK(to_string(differences[1]) == "--max-tokens 128 (A) vs 64 (B)");
     CHECK(to_string(differences[2]) == "--fragile-gap 0.05 (A) vs 0.1 (B)");
     CHECK(to_string(differences[3]) == "--fragile-p none (A) vs 0.2 (B)");
+  }
+}
+
+TEST_CASE("diff_audits: tiers, drift and unknown fragility") {
+  SUBCASE("fragility lost in B is no improvement: a metric of its own, a regression") {
+    // A: 12 prompts, all known fragile. B: the same runs without logprobs (fragility unknown).
+    std::vector<PromptAnalysis> a_prompts = stable_prompts(12, 10);
+    std::vector<PromptAnalysis> b_prompts = stable_prompts(12, 10);
+    for (auto& p : a_prompts) {
+      p.min_gap = 0.01;
+      p.fragile = true;
+    }
+    for (auto& p : b_prompts) {
+      p.has_logprobs = false;
+      p.fragile.reset();
+    }
+    const AuditDiff diff = diff_audits(report_of(a_prompts), report_of(b_prompts), config());
+    for (const MetricDiff& m : diff.metrics) CHECK_MESSAGE(m.name != "fragile_rate", m.name);
+    const MetricDiff& known = metric(diff, "fragility_known_rate");
+    CHECK((known.a == 1.0 && known.b == 0.0 && known.only_a == 12 && known.only_b == 0));
+    CHECK(known.p_value == doctest::Approx(2 * std::pow(0.5, 12)));
+    CHECK(known.regression);
+    CHECK_FALSE(diff.improvement());
+    CHECK(diff.regression());
+  }
+  SUBCASE("a tier that worsens is named; bitwise share and drift compared") {
+    std::vector<PromptAnalysis> a_prompts = stable_prompts(12, 10);
+    std::vector<PromptAnalysis> b_prompts = stable_prompts(12, 10);
+    for (std::size_t i = 0; i < a_prompts.size(); ++i) {
+      a_prompts[i].tier = StabilityTier::bitwise;
+      a_prompts[i].logprob_drift.positions_compared = 40;
+      b_prompts[i].tier = StabilityTier::token;
+      b_prompts[i].logprob_drift.positions_compared = 40;
+      b_prompts[i].logprob_drift.max_abs = 0.25;
+    }
+    b_prompts[11].tier = StabilityTier::inconclusive;
+    const AuditDiff diff = diff_audits(report_of(a_prompts), report_of(b_prompts), config());
+    CHECK(diff.prompts[0].tier_change == "bitwise -> token");
+    CHECK(diff.prompts[0].tier_worsened);
+    CHECK(diff.prompts[11].tier_change == "inconclusive");
+    CHECK_FALSE(diff.prompts[11].tier_worsened);
+    const MetricDiff& bitwise = metric(diff, "bitwise_rate");
+    CHECK((bitwise.pairs == 11 && bitwise.a == 1.0 && bitwise.b == 0.0 && bitwise.only_a == 11));
+    CHECK(bitwise.p_value == doctest::Approx(2 * std::pow(0.5, 11)));
+    CHECK(bitwise.regression);
+    const MetricDiff& drift = metric(diff, "mean_logprob_drift");
+    CHECK((drift.pairs == 12 && drift.a == 0.0 && drift.b == doctest::Approx(0.25)));
+    CHECK(drift.regression);
+    // Back the other way: tiers improved, nothing worsened.
+    const AuditDiff back = diff_audits(report_of(b_prompts), report_of(a_prompts), config());
+    CHECK(back.prompts[0].tier_change == "token -> bitwise");
+    CHECK_FALSE(back.prompts[0].tier_worsened);
+    CHECK(metric(back, "bitwise_rate").improvement);
   }
 }

@@ -65,13 +65,17 @@ TEST_CASE("render_diff_json") {
   CHECK(tarr.at("sign_test_p").is_null());
   CHECK(tarr.at("beyond_noise") == true);
   CHECK(tarr.at("regression") == true);
-  const nlohmann::json& unique = j.at("metrics").at(2);
+  // Fragility unknown on both sides (no gap rule ran) and tiers inconclusive: no fragile share,
+  // no bitwise share.
+  const nlohmann::json& unique = j.at("metrics").at(1);
   CHECK(unique.at("name") == "mean_unique_completions");
   CHECK(unique.at("delta_interval").is_array());
   CHECK(unique.at("a_interval").is_null());
   const nlohmann::json& first = j.at("prompts").at(0);
   CHECK(first.at("id") == "<img src=x onerror=alert(1)>|`");
   CHECK(first.at("agreement_change") == "newly unstable");
+  CHECK(first.at("tier_change") == "inconclusive");
+  CHECK(first.at("a").at("fragile").is_null());
   CHECK(first.at("a").at("agreement") == 1.0);
   CHECK(first.at("b").at("agreement") == 0.9);
   CHECK(first.at("b").at("pass").is_null());
