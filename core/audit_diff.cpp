@@ -1,10 +1,12 @@
 // The diff of two audits. Prompts pair by id; a prompt without a successful completion on
 // either side has nothing to compare and is left out of every statistic (it is still listed).
 // Overall figures use paired tests (McNemar for "stable"/"fragile", a paired bootstrap for
-// means); per-prompt figures compare two independent samples of runs with Fisher's exact test
-// and correct for the number of prompts with Holm's method. See statistics.cpp for the tests.
+// means) and the exact stratified test for the pooled agreement; per-prompt figures compare two
+// independent samples of runs with one-sided Fisher exact tests, corrected over the prompts that
+// could reach significance (Tarone) by Benjamini-Hochberg. See statistics.cpp for the tests.
 #include "core/audit_diff.hpp"
 
+#include <array>
 #include <cstdio>
 #include <map>
 #include <type_traits>
@@ -153,6 +155,42 @@ MetricDiff paired_mean(std::string name, std::string description, bool higher_is
   metric.p_value = boot.p_value;
   metric.sign_test_p = sign_test_p(differences);
   judge(metric, config.alpha);
+  return metric;
+}
+
+// Runs agreeing with their prompt's modal completion, pooled over the prompts, tested with the
+// exact stratified test (a prompt a stratum) in the direction B moved: a regression spread thin
+// over a few prompts that no single prompt's test can show at the suite's size.
+MetricDiff agreement_shift(const std::vector<PromptDiff>& prompts, double alpha) {
+  MetricDiff metric;
+  metric.name = "pooled_agreement";
+  metric.description = "share of all runs returning their prompt's modal completion (pooled)";
+  metric.higher_is_better = true;
+  metric.test = "stratified_exact";
+  std::vector<Stratum> worse;
+  std::vector<Stratum> better;
+  int agree_a = 0;
+  int runs_a = 0;
+  int agree_b = 0;
+  int runs_b = 0;
+  for (const PromptDiff& p : prompts) {
+    if (p.a.runs == 0 || p.b.runs == 0) continue;
+    ++metric.pairs;
+    worse.push_back({p.a.reference_count, p.a.runs, p.b.reference_count, p.b.runs});
+    better.push_back({p.b.reference_count, p.b.runs, p.a.reference_count, p.a.runs});
+    agree_a += p.a.reference_count;
+    runs_a += p.a.runs;
+    agree_b += p.b.reference_count;
+    runs_b += p.b.runs;
+  }
+  if (runs_a > 0) metric.a = static_cast<double>(agree_a) / runs_a;
+  if (runs_b > 0) metric.b = static_cast<double>(agree_b) / runs_b;
+  metric.delta = metric.b - metric.a;
+  metric.a_interval = wilson_interval(agree_a, runs_a, alpha);
+  metric.b_interval = wilson_interval(agree_b, runs_b, alpha);
+  metric.p_value =
+      metric.delta < 0 ? stratified_one_sided_p(worse) : stratified_one_sided_p(better);
+  judge(metric, alpha);
   return metric;
 }
 
@@ -336,40 +374,50 @@ AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConf
   audit_losses("B", b, diff.b, diff.lost_evidence);
   one_sided_dead(diff);
 
-  // Per prompt: Fisher on agreement and on pass counts, Holm-corrected over prompts.
-  std::vector<double> agreement_p;
-  std::vector<double> pass_p;
-  std::vector<std::size_t> with_pass;
-  for (std::size_t i = 0; i < diff.prompts.size(); ++i) {
+  // Per prompt: one-sided Fisher tests of agreement and of pass counts, in each direction its
+  // own family (a false regression and a false improvement each at most alpha), corrected over
+  // the prompts with Tarone's rule and Benjamini-Hochberg (statistics.hpp).
+  const std::size_t n = diff.prompts.size();
+  struct Direction {
+    std::vector<double> p, min_p, adjusted;
+  };
+  const auto test = [&](auto counts) {
+    Direction worse;
+    Direction better;
+    for (const PromptDiff& p : diff.prompts) {
+      const auto [a_ok, a_n, b_ok, b_n] = counts(p);
+      worse.p.push_back(fisher_one_sided_p(a_ok, a_n, b_ok, b_n));
+      worse.min_p.push_back(fisher_one_sided_min_p(a_ok, a_n, b_ok, b_n));
+      better.p.push_back(fisher_one_sided_p(b_ok, b_n, a_ok, a_n));
+      better.min_p.push_back(fisher_one_sided_min_p(b_ok, b_n, a_ok, a_n));
+    }
+    worse.adjusted = tarone_bh_adjust(worse.p, worse.min_p, config.alpha);
+    better.adjusted = tarone_bh_adjust(better.p, better.min_p, config.alpha);
+    return std::pair{worse, better};
+  };
+  const auto [agree_worse, agree_better] = test([](const PromptDiff& p) {
+    return std::array{p.a.reference_count, p.a.runs, p.b.reference_count, p.b.runs};
+  });
+  const auto [pass_worse, pass_better] = test([](const PromptDiff& p) {
+    if (!p.a.pass || !p.b.pass) return std::array{0, 0, 0, 0};
+    return std::array{p.a.pass->passed, p.a.pass->runs, p.b.pass->passed, p.b.pass->runs};
+  });
+  for (std::size_t i = 0; i < n; ++i) {
     PromptDiff& p = diff.prompts[i];
-    p.agreement_p = fisher_exact_p(p.a.reference_count, p.a.runs, p.b.reference_count, p.b.runs);
-    agreement_p.push_back(p.agreement_p);
+    // The p values reported are those of the direction B moved in.
+    const bool lower = p.b.agreement() < p.a.agreement();
+    p.agreement_p = lower ? agree_worse.p[i] : agree_better.p[i];
+    p.agreement_p_adjusted = lower ? agree_worse.adjusted[i] : agree_better.adjusted[i];
+    bool worse = agree_worse.adjusted[i] < config.alpha;
+    bool better = agree_better.adjusted[i] < config.alpha;
     if (p.a.pass && p.b.pass) {
-      p.pass_p = fisher_exact_p(p.a.pass->passed, p.a.pass->runs, p.b.pass->passed, p.b.pass->runs);
-      pass_p.push_back(*p.pass_p);
-      with_pass.push_back(i);
+      const bool pass_lower = rate(*p.b.pass) < rate(*p.a.pass);
+      p.pass_p = pass_lower ? pass_worse.p[i] : pass_better.p[i];
+      p.pass_p_adjusted = pass_lower ? pass_worse.adjusted[i] : pass_better.adjusted[i];
+      worse = worse || pass_worse.adjusted[i] < config.alpha;
+      better = better || pass_better.adjusted[i] < config.alpha;
     }
-  }
-  const std::vector<double> agreement_adjusted = holm_adjust(agreement_p);
-  const std::vector<double> pass_adjusted = holm_adjust(pass_p);
-  for (std::size_t k = 0; k < with_pass.size(); ++k) {
-    diff.prompts[with_pass[k]].pass_p_adjusted = pass_adjusted[k];
-  }
-  for (std::size_t i = 0; i < diff.prompts.size(); ++i) {
-    PromptDiff& p = diff.prompts[i];
-    p.agreement_p_adjusted = agreement_adjusted[i];
-    bool worse = false;
-    bool better = false;
-    if (p.agreement_p_adjusted < config.alpha) {
-      p.beyond_noise = true;
-      worse = worse || p.b.agreement() < p.a.agreement();
-      better = better || p.b.agreement() > p.a.agreement();
-    }
-    if (p.pass_p_adjusted && *p.pass_p_adjusted < config.alpha) {
-      p.beyond_noise = true;
-      worse = worse || rate(*p.b.pass) < rate(*p.a.pass);
-      better = better || rate(*p.b.pass) > rate(*p.a.pass);
-    }
+    p.beyond_noise = worse || better;
     p.regression = worse;
     p.improvement = better;
   }
@@ -436,6 +484,7 @@ AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConf
   diff.metrics.push_back(paired_mean("mean_agreement",
                                      "share of runs returning the prompt's modal completion, mean",
                                      true, agreement, config));
+  diff.metrics.push_back(agreement_shift(diff.prompts, config.alpha));
   if (!drift.empty()) {
     diff.metrics.push_back(paired_mean("mean_logprob_drift",
                                        "largest logprob drift between agreeing runs (nats), mean",

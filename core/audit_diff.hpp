@@ -71,8 +71,9 @@ struct PromptDiff {
   // side: "inconclusive", never worsened.
   std::string tier_change;
   bool tier_worsened = false;
-  // Fisher's exact test of agreement (reference_count of runs) A against B, then Holm's
-  // correction over all prompts so that a long suite does not raise false alarms.
+  // One-sided Fisher exact test of agreement (reference_count of runs) in the direction B
+  // moved, then Tarone's Benjamini-Hochberg over the prompts (each direction its own family), so
+  // that a long suite neither raises false alarms nor drowns the few prompts that changed.
   double agreement_p = 1.0;
   double agreement_p_adjusted = 1.0;
   // The same for pass counts, where the pass-count source gave both sides.

@@ -83,7 +83,8 @@ std::string p_text(double p) {
 
 // A metric's value: rates in %, means with two decimals.
 std::string value_text(const core::MetricDiff& m, double v) {
-  if (m.test == "mcnemar_exact" || m.name == "pass_rate" || m.name == "mean_agreement") {
+  if (m.test == "mcnemar_exact" || m.name == "pass_rate" || m.name == "mean_agreement" ||
+      m.name == "pooled_agreement") {
     return fmt::format("{:.1f}%", 100.0 * v);
   }
   if (m.name == "mean_logprob_drift") return fmt::format("{:.3g}", v);
@@ -91,7 +92,8 @@ std::string value_text(const core::MetricDiff& m, double v) {
 }
 
 std::string delta_text(const core::MetricDiff& m) {
-  if (m.test == "mcnemar_exact" || m.name == "pass_rate" || m.name == "mean_agreement") {
+  if (m.test == "mcnemar_exact" || m.name == "pass_rate" || m.name == "mean_agreement" ||
+      m.name == "pooled_agreement") {
     return fmt::format("{:+.1f} pp", 100.0 * m.delta);
   }
   return fmt::format("{:+.2f}", m.delta);
@@ -290,7 +292,8 @@ std::string render_diff_markdown(const core::AuditDiff& diff) {
                         p_text(p.agreement_p_adjusted), prompt_verdict(diff, p));
   }
   if (!rows.empty()) {
-    out += "\n### Prompts that changed\n\n| prompt | stability | distinct | agreement | p (Holm) | "
+    out += "\n### Prompts that changed\n\n| prompt | stability | distinct | agreement | p "
+           "(Tarone-BH) | "
            "verdict |\n"
            "|---|---|---:|---:|---:|---|\n" +
            rows;
@@ -366,7 +369,7 @@ std::string render_diff_html(const core::AuditDiff& diff) {
          "id=\"prompts\"><h2>Prompts</h2><table><thead><tr><th>prompt</th><th>stability</th>"
          "<th class=\"num\">distinct A \u2192 B</th><th class=\"num\">agreement A \u2192 B</th>"
          "<th class=\"num\">pass A \u2192 B</th><th class=\"num\">p "
-         "(Holm)</th><th>verdict</th></tr></thead><tbody>";
+         "(Tarone-BH)</th><th>verdict</th></tr></thead><tbody>";
   for (const core::PromptDiff* prompt : prompts_by_concern(diff)) {
     const core::PromptDiff& p = *prompt;
     const char* tag = p.regression ? "fail" : p.improvement ? "pass" : "info";

@@ -18,6 +18,9 @@ Failures are lost evidence (exit 3, verdict lost_evidence, the audit and its cou
   looks stable everywhere (TARr 30% -> 100%), yet 56 of 100 requests failed;
 - B's q0..q8 fail every request: 9 prompts dead in B only, 90 of 100 requests failed;
 - both audits ERROR (every request of every prompt failed): each named as ERROR.
+A regression confined to 5 of 40 prompts (10/10 identical -> 6, 7, 6, 7, 6 of 10) is found:
+pooled_agreement (the exact stratified test, a prompt a stratum) calls it a regression, exit 1;
+no single prompt's test can reach significance at 10 runs, and none is called one.
 Audits of different plans are refused (exit 2, every differing flag named with both values, no
 output written): the same endpoint with --runs 3 against --runs 12, fixed against --adaptive.
 The diff HTML is rendered in a real browser by tests/browser/test_browser_reports.py.
@@ -65,6 +68,30 @@ def script(degraded):
 def suite():
     return [{"id": pid, "prompt": prompt_text(pid), "expect": {"type": "contains", "value": "good"}}
             for pid in PROMPTS]
+
+
+def fisher_one_sided(a_ok, a_n, b_ok, b_n):
+    """Fisher's exact test, one-sided: P(B has at most b_ok successes | the margins)."""
+    total_ok, n = a_ok + b_ok, a_n + b_n
+    return sum(math.comb(b_n, y) * math.comb(a_n, total_ok - y) / math.comb(n, total_ok)
+               for y in range(max(0, total_ok - a_n), b_ok + 1))
+
+
+def stratified_one_sided(strata):
+    """P(sum of B's successes <= observed | each stratum's margins), by convolution."""
+    dist = {0: 1.0}
+    observed = 0
+    for a_ok, a_n, b_ok, b_n in strata:
+        ok = a_ok + b_ok
+        terms = {y: math.comb(b_n, y) * math.comb(a_n, ok - y) / math.comb(a_n + b_n, ok)
+                 for y in range(max(0, ok - a_n), min(ok, b_n) + 1)}
+        nxt = {}
+        for total, prob in dist.items():
+            for y, q in terms.items():
+                nxt[total + y] = nxt.get(total + y, 0.0) + prob * q
+        dist = nxt
+        observed += b_ok
+    return sum(prob for total, prob in dist.items() if total <= observed)
 
 
 def fisher_two_sided(a_ok, a_n, b_ok, b_n):
@@ -126,19 +153,27 @@ class DiffAudits(h.E2ETestCase):
         self.assertEqual((result["only_in_a"], result["only_in_b"]), ([], []))
         self.assertEqual([m["name"] for m in result["metrics"]],
                          ["tarr", "bitwise_rate", "fragile_rate", "fragility_known_rate",
-                          "mean_unique_completions", "mean_agreement", "mean_logprob_drift"])
+                          "mean_unique_completions", "mean_agreement", "pooled_agreement",
+                          "mean_logprob_drift"])
         for m in result["metrics"]:
             with self.subTest(metric=m["name"]):
                 self.assertEqual((m["delta"], m["beyond_noise"]), (0, False))
-                self.assertAlmostEqual(m["p_value"], 1.0, places=12)
+                if m["test"] == "stratified_exact":
+                    # One-sided: P(sum <= observed) at equal tables is at least a half.
+                    self.assertGreaterEqual(m["p_value"], 0.5)
+                else:
+                    self.assertAlmostEqual(m["p_value"], 1.0, places=12)
         for p in result["prompts"]:
             with self.subTest(prompt=p["id"]):
                 self.assertEqual(p["a"], p["b"])
                 self.assertEqual((p["beyond_noise"], p["regression"], p["improvement"]),
                                  (False, False, False))
-                # Equal tables: Fisher's p is 1 up to the rounding of its summed terms.
-                self.assertAlmostEqual(p["agreement_p"], 1.0, places=12)
-                self.assertAlmostEqual(p["agreement_p_adjusted"], 1.0, places=12)
+                # Equal tables: the one-sided p is P(B agrees as little or less), 1 where no
+                # run disagreed; an unstable prompt's is in the family, BH over its two.
+                a_ok, a_n = p["a"]["reference_count"], p["a"]["runs"]
+                self.assertAlmostEqual(p["agreement_p"], fisher_one_sided(a_ok, a_n, a_ok, a_n),
+                                       places=12)
+                self.assertGreaterEqual(p["agreement_p_adjusted"], p["agreement_p"])
         changes = {p["id"]: p["agreement_change"] for p in result["prompts"]}
         self.assertEqual(changes, {"capital": "stable", "feynman": "unstable",
                                    "primes": "unstable", "hello": "stable"})
@@ -158,7 +193,7 @@ class DiffAudits(h.E2ETestCase):
         by_id = {p["id"]: p for p in result["prompts"]}
         self.assertEqual(list(by_id), PROMPTS)
         runs = RUNS * len(LEVELS)
-        p_raw = fisher_two_sided(runs, runs, 8, runs)
+        p_raw = fisher_one_sided(runs, runs, 8, runs)
         for pid in PROMPTS:
             p = by_id[pid]
             with self.subTest(prompt=pid):
@@ -171,8 +206,9 @@ class DiffAudits(h.E2ETestCase):
                     self.assertEqual((p["agreement_change"], p["beyond_noise"], p["regression"],
                                       p["improvement"]), ("newly unstable", True, True, False))
                     self.assertAlmostEqual(p["agreement_p"], p_raw, places=12)
-                    # Holm: seven equal p values, the smallest adjusted by the ten tests.
-                    self.assertAlmostEqual(p["agreement_p_adjusted"], 10 * p_raw, places=12)
+                    # Tarone: q7..q9 agree everywhere, so cannot be significant and leave the
+                    # family; BH over seven equal p values keeps each.
+                    self.assertAlmostEqual(p["agreement_p_adjusted"], p_raw, places=12)
                     self.assertLess(p["agreement_p_adjusted"], 0.05)
                 else:
                     self.assertEqual(p["a"], p["b"])
@@ -181,7 +217,8 @@ class DiffAudits(h.E2ETestCase):
         metrics = {m["name"]: m for m in result["metrics"]}
         self.assertEqual(list(metrics), ["tarr", "bitwise_rate", "fragile_rate",
                                          "fragility_known_rate", "mean_unique_completions",
-                                         "mean_agreement", "mean_logprob_drift", "pass_rate"])
+                                         "mean_agreement", "pooled_agreement",
+                                         "mean_logprob_drift", "pass_rate"])
         # Tiers: A bitwise everywhere, B's degraded prompts unstable (named), its others bitwise.
         bitwise = metrics["bitwise_rate"]
         self.assertEqual((bitwise["a"], bitwise["b"], bitwise["only_a"], bitwise["regression"]),
@@ -215,7 +252,8 @@ class DiffAudits(h.E2ETestCase):
         self.assertEqual(lines[0], "## llmrepro diff: \u274c regression beyond noise")
         self.assertIn("**Regressed:** tarr 100.0% \u2192 30.0%, bitwise_rate 100.0% \u2192 30.0%, "
                       "mean_unique_completions 1.00 "
-                      "\u2192 3.10, mean_agreement 100.0% \u2192 58.0%, pass_rate 100.0% \u2192 "
+                      "\u2192 3.10, mean_agreement 100.0% \u2192 58.0%, pooled_agreement 100.0% "
+                      "\u2192 58.0%, pass_rate 100.0% \u2192 "
                       "44.0%; 7 prompts (q0, q1, q2, q3, q4, q5, q6)", lines)
         self.assertIn("| tarr | 100.0% | 30.0% | -70.0 pp | 0.016 | regression (beyond noise) |",
                       lines)
@@ -313,6 +351,36 @@ class DiffAudits(h.E2ETestCase):
         self.assert_refused_plans(three, twelve, "runs", "--runs 3 (A) vs 12 (B)")
         adaptive = self.audit("ad", script(True), suite(), 12, LOST_LEVELS, extra=["--adaptive"])
         self.assert_refused_plans(twelve, adaptive, "adaptive", "--adaptive off (A) vs on (B)")
+
+    def test_a_regression_on_5_of_40_prompts_is_found(self):
+        ids = [f"r{i}" for i in range(40)]
+        agree = {ids[i * 8]: k for i, k in enumerate([6, 7, 6, 7, 6])}
+        prompts = [{"id": pid, "prompt": prompt_text(pid)} for pid in ids]
+
+        def cycle(pid, degraded):
+            return [X] * agree[pid] + [Y] * (10 - agree[pid]) if degraded and pid in agree else [X]
+        scripts = [{"model": "scripted-model",
+                    "prompts": {prompt_text(pid): cycle(pid, degraded) for pid in ids}}
+                   for degraded in (False, True)]
+        a = self.audit("a40", scripts[0], prompts, RUNS, LOST_LEVELS)
+        b = self.audit("b40", scripts[1], prompts, RUNS, LOST_LEVELS)
+        run, result = self.diff(a, b, "few")
+        self.assert_exit(run, 1)
+        self.assertEqual(result["verdict"]["status"], "regression")
+        pooled = {m["name"]: m for m in result["metrics"]}["pooled_agreement"]
+        self.assertEqual((pooled["a"], pooled["test"], pooled["regression"]),
+                         (1.0, "stratified_exact", True))
+        self.assertAlmostEqual(pooled["b"], (400 - 18) / 400, places=12)
+        self.assertAlmostEqual(pooled["p_value"], stratified_one_sided(
+            [(10, 10, agree.get(pid, 10), 10) for pid in ids]), places=12)
+        by_id = {p["id"]: p for p in result["prompts"]}
+        for pid, k in agree.items():
+            with self.subTest(prompt=pid):
+                self.assertEqual(by_id[pid]["b"]["reference_count"], k)
+                self.assertAlmostEqual(by_id[pid]["agreement_p"],
+                                       fisher_one_sided(10, 10, k, 10), places=12)
+                self.assertFalse(by_id[pid]["regression"])
+        self.assertIn("pooled_agreement 100.0% \u2192 95.5%", run.stdout)
 
     def test_a_missing_database_is_an_input_error(self):
         run = self.run_llmrepro(["diff", self.path("none-a.db"), self.path("none-b.db")])
