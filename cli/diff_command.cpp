@@ -48,6 +48,18 @@ int run_diff(const DiffOptions& options) {
   if (!a) return report_error(a.error());
   auto b = load_audit(options.b);
   if (!b) return report_error(b.error());
+  // Audits of different plans differ by the plan alone (3 runs against 12 read as a regression):
+  // refused, naming every value that differs, before anything is compared.
+  if (const auto differences = core::diff_plan_differences(a->config, b->config);
+      !differences.empty()) {
+    std::string named;
+    for (const core::DiffPlanDifference& difference : differences)
+      named += (named.empty() ? "" : "; ") + core::to_string(difference);
+    return report_error(core::make_error(
+        core::ErrorCode::usage,
+        "A and B were audited with different plans, so their figures are not comparable: " +
+            named));
+  }
   const core::AuditReport report_a = core::make_audit_report(*a, tool_info());
   const core::AuditReport report_b = core::make_audit_report(*b, tool_info());
 
@@ -72,6 +84,12 @@ int run_diff(const DiffOptions& options) {
   const bool to_stderr = options.json == "-" || options.html == "-" || options.markdown == "-";
   if (!options.quiet)
     fmt::print(to_stderr ? stderr : stdout, "{}", report::render_diff_markdown(diff));
+  // Failed requests are lost evidence: no finding either way, the exit an unjudged audit has.
+  if (diff.evidence_lost()) {
+    for (const std::string& line : diff.lost_evidence)
+      fmt::print(stderr, "error: lost evidence: {}\n", line);
+    return k_exit_endpoint;
+  }
   return diff.regression() ? k_exit_gate_failed : k_exit_pass;
 }
 

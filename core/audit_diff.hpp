@@ -44,7 +44,11 @@ struct PromptSide {
   int unique_completions = 0;
   int reference_count = 0; // runs that returned the modal completion
   bool unstable = false;
-  bool fragile = false;
+  bool fragile = false;         // false where unknown: read fragility_known first
+  bool fragility_known = false; // fragility could be computed (logprobs within the window)
+  std::string tier;             // bitwise, token, unstable or inconclusive
+  double logprob_drift = 0.0;   // largest logprob drift between agreeing runs (nats)
+  int drift_positions = 0;      // positions the drift compared; 0: no drift measured
   bool has_logprobs = false;
   std::optional<int> first_divergence;
   std::optional<double> min_gap;
@@ -62,8 +66,14 @@ struct PromptDiff {
   // "stable", "unstable", "newly unstable", "newly stable", or "no completions" when either
   // side has no successful run (such prompts are left out of every statistic).
   std::string agreement_change;
-  // Fisher's exact test of agreement (reference_count of runs) A against B, then Holm's
-  // correction over all prompts so that a long suite does not raise false alarms.
+  // The stability tier, "bitwise" when equal, else "bitwise -> token" (A's, then B's); a tier
+  // that moved towards unstable (bitwise, token, unstable) has worsened. Inconclusive on either
+  // side: "inconclusive", never worsened.
+  std::string tier_change;
+  bool tier_worsened = false;
+  // One-sided Fisher exact test of agreement (reference_count of runs) in the direction B
+  // moved, then Tarone's Benjamini-Hochberg over the prompts (each direction its own family), so
+  // that a long suite neither raises false alarms nor drowns the few prompts that changed.
   double agreement_p = 1.0;
   double agreement_p_adjusted = 1.0;
   // The same for pass counts, where the pass-count source gave both sides.
@@ -76,7 +86,9 @@ struct PromptDiff {
 
 // One overall difference between the audits, over the paired prompts.
 struct MetricDiff {
-  std::string name;        // tarr, fragile_rate, mean_unique_completions, mean_agreement, pass_rate
+  // tarr, bitwise_rate, fragile_rate, fragility_known_rate, mean_unique_completions,
+  // mean_agreement, mean_logprob_drift, pass_rate
+  std::string name;
   std::string description; // one line a reviewer reads
   bool higher_is_better = true;
   int pairs = 0; // prompts the metric was computed over
@@ -106,7 +118,13 @@ struct AuditSide {
   std::string model;
   std::vector<std::string> fingerprints;
   int prompts = 0;
-  int runs = 0; // runs per prompt per level, from the audit's configuration
+  int runs = 0;        // runs per prompt per level, from the audit's configuration
+  std::string verdict; // the audit's own verdict: "pass", "fail" or "error"
+  // Logical requests of the compared analysis (successful + failed) and those that failed.
+  int requests = 0;
+  int failed_requests = 0;
+  int dead_prompts = 0;         // prompts without a single successful completion
+  double max_failed_rate = 0.0; // the audit's own --max-failed-rate
 };
 
 struct AuditDiff {
@@ -120,12 +138,40 @@ struct AuditDiff {
   int paired_prompts = 0; // ids in both with completions on both sides
   std::vector<MetricDiff> metrics;
   std::vector<PromptDiff> prompts; // ids in both, in A's suite order
+  // Why the diff cannot be a finding, one line each naming the audit: an audit whose verdict is
+  // ERROR, more failed requests than the audit's own --max-failed-rate allows, prompts with no
+  // successful run on one side only. Failures are lost evidence: whatever the statistics say
+  // over what remains, `llmrepro diff` exits 3 and reports neither a regression nor an
+  // improvement nor "no difference". Empty when both audits' evidence is whole.
+  std::vector<std::string> lost_evidence;
 
   // True when any difference beyond noise is a regression: what `llmrepro diff` exits 1 on.
+  // False whenever evidence was lost (no finding either way).
   bool regression() const;
-  // True when some difference beyond noise is an improvement.
+  // True when some difference beyond noise is an improvement; false when evidence was lost.
   bool improvement() const;
+  bool evidence_lost() const { return !lost_evidence.empty(); }
 };
+
+// One plan-defining value in which audit A and audit B differ.
+struct DiffPlanDifference {
+  std::string flag; // "--runs", "--concurrency", "--adaptive", ...
+  std::string a;    // A's value, as the flag would spell it
+  std::string b;
+};
+
+// Every value of the plans of A and B that makes their statistics incomparable, in this order:
+// --runs, --concurrency, --adaptive (and, both adaptive, --adaptive-initial and
+// --adaptive-epsilon), --probe, --profile, --max-tokens, --top-logprobs, --stream, --stop-after,
+// --shard, --fragile-gap, --fragile-window, --fragile-p, --compare-on. Agreement, stability and
+// the per-prompt tests all count runs: the same endpoint audited with 3 runs and with 12 (or
+// fixed and adaptive) differs in TARr by the plan alone. What an A/B comparison changes on
+// purpose (endpoint, --api, --model, --seed) and what does not shape the evidence (timeouts,
+// retries, budgets, gates) is not compared. Empty when the plans agree.
+std::vector<DiffPlanDifference> diff_plan_differences(const AuditConfig& a, const AuditConfig& b);
+
+// "--runs 3 (A) vs 12 (B)".
+std::string to_string(const DiffPlanDifference& difference);
 
 // Compares B against A over the prompt ids present in both (A's order).
 AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConfig& config);

@@ -152,6 +152,90 @@ double fisher_exact_p(int a_successes, int a_trials, int b_successes, int b_tria
   return std::min(1.0, std::exp(log_sum_exp(terms)));
 }
 
+double fisher_one_sided_p(int a_successes, int a_trials, int b_successes, int b_trials) {
+  if (a_trials <= 0 || b_trials <= 0) return 1.0;
+  const int successes = a_successes + b_successes;
+  const int total = a_trials + b_trials;
+  std::vector<double> terms;
+  // P(Y = y) for Y the successes in B, given the margins; summed over y <= b_successes.
+  for (int y = std::max(0, successes - a_trials); y <= b_successes; ++y) {
+    terms.push_back(log_choose(b_trials, y) + log_choose(a_trials, successes - y) -
+                    log_choose(total, successes));
+  }
+  return terms.empty() ? 1.0 : std::min(1.0, std::exp(log_sum_exp(terms)));
+}
+
+double fisher_one_sided_min_p(int a_successes, int a_trials, int b_successes, int b_trials) {
+  if (a_trials <= 0 || b_trials <= 0) return 1.0;
+  const int successes = a_successes + b_successes;
+  return fisher_one_sided_p(successes - std::max(0, successes - a_trials), a_trials,
+                            std::max(0, successes - a_trials), b_trials);
+}
+
+double stratified_one_sided_p(const std::vector<Stratum>& strata) {
+  // The distribution of the sum, by convolution: distribution[s] = P(sum of B's successes = s),
+  // offset by the smallest sum the margins allow.
+  std::vector<double> distribution{1.0};
+  int observed = 0;
+  int lowest_sum = 0;
+  for (const Stratum& stratum : strata) {
+    if (stratum.a_trials <= 0 || stratum.b_trials <= 0) continue;
+    const int successes = stratum.a_successes + stratum.b_successes;
+    const int total = stratum.a_trials + stratum.b_trials;
+    const int low = std::max(0, successes - stratum.a_trials);
+    const int high = std::min(successes, stratum.b_trials);
+    std::vector<double> next(distribution.size() + static_cast<std::size_t>(high - low), 0.0);
+    for (int y = low; y <= high; ++y) {
+      const double probability =
+          std::exp(log_choose(stratum.b_trials, y) + log_choose(stratum.a_trials, successes - y) -
+                   log_choose(total, successes));
+      for (std::size_t s = 0; s < distribution.size(); ++s)
+        next[s + static_cast<std::size_t>(y - low)] += distribution[s] * probability;
+    }
+    distribution = std::move(next);
+    observed += stratum.b_successes;
+    lowest_sum += low;
+  }
+  double p = 0.0;
+  for (int s = 0; s <= observed - lowest_sum && s < static_cast<int>(distribution.size()); ++s)
+    p += distribution[static_cast<std::size_t>(s)];
+  return std::min(1.0, p);
+}
+
+std::vector<double> tarone_bh_adjust(const std::vector<double>& p_values,
+                                     const std::vector<double>& min_p, double alpha) {
+  const std::size_t m = p_values.size();
+  std::vector<double> adjusted(m, 1.0);
+  // Tarone: the smallest k with at most k tests able to reach alpha / k.
+  std::size_t family_size = 0;
+  double threshold = 0.0;
+  for (std::size_t k = 1; k <= m; ++k) {
+    const double level = alpha / static_cast<double>(k);
+    std::size_t able = 0;
+    for (const double floor : min_p) able += floor <= level ? 1 : 0;
+    if (able <= k) {
+      family_size = able;
+      threshold = level;
+      break;
+    }
+  }
+  std::vector<std::size_t> family;
+  for (std::size_t i = 0; i < m; ++i) {
+    if (family_size > 0 && min_p[i] <= threshold) family.push_back(i);
+  }
+  std::stable_sort(family.begin(), family.end(),
+                   [&](std::size_t x, std::size_t y) { return p_values[x] < p_values[y]; });
+  // BH step-up: adjusted p of rank r (1-based) is min over ranks >= r of n / rank * p.
+  const double n = static_cast<double>(family.size());
+  double running = 1.0;
+  for (std::size_t rank = family.size(); rank >= 1; --rank) {
+    const std::size_t i = family[rank - 1];
+    running = std::min(running, n / static_cast<double>(rank) * p_values[i]);
+    adjusted[i] = running;
+  }
+  return adjusted;
+}
+
 std::vector<double> holm_adjust(const std::vector<double>& p_values) {
   const std::size_t m = p_values.size();
   std::vector<std::size_t> order(m);

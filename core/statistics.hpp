@@ -41,6 +41,38 @@ double fisher_exact_p(int a_successes, int a_trials, int b_successes, int b_tria
 // each adjusted p at least as large as the raw one, monotone in the raw p, capped at 1.
 std::vector<double> holm_adjust(const std::vector<double>& p_values);
 
+// Fisher's exact test, one-sided: the probability, given the margins, that B has at most
+// `b_successes` of its trials succeed (B worse than A, or as bad); 1 without trials. For the
+// other direction swap A and B.
+double fisher_one_sided_p(int a_successes, int a_trials, int b_successes, int b_trials);
+
+// The smallest value fisher_one_sided_p can take at these margins (B with as few successes as
+// the margins allow): 1 when no table is more extreme than another (no failures at all).
+double fisher_one_sided_min_p(int a_successes, int a_trials, int b_successes, int b_trials);
+
+// Benjamini–Hochberg over the tests that can reach significance, chosen by Tarone's rule
+// (Gilbert 2005): K is the smallest k such that at most k tests have a smallest attainable p
+// (`min_p`) at or below alpha / k; the family is those tests, and BH runs over them with its own
+// size. A test outside the family (it could not be significant at any table its margins allow)
+// gets 1. A discrete test on a few runs has a floor under its p; counting the hopeless tests in
+// the family, as plain BH or Holm does, would drown the few prompts that did change.
+// One stratum of a stratified exact test: A's successes of trials and B's.
+struct Stratum {
+  int a_successes = 0;
+  int a_trials = 0;
+  int b_successes = 0;
+  int b_trials = 0;
+};
+
+// The exact stratified test of "B succeeds less than A" (an exact Cochran–Mantel–Haenszel):
+// given each stratum's margins, B's successes in it are hypergeometric; the probability that
+// their sum over the strata is at most the observed sum. Valid whatever each stratum's own rate
+// (a prompt's flip probability), which the margins absorb. 1 without strata.
+double stratified_one_sided_p(const std::vector<Stratum>& strata);
+
+std::vector<double> tarone_bh_adjust(const std::vector<double>& p_values,
+                                     const std::vector<double>& min_p, double alpha);
+
 struct BootstrapResult {
   double mean = 0.0;    // of the observed differences
   Interval interval;    // percentile interval at confidence 1 - alpha

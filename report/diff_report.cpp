@@ -41,6 +41,11 @@ ordered_json side_json(const core::AuditSide& side) {
   out["fingerprints"] = side.fingerprints;
   out["prompts"] = side.prompts;
   out["runs"] = side.runs;
+  out["verdict"] = side.verdict;
+  out["requests"] = side.requests;
+  out["failed_requests"] = side.failed_requests;
+  out["dead_prompts"] = side.dead_prompts;
+  out["max_failed_rate"] = number_or_null(side.max_failed_rate);
   return out;
 }
 
@@ -52,7 +57,10 @@ ordered_json prompt_side_json(const core::PromptSide& side) {
   out["reference_count"] = side.reference_count;
   out["agreement"] = number_or_null(side.agreement());
   out["unstable"] = side.unstable;
-  out["fragile"] = side.fragile;
+  out["fragile"] = side.fragility_known ? ordered_json(side.fragile) : ordered_json(nullptr);
+  out["tier"] = side.tier;
+  out["logprob_drift"] =
+      side.drift_positions > 0 ? number_or_null(side.logprob_drift) : ordered_json(nullptr);
   out["first_divergence"] = optional_json(side.first_divergence);
   out["min_gap"] = optional_json(side.min_gap);
   if (side.pass)
@@ -63,6 +71,7 @@ ordered_json prompt_side_json(const core::PromptSide& side) {
 }
 
 std::string verdict_status(const core::AuditDiff& diff) {
+  if (diff.evidence_lost()) return "lost_evidence";
   if (diff.regression()) return "regression";
   if (diff.improvement()) return "improvement";
   return "no_change";
@@ -74,26 +83,34 @@ std::string p_text(double p) {
 
 // A metric's value: rates in %, means with two decimals.
 std::string value_text(const core::MetricDiff& m, double v) {
-  if (m.test == "mcnemar_exact" || m.name == "pass_rate" || m.name == "mean_agreement") {
+  if (m.test == "mcnemar_exact" || m.name == "pass_rate" || m.name == "mean_agreement" ||
+      m.name == "pooled_agreement") {
     return fmt::format("{:.1f}%", 100.0 * v);
   }
+  if (m.name == "mean_logprob_drift") return fmt::format("{:.3g}", v);
   return fmt::format("{:.2f}", v);
 }
 
 std::string delta_text(const core::MetricDiff& m) {
-  if (m.test == "mcnemar_exact" || m.name == "pass_rate" || m.name == "mean_agreement") {
+  if (m.test == "mcnemar_exact" || m.name == "pass_rate" || m.name == "mean_agreement" ||
+      m.name == "pooled_agreement") {
     return fmt::format("{:+.1f} pp", 100.0 * m.delta);
   }
   return fmt::format("{:+.2f}", m.delta);
 }
 
-std::string metric_verdict(const core::MetricDiff& m) {
+// With evidence lost no row is a finding: what remains was compared, but not judged.
+constexpr const char* k_not_judged = "not judged (evidence lost)";
+
+std::string metric_verdict(const core::AuditDiff& diff, const core::MetricDiff& m) {
+  if (diff.evidence_lost()) return k_not_judged;
   if (m.regression) return "regression (beyond noise)";
   if (m.improvement) return "improvement (beyond noise)";
   return "within noise";
 }
 
-std::string prompt_verdict(const core::PromptDiff& p) {
+std::string prompt_verdict(const core::AuditDiff& diff, const core::PromptDiff& p) {
+  if (diff.evidence_lost()) return k_not_judged;
   if (p.regression && p.improvement) return "changed (beyond noise)";
   if (p.regression) return "regression (beyond noise)";
   if (p.improvement) return "improvement (beyond noise)";
@@ -101,7 +118,7 @@ std::string prompt_verdict(const core::PromptDiff& p) {
 }
 
 bool notable(const core::PromptDiff& p) {
-  return p.beyond_noise || p.agreement_change == "newly unstable" ||
+  return p.beyond_noise || p.tier_worsened || p.agreement_change == "newly unstable" ||
          p.agreement_change == "newly stable";
 }
 
@@ -110,6 +127,7 @@ bool notable(const core::PromptDiff& p) {
 constexpr std::size_t k_named_prompts = 8;
 
 std::string regression_summary(const core::AuditDiff& diff, bool markdown) {
+  if (diff.evidence_lost()) return {};
   const auto escape = [markdown](const std::string& text) {
     return markdown ? markdown_escape(text, 60) : html_escape(text);
   };
@@ -134,6 +152,23 @@ std::string regression_summary(const core::AuditDiff& diff, bool markdown) {
   if (!ids.empty()) {
     out += fmt::format("{}{} prompt{} ({})", out.empty() ? "" : "; ", ids.size(),
                        ids.size() == 1 ? "" : "s", prompts);
+  }
+  return out;
+}
+
+// The prompts whose stability tier moved towards unstable, with the move ("q1 (bitwise -> token)"),
+// at most k_named_prompts of them; empty when none did.
+std::string worsened_tiers(const core::AuditDiff& diff, bool markdown) {
+  std::string out;
+  std::size_t named = 0;
+  for (const core::PromptDiff& p : diff.prompts) {
+    if (!p.tier_worsened) continue;
+    if (named++ == k_named_prompts) {
+      out += ", \u2026";
+      break;
+    }
+    out += fmt::format("{}{} ({})", out.empty() ? "" : ", ",
+                       markdown ? markdown_escape(p.id, 60) : html_escape(p.id), p.tier_change);
   }
   return out;
 }
@@ -164,6 +199,7 @@ std::string render_diff_json(const core::AuditDiff& diff) {
   out["paired_prompts"] = diff.paired_prompts;
   out["only_in_a"] = diff.only_in_a;
   out["only_in_b"] = diff.only_in_b;
+  out["lost_evidence"] = diff.lost_evidence;
   out["metrics"] = ordered_json::array();
   for (const core::MetricDiff& m : diff.metrics) {
     ordered_json j;
@@ -194,6 +230,8 @@ std::string render_diff_json(const core::AuditDiff& diff) {
     j["a"] = prompt_side_json(p.a);
     j["b"] = prompt_side_json(p.b);
     j["agreement_change"] = p.agreement_change;
+    j["tier_change"] = p.tier_change;
+    j["tier_worsened"] = p.tier_worsened;
     j["agreement_p"] = number_or_null(p.agreement_p);
     j["agreement_p_adjusted"] = number_or_null(p.agreement_p_adjusted);
     j["pass_p"] = optional_json(p.pass_p);
@@ -212,16 +250,24 @@ std::string render_diff_json(const core::AuditDiff& diff) {
 
 std::string render_diff_markdown(const core::AuditDiff& diff) {
   const std::string status = verdict_status(diff);
-  std::string out = fmt::format("## llmrepro diff: {}\n\n",
-                                status == "regression"    ? "\u274c regression beyond noise"
-                                : status == "improvement" ? "\u2705 improvement beyond noise"
-                                                          : "\u2705 no difference beyond noise");
+  std::string out =
+      fmt::format("## llmrepro diff: {}\n\n",
+                  status == "lost_evidence" ? "\u26a0\ufe0f no finding: evidence was lost"
+                  : status == "regression"  ? "\u274c regression beyond noise"
+                  : status == "improvement" ? "\u2705 improvement beyond noise"
+                                            : "\u2705 no difference beyond noise");
   out += fmt::format("A {} ({}) \u2192 B {} ({}) \u00b7 {} paired prompts \u00b7 \u03b1 = {:g}\n\n",
                      markdown_escape(diff.a.audit_id, 40), markdown_escape(diff.a.model, 40),
                      markdown_escape(diff.b.audit_id, 40), markdown_escape(diff.b.model, 40),
                      diff.paired_prompts, diff.alpha);
+  for (const std::string& line : diff.lost_evidence) {
+    out += "**Lost evidence:** " + markdown_escape(line, 400) + "\n\n";
+  }
   if (const std::string named = regression_summary(diff, true); !named.empty()) {
     out += "**Regressed:** " + named + "\n\n";
+  }
+  if (const std::string tiers = worsened_tiers(diff, true); !tiers.empty()) {
+    out += "**Tiers worsened:** " + tiers + "\n\n";
   }
   if (!diff.only_in_a.empty() || !diff.only_in_b.empty()) {
     out += fmt::format("{} prompts only in A, {} only in B (not compared).\n\n",
@@ -231,7 +277,8 @@ std::string render_diff_markdown(const core::AuditDiff& diff) {
     out += "| metric | A | B | change | p | verdict |\n|---|---:|---:|---:|---:|---|\n";
     for (const core::MetricDiff& m : diff.metrics) {
       out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", m.name, value_text(m, m.a),
-                         value_text(m, m.b), delta_text(m), p_text(m.p_value), metric_verdict(m));
+                         value_text(m, m.b), delta_text(m), p_text(m.p_value),
+                         metric_verdict(diff, m));
     }
   }
   std::string rows;
@@ -242,10 +289,11 @@ std::string render_diff_markdown(const core::AuditDiff& diff) {
     rows += fmt::format("| {} | {} | {} \u2192 {} | {:.0f}% \u2192 {:.0f}% | {} | {} |\n",
                         markdown_escape(p.id, 60), p.agreement_change, p.a.unique_completions,
                         p.b.unique_completions, 100.0 * p.a.agreement(), 100.0 * p.b.agreement(),
-                        p_text(p.agreement_p_adjusted), prompt_verdict(p));
+                        p_text(p.agreement_p_adjusted), prompt_verdict(diff, p));
   }
   if (!rows.empty()) {
-    out += "\n### Prompts that changed\n\n| prompt | stability | distinct | agreement | p (Holm) | "
+    out += "\n### Prompts that changed\n\n| prompt | stability | distinct | agreement | p "
+           "(Tarone-BH) | "
            "verdict |\n"
            "|---|---|---:|---:|---:|---|\n" +
            rows;
@@ -265,20 +313,31 @@ std::string render_diff_html(const core::AuditDiff& diff) {
       html_escape(diff.b.model), diff.paired_prompts, diff.alpha, diff.bootstrap_resamples,
       diff.seed);
   out += "</span></header>\n";
-  const bool bad = status == "regression";
+  const bool lost = status == "lost_evidence";
+  const bool bad = lost || status == "regression";
+  std::string lost_lines;
+  for (const std::string& line : diff.lost_evidence) {
+    lost_lines += "<div>Lost evidence: " + html_escape(line) + "</div>";
+  }
   out += fmt::format(
       "<section class=\"verdict {}\" id=\"verdict\"><span class=\"badge\">{}</span><div><strong>{}"
-      "</strong>{}<div class=\"muted\">{} prompts only in A, {} only in B (not "
+      "</strong>{}{}<div class=\"muted\">{} prompts only in A, {} only in B (not "
       "compared)</div></div>"
       "</section>\n",
       bad ? "fail" : "pass",
-      bad                       ? "REGRESSION"
+      lost                      ? "NO FINDING"
+      : bad                     ? "REGRESSION"
       : status == "improvement" ? "IMPROVED"
                                 : "NO CHANGE",
-      bad                       ? "A difference beyond run-to-run noise is a regression."
+      lost  ? "Failed requests lost evidence: the diff is no finding either way."
+      : bad ? "A difference beyond run-to-run noise is a regression."
       : status == "improvement" ? "Differences beyond noise are improvements."
                                 : "Every difference is within run-to-run noise.",
-      bad ? "<div>Regressed: " + regression_summary(diff, false) + "</div>" : std::string(),
+      lost_lines + (worsened_tiers(diff, false).empty()
+                        ? std::string()
+                        : "<div>Tiers worsened: " + worsened_tiers(diff, false) + "</div>"),
+      status == "regression" ? "<div>Regressed: " + regression_summary(diff, false) + "</div>"
+                             : std::string(),
       diff.only_in_a.size(), diff.only_in_b.size());
   out += "<section class=\"panel\" id=\"metrics\"><h2>Overall</h2><table><thead><tr><th>metric</th>"
          "<th class=\"num\">A</th><th class=\"num\">B</th><th "
@@ -303,14 +362,14 @@ std::string render_diff_html(const core::AuditDiff& diff) {
         "</td></tr>",
         html_escape(m.name), html_escape(m.description), value_text(m, m.a), value_text(m, m.b),
         delta_text(m), interval, html_escape(m.test), html_escape(p_text(m.p_value)), tag,
-        metric_verdict(m));
+        metric_verdict(diff, m));
   }
   out += "</tbody></table></section>\n";
   out += "<section class=\"panel\" "
          "id=\"prompts\"><h2>Prompts</h2><table><thead><tr><th>prompt</th><th>stability</th>"
          "<th class=\"num\">distinct A \u2192 B</th><th class=\"num\">agreement A \u2192 B</th>"
          "<th class=\"num\">pass A \u2192 B</th><th class=\"num\">p "
-         "(Holm)</th><th>verdict</th></tr></thead><tbody>";
+         "(Tarone-BH)</th><th>verdict</th></tr></thead><tbody>";
   for (const core::PromptDiff* prompt : prompts_by_concern(diff)) {
     const core::PromptDiff& p = *prompt;
     const char* tag = p.regression ? "fail" : p.improvement ? "pass" : "info";
@@ -326,7 +385,7 @@ std::string render_diff_html(const core::AuditDiff& diff) {
                        html_escape(p.id), html_escape(p.agreement_change), p.a.unique_completions,
                        p.b.unique_completions, p.a.reference_count, p.a.runs, p.b.reference_count,
                        p.b.runs, pass, html_escape(p_text(p.agreement_p_adjusted)), tag,
-                       prompt_verdict(p));
+                       prompt_verdict(diff, p));
   }
   out += "</tbody></table></section>\n<footer>Written by llmrepro. Self-contained: this page "
          "fetches nothing."

@@ -65,13 +65,17 @@ TEST_CASE("render_diff_json") {
   CHECK(tarr.at("sign_test_p").is_null());
   CHECK(tarr.at("beyond_noise") == true);
   CHECK(tarr.at("regression") == true);
-  const nlohmann::json& unique = j.at("metrics").at(2);
+  // Fragility unknown on both sides (no gap rule ran) and tiers inconclusive: no fragile share,
+  // no bitwise share.
+  const nlohmann::json& unique = j.at("metrics").at(1);
   CHECK(unique.at("name") == "mean_unique_completions");
   CHECK(unique.at("delta_interval").is_array());
   CHECK(unique.at("a_interval").is_null());
   const nlohmann::json& first = j.at("prompts").at(0);
   CHECK(first.at("id") == "<img src=x onerror=alert(1)>|`");
   CHECK(first.at("agreement_change") == "newly unstable");
+  CHECK(first.at("tier_change") == "inconclusive");
+  CHECK(first.at("a").at("fragile").is_null());
   CHECK(first.at("a").at("agreement") == 1.0);
   CHECK(first.at("b").at("agreement") == 0.9);
   CHECK(first.at("b").at("pass").is_null());
@@ -86,7 +90,13 @@ TEST_CASE("render_diff_markdown") {
   CHECK(md.find("1 prompts only in A, 0 only in B (not compared).") != std::string::npos);
   CHECK(md.find("| &#60;img src=x onerror=alert(1)&#62;&#124;&#96; | newly unstable | 1 \u2192 2 | "
                 "100% \u2192 90% |") != std::string::npos);
-  CHECK(md.find('<') == std::string::npos);
+  // No '<' but the tool's own "<0.001" (the pooled agreement's p is that small here).
+  std::string unescaped = md;
+  for (std::size_t at = unescaped.find("<0.001"); at != std::string::npos;
+       at = unescaped.find("<0.001"))
+    unescaped.erase(at, 1);
+  CHECK(unescaped.find('<') == std::string::npos);
+  CHECK(md.find("| pooled_agreement | 100.0% | 91.7% | -8.3 pp | <0.001 |") != std::string::npos);
   // The line under the title names what regressed, so a CI summary needs no scrolling.
   CHECK(md.find("**Regressed:** tarr 100.0% \u2192 16.7%") != std::string::npos);
 }
