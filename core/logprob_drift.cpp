@@ -12,6 +12,9 @@
 #include <map>
 #include <string_view>
 
+#include "core/flip_probability.hpp"
+#include "core/logprob_floor.hpp"
+
 namespace llmrepro::core {
 namespace {
 
@@ -27,6 +30,12 @@ struct Range {
   }
   double spread() const { return count < 2 ? 0.0 : high - low; }
 };
+
+// A value drift may compare: a number above the floor. A logprob at the floor (-Infinity as the
+// endpoint sent it) says "impossible", not how far it moved; a runner-up that falls to it from
+// -1 would otherwise read as 9998 nats of drift. Kept out as the noise samples keep it out
+// (measured_gap).
+bool comparable(double logprob) { return is_known_logprob(logprob) && logprob > k_logprob_floor; }
 
 // The best candidate other than the chosen token: the one a flip would choose.
 const TokenCandidate* runner_up(const TokenLogprob& token) {
@@ -57,10 +66,10 @@ LogprobDrift logprob_drift_of(const std::vector<const Completion*>& runs) {
         std::map<std::string_view, Range> runner_ups; // by the runner-up's token
         for (const Completion* run : agreeing) {
           const TokenLogprob& at = run->tokens[position];
-          if (is_known_logprob(at.logprob)) chosen.add(at.logprob);
-          if (const auto g = at.gap()) gap.add(*g);
+          if (comparable(at.logprob)) chosen.add(at.logprob);
+          if (const auto g = measured_gap(at)) gap.add(*g);
           const TokenCandidate* rival = runner_up(at);
-          if (rival != nullptr && is_known_logprob(rival->logprob))
+          if (rival != nullptr && comparable(rival->logprob))
             runner_ups[rival->token].add(rival->logprob);
         }
         double moved = chosen.spread();
