@@ -1,6 +1,7 @@
 #include "report/store/detail/run_meta.hpp"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace llmrepro::store::detail {
@@ -64,26 +65,41 @@ Result<core::AdaptiveOutcome> from_json(const Json& json) {
   return outcome;
 }
 
+// One meta row: `value` stored under `key`, replacing what was there; `what` names it in the error.
+Result<void> write_meta(const Connection& connection, const std::string& key,
+                        const std::string& value, const std::string& what) {
+  Statement statement;
+  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("INSERT OR REPLACE INTO meta (key, value) "
+                                                    "VALUES (?1, ?2)"));
+  bind_text(statement.get(), 1, key);
+  bind_text(statement.get(), 2, value);
+  const std::string message = "cannot store " + what;
+  return connection.step_done(statement.get(), message.c_str());
+}
+
+// The value of the meta row `key`, or none when the audit has no such row.
+Result<std::optional<std::string>> read_meta(const Connection& connection, const std::string& key) {
+  Statement statement;
+  LLMREPRO_TRY_ASSIGN(
+      statement, connection.prepare("SELECT value FROM meta WHERE key = ?1", ErrorCode::input));
+  bind_text(statement.get(), 1, key);
+  if (sqlite3_step(statement.get()) != SQLITE_ROW) return std::optional<std::string>{};
+  return std::optional<std::string>{column_text(statement.get(), 0)};
+}
+
 } // namespace
 
 Result<void> write_adaptive(const Connection& connection, const core::AdaptiveOutcome& outcome) {
-  Statement statement;
-  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("INSERT OR REPLACE INTO meta (key, value) "
-                                                    "VALUES ('adaptive', ?1)"));
-  const std::string encoded = to_json(outcome).dump();
-  bind_text(statement.get(), 1, encoded);
-  return connection.step_done(statement.get(), "cannot store the adaptive decisions");
+  return write_meta(connection, "adaptive", to_json(outcome).dump(), "the adaptive decisions");
 }
 
 Result<std::optional<core::AdaptiveOutcome>> read_adaptive(const Connection& connection) {
-  Statement statement;
-  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("SELECT value FROM meta WHERE key = "
-                                                    "'adaptive'",
-                                                    ErrorCode::input));
-  if (sqlite3_step(statement.get()) != SQLITE_ROW) return std::optional<core::AdaptiveOutcome>{};
+  std::optional<std::string> value;
+  LLMREPRO_TRY_ASSIGN(value, read_meta(connection, "adaptive"));
+  if (!value) return std::optional<core::AdaptiveOutcome>{};
   const std::string where = connection.where() + ": meta 'adaptive'";
   try {
-    auto outcome = from_json(Json::parse(column_text(statement.get(), 0)));
+    auto outcome = from_json(Json::parse(*value));
     if (!outcome) return core::make_error(ErrorCode::input, where + ": " + outcome.error().message);
     return std::optional<core::AdaptiveOutcome>{std::move(*outcome)};
   } catch (const Json::exception& error) {
@@ -92,48 +108,34 @@ Result<std::optional<core::AdaptiveOutcome>> read_adaptive(const Connection& con
 }
 
 Result<void> write_budget_stop(const Connection& connection, const std::string& line) {
-  Statement statement;
   if (line.empty()) {
+    Statement statement;
     LLMREPRO_TRY_ASSIGN(statement,
                         connection.prepare("DELETE FROM meta WHERE key = 'budget_stop'"));
     return connection.step_done(statement.get(), "cannot clear the budget stop");
   }
-  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("INSERT OR REPLACE INTO meta (key, value) "
-                                                    "VALUES ('budget_stop', ?1)"));
-  bind_text(statement.get(), 1, line);
-  return connection.step_done(statement.get(), "cannot store the budget stop");
+  return write_meta(connection, "budget_stop", line, "the budget stop");
 }
 
 Result<std::string> read_budget_stop(const Connection& connection) {
-  Statement statement;
-  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("SELECT value FROM meta WHERE key = "
-                                                    "'budget_stop'",
-                                                    ErrorCode::input));
-  if (sqlite3_step(statement.get()) != SQLITE_ROW) return std::string();
-  return column_text(statement.get(), 0);
+  std::optional<std::string> value;
+  LLMREPRO_TRY_ASSIGN(value, read_meta(connection, "budget_stop"));
+  return value.value_or(std::string());
 }
 
 Result<void> write_budget_charge(const Connection& connection, const core::BudgetCharge& charge) {
-  Statement statement;
-  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("INSERT OR REPLACE INTO meta (key, value) "
-                                                    "VALUES ('budget_charge', ?1)"));
-  const std::string encoded = Json{
-      {"requests", charge.requests},
-      {"prompt_tokens", charge.prompt_tokens},
-      {"completion_tokens",
-       charge.completion_tokens}}.dump();
-  bind_text(statement.get(), 1, encoded);
-  return connection.step_done(statement.get(), "cannot store the budget's count");
+  const Json encoded{{"requests", charge.requests},
+                     {"prompt_tokens", charge.prompt_tokens},
+                     {"completion_tokens", charge.completion_tokens}};
+  return write_meta(connection, "budget_charge", encoded.dump(), "the budget's count");
 }
 
 Result<std::optional<core::BudgetCharge>> read_budget_charge(const Connection& connection) {
-  Statement statement;
-  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("SELECT value FROM meta WHERE key = "
-                                                    "'budget_charge'",
-                                                    ErrorCode::input));
-  if (sqlite3_step(statement.get()) != SQLITE_ROW) return std::optional<core::BudgetCharge>{};
+  std::optional<std::string> value;
+  LLMREPRO_TRY_ASSIGN(value, read_meta(connection, "budget_charge"));
+  if (!value) return std::optional<core::BudgetCharge>{};
   try {
-    const Json json = Json::parse(column_text(statement.get(), 0));
+    const Json json = Json::parse(*value);
     core::BudgetCharge charge;
     charge.requests = json.at("requests").get<long>();
     charge.prompt_tokens = json.at("prompt_tokens").get<long>();

@@ -397,6 +397,18 @@ def open_db(path):
     return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
 
 
+def recorded_rows(path):
+    """The requests an audit database holds so far; 0 before it (or its schema) is committed."""
+    try:
+        conn = open_db(path)
+        try:
+            return conn.execute("SELECT COUNT(*) FROM requests").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
 def kill(process):
     """SIGKILL, as a crash would."""
     os.kill(process.pid, signal.SIGKILL)

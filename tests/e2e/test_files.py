@@ -34,17 +34,6 @@ def slow_script(delay_ms):
                         for text, t in tokens.items()}}
 
 
-def recorded_rows(db):
-    try:
-        conn = h.open_db(db)
-        try:
-            return conn.execute("SELECT COUNT(*) FROM requests").fetchone()[0]
-        finally:
-            conn.close()
-    except h.sqlite3.Error:
-        return 0
-
-
 class Files(h.E2ETestCase):
     def setUp(self):
         super().setUp()
@@ -61,7 +50,7 @@ class Files(h.E2ETestCase):
         db = self.path(name)
         run = self.run_llmrepro(self.audit_args(endpoint, db, "--quiet"))
         self.assertIn(run.returncode, (0, 1), run.describe())
-        self.assertEqual(recorded_rows(db), PLANNED)
+        self.assertEqual(h.recorded_rows(db), PLANNED)
         return endpoint, db
 
     def assert_refused(self, run, message):
@@ -187,7 +176,7 @@ class Files(h.E2ETestCase):
         planned = len(std.PROMPTS) * 6
         first = self.start_llmrepro(args)
         deadline = time.monotonic() + 30
-        while recorded_rows(db) < 2:
+        while h.recorded_rows(db) < 2:
             self.assertIsNone(first.poll(), "the first audit ended too soon")
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.05)
@@ -207,7 +196,7 @@ class Files(h.E2ETestCase):
         # Once the holder has gone, --overwrite takes the file with its -wal and -shm.
         run = self.run_llmrepro(self.audit_args(endpoint, db, "--overwrite", "--quiet"))
         self.assertIn(run.returncode, (0, 1), run.describe())
-        self.assertEqual(recorded_rows(db), PLANNED)
+        self.assertEqual(h.recorded_rows(db), PLANNED)
 
     def test_merge_and_diff_outputs(self):
         _, db = self.audited_db()

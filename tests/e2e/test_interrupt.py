@@ -9,7 +9,7 @@ import time
 
 import e2e_harness as h
 import standard_audit as std
-from test_kill_resume import LEVELS, PLANNED, RUNS, recorded_rows, slow_script
+from test_kill_resume import LEVELS, PLANNED, RUNS, slow_script
 
 
 class Interrupt(h.E2ETestCase):
@@ -22,7 +22,7 @@ class Interrupt(h.E2ETestCase):
                 "--db", db, "--json", report_path]
         process = self.start_llmrepro(args)
         deadline = time.monotonic() + 30
-        while recorded_rows(db) < 6:
+        while h.recorded_rows(db) < 6:
             self.assertIsNone(process.poll(), "the audit ended before it could be interrupted")
             self.assertLess(time.monotonic(), deadline, "no requests recorded within 30 s")
             time.sleep(0.05)
@@ -38,7 +38,7 @@ class Interrupt(h.E2ETestCase):
         # Every request that reached the endpoint before the interrupt was recorded: none was
         # abandoned in flight.
         self.assertEqual(recorded, len(endpoint.posts()))
-        self.assertEqual(recorded_rows(db), recorded)
+        self.assertEqual(h.recorded_rows(db), recorded)
 
         run = self.run_llmrepro(args + ["--resume"])
         self.assert_exit(run, 0)

@@ -29,17 +29,6 @@ def slow_script():
                         for text, t in tokens.items()}}
 
 
-def recorded_rows(db):
-    try:
-        conn = h.open_db(db)
-        try:
-            return conn.execute("SELECT COUNT(*) FROM requests").fetchone()[0]
-        finally:
-            conn.close()
-    except h.sqlite3.Error:
-        return 0  # not created yet, or its schema not committed yet
-
-
 class KillResume(h.E2ETestCase):
     def test_kill_then_resume_records_each_request_once(self):
         endpoint = self.start_endpoint(slow_script())
@@ -50,13 +39,13 @@ class KillResume(h.E2ETestCase):
                 "--db", db, "--json", report_path]
         process = self.start_llmrepro(args)
         deadline = time.monotonic() + 30
-        while recorded_rows(db) < 8:
+        while h.recorded_rows(db) < 8:
             self.assertIsNone(process.poll(), "the audit ended before it could be killed")
             self.assertLess(time.monotonic(), deadline, "no requests recorded within 30 s")
             time.sleep(0.05)
         h.kill(process)
         time.sleep(0.5)  # let the endpoint log requests that were on the wire at the kill
-        at_kill = recorded_rows(db)
+        at_kill = h.recorded_rows(db)
         posts_at_kill = len(endpoint.posts())
         self.assertGreaterEqual(at_kill, 8)
         self.assertLess(at_kill, PLANNED, "killed mid-audit")
@@ -108,7 +97,7 @@ class KillResume(h.E2ETestCase):
                 for index, rows in enumerate(kills):
                     process = self.start_llmrepro(args + (["--resume"] if index else []))
                     deadline = time.monotonic() + 30
-                    while recorded_rows(db) < rows:
+                    while h.recorded_rows(db) < rows:
                         self.assertIsNone(process.poll(), "the audit ended before the kill")
                         self.assertLess(time.monotonic(), deadline)
                         time.sleep(0.02)
@@ -121,7 +110,7 @@ class KillResume(h.E2ETestCase):
                 self.assertLessEqual(sent, budget, "kill -9 and --resume stay within the budget")
                 # Each kill may strand at most the 4 requests in flight, counted but never sent.
                 self.assertGreaterEqual(sent, budget - 4 * len(kills))
-                self.assertLessEqual(recorded_rows(db), sent)
+                self.assertLessEqual(h.recorded_rows(db), sent)
 
 
 if __name__ == "__main__":
