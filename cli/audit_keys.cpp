@@ -8,6 +8,7 @@
 #include "core/redaction.hpp"
 #include "probes/api_key_rule.hpp"
 #include "probes/endpoint_url.hpp"
+#include "probes/proxy_rule.hpp"
 
 namespace llmrepro::cli {
 namespace {
@@ -35,7 +36,17 @@ core::Result<void> choose_keys(AuditRun& run) {
                     "one per --compare, in --compare order",
                     options.compare_api_key_env.size(), compared, compared == 1 ? "" : "s"));
   core::Redactor& secrets = core::run_secrets();
-  for (const std::string& url : run.urls) secrets.add_url(url);
+  // A proxy's user:password is sent too (Proxy-Authorization), and a proxy may echo it back.
+  const auto add_with_proxy = [&](const std::string& url) {
+    secrets.add_url(url);
+    // libcurl takes a proxy without a scheme ("user:pw@host:3128") as http.
+    if (auto proxy = probes::proxy_for(url))
+      secrets.add_url(proxy->proxy.find("://") == std::string::npos ? "http://" + proxy->proxy
+                                                                    : proxy->proxy);
+  };
+  for (const std::string& url : run.urls)
+    if (!url.empty()) add_with_proxy(url);
+  if (!options.embeddings.empty()) add_with_proxy(options.embeddings);
   run.keys.clear();
   for (std::size_t i = 0; i < run.urls.size(); ++i) {
     const std::string& url = run.urls[i];

@@ -23,6 +23,7 @@
   marker "\\u{202e}" (the JSON keeps the text as it is, escaped by JSON itself).
 """
 
+import glob
 import http.client
 import http.server
 import json
@@ -45,7 +46,7 @@ class RecordingProxy:
     """A loopback HTTP proxy that records each request line and its Proxy-Authorization, and
     forwards it to `target_port` on 127.0.0.1 (or, without one, answers 502)."""
 
-    def __init__(self, target_port=None):
+    def __init__(self, target_port=None, echo_auth=False):
         self.seen = []
         proxy = self
 
@@ -60,6 +61,14 @@ class RecordingProxy:
                 body = self.rfile.read(length) if length else None
                 proxy.seen.append({"method": self.command, "target": self.path,
                                    "auth": self.headers.get("Proxy-Authorization")})
+                if echo_auth:
+                    # A proxy that quotes the credentials it refused, as some gateways do.
+                    body = f"proxy refused Proxy-Authorization: {proxy.seen[-1]['auth']}".encode()
+                    self.send_response(500)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
                 if target_port is None:
                     self.send_response(502)
                     self.send_header("Content-Length", "0")
@@ -97,8 +106,8 @@ class RecordingProxy:
 
 
 class Transport(h.E2ETestCase):
-    def proxy(self, target_port=None):
-        proxy = RecordingProxy(target_port)
+    def proxy(self, target_port=None, echo_auth=False):
+        proxy = RecordingProxy(target_port, echo_auth)
         self.addCleanup(proxy.close)
         return proxy
 
@@ -171,6 +180,27 @@ class Transport(h.E2ETestCase):
         self.assertIn(f"(address llmrepro-test.invalid:{endpoint.port}, not resolved)", run.stderr,
                       run.describe())
         self.assertEqual(len([r for r in proxy.seen if r["method"] == "POST"]), 2)
+
+    def test_a_proxy_echoing_its_credentials_leaves_them_nowhere(self):
+        proxy = self.proxy(echo_auth=True)
+        url = "http://llmrepro-test.invalid:9"
+        env = {"http_proxy": f"http://user:pxPASS77@127.0.0.1:{proxy.port}", "NO_PROXY": ""}
+        run = self.run_llmrepro(self.audit_args(url, "echoed"), env=env)
+        self.assertEqual(run.returncode, 3, run.describe())
+        self.assertEqual({r["auth"] for r in proxy.seen}, {"Basic dXNlcjpweFBBU1M3Nw=="})
+        conn = h.open_db(self.path("echoed.db"))
+        errors = [e for (e,) in conn.execute("SELECT error FROM requests")]
+        conn.close()
+        self.assertEqual(
+            errors, ["HTTP 500: proxy refused Proxy-Authorization: Basic [redacted] after 1 attempt"]
+            * 2)
+        for path in glob.glob(self.path("echoed.*")):
+            with open(path, "rb") as f:
+                data = f.read()
+            for secret in (b"pxPASS77", b"dXNlcjpweFBBU1M3Nw=="):
+                self.assertNotIn(secret, data, path)
+        for secret in ("pxPASS77", "dXNlcjpweFBBU1M3Nw=="):
+            self.assertNotIn(secret, run.stdout + run.stderr)
 
     def test_a_refused_connection_names_its_address(self):
         port = h.free_port()
