@@ -17,7 +17,6 @@ import signal
 import time
 
 import e2e_harness as h
-from test_kill_resume import recorded_rows
 
 
 def tok(text, lp=-0.1, alt="zz", alt_lp=-3.0):
@@ -202,7 +201,7 @@ class VerdictFailures(h.E2ETestCase):
         start = time.monotonic()
         process = self.start_llmrepro(args)
         deadline = time.monotonic() + 30
-        while recorded_rows(paths["db"]) < 2:
+        while h.recorded_rows(paths["db"]) < 2:
             self.assertIsNone(process.poll(), "the audit ended before it could be interrupted")
             self.assertLess(time.monotonic(), deadline, "no requests recorded within 30 s")
             time.sleep(0.05)
