@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh build
 echo "audit-demo: building llmrepro in build/ (a few minutes the first time)" >&2
-scripts/build.sh build >/dev/null
+# Only what the audit needs: the test command builds the rest.
+LLMREPRO_TARGETS=llmrepro scripts/build.sh build >/dev/null
 mkdir -p out
 exec build/cli/llmrepro audit --suite examples/suites/engine-demo.jsonl --runs 5 --concurrency 1,16 \
   --db out/demo-audit.db --overwrite --json out/demo-audit.json --html out/demo-audit.html "$@"
