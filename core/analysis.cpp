@@ -21,6 +21,7 @@
 #include "core/analysis.hpp"
 
 #include "core/answer_check.hpp"
+#include "core/failure_groups.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -458,18 +459,6 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
   return result;
 }
 
-// One line saying why a request failed, so that failures group by cause.
-std::string failure_reason(const RequestOutcome& outcome) {
-  std::string error = outcome.error.substr(0, outcome.error.find('\n'));
-  if (error.size() > 160) error = error.substr(0, 157) + "...";
-  if (error.empty()) error = "no error message";
-  if (outcome.http_status > 0) {
-    const std::string status = "HTTP " + std::to_string(outcome.http_status);
-    if (error.find(status) == std::string::npos) error = status + ": " + error;
-  }
-  return error;
-}
-
 // The reference's gaps within the window, all of them known; otherwise empty and `reason` says
 // why, as fragility does.
 std::optional<std::vector<double>> window_gaps(const PromptAnalysis& prompt,
@@ -566,7 +555,7 @@ struct AnalysisBuilder::Totals {
   int worst = 0;
   // Usage and time per level, from the raw records.
   std::map<int, LevelAccount> levels;
-  std::map<std::string, int> failure_reasons;
+  FailureGroups failure_reasons;
   LevelNoise noise;
 };
 
@@ -652,7 +641,7 @@ void AnalysisBuilder::add_prompt(int prompt_index,
       ++summary.models_seen[record->outcome.completion.model];
       ++summary.fingerprints_seen[record->outcome.completion.system_fingerprint];
     } else {
-      ++totals.failure_reasons[failure_reason(record->outcome)];
+      totals.failure_reasons.add(record->outcome);
     }
     totals.levels[record->planned.concurrency].add(*record);
   }
@@ -682,9 +671,7 @@ AuditAnalysis AnalysisBuilder::finish() {
     checks.spread = checks.best_possible - checks.worst_possible;
     summary.checks = std::move(checks);
   }
-  for (const auto& entry : totals.failure_reasons) summary.failure_reasons.push_back(entry);
-  std::stable_sort(summary.failure_reasons.begin(), summary.failure_reasons.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  summary.failure_reasons = totals.failure_reasons.sorted();
   // The flip probability needs every level's noise, so it is judged once all prompts are in; so
   // are fragility's counts, which follow it under --fragile-p.
   std::map<int, NoiseDistribution> noise;

@@ -227,7 +227,7 @@ struct AuditSummary {
   int prompts = 0;
   int requests = 0; // logical requests recorded
   int failed_requests = 0;
-  // Why requests failed: the reason (HTTP status and error, one line) -> count, most first.
+  // Why requests failed: per cause (core/failure_groups.hpp) its reason and count, most first.
   std::vector<std::pair<std::string, int>> failure_reasons;
   int stable_prompts = 0;
   int unstable_prompts = 0;

@@ -1,9 +1,12 @@
 #include "probes/dialect.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <new>
 #include <optional>
 
 #include "core/reasoning.hpp"
+#include "core/text_utf8.hpp"
 #include "probes/detail/dialect_adapters.hpp"
 
 namespace llmrepro::probes {
@@ -71,6 +74,9 @@ template <typename Parse> core::Result<core::Completion> guarded(Dialect dialect
     core::separate_reasoning(completion);
     core::sort_candidates(completion);
     return completion;
+  } catch (const detail::EndpointErrorEvent& event) {
+    return core::make_error(core::ErrorCode::endpoint,
+                            prefix + std::string(k_endpoint_error) + event.what());
   } catch (const detail::ParseFailure& failure) {
     return core::make_error(core::ErrorCode::endpoint, prefix + failure.what());
   } catch (const std::bad_alloc&) {
@@ -112,6 +118,26 @@ core::Result<core::Completion> parse_response(Dialect dialect, std::string_view 
     case Dialect::gemini: return detail::parse_gemini(body, stream);
     }
     detail::fail("unknown dialect");
+  });
+}
+
+std::optional<std::string> endpoint_error_of(Dialect dialect, const core::Error& error) {
+  const std::string marker = std::string(to_string(dialect)) + ": " + k_endpoint_error;
+  if (error.message.rfind(marker, 0) != 0) return std::nullopt;
+  return error.message.substr(marker.size());
+}
+
+bool names_request_refusal(std::string_view text) {
+  // Wordings of a server refusing this one request, which it will refuse again: llama.cpp's
+  // check of the model's output against the chat format ("The model produced output that does
+  // not match the expected ... format", a 500 server_error), parse and validation failures, and
+  // the OpenAI error type of a bad request that some servers send with a 5xx.
+  static constexpr std::string_view k_wordings[] = {"does not match the expected",
+                                                    "failed to parse", "validation error",
+                                                    "validationerror", "invalid_request_error"};
+  const std::string lowered = core::ascii_lowercase(text);
+  return std::any_of(std::begin(k_wordings), std::end(k_wordings), [&](std::string_view wording) {
+    return lowered.find(wording) != std::string::npos;
   });
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,8 +76,24 @@ DialectRequest build_request(Dialect dialect, const core::Prompt& prompt,
 std::string api_key_header(Dialect dialect);
 
 // Parses a 2xx response body (an SSE stream when `stream`) into a Completion with candidates
-// sorted. Malformed or truncated bodies are an ErrorCode::endpoint error naming what was wrong.
+// sorted. Malformed or truncated bodies are an ErrorCode::endpoint error naming what was wrong
+// ("<dialect>: stream event 3: missing field ..."). An error the endpoint sent in place of a
+// completion (an error envelope, a `data: {"error": ...}` event mid-stream, a failed Responses
+// status, a blocked Gemini prompt) is the error "<dialect>: endpoint error: <reason>", never
+// prefixed with the event that carried it; endpoint_error_of() tells it apart.
 core::Result<core::Completion> parse_response(Dialect dialect, std::string_view body, bool stream);
+
+inline constexpr const char* k_endpoint_error = "endpoint error: ";
+
+// The endpoint's reason when `error` (from parse_response for `dialect`) is an error the
+// endpoint sent rather than a body that failed to parse; nullopt otherwise.
+std::optional<std::string> endpoint_error_of(Dialect dialect, const core::Error& error);
+
+// Whether an error body or reason names a refusal of this very request, which the server will
+// repeat on every retry: llama.cpp's output failing its own chat-format check, a parse or
+// validation failure, the invalid_request_error type (case-insensitive wordings). The
+// scheduler does not retry a 5xx or a mid-stream error that says so.
+bool names_request_refusal(std::string_view text);
 
 // A one-line reason from an error body of any dialect (OpenAI envelope, vLLM flat, TGI, Ollama),
 // falling back to a bounded, sanitised prefix of the body.

@@ -105,14 +105,16 @@ core::TokenLogprob read_openai_token(const JsonView& entry, core::NumberAnomalie
   return token;
 }
 
-void fail_on_error_envelope(const JsonView& root, std::string_view text, const std::string& what) {
+void fail_on_error_envelope(const JsonView& root, std::string_view text) {
   if (!root.is_object()) return;
   bool has_error = root.find("error").has_value();
   if (!has_error) {
     auto object = root.find("object");
     has_error = object && object->is_string() && object->string() == "error";
   }
-  if (has_error) fail(what + "endpoint error: " + describe_error_body(text));
+  // Never prefixed with the event's index: the reason is the endpoint's, the same for every
+  // request it refused so.
+  if (has_error) throw EndpointErrorEvent(describe_error_body(text));
 }
 
 std::vector<std::string> sse_events(std::string_view body) {

@@ -94,12 +94,12 @@ struct ReadState {
 // Reads one GenerateContentResponse (a whole answer or one stream chunk) into `completion`.
 void read_response(const JsonView& root, std::string_view text, core::Completion& completion,
                    ReadState& state) {
-  fail_on_error_envelope(root, text, "");
+  fail_on_error_envelope(root, text);
   auto candidates = root.find("candidates");
   if (!candidates || candidates->size() == 0) {
     if (auto feedback = root.find("promptFeedback")) {
       std::string reason = feedback->optional_string("blockReason");
-      if (!reason.empty()) fail("endpoint error: prompt blocked (" + reason + ")");
+      if (!reason.empty()) throw EndpointErrorEvent("prompt blocked (" + reason + ")");
     }
     // A stream may send a chunk with usage only; a whole answer must have a candidate.
     if (!candidates) root.at("candidates");

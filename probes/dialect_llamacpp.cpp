@@ -98,7 +98,7 @@ void read_final(const JsonView& root, core::Completion& completion) {
 core::Completion parse_whole(std::string_view body) {
   JsonDocument document = parse_document(body);
   JsonView root(document);
-  fail_on_error_envelope(root, body, "");
+  fail_on_error_envelope(root, body);
   core::Completion completion;
   completion.text = root.at("content").string();
   if (auto probabilities = root.find("completion_probabilities")) {
@@ -152,7 +152,7 @@ core::Completion parse_stream(std::string_view body) {
     with_prefix(event_prefix(index), [&] {
       JsonDocument document = parse_document(events[index]);
       JsonView event(document);
-      fail_on_error_envelope(event, events[index], "");
+      fail_on_error_envelope(event, events[index]);
       completion.text += event.at("content").string();
       done = event.at("stop").boolean();
       if (auto probabilities = event.find("completion_probabilities")) {
@@ -171,7 +171,7 @@ core::Completion parse_stream(std::string_view body) {
     });
   }
   if (!done) {
-    if (auto error = stream_error_line(body)) fail("endpoint error: " + *error);
+    if (auto error = stream_error_line(body)) throw EndpointErrorEvent(*error);
     fail("stream ended without a final event (\"stop\": true): truncated");
   }
   return completion;

@@ -45,7 +45,7 @@ std::string read_thinking(const JsonView& root) {
 
 // Reads one object into `completion`; returns its "done" flag.
 bool read_object(const JsonView& root, std::string_view text, core::Completion& completion) {
-  fail_on_error_envelope(root, text, "");
+  fail_on_error_envelope(root, text);
   completion.text += read_text(root);
   completion.reasoning_text += read_thinking(root);
   if (auto logprobs = root.find("logprobs")) {

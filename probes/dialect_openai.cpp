@@ -151,7 +151,7 @@ std::string read_text(const JsonView& choice, bool chat) {
 core::Completion parse_whole(std::string_view body, bool chat) {
   JsonDocument document = parse_document(body);
   JsonView root(document);
-  fail_on_error_envelope(root, body, "");
+  fail_on_error_envelope(root, body);
   core::Completion completion;
   JsonView choices = root.at("choices");
   if (choices.size() == 0) fail("field choices is empty");
@@ -181,7 +181,7 @@ core::Completion parse_stream(std::string_view body, bool chat) {
     with_prefix(event_prefix(index), [&] {
       JsonDocument document = parse_document(data);
       JsonView chunk(document);
-      fail_on_error_envelope(chunk, data, "");
+      fail_on_error_envelope(chunk, data);
       read_envelope(chunk, completion);
       saw_usage = saw_usage || chunk.find("usage").has_value();
       JsonView choices = chunk.at("choices");

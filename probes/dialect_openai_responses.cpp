@@ -89,7 +89,7 @@ void read_status(const JsonView& response, core::Completion& completion) {
   if (status == "failed") {
     std::string message;
     if (auto error = response.find("error")) message = error->optional_string("message");
-    fail("endpoint error: " + (message.empty() ? std::string("response failed") : message));
+    throw EndpointErrorEvent(message.empty() ? std::string("response failed") : message);
   }
   if (status == "completed") {
     completion.finish_reason = "stop";
@@ -125,7 +125,7 @@ bool has_logprobs(const core::Completion& completion, const ReadState& state) {
 core::Completion parse_whole(std::string_view body) {
   JsonDocument document = parse_document(body);
   JsonView root(document);
-  fail_on_error_envelope(root, body, "");
+  fail_on_error_envelope(root, body);
   core::Completion completion;
   ReadState state;
   read_output(root.at("output"), completion, state);
@@ -137,11 +137,11 @@ core::Completion parse_whole(std::string_view body) {
 // Reads one stream event into `completion`; returns true for the terminal one.
 bool read_event(const JsonView& event, std::string_view data, core::Completion& completion,
                 ReadState& state) {
-  fail_on_error_envelope(event, data, "");
+  fail_on_error_envelope(event, data);
   std::string type = event.at("type").string();
   if (type == "error") {
     std::string message = event.optional_string("message");
-    fail("endpoint error: " + (message.empty() ? std::string("error event") : message));
+    throw EndpointErrorEvent(message.empty() ? std::string("error event") : message);
   }
   if (type == "response.output_text.delta") {
     completion.text += event.at("delta").string();

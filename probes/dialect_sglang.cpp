@@ -90,7 +90,7 @@ core::Completion to_completion(Piece piece) {
 core::Completion parse_whole(std::string_view body) {
   JsonDocument document = parse_document(body);
   JsonView root(document);
-  fail_on_error_envelope(root, body, "");
+  fail_on_error_envelope(root, body);
   return to_completion(read_piece(root));
 }
 
@@ -106,7 +106,7 @@ core::Completion parse_stream(std::string_view body) {
     with_prefix(event_prefix(index), [&] {
       JsonDocument document = parse_document(events[index]);
       JsonView event(document);
-      fail_on_error_envelope(event, events[index], "");
+      fail_on_error_envelope(event, events[index]);
       pieces.push_back(read_piece(event));
     });
   }

@@ -38,7 +38,7 @@ void read_details_summary(const JsonView& details, core::Completion& completion)
 core::Completion parse_whole(std::string_view body) {
   JsonDocument document = parse_document(body);
   JsonView root(document);
-  fail_on_error_envelope(root, body, "");
+  fail_on_error_envelope(root, body);
   core::Completion completion;
   completion.text = root.at("generated_text").string();
   auto details = root.find("details");
@@ -71,7 +71,7 @@ core::Completion parse_stream(std::string_view body) {
     with_prefix(event_prefix(index), [&] {
       JsonDocument document = parse_document(events[index]);
       JsonView event(document);
-      fail_on_error_envelope(event, events[index], "");
+      fail_on_error_envelope(event, events[index]);
       core::TokenCandidate sampled = read_tgi_token(event.at("token"), completion.numbers);
       core::TokenLogprob token{sampled.token, sampled.logprob, {}};
       if (auto top_tokens = event.find("top_tokens"))

@@ -75,6 +75,10 @@ Judgement judge(const HttpResponse& response, Dialect dialect, bool stream) {
     if (parsed) {
       judgement.verdict = Verdict::success;
       judgement.completion = std::move(parsed.value());
+    } else if (std::optional<std::string> sent = endpoint_error_of(dialect, parsed.error())) {
+      // The endpoint's own error, mid-stream or in place of a completion: retried as a 5xx is.
+      judgement.verdict = names_request_refusal(*sent) ? Verdict::fail : Verdict::retry;
+      judgement.reason = parsed.error().message;
     } else {
       // A truncated or garbled body is usually a transient fault of a proxy or the server.
       judgement.verdict = Verdict::retry;
@@ -86,11 +90,14 @@ Judgement judge(const HttpResponse& response, Dialect dialect, bool stream) {
   if (status >= 300 && status < 400) {
     judgement.verdict = Verdict::fail;
     judgement.reason = describe_redirect(status, response.redirect_url);
-  } else if (status == 429) {
+  } else if (status == 429 || status == 408 || status == 425) {
+    // Too many requests, request timeout, too early: the same request may pass later.
     judgement.verdict = Verdict::retry;
     judgement.retry_after_s = response.retry_after_s;
   } else if (status >= 500) {
-    judgement.verdict = Verdict::retry;
+    // A server fault may pass; a refusal of this request (its output failed the server's own
+    // format check, say) fails again on every attempt.
+    judgement.verdict = names_request_refusal(response.body) ? Verdict::fail : Verdict::retry;
   } else {
     judgement.verdict = Verdict::fail;
   }

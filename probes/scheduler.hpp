@@ -86,11 +86,13 @@ struct RunPlanInputs {
 // wave's tail). A request waiting out its backoff keeps its slot, so the endpoint sees exactly
 // the load the level names. Requests start in the wave's order; already_recorded ones are skipped.
 //
-// Outcomes: 2xx parsed by parse_response is a success. A 2xx that does not parse, a 429
-// (waiting Retry-After when given, at most 60 s), a 5xx, a connection failure, a timeout or a
-// connection closed mid-response is retried with backoff, up to config.retries times; another
-// 4xx, a TLS failure or an oversize response fails at once. A failure is recorded once, after
-// its last attempt, with error "<reason> after N attempts".
+// Outcomes: 2xx parsed by parse_response is a success. A 2xx that does not parse, a 429, 408 or
+// 425 (waiting Retry-After when given, at most 60 s), a 5xx, an error the endpoint sent in a 2xx
+// body or mid-stream (endpoint_error_of), a connection failure, a timeout or a connection closed
+// mid-response is retried with backoff, up to config.retries times; another 4xx, a 5xx or an
+// endpoint error whose body names a refusal of this request (names_request_refusal), a TLS
+// failure or an oversize response fails at once. A failure is recorded once, after its last
+// attempt, with error "<reason> after N attempts".
 //
 // Unreachable endpoint: the first wave that has work is watched until either min(8, A) of its
 // attempts have completed (A = the most attempts that wave may make) or one of its requests

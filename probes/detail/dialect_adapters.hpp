@@ -72,9 +72,9 @@ double read_logprob(const JsonView& value, core::NumberAnomalies& numbers);
 // error. The literals read_logprob() maps are mapped and counted the same way.
 double read_probability_as_logprob(const JsonView& value, core::NumberAnomalies& numbers);
 
-// Throws "endpoint error: <reason>" when `root` is an error envelope ({"error": ...} or
+// Throws EndpointErrorEvent(<reason>) when `root` is an error envelope ({"error": ...} or
 // vLLM's flat {"object": "error", ...}) instead of a completion.
-void fail_on_error_envelope(const JsonView& root, std::string_view text, const std::string& what);
+void fail_on_error_envelope(const JsonView& root, std::string_view text);
 
 // The data of every event of an SSE body, the unterminated last one included.
 std::vector<std::string> sse_events(std::string_view body);

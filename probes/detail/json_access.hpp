@@ -31,6 +31,15 @@ public:
 
 [[noreturn]] void fail(const std::string& message);
 
+// The endpoint sent an error in place of a completion (an error envelope in a 2xx body, a
+// `data: {"error": ...}` event mid-stream). Not a ParseFailure, so that with_prefix() passes it
+// through unprefixed: one cause reads the same whichever event carried it. The message is the
+// endpoint's own reason (describe_error_body).
+class EndpointErrorEvent : public std::runtime_error {
+public:
+  explicit EndpointErrorEvent(const std::string& reason) : std::runtime_error(reason) {}
+};
+
 // Deeper JSON than this is rejected: no response shape needs more than ten.
 inline constexpr std::size_t k_max_json_depth = 64;
 

@@ -113,7 +113,7 @@ TEST_CASE("parse_response truncated and failed streams") {
     Json events = Json::array(
         {chunks[0], Json::parse(read_format("vllm_error_400_top_logprobs_too_large.json"))});
     CHECK(parse_error(Dialect::openai_chat, sse_body(events), true) ==
-          "openai-chat: stream event 2: endpoint error: Requested sample logprobs of 21, which is "
+          "openai-chat: endpoint error: Requested sample logprobs of 21, which is "
           "greater than max allowed: 20 (parameter=logprobs, value=21)");
   }
   SUBCASE("a wrongly typed field names its event") {
@@ -134,7 +134,7 @@ TEST_CASE("parse_response truncated and failed streams") {
           "ollama: stream ended without a final object (\"done\": true): truncated");
     CHECK(parse_error(Dialect::ollama,
                       "{\"response\":\"a\",\"done\":false}\n{\"error\":\"boom\"}\n",
-                      true) == "ollama: stream line 2: endpoint error: boom");
+                      true) == "ollama: endpoint error: boom");
     CHECK(
         parse_error(Dialect::tgi,
                     "data: {\"token\":{\"id\":1,\"text\":\"a\",\"logprob\":-0.1,\"special\":false},"
@@ -197,4 +197,53 @@ TEST_CASE("describe_error_body") {
     split += "\xC3\xA9tail";
     CHECK(describe_error_body(split) == std::string(199, 'a') + "...");
   }
+}
+
+TEST_CASE("endpoint_error_of") {
+  SUBCASE("an error event mid-stream is the endpoint's, whichever event carried it") {
+    const std::string first = R"(data: {"choices":[{"index":0,"delta":{"content":"a"}}]})"
+                              "\n\n";
+    const std::string error =
+        R"(data: {"error":{"code":500,"message":"slot crashed","type":"server_error"}})"
+        "\n\n";
+    for (const std::string& body : {first + error, first + first + error}) {
+      core::Result<core::Completion> parsed = parse_response(Dialect::openai_chat, body, true);
+      REQUIRE_FALSE(parsed.has_value());
+      CHECK(parsed.error().message == "openai-chat: endpoint error: slot crashed");
+      CHECK(probes::endpoint_error_of(Dialect::openai_chat, parsed.error()) == "slot crashed");
+    }
+  }
+  SUBCASE("llama.cpp's native stream says so the same way") {
+    core::Result<core::Completion> parsed = parse_response(
+        Dialect::llamacpp,
+        "data: {\"content\":\"a\",\"stop\":false}\n\n"
+        "data: {\"error\":{\"code\":500,\"message\":\"boom\",\"type\":\"server_error\"}}\n\n",
+        true);
+    REQUIRE_FALSE(parsed.has_value());
+    CHECK(probes::endpoint_error_of(Dialect::llamacpp, parsed.error()) == "boom");
+  }
+  SUBCASE("a body that fails to parse is not the endpoint's error") {
+    core::Result<core::Completion> parsed =
+        parse_response(Dialect::openai_chat, "{\"choices\": [", false);
+    REQUIRE_FALSE(parsed.has_value());
+    CHECK_FALSE(probes::endpoint_error_of(Dialect::openai_chat, parsed.error()).has_value());
+    // Another dialect's marker does not match either.
+    CHECK_FALSE(
+        probes::endpoint_error_of(Dialect::tgi, core::make_error(core::ErrorCode::endpoint,
+                                                                 "openai-chat: endpoint error: x"))
+            .has_value());
+  }
+}
+
+TEST_CASE("names_request_refusal") {
+  CHECK(probes::names_request_refusal(
+      R"({"error":{"code":500,"message":"The model produced output that does not match the )"
+      R"(expected Hermes 2 Pro format","type":"server_error"}})"));
+  CHECK(probes::names_request_refusal("Failed to parse tool call arguments as JSON"));
+  CHECK(probes::names_request_refusal(R"({"error":"Input validation error: `top_n_tokens` )"
+                                      R"(must be > 0","error_type":"validation"})"));
+  CHECK(probes::names_request_refusal(R"({"object":"error","type":"Invalid_Request_Error"})"));
+  CHECK_FALSE(probes::names_request_refusal(R"({"error":{"message":"boom"}})"));
+  CHECK_FALSE(probes::names_request_refusal("The server is overloaded or not ready yet."));
+  CHECK_FALSE(probes::names_request_refusal(""));
 }

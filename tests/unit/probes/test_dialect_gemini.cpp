@@ -178,7 +178,7 @@ TEST_CASE("parse_response gemini stream") {
     Json chunks = stream_chunks();
     chunks[1] = Json::parse(read_format("gemini_error_400.json"));
     CHECK(parse_error(k_gemini, gemini_sse(chunks), true) ==
-          "gemini: stream event 2: endpoint error: API key not valid. Please pass a valid API "
+          "gemini: endpoint error: API key not valid. Please pass a valid API "
           "key.");
   }
 }

@@ -188,7 +188,7 @@ TEST_CASE("parse_response openai-responses errors") {
                             R"(an error processing your request.","param":null,)"
                             R"("sequence_number":6})");
     CHECK(parse_error(k_responses, typed_sse(events), true) ==
-          "openai-responses: stream event 7: endpoint error: The server had an error processing "
+          "openai-responses: endpoint error: The server had an error processing "
           "your request.");
   }
   SUBCASE("response.failed") {
@@ -197,7 +197,7 @@ TEST_CASE("parse_response openai-responses errors") {
     last["response"]["status"] = "failed";
     last["response"]["error"] = Json{{"code", "server_error"}, {"message", "overloaded"}};
     CHECK(parse_error(k_responses, typed_sse(events), true) ==
-          "openai-responses: stream event 13: endpoint error: overloaded");
+          "openai-responses: endpoint error: overloaded");
   }
   SUBCASE("a wrongly typed delta names its event") {
     events[5]["logprobs"][0]["token"] = 7;

@@ -274,6 +274,87 @@ TEST_CASE("run_plan") {
           "after 1 attempt");
     CHECK(endpoint.hits() == 1);
   }
+  SUBCASE("a 408 and a 425 are retried like a 429") {
+    ScriptedEndpoint endpoint([](int hit, httplib::Response& response) {
+      if (hit < 2) {
+        response.status = hit == 0 ? 408 : 425;
+        response.set_content(R"({"error":"try again"})", "application/json");
+      } else {
+        answer_ok(response);
+      }
+    });
+    VectorSink sink;
+    Run result = run(make_plan({1}, 1), endpoint.url(), fast_config(), sink);
+    REQUIRE(result.result.has_value());
+    REQUIRE(sink.records.size() == 1);
+    CHECK(sink.records[0].outcome.ok);
+    CHECK(sink.records[0].outcome.attempts == 3);
+    CHECK(endpoint.hits() == 3);
+  }
+  SUBCASE("a 500 refusing this request's output fails once, without backoff") {
+    // llama.cpp's answer when the model's output fails its own chat-format check
+    // (common/chat.cpp, a server_error): the same request fails the same way every time.
+    ScriptedEndpoint endpoint([](int, httplib::Response& response) {
+      response.status = 500;
+      response.set_content(
+          R"({"error":{"code":500,"message":"The model produced output that does not match the expected Hermes 2 Pro format","type":"server_error"}})",
+          "application/json");
+    });
+    SchedulerConfig config = fast_config();
+    config.backoff_initial_s = 5; // a retry would make the test take seconds
+    VectorSink sink;
+    Run result = run(make_plan({2}, 4), endpoint.url(), config, sink);
+    REQUIRE(result.result.has_value());
+    REQUIRE(sink.records.size() == 4);
+    for (const RequestRecord& record : sink.records) {
+      CHECK_FALSE(record.outcome.ok);
+      CHECK(record.outcome.attempts == 1);
+      CHECK(record.outcome.http_status == 500);
+      CHECK(record.outcome.error == "HTTP 500: The model produced output that does not match "
+                                    "the expected Hermes 2 Pro format after 1 attempt");
+    }
+    CHECK(endpoint.hits() == 4);
+    CHECK(result.seconds < 4.0);
+  }
+  SUBCASE("a mid-stream error event is an endpoint error, retried, never 'malformed'") {
+    ScriptedEndpoint endpoint([](int hit, httplib::Response& response) {
+      // A first event, then the error (llama.cpp's format_oai_sse of its error), on every hit
+      // but the last; the error event is the second event one time and the third the next.
+      std::string events = R"(data: {"choices":[{"index":0,"delta":{"content":"Pa"}}]})"
+                           "\n\n";
+      if (hit == 1) events += events;
+      if (hit < 2) {
+        events += R"(data: {"error":{"code":500,"message":"slot crashed","type":"server_error"}})"
+                  "\n\n";
+      } else {
+        events +=
+            R"(data: {"choices":[{"index":0,"delta":{"content":"ris"},"finish_reason":"stop"}]})"
+            "\n\ndata: [DONE]\n\n";
+      }
+      response.set_content(events, "text/event-stream");
+    });
+    SchedulerConfig config = fast_config();
+    config.params.stream = true;
+    config.params.top_logprobs = 0;
+    VectorSink sink;
+    SUBCASE("a transient one is retried") {
+      Run result = run(make_plan({1}, 1), endpoint.url(), config, sink);
+      REQUIRE(result.result.has_value());
+      REQUIRE(sink.records.size() == 1);
+      CHECK(sink.records[0].outcome.ok);
+      CHECK(sink.records[0].outcome.completion.text == "Paris");
+      CHECK(sink.records[0].outcome.attempts == 3);
+    }
+    SUBCASE("its reason names no event index") {
+      config.retries = 1;
+      Run result = run(make_plan({1}, 1), endpoint.url(), config, sink);
+      REQUIRE(result.result.has_value());
+      REQUIRE(sink.records.size() == 1);
+      CHECK_FALSE(sink.records[0].outcome.ok);
+      CHECK(sink.records[0].outcome.error ==
+            "openai-chat: endpoint error: slot crashed after 2 attempts");
+    }
+  }
   SUBCASE("an oversize response fails with the cap") {
     ScriptedEndpoint endpoint([](int, httplib::Response& response) {
       response.set_content(std::string(100000, ' ') + k_completion, "application/json");
