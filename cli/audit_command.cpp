@@ -137,7 +137,8 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
   audit->add_option(
       "--api-key-env", options->api_key_env,
       "Environment variable holding the --endpoint's API key (sent as a bearer token; in "
-      "x-goog-api-key with --api gemini); must be set. Default: none, except a provider's own "
+      "x-goog-api-key with --api gemini, x-api-key with --api anthropic); must be set. Default: "
+      "none, except a provider's own "
       "variable for its own https host (OPENAI_API_KEY for api.openai.com, README 'Keys')");
   audit->add_option("--compare-api-key-env", options->compare_api_key_env,
                     "Environment variable holding the API key of a --compare endpoint "

@@ -569,17 +569,20 @@ core::Result<void> connect_endpoints(AuditRun& run) {
     Target& target = *target_or;
     if (target.info.model.empty() && !target.embedded) {
       const bool gemini = target.target.dialect == probes::Dialect::gemini;
+      const bool anthropic = target.target.dialect == probes::Dialect::anthropic;
       auto model = probes::detect_model(url, target.target.dialect, target.target.headers,
                                         target.target.api_key, options.insecure,
                                         std::min(config.timeout_s, 10.0));
-      // Gemini names the model in every request's path: without one nothing can be sent.
-      if (!model && gemini) return model.error();
+      // Gemini names the model in every request's path and Anthropic requires it in every
+      // body: without one nothing can be sent.
+      if (!model && (gemini || anthropic)) return model.error();
       if (model) {
         target.info.model = *model;
-        if (gemini && !options.quiet)
-          print_stderr(fmt::format("llmrepro: no --model given: auditing {} (the first model "
-                                   "/v1beta/models lists with generateContent)\n",
-                                   *model));
+        if ((gemini || anthropic) && !options.quiet)
+          print_stderr(fmt::format("llmrepro: no --model given: auditing {} ({})\n", *model,
+                                   gemini ? "the first model /v1beta/models lists with "
+                                            "generateContent"
+                                          : "the first model /v1/models lists, its newest"));
       }
     }
     target.target.model = target.info.model;

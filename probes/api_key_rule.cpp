@@ -21,6 +21,7 @@ const std::vector<ConventionalKey>& conventional_keys() {
   // Each provider's documented variable and the API host it names in its own documentation.
   static const std::vector<ConventionalKey> k_table{
       {"OPENAI_API_KEY", "api.openai.com"},
+      {"ANTHROPIC_API_KEY", "api.anthropic.com"},
       {"GEMINI_API_KEY", "generativelanguage.googleapis.com"},
       {"GOOGLE_API_KEY", "generativelanguage.googleapis.com"},
       {"MISTRAL_API_KEY", "api.mistral.ai"},

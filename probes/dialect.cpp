@@ -101,6 +101,7 @@ DialectRequest build_request(Dialect dialect, const core::Prompt& prompt,
   case Dialect::tgi: return detail::build_tgi_request(prompt, params);
   case Dialect::openai_responses: return detail::build_openai_responses_request(prompt, params);
   case Dialect::gemini: return detail::build_gemini_request(prompt, params);
+  case Dialect::anthropic: return detail::build_anthropic_request(prompt, params);
   }
   return detail::build_openai_chat_request(prompt, params);
 }
@@ -116,6 +117,7 @@ core::Result<core::Completion> parse_response(Dialect dialect, std::string_view 
     case Dialect::tgi: return detail::parse_tgi(body, stream);
     case Dialect::openai_responses: return detail::parse_openai_responses(body, stream);
     case Dialect::gemini: return detail::parse_gemini(body, stream);
+    case Dialect::anthropic: return detail::parse_anthropic(body, stream);
     }
     detail::fail("unknown dialect");
   });

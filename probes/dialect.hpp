@@ -23,10 +23,11 @@ enum class Dialect {
   tgi,                // POST /generate (TGI native, details.top_tokens)
   openai_responses,   // POST /v1/responses (OpenAI's Responses API, vLLM, llama.cpp)
   gemini,             // POST .../models/{model}:generateContent (Gemini API, Vertex AI)
+  anthropic,          // POST /v1/messages (Anthropic's Messages API; no logprobs)
 };
 
 // "openai-chat", "openai-completions", "llamacpp", "sglang", "ollama", "tgi",
-// "openai-responses", "gemini".
+// "openai-responses", "gemini", "anthropic".
 const char* to_string(Dialect dialect);
 core::Result<Dialect> parse_dialect(const std::string& text);
 std::vector<Dialect> all_dialects();
@@ -65,15 +66,26 @@ struct DialectRequest {
   std::string body;
 };
 
-// Builds the request for one prompt: temperature 0, logprobs with top_logprobs candidates,
-// the seed where accepted, max_tokens (from the prompt when it sets one, else params).
+// Builds the request for one prompt: temperature 0, logprobs with top_logprobs candidates
+// where the API has them, the seed where accepted, max_tokens (from the prompt when it sets one,
+// else params).
 DialectRequest build_request(Dialect dialect, const core::Prompt& prompt,
                              const GenerationParams& params);
 
 // The header that carries the API key to `dialect`: "x-goog-api-key" for gemini (Google's
-// APIs take the key there, never in the URL), "" for the others, which send
-// "Authorization: Bearer <key>".
+// APIs take the key there, never in the URL), "x-api-key" for anthropic, "" for the others,
+// which send "Authorization: Bearer <key>".
 std::string api_key_header(Dialect dialect);
+
+// The "Name: value" lines every request to `dialect` carries besides the key: anthropic's
+// "anthropic-version: 2023-06-01" (the API refuses a request without a version); none for the
+// others. A --header naming the same header replaces it (with_dialect_headers).
+std::vector<std::string> dialect_headers(Dialect dialect);
+
+// `headers` (the user's --header lines) followed by the dialect's own headers that `headers`
+// does not already name (header names compared without regard to case).
+std::vector<std::string> with_dialect_headers(Dialect dialect,
+                                              const std::vector<std::string>& headers);
 
 // Parses a 2xx response body (an SSE stream when `stream`) into a Completion with candidates
 // sorted. Malformed or truncated bodies are an ErrorCode::endpoint error naming what was wrong

@@ -145,7 +145,8 @@ template <std::size_t N>
 std::array<ProbeAnswer, N> fetch_all(HttpTransport& transport, const std::string& base_url,
                                      const std::array<const char*, N>& paths,
                                      const std::vector<std::string>& headers,
-                                     const std::string& api_key, bool insecure, double timeout_s) {
+                                     const std::string& api_key, bool insecure, double timeout_s,
+                                     const std::string& key_header = "") {
   std::array<HttpTransport::RequestId, N> ids{};
   for (std::size_t i = 0; i < N; ++i) {
     HttpRequest request;
@@ -153,6 +154,7 @@ std::array<ProbeAnswer, N> fetch_all(HttpTransport& transport, const std::string
     request.url = join_url(base_url, paths[i]);
     request.headers = headers;
     request.api_key = api_key;
+    request.api_key_header = key_header;
     // Google's API refuses an API key sent as a bearer token: its model list gets the key in
     // the header the Gemini dialect uses.
     if (std::string_view(paths[i]) == k_gemini_list)
@@ -375,6 +377,20 @@ core::Result<std::string> detect_model(const std::string& base_url, Dialect dial
     std::array<ProbeAnswer, 1> answer =
         fetch_all(transport, base_url, list, headers, api_key, insecure, timeout_s);
     return pick_gemini_model(answer[0]);
+  }
+  if (dialect == Dialect::anthropic) {
+    // Anthropic's model list has OpenAI's data[].id shape, behind its own key header and
+    // version; newest first, so data[0] is the newest model.
+    const std::array<const char*, 1> list{"/v1/models"};
+    HttpTransport transport;
+    std::array<ProbeAnswer, 1> answer =
+        fetch_all(transport, base_url, list, with_dialect_headers(dialect, headers), api_key,
+                  insecure, timeout_s, api_key_header(dialect));
+    if (!answer[0].answered)
+      return core::make_error(core::ErrorCode::endpoint, "cannot reach " +
+                                                             strip_credentials(base_url) + ": " +
+                                                             answer[0].error);
+    return pick_model(answer[0], ProbeAnswer{});
   }
   const std::array<const char*, 2> paths{"/v1/models", "/api/tags"};
   HttpTransport transport;

@@ -99,7 +99,8 @@ core::Result<Dialect> detect_dialect(const std::string& base_url,
                                      std::string* explanation, bool* llamacpp_router = nullptr);
 
 // The model to audit when --model is not given. For `dialect` gemini: GETs /v1beta/models
-// (key in x-goog-api-key) and returns pick_gemini_model's choice; for the others: GETs
+// (key in x-goog-api-key) and returns pick_gemini_model's choice; for anthropic: GETs
+// /v1/models with its key header and version and returns pick_model's; for the others: GETs
 // /v1/models and /api/tags and returns pick_model's.
 core::Result<std::string> detect_model(const std::string& base_url, Dialect dialect,
                                        const std::vector<std::string>& headers,

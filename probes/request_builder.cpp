@@ -22,7 +22,8 @@ HttpRequest post_request(const EndpointTarget& target, const SchedulerConfig& co
   request.url = join_url(target.base_url, path);
   request.body = std::move(body);
   request.headers.push_back("Content-Type: application/json");
-  request.headers.insert(request.headers.end(), target.headers.begin(), target.headers.end());
+  for (std::string& line : with_dialect_headers(target.dialect, target.headers))
+    request.headers.push_back(std::move(line));
   request.api_key = target.api_key;
   request.api_key_header = api_key_header(target.dialect);
   request.timeout_s = config.timeout_s;

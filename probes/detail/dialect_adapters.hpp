@@ -20,6 +20,7 @@ DialectRequest build_openai_chat_request(const core::Prompt& prompt,
 DialectRequest build_openai_completions_request(const core::Prompt& prompt,
                                                 const GenerationParams& params);
 DialectRequest build_gemini_request(const core::Prompt& prompt, const GenerationParams& params);
+DialectRequest build_anthropic_request(const core::Prompt& prompt, const GenerationParams& params);
 DialectRequest build_llamacpp_request(const core::Prompt& prompt, const GenerationParams& params);
 DialectRequest build_sglang_request(const core::Prompt& prompt, const GenerationParams& params);
 DialectRequest build_ollama_request(const core::Prompt& prompt, const GenerationParams& params);
@@ -36,6 +37,7 @@ core::Completion parse_ollama(std::string_view body, bool stream);
 core::Completion parse_tgi(std::string_view body, bool stream);
 core::Completion parse_openai_responses(std::string_view body, bool stream);
 core::Completion parse_gemini(std::string_view body, bool stream);
+core::Completion parse_anthropic(std::string_view body, bool stream);
 
 // max_tokens from the prompt when it sets one, else from the parameters.
 int effective_max_tokens(const core::Prompt& prompt, const GenerationParams& params);

@@ -15,7 +15,7 @@ import subprocess
 import e2e_harness as h
 
 API_CHOICES = ["auto", "openai-chat", "openai-completions", "llamacpp", "sglang", "ollama", "tgi",
-               "openai-responses", "gemini"]
+               "openai-responses", "gemini", "anthropic"]
 SUBCOMMANDS = ["audit", "report", "diff", "merge", "serve", "gpu-probe"]
 # An option line of CLI11's help: "  -h,--help   ..." or "  --api TEXT:{...}=auto ...".
 OPTION_LINE = re.compile(r"^\s+(?:-\w,)?(--[a-z0-9][a-z0-9-]*)")

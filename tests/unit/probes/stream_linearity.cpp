@@ -119,7 +119,8 @@ std::string stream_of(Dialect dialect, int n) {
       body += sse(Json{{"candidates", Json::array({candidate})}}.dump());
       break;
     }
-    case Dialect::sglang: break; // its default stream repeats the whole answer in every event
+    case Dialect::sglang: break;    // its default stream repeats the whole answer in every event
+    case Dialect::anthropic: break; // no tokens to count: its streams carry text alone
     }
   }
   if (dialect == Dialect::openai_chat || dialect == Dialect::openai_completions)

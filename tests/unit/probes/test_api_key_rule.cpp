@@ -57,6 +57,7 @@ TEST_CASE("choose_api_key") {
   const EnvLookup env = environment({{"OPENAI_API_KEY", "sk-openai"},
                                      {"GEMINI_API_KEY", "gm-gemini"},
                                      {"GOOGLE_API_KEY", "gg-google"},
+                                     {"ANTHROPIC_API_KEY", "sk-ant-anthropic"},
                                      {"MY_KEY", "sk-mine"},
                                      {"EMPTY", ""}});
 
@@ -64,11 +65,13 @@ TEST_CASE("choose_api_key") {
     CHECK(key_for("https://api.openai.com/v1", "", env) == "sk-openai");
     CHECK(key_for("https://API.OPENAI.COM:443/v1", "", env) == "sk-openai");
     CHECK(key_for("https://generativelanguage.googleapis.com/v1beta", "", env) == "gm-gemini");
+    CHECK(key_for("https://api.anthropic.com", "", env) == "sk-ant-anthropic");
     for (const char* url :
-         {"http://127.0.0.1:8000", "http://localhost:8000/v1", "https://127.0.0.1:8443",
-          "http://api.openai.com/v1", "https://api.openai.com.evil.example/v1",
-          "https://evil.example/api.openai.com", "https://openai.com/v1",
-          "https://my-proxy.example/v1"})
+         {"http://api.anthropic.com", "https://anthropic.com/v1",
+          "https://api.anthropic.com.evil.example", "http://127.0.0.1:8000",
+          "http://localhost:8000/v1", "https://127.0.0.1:8443", "http://api.openai.com/v1",
+          "https://api.openai.com.evil.example/v1", "https://evil.example/api.openai.com",
+          "https://openai.com/v1", "https://my-proxy.example/v1"})
       CHECK_MESSAGE(key_for(url, "", env).empty(), url);
   }
   SUBCASE("GEMINI_API_KEY before GOOGLE_API_KEY, which stands in when it is unset") {

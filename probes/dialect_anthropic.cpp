@@ -1,0 +1,152 @@
+// Anthropic's Messages API, POST /v1/messages (read from Anthropic's API reference and
+// anthropic-sdk-python's types; see tests/data/formats/README.md):
+// - The key goes in `x-api-key` and every request names the API version in
+//   `anthropic-version` (dialect_headers); there is no bearer token.
+// - `max_tokens` is required. System messages go to the top-level `system` string; the others
+//   are `messages` of {role: "user"|"assistant", content}. There is no `seed` parameter and
+//   unknown parameters are refused, so none is sent; nor are logprobs, which the API has not.
+// - The answer is `content[]`: blocks of type `text` carry the answer, `thinking` blocks
+//   (extended thinking) the reasoning in `thinking`; `redacted_thinking`, `tool_use` and other
+//   blocks carry no answer text and are skipped.
+// - `stop_reason` end_turn and stop_sequence map to "stop", max_tokens to "length"; the others
+//   (refusal, tool_use, pause_turn, model_context_window_exceeded) are kept as given.
+// - Usage counts `output_tokens`; the prompt is `input_tokens` plus the cache's
+//   `cache_creation_input_tokens` and `cache_read_input_tokens` (the API's own definition of
+//   the total input). `model` names the model; there is no system fingerprint.
+// - An error is {"type": "error", "error": {"type": ..., "message": ...}}, read by
+//   describe_error_body's envelope rule.
+// - Streams are typed SSE events (`event: <type>` beside a `data:` whose JSON repeats the type
+//   in `type`): message_start (the message with empty content and the input usage),
+//   content_block_start / content_block_delta (text_delta with `text`, thinking_delta with
+//   `thinking`; signature, citation and tool-input deltas are skipped) / content_block_stop,
+//   message_delta (stop_reason and the cumulative output_tokens), message_stop, ping, and
+//   error mid-stream. There is no `data: [DONE]`: a stream without message_stop was cut short.
+#include "probes/detail/dialect_adapters.hpp"
+
+namespace llmrepro::probes::detail {
+
+namespace {
+
+std::string finish_reason_of(const std::string& stop_reason) {
+  if (stop_reason == "end_turn" || stop_reason == "stop_sequence") return "stop";
+  if (stop_reason == "max_tokens") return "length";
+  return stop_reason;
+}
+
+// The text of one content block (whole, or a stream's content_block_start) into `completion`.
+void read_block(const JsonView& block, core::Completion& completion) {
+  const std::string type = block.optional_string("type");
+  if (type == "text") completion.text += block.optional_string("text");
+  if (type == "thinking") completion.reasoning_text += block.optional_string("thinking");
+}
+
+// input_tokens plus the cache's two parts, where `usage` says; output_tokens where it says.
+void read_usage(const JsonView& usage, core::Completion& completion) {
+  if (auto input = optional_count(usage, {"input_tokens"})) {
+    long total = *input;
+    for (std::string_view cache : {"cache_creation_input_tokens", "cache_read_input_tokens"})
+      total += optional_count(usage, {cache}).value_or(0);
+    completion.usage.prompt = total;
+  }
+  if (auto output = optional_count(usage, {"output_tokens"}))
+    completion.completion_tokens = *output;
+}
+
+core::Completion parse_whole(std::string_view body) {
+  JsonDocument document = parse_document(body);
+  JsonView root(document);
+  fail_on_error_envelope(root, body, "");
+  core::Completion completion;
+  JsonView content = root.at("content");
+  std::size_t count = content.size();
+  for (std::size_t i = 0; i < count; ++i) read_block(content.at(i), completion);
+  auto stop_reason = root.find("stop_reason");
+  if (stop_reason && !stop_reason->is_null())
+    completion.finish_reason = finish_reason_of(stop_reason->string());
+  completion.model = root.optional_string("model");
+  if (auto usage = root.find("usage")) read_usage(*usage, completion);
+  return completion;
+}
+
+// Reads one stream event into `completion`; returns true for message_stop.
+bool read_event(const JsonView& event, std::string_view data, core::Completion& completion) {
+  const std::string type = event.at("type").string();
+  if (type == "error") fail_on_error_envelope(event, data, "");
+  if (type == "message_start") {
+    JsonView message = event.at("message");
+    completion.model = message.optional_string("model");
+    if (auto usage = message.find("usage")) read_usage(*usage, completion);
+    return false;
+  }
+  if (type == "content_block_start") {
+    read_block(event.at("content_block"), completion);
+    return false;
+  }
+  if (type == "content_block_delta") {
+    JsonView delta = event.at("delta");
+    const std::string kind = delta.optional_string("type");
+    if (kind == "text_delta") completion.text += delta.at("text").string();
+    if (kind == "thinking_delta") completion.reasoning_text += delta.at("thinking").string();
+    return false;
+  }
+  if (type == "message_delta") {
+    if (auto delta = event.find("delta")) {
+      auto stop_reason = delta->find("stop_reason");
+      if (stop_reason && !stop_reason->is_null())
+        completion.finish_reason = finish_reason_of(stop_reason->string());
+    }
+    // The delta's usage is cumulative: the last one that says wins.
+    if (auto usage = event.find("usage")) read_usage(*usage, completion);
+    return false;
+  }
+  return type == "message_stop"; // ping, content_block_stop and unknown events are skipped
+}
+
+core::Completion parse_stream(std::string_view body) {
+  core::Completion completion;
+  bool finished = false;
+  std::vector<std::string> events = sse_events(body);
+  for (std::size_t index = 0; index < events.size() && !finished; ++index) {
+    const std::string& data = events[index];
+    with_prefix(event_prefix(index), [&] {
+      JsonDocument document = parse_document(data);
+      finished = read_event(JsonView(document), data, completion);
+    });
+  }
+  if (!finished) fail("stream ended without message_stop (truncated)");
+  return completion;
+}
+
+} // namespace
+
+DialectRequest build_anthropic_request(const core::Prompt& prompt, const GenerationParams& params) {
+  Json body;
+  if (!params.model.empty()) body["model"] = params.model;
+  Json messages = Json::array();
+  if (prompt.text) {
+    messages.push_back(Json{{"role", "user"}, {"content", *prompt.text}});
+  } else {
+    std::string system;
+    for (const auto& message : prompt.messages) {
+      if (message.role == "system") {
+        system += (system.empty() ? "" : "\n\n") + message.content;
+        continue;
+      }
+      const char* role = message.role == "assistant" ? "assistant" : "user";
+      messages.push_back(Json{{"role", role}, {"content", message.content}});
+    }
+    if (!system.empty()) body["system"] = std::move(system);
+  }
+  body["messages"] = std::move(messages);
+  body["max_tokens"] = effective_max_tokens(prompt, params);
+  body["temperature"] = 0.0;
+  if (params.stream) body["stream"] = true;
+  return {"/v1/messages", dump_body(body)};
+}
+
+core::Completion parse_anthropic(std::string_view body, bool stream) {
+  // No logprobs in this API: has_logprobs stays false and the audit compares text alone.
+  return stream ? parse_stream(body) : parse_whole(body);
+}
+
+} // namespace llmrepro::probes::detail
