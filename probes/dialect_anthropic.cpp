@@ -55,7 +55,7 @@ void read_usage(const JsonView& usage, core::Completion& completion) {
 core::Completion parse_whole(std::string_view body) {
   JsonDocument document = parse_document(body);
   JsonView root(document);
-  fail_on_error_envelope(root, body, "");
+  fail_on_error_envelope(root, body);
   core::Completion completion;
   JsonView content = root.at("content");
   std::size_t count = content.size();
@@ -71,7 +71,7 @@ core::Completion parse_whole(std::string_view body) {
 // Reads one stream event into `completion`; returns true for message_stop.
 bool read_event(const JsonView& event, std::string_view data, core::Completion& completion) {
   const std::string type = event.at("type").string();
-  if (type == "error") fail_on_error_envelope(event, data, "");
+  if (type == "error") fail_on_error_envelope(event, data);
   if (type == "message_start") {
     JsonView message = event.at("message");
     completion.model = message.optional_string("model");
