@@ -110,7 +110,7 @@ TEST_CASE("parse_response anthropic stream") {
     Json events = stream_events();
     events[3] = Json::parse(read_format("anthropic_error_529_overloaded.json"));
     CHECK(parse_error(k_anthropic, anthropic_sse(events), true) ==
-          "anthropic: stream event 4: endpoint error: Overloaded");
+          "anthropic: endpoint error: Overloaded");
   }
 }
 
