@@ -132,6 +132,9 @@ TEST_CASE("merge_shards") {
     CHECK(difference([](AuditConfig& c) { c.adaptive_epsilon = 0.05; }) ==
           "--adaptive-epsilon: 0.05 vs 0.01" + tail);
     CHECK(difference([](AuditConfig& c) {
+            c.adaptive_assume = AdaptiveAssumption::greedy_shared_noise;
+          }) == "--adaptive-assume: greedy-shared-noise vs none" + tail);
+    CHECK(difference([](AuditConfig& c) {
             c.engine = EngineSettings{4, false, false, 7};
           }) == "--engine-*: max-num-seqs 4, batch-invariant off, prefix-cache off, seed 7 vs "
                 "max-num-seqs 16, batch-invariant off, prefix-cache off, seed 0" +
