@@ -189,9 +189,12 @@ class Adaptive(h.E2ETestCase):
         self.assertEqual(report["config"]["adaptive_assume"], "greedy-shared-noise")
         self.assertIn(assumed, run.stdout + run.stderr)
         # `report` shows the stored decisions; the Markdown lists each prompt's runs.
-        markdown = self.path("again.md")
-        again = self.run_llmrepro(["report", "--db", paths["db"], "--markdown", markdown])
+        markdown, html = self.path("again.md"), self.path("again.html")
+        again = self.run_llmrepro(["report", "--db", paths["db"], "--markdown", markdown,
+                                   "--html", html])
         self.assert_exit(again, 0)
+        with open(html, encoding="utf-8") as f:
+            self.assertIn(f'<p class="adaptive-note">{assumed}</p>', f.read())
         with open(markdown, encoding="utf-8") as f:
             text = f.read()
         self.assertIn("| rare | 9 | unstable |", text)
