@@ -384,9 +384,9 @@ std::string adaptive_guarantee(const AdaptiveOutcome& outcome) {
                : " from the level's noise, under the noise model of docs/design.md \"Adaptive "
                  "runs\" (greedy decoding, noise shared across prompts), which the audit's own "
                  "records supported at the look that stopped it"));
-    text = "each of the " + prompts_text(kept) + " stopped as robust" +
-           (stale > 0 ? " with a standing bound" : "") + " has, with " + confidence +
-           " confidence (valid at every look), a probability below " + epsilon +
+    text = (kept == 1 ? std::string("the 1 prompt") : "each of the " + prompts_text(kept)) +
+           " stopped as robust" + (stale > 0 ? " with a standing bound" : "") + " has, with " +
+           confidence + " confidence (valid at every look), a probability below " + epsilon +
            " that one more run at any level departs from its reference: ";
     for (std::size_t i = 0; i < parts.size(); ++i) text += (i == 0 ? "" : "; ") + parts[i];
   }

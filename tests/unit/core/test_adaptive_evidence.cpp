@@ -269,7 +269,7 @@ TEST_CASE("adaptive_guarantee: no confidence for robust stops the audit later co
   outcome.prompts[2].stop = AdaptiveStop::unstable;
   outcome.contradicted[1] = {2, "3 runs chose a token below its runner-up: the endpoint samples"};
   CHECK(adaptive_guarantee(outcome) ==
-        "each of the 1 prompt stopped as robust with a standing bound has, with 95% confidence "
+        "the 1 prompt stopped as robust with a standing bound has, with 95% confidence "
         "(valid at every look), a probability below 0.01 that one more run at any level departs "
         "from its reference: 1 from its own agreeing runs alone, assuming nothing of the "
         "endpoint; for 1 prompt stopped as robust on the noise model before the audit "
