@@ -166,3 +166,21 @@ TEST_CASE("merge_shards") {
     CHECK(message_of(merge_shards({})) == "merge: no audits to merge");
   }
 }
+
+TEST_CASE("merge_shards: the noise model's contradictions join the decisions, the earliest first") {
+  AuditData first = shard(0, 2);
+  AuditData second = shard(1, 2);
+  for (AuditData* data : {&first, &second}) {
+    data->config.adaptive = true;
+    data->adaptive = AdaptiveOutcome{};
+    data->adaptive->finished = true;
+  }
+  first.adaptive->contradicted[8] = {3, "late"};
+  second.adaptive->contradicted[8] = {1, "early"};
+  second.adaptive->contradicted[1] = {2, "serial"};
+  auto merged = merge_shards({first, second});
+  REQUIRE(merged);
+  REQUIRE(merged->adaptive);
+  CHECK(merged->adaptive->contradicted ==
+        std::map<int, NoiseModelContradiction>{{1, {2, "serial"}}, {8, {1, "early"}}});
+}
