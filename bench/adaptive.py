@@ -17,6 +17,7 @@ A second fixed audit runs beside them: the share of the first's unstable prompts
 floor any sampler can reach against an endpoint whose flips depend on batch timing.
 
 Usage: bench/adaptive.py [--binary build/cli/llmrepro] [--runs 10] [--rows demo,invariant,mix]
+                         [--adaptive-assume none|greedy-shared-noise]
 """
 
 import argparse
@@ -106,12 +107,12 @@ def audit(binary, work, name, args):
     return data["summary"]["requests"], unstable, seconds, line
 
 
-def row(binary, work, name, common, endpoint_for=None):
+def row(binary, work, name, common, endpoint_for=None, assume="none"):
     """Both audits of one row; endpoint_for() gives a fresh endpoint's flags and a stopper."""
     results = {}
     # The fixed audit twice: how much of its unstable set a second identical audit finds is the
     # endpoint's own run-to-run floor for the share.
-    for mode, extra in (("fixed", []), ("fixed-again", []), ("adaptive", ["--adaptive"])):
+    for mode, extra in (("fixed", []), ("fixed-again", []), ("adaptive", ["--adaptive", "--adaptive-assume", assume])):
         stop = None
         flags = []
         if endpoint_for:
@@ -140,6 +141,8 @@ def main():
     parser.add_argument("--binary", default=os.path.join(ROOT, "build/cli/llmrepro"))
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--rows", default="demo,invariant,mix")
+    parser.add_argument("--adaptive-assume", default="none",
+                        help="what the adaptive audit may assume (docs/design.md \"Adaptive runs\")")
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
     if not os.path.isfile(binary):
@@ -150,10 +153,10 @@ def main():
                 "--runs", str(args.runs), "--concurrency", "1,16", "--seed", "0"]
         wanted = args.rows.split(",")
         if "demo" in wanted:
-            rows.append(row(binary, work, "engine demo", demo))
+            rows.append(row(binary, work, "engine demo", demo, assume=args.adaptive_assume))
         if "invariant" in wanted:
             rows.append(row(binary, work, "engine demo, batch-invariant",
-                            demo + ["--engine-batch-invariant"]))
+                            demo + ["--engine-batch-invariant"], assume=args.adaptive_assume))
         if "mix" in wanted:
             prompts, script = production_mix()
             suite_path = os.path.join(work, "mix.jsonl")
@@ -170,8 +173,10 @@ def main():
 
             rows.append(row(binary, work, "production mix (scripted)",
                             ["--suite", suite_path, "--runs", str(args.runs), "--concurrency",
-                             "1,8", "--seed", "0", "--max-tokens", "8"], endpoint_for))
-    print(f"--adaptive (epsilon 0.01, 3 initial runs) against a fixed --runs {args.runs}; "
+                             "1,8", "--seed", "0", "--max-tokens", "8"], endpoint_for,
+                            assume=args.adaptive_assume))
+    print(f"--adaptive (epsilon 0.01, 3 initial runs, --adaptive-assume {args.adaptive_assume}) "
+          f"against a fixed --runs {args.runs}; "
           "targets: >= 95% of the fixed audit's unstable prompts for <= 40% of its requests")
     print("| suite | requests fixed | requests adaptive | ratio | unstable (fixed) | found by "
           "adaptive | share | a second fixed audit's share | unstable only in adaptive | "

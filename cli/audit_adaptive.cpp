@@ -46,7 +46,8 @@ core::Result<void> apply_adaptive_options(const AuditOptions& options, core::Aud
   const auto& flags = options.adaptive_flags;
   if (!options.adaptive) {
     for (const auto& [option, flag] : {std::pair{flags.epsilon, "--adaptive-epsilon"},
-                                       std::pair{flags.initial, "--adaptive-initial"}})
+                                       std::pair{flags.initial, "--adaptive-initial"},
+                                       std::pair{flags.assume, "--adaptive-assume"}})
       if (given(option))
         return core::make_error(
             core::ErrorCode::usage,
@@ -62,6 +63,12 @@ core::Result<void> apply_adaptive_options(const AuditOptions& options, core::Aud
           fmt::format("--adaptive-epsilon must be a probability in (0, 1) (got {})",
                       options.adaptive_epsilon));
   }
+  const auto assumption = core::parse_adaptive_assumption(options.adaptive_assume);
+  if (!assumption)
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--adaptive-assume must be 'none' or "
+                                        "'greedy-shared-noise' (got '{}')",
+                                        options.adaptive_assume));
   if (options.adaptive_initial < 2)
     return core::make_error(core::ErrorCode::usage,
                             fmt::format("--adaptive-initial must be at least 2, the runs that can "
@@ -85,6 +92,7 @@ core::Result<void> apply_adaptive_options(const AuditOptions& options, core::Aud
   config.adaptive = true;
   config.adaptive_initial = options.adaptive_initial;
   config.adaptive_epsilon = options.adaptive_epsilon;
+  config.adaptive_assume = *assumption;
   return {};
 }
 
@@ -95,11 +103,14 @@ core::Result<void> check_adaptive_resume(const AuditOptions& options,
   const bool differs =
       (options.adaptive && !stored.adaptive) ||
       (given(flags.epsilon) && wanted.adaptive_epsilon != stored.adaptive_epsilon) ||
-      (given(flags.initial) && wanted.adaptive_initial != stored.adaptive_initial);
+      (given(flags.initial) && wanted.adaptive_initial != stored.adaptive_initial) ||
+      (given(flags.assume) && wanted.adaptive_assume != stored.adaptive_assume);
   if (!differs) return {};
   const auto settings = [](const core::AuditConfig& config) {
-    return config.adaptive ? fmt::format("--adaptive --adaptive-initial {} --adaptive-epsilon {}",
-                                         config.adaptive_initial, config.adaptive_epsilon)
+    return config.adaptive ? fmt::format("--adaptive --adaptive-initial {} --adaptive-epsilon {} "
+                                         "--adaptive-assume {}",
+                                         config.adaptive_initial, config.adaptive_epsilon,
+                                         core::to_string(config.adaptive_assume))
                            : std::string("a fixed plan (no --adaptive)");
   };
   return core::make_error(core::ErrorCode::usage,

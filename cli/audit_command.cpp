@@ -193,6 +193,13 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
               "--adaptive-initial", options->adaptive_initial,
               "--adaptive: runs of every prompt at each level before the first look (>= 2)")
           ->capture_default_str();
+  options->adaptive_flags.assume =
+      audit
+          ->add_option("--adaptive-assume", options->adaptive_assume,
+                       "--adaptive: 'none' (a noise bound only where the audit's records support "
+                       "the noise model) or 'greedy-shared-noise' (trust greedy decoding and "
+                       "noise shared across prompts unchecked; every report says so)")
+          ->capture_default_str();
   budget.stop_after = audit->add_option(
       "--stop-after", options->stop_after,
       "Cap every request's max_tokens at W (>= 1), a cheap first pass: divergence beyond token "

@@ -57,6 +57,7 @@ struct AuditOptions {
   bool adaptive = false;
   double adaptive_epsilon = 0.01;
   int adaptive_initial = 3;
+  std::string adaptive_assume = "none"; // --adaptive-assume
   std::string embeddings;
   std::string embeddings_model;
   double semantic_threshold = 0.9;
@@ -104,6 +105,7 @@ struct AuditOptions {
   struct AdaptiveFlags {
     CLI::Option* epsilon = nullptr;
     CLI::Option* initial = nullptr;
+    CLI::Option* assume = nullptr;
   } adaptive_flags;
 };
 

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
+#include "core/adaptive_evidence.hpp"
 #include "core/budget.hpp"
 #include "core/cost.hpp"
 #include "core/random.hpp"
@@ -46,11 +48,17 @@ bool any_level_can_run(const AdaptivePrompt& prompt, int max_runs) {
                      [&](const auto& level) { return level.second < max_runs; });
 }
 
-// The bound of an agreeing prompt at this look, and what it rests on.
-std::pair<double, BoundBasis> flip_bound(const AdaptiveOutcome& outcome,
-                                         const AuditAnalysis& analysis,
-                                         const PromptAnalysis& prompt,
-                                         const AdaptivePrompt& decision) {
+// The bound of an agreeing prompt at this look, what it rests on, and why it rests on the runs
+// where the noise was known. The runs bound needs no model; the noise bound replaces it only
+// where the audit's evidence supports the noise model for this prompt at every level (or
+// --adaptive-assume greedy-shared-noise says to trust it unchecked).
+struct FlipBound {
+  double bound = 1.0;
+  BoundBasis basis = BoundBasis::runs;
+  std::string reason;
+};
+FlipBound flip_bound(const AdaptiveOutcome& outcome, const AuditAnalysis& analysis,
+                     const PromptAnalysis& prompt, const AdaptivePrompt& decision) {
   const int levels = static_cast<int>(decision.planned.size());
   const double alpha = look_alpha(outcome.config.confidence, outcome.looks, levels);
   const auto gaps = reference_gaps(prompt);
@@ -59,15 +67,42 @@ std::pair<double, BoundBasis> flip_bound(const AdaptiveOutcome& outcome,
     const auto found = analysis.noise.find(concurrency);
     if (found == analysis.noise.end() || found->second.empty()) noise_known = false;
   }
-  if (!noise_known)
-    return {
-        runs_flip_bound(prompt.runs - 1, look_alpha(outcome.config.confidence, outcome.looks, 1)),
-        BoundBasis::runs};
+  FlipBound runs_bound{
+      runs_flip_bound(prompt.runs - 1, look_alpha(outcome.config.confidence, outcome.looks, 1)),
+      BoundBasis::runs,
+      {}};
+  if (!noise_known) return runs_bound;
+  if (outcome.config.assumption == AdaptiveAssumption::none)
+    for (const auto& [concurrency, runs] : decision.planned) {
+      if (outcome.contradicted.count(concurrency) != 0) {
+        runs_bound.reason = "the noise model is contradicted at c=" + std::to_string(concurrency);
+        return runs_bound;
+      }
+      runs_bound.reason = prompt_noise_louder(prompt, analysis, concurrency, alpha);
+      if (!runs_bound.reason.empty()) return runs_bound;
+    }
   double bound = 0.0;
   for (const auto& [concurrency, runs] : decision.planned)
     bound = std::max(bound, noise_flip_bound(analysis.noise.at(concurrency), gaps->min_gap,
                                              gaps->positions, alpha));
-  return {bound, BoundBasis::noise};
+  return {bound, BoundBasis::noise, {}};
+}
+
+// Records, at each level not yet contradicted, the first failed check of the noise model at this
+// look; a contradiction stays: the prompts stopped after it never rest on the model there.
+void check_noise_model(AdaptiveOutcome& outcome, const AuditAnalysis& analysis) {
+  if (outcome.config.assumption != AdaptiveAssumption::none) return;
+  std::set<int> levels;
+  for (const auto& prompt : outcome.prompts)
+    for (const auto& [concurrency, runs] : prompt.planned) levels.insert(concurrency);
+  const double alpha =
+      look_alpha(outcome.config.confidence, outcome.looks, static_cast<int>(levels.size()));
+  for (int concurrency : levels) {
+    if (outcome.contradicted.count(concurrency) != 0) continue;
+    std::string reason = noise_model_contradiction(level_evidence(analysis, concurrency), alpha);
+    if (!reason.empty())
+      outcome.contradicted[concurrency] = NoiseModelContradiction{outcome.looks, std::move(reason)};
+  }
 }
 
 } // namespace
@@ -88,6 +123,22 @@ Result<AdaptiveStop> parse_adaptive_stop(const std::string& text) {
                             AdaptiveStop::max_runs, AdaptiveStop::budget})
     if (text == to_string(stop)) return stop;
   return Error{ErrorCode::input, "unknown adaptive stop '" + text + "'"};
+}
+
+const char* to_string(AdaptiveAssumption assumption) {
+  switch (assumption) {
+  case AdaptiveAssumption::none: return "none";
+  case AdaptiveAssumption::greedy_shared_noise: return "greedy-shared-noise";
+  }
+  return "none";
+}
+
+Result<AdaptiveAssumption> parse_adaptive_assumption(const std::string& text) {
+  for (AdaptiveAssumption assumption :
+       {AdaptiveAssumption::none, AdaptiveAssumption::greedy_shared_noise})
+    if (text == to_string(assumption)) return assumption;
+  return Error{ErrorCode::input,
+               "unknown adaptive assumption '" + text + "' (none or greedy-shared-noise)"};
 }
 
 const char* to_string(BoundBasis basis) {
@@ -128,6 +179,7 @@ AdaptiveConfig adaptive_config_of(const AuditConfig& config) {
   adaptive.max_runs = config.runs;
   adaptive.epsilon = config.adaptive_epsilon;
   adaptive.max_unique = config.gates.max_unique;
+  adaptive.assumption = config.adaptive_assume;
   return adaptive;
 }
 
@@ -184,7 +236,8 @@ Plan initial_adaptive_plan(const Suite& suite, const PlanConfig& plan, const Ada
   PlanConfig first = plan;
   first.runs = std::min(config.initial_runs, config.max_runs);
   Plan initial = make_plan(suite, first);
-  outcome = AdaptiveOutcome{config, 0, false, {}};
+  outcome = AdaptiveOutcome{};
+  outcome.config = config;
   const int shard_count = std::max(plan.shard_count, 1);
   for (std::size_t p = 0; p < suite.prompts.size(); ++p) {
     if (static_cast<int>(p % static_cast<std::size_t>(shard_count)) != plan.shard_index) continue;
@@ -199,6 +252,7 @@ Plan initial_adaptive_plan(const Suite& suite, const PlanConfig& plan, const Ada
 
 void judge_look(AdaptiveOutcome& outcome, const AuditAnalysis& analysis) {
   ++outcome.looks;
+  check_noise_model(outcome, analysis);
   std::map<int, const PromptAnalysis*> by_index;
   for (const auto& prompt : analysis.prompts) by_index[prompt.prompt_index] = &prompt;
   for (AdaptivePrompt& decision : outcome.prompts) {
@@ -218,10 +272,11 @@ void judge_look(AdaptiveOutcome& outcome, const AuditAnalysis& analysis) {
           continue;
         }
       } else if (prompt.status == PromptStatus::stable) {
-        const auto [bound, basis] = flip_bound(outcome, analysis, prompt, decision);
-        decision.p_flip_bound = bound;
-        decision.basis = basis;
-        if (bound < outcome.config.epsilon) {
+        FlipBound bound = flip_bound(outcome, analysis, prompt, decision);
+        decision.p_flip_bound = bound.bound;
+        decision.basis = bound.basis;
+        decision.basis_reason = std::move(bound.reason);
+        if (bound.bound < outcome.config.epsilon) {
           stop(AdaptiveStop::robust);
           continue;
         }
@@ -271,22 +326,104 @@ void close_undecided(AdaptiveOutcome& outcome, AdaptiveStop stop) {
   outcome.finished = true;
 }
 
+namespace {
+
+// The contradiction that came after a prompt stopped robust on the noise model, at a level it ran
+// at: its bound rested on a model the audit later contradicted. Null where none did.
+const std::pair<const int, NoiseModelContradiction>*
+later_contradiction(const AdaptiveOutcome& outcome, const AdaptivePrompt& prompt) {
+  if (prompt.stop != AdaptiveStop::robust || prompt.basis != BoundBasis::noise) return nullptr;
+  for (const auto& entry : outcome.contradicted)
+    if (prompt.planned.count(entry.first) != 0 && entry.second.look > prompt.stopped_at_look)
+      return &entry;
+  return nullptr;
+}
+
+std::string prompts_text(int count) {
+  return std::to_string(count) + (count == 1 ? " prompt" : " prompts");
+}
+
+} // namespace
+
 std::string adaptive_guarantee(const AdaptiveOutcome& outcome) {
-  const int robust = outcome.count(AdaptiveStop::robust);
   const std::string confidence = shortest_decimal(outcome.config.confidence * 100.0) + "%";
   const std::string epsilon = shortest_decimal(outcome.config.epsilon);
-  std::string text =
-      robust == 0
-          ? "no prompt was shown robust (a flip probability below " + epsilon + " at " +
-                confidence + " confidence), so every prompt whose runs agree ran to --runs " +
-                std::to_string(outcome.config.max_runs)
-          : "each of the " + std::to_string(robust) + " prompt" + (robust == 1 ? "" : "s") +
-                " stopped as robust has, with " + confidence +
-                " confidence (valid at every look), a probability below " + epsilon +
-                " that one more run at any level departs from its reference (a bound from the "
-                "noise rests on the noise model: docs/design.md \"Adaptive runs\")";
+  int on_runs = 0;
+  int on_noise = 0;
+  int stale = 0;
+  const std::pair<const int, NoiseModelContradiction>* first_stale = nullptr;
+  for (const auto& prompt : outcome.prompts) {
+    if (prompt.stop != AdaptiveStop::robust) continue;
+    if (const auto* later = later_contradiction(outcome, prompt)) {
+      ++stale;
+      if (!first_stale) first_stale = later;
+    } else if (prompt.basis == BoundBasis::noise) {
+      ++on_noise;
+    } else {
+      ++on_runs;
+    }
+  }
+  const int kept = on_runs + on_noise;
+  std::string text;
+  if (kept + stale == 0) {
+    text = "no prompt was shown robust (a flip probability below " + epsilon + " at " + confidence +
+           " confidence), so every prompt whose runs agree ran to --runs " +
+           std::to_string(outcome.config.max_runs);
+  } else if (kept > 0) {
+    std::vector<std::string> parts;
+    if (on_runs > 0)
+      parts.push_back(std::to_string(on_runs) + " from its own agreeing runs alone, assuming "
+                                                "nothing of the endpoint");
+    if (on_noise > 0)
+      parts.push_back(
+          std::to_string(on_noise) +
+          (outcome.config.assumption == AdaptiveAssumption::greedy_shared_noise
+               ? " from the level's noise, under the assumption --adaptive-assume "
+                 "greedy-shared-noise (greedy decoding, noise shared across prompts), which the "
+                 "audit did not check"
+               : " from the level's noise, under the noise model of docs/design.md \"Adaptive "
+                 "runs\" (greedy decoding, noise shared across prompts), which the audit's own "
+                 "records supported at the look that stopped it"));
+    text = (kept == 1 ? std::string("the 1 prompt") : "each of the " + prompts_text(kept)) +
+           " stopped as robust" + (stale > 0 ? " with a standing bound" : "") + " has, with " +
+           confidence + " confidence (valid at every look), a probability below " + epsilon +
+           " that one more run at any level departs from its reference: ";
+    for (std::size_t i = 0; i < parts.size(); ++i) text += (i == 0 ? "" : "; ") + parts[i];
+  }
+  if (stale > 0)
+    text += std::string(kept > 0 ? "; " : "") + "for " + prompts_text(stale) +
+            " stopped as robust on the noise model before the audit contradicted it at c=" +
+            std::to_string(first_stale->first) + " (look " +
+            std::to_string(first_stale->second.look) + ") no confidence is claimed";
   return text + "; unstable prompts were seen to differ; prompts stopped at --runs or by a "
                 "budget carry no bound";
+}
+
+std::vector<std::string> adaptive_notes(const AdaptiveOutcome& outcome) {
+  std::vector<std::string> notes;
+  if (outcome.config.assumption == AdaptiveAssumption::greedy_shared_noise)
+    notes.push_back("adaptive: assumed (--adaptive-assume greedy-shared-noise) that the endpoint "
+                    "decodes greedily and its noise is shared across prompts; bounds from the "
+                    "noise rest on that, unchecked");
+  for (const auto& [concurrency, contradiction] : outcome.contradicted)
+    notes.push_back(
+        "adaptive: the noise model is contradicted at c=" + std::to_string(concurrency) +
+        " from look " + std::to_string(contradiction.look) + " (" + contradiction.reason +
+        "); bounds rest on each prompt's own runs");
+  std::vector<std::string> louder;
+  for (const auto& prompt : outcome.prompts)
+    if (prompt.basis == BoundBasis::runs && !prompt.basis_reason.empty() &&
+        prompt.basis_reason.rfind("the noise model is contradicted", 0) != 0)
+      louder.push_back(prompt.id + ": " + prompt.basis_reason);
+  if (!louder.empty()) {
+    std::string text = "adaptive: the noise model does not hold for " +
+                       prompts_text(static_cast<int>(louder.size())) + " (";
+    const std::size_t named = std::min<std::size_t>(louder.size(), 3);
+    for (std::size_t i = 0; i < named; ++i) text += (i == 0 ? "" : "; ") + louder[i];
+    if (louder.size() > named) text += "; and " + std::to_string(louder.size() - named) + " more";
+    notes.push_back(text + "); their bounds rest on their own runs");
+  }
+  return notes;
 }
 
 } // namespace llmrepro::core

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/adaptive_outcome.hpp"
 #include "core/analysis.hpp"
@@ -53,8 +54,11 @@ Plan initial_adaptive_plan(const Suite& suite, const PlanConfig& plan, const Ada
 // One look: judges every undecided prompt of `outcome` from `analysis` (the analysis of the
 // records of every round planned so far) and advances outcome.looks. A prompt is stopped
 // unstable when its runs differ (and exceed max_unique where set), robust when they agree and
-// its bound (noise where the reference's gaps and every level's noise are known, else runs) is
-// below epsilon, max_runs when no level can take another run; else it stays undecided.
+// its bound is below epsilon, max_runs when no level can take another run; else it stays
+// undecided. The bound is the runs bound, or the noise bound where the reference's gaps and
+// every level's noise are known and the noise model holds for the prompt (core/
+// adaptive_evidence.hpp; unchecked under --adaptive-assume greedy-shared-noise). Levels whose
+// records contradict the model are recorded in outcome.contradicted, for good.
 void judge_look(AdaptiveOutcome& outcome, const AuditAnalysis& analysis);
 
 // The next round: at each level in order one wave giving each undecided prompt below max_runs
@@ -66,10 +70,17 @@ Plan next_adaptive_round(AdaptiveOutcome& outcome, const PlanConfig& plan);
 // Marks every undecided prompt with `stop` (budget) and the outcome finished.
 void close_undecided(AdaptiveOutcome& outcome, AdaptiveStop stop);
 
-// The guarantee in words, for every report: "each of the 31 prompts stopped as robust has, with
-// 95% confidence (valid at every look), a probability below 0.01 that one more run at any level
-// departs from its reference, under the noise model of docs/design.md".
+// The guarantee in words, for every report, with what each robust bound rests on: "each of the
+// 31 prompts stopped as robust has, with 95% confidence (valid at every look), a probability
+// below 0.01 that one more run at any level departs from its reference: 3 from its own agreeing
+// runs alone, ...; 28 from the level's noise, under the noise model ...". Prompts stopped on the
+// noise model before a later look contradicted it are named apart, with no confidence claimed.
 std::string adaptive_guarantee(const AdaptiveOutcome& outcome);
+
+// The lines every report shows beside the guarantee: the assumption an audit was told to make
+// (--adaptive-assume), each level where the audit's records contradicted the noise model and
+// why, and the prompts whose own noise the model does not hold for. Empty when none applies.
+std::vector<std::string> adaptive_notes(const AdaptiveOutcome& outcome);
 
 // The requests a fixed audit of the same prompts and levels would send: prompts x levels x runs.
 std::size_t fixed_plan_requests(const AdaptiveOutcome& outcome);

@@ -12,12 +12,21 @@
 
 namespace llmrepro::core {
 
+// What a robust bound may assume beyond the audit's own evidence (--adaptive-assume): nothing
+// (`none`: the noise model tightens a bound only where the audit's records support it), or
+// greedy decoding with noise shared across prompts (`greedy_shared_noise`: the noise model is
+// trusted unchecked, docs/design.md "Adaptive runs").
+enum class AdaptiveAssumption { none, greedy_shared_noise };
+const char* to_string(AdaptiveAssumption assumption);
+Result<AdaptiveAssumption> parse_adaptive_assumption(const std::string& text);
+
 struct AdaptiveConfig {
   int initial_runs = 3;     // runs of every prompt at every level before the first look (>= 2)
   int max_runs = 10;        // runs of a prompt at a level at most (--runs)
   double epsilon = 0.01;    // --adaptive-epsilon: the flip probability a robust prompt is below
   double confidence = 0.95; // of every bound, over all looks together
   std::optional<int> max_unique; // --max-unique: unstable prompts sample on while at or below it
+  AdaptiveAssumption assumption = AdaptiveAssumption::none; // --adaptive-assume
   friend bool operator==(const AdaptiveConfig&, const AdaptiveConfig&) = default;
 };
 
@@ -48,7 +57,19 @@ struct AdaptivePrompt {
   // reference, at the last look that judged it; empty where none was computed.
   std::optional<double> p_flip_bound;
   BoundBasis basis = BoundBasis::none;
+  // Why a bound rests on the runs although the noise and the reference's gaps were known: the
+  // audit's evidence contradicted the noise model for this prompt ("its own noise at c=8 is
+  // louder than the pool's ..."); empty otherwise.
+  std::string basis_reason;
   int runs() const;
+};
+
+// A level at which the audit's own records contradicted the noise model: from that look on, no
+// bound rests on it.
+struct NoiseModelContradiction {
+  int look = 0;       // the first look that saw it
+  std::string reason; // "3 runs chose a token below its runner-up: the endpoint samples"
+  friend bool operator==(const NoiseModelContradiction&, const NoiseModelContradiction&) = default;
 };
 
 // The decisions of an adaptive audit so far: stored with it, so that `report` shows them and
@@ -58,6 +79,9 @@ struct AdaptiveOutcome {
   int looks = 0;         // looks taken
   bool finished = false; // no prompt is undecided, or the audit ended early and said why
   std::vector<AdaptivePrompt> prompts; // the planned prompts, suite order
+  // Concurrency -> the first contradiction of the noise model seen there (never with
+  // AdaptiveAssumption::greedy_shared_noise, which does not check).
+  std::map<int, NoiseModelContradiction> contradicted;
   std::size_t planned_requests() const;
   // Prompts with this stop.
   int count(AdaptiveStop stop) const;

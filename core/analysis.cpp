@@ -294,6 +294,7 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
   // reference alone: two runs moved ±d from it differ by 2d.
   std::vector<const Completion*> drift_runs;
   std::map<int, std::vector<const Completion*>> level_drift_runs;
+  std::map<int, NoiseSamples> own_noise;
   for (const auto* record : by_repeat) {
     if (!record->outcome.ok) continue;
     const Completion& completion = record->outcome.completion;
@@ -305,7 +306,12 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     } else {
       std::vector<double> deviations;
       level_noise.leave_out(add_gap_noise(deviations, *drift_reference, completion));
-      for (double deviation : deviations) level_noise.add(deviation);
+      NoiseSamples& own =
+          own_noise.try_emplace(record->planned.concurrency, k_own_noise_capacity).first->second;
+      for (double deviation : deviations) {
+        level_noise.add(deviation);
+        own.add(deviation);
+      }
     }
     note_reference_agreement(levels[record->planned.concurrency], *drift_reference,
                              drift_reference_key, completion, mode);
@@ -315,6 +321,8 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
   result.logprob_drift = logprob_drift_of(drift_runs);
   for (const auto& [concurrency, runs] : level_drift_runs)
     levels[concurrency].logprob_drift = logprob_drift_of(runs);
+  for (const auto& [concurrency, samples] : own_noise)
+    levels[concurrency].own_noise = samples.distribution();
 
   for (const auto* record : ordered) {
     auto& level = levels[record->planned.concurrency];
@@ -327,6 +335,7 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     ++result.runs;
     ++level.runs;
     const Completion& completion = record->outcome.completion;
+    if (chose_below_runner_up(completion)) ++level.below_runner_up_runs;
     auto [it, inserted] = index_of.try_emplace(identity_key(completion, mode), distinct.size());
     if (inserted) distinct.push_back(Distinct{&completion, 0, {}, distinct.size(), {}, {}, {}});
     Distinct& entry = distinct[it->second];

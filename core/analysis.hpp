@@ -92,7 +92,13 @@ struct LevelAnalysis {
   // determinism check reads, level by level.
   LogprobDrift drift_from_reference;
   std::optional<int> divergence_from_reference;
+  // Successful runs of this level that chose a token below its runner-up (chose_below_runner_up).
+  int below_runner_up_runs = 0;
+  // This prompt's own noise samples at this level (its share of the level's noise), at most
+  // k_own_noise_capacity of them: what --adaptive compares with the level's pool.
+  NoiseDistribution own_noise;
 };
+inline constexpr std::size_t k_own_noise_capacity = 256;
 
 struct PromptAnalysis {
   std::string id;

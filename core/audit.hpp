@@ -105,7 +105,9 @@ struct AuditConfig {
   bool adaptive = false;
   int adaptive_initial = 3; // --adaptive-initial: runs at every level before the first look
   double adaptive_epsilon =
-      0.01;                // --adaptive-epsilon: the flip probability a robust prompt is below
+      0.01; // --adaptive-epsilon: the flip probability a robust prompt is below
+  // --adaptive-assume: what a robust bound may assume unchecked (core/adaptive_outcome.hpp).
+  AdaptiveAssumption adaptive_assume = AdaptiveAssumption::none;
   double rate_limit = 0.0; // requests per second, 0: unlimited
   int shard_index = 0;
   int shard_count = 1;

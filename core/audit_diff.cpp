@@ -290,6 +290,7 @@ std::vector<DiffPlanDifference> diff_plan_differences(const AuditConfig& a, cons
         std::to_string(b.adaptive_initial));
     add("--adaptive-epsilon", number_text(a.adaptive_epsilon, "%g"),
         number_text(b.adaptive_epsilon, "%g"));
+    add("--adaptive-assume", to_string(a.adaptive_assume), to_string(b.adaptive_assume));
   }
   add("--probe", probes_text(a.probes), probes_text(b.probes));
   add("--profile", to_string(a.profile), to_string(b.profile));

@@ -40,6 +40,7 @@ std::string text_of(const std::vector<ProbeKind>& probes) {
 std::string text_of(const Price& price) { return to_string(price); }
 std::string text_of(CompareOn compare_on) { return to_string(compare_on); }
 std::string text_of(AuditProfile profile) { return to_string(profile); }
+std::string text_of(AdaptiveAssumption assumption) { return to_string(assumption); }
 std::string text_of(const FailOnSet& fail_on) { return to_string(fail_on); }
 std::string text_of(const EngineSettings& engine) {
   return "max-num-seqs " + std::to_string(engine.max_num_seqs) + ", batch-invariant " +
@@ -73,6 +74,7 @@ std::optional<ConfigDifference> config_difference(const AuditConfig& a, const Au
   check("--adaptive", a.adaptive, b.adaptive);
   check("--adaptive-initial", a.adaptive_initial, b.adaptive_initial);
   check("--adaptive-epsilon", a.adaptive_epsilon, b.adaptive_epsilon);
+  check("--adaptive-assume", a.adaptive_assume, b.adaptive_assume);
   check("--shard (count)", a.shard_count, b.shard_count);
   // The embedded engine's settings shape its completions; a shard stored without them (older)
   // compares nothing of them.
@@ -224,6 +226,12 @@ Result<AuditData> merge_shards(const std::vector<AuditData>& shards) {
       joined.finished = joined.finished && shard->adaptive->finished;
       joined.prompts.insert(joined.prompts.end(), shard->adaptive->prompts.begin(),
                             shard->adaptive->prompts.end());
+      // A shard's contradiction of the noise model is reported with the merged decisions, the
+      // earliest per level (a prompt of another shard stopped before it then claims nothing).
+      for (const auto& [concurrency, contradiction] : shard->adaptive->contradicted) {
+        const auto [it, inserted] = joined.contradicted.try_emplace(concurrency, contradiction);
+        if (!inserted && contradiction.look < it->second.look) it->second = contradiction;
+      }
     }
     std::sort(joined.prompts.begin(), joined.prompts.end(),
               [](const AdaptivePrompt& a, const AdaptivePrompt& b) {

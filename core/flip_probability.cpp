@@ -33,6 +33,17 @@ std::optional<double> measured_gap(const TokenLogprob& token) {
   return gap;
 }
 
+bool chose_below_runner_up(const Completion& completion) {
+  if (!completion.has_logprobs) return false;
+  return std::any_of(completion.tokens.begin(), completion.tokens.end(), [](const auto& token) {
+    if (!is_known_logprob(token.logprob) || token.logprob <= k_logprob_floor) return false;
+    return std::any_of(token.top.begin(), token.top.end(), [&](const TokenCandidate& candidate) {
+      return is_known_logprob(candidate.logprob) &&
+             candidate.logprob > token.logprob + k_greedy_tolerance;
+    });
+  });
+}
+
 int add_gap_noise(std::vector<double>& deviations, const Completion& reference,
                   const Completion& other) {
   if (!reference.has_logprobs || !other.has_logprobs) return 0;

@@ -22,6 +22,15 @@ namespace llmrepro::core {
 // nats of noise.
 std::optional<double> measured_gap(const TokenLogprob& token);
 
+// A chosen token whose own logprob is below another candidate's by more than this (nats) was not
+// the greedy choice; less is rounding in the endpoint's numbers.
+inline constexpr double k_greedy_tolerance = 1e-6;
+
+// Whether some token of `completion` has a known candidate whose logprob is above the token's own
+// by more than k_greedy_tolerance: the endpoint chose a token below its runner-up (it samples, or
+// decodes on other numbers than it reports). False without logprobs.
+bool chose_below_runner_up(const Completion& completion);
+
 // Adds to `deviations` the noise samples `other` gives against `reference`: at each position
 // where the two runs agree on every earlier token (the same context) and both gaps are measured
 // (measured_gap), |gap(other) − gap(reference)| where they chose the same token, and

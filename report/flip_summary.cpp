@@ -18,10 +18,16 @@ std::string nats_text(double value) { return value == 0.0 ? "0" : fmt::format("{
 
 std::string predictor_comparison_line(const core::FlipCalibration& calibration, double tau) {
   std::string tau_text = "noise implies τ n/a (no noise sample)";
+  // Zero noise predicts no flip; beside flips that happened it is evidence that something other
+  // than noise flips them (a sampling server, a replica answering on its own), not a guarantee.
   if (calibration.recommended_tau)
-    tau_text = *calibration.recommended_tau == 0.0
-                   ? "noise is zero: nothing can flip"
-                   : "noise implies τ " + nats_text(*calibration.recommended_tau);
+    tau_text = *calibration.recommended_tau != 0.0
+                   ? "noise implies τ " + nats_text(*calibration.recommended_tau)
+               : calibration.unstable > 0
+                   ? fmt::format("noise is zero, yet {} prompt{} flipped: something other than "
+                                 "noise flips them",
+                                 calibration.unstable, calibration.unstable == 1 ? "" : "s")
+                   : "noise is zero: no flip predicted";
   if (calibration.prompts == 0)
     return "not scored (no judged prompt has both p_flip and the gap rule known) · " + tau_text;
   return fmt::format("p_flip {} · gap rule (τ {:g}) {} ({} prompt{}, {} unstable) · {}",

@@ -171,11 +171,13 @@ std::string render_verdict(const core::AuditReport& report) {
       out += fmt::format("<div id=\"stop-after\">{}</div>", html_escape(capped));
   if (report.data != nullptr && report.data->adaptive) {
     const core::AdaptiveOutcome& outcome = *report.data->adaptive;
-    out += fmt::format("<div id=\"adaptive\"><p>{}</p><p class=\"muted\">{}</p><details><summary>"
-                       "Runs per prompt</summary><table><tr><th>prompt</th><th>runs</th>"
-                       "<th>stop</th><th>p_flip bound</th></tr>",
+    out += fmt::format("<div id=\"adaptive\"><p>{}</p><p class=\"muted\">{}</p>",
                        html_escape(core::adaptive_line(outcome)),
                        html_escape(core::adaptive_guarantee(outcome)));
+    for (const auto& note : core::adaptive_notes(outcome))
+      out += fmt::format("<p class=\"adaptive-note\">{}</p>", html_escape(note));
+    out += "<details><summary>Runs per prompt</summary><table><tr><th>prompt</th><th>runs</th>"
+           "<th>stop</th><th>p_flip bound</th></tr>";
     for (const auto& prompt : outcome.prompts)
       out += fmt::format("<tr data-stop=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                          core::to_string(prompt.stop), html_escape(prompt.id), prompt.runs(),

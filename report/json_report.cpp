@@ -120,6 +120,7 @@ Json config_json(const core::AuditConfig& config) {
       {"adaptive", config.adaptive},
       {"adaptive_initial", config.adaptive_initial},
       {"adaptive_epsilon", number(config.adaptive_epsilon)},
+      {"adaptive_assume", core::to_string(config.adaptive_assume)},
       {"rate_limit", number(config.rate_limit)},
       // 1-based, as the user gives it: --shard 1/4 is shard_index 0.
       {"shard", std::to_string(config.shard_index + 1) + "/" + std::to_string(config.shard_count)},
@@ -510,15 +511,22 @@ Json adaptive_json(const core::AuditData& data) {
                        {"stop", core::to_string(prompt.stop)},
                        {"look", prompt.stopped_at_look},
                        {"p_flip_bound", optional_number(prompt.p_flip_bound)},
-                       {"bound_basis", core::to_string(prompt.basis)}});
+                       {"bound_basis", core::to_string(prompt.basis)},
+                       {"bound_basis_reason", prompt.basis_reason}});
   }
   Json stops = Json::object();
   for (core::AdaptiveStop stop :
        {core::AdaptiveStop::unstable, core::AdaptiveStop::robust, core::AdaptiveStop::max_runs,
         core::AdaptiveStop::budget, core::AdaptiveStop::undecided})
     stops[core::to_string(stop)] = outcome.count(stop);
+  Json contradicted = Json::object();
+  for (const auto& [concurrency, contradiction] : outcome.contradicted)
+    contradicted[std::to_string(concurrency)] = {{"look", contradiction.look},
+                                                 {"reason", contradiction.reason}};
   return {{"initial_runs", outcome.config.initial_runs},
           {"max_runs", outcome.config.max_runs},
+          {"assumption", core::to_string(outcome.config.assumption)},
+          {"noise_model_contradicted", contradicted},
           {"epsilon", number(outcome.config.epsilon)},
           {"confidence", number(outcome.config.confidence)},
           {"max_unique", optional_int(outcome.config.max_unique)},
@@ -529,6 +537,7 @@ Json adaptive_json(const core::AuditData& data) {
           {"stops", stops},
           {"line", core::adaptive_line(outcome)},
           {"guarantee", core::adaptive_guarantee(outcome)},
+          {"notes", core::adaptive_notes(outcome)},
           {"prompts", prompts}};
 }
 

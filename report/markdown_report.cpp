@@ -286,6 +286,8 @@ std::string render_markdown(const core::AuditReport& report) {
     const core::AdaptiveOutcome& outcome = *data->adaptive;
     out += markdown_escape(core::adaptive_line(outcome), 1000) + "\n\n" +
            markdown_escape(core::adaptive_guarantee(outcome), 2000) + "\n\n";
+    for (const auto& note : core::adaptive_notes(outcome))
+      out += markdown_escape(note, 2000) + "\n\n";
     out +=
         "<details><summary>Runs per prompt</summary>\n\n| prompt | runs | stop | p_flip bound |\n"
         "|---|---:|---|---:|\n";

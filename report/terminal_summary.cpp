@@ -295,6 +295,8 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
   if (data.adaptive) {
     line(core::adaptive_line(*data.adaptive));
     line(core::adaptive_guarantee(*data.adaptive));
+    for (const auto& note : core::adaptive_notes(*data.adaptive))
+      line(paint.yellow(escape_terminal_text(note, 0)));
   }
   for (const auto& warning : report.warnings)
     line(paint.yellow("warning: " + escape_terminal_text(warning, 0)));

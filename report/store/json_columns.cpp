@@ -166,6 +166,7 @@ Json config_to_json(const core::AuditConfig& config) {
               {"adaptive", config.adaptive},
               {"adaptive_initial", config.adaptive_initial},
               {"adaptive_epsilon", config.adaptive_epsilon},
+              {"adaptive_assume", core::to_string(config.adaptive_assume)},
               {"rate_limit", config.rate_limit},
               {"shard_index", config.shard_index},
               {"shard_count", config.shard_count},
@@ -237,6 +238,14 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
     LLMREPRO_TRY_ASSIGN(config.adaptive, read.boolean(json, "adaptive"));
     LLMREPRO_TRY_ASSIGN(config.adaptive_initial, read.small_integer(json, "adaptive_initial"));
     LLMREPRO_TRY_ASSIGN(config.adaptive_epsilon, read.number(json, "adaptive_epsilon"));
+  }
+  // Absent from audits stored before --adaptive-assume existed: nothing assumed.
+  if (const Json* assume = read.find(json, "adaptive_assume"); assume != nullptr) {
+    const char* expected = "\"none\" or \"greedy-shared-noise\"";
+    if (!assume->is_string()) return read.error("adaptive_assume", expected);
+    auto parsed = core::parse_adaptive_assumption(assume->get<std::string>());
+    if (!parsed) return read.error("adaptive_assume", expected);
+    config.adaptive_assume = *parsed;
   }
   LLMREPRO_TRY_ASSIGN(config.rate_limit, read.number(json, "rate_limit"));
   LLMREPRO_TRY_ASSIGN(config.shard_index, read.small_integer(json, "shard_index"));

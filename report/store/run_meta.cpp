@@ -23,13 +23,21 @@ Json to_json(const core::AdaptiveOutcome& outcome) {
                        {"look", prompt.stopped_at_look},
                        {"planned", planned},
                        {"p_flip_bound", prompt.p_flip_bound ? Json(*prompt.p_flip_bound) : Json()},
-                       {"basis", core::to_string(prompt.basis)}});
+                       {"basis", core::to_string(prompt.basis)},
+                       {"basis_reason", prompt.basis_reason}});
   }
+  Json contradicted = Json::array();
+  for (const auto& [concurrency, contradiction] : outcome.contradicted)
+    contradicted.push_back({{"concurrency", concurrency},
+                            {"look", contradiction.look},
+                            {"reason", contradiction.reason}});
   return {{"initial_runs", config.initial_runs},
           {"max_runs", config.max_runs},
           {"epsilon", config.epsilon},
           {"confidence", config.confidence},
           {"max_unique", config.max_unique ? Json(*config.max_unique) : Json()},
+          {"assumption", core::to_string(config.assumption)},
+          {"contradicted", contradicted},
           {"looks", outcome.looks},
           {"finished", outcome.finished},
           {"prompts", prompts}};
@@ -43,6 +51,17 @@ Result<core::AdaptiveOutcome> from_json(const Json& json) {
   config.epsilon = json.at("epsilon").get<double>();
   config.confidence = json.at("confidence").get<double>();
   if (!json.at("max_unique").is_null()) config.max_unique = json.at("max_unique").get<int>();
+  // Absent from outcomes stored before the noise model was checked: nothing assumed, nothing
+  // contradicted, no reason given.
+  if (json.contains("assumption")) {
+    auto assumption = core::parse_adaptive_assumption(json.at("assumption").get<std::string>());
+    if (!assumption) return assumption.error();
+    config.assumption = *assumption;
+  }
+  if (json.contains("contradicted"))
+    for (const Json& item : json.at("contradicted"))
+      outcome.contradicted[item.at("concurrency").get<int>()] = core::NoiseModelContradiction{
+          item.at("look").get<int>(), item.at("reason").get<std::string>()};
   outcome.looks = json.at("looks").get<int>();
   outcome.finished = json.at("finished").get<bool>();
   for (const Json& item : json.at("prompts")) {
@@ -60,6 +79,8 @@ Result<core::AdaptiveOutcome> from_json(const Json& json) {
     auto basis = core::parse_bound_basis(item.at("basis").get<std::string>());
     if (!basis) return basis.error();
     prompt.basis = *basis;
+    if (item.contains("basis_reason"))
+      prompt.basis_reason = item.at("basis_reason").get<std::string>();
     outcome.prompts.push_back(std::move(prompt));
   }
   return outcome;

@@ -12,6 +12,11 @@ at the noisier level with α = 0.05 / (2 levels · 1 · 2), is below 0.3; rare's
 of flipper's swap that exceed its 0.02 gap, is not. Round 2 gives rare one run at level 1 and two
 at level 2 (a wave of at least c = 2): its 8th request is B', so look 2 stops it unstable, after
 33 requests. The bound is recomputed here from the records, independently of the tool.
+
+Those audits run under --adaptive-assume greedy-shared-noise: flipper's swaps are noise on one
+prompt alone, which the default checks find louder than the shared noise the tighter bound
+assumes. Without the flag (test_the_default_checks_the_noise_model) the audit says so, and the
+robust prompts' bounds rest on their own runs.
 """
 
 import json
@@ -22,6 +27,11 @@ import sqlite3
 import e2e_harness as h
 
 MODEL = "scripted-model"
+# Look 1 at c=2: flipper's swaps, 2 of its runs there, where the shared noise predicts 0.0423.
+CONTRADICTED_REASON = "the noise model is contradicted at c=2"
+CONTRADICTED_NOTE = ("adaptive: the noise model is contradicted at c=2 from look 1 (2 runs "
+                     "departed from their reference where the noise predicts 0.0423 (Poisson p < "
+                     "0.0125)); bounds rest on each prompt's own runs")
 LEVELS = [1, 2]
 RUNS = 10
 EPSILON = 0.3
@@ -89,7 +99,7 @@ def chernoff_upper(k, n, alpha):
 
 
 class Adaptive(h.E2ETestCase):
-    def audit(self, endpoint, *extra, tag="audit", resume=False, suite=None):
+    def audit(self, endpoint, *extra, tag="audit", resume=False, suite=None, assume=True):
         paths = self.report_paths(tag)
         args = ["audit", "--endpoint", endpoint.url, "--api", "openai-chat", "--model", MODEL,
                 "--db", paths["db"], "--json", paths["json"], "--max-tokens", "8", *extra]
@@ -99,6 +109,8 @@ class Adaptive(h.E2ETestCase):
             args += ["--suite", suite or self.suite, "--runs", str(RUNS), "--concurrency",
                      ",".join(map(str, LEVELS)), "--seed", str(SEED), "--adaptive",
                      "--adaptive-epsilon", str(EPSILON)]
+            if assume:
+                args += ["--adaptive-assume", "greedy-shared-noise"]
         run = self.run_llmrepro(args)
         report = self.load_report(paths["json"]) if os.path.exists(paths["json"]) else None
         return run, report, paths
@@ -167,14 +179,48 @@ class Adaptive(h.E2ETestCase):
                       "3 robust, 0 at --runs 10", run.stdout + run.stderr)
         self.assertTrue(adaptive["guarantee"].startswith(
             "each of the 3 prompts stopped as robust has, with 95% confidence"))
+        self.assertIn("3 from the level's noise, under the assumption --adaptive-assume "
+                      "greedy-shared-noise", adaptive["guarantee"])
+        assumed = ("adaptive: assumed (--adaptive-assume greedy-shared-noise) that the endpoint "
+                   "decodes greedily and its noise is shared across prompts; bounds from the "
+                   "noise rest on that, unchecked")
+        self.assertEqual(adaptive["notes"], [assumed])
+        self.assertEqual(adaptive["assumption"], "greedy-shared-noise")
+        self.assertEqual(report["config"]["adaptive_assume"], "greedy-shared-noise")
+        self.assertIn(assumed, run.stdout + run.stderr)
         # `report` shows the stored decisions; the Markdown lists each prompt's runs.
-        markdown = self.path("again.md")
-        again = self.run_llmrepro(["report", "--db", paths["db"], "--markdown", markdown])
+        markdown, html = self.path("again.md"), self.path("again.html")
+        again = self.run_llmrepro(["report", "--db", paths["db"], "--markdown", markdown,
+                                   "--html", html])
         self.assert_exit(again, 0)
+        with open(html, encoding="utf-8") as f:
+            self.assertIn(f'<p class="adaptive-note">{assumed}</p>', f.read())
         with open(markdown, encoding="utf-8") as f:
             text = f.read()
         self.assertIn("| rare | 9 | unstable |", text)
         self.assertIn("| robust-a | 6 | robust |", text)
+        self.assertIn(assumed, text)
+
+    def test_the_default_checks_the_noise_model(self):
+        endpoint = self.start_endpoint(script())
+        run, report, _ = self.audit(endpoint, assume=False)
+        self.assert_exit(run, 0)
+        adaptive = report["adaptive"]
+        self.assertEqual(adaptive["assumption"], "none")
+        stops = {p["id"]: p["stop"] for p in adaptive["prompts"]}
+        # Nothing is robust on the noise: the robust prompts' own 19 agreeing runs cannot show
+        # 0.3 at the last look's α, so they run to --runs.
+        self.assertEqual(stops, {"robust-a": "max_runs", "robust-b": "max_runs",
+                                 "robust-c": "max_runs", "flipper": "unstable",
+                                 "rare": "unstable"})
+        robust_a = next(p for p in adaptive["prompts"] if p["id"] == "robust-a")
+        self.assertEqual(robust_a["bound_basis"], "runs")
+        self.assertEqual(robust_a["bound_basis_reason"], CONTRADICTED_REASON)
+        self.assertEqual(adaptive["noise_model_contradicted"], {"2": {
+            "look": 1, "reason": CONTRADICTED_NOTE.split(" (", 1)[1].rsplit("); bounds", 1)[0]}})
+        self.assertEqual(adaptive["notes"], [CONTRADICTED_NOTE])
+        self.assertIn(CONTRADICTED_NOTE, run.stdout + run.stderr)
+        self.assertTrue(adaptive["guarantee"].startswith("no prompt was shown robust"))
 
     def test_max_unique_keeps_sampling_unstable_prompts(self):
         endpoint = self.start_endpoint(script())
@@ -199,6 +245,13 @@ class Adaptive(h.E2ETestCase):
         self.assertIn("budget --max-requests 31 reached: 31 of 33 planned requests sent; "
                       "1 prompt undecided: rare", errors)
 
+        # A different assumption does not replay the stored decisions.
+        run, _, _ = self.audit(endpoint, "--adaptive", "--adaptive-assume", "none", tag="budget",
+                               resume=True)
+        self.assert_exit(run, 2)
+        self.assertIn("--adaptive-assume greedy-shared-noise; its decisions replay only with the "
+                      "same settings", run.stderr)
+        self.assertEqual(len(endpoint.posts()), 31)
         run, resumed, _ = self.audit(endpoint, "--max-requests", "100", tag="budget",
                                      resume=True)
         self.assert_exit(run, 0)
@@ -237,6 +290,9 @@ class Adaptive(h.E2ETestCase):
                 (["--adaptive", "--adaptive-epsilon", "1.5"], "--adaptive-epsilon must be a "
                  "probability in (0, 1)"),
                 (["--adaptive", "--adaptive-initial", "1"], "--adaptive-initial must be at least 2"),
+                (["--adaptive-assume", "none"], "--adaptive-assume sets how --adaptive decides"),
+                (["--adaptive", "--adaptive-assume", "greedy"], "--adaptive-assume must be "
+                 "'none' or 'greedy-shared-noise' (got 'greedy')"),
                 (["--adaptive", "--compare", endpoint.url], "audit one endpoint at a time"),
                 (["--adaptive", "--probe", "sweep,prefix"], "runs the sweep probe alone")]:
             run = self.run_llmrepro(base + extra)

@@ -326,6 +326,14 @@ TEST_CASE("diff_plan_differences") {
     CHECK(to_string(differences[2]) == "--fragile-gap 0.05 (A) vs 0.1 (B)");
     CHECK(to_string(differences[3]) == "--fragile-p none (A) vs 0.2 (B)");
   }
+  SUBCASE("what an adaptive audit assumed is a setting of its plan") {
+    a.adaptive = true;
+    AuditConfig b = a;
+    b.adaptive_assume = AdaptiveAssumption::greedy_shared_noise;
+    const std::vector<DiffPlanDifference> differences = diff_plan_differences(a, b);
+    REQUIRE(differences.size() == 1);
+    CHECK(to_string(differences[0]) == "--adaptive-assume none (A) vs greedy-shared-noise (B)");
+  }
 }
 
 TEST_CASE("diff_audits: tiers, drift and unknown fragility") {

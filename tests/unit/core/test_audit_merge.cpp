@@ -132,6 +132,9 @@ TEST_CASE("merge_shards") {
     CHECK(difference([](AuditConfig& c) { c.adaptive_epsilon = 0.05; }) ==
           "--adaptive-epsilon: 0.05 vs 0.01" + tail);
     CHECK(difference([](AuditConfig& c) {
+            c.adaptive_assume = AdaptiveAssumption::greedy_shared_noise;
+          }) == "--adaptive-assume: greedy-shared-noise vs none" + tail);
+    CHECK(difference([](AuditConfig& c) {
             c.engine = EngineSettings{4, false, false, 7};
           }) == "--engine-*: max-num-seqs 4, batch-invariant off, prefix-cache off, seed 7 vs "
                 "max-num-seqs 16, batch-invariant off, prefix-cache off, seed 0" +
@@ -162,4 +165,22 @@ TEST_CASE("merge_shards") {
   SUBCASE("nothing to merge") {
     CHECK(message_of(merge_shards({})) == "merge: no audits to merge");
   }
+}
+
+TEST_CASE("merge_shards: the noise model's contradictions join the decisions, the earliest first") {
+  AuditData first = shard(0, 2);
+  AuditData second = shard(1, 2);
+  for (AuditData* data : {&first, &second}) {
+    data->config.adaptive = true;
+    data->adaptive = AdaptiveOutcome{};
+    data->adaptive->finished = true;
+  }
+  first.adaptive->contradicted[8] = {3, "late"};
+  second.adaptive->contradicted[8] = {1, "early"};
+  second.adaptive->contradicted[1] = {2, "serial"};
+  auto merged = merge_shards({first, second});
+  REQUIRE(merged);
+  REQUIRE(merged->adaptive);
+  CHECK(merged->adaptive->contradicted ==
+        std::map<int, NoiseModelContradiction>{{1, {2, "serial"}}, {8, {1, "early"}}});
 }
