@@ -219,6 +219,7 @@ CLI::Option* add_config_option(CLI::App& command, std::string& path) {
 }
 
 core::Result<void> apply_config_file(CLI::App& command, const std::string& path) {
+  applied_origins().clear(); // they name the lines of this file only
   if (path.empty()) return {};
   toml::table root;
   try {

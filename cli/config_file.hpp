@@ -27,9 +27,9 @@ CLI::Option* add_config_option(CLI::App& command, std::string& path);
 // Proxy-Authorization) or a URL holding user:password. An empty `path` applies nothing.
 core::Result<void> apply_config_file(CLI::App& command, const std::string& path);
 
-// For an error message naming flags that a config file set, " (--runs from FILE:LINE, ...)":
-// a value the domain rules refuse after the file was read is still traced to its line. Empty
-// when the message names none.
+// For an error message naming flags that the last config file applied set, " (--runs from
+// FILE:LINE, ...)": a value the domain rules refuse after the file was read is still traced to its
+// line. Empty when the message names none.
 std::string config_origins_in(const std::string& message);
 
 } // namespace llmrepro::cli
