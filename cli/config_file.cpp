@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/option_groups.hpp"
+#include "core/redaction.hpp"
 
 namespace llmrepro::cli {
 
@@ -57,12 +58,27 @@ bool is_credential_header(std::string_view line) {
   return colon != std::string_view::npos && names.count(lower(trimmed(line.substr(0, colon)))) > 0;
 }
 
-// Whether `text` is a URL whose authority holds user information ("https://user:pw@host").
+// Whether `text` is a URL holding a credential: user information in its authority
+// ("https://user:pw@host"), or a query parameter that redaction takes for a secret ("?key=...").
 bool is_url_with_credentials(std::string_view text) {
   const auto scheme_end = text.find("://");
   if (scheme_end == std::string_view::npos) return false;
   const auto authority = text.substr(scheme_end + 3);
-  return authority.substr(0, authority.find_first_of("/?#")).find('@') != std::string_view::npos;
+  if (authority.substr(0, authority.find_first_of("/?#")).find('@') != std::string_view::npos)
+    return true;
+  const auto query_start = text.find('?');
+  if (query_start == std::string_view::npos) return false;
+  auto query = text.substr(query_start + 1);
+  query = query.substr(0, query.find('#'));
+  while (!query.empty()) {
+    const auto parameter = query.substr(0, query.find('&'));
+    const auto equals = parameter.find('=');
+    if (equals != std::string_view::npos && equals + 1 < parameter.size() &&
+        core::is_secret_parameter_name(parameter.substr(0, equals)))
+      return true;
+    query = parameter.size() < query.size() ? query.substr(parameter.size() + 1) : "";
+  }
+  return false;
 }
 
 // The value's strings as the command line would give them, or an error naming the expected type.

@@ -24,7 +24,8 @@ CLI::Option* add_config_option(CLI::App& command, std::string& path);
 // out. A usage error "FILE:LINE: KEY: ..." for a TOML syntax error, an unknown key or table, a
 // key given twice, a value of the wrong type, a value the flag's validator refuses, and a
 // literal secret: a credential header (Authorization, x-api-key, api-key, x-goog-api-key,
-// Proxy-Authorization) or a URL holding user:password. An empty `path` applies nothing.
+// Proxy-Authorization) or a URL holding user:password or a secret query parameter (?key=...). An
+// empty `path` applies nothing.
 core::Result<void> apply_config_file(CLI::App& command, const std::string& path);
 
 // For an error message naming flags that the last config file applied set, " (--runs from

@@ -191,14 +191,17 @@ TEST_CASE("apply_config_file refuses a literal secret") {
   }
   CHECK(error_for("endpoint = 'https://user:pw@api.example.com/v1'\n") ==
         file + ":1: endpoint: holds a URL with credentials; " + advice);
+  CHECK(error_for("endpoint = 'https://api.example.com/v1?region=eu&key=AIza1234'\n") ==
+        file + ":1: endpoint: holds a URL with credentials; " + advice);
   // Refused also when the command line would win: the file itself must not hold it.
   CHECK(error_for("header = 'Authorization: Bearer sk-live-1234'\n", {"--header", "X-B: 2"}) ==
         file + ":1: header: holds a credential header; " + advice);
-  // A URL with '@' past its authority holds no credentials; a variable's name is no secret.
+  // A URL with '@' past its authority, or an empty key parameter, holds no credentials; a
+  // variable's name is no secret.
   Command command;
-  REQUIRE(command.run({}, dir.write("ok.toml", "endpoint = 'http://h:8000/v1?by=a@b'\n"
+  REQUIRE(command.run({}, dir.write("ok.toml", "endpoint = 'http://h:8000/v1?by=a@b&key='\n"
                                                "api-key-env = 'MY_KEY'\n")));
-  CHECK(command.endpoints == std::vector<std::string>{"http://h:8000/v1?by=a@b"});
+  CHECK(command.endpoints == std::vector<std::string>{"http://h:8000/v1?by=a@b&key="});
 }
 
 TEST_CASE("config_origins_in names the lines of the flags a message names") {
