@@ -1,6 +1,7 @@
 // The config file reader: TOML (toml++) mapped onto the subcommand's CLI11 options. Values are
 // handed to the options as the strings a command line would give, so that one conversion and one
-// set of validators read both; only the TOML type is checked here, where the file's line is known.
+// set of validators read both. Checked here, where the file's line is known: the key, the TOML
+// type, the named choices, and that no literal secret is in the file.
 #include "cli/config_file.hpp"
 
 #include <CLI/CLI.hpp>
