@@ -4,7 +4,8 @@ booleans, arrays, group tables, "_" for "-") plans exactly the audit its flags p
 the command line wins over it. A bad file (unknown key, wrong type, a value a flag's validator
 refuses, a value the audit's rules refuse, a credential header, a URL with a password, a TOML
 syntax error) exits 2 with FILE:LINE and the key on stderr, before any request reaches the
-scripted endpoint (not even --api auto's detection) and before the database is created."""
+scripted endpoint (not even --api auto's detection) and before the database is created.
+`llmrepro report --config` takes its --db, reports and gates from a file too."""
 
 import os
 import re
@@ -51,6 +52,23 @@ class ConfigFile(h.E2ETestCase):
                                       "--concurrency", "1", "--max-requests", "1000"])
         self.assert_exit(override, 0)
         self.assertIn("total: 4 requests", override.stdout)
+
+    def test_report_reads_its_flags_from_a_config(self):
+        db = self.path("audit.db")
+        run = self.run_llmrepro(["audit", "--suite", self.suite, "--runs", "2", "--concurrency",
+                                 "1", "--max-tokens", "4", "--db", db, "--quiet"])
+        self.assert_exit(run, 0)
+        config = self.write_config(f'db = "{db}"\njson = "{self.path("report.json")}"\n'
+                                   '[judging-and-gates]\nmax_unique = 1\n')
+        report = self.run_llmrepro(["report", "--config", config, "--quiet"])
+        self.assert_exit(report, 0)  # one level, serial: the engine repeats itself
+        summary = self.load_report(self.path("report.json"))
+        self.assertEqual(summary["summary"]["prompts"], 2)
+        self.assertEqual(summary["config"]["gates"]["max_unique"], 1)
+        # --db is still required: from the command line or the file.
+        missing = self.run_llmrepro(["report", "--config", self.write_config("quiet = true\n")])
+        self.assert_exit(missing, 2)
+        self.assertIn("--db is required", missing.stderr)
 
     def test_bad_config_exits_2_before_any_request(self):
         endpoint = self.start_endpoint(std.script())
