@@ -1,6 +1,7 @@
 // `llmrepro audit`: the driver. It reads as a list of named passes over one
 // context (cli/audit_passes.hpp), each a wiring of rules that live in core and probes. This file
-// holds the pass list and the flags.
+// holds the pass list; the flags are in cli/audit_flags.cpp, a --config file's values are
+// applied to them (cli/config_file.hpp) before the first pass.
 #include <CLI/CLI.hpp>
 
 #include <memory>
@@ -9,14 +10,15 @@
 
 #include "cli/audit_options.hpp"
 #include "cli/audit_passes.hpp"
+#include "cli/audit_flags.hpp"
 #include "cli/commands.hpp"
+#include "cli/config_file.hpp"
 #include "cli/help_export.hpp"
 #include "cli/judging_options.hpp"
 #include "cli/open_file_limit.hpp"
 #include "cli/report_outputs.hpp"
 #include "core/clock.hpp"
 #include "core/result.hpp"
-#include "probes/dialect.hpp"
 
 namespace llmrepro::cli {
 
@@ -61,13 +63,6 @@ int run_audit(const AuditOptions& options) {
   return conclude(run);
 }
 
-// The values of --api: auto, then every dialect by the name probes::parse_dialect reads.
-std::vector<std::string> api_choices() {
-  std::vector<std::string> choices{"auto"};
-  for (probes::Dialect dialect : probes::all_dialects()) choices.emplace_back(to_string(dialect));
-  return choices;
-}
-
 } // namespace
 
 void register_audit_command(CLI::App& app, CommandResult& result) {
@@ -75,165 +70,22 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
   CLI::App* audit = app.add_subcommand(
       "audit",
       "Send each prompt of a suite N times at each concurrency level and analyse the drift");
-  auto& flags = options->plan_flags;
-  flags.suite =
-      audit->add_option("--suite", options->suite, "JSON Lines suite (or one prompt per line)");
-  flags.endpoint = audit->add_option(
-      "--endpoint", options->endpoints,
-      "Base URL of the server (repeatable: the same plan runs against each and the "
-      "report compares them); omitted: the embedded reference engine");
-  flags.compare =
-      audit->add_option("--compare", options->compare,
-                        "Another endpoint to run the same plan against and compare (repeatable)");
-  flags.probe =
-      audit
-          ->add_option("--probe", options->probes,
-                       "Probe kinds: sweep, mixed (filler traffic), prefix (warm vs cold shared "
-                       "prefix), long (long prompts)")
-          ->delimiter(',')
-          ->check(value_choices({"sweep", "mixed", "prefix", "long"}))
-          ->capture_default_str();
-  flags.api =
-      audit->add_option("--api", options->api, "API dialect of the endpoints (auto: detect it)")
-          ->check(value_choices(api_choices()))
-          ->capture_default_str();
-  flags.model =
-      audit->add_option("--model", options->model, "Model name to request (default: detected)");
-  flags.runs = audit->add_option("--runs", options->runs, "Runs of each prompt at each level")
-                   ->capture_default_str();
-  flags.concurrency = audit
-                          ->add_option("--concurrency", options->levels,
-                                       "Concurrency levels, e.g. 1,8,32 (each once)")
-                          ->delimiter(',')
-                          ->capture_default_str();
-  flags.profile =
-      audit
-          ->add_option("--profile", options->profile,
-                       "standard, or deterministic: try to break a determinism claim (levels "
-                       "1,2,8,9,16,32,44,64,128, probes sweep,mixed,prefix, fillers across 256 "
-                       "tokens) and demand bit-identical tokens and logprobs everywhere")
-          ->check(value_choices({"standard", "deterministic"}))
-          ->capture_default_str();
-  flags.max_concurrency =
-      audit
-          ->add_option("--max-concurrency", options->max_concurrency,
-                       "--profile deterministic: drop the levels above it (>= 1)")
-          ->capture_default_str();
-  flags.max_tokens = audit->add_option("--max-tokens", options->max_tokens, "Default max_tokens")
-                         ->capture_default_str();
-  flags.top_logprobs =
-      audit->add_option("--top-logprobs", options->top_logprobs, "Candidates per token (2..20)")
-          ->capture_default_str();
-  flags.stream = audit->add_flag("--stream", options->stream, "Use streaming (SSE) responses");
-  audit->add_option("--timeout", options->timeout_s, "Per-request timeout in seconds (> 0)")
-      ->capture_default_str();
-  audit->add_option("--retries", options->retries, "Retries for connection errors, 429 and 5xx")
-      ->capture_default_str();
-  audit
-      ->add_option("--max-response-bytes", options->max_response_bytes,
-                   "Reject a response larger than this, without buffering it")
-      ->capture_default_str()
-      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 34));
-  audit->add_option(
-      "--api-key-env", options->api_key_env,
-      "Environment variable holding the --endpoint's API key (sent as a bearer token; in "
-      "x-goog-api-key with --api gemini, x-api-key with --api anthropic); must be set. Default: "
-      "none, except a provider's own "
-      "variable for its own https host (OPENAI_API_KEY for api.openai.com, README 'Keys')");
-  audit->add_option("--compare-api-key-env", options->compare_api_key_env,
-                    "Environment variable holding the API key of a --compare endpoint "
-                    "(repeatable, in --compare order; \"\" for the default rule)");
-  audit->add_option("--embeddings-api-key-env", options->embeddings_api_key_env,
-                    "Environment variable holding the API key of the --embeddings server");
-  audit->add_option("--header", options->headers,
-                    "Extra request header 'K: V' (repeatable); an Authorization (or "
-                    "x-goog-api-key) header replaces the API key");
-  audit->add_flag("--insecure", options->insecure, "Do not verify TLS certificates");
-  audit->add_option("--db", options->db, "Audit database (SQLite)")->capture_default_str();
-  audit->add_flag("--resume", options->resume,
-                  "Continue the audit stored in --db with its stored plan; judging flags given "
-                  "replace the stored ones");
-  audit->add_flag("--overwrite", options->overwrite, "Replace an existing --db");
-  flags.seed = audit
-                   ->add_option("--seed", options->seed,
-                                "Seed sent to the endpoint and used for the shuffle")
-                   ->capture_default_str();
-  flags.shard =
-      audit
-          ->add_option("--shard", options->shard,
-                       "Audit only slice i of n of the suite (every n-th prompt from the i-th); "
-                       "join the slices with `llmrepro merge`")
-          ->capture_default_str();
-  audit->add_option("--rate", options->rate, "Cap on requests per second (>= 0; 0: unlimited)")
-      ->capture_default_str();
-  audit->add_option("--price", options->price,
-                    "Price per million tokens, input=X,output=Y: stored with the audit, and what "
-                    "--max-cost and --dry-run count in");
-  auto& budget = options->budget_flags;
-  budget.max_requests = audit->add_option(
-      "--max-requests", options->max_requests,
-      "Budget: requests sent over the whole audit (>= 1; retries, fillers and primes count)");
-  budget.max_tokens_total =
-      audit->add_option("--max-tokens-total", options->max_tokens_total,
-                        "Budget: prompt + completion tokens over the whole audit (>= 1)");
-  budget.max_cost = audit->add_option("--max-cost", options->max_cost,
-                                      "Budget: cost over the whole audit at --price (> 0)");
-  audit->add_flag("--adaptive", options->adaptive,
-                  "Spend runs where they change the verdict: --adaptive-initial runs of every "
-                  "prompt at each level, then more only for undecided prompts, up to --runs");
-  options->adaptive_flags.epsilon =
-      audit
-          ->add_option("--adaptive-epsilon", options->adaptive_epsilon,
-                       "--adaptive: stop a prompt whose runs agree once its flip probability is "
-                       "below this, at 95% confidence")
-          ->capture_default_str();
-  options->adaptive_flags.initial =
-      audit
-          ->add_option(
-              "--adaptive-initial", options->adaptive_initial,
-              "--adaptive: runs of every prompt at each level before the first look (>= 2)")
-          ->capture_default_str();
-  options->adaptive_flags.assume =
-      audit
-          ->add_option("--adaptive-assume", options->adaptive_assume,
-                       "--adaptive: 'none' (a noise bound only where the audit's records support "
-                       "the noise model) or 'greedy-shared-noise' (trust greedy decoding and "
-                       "noise shared across prompts unchecked; every report says so)")
-          ->capture_default_str();
-  budget.stop_after = audit->add_option(
-      "--stop-after", options->stop_after,
-      "Cap every request's max_tokens at W (>= 1), a cheap first pass: divergence beyond token "
-      "W is not seen");
-  audit->add_flag("--dry-run", options->dry_run,
-                  "Print the plan, its requests and its token and cost bounds; send nothing and "
-                  "write no database; exit 1 if a budget is below the plan's bound");
-  audit->add_option("--embeddings", options->embeddings,
-                    "After the run, embed each prompt's distinct completions with this "
-                    "OpenAI-compatible /v1/embeddings server and report their cosine similarity");
-  audit->add_option("--embeddings-model", options->embeddings_model,
-                    "Embedding model to request (default: the server's)");
-  audit
-      ->add_option("--semantic-threshold", options->semantic_threshold,
-                   "A prompt agrees semantically when its least similar pair reaches this cosine "
-                   "(-1..1)")
-      ->capture_default_str();
+  add_config_option(*audit, options->config);
+  add_endpoint_flags(*audit, *options);
+  add_plan_flags(*audit, *options);
+  add_probe_flags(*audit, *options);
   add_judging_options(*audit, options->judging);
-  add_report_output_options(*audit, options->outputs);
-  audit->add_flag("--quiet", options->quiet,
-                  "Print nothing but errors and, unless the verdict is pass, its headline");
-  flags.engine_max_num_seqs =
-      audit
-          ->add_option("--engine-max-num-seqs", options->engine_max_num_seqs,
-                       "Embedded engine: sequences per batch")
-          ->capture_default_str();
-  flags.engine_batch_invariant =
-      audit->add_flag("--engine-batch-invariant", options->engine_batch_invariant,
-                      "Embedded engine: fix every reduction order");
-  flags.engine_prefix_cache = audit->add_flag("--engine-prefix-cache", options->engine_prefix_cache,
-                                              "Embedded engine: reuse cached prompt prefixes");
-  flags.engine_seed =
-      audit->add_option("--engine-seed", options->engine_seed, "Embedded engine: weight seed");
-  audit->callback([options, &result] { result.exit_code = run_audit(*options); });
+  add_budget_flags(*audit, *options);
+  add_output_flags(*audit, *options);
+  add_engine_flags(*audit, *options);
+  audit->callback([audit, options, &result] {
+    // The file's values are in place, or its error reported, before any pass runs.
+    if (auto applied = apply_config_file(*audit, options->config); !applied) {
+      result.exit_code = report_error(applied.error());
+      return;
+    }
+    result.exit_code = run_audit(*options);
+  });
 }
 
 } // namespace llmrepro::cli

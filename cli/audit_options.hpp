@@ -16,6 +16,7 @@ class Option;
 namespace llmrepro::cli {
 
 struct AuditOptions {
+  std::string config; // --config FILE (cli/config_file.hpp)
   std::string suite;
   std::vector<std::string> endpoints; // --endpoint, repeatable
   std::vector<std::string> compare;   // --compare, after the endpoints

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/config_file.hpp"
 #include "cli/report_outputs.hpp"
 #include "core/audit_diff.hpp"
 #include "report/diff_report.hpp"
@@ -16,6 +17,7 @@ namespace llmrepro::cli {
 namespace {
 
 struct DiffOptions {
+  std::string config; // --config FILE
   std::string a;
   std::string b;
   std::string json;
@@ -99,6 +101,7 @@ void register_diff_command(CLI::App& app, CommandResult& result) {
   auto options = std::make_shared<DiffOptions>();
   CLI::App* command = app.add_subcommand(
       "diff", "Compare two audits (A, then B) and say which differences exceed run-to-run noise");
+  add_config_option(*command, options->config);
   command->add_option("a", options->a, "Audit database A (the baseline)")->required();
   command->add_option("b", options->b, "Audit database B (the change)")->required();
   command->add_option("--json", options->json, "Write the diff as JSON (llmrepro.diff.v1)");
@@ -109,7 +112,13 @@ void register_diff_command(CLI::App& app, CommandResult& result) {
       ->capture_default_str();
   command->add_option("--seed", options->seed, "Seed of the bootstrap")->capture_default_str();
   command->add_flag("--quiet", options->quiet, "Print nothing but errors");
-  command->callback([options, &result] { result.exit_code = run_diff(*options); });
+  command->callback([command, options, &result] {
+    if (auto applied = apply_config_file(*command, options->config); !applied) {
+      result.exit_code = report_error(applied.error());
+      return;
+    }
+    result.exit_code = run_diff(*options);
+  });
 }
 
 } // namespace llmrepro::cli

@@ -1,5 +1,6 @@
 // `llmrepro help-export`: reads the CLI11 app back as data (describe_app) and prints the man page
-// or a completion script rendered from it (cli/help_formats.cpp). The command is hidden: the
+// or a completion script rendered from it (cli/help_formats.cpp), or the option reference
+// docs/options.md (cli/help_markdown.cpp). The command is hidden: the
 // build runs it, users read what it wrote.
 #include "cli/help_export.hpp"
 
@@ -50,6 +51,7 @@ OptionHelp describe_option(const CLI::Option& option, bool ends_parsing) {
   help.short_names = option.get_snames();
   if (option.get_positional() && !option.nonpositional()) help.positional_name = option.get_name();
   help.description = option.get_description();
+  help.group = option.get_group();
   if (option.get_type_size() != 0) {
     help.value_name = bare_type(option.get_type_name());
     help.default_value = option.get_default_str();
@@ -69,6 +71,7 @@ CommandHelp describe_command(const CLI::App& command) {
   for (const CLI::Option* option : command.get_options()) {
     if (option->get_group().empty()) continue; // hidden
     help.options.push_back(describe_option(*option, option == help_flag || option == version_flag));
+    if (option->check_lname("config")) help.has_config = true;
   }
   return help;
 }
@@ -83,6 +86,8 @@ int run_help_export(const CLI::App& app, const HelpExportOptions& options) {
   std::string text;
   if (options.format == "man")
     text = render_man_page(help);
+  else if (options.format == "markdown")
+    text = render_markdown_reference(help);
   else if (options.format == "bash")
     text = render_bash_completion(help);
   else
@@ -141,9 +146,9 @@ void register_help_export_command(CLI::App& app, CommandResult& result) {
   CLI::App* command = app.add_subcommand(
       k_help_export_name, "Print the man page or a shell completion script of llmrepro");
   command->group(""); // hidden: the build runs it
-  command->add_option("--format", options->format, "man, bash or zsh")
+  command->add_option("--format", options->format, "man, bash, zsh or markdown (docs/options.md)")
       ->required()
-      ->check(CLI::IsMember({"man", "bash", "zsh"}));
+      ->check(CLI::IsMember({"man", "bash", "zsh", "markdown"}));
   command->add_option("--output", options->output, "Write here instead of to stdout");
   const CLI::App* whole_app = &app;
   command->callback(

@@ -19,8 +19,9 @@ struct OptionHelp {
   std::vector<std::string> short_names; // without the leading "-"
   std::string positional_name;          // a positional argument's name, else empty
   std::string description;
-  std::string value_name;           // TEXT, INT, FLOAT... ; empty for a flag
-  std::string default_value;        // the captured default, or empty
+  std::string group;         // the help group ("Endpoint", "Plan", ...; cli/option_groups.hpp)
+  std::string value_name;    // TEXT, INT, FLOAT... ; empty for a flag
+  std::string default_value; // the captured default, or empty
   std::vector<std::string> choices; // the values it takes, where the app names them
   bool repeatable = false;          // takes any number of values
   bool ends_parsing = false;        // --help and --version: nothing else is read after them
@@ -31,6 +32,7 @@ struct CommandHelp {
   std::string name;
   std::string description;
   std::vector<OptionHelp> options; // in the order they were added
+  bool has_config = false;         // takes --config FILE (cli/config_file.hpp)
 };
 
 // The whole command line: the app's own flags and every visible subcommand.
@@ -50,6 +52,15 @@ struct ExitStatusHelp {
 // (empty CLI11 group) is left out, and so is the help export itself.
 AppHelp describe_app(const CLI::App& app, const std::string& version);
 
+// One help group of a command and its options, in the order they were added.
+struct OptionGroupHelp {
+  std::string name;
+  std::vector<const OptionHelp*> options;
+};
+
+// The help groups of `command` in the order of their first option, as `--help` lists them.
+std::vector<OptionGroupHelp> options_by_group(const CommandHelp& command);
+
 // The documented exit codes, in increasing order.
 std::vector<ExitStatusHelp> exit_statuses();
 
@@ -60,6 +71,10 @@ std::string render_man_page(const AppHelp& help);
 // A bash completion script: subcommands, every long option of each, and the values of options
 // with fixed choices; files elsewhere.
 std::string render_bash_completion(const AppHelp& help);
+
+// The option reference, docs/options.md: every visible command and its options by help group,
+// with their values, defaults, choices and the table each group has in a --config file.
+std::string render_markdown_reference(const AppHelp& help);
 
 // A zsh completion function (#compdef llmrepro) with the same coverage and option descriptions.
 std::string render_zsh_completion(const AppHelp& help);

@@ -8,12 +8,14 @@
 
 #include "cli/commands.hpp"
 #include "cli/help_export.hpp"
+#include "cli/option_groups.hpp"
 #include "core/reasoning.hpp"
 #include "core/result.hpp"
 
 namespace llmrepro::cli {
 
 void add_judging_options(CLI::App& command, JudgingOptions& judging) {
+  const OptionGroupScope group{command, k_group_judging};
   auto& given = judging.options;
   given.fail_on = command
                       .add_option("--fail-on", judging.fail_on,

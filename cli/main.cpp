@@ -8,6 +8,7 @@
 
 #include "cli/build_info.hpp"
 #include "cli/commands.hpp"
+#include "cli/config_file.hpp"
 #include "core/redaction.hpp"
 
 namespace llmrepro::cli {
@@ -34,7 +35,11 @@ core::Result<store::AuditDatabase> open_audit_database(const std::string& path) 
 }
 
 int report_error(const core::Error& error) {
-  const std::string message = core::redact(error.message);
+  // A usage error about a value from --config names the line that set it.
+  const bool about_flags =
+      error.code == core::ErrorCode::usage || error.code == core::ErrorCode::input;
+  const std::string message =
+      core::redact(error.message + (about_flags ? config_origins_in(error.message) : ""));
   std::fprintf(stderr, "llmrepro: error: %s\n", message.c_str());
   switch (error.code) {
   case core::ErrorCode::usage:

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/config_file.hpp"
 #include "cli/judging_options.hpp"
 #include "cli/report_outputs.hpp"
 #include "core/audit_report.hpp"
@@ -21,6 +22,7 @@ namespace llmrepro::cli {
 namespace {
 
 struct ReportOptions {
+  std::string config; // --config FILE
   std::string db;
   ReportOutputs outputs;
   JudgingOptions judging;
@@ -99,8 +101,9 @@ void register_report_command(CLI::App& app, CommandResult& result) {
   CLI::App* command = app.add_subcommand(
       "report", "Re-render JSON, HTML, JUnit and Markdown from an audit database, and re-judge "
                 "it with any judging flag given (the database keeps its own)");
-  command->add_option("--db", options->db, "Audit database written by `llmrepro audit`")
-      ->required();
+  add_config_option(*command, options->config);
+  // Required, but checked after --config, which may give it.
+  command->add_option("--db", options->db, "Audit database written by `llmrepro audit` (required)");
   add_judging_options(*command, options->judging);
   command->add_option("--price", options->price_text,
                       "Price the stored usage at input=X,output=Y per million tokens, in place "
@@ -108,7 +111,18 @@ void register_report_command(CLI::App& app, CommandResult& result) {
   add_report_output_options(*command, options->outputs);
   command->add_flag("--quiet", options->quiet,
                     "Print nothing but errors and, unless the verdict is pass, its headline");
-  command->callback([options, &result] { result.exit_code = run_report(*options); });
+  command->callback([command, options, &result] {
+    if (auto applied = apply_config_file(*command, options->config); !applied) {
+      result.exit_code = report_error(applied.error());
+      return;
+    }
+    if (options->db.empty()) {
+      result.exit_code = report_error(core::make_error(
+          core::ErrorCode::usage, "--db is required (on the command line or in --config)"));
+      return;
+    }
+    result.exit_code = run_report(*options);
+  });
 }
 
 } // namespace llmrepro::cli

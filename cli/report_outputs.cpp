@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/judging_options.hpp"
+#include "cli/option_groups.hpp"
 
 #include "core/result.hpp"
 #include "report/html_report.hpp"
@@ -20,6 +21,7 @@
 namespace llmrepro::cli {
 
 void add_report_output_options(CLI::App& command, ReportOutputs& outputs) {
+  const OptionGroupScope group{command, k_group_outputs};
   command.add_option("--json", outputs.json,
                      "Write the JSON report (llmrepro.audit.v1) here (-: standard output)");
   command.add_option("--html", outputs.html,

@@ -6,6 +6,7 @@ set(LLMREPRO_MIN_NLOHMANN 3.9)
 set(LLMREPRO_MIN_CLI11 1.9)
 set(LLMREPRO_MIN_DOCTEST 2.4)
 set(LLMREPRO_MIN_HTTPLIB 0.10)
+set(LLMREPRO_MIN_TOMLPLUSPLUS 3.0)
 
 find_package(Threads REQUIRED)
 
@@ -14,11 +15,14 @@ if(NOT LLMREPRO_PROBE_ONLY)
   pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl>=${LLMREPRO_MIN_CURL})
   pkg_check_modules(SQLITE REQUIRED IMPORTED_TARGET sqlite3>=${LLMREPRO_MIN_SQLITE})
   pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib>=${LLMREPRO_MIN_HTTPLIB})
+  # toml++ reads `--config FILE` (cli/ only). Debian builds it as a shared library; its .pc file
+  # carries the TOML_HEADER_ONLY=0 that says so.
+  pkg_check_modules(TOMLPLUSPLUS REQUIRED IMPORTED_TARGET tomlplusplus>=${LLMREPRO_MIN_TOMLPLUSPLUS})
   find_package(fmt ${LLMREPRO_MIN_FMT} REQUIRED)
   find_package(nlohmann_json ${LLMREPRO_MIN_NLOHMANN} REQUIRED)
   find_package(CLI11 ${LLMREPRO_MIN_CLI11} REQUIRED)
   set(LLMREPRO_DEP_VERSIONS
-    "libcurl ${CURL_VERSION}, sqlite ${SQLITE_VERSION}, fmt ${fmt_VERSION}, nlohmann_json ${nlohmann_json_VERSION}, CLI11 ${CLI11_VERSION}, cpp-httplib ${HTTPLIB_VERSION}")
+    "libcurl ${CURL_VERSION}, sqlite ${SQLITE_VERSION}, fmt ${fmt_VERSION}, nlohmann_json ${nlohmann_json_VERSION}, CLI11 ${CLI11_VERSION}, cpp-httplib ${HTTPLIB_VERSION}, toml++ ${TOMLPLUSPLUS_VERSION}")
 else()
   set(LLMREPRO_DEP_VERSIONS "probe-only build")
 endif()

@@ -5,7 +5,8 @@
 set -euo pipefail
 
 build=(cmake ninja-build g++ pkg-config libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev
-       libfmt-dev libsqlite3-dev doctest-dev libcpp-httplib-dev ca-certificates dpkg-dev)
+       libtomlplusplus-dev libfmt-dev libsqlite3-dev doctest-dev libcpp-httplib-dev
+       ca-certificates dpkg-dev)
 # groff and zsh check the generated man page and zsh completion; python3-yaml reads the CI
 # examples.
 test=(python3 python3-jsonschema python3-yaml sqlite3 chromium clang clang-format

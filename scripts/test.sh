@@ -11,10 +11,55 @@
 #      (skipped without a device).
 # LLMREPRO_TEST_QUICK=1 runs only step 5. Every build keeps line tables only (-g1): sanitizer
 # reports and backtraces still name file and line, and compiling takes about a quarter less time.
+# The tests run one CTest label at a time, so that each stage and label is timed on its own: the
+# seconds of each are printed as it ends, and a table of them all when the script exits, passed
+# or failed, so that CI's log shows where its time went.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LLMREPRO_JOBS=${LLMREPRO_JOBS:-$(nproc)}
-step() { printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
+
+stages=()      # "name|seconds", in order
+stage_name=''
+stage_start=0
+end_stage() {
+  [[ -n $stage_name ]] || return 0
+  local seconds=$((SECONDS - stage_start)) # whole seconds, as bash counts them
+  stages+=("$stage_name|$seconds")
+  printf '== %s: %d s\n' "$stage_name" "$seconds"
+  stage_name=''
+}
+step() {
+  end_stage
+  stage_name="$*"
+  stage_start=$SECONDS
+  printf '\n== %s (%s)\n' "$*" "$(date +%T)"
+}
+summary() {
+  local status=$?
+  end_stage
+  local total=0 entry
+  for entry in "${stages[@]}"; do total=$((total + ${entry##*|})); done
+  printf '\n== time spent (%s)\n%-58s %8s %6s\n' "$( ((status == 0)) && echo passed ||
+    echo "failed, exit $status")" stage seconds share
+  for entry in "${stages[@]}"; do
+    printf '%-58s %8d %5d%%\n' "${entry%|*}" "${entry##*|}" \
+      $((total > 0 ? 100 * ${entry##*|} / total : 0))
+  done
+  printf '%-58s %8d\n' total "$total"
+}
+trap summary EXIT
+
+# tests DIR EXCLUDE LABEL...: one ctest run per label, each a stage of its own. A label is
+# matched whole ("unit" is not "unit-tsan"); EXCLUDE, when not empty, is ctest's -LE.
+tests() {
+  local dir=$1 exclude=$2 label
+  shift 2
+  for label; do
+    step "tests: $label ($dir)"
+    ctest --test-dir "$dir" --output-on-failure -j "$LLMREPRO_JOBS" -L "^($label)\$" \
+      ${exclude:+-LE "$exclude"}
+  done
+}
 
 step "dependencies"
 scripts/install-deps.sh test
@@ -34,19 +79,23 @@ if [[ ${LLMREPRO_TEST_QUICK:-0} != 1 ]]; then
     -DLLMREPRO_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" >/dev/null
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$LLMREPRO_JOBS" -L 'unit|e2e' -LE 'slow|unsanitized'
+    tests build-asan 'slow|unsanitized' 'unit|unit-tsan' e2e
 
   step "TSan build and tests"
   LLMREPRO_TARGETS="test_probes test_engine test_store" scripts/build.sh build-tsan \
     -DLLMREPRO_WERROR=ON -DLLMREPRO_CUDA=OFF -DLLMREPRO_SANITIZE=thread \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" >/dev/null
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" \
-    ctest --test-dir build-tsan --output-on-failure -j "$LLMREPRO_JOBS" -L tsan
+    tests build-tsan '' unit-tsan
 
   step "fuzzing"
   LLMREPRO_FUZZ_SECONDS=${LLMREPRO_FUZZ_SECONDS:-10} fuzz/run.sh
 fi
 
-step "build (warnings as errors) and every test"
+step "build (warnings as errors)"
 scripts/build.sh build -DLLMREPRO_WERROR=ON -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" >/dev/null
-ctest --test-dir build --output-on-failure -j "$LLMREPRO_JOBS"
+tests build '' 'unit|unit-tsan' e2e e2e-unsanitized e2e-slow browser package gpu
+# A test without one of those labels would otherwise be skipped without a word.
+step "tests: unlabelled (build)"
+ctest --test-dir build --output-on-failure -j "$LLMREPRO_JOBS" -LE '.'
+end_stage

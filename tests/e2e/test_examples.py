@@ -2,7 +2,9 @@
 """Scenario: every example is exercised. Each suite under examples/suites loads and audits the
 embedded reference engine with every request succeeding; the GitHub Actions workflow's audit step,
 run as written by bash, audits a scripted endpoint when LLMREPRO_ENDPOINT is set and the embedded
-engine when it is not, and writes the JSON, HTML, JUnit and Markdown it publishes; each recipe's
+engine when it is not, and writes the JSON, HTML, JUnit and Markdown it publishes; the config file
+llmrepro.toml, that step's flags in TOML, audits the scripted endpoint with the same stored plan,
+requests and verdict as those flags, and plans the same embedded-engine audit; each recipe's
 `llmrepro audit` command line (vLLM, SGLang, llama.cpp, Ollama, OpenAI, Gemini, Together,
 TensorRT-LLM) is accepted by a scripted endpoint of that recipe's dialect, with --endpoint
 replaced by the endpoint's URL, and sends each of its suite's prompts runs x levels times."""
@@ -117,6 +119,34 @@ class Examples(h.E2ETestCase):
                 else:
                     self.assertTrue(report["endpoints"][0]["embedded"])
                     self.assertEqual(sent, 0)
+
+    def test_config_file_is_the_workflow_audit(self):
+        step = workflow_audit_step(examples("ci", "github-actions.yml"))
+        flags = shlex.split(step[step.index("--suite"):step.index("\n", step.index("--suite"))])
+        self.assertEqual(flags[-2:], ["--fail-on", "unstable"], "the step's flags end the line")
+        config = ["--config", examples("llmrepro.toml")]
+        # Run from a checkout: the file's paths are relative to it, as the step's are.
+        os.symlink(examples(), self.path("examples"))
+        os.makedirs(self.path("out"))
+        smoke = examples("suites", "smoke.jsonl")
+        endpoint = self.start_endpoint(script_for(smoke))
+        reports = {}
+        for name, args in (("flags", flags), ("config", config)):
+            before = len(endpoint.posts())
+            run = self.run_llmrepro(["audit", "--endpoint", endpoint.url] + args, timeout=170)
+            self.assert_exit(run, 0)
+            reports[name] = self.load_report(self.path("out/audit.json"))
+            self.assertEqual(len(endpoint.posts()) - before, len(suite_prompts(smoke)) * 5 * 2)
+        self.assertEqual(reports["config"]["config"], reports["flags"]["config"])
+        self.assertEqual(reports["config"]["summary"]["verdict"],
+                         reports["flags"]["summary"]["verdict"])
+        self.assertEqual(reports["config"]["summary"]["requests"], len(suite_prompts(smoke)) * 10)
+        # Without --endpoint: the embedded engine, the same plan either way.
+        plans = [self.run_llmrepro(["audit", "--dry-run"] + args) for args in (flags, config)]
+        for plan in plans:
+            self.assert_exit(plan, 0)
+        self.assertIn("the embedded reference engine", plans[0].stdout)
+        self.assertEqual(plans[1].stdout, plans[0].stdout)
 
     def test_every_recipe_audit_is_accepted(self):
         recipes = sorted(glob.glob(examples("recipes", "*.md")))

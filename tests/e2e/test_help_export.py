@@ -5,7 +5,8 @@ and they cover the command line as `--help` shows it: every subcommand, every lo
 each in both completions and the man page, and the fixed values of --api, --compare-on,
 --profile and gpu-probe's --backend and --dtype. The bash completion is run for real: it
 completes a subcommand, a prefix of options, and an option's values. The man page formats
-without a groff warning. So a flag added without a completion, or a stale file, fails here."""
+without a groff warning. `audit --help`, the man page and docs/options.md name the same option
+groups in the same order. So a flag added without a completion, or a stale file, fails here."""
 
 import os
 import re
@@ -17,6 +18,8 @@ import e2e_harness as h
 API_CHOICES = ["auto", "openai-chat", "openai-completions", "llamacpp", "sglang", "ollama", "tgi",
                "openai-responses", "gemini", "anthropic"]
 SUBCOMMANDS = ["audit", "report", "diff", "merge", "serve", "gpu-probe"]
+AUDIT_GROUPS = ["Options", "Endpoint", "Plan", "Probes", "Judging and gates", "Budgets", "Outputs",
+                "Engine"]
 # An option line of CLI11's help: "  -h,--help   ..." or "  --api TEXT:{...}=auto ...".
 OPTION_LINE = re.compile(r"^\s+(?:-\w,)?(--[a-z0-9][a-z0-9-]*)")
 
@@ -125,6 +128,19 @@ class HelpExport(h.E2ETestCase):
                               os.path.join(self.help_dir, "llmrepro.1")],
                              capture_output=True, text=True, timeout=30)
         self.assertEqual((run.returncode, run.stderr), (0, ""))
+
+    def test_audit_groups_agree(self):
+        run = self.run_llmrepro(["audit", "--help"])
+        self.assert_exit(run, 0)
+        self.assertEqual(re.findall(r"^(\w[\w ]*):$", run.stdout, re.M), AUDIT_GROUPS)
+        man = self.generated("llmrepro.1")
+        audit = man.split('.SS "llmrepro audit"', 1)[1].split(".SS ", 1)[0]
+        self.assertEqual(re.findall(r"^\.PP\n\\fI(.*)\\fR$", audit, re.M), AUDIT_GROUPS)
+        with open(os.path.join(h.ARGS.source_dir, "docs", "options.md"), encoding="utf-8") as f:
+            reference = f.read()
+        audit = reference.split("## `llmrepro audit`", 1)[1].split("\n## ", 1)[0]
+        self.assertEqual([re.sub(r" \(config table .*\)$", "", g)
+                          for g in re.findall(r"^### (.*)$", audit, re.M)], AUDIT_GROUPS)
 
     def test_bad_format_is_a_usage_error(self):
         run = self.run_llmrepro(["help-export", "--format", "pdf"])

@@ -2,7 +2,8 @@
 """The Debian package and `cmake --install`, checked as a user would meet them.
 
 Builds the package target of a configured build, then:
-- its Depends name runtime libraries (libcurl, SQLite, fmt, libstdc++), never a -dev package;
+- its Depends name runtime libraries (libcurl, SQLite, fmt, toml++, libstdc++), never a -dev
+  package;
 - it holds exactly llmrepro, the CUDA helper where the build has one, the JSON Schemas, the
   bash and zsh completions and the gzipped man page, each non-empty, the man page and the
   completions naming every subcommand;
@@ -30,7 +31,7 @@ ARGS = argparse.Namespace()
 SUBCOMMANDS = ["audit", "report", "diff", "merge", "serve", "gpu-probe"]
 SCHEMAS = ["llmrepro.audit.v1.schema.json", "llmrepro.diff.v1.schema.json",
            "llmrepro.gpu-probe.v1.schema.json"]
-RUNTIME_LIBRARIES = ["libcurl4", "libsqlite3-0", "libfmt9", "libstdc++6", "libc6"]
+RUNTIME_LIBRARIES = ["libcurl4", "libsqlite3-0", "libfmt9", "libtomlplusplus3", "libstdc++6", "libc6"]
 SUITE = ('{"id": "p1", "prompt": "The weather in the valley", "max_tokens": 8}\n'
          '{"id": "p2", "prompt": "In the morning the sky is", "max_tokens": 8}\n')
 
