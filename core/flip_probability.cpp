@@ -92,6 +92,57 @@ double window_flip_probability(const NoiseDistribution& noise, const std::vector
   return 1.0 - stays;
 }
 
+double run_error_at_least(const NoiseDistribution& noise, double x) {
+  const auto& sorted = noise.sorted();
+  if (sorted.empty()) return x <= 0 ? 1.0 : 0.0;
+  // e ≥ x with x > 0 needs s = +1 and d ≥ √2 · x; e < x with x ≤ 0 needs s = −1 and
+  // d > √2 · |x|. Either way half the share of samples past the threshold.
+  const double n = static_cast<double>(sorted.size());
+  if (x > 0) {
+    const auto past =
+        sorted.end() - std::lower_bound(sorted.begin(), sorted.end(), std::sqrt(2.0) * x);
+    return 0.5 * static_cast<double>(past) / n;
+  }
+  const auto past =
+      sorted.end() - std::upper_bound(sorted.begin(), sorted.end(), -std::sqrt(2.0) * x);
+  return 1.0 - 0.5 * static_cast<double>(past) / n;
+}
+
+std::vector<double> run_error_quantiles(const NoiseDistribution& noise) {
+  // The quantile of e at u > ½ is d's at 2u − 1, over √2; at 1 − u its negative. The midpoints
+  // u = (k + ½) / K of K equal slices pair up as ±, with d's quantiles at (2j + 1) / K.
+  constexpr int half = k_reference_quantiles / 2;
+  std::vector<double> quantiles;
+  quantiles.reserve(k_reference_quantiles);
+  for (int j = 0; j < half; ++j) {
+    const double magnitude =
+        noise.quantile((2.0 * j + 1.0) / k_reference_quantiles) / std::sqrt(2.0);
+    quantiles.push_back(magnitude);
+    quantiles.push_back(-magnitude);
+  }
+  return quantiles;
+}
+
+double audit_flip_probability(const NoiseDistribution& reference_noise,
+                              const std::vector<LevelChances>& levels,
+                              const std::vector<double>& gaps) {
+  const std::vector<double> reference_errors = run_error_quantiles(reference_noise);
+  double stays = 1.0;
+  for (double gap : gaps) {
+    double position_stays = 0.0;
+    for (double reference_error : reference_errors) {
+      double all_stay = 1.0;
+      for (const LevelChances& level : levels) {
+        if (level.runs <= 0 || level.noise == nullptr) continue;
+        all_stay *= std::pow(run_error_at_least(*level.noise, reference_error - gap), level.runs);
+      }
+      position_stays += all_stay;
+    }
+    stays *= position_stays / static_cast<double>(reference_errors.size());
+  }
+  return 1.0 - stays;
+}
+
 NoiseEstimate estimate_of(const NoiseDistribution& noise) {
   NoiseEstimate estimate;
   estimate.positions = noise.positions();
