@@ -127,8 +127,19 @@ double audit_flip_probability(const NoiseDistribution& reference_noise,
                               const std::vector<LevelChances>& levels,
                               const std::vector<double>& gaps) {
   const std::vector<double> reference_errors = run_error_quantiles(reference_noise);
+  // A gap wider than the reference's largest error plus any run's stays at every quantile: most
+  // of a completion's positions, skipped without a search.
+  double reach = 0.0;
+  for (const LevelChances& level : levels)
+    if (level.runs > 0 && level.noise != nullptr && !level.noise->empty())
+      reach = std::max(reach, level.noise->sorted().back() / std::sqrt(2.0));
+  const double widest_error = reference_errors.empty() ? 0.0
+                                                       : *std::max_element(reference_errors.begin(),
+                                                                           reference_errors.end());
+  const double safe_gap = (widest_error + reach) * (1.0 + 1e-9);
   double stays = 1.0;
   for (double gap : gaps) {
+    if (gap > safe_gap) continue;
     double position_stays = 0.0;
     for (double reference_error : reference_errors) {
       double all_stay = 1.0;

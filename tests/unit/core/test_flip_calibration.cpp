@@ -113,3 +113,19 @@ TEST_CASE("analysis: p_flip is calibrated in Gaussian noise shared by every prom
   }
   SUBCASE("10 runs at one level") { check_calibrated(simulated_audit({1}, 10, 0x5eed03)); }
 }
+
+TEST_CASE("audit_flip_probability: at one run, the per-level probability in Gaussian noise") {
+  // 20000 samples |Δgap| of two runs with error σ each: |N(0, 2σ²)|.
+  SplitMix64 random(0x5eed04);
+  std::vector<double> samples;
+  for (int i = 0; i < 20000; ++i)
+    samples.push_back(std::abs(std::sqrt(2.0) * k_sigma * gaussian(random)));
+  const NoiseDistribution noise(std::move(samples));
+  for (double gap : {0.0, 0.05, 0.1, 0.2, 0.3}) {
+    CAPTURE(gap);
+    const double per_level = position_flip_probability(noise, gap);
+    const double one_run = audit_flip_probability(noise, {{&noise, 1}}, {gap});
+    MESSAGE("gap " << gap << ": per level " << per_level << ", one run " << one_run);
+    CHECK(std::abs(one_run - per_level) <= 0.005);
+  }
+}
