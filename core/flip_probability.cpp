@@ -60,6 +60,42 @@ int add_gap_noise(std::vector<double>& deviations, const Completion& reference,
 NoiseDistribution::NoiseDistribution(std::vector<double> deviations)
     : m_sorted(std::move(deviations)) {
   std::sort(m_sorted.begin(), m_sorted.end());
+  for (std::size_t i = 0; i < m_sorted.size(); i += k_index_stride) m_index.push_back(m_sorted[i]);
+}
+
+namespace {
+
+// The position `bound` (std::lower_bound or std::upper_bound) finds in `sorted`, found first in
+// its every-stride-th `index`: the first index entry it passes bounds the block to search.
+template <typename Bound>
+std::size_t indexed_bound(const std::vector<double>& sorted, const std::vector<double>& index,
+                          std::size_t stride, double value, Bound bound) {
+  const auto block =
+      static_cast<std::size_t>(bound(index.begin(), index.end(), value) - index.begin());
+  const std::size_t first = block == 0 ? 0 : (block - 1) * stride;
+  const std::size_t last = std::min(sorted.size(), block * stride);
+  const auto begin = sorted.begin();
+  return static_cast<std::size_t>(bound(begin + static_cast<std::ptrdiff_t>(first),
+                                        begin + static_cast<std::ptrdiff_t>(last), value) -
+                                  begin);
+}
+
+} // namespace
+
+std::size_t NoiseDistribution::at_least(double value) const {
+  const auto below =
+      indexed_bound(m_sorted, m_index, k_index_stride, value, [](auto first, auto last, double v) {
+        return std::lower_bound(first, last, v);
+      });
+  return m_sorted.size() - below;
+}
+
+std::size_t NoiseDistribution::above(double value) const {
+  const auto up_to =
+      indexed_bound(m_sorted, m_index, k_index_stride, value, [](auto first, auto last, double v) {
+        return std::upper_bound(first, last, v);
+      });
+  return m_sorted.size() - up_to;
 }
 
 int NoiseDistribution::nonzero() const {
@@ -98,14 +134,8 @@ double run_error_at_least(const NoiseDistribution& noise, double x) {
   // e ≥ x with x > 0 needs s = +1 and d ≥ √2 · x; e < x with x ≤ 0 needs s = −1 and
   // d > √2 · |x|. Either way half the share of samples past the threshold.
   const double n = static_cast<double>(sorted.size());
-  if (x > 0) {
-    const auto past =
-        sorted.end() - std::lower_bound(sorted.begin(), sorted.end(), std::sqrt(2.0) * x);
-    return 0.5 * static_cast<double>(past) / n;
-  }
-  const auto past =
-      sorted.end() - std::upper_bound(sorted.begin(), sorted.end(), -std::sqrt(2.0) * x);
-  return 1.0 - 0.5 * static_cast<double>(past) / n;
+  if (x > 0) return 0.5 * static_cast<double>(noise.at_least(std::sqrt(2.0) * x)) / n;
+  return 1.0 - 0.5 * static_cast<double>(noise.above(-std::sqrt(2.0) * x)) / n;
 }
 
 std::vector<double> run_error_quantiles(const NoiseDistribution& noise) {

@@ -51,9 +51,16 @@ public:
   double quantile(double q) const;
   // The samples, ascending.
   const std::vector<double>& sorted() const { return m_sorted; }
+  // How many samples are >= `value`, and how many > `value`: a search of a coarse index (every
+  // k_index_stride-th sample) and then of one block, so that the flip probability's many searches
+  // per position touch a few cache lines instead of a path through up to 2 MiB of samples.
+  std::size_t at_least(double value) const;
+  std::size_t above(double value) const;
 
 private:
+  static constexpr std::size_t k_index_stride = 64;
   std::vector<double> m_sorted;
+  std::vector<double> m_index; // m_sorted[k · k_index_stride]
 };
 
 // The probability that one run flips the argmax at a position whose reference gap is `gap`:

@@ -173,6 +173,25 @@ TEST_CASE("NoiseDistribution and the flip probability") {
   }
 }
 
+TEST_CASE("NoiseDistribution::at_least and above: the indexed search counts as a full one") {
+  // 1000 samples in 250 distinct values (ties across the index's blocks), searched at every
+  // value, between them and beyond both ends.
+  std::vector<double> samples;
+  for (int i = 0; i < 1000; ++i) samples.push_back(static_cast<double>((i * 37) % 250) / 8.0);
+  const NoiseDistribution noise(samples);
+  const auto& sorted = noise.sorted();
+  for (int k = -4; k <= 2 * 250 + 4; ++k) {
+    const double value = k / 16.0;
+    CAPTURE(value);
+    const auto at_least = sorted.end() - std::lower_bound(sorted.begin(), sorted.end(), value);
+    const auto above = sorted.end() - std::upper_bound(sorted.begin(), sorted.end(), value);
+    CHECK(noise.at_least(value) == static_cast<std::size_t>(at_least));
+    CHECK(noise.above(value) == static_cast<std::size_t>(above));
+  }
+  CHECK(NoiseDistribution().at_least(0.0) == 0);
+  CHECK(NoiseDistribution().above(-1.0) == 0);
+}
+
 TEST_CASE("run_error_at_least: one run's signed error, s · d / √2") {
   // Thresholds √2 · |x| of 0.71 and 1.41 against samples 0 and 1.
   const NoiseDistribution noise({0.0, 1.0, 0.0, 1.0});
