@@ -28,6 +28,7 @@
 #include <map>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 namespace llmrepro::core {
 
@@ -515,24 +516,28 @@ void judge_flip_probability(PromptAnalysis& prompt, const std::map<int, NoiseDis
                             const AnalysisConfig& config) {
   const auto gaps = window_gaps(prompt, config, prompt.p_flip_reason);
   if (!gaps) return;
-  double stays = 1.0;
-  bool reference_level = true; // the lowest level with a run holds the reference's own run
+  // The lowest level with a run holds the reference's own run, and its noise the reference's.
+  const NoiseDistribution* reference_noise = nullptr;
+  std::vector<LevelChances> chances;
+  bool lowest = true;
   for (LevelAnalysis& level : prompt.by_concurrency) {
     if (level.runs == 0) continue;
+    const bool reference_level = std::exchange(lowest, false);
     const auto found = noise.find(level.concurrency);
     if (found == noise.end() || found->second.empty()) {
       if (prompt.p_flip_reason.empty())
         prompt.p_flip_reason =
             "no noise sample at concurrency " + std::to_string(level.concurrency);
-      reference_level = false;
       continue;
     }
     level.p_flip = window_flip_probability(found->second, *gaps);
-    const int chances = level.runs - (reference_level ? 1 : 0);
-    reference_level = false;
-    for (int run = 0; run < chances; ++run) stays *= 1.0 - *level.p_flip;
+    if (reference_level) reference_noise = &found->second;
+    chances.push_back({&found->second, level.runs - (reference_level ? 1 : 0)});
   }
-  if (prompt.p_flip_reason.empty()) prompt.p_flip = 1.0 - stays;
+  // Without a run beside the reference nothing can depart from it.
+  if (prompt.p_flip_reason.empty())
+    prompt.p_flip =
+        reference_noise ? audit_flip_probability(*reference_noise, chances, *gaps) : 0.0;
 }
 
 // Under --fragile-p, fragility follows the flip probability instead of the gap rule.

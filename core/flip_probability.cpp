@@ -71,6 +71,42 @@ int add_gap_noise(std::vector<double>& deviations, const Completion& reference,
 NoiseDistribution::NoiseDistribution(std::vector<double> deviations)
     : m_sorted(std::move(deviations)) {
   std::sort(m_sorted.begin(), m_sorted.end());
+  for (std::size_t i = 0; i < m_sorted.size(); i += k_index_stride) m_index.push_back(m_sorted[i]);
+}
+
+namespace {
+
+// The position `bound` (std::lower_bound or std::upper_bound) finds in `sorted`, found first in
+// its every-stride-th `index`: the first index entry it passes bounds the block to search.
+template <typename Bound>
+std::size_t indexed_bound(const std::vector<double>& sorted, const std::vector<double>& index,
+                          std::size_t stride, double value, Bound bound) {
+  const auto block =
+      static_cast<std::size_t>(bound(index.begin(), index.end(), value) - index.begin());
+  const std::size_t first = block == 0 ? 0 : (block - 1) * stride;
+  const std::size_t last = std::min(sorted.size(), block * stride);
+  const auto begin = sorted.begin();
+  return static_cast<std::size_t>(bound(begin + static_cast<std::ptrdiff_t>(first),
+                                        begin + static_cast<std::ptrdiff_t>(last), value) -
+                                  begin);
+}
+
+} // namespace
+
+std::size_t NoiseDistribution::at_least(double value) const {
+  const auto below =
+      indexed_bound(m_sorted, m_index, k_index_stride, value, [](auto first, auto last, double v) {
+        return std::lower_bound(first, last, v);
+      });
+  return m_sorted.size() - below;
+}
+
+std::size_t NoiseDistribution::above(double value) const {
+  const auto up_to =
+      indexed_bound(m_sorted, m_index, k_index_stride, value, [](auto first, auto last, double v) {
+        return std::upper_bound(first, last, v);
+      });
+  return m_sorted.size() - up_to;
 }
 
 int NoiseDistribution::nonzero() const {
@@ -100,6 +136,62 @@ double position_flip_probability(const NoiseDistribution& noise, double gap) {
 double window_flip_probability(const NoiseDistribution& noise, const std::vector<double>& gaps) {
   double stays = 1.0;
   for (double gap : gaps) stays *= 1.0 - position_flip_probability(noise, gap);
+  return 1.0 - stays;
+}
+
+double run_error_at_least(const NoiseDistribution& noise, double x) {
+  const auto& sorted = noise.sorted();
+  if (sorted.empty()) return x <= 0 ? 1.0 : 0.0;
+  // e ≥ x with x > 0 needs s = +1 and d ≥ √2 · x; e < x with x ≤ 0 needs s = −1 and
+  // d > √2 · |x|. Either way half the share of samples past the threshold.
+  const double n = static_cast<double>(sorted.size());
+  if (x > 0) return 0.5 * static_cast<double>(noise.at_least(std::sqrt(2.0) * x)) / n;
+  return 1.0 - 0.5 * static_cast<double>(noise.above(-std::sqrt(2.0) * x)) / n;
+}
+
+std::vector<double> run_error_quantiles(const NoiseDistribution& noise) {
+  // The quantile of e at u > ½ is d's at 2u − 1, over √2; at 1 − u its negative. The midpoints
+  // u = (k + ½) / K of K equal slices pair up as ±, with d's quantiles at (2j + 1) / K.
+  constexpr int half = k_reference_quantiles / 2;
+  std::vector<double> quantiles;
+  quantiles.reserve(k_reference_quantiles);
+  for (int j = 0; j < half; ++j) {
+    const double magnitude =
+        noise.quantile((2.0 * j + 1.0) / k_reference_quantiles) / std::sqrt(2.0);
+    quantiles.push_back(magnitude);
+    quantiles.push_back(-magnitude);
+  }
+  return quantiles;
+}
+
+double audit_flip_probability(const NoiseDistribution& reference_noise,
+                              const std::vector<LevelChances>& levels,
+                              const std::vector<double>& gaps) {
+  const std::vector<double> reference_errors = run_error_quantiles(reference_noise);
+  // A gap wider than the reference's largest error plus any run's stays at every quantile: most
+  // of a completion's positions, skipped without a search.
+  double reach = 0.0;
+  for (const LevelChances& level : levels)
+    if (level.runs > 0 && level.noise != nullptr && !level.noise->empty())
+      reach = std::max(reach, level.noise->sorted().back() / std::sqrt(2.0));
+  const double widest_error = reference_errors.empty() ? 0.0
+                                                       : *std::max_element(reference_errors.begin(),
+                                                                           reference_errors.end());
+  const double safe_gap = (widest_error + reach) * (1.0 + 1e-9);
+  double stays = 1.0;
+  for (double gap : gaps) {
+    if (gap > safe_gap) continue;
+    double position_stays = 0.0;
+    for (double reference_error : reference_errors) {
+      double all_stay = 1.0;
+      for (const LevelChances& level : levels) {
+        if (level.runs <= 0 || level.noise == nullptr) continue;
+        all_stay *= std::pow(run_error_at_least(*level.noise, reference_error - gap), level.runs);
+      }
+      position_stays += all_stay;
+    }
+    stays *= position_stays / static_cast<double>(reference_errors.size());
+  }
   return 1.0 - stays;
 }
 

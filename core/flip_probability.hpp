@@ -60,9 +60,16 @@ public:
   double quantile(double q) const;
   // The samples, ascending.
   const std::vector<double>& sorted() const { return m_sorted; }
+  // How many samples are >= `value`, and how many > `value`: a search of a coarse index (every
+  // k_index_stride-th sample) and then of one block, so that the flip probability's many searches
+  // per position touch a few cache lines instead of a path through up to 2 MiB of samples.
+  std::size_t at_least(double value) const;
+  std::size_t above(double value) const;
 
 private:
+  static constexpr std::size_t k_index_stride = 64;
   std::vector<double> m_sorted;
+  std::vector<double> m_index; // m_sorted[k · k_index_stride]
 };
 
 // The probability that one run flips the argmax at a position whose reference gap is `gap`:
@@ -74,6 +81,37 @@ double position_flip_probability(const NoiseDistribution& noise, double gap);
 // The probability that one run flips somewhere among these positions, independent positions
 // assumed: 1 − Π(1 − p_i).
 double window_flip_probability(const NoiseDistribution& noise, const std::vector<double>& gaps);
+
+// One run's signed error on the gap, as a level's noise implies it: e = s · d / √2, d a sample
+// |Δgap| of the level and s an even-odds sign. A sample is the difference of two runs' errors, so
+// (for Gaussian noise) its variance is twice one run's. P(e ≥ x), read from the samples by binary
+// search; where the noise never moved e is 0, so P = 1 for x ≤ 0 and 0 above.
+double run_error_at_least(const NoiseDistribution& noise, double x);
+
+// The reference run's error as the expectation over it is taken: k_reference_quantiles quantiles
+// of e, at the midpoints of equal slices of probability, symmetric about 0, each of weight
+// 1 / k_reference_quantiles.
+inline constexpr int k_reference_quantiles = 64;
+std::vector<double> run_error_quantiles(const NoiseDistribution& noise);
+
+// The runs of one level that can depart from the reference: all of them, less the reference's
+// own at the lowest level.
+struct LevelChances {
+  const NoiseDistribution* noise = nullptr;
+  int runs = 0;
+};
+
+// The probability that the audit's runs show a flip among the reference's positions with these
+// gaps. Every run is measured against the same reference, whose observed gap G = g + e_ref
+// carries its own error, so the runs' flips are correlated through it: a run flips at a position
+// when g + e_run < 0, i.e. e_run < e_ref − G, and
+//   P(no flip at i) = E over e_ref [ Π_levels P_level(e ≥ e_ref − G_i)^runs_level ],
+// the expectation over `reference_noise` (the lowest level's) at its k_reference_quantiles
+// quantiles; positions independent: 1 − Π_i P(no flip at i). At one run this is the per-level
+// probability where the noise is Gaussian (the difference of two runs' errors is a sample).
+double audit_flip_probability(const NoiseDistribution& reference_noise,
+                              const std::vector<LevelChances>& levels,
+                              const std::vector<double>& gaps);
 
 // Summary figures of a level's noise, for reports: how many positions it rests on, how many
 // moved, its quantiles, and counts per decade (k_noise_decades) for the distribution chart.

@@ -6,7 +6,7 @@ level between 20% and 80% of the prompts are unstable, diverging at a spread of 
 than all at the first token; the fragility flag catches most of them (recall >= 0.7). The audit
 measures the engine's noise itself: zero at concurrency 1 (every margin repeats bit for bit),
 nonzero at 16; p_flip ranks the prompts that flipped above those that did not (AUC >= 0.6;
-0.74-0.76 measured) and scores better than the fixed gap rule (a lower Brier score)."""
+0.73-0.81 measured) and scores better than the fixed gap rule (a lower Brier score)."""
 
 import os
 

@@ -2,6 +2,8 @@
 // dyadic (0.125, 0.25, ...) so that every expected value is exact in binary floating point.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -168,6 +170,76 @@ TEST_CASE("NoiseDistribution and the flip probability") {
     const NoiseDistribution none;
     CHECK(none.empty());
     CHECK(position_flip_probability(none, 0.0) == 0.0);
+  }
+}
+
+TEST_CASE("NoiseDistribution::at_least and above: the indexed search counts as a full one") {
+  // 1000 samples in 250 distinct values (ties across the index's blocks), searched at every
+  // value, between them and beyond both ends.
+  std::vector<double> samples;
+  for (int i = 0; i < 1000; ++i) samples.push_back(static_cast<double>((i * 37) % 250) / 8.0);
+  const NoiseDistribution noise(samples);
+  const auto& sorted = noise.sorted();
+  for (int k = -4; k <= 2 * 250 + 4; ++k) {
+    const double value = k / 16.0;
+    CAPTURE(value);
+    const auto at_least = sorted.end() - std::lower_bound(sorted.begin(), sorted.end(), value);
+    const auto above = sorted.end() - std::upper_bound(sorted.begin(), sorted.end(), value);
+    CHECK(noise.at_least(value) == static_cast<std::size_t>(at_least));
+    CHECK(noise.above(value) == static_cast<std::size_t>(above));
+  }
+  CHECK(NoiseDistribution().at_least(0.0) == 0);
+  CHECK(NoiseDistribution().above(-1.0) == 0);
+}
+
+TEST_CASE("run_error_at_least: one run's signed error, s · d / √2") {
+  // Thresholds √2 · |x| of 0.71 and 1.41 against samples 0 and 1.
+  const NoiseDistribution noise({0.0, 1.0, 0.0, 1.0});
+  CHECK_MESSAGE(run_error_at_least(noise, 0.5) == 0.25, "s = +1 and d ≥ 0.71: half of 2 in 4");
+  CHECK(run_error_at_least(noise, 1.0) == 0.0);
+  CHECK_MESSAGE(run_error_at_least(noise, 0.0) == 0.75, "below 0 only where s = −1 and d > 0");
+  CHECK(run_error_at_least(noise, -0.5) == 0.75);
+  CHECK(run_error_at_least(noise, -1.0) == 1.0);
+  SUBCASE("noise that never moved: the error is 0") {
+    for (const NoiseDistribution& silent : {NoiseDistribution({0.0, 0.0}), NoiseDistribution()}) {
+      CHECK(run_error_at_least(silent, 0.0) == 1.0);
+      CHECK(run_error_at_least(silent, -0.125) == 1.0);
+      CHECK(run_error_at_least(silent, 0.125) == 0.0);
+    }
+  }
+}
+
+TEST_CASE("run_error_quantiles: symmetric midpoints of equal slices") {
+  // d's quantiles at (2j + 1) / 64: 0 up to ½ (j < 16), then 1.
+  const std::vector<double> quantiles =
+      run_error_quantiles(NoiseDistribution({0.0, 1.0, 0.0, 1.0}));
+  REQUIRE(quantiles.size() == static_cast<std::size_t>(k_reference_quantiles));
+  const double magnitude = 1.0 / std::sqrt(2.0);
+  CHECK(std::count(quantiles.begin(), quantiles.end(), 0.0) == 32);
+  CHECK(std::count(quantiles.begin(), quantiles.end(), magnitude) == 16);
+  CHECK(std::count(quantiles.begin(), quantiles.end(), -magnitude) == 16);
+}
+
+TEST_CASE("audit_flip_probability: the runs share the reference's error") {
+  const NoiseDistribution noise({0.0, 1.0, 0.0, 1.0});
+  SUBCASE("a reference without error: the runs are independent") {
+    // P(e ≥ −0.5)² = 0.75² at the gap of 0.5; the gap of 2 is beyond every sample.
+    const NoiseDistribution silent({0.0, 0.0});
+    CHECK(audit_flip_probability(silent, {{&noise, 2}}, {0.5, 2.0}) == 0.4375);
+    CHECK_MESSAGE(audit_flip_probability(silent, {{&noise, 0}}, {0.5}) == 0.0,
+                  "a level of the reference's run alone has no chance");
+    CHECK(audit_flip_probability(silent, {{&silent, 4}}, {0.0}) == 0.0);
+    CHECK(audit_flip_probability(silent, {{&noise, 2}}, {}) == 0.0);
+  }
+  SUBCASE("a reference with error: the expectation over its quantiles") {
+    // e_ref = 0 (32 of 64): 0.75² stays; +0.71 (16): P(e ≥ 0.21)² = 0.25²; −0.71 (16): 1.
+    // (32 · 0.5625 + 16 · 0.0625 + 16) / 64 = 35/64 stays.
+    CHECK(audit_flip_probability(noise, {{&noise, 2}}, {0.5}) == 29.0 / 64.0);
+    // A second level multiplies inside the expectation. Its runs never err, so they stay
+    // wherever the reference erred low or not at all, and flip where it erred high enough to
+    // show the true margin negative: (32 · 0.5625 · 1 + 16 · 0.0625 · 0 + 16) / 64 = 34/64.
+    const NoiseDistribution silent({0.0});
+    CHECK(audit_flip_probability(noise, {{&noise, 2}, {&silent, 3}}, {0.5}) == 30.0 / 64.0);
   }
 }
 
