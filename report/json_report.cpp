@@ -522,6 +522,8 @@ Json adaptive_json(const core::AuditData& data) {
           {"epsilon", number(outcome.config.epsilon)},
           {"confidence", number(outcome.config.confidence)},
           {"max_unique", optional_int(outcome.config.max_unique)},
+          {"max_logprob_drift", optional_number(outcome.config.max_logprob_drift)},
+          {"fragile_p", optional_number(outcome.config.fragile_p)},
           {"looks", outcome.looks},
           {"finished", outcome.finished},
           {"planned_requests", outcome.planned_requests()},

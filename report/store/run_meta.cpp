@@ -25,14 +25,18 @@ Json to_json(const core::AdaptiveOutcome& outcome) {
                        {"p_flip_bound", prompt.p_flip_bound ? Json(*prompt.p_flip_bound) : Json()},
                        {"basis", core::to_string(prompt.basis)}});
   }
-  return {{"initial_runs", config.initial_runs},
-          {"max_runs", config.max_runs},
-          {"epsilon", config.epsilon},
-          {"confidence", config.confidence},
-          {"max_unique", config.max_unique ? Json(*config.max_unique) : Json()},
-          {"looks", outcome.looks},
-          {"finished", outcome.finished},
-          {"prompts", prompts}};
+  return {
+      {"initial_runs", config.initial_runs},
+      {"max_runs", config.max_runs},
+      {"epsilon", config.epsilon},
+      {"confidence", config.confidence},
+      {"max_unique", config.max_unique ? Json(*config.max_unique) : Json()},
+      {"max_logprob_drift", config.max_logprob_drift ? Json(*config.max_logprob_drift) : Json()},
+      {"fragile_p", config.fragile_p ? Json(*config.fragile_p) : Json()},
+      {"fragile_window", config.fragile_window},
+      {"looks", outcome.looks},
+      {"finished", outcome.finished},
+      {"prompts", prompts}};
 }
 
 Result<core::AdaptiveOutcome> from_json(const Json& json) {
@@ -43,6 +47,12 @@ Result<core::AdaptiveOutcome> from_json(const Json& json) {
   config.epsilon = json.at("epsilon").get<double>();
   config.confidence = json.at("confidence").get<double>();
   if (!json.at("max_unique").is_null()) config.max_unique = json.at("max_unique").get<int>();
+  // Absent in outcomes stored before the stops waited for these gates: none was waited for.
+  if (json.contains("max_logprob_drift") && !json.at("max_logprob_drift").is_null())
+    config.max_logprob_drift = json.at("max_logprob_drift").get<double>();
+  if (json.contains("fragile_p") && !json.at("fragile_p").is_null())
+    config.fragile_p = json.at("fragile_p").get<double>();
+  if (json.contains("fragile_window")) config.fragile_window = json.at("fragile_window").get<int>();
   outcome.looks = json.at("looks").get<int>();
   outcome.finished = json.at("finished").get<bool>();
   for (const Json& item : json.at("prompts")) {
