@@ -130,6 +130,7 @@ AdaptiveConfig adaptive_config_of(const AuditConfig& config) {
   adaptive.epsilon = config.adaptive_epsilon;
   adaptive.max_unique = config.gates.max_unique;
   adaptive.max_logprob_drift = config.gates.max_logprob_drift;
+  adaptive.min_tara = config.gates.min_tara;
   adaptive.fragile_p = config.fragile_p;
   adaptive.fragile_window = config.fragile_window;
   return adaptive;

@@ -16,7 +16,7 @@ namespace llmrepro::core {
 
 // The adaptive settings of an audit configured with --adaptive: its initial runs and epsilon,
 // `runs` as the most a prompt gets at a level, the gates its stops wait for (--max-unique,
-// --max-logprob-drift, --fragile-p with --fragile-window), and 95% confidence.
+// --max-logprob-drift, --min-tara, --fragile-p with --fragile-window), and 95% confidence.
 AdaptiveConfig adaptive_config_of(const AuditConfig& config);
 
 // The error line of an adaptive audit whose stored decisions are unfinished: "adaptive: the

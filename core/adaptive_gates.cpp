@@ -90,6 +90,8 @@ bool gates_allow_stop(const AdaptiveConfig& config, const PromptAnalysis& prompt
   if (config.max_logprob_drift && !drift_failed &&
       !drifts_beyond(prompt, *config.max_logprob_drift))
     return false;
+  if (prompt.status == PromptStatus::unstable && config.min_tara && prompt.answers_agree)
+    return false;
   if (config.fragile_p && !fragility_decided(prompt, *config.fragile_p, config.max_runs))
     return false;
   return true;
@@ -119,6 +121,9 @@ std::vector<UnsampledGate> unsampled_gates(const AdaptiveOutcome& outcome,
                         sampled.max_unique ? "--max-unique " + std::to_string(*sampled.max_unique)
                                            : "no --max-unique",
                         early)});
+  if (wanted.min_tara && !sampled.min_tara)
+    gates.push_back({"min_tara", unsampled_line("--min-tara " + shortest_decimal(*wanted.min_tara),
+                                                "no --min-tara", early)});
   if (wanted.fail_on.fragile && judged.fragile_p &&
       (sampled.fragile_p != judged.fragile_p || sampled.fragile_window != judged.fragile_window))
     gates.push_back(

@@ -32,6 +32,8 @@ std::optional<double> flip_probability_at(const PromptAnalysis& prompt, int runs
 //    keeps that evidence), or `drift_failed` (drift_gate_already_failed); else never before
 //    --runs at every level, since drift is judged over pairs of agreeing runs and every run
 //    withheld can only understate it. Unstable prompts too: the gate reads their agreeing runs;
+//  - --min-tara: an unstable prompt only once its answers disagree (TARa counts prompts whose
+//    runs all give one answer; more runs can only break that);
 //  - --fragile-p P: only when its fragility is decided: its flip probability is known and
 //    either already at least P (more runs only raise it) or below P even at --runs at every
 //    level (flip_probability_at), under this look's noise.
@@ -40,8 +42,9 @@ bool gates_allow_stop(const AdaptiveConfig& config, const PromptAnalysis& prompt
 
 // The gates `judged` applies that the adaptive audit's stops did not wait for, each with its
 // line for the verdict: --max-logprob-drift above the limit sampled for (or not sampled for at
-// all), --max-unique above the one sampled for (none: 1), --fail-on fragile under a --fragile-p
-// or --fragile-window other than the one sampled for. Empty where no prompt stopped before
+// all), --max-unique above the one sampled for (none: 1), --min-tara not sampled for (any limit
+// sampled for will do: the rule does not read it), --fail-on fragile under a --fragile-p or
+// --fragile-window other than the one sampled for. Empty where no prompt stopped before
 // --runs at every level: then every gate has the fixed plan's evidence.
 std::vector<UnsampledGate> unsampled_gates(const AdaptiveOutcome& outcome,
                                            const AuditConfig& judged);

@@ -21,6 +21,7 @@ struct AdaptiveConfig {
   // The other gates the stops waited for (core/adaptive_gates.hpp); empty where not set, and in
   // outcomes stored before they were recorded (whose stops waited for neither).
   std::optional<double> max_logprob_drift; // --max-logprob-drift
+  std::optional<double> min_tara;          // --min-tara
   std::optional<double> fragile_p;         // --fragile-p, judged over --fragile-window tokens
   int fragile_window = 50;
   friend bool operator==(const AdaptiveConfig&, const AdaptiveConfig&) = default;

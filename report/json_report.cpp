@@ -523,6 +523,7 @@ Json adaptive_json(const core::AuditData& data) {
           {"confidence", number(outcome.config.confidence)},
           {"max_unique", optional_int(outcome.config.max_unique)},
           {"max_logprob_drift", optional_number(outcome.config.max_logprob_drift)},
+          {"min_tara", optional_number(outcome.config.min_tara)},
           {"fragile_p", optional_number(outcome.config.fragile_p)},
           {"looks", outcome.looks},
           {"finished", outcome.finished},

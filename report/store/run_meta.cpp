@@ -32,6 +32,7 @@ Json to_json(const core::AdaptiveOutcome& outcome) {
       {"confidence", config.confidence},
       {"max_unique", config.max_unique ? Json(*config.max_unique) : Json()},
       {"max_logprob_drift", config.max_logprob_drift ? Json(*config.max_logprob_drift) : Json()},
+      {"min_tara", config.min_tara ? Json(*config.min_tara) : Json()},
       {"fragile_p", config.fragile_p ? Json(*config.fragile_p) : Json()},
       {"fragile_window", config.fragile_window},
       {"looks", outcome.looks},
@@ -50,6 +51,8 @@ Result<core::AdaptiveOutcome> from_json(const Json& json) {
   // Absent in outcomes stored before the stops waited for these gates: none was waited for.
   if (json.contains("max_logprob_drift") && !json.at("max_logprob_drift").is_null())
     config.max_logprob_drift = json.at("max_logprob_drift").get<double>();
+  if (json.contains("min_tara") && !json.at("min_tara").is_null())
+    config.min_tara = json.at("min_tara").get<double>();
   if (json.contains("fragile_p") && !json.at("fragile_p").is_null())
     config.fragile_p = json.at("fragile_p").get<double>();
   if (json.contains("fragile_window")) config.fragile_window = json.at("fragile_window").get<int>();

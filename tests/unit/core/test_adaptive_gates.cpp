@@ -169,6 +169,22 @@ TEST_CASE("gates_allow_stop: --max-unique holds unstable prompts at or below it"
   CHECK(gates_allow_stop(config, prompt_state(1, PromptStatus::stable, 0.0), false));
 }
 
+TEST_CASE("gates_allow_stop: --min-tara holds unstable prompts while their answers agree") {
+  AdaptiveConfig config;
+  config.min_tara = 0.9;
+  PromptAnalysis unstable = prompt_state(0, PromptStatus::unstable, 0.0);
+  unstable.answers_agree = true; // the completions differ, their answers not yet
+  CHECK_FALSE(gates_allow_stop(config, unstable, false));
+  unstable.answers_agree = false;
+  CHECK(gates_allow_stop(config, unstable, false));
+  PromptAnalysis stable = prompt_state(1, PromptStatus::stable, 0.0);
+  stable.answers_agree = true;
+  CHECK(gates_allow_stop(config, stable, false));
+  config.min_tara.reset();
+  unstable.answers_agree = true;
+  CHECK(gates_allow_stop(config, unstable, false));
+}
+
 TEST_CASE("unsampled_gates: the gates a re-judged adaptive audit's stops did not wait for") {
   AdaptiveConfig sampled;
   sampled.max_runs = 10;
@@ -201,6 +217,14 @@ TEST_CASE("unsampled_gates: the gates a re-judged adaptive audit's stops did not
   REQUIRE(gates.size() == 1);
   CHECK(gates[0].gate == "max_unique");
   judged.gates.max_unique.reset();
+
+  judged.gates.min_tara = 0.9;
+  gates = unsampled_gates(outcome, judged);
+  REQUIRE(gates.size() == 1);
+  CHECK(gates[0].gate == "min_tara");
+  outcome.config.min_tara = 0.5; // the rule does not read the limit: any will do
+  CHECK(unsampled_gates(outcome, judged).empty());
+  judged.gates.min_tara.reset();
 
   judged.gates.fail_on.fragile = true;
   CHECK(unsampled_gates(outcome, judged).empty()); // the gap rule: not a flip probability

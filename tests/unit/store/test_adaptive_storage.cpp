@@ -17,6 +17,7 @@ core::AdaptiveOutcome outcome_with_gates() {
   outcome.config.max_runs = 7;
   outcome.config.max_unique = 2;
   outcome.config.max_logprob_drift = 0.1 + 0.2; // the double must survive the JSON
+  outcome.config.min_tara = 0.75;
   outcome.config.fragile_p = 0.25;
   outcome.config.fragile_window = 33;
   outcome.looks = 2;
@@ -47,10 +48,11 @@ TEST_CASE("AuditDatabase::store_adaptive keeps the gates the stops waited for") 
   }
   SUBCASE("an outcome stored before the gates were recorded waited for none") {
     run_sql(path, "UPDATE meta SET value = json_remove(value, '$.max_logprob_drift', "
-                  "'$.fragile_p', '$.fragile_window') WHERE key = 'adaptive'");
+                  "'$.min_tara', '$.fragile_p', '$.fragile_window') WHERE key = 'adaptive'");
     const auto loaded = load_or_fail(database);
     REQUIRE(loaded.adaptive);
     CHECK_FALSE(loaded.adaptive->config.max_logprob_drift);
+    CHECK_FALSE(loaded.adaptive->config.min_tara);
     CHECK_FALSE(loaded.adaptive->config.fragile_p);
     CHECK(loaded.adaptive->config.fragile_window == 50);
     CHECK(loaded.adaptive->config.max_unique == 2);
