@@ -8,15 +8,20 @@ Rows:
 - engine demo: examples/suites/engine-demo.jsonl against the embedded reference engine
   (levels 1,16, as scripts/audit-demo.sh), fragile by design;
 - engine demo, batch-invariant: the same against the engine's deterministic mode;
+- engine demo, --max-logprob-drift 0: the demo under the drift gate, which no prompt may stop
+  before (docs/design.md "Adaptive runs", the gate rule) unless its drift already fails it;
 - production mix: a suite of this benchmark's own against tests/e2e/scripted_endpoint.py, 200
   prompts of 8 tokens: 180 robust (every gap 3 nats, logprobs drifting by up to 0.002 nats
   between runs) and 20 fragile (a 0.02-nat swap at token 4, first taken at their 2nd, 3rd, ...
   21st request: the last never within 20), levels 1,8, a fresh endpoint for each audit.
 
 A second fixed audit runs beside them: the share of the first's unstable prompts it finds is the
-floor any sampler can reach against an endpoint whose flips depend on batch timing.
+floor any sampler can reach against an endpoint whose flips depend on batch timing, so the share
+target is met at 95%, or at that share less 5 points where it is lower. Each row also gives the
+two audits' verdicts, which must agree.
 
-Usage: bench/adaptive.py [--binary build/cli/llmrepro] [--runs 10] [--rows demo,invariant,mix]
+Usage: bench/adaptive.py [--binary build/cli/llmrepro] [--runs 10]
+                         [--rows demo,invariant,drift,mix]
                          [--adaptive-assume none|greedy-shared-noise]
 """
 
@@ -91,7 +96,8 @@ class ScriptedEndpoint:
 
 
 def audit(binary, work, name, args):
-    """Runs one audit; returns (requests sent, unstable prompt ids, seconds, adaptive line)."""
+    """Runs one audit; returns (requests sent, unstable prompt ids, seconds, adaptive line,
+    verdict status)."""
     report = os.path.join(work, f"{name}.json")
     started = time.monotonic()
     done = subprocess.run([binary, "audit", *args, "--db", os.path.join(work, f"{name}.db"),
@@ -104,7 +110,7 @@ def audit(binary, work, name, args):
         data = json.load(f)
     unstable = {p["id"] for p in data["prompts"] if p["status"] == "unstable"}
     line = data["adaptive"]["line"] if data["adaptive"] else ""
-    return data["summary"]["requests"], unstable, seconds, line
+    return data["summary"]["requests"], unstable, seconds, line, data["summary"]["verdict"]["status"]
 
 
 def row(binary, work, name, common, endpoint_for=None, assume="none"):
@@ -122,8 +128,8 @@ def row(binary, work, name, common, endpoint_for=None, assume="none"):
         finally:
             if stop:
                 stop()
-    fixed_requests, fixed_unstable, fixed_s, _ = results["fixed"]
-    adaptive_requests, adaptive_unstable, adaptive_s, line = results["adaptive"]
+    fixed_requests, fixed_unstable, fixed_s, _, fixed_verdict = results["fixed"]
+    adaptive_requests, adaptive_unstable, adaptive_s, line, adaptive_verdict = results["adaptive"]
     again_unstable = results["fixed-again"][1]
     found = len(fixed_unstable & adaptive_unstable)
     again = len(fixed_unstable & again_unstable) / len(fixed_unstable) if fixed_unstable else 1.0
@@ -132,15 +138,16 @@ def row(binary, work, name, common, endpoint_for=None, assume="none"):
     return {"name": name, "fixed_requests": fixed_requests, "adaptive_requests": adaptive_requests,
             "ratio": ratio, "fixed_unstable": len(fixed_unstable), "found": found,
             "share": share, "again": again, "extra": len(adaptive_unstable - fixed_unstable),
-            "meets": share >= 0.95 and ratio <= 0.40, "seconds": (fixed_s, adaptive_s),
-            "line": line}
+            "meets": (share >= 0.95 or share >= again - 0.05) and ratio <= 0.40,
+            "seconds": (fixed_s, adaptive_s), "line": line,
+            "verdicts": f"{fixed_verdict} / {adaptive_verdict}"}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", default=os.path.join(ROOT, "build/cli/llmrepro"))
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--rows", default="demo,invariant,mix")
+    parser.add_argument("--rows", default="demo,invariant,drift,mix")
     parser.add_argument("--adaptive-assume", default="none",
                         help="what the adaptive audit may assume (docs/design.md \"Adaptive runs\")")
     args = parser.parse_args()
@@ -157,6 +164,9 @@ def main():
         if "invariant" in wanted:
             rows.append(row(binary, work, "engine demo, batch-invariant",
                             demo + ["--engine-batch-invariant"], assume=args.adaptive_assume))
+        if "drift" in wanted:
+            rows.append(row(binary, work, "engine demo, --max-logprob-drift 0",
+                            demo + ["--max-logprob-drift", "0"], assume=args.adaptive_assume))
         if "mix" in wanted:
             prompts, script = production_mix()
             suite_path = os.path.join(work, "mix.jsonl")
@@ -177,16 +187,17 @@ def main():
                             assume=args.adaptive_assume))
     print(f"--adaptive (epsilon 0.01, 3 initial runs, --adaptive-assume {args.adaptive_assume}) "
           f"against a fixed --runs {args.runs}; "
-          "targets: >= 95% of the fixed audit's unstable prompts for <= 40% of its requests")
+          "targets: >= 95% of the fixed audit's unstable prompts (or a second fixed audit's "
+          "share less 5 points) for <= 40% of its requests")
     print("| suite | requests fixed | requests adaptive | ratio | unstable (fixed) | found by "
           "adaptive | share | a second fixed audit's share | unstable only in adaptive | "
-          "meets both |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "verdicts (fixed / adaptive) | meets both |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for r in rows:
         print(f"| {r['name']} | {r['fixed_requests']} | {r['adaptive_requests']} | "
               f"{r['ratio']:.1%} | {r['fixed_unstable']} | {r['found']} | {r['share']:.1%} | "
               f"{r['again']:.1%} | "
-              f"{r['extra']} | {'yes' if r['meets'] else 'no'} |")
+              f"{r['extra']} | {r['verdicts']} | {'yes' if r['meets'] else 'no'} |")
     for r in rows:
         print(f"{r['name']}: {r['line']} (fixed {r['seconds'][0]:.1f} s, adaptive "
               f"{r['seconds'][1]:.1f} s)")

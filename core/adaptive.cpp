@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/adaptive_evidence.hpp"
+#include "core/adaptive_gates.hpp"
 #include "core/budget.hpp"
 #include "core/cost.hpp"
 #include "core/random.hpp"
@@ -180,6 +181,10 @@ AdaptiveConfig adaptive_config_of(const AuditConfig& config) {
   adaptive.epsilon = config.adaptive_epsilon;
   adaptive.max_unique = config.gates.max_unique;
   adaptive.assumption = config.adaptive_assume;
+  adaptive.max_logprob_drift = config.gates.max_logprob_drift;
+  adaptive.min_tara = config.gates.min_tara;
+  adaptive.fragile_p = config.fragile_p;
+  adaptive.fragile_window = config.fragile_window;
   return adaptive;
 }
 
@@ -255,6 +260,8 @@ void judge_look(AdaptiveOutcome& outcome, const AuditAnalysis& analysis) {
   check_noise_model(outcome, analysis);
   std::map<int, const PromptAnalysis*> by_index;
   for (const auto& prompt : analysis.prompts) by_index[prompt.prompt_index] = &prompt;
+  // From the prompts stopped before this look only: their records are final.
+  const bool drift_failed = drift_gate_already_failed(outcome, analysis);
   for (AdaptivePrompt& decision : outcome.prompts) {
     if (decision.stop != AdaptiveStop::undecided) continue;
     const auto found = by_index.find(decision.prompt_index);
@@ -265,9 +272,9 @@ void judge_look(AdaptiveOutcome& outcome, const AuditAnalysis& analysis) {
     };
     if (found != by_index.end()) {
       const PromptAnalysis& prompt = *found->second;
+      const bool gates_allow = gates_allow_stop(outcome.config, prompt, drift_failed);
       if (prompt.status == PromptStatus::unstable) {
-        const auto gate = outcome.config.max_unique;
-        if (!gate || prompt.unique_completions > *gate) {
+        if (gates_allow) {
           stop(AdaptiveStop::unstable);
           continue;
         }
@@ -276,7 +283,7 @@ void judge_look(AdaptiveOutcome& outcome, const AuditAnalysis& analysis) {
         decision.p_flip_bound = bound.bound;
         decision.basis = bound.basis;
         decision.basis_reason = std::move(bound.reason);
-        if (bound.bound < outcome.config.epsilon) {
+        if (bound.bound < outcome.config.epsilon && gates_allow) {
           stop(AdaptiveStop::robust);
           continue;
         }
@@ -293,19 +300,15 @@ Plan next_adaptive_round(AdaptiveOutcome& outcome, const PlanConfig& plan) {
                     (static_cast<std::uint64_t>(outcome.looks) << 32));
   for (int level : plan.levels) {
     Wave wave{0, level, ProbeKind::sweep, {}};
-    // Round-robin over the undecided prompts that can take a run here: at least one each, and
-    // more until the endpoint sees a batch of `level`.
-    bool added = true;
-    while (added && (wave.requests.empty() || static_cast<int>(wave.requests.size()) < level)) {
-      added = false;
-      for (AdaptivePrompt& prompt : outcome.prompts) {
-        if (prompt.stop != AdaptiveStop::undecided) continue;
-        int& planned = prompt.planned[level];
-        if (planned >= outcome.config.max_runs) continue;
-        wave.requests.push_back({0, prompt.prompt_index, level, ProbeKind::sweep, planned});
-        ++planned;
-        added = true;
-      }
+    // One run for each undecided prompt that can take one here, never more: a prompt that the
+    // next look stops has then had no run it did not need. The endpoint sees a batch of `level`
+    // only while that many prompts are undecided.
+    for (AdaptivePrompt& prompt : outcome.prompts) {
+      if (prompt.stop != AdaptiveStop::undecided) continue;
+      int& planned = prompt.planned[level];
+      if (planned >= outcome.config.max_runs) continue;
+      wave.requests.push_back({0, prompt.prompt_index, level, ProbeKind::sweep, planned});
+      ++planned;
     }
     if (wave.requests.empty()) continue;
     for (std::size_t i = wave.requests.size(); i > 1; --i) {

@@ -16,8 +16,8 @@
 namespace llmrepro::core {
 
 // The adaptive settings of an audit configured with --adaptive: its initial runs and epsilon,
-// `runs` as the most a prompt gets at a level, --max-unique as the unique-count gate, and 95%
-// confidence.
+// `runs` as the most a prompt gets at a level, the gates its stops wait for (--max-unique,
+// --max-logprob-drift, --min-tara, --fragile-p with --fragile-window), and 95% confidence.
 AdaptiveConfig adaptive_config_of(const AuditConfig& config);
 
 // The error line of an adaptive audit whose stored decisions are unfinished: "adaptive: the
@@ -53,18 +53,19 @@ Plan initial_adaptive_plan(const Suite& suite, const PlanConfig& plan, const Ada
 
 // One look: judges every undecided prompt of `outcome` from `analysis` (the analysis of the
 // records of every round planned so far) and advances outcome.looks. A prompt is stopped
-// unstable when its runs differ (and exceed max_unique where set), robust when they agree and
-// its bound is below epsilon, max_runs when no level can take another run; else it stays
-// undecided. The bound is the runs bound, or the noise bound where the reference's gaps and
-// every level's noise are known and the noise model holds for the prompt (core/
-// adaptive_evidence.hpp; unchecked under --adaptive-assume greedy-shared-noise). Levels whose
-// records contradict the model are recorded in outcome.contradicted, for good.
+// unstable when its runs differ, robust when they agree and its bound is below epsilon, either
+// only where gates_allow_stop (core/adaptive_gates.hpp) says every gate has its evidence;
+// max_runs when no level can take another run; else it stays undecided. The bound is the runs
+// bound, or the noise bound where the reference's gaps and every level's noise are known and the
+// noise model holds for the prompt (core/adaptive_evidence.hpp; unchecked under --adaptive-assume
+// greedy-shared-noise). Levels whose records contradict the model are recorded in
+// outcome.contradicted, for good.
 void judge_look(AdaptiveOutcome& outcome, const AuditAnalysis& analysis);
 
 // The next round: at each level in order one wave giving each undecided prompt below max_runs
-// there one more run, and further runs round-robin in suite order until the wave holds at least
-// `concurrency` requests or no prompt can take more; shuffled with the plan's seed and the look.
-// Empty when no prompt is undecided. outcome.planned counts the runs it adds.
+// there exactly one more run (never more: a batch of c forms only while c prompts are
+// undecided), shuffled with the plan's seed and the look. Empty when no prompt is undecided.
+// outcome.planned counts the runs it adds.
 Plan next_adaptive_round(AdaptiveOutcome& outcome, const PlanConfig& plan);
 
 // Marks every undecided prompt with `stop` (budget) and the outcome finished.

@@ -27,6 +27,12 @@ struct AdaptiveConfig {
   double confidence = 0.95; // of every bound, over all looks together
   std::optional<int> max_unique; // --max-unique: unstable prompts sample on while at or below it
   AdaptiveAssumption assumption = AdaptiveAssumption::none; // --adaptive-assume
+  // The other gates the stops waited for (core/adaptive_gates.hpp); empty where not set, and in
+  // outcomes stored before they were recorded (whose stops waited for neither).
+  std::optional<double> max_logprob_drift; // --max-logprob-drift
+  std::optional<double> min_tara;          // --min-tara
+  std::optional<double> fragile_p;         // --fragile-p, judged over --fragile-window tokens
+  int fragile_window = 50;
   friend bool operator==(const AdaptiveConfig&, const AdaptiveConfig&) = default;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/adaptive.hpp"
+#include "core/adaptive_gates.hpp"
 
 namespace llmrepro::core {
 
@@ -183,6 +184,9 @@ RunFacts stored_run_facts(const AuditReport& report) {
   if (report.data != nullptr) {
     facts.budget_stop = report.data->budget_stop;
     facts.adaptive_unfinished = adaptive_unfinished_message(report.data->adaptive);
+    // Re-judged with gates the adaptive stops did not wait for, those gates cannot pass.
+    if (report.data->adaptive)
+      facts.unsampled_gates = unsampled_gates(*report.data->adaptive, report.data->config);
   }
   return facts;
 }

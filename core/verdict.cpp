@@ -281,6 +281,21 @@ public:
     }
   }
 
+  // A gate that passed on evidence gathered without it is not judged: it fails, and its line
+  // is an error. One it already fails on stays a failure.
+  void unsampled(const RunFacts& facts) {
+    for (const UnsampledGate& unsampled : facts.unsampled_gates) {
+      bool passed_unsampled = false;
+      for (GateResult& gate : m_verdict.gates)
+        if (gate.name == unsampled.gate && gate.passed) {
+          gate.passed = false;
+          gate.message = "not judged: " + unsampled.line;
+          passed_unsampled = true;
+        }
+      if (passed_unsampled) m_verdict.errors.push_back(unsampled.line);
+    }
+  }
+
   Verdict finish(const std::vector<JudgedScope>& scopes) {
     Verdict verdict = std::move(m_verdict);
     verdict.stability_gated = m_gates.stability_gated();
@@ -352,6 +367,7 @@ Verdict judge(const std::vector<JudgedScope>& scopes,
     if (gates.max_logprob_drift) judge.max_logprob_drift(scope, *gates.max_logprob_drift);
   }
   if (gates.fail_on.disagree) judge.disagree(comparison, scopes.front().probe);
+  judge.unsampled(facts);
   return judge.finish(scopes);
 }
 

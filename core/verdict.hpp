@@ -58,6 +58,13 @@ struct JudgedScope {
   const AuditAnalysis* analysis = nullptr;
 };
 
+// A gate the evidence was not gathered for: an adaptive audit whose prompts stopped before the
+// gate had the runs it judges (core/adaptive_gates.hpp). `gate` is a GateResult::name.
+struct UnsampledGate {
+  std::string gate;
+  std::string line; // why it cannot be judged, naming the flag and the prompts
+};
+
 // What the records alone do not say about the run.
 struct RunFacts {
   std::size_t planned_requests = 0;
@@ -69,6 +76,10 @@ struct RunFacts {
   // An adaptive audit (--adaptive) ended with prompts it had not decided, and no budget or
   // interruption says why: its error line; empty otherwise.
   std::string adaptive_unfinished;
+  // Gates the adaptive audit's stops did not wait for. Such a gate that passes on the evidence
+  // is not judged (it fails, and its line is an error); one that fails on it still fails, since
+  // the runs not sent could only add evidence against it.
+  std::vector<UnsampledGate> unsampled_gates;
 };
 
 // Applies every configured gate to every scope (scopes[0] is endpoint 0's primary probe kind,

@@ -31,16 +31,21 @@ Json to_json(const core::AdaptiveOutcome& outcome) {
     contradicted.push_back({{"concurrency", concurrency},
                             {"look", contradiction.look},
                             {"reason", contradiction.reason}});
-  return {{"initial_runs", config.initial_runs},
-          {"max_runs", config.max_runs},
-          {"epsilon", config.epsilon},
-          {"confidence", config.confidence},
-          {"max_unique", config.max_unique ? Json(*config.max_unique) : Json()},
-          {"assumption", core::to_string(config.assumption)},
-          {"contradicted", contradicted},
-          {"looks", outcome.looks},
-          {"finished", outcome.finished},
-          {"prompts", prompts}};
+  return {
+      {"initial_runs", config.initial_runs},
+      {"max_runs", config.max_runs},
+      {"epsilon", config.epsilon},
+      {"confidence", config.confidence},
+      {"max_unique", config.max_unique ? Json(*config.max_unique) : Json()},
+      {"max_logprob_drift", config.max_logprob_drift ? Json(*config.max_logprob_drift) : Json()},
+      {"min_tara", config.min_tara ? Json(*config.min_tara) : Json()},
+      {"fragile_p", config.fragile_p ? Json(*config.fragile_p) : Json()},
+      {"fragile_window", config.fragile_window},
+      {"assumption", core::to_string(config.assumption)},
+      {"contradicted", contradicted},
+      {"looks", outcome.looks},
+      {"finished", outcome.finished},
+      {"prompts", prompts}};
 }
 
 Result<core::AdaptiveOutcome> from_json(const Json& json) {
@@ -62,6 +67,14 @@ Result<core::AdaptiveOutcome> from_json(const Json& json) {
     for (const Json& item : json.at("contradicted"))
       outcome.contradicted[item.at("concurrency").get<int>()] = core::NoiseModelContradiction{
           item.at("look").get<int>(), item.at("reason").get<std::string>()};
+  // Absent in outcomes stored before the stops waited for these gates: none was waited for.
+  if (json.contains("max_logprob_drift") && !json.at("max_logprob_drift").is_null())
+    config.max_logprob_drift = json.at("max_logprob_drift").get<double>();
+  if (json.contains("min_tara") && !json.at("min_tara").is_null())
+    config.min_tara = json.at("min_tara").get<double>();
+  if (json.contains("fragile_p") && !json.at("fragile_p").is_null())
+    config.fragile_p = json.at("fragile_p").get<double>();
+  if (json.contains("fragile_window")) config.fragile_window = json.at("fragile_window").get<int>();
   outcome.looks = json.at("looks").get<int>();
   outcome.finished = json.at("finished").get<bool>();
   for (const Json& item : json.at("prompts")) {

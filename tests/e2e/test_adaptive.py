@@ -9,14 +9,18 @@ Five prompts, levels 1 and 2, --runs 10 (100 requests for a fixed audit), 3 init
   token 5).
 Look 1 (after 30 requests): flipper is unstable; the robust prompts' bound, ½ · 4 · (1 − α^(1/N))
 at the noisier level with α = 0.05 / (2 levels · 1 · 2), is below 0.3; rare's, from the samples
-of flipper's swap that exceed its 0.02 gap, is not. Round 2 gives rare one run at level 1 and two
-at level 2 (a wave of at least c = 2): its 8th request is B', so look 2 stops it unstable, after
-33 requests. The bound is recomputed here from the records, independently of the tool.
+of flipper's swap that exceed its 0.02 gap, is not. Round 2 gives rare one run at each level (one
+run per undecided prompt per level, though level 2 then sees no batch): its 8th request is B', so
+look 2 stops it unstable, after 32 requests. The bound is recomputed here from the records,
+independently of the tool.
 
 Those audits run under --adaptive-assume greedy-shared-noise: flipper's swaps are noise on one
 prompt alone, which the default checks find louder than the shared noise the tighter bound
 assumes. Without the flag (test_the_default_checks_the_noise_model) the audit says so, and the
 robust prompts' bounds rest on their own runs.
+
+The drift gate (--max-logprob-drift) uses a second script: five steady prompts whose 7th request
+(round 2's level-1 run) moves its logprobs by 0.01 nats, tokens and gaps unchanged.
 """
 
 import json
@@ -66,6 +70,18 @@ def script():
 
 def suite():
     return [{"id": name, "prompt": f"Prompt {name}"} for name in PROMPTS]
+
+
+STEADY = [token(f" w{i}", -0.01, f" v{i}", -5.01) for i in range(4)]
+DRIFTED = [token(f" w{i}", -0.02, f" v{i}", -5.02) for i in range(4)]
+STEADY_PROMPTS = [f"steady-{i}" for i in range(5)]
+
+
+def steady_script():
+    """Five prompts that never change a token; the 7th request of each drifts by 0.01 nats."""
+    entries = [{"tokens": STEADY, "finish_reason": "length"}] * 6 + [
+        {"tokens": DRIFTED, "finish_reason": "length"}]
+    return {"model": MODEL, "prompts": {f"Prompt {name}": entries for name in STEADY_PROMPTS}}
 
 
 def gap(entry):
@@ -155,17 +171,17 @@ class Adaptive(h.E2ETestCase):
         stops = {p["id"]: (p["stop"], p["look"], p["runs"]) for p in adaptive["prompts"]}
         self.assertEqual(stops, {"robust-a": ("robust", 1, 6), "robust-b": ("robust", 1, 6),
                                  "robust-c": ("robust", 1, 6), "flipper": ("unstable", 1, 6),
-                                 "rare": ("unstable", 2, 9)})
+                                 "rare": ("unstable", 2, 8)})
         rare = next(p for p in adaptive["prompts"] if p["id"] == "rare")
-        self.assertEqual(rare["runs_by_concurrency"], {"1": 4, "2": 5})
+        self.assertEqual(rare["runs_by_concurrency"], {"1": 4, "2": 4})
         self.assertEqual(adaptive["looks"], 2)
         self.assertTrue(adaptive["finished"])
-        self.assertEqual(adaptive["planned_requests"], 33)
+        self.assertEqual(adaptive["planned_requests"], 32)
         self.assertEqual(adaptive["fixed_plan_requests"], 100)
         self.assertEqual(adaptive["stops"], {"unstable": 2, "robust": 3, "max_runs": 0,
                                              "budget": 0, "undecided": 0})
-        self.assertEqual(len(endpoint.posts()), 33)
-        self.assertEqual(report["summary"]["requests"], 33)
+        self.assertEqual(len(endpoint.posts()), 32)
+        self.assertEqual(report["summary"]["requests"], 32)
         self.assertEqual(report["audit"]["status"], "complete")
         # The bounds the tool stored, against this file's own computation from the records.
         bounds = self.look_one_bounds(paths["db"])
@@ -175,7 +191,7 @@ class Adaptive(h.E2ETestCase):
             self.assertAlmostEqual(stored["p_flip_bound"], bounds[prompt], places=12)
             self.assertLess(stored["p_flip_bound"], EPSILON)
         self.assertGreaterEqual(bounds["rare"], EPSILON)
-        self.assertIn("adaptive: 33 of 100 requests (33.0%) over 2 looks; stopped: 2 unstable, "
+        self.assertIn("adaptive: 32 of 100 requests (32.0%) over 2 looks; stopped: 2 unstable, "
                       "3 robust, 0 at --runs 10", run.stdout + run.stderr)
         self.assertTrue(adaptive["guarantee"].startswith(
             "each of the 3 prompts stopped as robust has, with 95% confidence"))
@@ -197,7 +213,7 @@ class Adaptive(h.E2ETestCase):
             self.assertIn(f'<p class="adaptive-note">{assumed}</p>', f.read())
         with open(markdown, encoding="utf-8") as f:
             text = f.read()
-        self.assertIn("| rare | 9 | unstable |", text)
+        self.assertIn("| rare | 8 | unstable |", text)
         self.assertIn("| robust-a | 6 | robust |", text)
         self.assertIn(assumed, text)
 
@@ -222,6 +238,64 @@ class Adaptive(h.E2ETestCase):
         self.assertIn(CONTRADICTED_NOTE, run.stdout + run.stderr)
         self.assertTrue(adaptive["guarantee"].startswith("no prompt was shown robust"))
 
+    def test_drift_gate_fails_as_the_fixed_plan_does(self):
+        steady_suite = self.write_suite(
+            "steady.jsonl", [{"id": name, "prompt": f"Prompt {name}"} for name in STEADY_PROMPTS])
+        endpoint = self.start_endpoint(steady_script(), name="fixed")
+        fixed = self.run_llmrepro(
+            ["audit", "--endpoint", endpoint.url, "--api", "openai-chat", "--model", MODEL,
+             "--suite", steady_suite, "--runs", str(RUNS), "--concurrency",
+             ",".join(map(str, LEVELS)), "--seed", str(SEED), "--max-tokens", "8",
+             "--db", self.path("fixed.db"), "--max-logprob-drift", "0"])
+        self.assert_exit(fixed, 1)
+        self.assertIn("largest logprob drift 0.01 nats", fixed.stdout + fixed.stderr)
+
+        # Every prompt's bound holds at look 1, but the gate has seen no drift yet: no prompt
+        # stops there. Round 2's level-1 run drifts, each prompt's own runs then fail the gate,
+        # and they stop robust at look 2: the verdict the fixed plan gives, for 40 requests.
+        endpoint = self.start_endpoint(steady_script(), name="adaptive")
+        run, report, paths = self.audit(endpoint, "--max-logprob-drift", "0", tag="drift",
+                                        suite=steady_suite)
+        self.assert_exit(run, 1)
+        adaptive = report["adaptive"]
+        self.assertEqual({p["id"]: (p["stop"], p["look"], p["runs"]) for p in adaptive["prompts"]},
+                         {name: ("robust", 2, 8) for name in STEADY_PROMPTS})
+        self.assertEqual(adaptive["max_logprob_drift"], 0)
+        self.assertEqual(len(endpoint.posts()), 40)
+        gate = next(g for g in report["summary"]["verdict"]["gates"]
+                    if g["name"] == "max_logprob_drift")
+        self.assertFalse(gate["passed"])
+        self.assertAlmostEqual(gate["figure"], 0.01, places=9)
+        # Re-judged at the limit it was sampled for, the gate is judged, and fails.
+        again = self.run_llmrepro(["report", "--db", paths["db"], "--max-logprob-drift", "0"])
+        self.assert_exit(again, 1)
+
+    def test_report_does_not_pass_a_gate_the_stops_did_not_wait_for(self):
+        steady_suite = self.write_suite(
+            "steady.jsonl", [{"id": name, "prompt": f"Prompt {name}"} for name in STEADY_PROMPTS])
+        endpoint = self.start_endpoint(steady_script())
+        run, report, paths = self.audit(endpoint, suite=steady_suite)
+        self.assert_exit(run, 0)
+        self.assertEqual(report["adaptive"]["stops"]["robust"], 5)
+        self.assertEqual(len(endpoint.posts()), 30)  # every prompt robust at look 1, no drift
+        json_path = self.path("rejudged.json")
+        again = self.run_llmrepro(["report", "--db", paths["db"], "--max-logprob-drift", "0",
+                                   "--json", json_path])
+        self.assert_exit(again, 3)
+        line = ("--max-logprob-drift 0 was not sampled for (the adaptive audit's stops waited for "
+                "no drift gate): 5 prompts stopped before --runs carry no evidence for it: "
+                + ", ".join(STEADY_PROMPTS) + " (audit again with the gate, or without --adaptive)")
+        verdict = self.load_report(json_path)["summary"]["verdict"]
+        self.assertEqual(verdict["status"], "error")
+        self.assertEqual(verdict["errors"], [line])
+        gate = next(g for g in verdict["gates"] if g["name"] == "max_logprob_drift")
+        self.assertFalse(gate["passed"])
+        self.assertEqual(gate["message"], "not judged: " + line)
+        self.assertIn(line, again.stdout + again.stderr)
+        # A gate the stops did wait for is judged as at the audit.
+        self.assert_exit(self.run_llmrepro(["report", "--db", paths["db"], "--max-unique", "1"]),
+                         0)
+
     def test_max_unique_keeps_sampling_unstable_prompts(self):
         endpoint = self.start_endpoint(script())
         run, report, _ = self.audit(endpoint, "--max-unique", "2")
@@ -242,7 +316,7 @@ class Adaptive(h.E2ETestCase):
         rare = next(p for p in report["adaptive"]["prompts"] if p["id"] == "rare")
         self.assertEqual(rare["stop"], "budget")
         errors = report["summary"]["verdict"]["errors"]
-        self.assertIn("budget --max-requests 31 reached: 31 of 33 planned requests sent; "
+        self.assertIn("budget --max-requests 31 reached: 31 of 32 planned requests sent; "
                       "1 prompt undecided: rare", errors)
 
         # A different assumption does not replay the stored decisions.
@@ -255,7 +329,7 @@ class Adaptive(h.E2ETestCase):
         run, resumed, _ = self.audit(endpoint, "--max-requests", "100", tag="budget",
                                      resume=True)
         self.assert_exit(run, 0)
-        self.assertEqual(len(endpoint.posts()), 33, "only rare's last two runs were sent")
+        self.assertEqual(len(endpoint.posts()), 32, "only rare's last run was sent")
         fresh_endpoint = self.start_endpoint(script(), name="fresh")
         run, fresh, _ = self.audit(fresh_endpoint, tag="fresh")
         self.assert_exit(run, 0)
