@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/adaptive.hpp"
+#include "core/prompt_form.hpp"
 
 namespace llmrepro::core {
 
@@ -20,6 +21,14 @@ std::string counts_list(const std::map<std::string, int>& counts) {
 // What a reader must know before trusting the figures, one line each.
 std::vector<std::string> audit_warnings(const AuditReport& report, int top_logprobs) {
   std::vector<std::string> warnings;
+  if (report.data != nullptr)
+    for (std::size_t e = 0; e < report.data->endpoints.size(); ++e) {
+      const std::string who = report.data->endpoints.size() > 1 ? "endpoint " + std::to_string(e)
+                                                                : std::string("the endpoint");
+      if (auto flattened =
+              flattened_prompts_warning(report.data->suite, report.data->endpoints[e].dialect, who))
+        warnings.push_back(*flattened);
+    }
   for (std::size_t e = 0; e < report.observed.size(); ++e) {
     const auto& seen = report.observed[e];
     const std::string who =

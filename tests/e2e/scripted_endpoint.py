@@ -1325,12 +1325,15 @@ def completion_route(dialect, path):
         return gemini if path.startswith("/v1beta/models/") and path.endswith(served) else None
     if dialect in ("openai-chat", "openai-completions", "vllm"):
         return {"/v1/chat/completions": openai_chat, "/v1/completions": openai_completion}.get(path)
+    # llama-server, SGLang and TGI (its Messages API) serve OpenAI's chat route beside their own.
     if dialect in ("llamacpp", "llamacpp-old"):
-        return llamacpp if path == "/completion" else None
+        return {"/completion": llamacpp, "/v1/chat/completions": openai_chat}.get(path)
     if dialect == "sglang":
-        return sglang if path == "/generate" else None
+        return {"/generate": sglang, "/v1/chat/completions": openai_chat}.get(path)
     if dialect == "ollama":
         return ollama if path in ("/api/chat", "/api/generate") else None
+    if path == "/v1/chat/completions":
+        return openai_chat
     return tgi if path in ("/generate", "/generate_stream") else None
 
 
