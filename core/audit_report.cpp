@@ -203,17 +203,25 @@ void rejudge(AuditReport& report, const GateConfig& gates, const RunFacts& facts
 
 std::vector<DeterminismCheck> determinism_checks(const AuditReport& report) {
   std::vector<DeterminismCheck> checks;
-  const auto input_of = [](const ProbeAnalysis& probe) {
-    return DeterminismInput{probe.probe, &probe.analysis,
-                            probe.probe == ProbeKind::prefix ? &probe.prefix : nullptr};
+  // How endpoint e's cold trials were made cold, as its probe activity recorded.
+  const auto cold_mode_of = [&report](std::size_t e) {
+    const bool recorded = report.data != nullptr && e < report.data->probe_activity.size();
+    return recorded ? cold_mode_text(report.data->probe_activity[e]) : std::string();
+  };
+  std::size_t endpoint = 0;
+  const auto input_of = [&](const ProbeAnalysis& probe) {
+    const bool prefix = probe.probe == ProbeKind::prefix;
+    return DeterminismInput{probe.probe, &probe.analysis, prefix ? &probe.prefix : nullptr,
+                            prefix ? cold_mode_of(endpoint) : std::string()};
   };
   std::vector<DeterminismInput> inputs;
   for (const auto& probe : report.probes) inputs.push_back(input_of(probe));
   checks.push_back(check_determinism(inputs));
   for (std::size_t e = 1; e < report.endpoints.size(); ++e) {
+    endpoint = e;
     inputs.clear();
     if (report.primary_probe != ProbeKind::prefix)
-      inputs.push_back({report.primary_probe, &report.endpoints[e], nullptr});
+      inputs.push_back({report.primary_probe, &report.endpoints[e], nullptr, ""});
     for (std::size_t i = 0; i < report.other_endpoint_probes.size(); ++i)
       if (report.other_endpoint_indices[i] == static_cast<int>(e))
         inputs.push_back(input_of(report.other_endpoint_probes[i]));

@@ -13,6 +13,9 @@ Script:
   {"model": "scripted-model", "fingerprint": "fp_scripted",       (both optional)
    "token_ids": false,                                             (vllm: "token_id:N" tokens)
    "flush_routes": ["/flush_cache"],                               (optional: cache-flush POSTs)
+   "flush_refuses": true,                                          (flush routes answer 200
+                                                                    {"success": false}, vLLM's
+                                                                    refusal, and flush nothing)
    "api_tags": true,                                               (llamacpp, sglang: also answer
                                                                     GET /api/tags as those servers
                                                                     do, in their own shapes)
@@ -481,6 +484,7 @@ def load_script(path):
             "fingerprint": raw.get("fingerprint"),
             "token_ids": bool(raw.get("token_ids", False)),
             "flush_routes": flush_routes,
+            "flush_refuses": bool(raw.get("flush_refuses", False)),
             "api_tags": bool(raw.get("api_tags", False)),
             "base_path": str(raw.get("base_path", "")).rstrip("/"),
             "router": bool(raw.get("router", False)),
@@ -1614,6 +1618,11 @@ class Handler(BaseHTTPRequestHandler):
     def answer_flush(self):
         raw = self.read_body()
         self.in_flight = 0
+        if self.state.script["flush_refuses"]:
+            # vLLM's /reset_prefix_cache when it could not reset: 200 and a refusal in JSON.
+            self.log_request_item(raw, outcome="flush_refused")
+            self.send_json(200, {"success": False})
+            return
         n = self.state.flush()
         self.log_request_item(raw, outcome="flush", flush=n)
         data = b"Cache flushed.\n"
@@ -1649,6 +1658,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, error_body(dialect, 400, "request body is not a JSON object",
                                            "invalid_request_error"))
             return
+        if dialect in ("llamacpp", "llamacpp-old") and body.get("cache_prompt") is False:
+            # llama-server leaves its prompt cache out of this request: as cold as after a flush.
+            self.after_flush = True
         if path == "/v1/embeddings" and self.state.script["embeddings"]:
             inputs = body.get("input")
             inputs = inputs if isinstance(inputs, list) else [inputs]
