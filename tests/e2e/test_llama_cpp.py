@@ -10,6 +10,8 @@ byte-level BPE tokenizer (llama_model.py), on the CPU, on loopback.
   prompt token count is that of the server's own /apply-template and /tokenize); sent to
   /completion it is flattened, and every output says so.
 - F32 weights drift under batching: at -np 8 the logprobs at concurrency 8 move against serial.
+- The prefix probe's cold trials carry "cache_prompt": false (llama.cpp has no flush route), and
+  are then computed the same way every time.
 
 Skipped, naming why, only where the llama.cpp source tarball is absent (the build script's exit
 3). Labelled e2e-slow: it runs once, in the main build."""
@@ -58,14 +60,14 @@ def llama_build():
 class LlamaServer:
     """A running llama-server on a free loopback port."""
 
-    def __init__(self, binary, model, slots, log_path):
+    def __init__(self, binary, model, slots, log_path, context=None):
         self.port = h.free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(log_path, "w", encoding="utf-8")
         # -c is the whole context, shared by the slots; two threads, as CI has two cores.
         self.process = subprocess.Popen(
             [binary, "-m", model, "--host", "127.0.0.1", "--port", str(self.port),
-             "-np", str(slots), "-c", str(512 * slots), "-t", "2", "--metrics"],
+             "-np", str(slots), "-c", str(context or 512 * slots), "-t", "2", "--metrics"],
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while True:
@@ -125,10 +127,10 @@ class LlamaCpp(h.E2ETestCase):
         if getattr(cls, "models", None):
             subprocess.run(["rm", "-rf", cls.models], check=False)
 
-    def start_server(self, weight_type, slots):
+    def start_server(self, weight_type, slots, context=None):
         server = LlamaServer(os.path.join(self.llama_dir, "llama-server"),
                              os.path.join(self.models, f"{weight_type}.gguf"), slots,
-                             self.path(f"llama-server-{weight_type}.log"))
+                             self.path(f"llama-server-{weight_type}.log"), context)
         self.addCleanup(server.stop)
         return server
 
@@ -242,6 +244,39 @@ class LlamaCpp(h.E2ETestCase):
         self.assertGreater(moved, 0, "F32 logprobs at concurrency 8 move against serial")
         by_level = {e["concurrency"]: e for e in report["summary"]["by_concurrency"]}
         self.assertGreater(by_level[8]["noise"]["nonzero"], 0, json.dumps(by_level[8]))
+
+    def test_cold_trials_leave_the_prompt_cache_out(self):
+        # F32 on one slot: no batching, so what moves between trials is the prompt cache alone.
+        # The probe's 160-word shared prefix is about 1,000 tokens of this small vocabulary.
+        server = self.start_server("f32", 1, context=2048)
+        suite = self.write_suite("prefix.jsonl", [{"id": f"p{i}", "prompt": p}
+                                                  for i, p in enumerate(TEXT_PROMPTS[:3])])
+        run, report, markdown, db_path = self.audit(server, suite, "llamacpp", "prefix",
+                                                    levels="1", runs=4,
+                                                    extra=["--probe", "prefix"])
+        prefix = {p["probe"]: p for p in report["probes"]}["prefix"]
+        self.assertEqual(prefix["activity"]["cold_mode"], "per_request")
+        self.assertEqual(prefix["activity"]["flushes_sent"], 0, "llama.cpp has no flush route")
+        self.assertIn("cold trials with the prompt cache off per request", markdown)
+        conn = h.open_db(db_path)
+        try:
+            rows = conn.execute("SELECT id, prompt_index, repeat FROM requests WHERE ok = 1 AND "
+                                "probe = 'prefix'").fetchall()
+            tokens = token_blob.tokens_by_request(conn)
+        finally:
+            conn.close()
+        self.assertEqual(len(rows), 3 * 4 * 2, "each run is a cold and a warm trial")
+        for index in range(3):
+            trials = {r: [(t.text, t.logprob) for t in tokens[i]]
+                      for i, p, r in rows if p == index}
+            # Even repeats are cold: with the cache left out, each is computed from scratch,
+            # the same way every time.
+            for repeat in (2, 4, 6):
+                self.assertEqual(trials[repeat], trials[0], f"prompt {index}: cold trials agree")
+        # And the server said so: its own count of cached prompt tokens for a cold request is 0.
+        answer = server.post("/completion", {"prompt": TEXT_PROMPTS[0], "n_predict": 1,
+                                             "cache_prompt": False})
+        self.assertEqual(answer["timings"]["cache_n"], 0)
 
 
 if __name__ == "__main__":
