@@ -20,6 +20,7 @@
 #include "cli/audit_keys.hpp"
 #include "cli/commands.hpp"
 #include "cli/judging_options.hpp"
+#include "core/prompt_form.hpp"
 #include "core/redaction.hpp"
 #include "core/result.hpp"
 #include "core/resume_check.hpp"
@@ -393,7 +394,8 @@ core::Result<void> resume_stored(AuditRun& run, const core::AuditConfig& wanted,
 // `endpoint` empty: the embedded reference engine.
 // `key`: what cli/audit_keys.hpp chose for it ("" none).
 core::Result<Target> connect(const AuditOptions& options, const core::AuditConfig& config,
-                             const std::string& endpoint, const std::string& key) {
+                             const core::Suite& suite, const std::string& endpoint,
+                             const std::string& key) {
   Target result;
   if (endpoint.empty()) {
     engine::ServeConfig serve;
@@ -437,10 +439,17 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
                                           options.insecure, std::min(config.timeout_s, 10.0),
                                           &explanation, &llamacpp_router);
     if (!dialect) return dialect.error();
-    result.target.dialect = *dialect;
+    const int chat_prompts = core::chat_prompt_count(suite);
+    const int text_prompts = static_cast<int>(suite.prompts.size()) - chat_prompts;
+    const probes::Dialect chosen = probes::dialect_for_suite(*dialect, text_prompts, chat_prompts);
+    if (chosen != *dialect)
+      explanation += fmt::format("; the suite's {} chat prompts go to its /v1/chat/completions "
+                                 "route, through the model's chat template, not flattened onto {}",
+                                 chat_prompts, probes::to_string(*dialect));
+    result.target.dialect = chosen;
     result.target.llamacpp_router = llamacpp_router;
     if (!options.quiet)
-      print_stderr(fmt::format("llmrepro: --api auto chose {} ({})\n", probes::to_string(*dialect),
+      print_stderr(fmt::format("llmrepro: --api auto chose {} ({})\n", probes::to_string(chosen),
                                explanation));
   } else {
     auto dialect = probes::parse_dialect(config.api);
@@ -564,7 +573,7 @@ core::Result<void> connect_endpoints(AuditRun& run) {
   const core::AuditConfig& config = run.config();
   for (std::size_t i = 0; i < run.urls.size(); ++i) {
     const std::string& url = run.urls[i];
-    auto target_or = connect(options, config, url, run.keys[i]);
+    auto target_or = connect(options, config, run.header.suite, url, run.keys[i]);
     if (!target_or) return target_or.error();
     Target& target = *target_or;
     if (target.info.model.empty() && !target.embedded) {

@@ -81,6 +81,13 @@ bool audit_complete(std::size_t recorded, std::size_t planned, bool interrupted)
 
 const char* audit_status(bool complete) { return complete ? "complete" : "partial"; }
 
+std::string cold_mode_text(const ProbeActivity& activity) {
+  if (activity.cold_per_request)
+    return "with the prompt cache off per request (cache_prompt: false)";
+  if (!activity.flush_route.empty()) return "after a flush through " + activity.flush_route;
+  return {};
+}
+
 PlanConfig plan_config_of(const AuditConfig& config, int endpoints) {
   PlanConfig plan;
   plan.endpoints = endpoints < 1 ? 1 : endpoints;

@@ -154,7 +154,16 @@ struct ProbeActivity {
   int flushes_failed = 0;
   bool flush_looked_up = false; // the prefix probe ran and looked for a flush route
   std::string flush_route;      // the route that flushed ("/flush_cache"); empty: none answered
+  // The cold trials asked the server to leave its prompt cache out of each request (llama.cpp's
+  // `"cache_prompt": false`) instead of flushing it.
+  bool cold_per_request = false;
 };
+
+// How the prefix probe's cold trials were made cold on this endpoint, in words for every report:
+// "with the prompt cache off per request (cache_prompt: false)", "after a flush through
+// /flush_cache", or empty where the endpoint offered no cold mode (no flush route answered, no
+// per-request switch): its "cold" trials were then not cold, and the check says so.
+std::string cold_mode_text(const ProbeActivity& activity);
 
 // The whole audit in memory: what the database holds and what the renderers read.
 struct AuditData {

@@ -4,6 +4,7 @@
 
 #include "core/adaptive.hpp"
 #include "core/adaptive_gates.hpp"
+#include "core/prompt_form.hpp"
 
 namespace llmrepro::core {
 
@@ -21,6 +22,14 @@ std::string counts_list(const std::map<std::string, int>& counts) {
 // What a reader must know before trusting the figures, one line each.
 std::vector<std::string> audit_warnings(const AuditReport& report, int top_logprobs) {
   std::vector<std::string> warnings;
+  if (report.data != nullptr)
+    for (std::size_t e = 0; e < report.data->endpoints.size(); ++e) {
+      const std::string who = report.data->endpoints.size() > 1 ? "endpoint " + std::to_string(e)
+                                                                : std::string("the endpoint");
+      if (auto flattened =
+              flattened_prompts_warning(report.data->suite, report.data->endpoints[e].dialect, who))
+        warnings.push_back(*flattened);
+    }
   for (std::size_t e = 0; e < report.observed.size(); ++e) {
     const auto& seen = report.observed[e];
     const std::string who =
@@ -198,17 +207,25 @@ void rejudge(AuditReport& report, const GateConfig& gates, const RunFacts& facts
 
 std::vector<DeterminismCheck> determinism_checks(const AuditReport& report) {
   std::vector<DeterminismCheck> checks;
-  const auto input_of = [](const ProbeAnalysis& probe) {
-    return DeterminismInput{probe.probe, &probe.analysis,
-                            probe.probe == ProbeKind::prefix ? &probe.prefix : nullptr};
+  // How endpoint e's cold trials were made cold, as its probe activity recorded.
+  const auto cold_mode_of = [&report](std::size_t e) {
+    const bool recorded = report.data != nullptr && e < report.data->probe_activity.size();
+    return recorded ? cold_mode_text(report.data->probe_activity[e]) : std::string();
+  };
+  std::size_t endpoint = 0;
+  const auto input_of = [&](const ProbeAnalysis& probe) {
+    const bool prefix = probe.probe == ProbeKind::prefix;
+    return DeterminismInput{probe.probe, &probe.analysis, prefix ? &probe.prefix : nullptr,
+                            prefix ? cold_mode_of(endpoint) : std::string()};
   };
   std::vector<DeterminismInput> inputs;
   for (const auto& probe : report.probes) inputs.push_back(input_of(probe));
   checks.push_back(check_determinism(inputs));
   for (std::size_t e = 1; e < report.endpoints.size(); ++e) {
+    endpoint = e;
     inputs.clear();
     if (report.primary_probe != ProbeKind::prefix)
-      inputs.push_back({report.primary_probe, &report.endpoints[e], nullptr});
+      inputs.push_back({report.primary_probe, &report.endpoints[e], nullptr, ""});
     for (std::size_t i = 0; i < report.other_endpoint_probes.size(); ++i)
       if (report.other_endpoint_indices[i] == static_cast<int>(e))
         inputs.push_back(input_of(report.other_endpoint_probes[i]));

@@ -7,8 +7,10 @@
 // (never with the modal completion: the claim is that nothing moves, so the first run is as good
 // a witness as any), and the cells are walked in the order a reader would test the claim: the
 // sweep's batch sizes ascending (the bare batch-size question), then the shapes (cold prefix
-// cache after a flush, warm prefix cache, filler traffic by level), so that the first broken cell
-// is the simplest condition under which the claim stops being true.
+// cache, warm prefix cache, filler traffic by level), so that the first broken cell is the
+// simplest condition under which the claim stops being true. A cold cell counts only where the
+// endpoint offered a real cold mode (a flush that answered, or a per-request switch): otherwise
+// it is "not tested", never "held" and never "broken after a flush".
 #include "core/determinism_check.hpp"
 
 #include <algorithm>
@@ -32,7 +34,7 @@ const char* to_string(DeterminismBreak what) {
 
 std::string shape_text(ProbeKind probe, DeterminismShape shape) {
   switch (shape) {
-  case DeterminismShape::cold_prefix: return "cold prefix cache after a flush";
+  case DeterminismShape::cold_prefix: return "cold prefix cache";
   case DeterminismShape::warm_prefix: return "warm prefix cache";
   case DeterminismShape::batch: break;
   }
@@ -115,10 +117,12 @@ DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs) 
     if (input.prefix != nullptr) {
       // The prefix probe is serial: its cells are at level 1.
       for (const auto& prompt : *input.prefix) {
-        if (prompt.cold_runs > 0)
-          cell_for(input.probe, 1, DeterminismShape::cold_prefix)
-              .add(prompt.id, prompt.cold_drift_from_reference,
+        if (prompt.cold_runs > 0) {
+          CellBuilder& cold = cell_for(input.probe, 1, DeterminismShape::cold_prefix);
+          cold.cell.tested = !input.cold_mode.empty();
+          cold.add(prompt.id, prompt.cold_drift_from_reference,
                    prompt.cold_divergence_from_reference);
+        }
         if (prompt.warm_runs > 0)
           cell_for(input.probe, 1, DeterminismShape::warm_prefix)
               .add(prompt.id, prompt.warm_drift_from_reference,
@@ -139,11 +143,14 @@ DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs) 
   });
 
   DeterminismCheck check;
+  for (const auto& input : inputs)
+    if (input.prefix != nullptr) check.cold_mode = input.cold_mode;
   bool compared_everywhere = !builders.empty();
   for (const auto& builder : builders) {
     check.cells.push_back(builder.cell);
-    if (builder.cell.positions_compared == 0) compared_everywhere = false;
-    if (check.first_break) continue;
+    if (builder.cell.positions_compared == 0 || !builder.cell.tested) compared_everywhere = false;
+    // What an untested cell shows is not evidence either way.
+    if (check.first_break || !builder.cell.tested) continue;
     if (builder.token_witness)
       check.first_break = builder.token_witness;
     else if (builder.logprob_witness)
@@ -153,11 +160,18 @@ DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs) 
   return check;
 }
 
+int DeterminismCheck::untested_cells() const {
+  return static_cast<int>(
+      std::count_if(cells.begin(), cells.end(), [](const auto& cell) { return !cell.tested; }));
+}
+
 std::string determinism_line(const DeterminismCheck& check) {
   if (check.first_break) {
     const DeterminismFinding& found = *check.first_break;
-    std::string line = "determinism claim broken at c=" + std::to_string(found.level) + " (" +
-                       shape_text(found.probe, found.shape) + "): ";
+    std::string shape = shape_text(found.probe, found.shape);
+    if (found.shape == DeterminismShape::cold_prefix) shape += " " + check.cold_mode;
+    std::string line =
+        "determinism claim broken at c=" + std::to_string(found.level) + " (" + shape + "): ";
     if (found.what == DeterminismBreak::tokens) {
       line += "tokens differ from the reference";
       if (found.position) line += " from token " + std::to_string(*found.position);
@@ -168,6 +182,15 @@ std::string determinism_line(const DeterminismCheck& check) {
     return line + ", prompt " + found.prompt;
   }
   if (check.held) return "determinism claim held on every level and probe";
+  if (check.untested_cells() > 0) {
+    const bool rest_compared =
+        std::all_of(check.cells.begin(), check.cells.end(),
+                    [](const auto& cell) { return !cell.tested || cell.positions_compared > 0; });
+    return std::string("determinism claim not checked on a cold prefix cache: the endpoint "
+                       "offered no cold mode (no cache flush route answered, no per-request "
+                       "cache switch), so its cold trials ran on whatever the cache held") +
+           (rest_compared ? "; every other level and probe held" : "");
+  }
   if (check.cells.empty()) return "determinism claim not checked: no successful run to compare";
   return "determinism claim not checked: no logprobs to compare at some level or probe";
 }

@@ -32,7 +32,10 @@ struct DeterminismCell {
   int logprob_breaks = 0;     // prompts whose runs kept its tokens but moved a logprob or gap
   double max_drift = 0;       // the largest logprob or gap drift, nats
   int positions_compared = 0; // logprob positions compared with the reference
-  bool held() const { return token_breaks == 0 && logprob_breaks == 0; }
+  // False for the cold side of the prefix probe where the endpoint offered no cold mode: its
+  // "cold" trials ran on whatever the cache held, so the cell says nothing about a cold cache.
+  bool tested = true;
+  bool held() const { return tested && token_breaks == 0 && logprob_breaks == 0; }
 };
 
 // The first break: where, what, and the prompt that shows it.
@@ -56,6 +59,11 @@ struct DeterminismCheck {
   // ascending level.
   std::vector<DeterminismCell> cells;
   std::optional<DeterminismFinding> first_break; // empty when nothing broke
+  // How the cold trials were made cold (core::cold_mode_text); empty where none ran or the
+  // endpoint offered no cold mode.
+  std::string cold_mode;
+  // Cells not tested (DeterminismCell::tested false): the claim is not checked there.
+  int untested_cells() const;
 };
 
 // One probe kind's analysis of one endpoint; `prefix` is the prefix probe's per-prompt drift
@@ -64,6 +72,9 @@ struct DeterminismInput {
   ProbeKind probe = ProbeKind::sweep;
   const AuditAnalysis* analysis = nullptr;
   const std::vector<PrefixPromptDrift>* prefix = nullptr;
+  // The prefix probe only: how its cold trials were made cold (core::cold_mode_text); empty
+  // leaves the cold cell untested.
+  std::string cold_mode;
 };
 
 // Tests the claim on one endpoint's probe kinds. Sweep and mixed runs are compared, level by
@@ -76,7 +87,7 @@ DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs);
 // every level and probe", or why it could not be checked.
 std::string determinism_line(const DeterminismCheck& check);
 
-// "sweep", "with filler traffic", "cold prefix cache after a flush", "warm prefix cache".
+// "sweep", "with filler traffic", "cold prefix cache", "warm prefix cache".
 std::string shape_text(ProbeKind probe, DeterminismShape shape);
 
 } // namespace llmrepro::core

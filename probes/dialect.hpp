@@ -58,6 +58,9 @@ struct GenerationParams {
   // openai-chat only: false leaves `logprobs` and `top_logprobs` out, for a model that rejects
   // them (logprob_check.hpp); its completions are then compared by text alone.
   bool logprobs = true;
+  // llamacpp only: `"cache_prompt": false`, the prompt cache left out of this request (the
+  // prefix probe's cold trials: llama.cpp has no cache flush route).
+  bool bypass_prompt_cache = false;
 };
 
 // The HTTP request to send: POST `path` (appended to the base URL) with a JSON `body`.

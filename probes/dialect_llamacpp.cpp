@@ -191,6 +191,7 @@ DialectRequest build_llamacpp_request(const core::Prompt& prompt, const Generati
   // answers 400 "model name is missing from the request" without it; a single-model server
   // is sent the body it has always been sent.
   if (params.native_model && !params.model.empty()) body["model"] = params.model;
+  if (params.bypass_prompt_cache) body["cache_prompt"] = false;
   return {"/completion", dump_body(body)};
 }
 

@@ -367,6 +367,13 @@ core::Result<Dialect> detect_dialect(const std::string& base_url,
   return dialect;
 }
 
+Dialect dialect_for_suite(Dialect detected, int text_prompts, int chat_prompts) {
+  const bool native_completion =
+      detected == Dialect::llamacpp || detected == Dialect::sglang || detected == Dialect::tgi;
+  return native_completion && chat_prompts > 0 && text_prompts == 0 ? Dialect::openai_chat
+                                                                    : detected;
+}
+
 core::Result<std::string> detect_model(const std::string& base_url, Dialect dialect,
                                        const std::vector<std::string>& headers,
                                        const std::string& api_key, bool insecure,

@@ -98,6 +98,17 @@ core::Result<Dialect> detect_dialect(const std::string& base_url,
                                      const std::string& api_key, bool insecure, double timeout_s,
                                      std::string* explanation, bool* llamacpp_router = nullptr);
 
+// Under --api auto, the dialect a suite goes out in. A server found by its native completion
+// route (llamacpp, sglang, tgi) serves /v1/chat/completions too (llama-server and SGLang since
+// their first releases, TGI's Messages API since 1.4; a GET there answers 404 on cpp-httplib, so
+// it is known from the server, not probed): a suite of chat prompts goes there (openai-chat),
+// and the server applies the model's own chat template, as users' chat traffic does. Flattened
+// onto /completion a chat prompt is another prompt (other tokens, other near-ties). A suite that
+// mixes text and chat prompts keeps the native route (a text prompt sent as a chat message would
+// be another prompt too), and every output names the flattened ones (core/prompt_form).
+// `detected` otherwise.
+Dialect dialect_for_suite(Dialect detected, int text_prompts, int chat_prompts);
+
 // The model to audit when --model is not given. For `dialect` gemini: GETs /v1beta/models
 // (key in x-goog-api-key) and returns pick_gemini_model's choice; for anthropic: GETs
 // /v1/models with its key header and version and returns pick_model's; for the others: GETs

@@ -1,5 +1,7 @@
 #include "probes/detail/prefix_trial.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "core/probe_text.hpp"
 #include "probes/detail/request_builder.hpp"
 
@@ -12,6 +14,18 @@ bool answered_2xx(const HttpResponse& response) {
 }
 
 } // namespace
+
+bool has_per_request_cold_mode(Dialect dialect) { return dialect == Dialect::llamacpp; }
+
+bool flush_answered(const HttpResponse& response) {
+  if (!answered_2xx(response)) return false;
+  // SGLang answers plain text ("Cache flushed..."), older vLLM nothing: only an explicit
+  // refusal in JSON counts against it.
+  const auto body = nlohmann::json::parse(response.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) return true;
+  const auto success = body.find("success");
+  return success == body.end() || !success->is_boolean() || success->get<bool>();
+}
 
 HttpRequest priming_request(const EndpointTarget& target, const SchedulerConfig& config) {
   GenerationParams params = params_for(target, config);
@@ -28,11 +42,15 @@ void prepare_prefix_trial(HttpTransport& transport, const EndpointTarget& target
     if (!answered_2xx(transport.perform(priming_request(target, config)))) ++activity.primes_failed;
     return;
   }
+  if (has_per_request_cold_mode(target.dialect)) {
+    activity.cold_per_request = true;
+    return;
+  }
   if (!activity.flush_looked_up) {
     activity.flush_looked_up = true;
     for (const char* route : k_flush_routes) {
       ++activity.flushes_sent;
-      if (answered_2xx(transport.perform(post_request(target, config, route, "{}")))) {
+      if (flush_answered(transport.perform(post_request(target, config, route, "{}")))) {
         activity.flush_route = route;
         return;
       }
@@ -42,7 +60,7 @@ void prepare_prefix_trial(HttpTransport& transport, const EndpointTarget& target
   }
   if (activity.flush_route.empty()) return;
   ++activity.flushes_sent;
-  if (!answered_2xx(transport.perform(post_request(target, config, activity.flush_route, "{}"))))
+  if (!flush_answered(transport.perform(post_request(target, config, activity.flush_route, "{}"))))
     ++activity.flushes_failed;
 }
 

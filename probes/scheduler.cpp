@@ -366,8 +366,12 @@ private:
     if (m_budget != nullptr)
       slot.bound = m_budget->bound_of(planned, prompt,
                                       prompt.max_tokens.value_or(m_config.params.max_tokens));
-    slot.request = detail::generation_request(state.target, m_config, prompt,
-                                              detail::params_for(state.target, m_config));
+    GenerationParams params = detail::params_for(state.target, m_config);
+    // A cold prefix trial where the server can leave its cache out of one request.
+    params.bypass_prompt_cache = state.serial_prefix &&
+                                 !core::prefix_trial_is_warm(planned.repeat) &&
+                                 detail::has_per_request_cold_mode(state.target.dialect);
+    slot.request = detail::generation_request(state.target, m_config, prompt, params);
     return {};
   }
 

@@ -55,10 +55,13 @@ std::string activity_line(const core::AuditData* data, core::ProbeKind probe) {
                        a.filler_sent, a.filler_failed);
   if (probe != core::ProbeKind::prefix) return {};
   std::string flush =
-      !a.flush_route.empty()
+      a.cold_per_request ? std::string("cold trials with the prompt cache off per request "
+                                       "(<code>cache_prompt: false</code>)")
+      : !a.flush_route.empty()
           ? fmt::format("cache flushed through <code>{}</code> before each cold trial",
                         html_escape(a.flush_route))
-          : std::string("no cache flush available: cold trials ran without one");
+          : std::string("no cold mode (no cache flush available): cold trials ran on whatever "
+                        "the cache held, so the cold cell is not tested");
   return fmt::format("<p class=\"muted activity\">Priming requests: {} sent, {} failed \u00b7 {} "
                      "\u00b7 flush requests: {} sent, {} failed.</p>",
                      a.primes_sent, a.primes_failed, flush, a.flushes_sent, a.flushes_failed);

@@ -248,6 +248,7 @@ Json determinism_json(const core::AuditReport& report) {
                      {"logprob_breaks", cell.logprob_breaks},
                      {"max_drift", number(cell.max_drift)},
                      {"positions_compared", cell.positions_compared},
+                     {"tested", cell.tested},
                      {"held", cell.held()}});
   Json first_break = nullptr;
   if (check.first_break) {
@@ -417,6 +418,14 @@ Json brief_summary_json(const core::AuditSummary& summary) {
           {"by_concurrency", levels_json(summary.by_concurrency)}};
 }
 
+// How the prefix probe's cold trials were made cold: "per_request" (the prompt cache left out of
+// each request), "flush" (a flush route answered), or null (no cold mode: not cold at all).
+Json cold_mode_json(const core::ProbeActivity& activity) {
+  if (activity.cold_per_request) return "per_request";
+  if (!activity.flush_route.empty()) return "flush";
+  return nullptr;
+}
+
 Json activity_json(const core::AuditData& data, core::ProbeKind probe) {
   if (data.probe_activity.empty()) return nullptr;
   const core::ProbeActivity& activity = data.probe_activity.front();
@@ -430,7 +439,8 @@ Json activity_json(const core::AuditData& data, core::ProbeKind probe) {
             {"flushes_failed", activity.flushes_failed},
             {"flush_route", activity.flush_looked_up && !activity.flush_route.empty()
                                 ? Json(activity.flush_route)
-                                : Json(nullptr)}};
+                                : Json(nullptr)},
+            {"cold_mode", cold_mode_json(activity)}};
   case core::ProbeKind::sweep:
   case core::ProbeKind::long_prompt: break;
   }

@@ -150,10 +150,14 @@ std::string probes_markdown(const core::AuditReport& report) {
     const core::AuditData* data = report.data;
     if (data != nullptr && !data->probe_activity.empty()) {
       const core::ProbeActivity& a = data->probe_activity.front();
-      out += a.flush_route.empty()
-                 ? std::string("; no cache flush available, cold trials ran without one")
-                 : fmt::format("; {} flushes through {}", a.flushes_sent - a.flushes_failed,
-                               markdown_escape(a.flush_route, 40));
+      if (a.cold_per_request)
+        out += "; cold trials with the prompt cache off per request (cache_prompt: false)";
+      else
+        out += a.flush_route.empty()
+                   ? std::string("; no cold mode (no cache flush available): cold trials ran on "
+                                 "whatever the cache held, so the cold cell is not tested")
+                   : fmt::format("; {} flushes through {}", a.flushes_sent - a.flushes_failed,
+                                 markdown_escape(a.flush_route, 40));
     }
     out += ".\n";
     std::size_t shown = 0;

@@ -349,9 +349,11 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
       if (probe.probe == core::ProbeKind::prefix) {
         extra = fmt::format("   warm vs cold drift {} of {}", probe.prefix_drift_prompts,
                             probe.prefix.size());
-        if (!data.probe_activity.empty() && data.probe_activity.front().flush_looked_up)
+        if (!data.probe_activity.empty() && data.probe_activity.front().cold_per_request)
+          extra += "   (cold: prompt cache off per request)";
+        else if (!data.probe_activity.empty() && data.probe_activity.front().flush_looked_up)
           extra += data.probe_activity.front().flush_route.empty()
-                       ? "   (no cache flush available)"
+                       ? "   (no cold mode: no cache flush available)"
                        : "   (flushed via " + data.probe_activity.front().flush_route + ")";
       } else if (probe.probe == core::ProbeKind::mixed && !data.probe_activity.empty()) {
         extra = fmt::format("   filler {} sent, {} failed", data.probe_activity.front().filler_sent,

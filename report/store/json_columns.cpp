@@ -415,7 +415,8 @@ std::string encode_probe_activity(const std::vector<core::ProbeActivity>& activi
                    {"flushes_sent", a.flushes_sent},
                    {"flushes_failed", a.flushes_failed},
                    {"flush_looked_up", a.flush_looked_up},
-                   {"flush_route", a.flush_route}});
+                   {"flush_route", a.flush_route},
+                   {"cold_per_request", a.cold_per_request}});
   return dump(out);
 }
 
@@ -450,6 +451,13 @@ Result<std::vector<core::ProbeActivity>> decode_probe_activity(const std::string
                               where + ": fields 'flush_looked_up' and 'flush_route' are required");
     a.flush_looked_up = looked_up->get<bool>();
     a.flush_route = route->get<std::string>();
+    // Stored since the per-request cold mode; absent in older audits, which had none.
+    if (const auto cold = item.find("cold_per_request"); cold != item.end()) {
+      if (!cold->is_boolean())
+        return core::make_error(ErrorCode::input,
+                                where + ": field 'cold_per_request' must be a boolean");
+      a.cold_per_request = cold->get<bool>();
+    }
     activity.push_back(std::move(a));
   }
   return activity;

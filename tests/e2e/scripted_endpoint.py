@@ -13,6 +13,9 @@ Script:
   {"model": "scripted-model", "fingerprint": "fp_scripted",       (both optional)
    "token_ids": false,                                             (vllm: "token_id:N" tokens)
    "flush_routes": ["/flush_cache"],                               (optional: cache-flush POSTs)
+   "flush_refuses": true,                                          (flush routes answer 200
+                                                                    {"success": false}, vLLM's
+                                                                    refusal, and flush nothing)
    "api_tags": true,                                               (llamacpp, sglang: also answer
                                                                     GET /api/tags as those servers
                                                                     do, in their own shapes)
@@ -481,6 +484,7 @@ def load_script(path):
             "fingerprint": raw.get("fingerprint"),
             "token_ids": bool(raw.get("token_ids", False)),
             "flush_routes": flush_routes,
+            "flush_refuses": bool(raw.get("flush_refuses", False)),
             "api_tags": bool(raw.get("api_tags", False)),
             "base_path": str(raw.get("base_path", "")).rstrip("/"),
             "router": bool(raw.get("router", False)),
@@ -1325,12 +1329,15 @@ def completion_route(dialect, path):
         return gemini if path.startswith("/v1beta/models/") and path.endswith(served) else None
     if dialect in ("openai-chat", "openai-completions", "vllm"):
         return {"/v1/chat/completions": openai_chat, "/v1/completions": openai_completion}.get(path)
+    # llama-server, SGLang and TGI (its Messages API) serve OpenAI's chat route beside their own.
     if dialect in ("llamacpp", "llamacpp-old"):
-        return llamacpp if path == "/completion" else None
+        return {"/completion": llamacpp, "/v1/chat/completions": openai_chat}.get(path)
     if dialect == "sglang":
-        return sglang if path == "/generate" else None
+        return {"/generate": sglang, "/v1/chat/completions": openai_chat}.get(path)
     if dialect == "ollama":
         return ollama if path in ("/api/chat", "/api/generate") else None
+    if path == "/v1/chat/completions":
+        return openai_chat
     return tgi if path in ("/generate", "/generate_stream") else None
 
 
@@ -1611,6 +1618,11 @@ class Handler(BaseHTTPRequestHandler):
     def answer_flush(self):
         raw = self.read_body()
         self.in_flight = 0
+        if self.state.script["flush_refuses"]:
+            # vLLM's /reset_prefix_cache when it could not reset: 200 and a refusal in JSON.
+            self.log_request_item(raw, outcome="flush_refused")
+            self.send_json(200, {"success": False})
+            return
         n = self.state.flush()
         self.log_request_item(raw, outcome="flush", flush=n)
         data = b"Cache flushed.\n"
@@ -1646,6 +1658,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, error_body(dialect, 400, "request body is not a JSON object",
                                            "invalid_request_error"))
             return
+        if dialect in ("llamacpp", "llamacpp-old") and body.get("cache_prompt") is False:
+            # llama-server leaves its prompt cache out of this request: as cold as after a flush.
+            self.after_flush = True
         if path == "/v1/embeddings" and self.state.script["embeddings"]:
             inputs = body.get("input")
             inputs = inputs if isinstance(inputs, list) else [inputs]

@@ -101,6 +101,46 @@ class ApiAuto(h.E2ETestCase):
                 self.assertEqual((report["summary"]["requests"],
                                   report["summary"]["failed_requests"]), (4, 0))
 
+    def test_chat_suites_go_through_the_chat_route(self):
+        # A suite of chat prompts on a server found by its native completion route goes to its
+        # /v1/chat/completions (the model's chat template), never flattened silently; sent to
+        # the native route on request, every output names the flattening.
+        prompts = [{"id": "hello", "messages": [{"role": "system", "content": "Be brief."},
+                                                {"role": "user", "content": "Say hello."}]},
+                   {"id": "capital", "messages": [{"role": "user",
+                                                   "content": "Name the capital of France."}]}]
+        for dialect in ("llamacpp", "sglang", "tgi"):
+            with self.subTest(dialect=dialect):
+                endpoint = self.start_endpoint(std.script(), dialect, name=f"chat-{dialect}")
+                run, report = self.audit_auto(endpoint.url, f"chat-{dialect}", prompts)
+                self.assertIn(f"--api auto chose openai-chat ({dialect}: ", run.stderr)
+                self.assertIn("the suite's 2 chat prompts go to its /v1/chat/completions route, "
+                              f"through the model's chat template, not flattened onto {dialect}",
+                              run.stderr)
+                self.assertEqual(report["endpoints"][0]["dialect"], "openai-chat")
+                self.assertEqual([item["path"] for item in endpoint.posts()],
+                                 ["/v1/chat/completions"] * 4)
+                self.assertEqual(report["warnings"], [])
+                bodies = [json.loads(item["body"]) for item in endpoint.posts()]
+                self.assertIn({"role": "system", "content": "Be brief."},
+                              [m for b in bodies for m in b["messages"]])
+
+        endpoint = self.start_endpoint(std.script(), "llamacpp", name="chat-flattened")
+        suite = self.write_suite("flattened.jsonl", prompts)
+        paths = self.report_paths("flattened")
+        run = self.run_llmrepro(["audit", "--suite", suite, "--endpoint", endpoint.url,
+                                 "--api", "llamacpp", "--runs", "2", "--concurrency", "1",
+                                 "--db", paths["db"], *h.report_args(paths)])
+        self.assert_exit(run, 0)
+        report = self.assert_verdict_agrees(run, paths)
+        self.assertEqual([item["path"] for item in endpoint.posts()], ["/completion"] * 4)
+        line = ("the endpoint (llamacpp) takes a text prompt: the suite's 2 chat prompts were "
+                "sent flattened to 'role: content' lines ending in 'assistant:', not through the "
+                "model's chat template, so their tokens are not those of chat traffic (audit "
+                "with --api openai-chat to use the server's chat route)")
+        self.assertEqual(report["warnings"], [line])
+        self.assert_report_reproduces(paths, report)
+
     def test_ollama_is_still_ollama(self):
         endpoint = self.start_endpoint(std.script(), "ollama", name="ollama-evidence")
         run, report = self.audit_auto(endpoint.url, "ollama-evidence",

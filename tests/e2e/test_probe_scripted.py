@@ -72,7 +72,8 @@ class ProbeScripted(h.E2ETestCase):
         by_probe = {p["probe"]: p for p in report["probes"]}
         self.assertEqual(by_probe["prefix"]["activity"],
                          {"primes_sent": 4, "primes_failed": 0, "flushes_sent": 5,
-                          "flushes_failed": 1, "flush_route": "/reset_prefix_cache"})
+                          "flushes_failed": 1, "flush_route": "/reset_prefix_cache",
+                          "cold_mode": "flush"})
         self.assertEqual(len(flushes(endpoint)), 4)
         self.assertEqual([r["path"] for r in endpoint.posts() if r.get("outcome") == "not_found"],
                          ["/flush_cache"])
@@ -93,6 +94,41 @@ class ProbeScripted(h.E2ETestCase):
                       "drift; 4 flushes through /reset&#95;prefix&#95;cache.", md)
         self.assertIn("| prefix | 2 of 2 | 4 | 0.0% |", md)
         self.assertIn("| sweep | 0 of 2 | 2 | 100.0% |", md)
+
+    def test_cold_trials_use_the_servers_own_cold_mode(self):
+        script = {"flush_routes": ["/flush_cache", "/reset_prefix_cache"], "fallback": [OK],
+                  "prompts": {p["prompt"]: {"entries": [WARM], "cold": [COLD]} for p in PROMPTS}}
+        # llama.cpp: no flush route; each cold trial itself carries "cache_prompt": false.
+        llama = self.start_endpoint(dict(script, flush_routes=[]), "llamacpp", name="llama")
+        suite = self.write_suite("cold.jsonl", PROMPTS)
+        run = self.run_llmrepro(["audit", "--suite", suite, "--endpoint", llama.url,
+                                 "--api", "llamacpp", "--probe", "prefix", "--runs", "2",
+                                 "--concurrency", "1", "--max-tokens", "8",
+                                 "--db", self.path("llama.db"), "--json", self.path("llama.json")])
+        self.assert_exit(run, 0)
+        report = self.load_report(self.path("llama.json"))
+        prefix = {p["probe"]: p for p in report["probes"]}["prefix"]
+        self.assertEqual(prefix["activity"]["cold_mode"], "per_request")
+        self.assertEqual(prefix["activity"]["flushes_sent"], 0)
+        trials = [json.loads(r["body"]) for r in llama.posts()
+                  if json.loads(r["body"])["prompt"].endswith(("one?", "two?"))]
+        self.assertEqual(sorted(t.get("cache_prompt", True) for t in trials),
+                         [False] * 4 + [True] * 4, "the even repeats are the cold trials")
+        self.assertEqual(prefix["prefix"]["drift_prompts"], 2, "cold trials answered cold")
+        self.assertIn("cold: prompt cache off per request", run.stdout)
+
+        # vLLM's 200 {"success": false} is a refusal, not a flush: no cold mode.
+        vllm = self.start_endpoint(dict(script, flush_refuses=True), name="vllm")
+        run, report, html, md = self.audit(["--endpoint", vllm.url],
+                                           ["--probe", "prefix", "--runs", "2", "--concurrency",
+                                            "1"], name="vllm")
+        prefix = {p["probe"]: p for p in report["probes"]}["prefix"]
+        self.assertEqual((prefix["activity"]["flush_route"], prefix["activity"]["cold_mode"]),
+                         (None, None))
+        self.assertEqual(prefix["activity"]["flushes_failed"], 2)
+        self.assertIn("no cold mode: no cache flush available", run.stdout)
+        self.assertIn("no cold mode (no cache flush available): cold trials ran on whatever the "
+                      "cache held, so the cold cell is not tested", html)
 
     def test_mixed_filler_drift(self):
         endpoint = self.start_endpoint({

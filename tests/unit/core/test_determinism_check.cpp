@@ -59,9 +59,11 @@ TEST_CASE("check_determinism") {
     sweep.prompts = {prompt_of("a", {level_of(1), level_of(8)}),
                      prompt_of("b", {level_of(1), level_of(8)})};
     mixed.prompts = {prompt_of("a", {level_of(1)})};
-    const DeterminismCheck check = check_determinism({{ProbeKind::sweep, &sweep, nullptr},
-                                                      {ProbeKind::mixed, &mixed, nullptr},
-                                                      {ProbeKind::prefix, nullptr, &prefix}});
+    const std::string flushed = "after a flush through /flush_cache";
+    const DeterminismCheck check =
+        check_determinism({{ProbeKind::sweep, &sweep, nullptr, ""},
+                           {ProbeKind::mixed, &mixed, nullptr, ""},
+                           {ProbeKind::prefix, nullptr, &prefix, flushed}});
     CHECK(check.held);
     CHECK_FALSE(check.first_break);
     REQUIRE(check.cells.size() == 5);
@@ -75,6 +77,36 @@ TEST_CASE("check_determinism") {
     CHECK(check.cells[0].prompts == 2);
     CHECK(check.cells[0].positions_compared == 16);
     CHECK(determinism_line(check) == "determinism claim held on every level and probe");
+  }
+
+  SUBCASE("no cold mode: the cold cell is not tested, never held, and nothing breaks there") {
+    sweep.prompts = {prompt_of("a", {level_of(1)}), prompt_of("b", {level_of(1)})};
+    // The cold trials moved: without a flush they ran on a warm cache, which says nothing.
+    prefix[1].cold_divergence_from_reference = 2;
+    const DeterminismCheck check = check_determinism(
+        {{ProbeKind::sweep, &sweep, nullptr, ""}, {ProbeKind::prefix, nullptr, &prefix, ""}});
+    CHECK_FALSE(check.held);
+    CHECK_FALSE(check.first_break);
+    REQUIRE(check.cells.size() == 3);
+    CHECK_FALSE(check.cells[1].tested);
+    CHECK_FALSE(check.cells[1].held());
+    CHECK(check.untested_cells() == 1);
+    CHECK(determinism_line(check) ==
+          "determinism claim not checked on a cold prefix cache: the endpoint offered no cold "
+          "mode (no cache flush route answered, no per-request cache switch), so its cold trials "
+          "ran on whatever the cache held; every other level and probe held");
+
+    // With the cache off per request the same trials are a real break, named with the mode.
+    const DeterminismCheck cold =
+        check_determinism({{ProbeKind::sweep, &sweep, nullptr, ""},
+                           {ProbeKind::prefix, nullptr, &prefix,
+                            "with the prompt cache off per request (cache_prompt: false)"}});
+    REQUIRE(cold.first_break);
+    CHECK(cold.first_break->shape == DeterminismShape::cold_prefix);
+    CHECK(determinism_line(cold) ==
+          "determinism claim broken at c=1 (cold prefix cache with the prompt cache off per "
+          "request (cache_prompt: false)): tokens differ from the reference from token 2, prompt "
+          "b");
   }
 
   SUBCASE("logprobs move at c=9 and tokens at c=16: the first level names logprobs") {
@@ -285,7 +317,8 @@ TEST_CASE("prefix_drift_of_prompt compares every trial with the first cold one")
   CHECK(drift->warm_divergence_from_reference == 1);
 
   const std::vector<PrefixPromptDrift> prefix{*drift};
-  const DeterminismCheck check = check_determinism({{ProbeKind::prefix, nullptr, &prefix}});
+  const DeterminismCheck check =
+      check_determinism({{ProbeKind::prefix, nullptr, &prefix, "after a flush through /flush"}});
   REQUIRE(check.first_break);
   CHECK(check.first_break->shape == DeterminismShape::warm_prefix);
   CHECK(check.first_break->what == DeterminismBreak::tokens);

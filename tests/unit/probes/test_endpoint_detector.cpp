@@ -554,3 +554,18 @@ TEST_CASE("detect_dialect") {
     CHECK(model.error().message.rfind("cannot reach ", 0) == 0);
   }
 }
+
+TEST_CASE("dialect_for_suite: a suite of chat prompts goes to the chat route of a server found "
+          "by its native completion route") {
+  using llmrepro::probes::dialect_for_suite;
+  for (Dialect native : {Dialect::llamacpp, Dialect::sglang, Dialect::tgi}) {
+    CHECK(dialect_for_suite(native, 0, 3) == Dialect::openai_chat);
+    // Text prompts keep the native route (llama.cpp's timings, n_probs); a mixed suite too, its
+    // chat prompts flattened and named in every output (core/prompt_form).
+    CHECK(dialect_for_suite(native, 2, 0) == native);
+    CHECK(dialect_for_suite(native, 2, 3) == native);
+  }
+  CHECK(dialect_for_suite(Dialect::openai_chat, 0, 3) == Dialect::openai_chat);
+  CHECK(dialect_for_suite(Dialect::ollama, 0, 3) == Dialect::ollama);
+  CHECK(dialect_for_suite(Dialect::openai_completions, 0, 3) == Dialect::openai_completions);
+}

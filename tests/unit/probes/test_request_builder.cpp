@@ -84,3 +84,36 @@ TEST_CASE("side traffic requests") {
     CHECK(request.headers.size() == 2);
   }
 }
+
+TEST_CASE("flush_answered: a 2xx flushed, except vLLM's explicit refusal in JSON") {
+  using llmrepro::probes::HttpResponse;
+  const auto answer = [](int status, std::string body) {
+    HttpResponse response;
+    response.http_status = status;
+    response.body = std::move(body);
+    return response;
+  };
+  CHECK(flush_answered(answer(200, "Cache flushed.\n"))); // SGLang
+  CHECK(flush_answered(answer(200, "")));                 // vLLM before it answered JSON
+  CHECK(flush_answered(answer(200, R"({"success": true})")));
+  CHECK_FALSE(flush_answered(answer(200, R"({"success": false})")));
+  CHECK_FALSE(flush_answered(answer(404, "Not Found")));
+  CHECK_FALSE(flush_answered(answer(400, "Cannot flush: requests are running")));
+}
+
+TEST_CASE("the per-request cold mode: llamacpp's cold trials leave the prompt cache out") {
+  using llmrepro::probes::build_request;
+  using llmrepro::probes::Dialect;
+  CHECK(has_per_request_cold_mode(Dialect::llamacpp));
+  CHECK_FALSE(has_per_request_cold_mode(Dialect::openai_chat));
+  CHECK_FALSE(has_per_request_cold_mode(Dialect::sglang));
+  llmrepro::core::Prompt prompt;
+  prompt.id = "p";
+  prompt.text = "Say hi";
+  llmrepro::probes::GenerationParams params;
+  CHECK(build_request(Dialect::llamacpp, prompt, params).body.find("cache_prompt") ==
+        std::string::npos);
+  params.bypass_prompt_cache = true;
+  CHECK(build_request(Dialect::llamacpp, prompt, params).body.find(R"("cache_prompt":false)") !=
+        std::string::npos);
+}
