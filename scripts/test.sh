@@ -7,8 +7,9 @@
 #   3. a TSan build running the threaded unit tests (scheduler, engine, database writer);
 #   4. every libFuzzer target for a bounded time (LLMREPRO_FUZZ_SECONDS each, default 10);
 #   5. the main build (warnings as errors, CUDA backend compiled when nvcc is present) running
-#      every test: unit, e2e, browser, package (the Debian package and `cmake --install`), and gpu
-#      (skipped without a device).
+#      every test: unit, e2e (the slow ones too, with upstream llama-server built once per machine
+#      by scripts/build-llama-server.sh), browser, package (the Debian package and `cmake
+#      --install`), and gpu (skipped without a device).
 # LLMREPRO_TEST_QUICK=1 runs only step 5. Every build keeps line tables only (-g1): sanitizer
 # reports and backtraces still name file and line, and compiling takes about a quarter less time.
 # The tests run one CTest label at a time, so that each stage and label is timed on its own: the
@@ -94,6 +95,13 @@ fi
 
 step "build (warnings as errors)"
 scripts/build.sh build -DLLMREPRO_WERROR=ON -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" >/dev/null
+# The e2e-slow scenario against upstream llama-server: built once per machine, outside the
+# clone (about 6 minutes on 2 idle cores the first time, nothing after); without the source
+# tarball the scenario skips and says why.
+step "llama.cpp server (cached)"
+status=0
+scripts/build-llama-server.sh >/dev/null || status=$?
+[[ $status == 0 || $status == 3 ]] || exit "$status"
 tests build '' 'unit|unit-tsan' e2e e2e-unsanitized e2e-slow browser package gpu
 # A test without one of those labels would otherwise be skipped without a word.
 step "tests: unlabelled (build)"
