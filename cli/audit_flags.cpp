@@ -40,6 +40,14 @@ void add_endpoint_flags(CLI::App& audit, AuditOptions& options) {
           ->capture_default_str();
   flags.model =
       audit.add_option("--model", options.model, "Model name to request (default: detected)");
+  flags.logprobs_form =
+      audit
+          .add_option("--logprobs-form", options.logprobs_form,
+                      "How openai-chat requests ask for logprobs: openai (logprobs: true, "
+                      "top_logprobs: k), together (logprobs: k, Together's API shape), auto: "
+                      "together on api.together.xyz and api.together.ai, openai elsewhere")
+          ->check(value_choices({"auto", "openai", "together"}))
+          ->capture_default_str();
   audit.add_option(
       "--api-key-env", options.api_key_env,
       "Environment variable holding the --endpoint's API key (sent as a bearer token; in "

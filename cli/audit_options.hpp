@@ -30,6 +30,7 @@ struct AuditOptions {
   int max_tokens = 128;
   int top_logprobs = 2;
   bool stream = false;
+  std::string logprobs_form = "auto"; // --logprobs-form auto|openai|together
   double timeout_s = 120.0;
   int retries = 3;
   std::size_t max_response_bytes = 16u << 20;
@@ -86,6 +87,7 @@ struct AuditOptions {
     CLI::Option* probe = nullptr;
     CLI::Option* shard = nullptr;
     CLI::Option* stream = nullptr;
+    CLI::Option* logprobs_form = nullptr;
     CLI::Option* profile = nullptr;
     CLI::Option* max_concurrency = nullptr;
     CLI::Option* engine_max_num_seqs = nullptr;

@@ -164,6 +164,13 @@ core::Result<core::AuditConfig> config_from(const AuditOptions& options) {
   core::AuditConfig config;
   config.api = options.api;
   config.model = options.model;
+  config.logprobs_form = options.logprobs_form;
+  // Only openai-chat requests carry the form; told another dialect, the flag would do nothing.
+  if (options.logprobs_form != "auto" && options.api != "auto" && options.api != "openai-chat")
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--logprobs-form applies to --api openai-chat (or auto), "
+                                        "not --api {}",
+                                        options.api));
   // Gemini names the model in the request's path: there is no route to ask it for one. A
   // resumed audit runs with the model it stored.
   if (!options.resume && options.api == "gemini" && options.model.empty())
@@ -295,6 +302,7 @@ core::Result<void> check_resume_plan(const AuditRun& run, const core::AuditConfi
                    .probe = given(flags.probe),
                    .shard = given(flags.shard),
                    .stream = given(flags.stream),
+                   .logprobs_form = given(flags.logprobs_form),
                    .profile = given(flags.profile),
                    .max_concurrency = given(flags.max_concurrency),
                    .engine_max_num_seqs = given(flags.engine_max_num_seqs),
@@ -458,6 +466,10 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
   }
   result.info.dialect = probes::to_string(result.target.dialect);
   result.info.model = config.model;
+  result.target.model_given = !config.model.empty();
+  auto logprobs_form = probes::parse_logprobs_form(config.logprobs_form);
+  if (!logprobs_form) return logprobs_form.error();
+  result.target.logprobs_form = *logprobs_form;
   return result;
 }
 

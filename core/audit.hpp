@@ -86,6 +86,9 @@ struct AuditConfig {
   int top_logprobs = 2;
   std::uint64_t seed = 0; // sent where the API takes one, and the plan's shuffle seed
   bool stream = false;
+  // --logprobs-form: "auto" (by host), "openai" or "together" (probes/dialect.hpp); plan-defining,
+  // it changes what every openai-chat request asks for. "auto" in audits stored before it was.
+  std::string logprobs_form = "auto";
   double timeout_s = 120.0;
   int retries = 3;
   double fragile_gap = 0.05;

@@ -297,6 +297,7 @@ std::vector<DiffPlanDifference> diff_plan_differences(const AuditConfig& a, cons
   add("--max-tokens", std::to_string(a.max_tokens), std::to_string(b.max_tokens));
   add("--top-logprobs", std::to_string(a.top_logprobs), std::to_string(b.top_logprobs));
   add("--stream", on_off(a.stream), on_off(b.stream));
+  add("--logprobs-form", a.logprobs_form, b.logprobs_form);
   add("--stop-after", optional_text(a.stop_after), optional_text(b.stop_after));
   add("--shard", std::to_string(a.shard_index) + "/" + std::to_string(a.shard_count),
       std::to_string(b.shard_index) + "/" + std::to_string(b.shard_count));

@@ -70,6 +70,7 @@ std::optional<ConfigDifference> config_difference(const AuditConfig& a, const Au
   check("--top-logprobs", a.top_logprobs, b.top_logprobs);
   check("--seed", a.seed, b.seed);
   check("--stream", a.stream, b.stream);
+  check("--logprobs-form", a.logprobs_form, b.logprobs_form);
   check("--profile", a.profile, b.profile);
   check("--adaptive", a.adaptive, b.adaptive);
   check("--adaptive-initial", a.adaptive_initial, b.adaptive_initial);

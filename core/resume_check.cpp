@@ -150,6 +150,7 @@ std::vector<PlanDifference> resume_plan_differences(const AuditData& stored,
   compare(given.probe, "--probe", probes_text(was.probes), probes_text(now.probes));
   compare(given.shard, "--shard", shard_text(was), shard_text(now));
   compare(given.stream, "--stream", was.stream ? "on" : "off", now.stream ? "on" : "off");
+  compare(given.logprobs_form, "--logprobs-form", was.logprobs_form, now.logprobs_form);
   compare(given.profile, "--profile", to_string(was.profile), to_string(now.profile));
   compare(given.max_concurrency && !given.concurrency, "--max-concurrency", levels_text(was.levels),
           levels_text(now.levels));

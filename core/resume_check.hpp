@@ -35,6 +35,7 @@ struct PlanFlagsGiven {
   bool probe = false;
   bool shard = false;
   bool stream = false;
+  bool logprobs_form = false;
   bool profile = false;
   bool max_concurrency = false; // compared as the levels it implies
   // The embedded engine's flags; compared only where the stored audit holds its settings.

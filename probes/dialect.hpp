@@ -42,10 +42,22 @@ enum class ChatRequestForm {
   together,       // max_tokens, logprobs: k (api.together.xyz, api.together.ai)
 };
 
+// --logprobs-form: how a chat request asks for logprobs. by_host: Together's integer count on
+// its own hosts, OpenAI's `logprobs: true, top_logprobs: k` elsewhere; openai or together: that
+// form on any host (a proxy or a self-hosted gateway serving Together's API shape).
+enum class LogprobsForm { by_host, openai, together };
+
+// "auto" (by_host), "openai", "together".
+const char* to_string(LogprobsForm form);
+core::Result<LogprobsForm> parse_logprobs_form(const std::string& text);
+
 // The chat request form for a base URL, decided by its host: OpenAI's own API
 // (api.openai.com) takes the current spec, Together's (api.together.xyz, api.together.ai)
 // its integer logprobs; every other host, self-hosted servers included, the common form.
-ChatRequestForm chat_request_form_of(const std::string& base_url);
+// `logprobs` other than by_host overrides the host's logprobs form: together sends the
+// integer count (with max_tokens) anywhere, openai sends the common form to Together's hosts.
+ChatRequestForm chat_request_form_of(const std::string& base_url,
+                                     LogprobsForm logprobs = LogprobsForm::by_host);
 
 struct GenerationParams {
   std::string model; // may be empty where the API allows
@@ -53,7 +65,8 @@ struct GenerationParams {
   int top_logprobs = 2;   // 0..20
   std::uint64_t seed = 0; // sent where the API takes one
   bool stream = false;
-  bool native_model = false; // llama.cpp router mode: /completion also names `model`
+  // llamacpp only: /completion also names `model` (a router, or a --model given).
+  bool native_model = false;
   ChatRequestForm chat_form = ChatRequestForm::common; // openai-chat requests only
   // openai-chat only: false leaves `logprobs` and `top_logprobs` out, for a model that rejects
   // them (logprob_check.hpp); its completions are then compared by text alone.

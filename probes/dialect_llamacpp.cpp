@@ -189,7 +189,8 @@ DialectRequest build_llamacpp_request(const core::Prompt& prompt, const Generati
   body["stream"] = params.stream;
   // A router (llama-server without -m) proxies /completion to the child serving `model` and
   // answers 400 "model name is missing from the request" without it; a single-model server
-  // is sent the body it has always been sent.
+  // ignores it. Sent where a router was detected or the user named the model (params_for); a
+  // name found only through /v1/models on a single-model server is left out.
   if (params.native_model && !params.model.empty()) body["model"] = params.model;
   if (params.bypass_prompt_cache) body["cache_prompt"] = false;
   return {"/completion", dump_body(body)};

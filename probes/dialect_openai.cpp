@@ -252,10 +252,28 @@ core::Completion parse_openai_completions(std::string_view body, bool stream) {
 
 namespace llmrepro::probes {
 
-ChatRequestForm chat_request_form_of(const std::string& base_url) {
+const char* to_string(LogprobsForm form) {
+  switch (form) {
+  case LogprobsForm::by_host: return "auto";
+  case LogprobsForm::openai: return "openai";
+  case LogprobsForm::together: return "together";
+  }
+  return "auto";
+}
+
+core::Result<LogprobsForm> parse_logprobs_form(const std::string& text) {
+  for (LogprobsForm form : {LogprobsForm::by_host, LogprobsForm::openai, LogprobsForm::together})
+    if (text == to_string(form)) return form;
+  return core::make_error(core::ErrorCode::usage,
+                          "--logprobs-form must be auto, openai or together (got '" + text + "')");
+}
+
+ChatRequestForm chat_request_form_of(const std::string& base_url, LogprobsForm logprobs) {
+  if (logprobs == LogprobsForm::together) return ChatRequestForm::together;
   const std::string host = url_host(base_url);
   if (host == "api.openai.com") return ChatRequestForm::openai_current;
-  if (host == "api.together.xyz" || host == "api.together.ai") return ChatRequestForm::together;
+  const bool together_host = host == "api.together.xyz" || host == "api.together.ai";
+  if (together_host && logprobs == LogprobsForm::by_host) return ChatRequestForm::together;
   return ChatRequestForm::common;
 }
 

@@ -9,7 +9,8 @@ namespace llmrepro::probes {
 
 bool logprob_check_applies(const EndpointTarget& target) {
   return target.dialect == Dialect::openai_chat &&
-         chat_request_form_of(target.base_url) == ChatRequestForm::openai_current;
+         chat_request_form_of(target.base_url, target.logprobs_form) ==
+             ChatRequestForm::openai_current;
 }
 
 LogprobSupport check_logprob_support(const EndpointTarget& target, const SchedulerConfig& config,

@@ -9,8 +9,10 @@ namespace llmrepro::probes::detail {
 GenerationParams params_for(const EndpointTarget& target, const SchedulerConfig& config) {
   GenerationParams params = config.params;
   if (!target.model.empty()) params.model = target.model;
-  if (target.llamacpp_router) params.native_model = true;
-  params.chat_form = chat_request_form_of(target.base_url);
+  // A router needs the name and a single-model server ignores it, so a name the user gave is
+  // always sent: --api llamacpp against a router works without detection.
+  if (target.llamacpp_router || target.model_given) params.native_model = true;
+  params.chat_form = chat_request_form_of(target.base_url, target.logprobs_form);
   if (target.rejects_logprobs) params.logprobs = false;
   return params;
 }

@@ -30,7 +30,9 @@ struct EndpointTarget {
   bool insecure = false;
   std::string model;             // the model requested here; empty: SchedulerConfig::params.model
   bool llamacpp_router = false;  // llama.cpp without -m: native requests name the model
+  bool model_given = false;      // --model named `model`: native llama.cpp requests name it too
   bool rejects_logprobs = false; // the model refuses `logprobs` (logprob_check.hpp): omit it
+  LogprobsForm logprobs_form = LogprobsForm::by_host; // --logprobs-form (openai-chat only)
 };
 
 struct SchedulerConfig {

@@ -151,6 +151,7 @@ Json config_to_json(const core::AuditConfig& config) {
               {"top_logprobs", config.top_logprobs},
               {"seed", config.seed},
               {"stream", config.stream},
+              {"logprobs_form", config.logprobs_form},
               {"timeout_s", config.timeout_s},
               {"retries", config.retries},
               {"fragile_gap", config.fragile_gap},
@@ -202,6 +203,9 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
   LLMREPRO_TRY_ASSIGN(config.top_logprobs, read.small_integer(json, "top_logprobs"));
   LLMREPRO_TRY_ASSIGN(config.seed, read.unsigned_integer(json, "seed"));
   LLMREPRO_TRY_ASSIGN(config.stream, read.boolean(json, "stream"));
+  // Absent from audits stored before --logprobs-form existed: by host, as they were sent.
+  if (read.find(json, "logprobs_form") != nullptr)
+    LLMREPRO_TRY_ASSIGN(config.logprobs_form, read.string(json, "logprobs_form"));
   LLMREPRO_TRY_ASSIGN(config.timeout_s, read.number(json, "timeout_s"));
   LLMREPRO_TRY_ASSIGN(config.retries, read.small_integer(json, "retries"));
   LLMREPRO_TRY_ASSIGN(config.fragile_gap, read.number(json, "fragile_gap"));

@@ -5,6 +5,9 @@ requests by their path), so the tool sees the provider's real host name:
 - Together (http://api.together.xyz/v1): `logprobs` as the integer 2 with no top_logprobs, and
   Together's answers (parallel arrays; stream chunks with a number `logprobs` and a choice-level
   top_logprobs map): the standard audit's report is exact, top-2 gaps included.
+- Together's API shape on any other host (a gateway on 127.0.0.1) with --logprobs-form together:
+  the same integer form and the same exact report; the form is stored with the audit, so a
+  --resume giving another is refused before any request.
 - OpenAI (http://api.openai.com/v1) with a model that answers 400 to `max_tokens`: every request
   carries max_completion_tokens instead, and the standard report is exact.
 - OpenAI reasoning models that return no logprobs, by omitting them or refusing the parameter:
@@ -53,6 +56,34 @@ class HostedChatForms(h.E2ETestCase):
                 self.check_bodies(posts, "api.together.xyz",
                                   {"logprobs": 2, "top_logprobs": None, "max_tokens": 128,
                                    "max_completion_tokens": None, "seed": std.SEED})
+
+    def test_together_shape_on_any_host(self):
+        script = dict(std.script(), together=True)
+        endpoint = self.start_endpoint(script, "openai-chat", name="gateway")
+        suite_path = self.write_suite("gateway-suite.jsonl", std.suite())
+        db, report_path = self.path("gateway.db"), self.path("gateway-report.json")
+        args = std.audit_args(suite_path, endpoint.url, "openai-chat", db, report_path, False)
+        run = self.run_llmrepro(args + ["--logprobs-form", "together"])
+        self.assert_exit(run, 0)
+        std.check_report(self, self.load_report(report_path), "openai-chat")
+        posts = endpoint.posts()
+        self.assertEqual(len(posts), 4 * std.RUNS * len(std.LEVELS))
+        self.check_bodies(posts, f"127.0.0.1:{endpoint.port}",
+                          {"logprobs": 2, "top_logprobs": None, "max_tokens": 128,
+                           "max_completion_tokens": None, "seed": std.SEED})
+        resumed = self.run_llmrepro(["audit", "--resume", "--db", db,
+                                     "--logprobs-form", "openai"])
+        self.assertEqual(resumed.returncode, 2, resumed.describe())
+        self.assertIn("--logprobs-form together (stored) vs openai (given)", resumed.stderr)
+        self.assertEqual(len(endpoint.posts()), len(posts))
+        # Only openai-chat requests carry the form: on another dialect it is refused up front.
+        other = self.run_llmrepro(["audit", "--suite", suite_path, "--endpoint", endpoint.url,
+                                   "--api", "ollama", "--logprobs-form", "together",
+                                   "--db", self.path("other.db")])
+        self.assertEqual(other.returncode, 2, other.describe())
+        self.assertIn("--logprobs-form applies to --api openai-chat (or auto), not --api ollama",
+                      other.stderr)
+        self.assertEqual(len(endpoint.posts()), len(posts))
 
     def test_openai_max_completion_tokens(self):
         script = dict(std.script(), max_completion_tokens=True)

@@ -124,6 +124,8 @@ TEST_CASE("merge_shards") {
     CHECK(difference([](AuditConfig& c) { c.top_logprobs = 5; }) ==
           "--top-logprobs: 5 vs 2" + tail);
     CHECK(difference([](AuditConfig& c) { c.stream = true; }) == "--stream: on vs off" + tail);
+    CHECK(difference([](AuditConfig& c) { c.logprobs_form = "together"; }) ==
+          "--logprobs-form: together vs auto" + tail);
     CHECK(difference([](AuditConfig& c) { c.profile = AuditProfile::deterministic; }) ==
           "--profile: deterministic vs standard" + tail);
     CHECK(difference([](AuditConfig& c) { c.adaptive = true; }) == "--adaptive: on vs off" + tail);

@@ -163,6 +163,15 @@ TEST_CASE("resume_plan_differences") {
               "--seed 0 (stored) vs 42 (given)", "--probe sweep (stored) vs sweep,long (given)",
               "--shard 1/1 (stored) vs 2/2 (given)", "--stream off (stored) vs on (given)"});
   }
+  SUBCASE("--logprobs-form, which changes what every openai-chat request asks for") {
+    ResumeRequest wanted;
+    wanted.given.logprobs_form = true;
+    wanted.config.logprobs_form = "auto";
+    CHECK(resume_plan_differences(stored, wanted, forms).empty());
+    wanted.config.logprobs_form = "together";
+    CHECK(texts(resume_plan_differences(stored, wanted, forms)) ==
+          std::vector<std::string>{"--logprobs-form auto (stored) vs together (given)"});
+  }
   SUBCASE("--profile, and --max-concurrency as the levels it implies") {
     ResumeRequest wanted;
     wanted.given.profile = true;

@@ -202,6 +202,38 @@ TEST_CASE("chat_request_form_of: by the host of the base URL") {
   CHECK(chat_request_form_of("http://[::1]:8000/v1") == ChatRequestForm::common);
 }
 
+TEST_CASE("chat_request_form_of: --logprobs-form overrides the host's logprobs form") {
+  using probes::chat_request_form_of;
+  using probes::ChatRequestForm;
+  using probes::LogprobsForm;
+  // A gateway serving Together's API shape on any host.
+  CHECK(chat_request_form_of("http://127.0.0.1:8000/v1", LogprobsForm::together) ==
+        ChatRequestForm::together);
+  CHECK(chat_request_form_of("https://api.openai.com/v1", LogprobsForm::together) ==
+        ChatRequestForm::together);
+  // openai on Together's own hosts: the common form; OpenAI's own host keeps its current spec.
+  CHECK(chat_request_form_of("https://api.together.xyz/v1", LogprobsForm::openai) ==
+        ChatRequestForm::common);
+  CHECK(chat_request_form_of("https://api.openai.com/v1", LogprobsForm::openai) ==
+        ChatRequestForm::openai_current);
+  CHECK(chat_request_form_of("http://127.0.0.1:8000/v1", LogprobsForm::openai) ==
+        ChatRequestForm::common);
+  CHECK(chat_request_form_of("https://api.together.ai/v1", LogprobsForm::by_host) ==
+        ChatRequestForm::together);
+}
+
+TEST_CASE("parse_logprobs_form") {
+  using probes::LogprobsForm;
+  CHECK(probes::parse_logprobs_form("auto").value() == LogprobsForm::by_host);
+  CHECK(probes::parse_logprobs_form("openai").value() == LogprobsForm::openai);
+  CHECK(probes::parse_logprobs_form("together").value() == LogprobsForm::together);
+  auto bad = probes::parse_logprobs_form("Together");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message == "--logprobs-form must be auto, openai or together (got 'Together')");
+  for (LogprobsForm form : {LogprobsForm::by_host, LogprobsForm::openai, LogprobsForm::together})
+    CHECK(probes::parse_logprobs_form(probes::to_string(form)).value() == form);
+}
+
 TEST_CASE("build_request openai-chat: the request forms") {
   SUBCASE("OpenAI's current spec: max_completion_tokens, never max_tokens") {
     GenerationParams options = params();

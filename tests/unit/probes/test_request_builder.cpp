@@ -57,6 +57,51 @@ TEST_CASE("params_for") {
   CHECK(params_for(target, test_config()).max_tokens == 64);
 }
 
+TEST_CASE("params_for: --logprobs-form together sends the integer count to any host") {
+  llmrepro::core::Prompt prompt;
+  prompt.id = "p";
+  prompt.text = "The capital of";
+  EndpointTarget target = test_target(); // 127.0.0.1: the common form by host
+  SchedulerConfig config = test_config();
+  config.params.top_logprobs = 4;
+  CHECK(params_for(target, config).chat_form == llmrepro::probes::ChatRequestForm::common);
+  std::string body = generation_request(target, config, prompt, params_for(target, config)).body;
+  CHECK(body.find("\"logprobs\":true") != std::string::npos);
+  CHECK(body.find("\"top_logprobs\":4") != std::string::npos);
+  target.logprobs_form = llmrepro::probes::LogprobsForm::together;
+  CHECK(params_for(target, config).chat_form == llmrepro::probes::ChatRequestForm::together);
+  body = generation_request(target, config, prompt, params_for(target, config)).body;
+  CHECK(body.find("\"logprobs\":4") != std::string::npos);
+  CHECK(body.find("top_logprobs") == std::string::npos);
+}
+
+TEST_CASE("params_for: llama.cpp's /completion names the model given or a router needs") {
+  using llmrepro::probes::Dialect;
+  llmrepro::core::Prompt prompt;
+  prompt.id = "p";
+  prompt.text = "The capital of";
+  EndpointTarget target = test_target();
+  target.dialect = Dialect::llamacpp;
+  target.model = "detected-model";
+  const auto body_of = [&] {
+    return generation_request(target, test_config(), prompt, params_for(target, test_config()))
+        .body;
+  };
+  // Found through /v1/models on a single-model server: not sent, the body it always had.
+  CHECK_FALSE(params_for(target, test_config()).native_model);
+  CHECK(body_of().find("\"model\"") == std::string::npos);
+  SUBCASE("--model given") {
+    target.model_given = true;
+    CHECK(params_for(target, test_config()).native_model);
+    CHECK(body_of().find("\"model\":\"detected-model\"") != std::string::npos);
+  }
+  SUBCASE("a router detected") {
+    target.llamacpp_router = true;
+    CHECK(params_for(target, test_config()).native_model);
+    CHECK(body_of().find("\"model\":\"detected-model\"") != std::string::npos);
+  }
+}
+
 TEST_CASE("generation_request") {
   llmrepro::core::Prompt prompt;
   prompt.id = "p";
