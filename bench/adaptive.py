@@ -8,6 +8,9 @@ Rows:
 - engine demo: examples/suites/engine-demo.jsonl against the embedded reference engine
   (levels 1,16, as scripts/audit-demo.sh), fragile by design;
 - engine demo, batch-invariant: the same against the engine's deterministic mode;
+- engine demo at 48 tokens: the demo's prompts with their own max_tokens dropped and
+  --max-tokens 48, so that most prompts flip somewhere (the suite the targets are set for: at
+  most a third of its prompts stable);
 - engine demo, --max-logprob-drift 0: the demo under the drift gate, which no prompt may stop
   before (docs/design.md "Adaptive runs", the gate rule) unless its drift already fails it;
 - production mix: a suite of this benchmark's own against tests/e2e/scripted_endpoint.py, 200
@@ -21,8 +24,8 @@ target is met at 95%, or at that share less 5 points where it is lower. Each row
 two audits' verdicts, which must agree.
 
 Usage: bench/adaptive.py [--binary build/cli/llmrepro] [--runs 10]
-                         [--rows demo,invariant,drift,mix]
-                         [--adaptive-assume none|greedy-shared-noise]
+                         [--rows demo,long,invariant,drift,mix]
+                         [--adaptive-assume none|greedy-shared-noise] [--adaptive-initial K]
 """
 
 import argparse
@@ -113,12 +116,17 @@ def audit(binary, work, name, args):
     return data["summary"]["requests"], unstable, seconds, line, data["summary"]["verdict"]["status"]
 
 
+ADAPTIVE_INITIAL = None  # --adaptive-initial of the adaptive audits; None: the tool's default
+
+
 def row(binary, work, name, common, endpoint_for=None, assume="none"):
     """Both audits of one row; endpoint_for() gives a fresh endpoint's flags and a stopper."""
     results = {}
     # The fixed audit twice: how much of its unstable set a second identical audit finds is the
     # endpoint's own run-to-run floor for the share.
-    for mode, extra in (("fixed", []), ("fixed-again", []), ("adaptive", ["--adaptive", "--adaptive-assume", assume])):
+    adaptive = ["--adaptive", "--adaptive-assume", assume] + (
+        ["--adaptive-initial", str(ADAPTIVE_INITIAL)] if ADAPTIVE_INITIAL else [])
+    for mode, extra in (("fixed", []), ("fixed-again", []), ("adaptive", adaptive)):
         stop = None
         flags = []
         if endpoint_for:
@@ -147,10 +155,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", default=os.path.join(ROOT, "build/cli/llmrepro"))
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--rows", default="demo,invariant,drift,mix")
+    parser.add_argument("--rows", default="demo,long,invariant,drift,mix")
+    parser.add_argument("--adaptive-initial", type=int, default=None,
+                        help="--adaptive-initial of the adaptive audits (default: the tool's)")
     parser.add_argument("--adaptive-assume", default="none",
                         help="what the adaptive audit may assume (docs/design.md \"Adaptive runs\")")
     args = parser.parse_args()
+    global ADAPTIVE_INITIAL
+    ADAPTIVE_INITIAL = args.adaptive_initial
     binary = os.path.abspath(args.binary)
     if not os.path.isfile(binary):
         raise SystemExit(f"bench: no llmrepro at {binary} (scripts/build.sh build first)")
@@ -161,6 +173,18 @@ def main():
         wanted = args.rows.split(",")
         if "demo" in wanted:
             rows.append(row(binary, work, "engine demo", demo, assume=args.adaptive_assume))
+        if "long" in wanted:
+            long_suite = os.path.join(work, "demo-48.jsonl")
+            with open(os.path.join(ROOT, "examples/suites/engine-demo.jsonl"),
+                      encoding="utf-8") as source, open(long_suite, "w", encoding="utf-8") as f:
+                for line in source:
+                    if line.strip() and not line.startswith("#"):
+                        prompt = json.loads(line)
+                        prompt.pop("max_tokens", None)
+                        f.write(json.dumps(prompt) + "\n")
+            rows.append(row(binary, work, "engine demo at 48 tokens",
+                            ["--suite", long_suite] + demo[2:] + ["--max-tokens", "48"],
+                            assume=args.adaptive_assume))
         if "invariant" in wanted:
             rows.append(row(binary, work, "engine demo, batch-invariant",
                             demo + ["--engine-batch-invariant"], assume=args.adaptive_assume))

@@ -58,7 +58,7 @@ struct AuditOptions {
   // --adaptive (core/adaptive.hpp): runs spent where they can change a verdict.
   bool adaptive = false;
   double adaptive_epsilon = 0.01;
-  int adaptive_initial = 3;
+  int adaptive_initial = 2;
   std::string adaptive_assume = "none"; // --adaptive-assume
   std::string embeddings;
   std::string embeddings_model;

@@ -21,7 +21,7 @@ const char* to_string(AdaptiveAssumption assumption);
 Result<AdaptiveAssumption> parse_adaptive_assumption(const std::string& text);
 
 struct AdaptiveConfig {
-  int initial_runs = 3;     // runs of every prompt at every level before the first look (>= 2)
+  int initial_runs = 2;     // runs of every prompt at every level before the first look (>= 2)
   int max_runs = 10;        // runs of a prompt at a level at most (--runs)
   double epsilon = 0.01;    // --adaptive-epsilon: the flip probability a robust prompt is below
   double confidence = 0.95; // of every bound, over all looks together

@@ -106,7 +106,7 @@ struct AuditConfig {
   // --adaptive: runs spent where they can still change a verdict (core/adaptive.hpp), `runs`
   // then being the most a prompt gets at a level; plan-defining, like the two settings after it.
   bool adaptive = false;
-  int adaptive_initial = 3; // --adaptive-initial: runs at every level before the first look
+  int adaptive_initial = 2; // --adaptive-initial: runs at every level before the first look
   double adaptive_epsilon =
       0.01; // --adaptive-epsilon: the flip probability a robust prompt is below
   // --adaptive-assume: what a robust bound may assume unchecked (core/adaptive_outcome.hpp).

@@ -122,9 +122,10 @@ class Adaptive(h.E2ETestCase):
         if resume:
             args.append("--resume")
         else:
+            # The scripts below are laid out for three initial runs (the default is two).
             args += ["--suite", suite or self.suite, "--runs", str(RUNS), "--concurrency",
                      ",".join(map(str, LEVELS)), "--seed", str(SEED), "--adaptive",
-                     "--adaptive-epsilon", str(EPSILON)]
+                     "--adaptive-initial", "3", "--adaptive-epsilon", str(EPSILON)]
             if assume:
                 args += ["--adaptive-assume", "greedy-shared-noise"]
         run = self.run_llmrepro(args)
@@ -360,7 +361,7 @@ class Adaptive(h.E2ETestCase):
                 self.suite, "--db", self.path("bad.db")]
         for extra, message in [
                 (["--adaptive-epsilon", "0.1"], "--adaptive-epsilon sets how --adaptive decides"),
-                (["--adaptive", "--runs", "3"], "give --runs above it"),
+                (["--adaptive", "--runs", "2"], "give --runs above it"),
                 (["--adaptive", "--adaptive-epsilon", "1.5"], "--adaptive-epsilon must be a "
                  "probability in (0, 1)"),
                 (["--adaptive", "--adaptive-initial", "1"], "--adaptive-initial must be at least 2"),

@@ -108,7 +108,9 @@ TEST_CASE("initial_adaptive_plan: the first repeats of the fixed plan, shard by 
   plan.shard_index = 1;
   plan.shard_count = 2;
   AdaptiveOutcome outcome;
-  const Plan first = initial_adaptive_plan(suite_of(5), plan, AdaptiveConfig{}, outcome);
+  AdaptiveConfig three;
+  three.initial_runs = 3;
+  const Plan first = initial_adaptive_plan(suite_of(5), plan, three, outcome);
   REQUIRE(first.waves.size() == 2);
   CHECK(first.size() == 2 * 2 * 3); // prompts 1 and 3, two levels, three runs
   for (const auto& wave : first.waves)
@@ -192,6 +194,7 @@ TEST_CASE("judge_look: under --max-unique N an unstable prompt samples on until 
 
 TEST_CASE("next_adaptive_round: one run per undecided prompt per level, never past --runs") {
   AdaptiveConfig config;
+  config.initial_runs = 3;
   config.max_runs = 10;
   AdaptiveOutcome outcome = outcome_after_initial(4, {1, 8}, config);
   outcome.prompts[1].stop = AdaptiveStop::robust;

@@ -130,7 +130,7 @@ TEST_CASE("merge_shards") {
           "--profile: deterministic vs standard" + tail);
     CHECK(difference([](AuditConfig& c) { c.adaptive = true; }) == "--adaptive: on vs off" + tail);
     CHECK(difference([](AuditConfig& c) { c.adaptive_initial = 4; }) ==
-          "--adaptive-initial: 4 vs 3" + tail);
+          "--adaptive-initial: 4 vs 2" + tail);
     CHECK(difference([](AuditConfig& c) { c.adaptive_epsilon = 0.05; }) ==
           "--adaptive-epsilon: 0.05 vs 0.01" + tail);
     CHECK(difference([](AuditConfig& c) {
