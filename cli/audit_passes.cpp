@@ -432,6 +432,9 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
   warn_if_clear_text(endpoint, key);
   result.info.url = core::redact(probes::strip_credentials(endpoint));
 
+  // The dialect detection decided, before a chat suite moves to the OpenAI route: llama.cpp
+  // found by its /props describes itself there whichever route the suite goes to.
+  probes::Dialect served = probes::Dialect::openai_chat;
   if (config.api == "auto") {
     std::string explanation;
     bool llamacpp_router = false;
@@ -447,6 +450,7 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
                                  "route, through the model's chat template, not flattened onto {}",
                                  chat_prompts, probes::to_string(*dialect));
     result.target.dialect = chosen;
+    served = *dialect;
     result.target.llamacpp_router = llamacpp_router;
     if (!options.quiet)
       print_stderr(fmt::format("llmrepro: --api auto chose {} ({})\n", probes::to_string(chosen),
@@ -455,9 +459,13 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
     auto dialect = probes::parse_dialect(config.api);
     if (!dialect) return dialect.error();
     result.target.dialect = *dialect;
+    served = *dialect;
   }
   result.info.dialect = probes::to_string(result.target.dialect);
   result.info.model = config.model;
+  result.info.server =
+      probes::describe_server(endpoint, served, result.target.headers, result.target.api_key,
+                              options.insecure, std::min(config.timeout_s, 10.0));
   return result;
 }
 
