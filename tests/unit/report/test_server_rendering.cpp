@@ -9,6 +9,7 @@
 #include "report/diff_report.hpp"
 #include "report/html_report.hpp"
 #include "report/json_report.hpp"
+#include "report/junit_report.hpp"
 #include "report/markdown_report.hpp"
 #include "report/terminal_summary.hpp"
 #include "tests/support/audit_report_fixture.hpp"
@@ -41,6 +42,9 @@ TEST_CASE("every report shows the endpoint's server description, escaped") {
   CHECK(html.find("serving stack") != std::string::npos);
   CHECK(html.find("&lt;b&gt;m|x&lt;/b&gt;") != std::string::npos);
   CHECK(html.find("<b>m|x</b>") == std::string::npos);
+  CHECK(report::render_junit(fixture->report)
+            .find("<property name=\"server\" value=\"llama.cpp b10470-34af94cd9, 8 slots, "
+                  "&lt;b&gt;m|x&lt;/b&gt;\"/>") != std::string::npos);
   const nlohmann::json json = nlohmann::json::parse(report::render_json(fixture->report));
   const nlohmann::json& server = json.at("endpoints").at(0).at("server");
   CHECK(server.at("kind") == "llama.cpp");
@@ -56,6 +60,7 @@ TEST_CASE("an endpoint without a description shows none") {
         std::string::npos);
   CHECK(report::render_markdown(fixture->report).find("Serving stack") == std::string::npos);
   CHECK(report::render_html(fixture->report).find("serving stack") == std::string::npos);
+  CHECK(report::render_junit(fixture->report).find("name=\"server\"") == std::string::npos);
   const nlohmann::json json = nlohmann::json::parse(report::render_json(fixture->report));
   CHECK(json.at("endpoints").at(0).at("server").is_null());
 }
