@@ -440,6 +440,9 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
   warn_if_clear_text(endpoint, key);
   result.info.url = core::redact(probes::strip_credentials(endpoint));
 
+  // The dialect detection decided, before a chat suite moves to the OpenAI route: llama.cpp
+  // found by its /props describes itself there whichever route the suite goes to.
+  probes::Dialect served = probes::Dialect::openai_chat;
   if (config.api == "auto") {
     std::string explanation;
     bool llamacpp_router = false;
@@ -455,6 +458,7 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
                                  "route, through the model's chat template, not flattened onto {}",
                                  chat_prompts, probes::to_string(*dialect));
     result.target.dialect = chosen;
+    served = *dialect;
     result.target.llamacpp_router = llamacpp_router;
     if (!options.quiet)
       print_stderr(fmt::format("llmrepro: --api auto chose {} ({})\n", probes::to_string(chosen),
@@ -463,6 +467,7 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
     auto dialect = probes::parse_dialect(config.api);
     if (!dialect) return dialect.error();
     result.target.dialect = *dialect;
+    served = *dialect;
   }
   result.info.dialect = probes::to_string(result.target.dialect);
   result.info.model = config.model;
@@ -470,6 +475,9 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
   auto logprobs_form = probes::parse_logprobs_form(config.logprobs_form);
   if (!logprobs_form) return logprobs_form.error();
   result.target.logprobs_form = *logprobs_form;
+  result.info.server =
+      probes::describe_server(endpoint, served, result.target.headers, result.target.api_key,
+                              options.insecure, std::min(config.timeout_s, 10.0));
   return result;
 }
 

@@ -14,6 +14,7 @@
 #include "core/reasoning.hpp"
 #include "core/request_record.hpp"
 #include "core/semantic_agreement.hpp"
+#include "core/server_description.hpp"
 #include "core/suite.hpp"
 
 namespace llmrepro::core {
@@ -135,6 +136,9 @@ struct EndpointInfo {
   std::string model;
   bool embedded = false;                 // the in-process reference engine
   std::vector<std::string> fingerprints; // distinct system_fingerprint values seen, sorted
+  // What the server said about itself when the run that last connected to it started (empty
+  // for the embedded engine, servers without such a route, and audits stored before it was).
+  ServerDescription server;
 };
 
 struct AuditInfo {

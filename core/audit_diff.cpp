@@ -55,6 +55,7 @@ AuditSide audit_side(const AuditReport& report) {
     side.endpoint = info.url;
     side.model = info.model;
     side.fingerprints = info.fingerprints;
+    side.server = info.server;
   }
   return side;
 }
@@ -347,6 +348,7 @@ AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConf
   AuditDiff diff;
   diff.a = audit_side(a);
   diff.b = audit_side(b);
+  diff.server_changes = server_changes(diff.a.server, diff.b.server);
   diff.alpha = config.alpha;
   diff.bootstrap_resamples = config.bootstrap_resamples;
   diff.seed = config.seed;

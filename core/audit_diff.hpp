@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/audit_report.hpp"
+#include "core/server_description.hpp"
 #include "core/statistics.hpp"
 
 namespace llmrepro::core {
@@ -117,6 +118,7 @@ struct AuditSide {
   std::string endpoint;
   std::string model;
   std::vector<std::string> fingerprints;
+  ServerDescription server; // what the endpoint's server said about itself; empty: nothing
   int prompts = 0;
   int runs = 0;        // runs per prompt per level, from the audit's configuration
   std::string verdict; // the audit's own verdict: "pass", "fail" or "error"
@@ -144,6 +146,10 @@ struct AuditDiff {
   // over what remains, `llmrepro diff` exits 3 and reports neither a regression nor an
   // improvement nor "no difference". Empty when both audits' evidence is whole.
   std::vector<std::string> lost_evidence;
+  // Each difference between A's and B's server descriptions (core::server_changes), named
+  // before any number: a changed build or slot count is a cause a reviewer looks at first.
+  // It changes no verdict and no exit code by itself.
+  std::vector<std::string> server_changes;
 
   // True when any difference beyond noise is a regression: what `llmrepro diff` exits 1 on.
   // False whenever evidence was lost (no finding either way).

@@ -9,6 +9,7 @@
 
 #include "probes/endpoint_url.hpp"
 #include "probes/http_transport.hpp"
+#include "probes/server_description.hpp"
 
 namespace llmrepro::probes {
 namespace {
@@ -365,6 +366,28 @@ core::Result<Dialect> detect_dialect(const std::string& base_url,
   if (llamacpp_router != nullptr)
     *llamacpp_router = dialect && *dialect == Dialect::llamacpp && is_llamacpp_router(probes);
   return dialect;
+}
+
+core::ServerDescription describe_server(const std::string& base_url, Dialect dialect,
+                                        const std::vector<std::string>& headers,
+                                        const std::string& api_key, bool insecure,
+                                        double timeout_s) {
+  const std::vector<std::string> routes = description_routes(dialect);
+  const auto body_of = [](const ProbeAnswer& answer) { return ok(answer) ? answer.body : ""; };
+  std::vector<std::string> bodies;
+  HttpTransport transport;
+  if (routes.size() == 1) {
+    const std::array<const char*, 1> paths{routes[0].c_str()};
+    for (const ProbeAnswer& answer :
+         fetch_all(transport, base_url, paths, headers, api_key, insecure, timeout_s))
+      bodies.push_back(body_of(answer));
+  } else if (routes.size() == 2) {
+    const std::array<const char*, 2> paths{routes[0].c_str(), routes[1].c_str()};
+    for (const ProbeAnswer& answer :
+         fetch_all(transport, base_url, paths, headers, api_key, insecure, timeout_s))
+      bodies.push_back(body_of(answer));
+  }
+  return describe_from_bodies(dialect, bodies);
 }
 
 Dialect dialect_for_suite(Dialect detected, int text_prompts, int chat_prompts) {

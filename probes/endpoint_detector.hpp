@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "core/server_description.hpp"
 #include "probes/dialect.hpp"
 
 namespace llmrepro::probes {
@@ -97,6 +98,15 @@ core::Result<Dialect> detect_dialect(const std::string& base_url,
                                      const std::vector<std::string>& headers,
                                      const std::string& api_key, bool insecure, double timeout_s,
                                      std::string* explanation, bool* llamacpp_router = nullptr);
+
+// What the server behind `base_url` says about itself: GETs description_routes(dialect)
+// (probes/server_description.hpp) at once, each bounded by timeout_s, with the headers and key
+// as detection sends them, and parses the answers. Empty when no route applies or none
+// answered in its server's shape: never an error.
+core::ServerDescription describe_server(const std::string& base_url, Dialect dialect,
+                                        const std::vector<std::string>& headers,
+                                        const std::string& api_key, bool insecure,
+                                        double timeout_s);
 
 // Under --api auto, the dialect a suite goes out in. A server found by its native completion
 // route (llamacpp, sglang, tgi) serves /v1/chat/completions too (llama-server and SGLang since

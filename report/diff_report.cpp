@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "report/detail/html_style.hpp"
+#include "report/detail/server_json.hpp"
 #include "report/markdown_report.hpp"
 
 namespace llmrepro::report {
@@ -39,6 +40,7 @@ ordered_json side_json(const core::AuditSide& side) {
   out["endpoint"] = side.endpoint;
   out["model"] = side.model;
   out["fingerprints"] = side.fingerprints;
+  out["server"] = detail::server_json<ordered_json>(side.server);
   out["prompts"] = side.prompts;
   out["runs"] = side.runs;
   out["verdict"] = side.verdict;
@@ -200,6 +202,7 @@ std::string render_diff_json(const core::AuditDiff& diff) {
   out["only_in_a"] = diff.only_in_a;
   out["only_in_b"] = diff.only_in_b;
   out["lost_evidence"] = diff.lost_evidence;
+  out["server_changes"] = diff.server_changes;
   out["metrics"] = ordered_json::array();
   for (const core::MetricDiff& m : diff.metrics) {
     ordered_json j;
@@ -256,6 +259,17 @@ std::string render_diff_markdown(const core::AuditDiff& diff) {
                   : status == "regression"  ? "\u274c regression beyond noise"
                   : status == "improvement" ? "\u2705 improvement beyond noise"
                                             : "\u2705 no difference beyond noise");
+  // The serving stack first: a changed build or slot count explains the numbers below it. Its
+  // arrows as the line below writes them ("->" would be escaped into "-&#62;").
+  std::vector<std::string> arrows;
+  for (const std::string& change : diff.server_changes) {
+    std::string shown = markdown_escape(change, 300);
+    for (auto at = shown.find(" -&#62; "); at != std::string::npos; at = shown.find(" -&#62; "))
+      shown.replace(at, 8, " \u2192 ");
+    arrows.push_back(shown);
+  }
+  if (const std::string changed = core::server_change_line(arrows); !changed.empty())
+    out += changed + "\n\n";
   out += fmt::format("A {} ({}) \u2192 B {} ({}) \u00b7 {} paired prompts \u00b7 \u03b1 = {:g}\n\n",
                      markdown_escape(diff.a.audit_id, 40), markdown_escape(diff.a.model, 40),
                      markdown_escape(diff.b.audit_id, 40), markdown_escape(diff.b.model, 40),
@@ -316,6 +330,8 @@ std::string render_diff_html(const core::AuditDiff& diff) {
   const bool lost = status == "lost_evidence";
   const bool bad = lost || status == "regression";
   std::string lost_lines;
+  if (const std::string changed = core::server_change_line(diff.server_changes); !changed.empty())
+    lost_lines += "<div>" + html_escape(changed) + "</div>";
   for (const std::string& line : diff.lost_evidence) {
     lost_lines += "<div>Lost evidence: " + html_escape(line) + "</div>";
   }

@@ -237,12 +237,14 @@ std::string render_cards(const core::AuditReport& report) {
   std::string model = "\u2013";
   std::string fingerprints = "\u2013";
   std::size_t fingerprint_count = 0;
+  const core::ServerDescription* server = nullptr;
   const auto index = static_cast<std::size_t>(report.analysis.endpoint_index);
   if (report.data != nullptr && index < report.data->endpoints.size()) {
     const core::EndpointInfo& e = report.data->endpoints[index];
     endpoint = e.embedded ? std::string("embedded reference engine") : html_escape(e.url);
     dialect = html_escape(e.dialect);
     if (!e.model.empty()) model = html_escape(e.model);
+    if (e.server.known()) server = &e.server;
     fingerprint_count = e.fingerprints.size();
     if (!e.fingerprints.empty()) {
       fingerprints.clear();
@@ -254,6 +256,13 @@ std::string render_cards(const core::AuditReport& report) {
   out += card("endpoint", "<span title=\"" + endpoint + "\">" + endpoint + "</span>", dialect,
               "wide text");
   out += card("model", "<span title=\"" + model + "\">" + model + "</span>", "", "wide text");
+  // What the server said about itself (untrusted text, escaped like every other).
+  if (server != nullptr) {
+    const std::string head = html_escape(server->kind + " " + server->version);
+    const std::string summary = html_escape(server->summary);
+    out += card("serving stack", "<span title=\"" + summary + "\">" + head + "</span>", summary,
+                "wide text");
+  }
   out += card("fingerprints", std::to_string(fingerprint_count),
               "<span title=\"" + fingerprints + "\">" + fingerprints + "</span>",
               fingerprint_count > 1 ? "warn" : "");

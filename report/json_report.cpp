@@ -9,6 +9,7 @@
 
 #include "core/adaptive.hpp"
 #include "report/detail/iso_time.hpp"
+#include "report/detail/server_json.hpp"
 
 namespace llmrepro::report {
 namespace {
@@ -87,7 +88,8 @@ Json endpoints_json(const core::AuditReport& report, const core::AuditData& data
                     {"embedded", endpoint.embedded},
                     {"fingerprints", endpoint.fingerprints},
                     {"models_seen", counts_json(seen.models)},
-                    {"fingerprints_seen", counts_json(seen.fingerprints)}});
+                    {"fingerprints_seen", counts_json(seen.fingerprints)},
+                    {"server", detail::server_json<Json>(endpoint.server)}});
   }
   return json;
 }

@@ -356,6 +356,8 @@ std::string render_junit(const core::AuditReport& report) {
     for (const std::string& f : e.fingerprints)
       fingerprints += (fingerprints.empty() ? "" : ",") + f;
     property("fingerprints", fingerprints);
+    // Only where the server described itself: a CI dashboard shows the serving stack audited.
+    if (e.server.known()) property("server", e.server.summary);
   }
   property("verdict", core::to_string(verdict.status));
   property("headline", verdict.headline);

@@ -310,6 +310,13 @@ std::string render_markdown(const core::AuditReport& report) {
         e.embedded ? std::string("embedded reference engine") : markdown_escape(e.url, 100),
         e.model.empty() ? std::string("\u2013") : markdown_escape(e.model, 60), data->config.runs);
   }
+  // One line per endpoint whose server described itself (untrusted text, escaped).
+  if (data != nullptr)
+    for (std::size_t e = 0; e < data->endpoints.size(); ++e)
+      if (data->endpoints[e].server.known())
+        out += fmt::format("Serving stack{} \u00b7 {}\n\n",
+                           data->endpoints.size() > 1 ? fmt::format(" #{}", e) : std::string(),
+                           markdown_escape(data->endpoints[e].server.summary, 300));
   const auto opt = [](const std::optional<double>& v) {
     return v ? fmt::format("{:.2f}", *v) : std::string("\u2013");
   };

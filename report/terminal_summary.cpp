@@ -304,6 +304,12 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
   line(paint.bold("llmrepro audit " + escape_terminal_text(data.info.id, k_field_width)) + "  (" +
        status + ")");
   line(endpoint_line(data));
+  // One line per endpoint whose server described itself (untrusted text, escaped).
+  for (std::size_t e = 0; e < data.endpoints.size(); ++e)
+    if (data.endpoints[e].server.known())
+      line(fmt::format("server     {}{}",
+                       data.endpoints.size() > 1 ? fmt::format("#{} ", e) : std::string(),
+                       escape_terminal_text(data.endpoints[e].server.summary, 0)));
   line(fmt::format("prompts    {}   requests {}   failed {}", summary.prompts, summary.requests,
                    summary.failed_requests));
   stability_lines(summary, paint, line);

@@ -123,6 +123,9 @@ Result<AuditDatabase> AuditDatabase::create(const std::string& path,
     LLMREPRO_TRY(impl->prepare_cached());
     LLMREPRO_TRY(detail::write_schema_version(connection));
     LLMREPRO_TRY(impl->writer.write_header(header));
+    for (std::size_t e = 0; e < header.endpoints.size(); ++e)
+      LLMREPRO_TRY(
+          detail::write_server(connection, static_cast<int>(e), header.endpoints[e].server));
     return connection.exec("COMMIT");
   }();
   if (!written) {
@@ -215,6 +218,13 @@ Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit) c
     else
       loaded = budget_stop.error();
   }
+  for (std::size_t e = 0; loaded && e < data.endpoints.size(); ++e) {
+    auto server = detail::read_server(connection, static_cast<int>(e));
+    if (server)
+      data.endpoints[e].server = std::move(*server);
+    else
+      loaded = server.error();
+  }
   if (loaded) {
     auto adaptive = detail::read_adaptive(connection);
     if (adaptive)
@@ -280,7 +290,10 @@ Result<void> AuditDatabase::store_probe_activity(const std::vector<core::ProbeAc
 
 Result<void> AuditDatabase::update_endpoint(int index, const core::EndpointInfo& endpoint) {
   const std::lock_guard lock(m_impl->mutex);
-  return m_impl->writer.write_endpoint(index, endpoint);
+  return m_impl->transaction([&]() -> Result<void> {
+    LLMREPRO_TRY(m_impl->writer.write_endpoint(index, endpoint));
+    return detail::write_server(m_impl->connection, index, endpoint.server);
+  });
 }
 
 Result<void> AuditDatabase::update_config(const core::AuditConfig& config) {

@@ -105,8 +105,9 @@ public:
   core::Result<std::optional<core::BudgetCharge>> load_budget_charge() const;
 
   // Replaces what is known about endpoint `index` (the dialect and model are learned at run time).
-  // Fingerprints are not stored: load() derives them from the records. ErrorCode::internal when
-  // no endpoint has that index.
+  // Fingerprints are not stored: load() derives them from the records. Its server description
+  // replaces the stored one (meta 'server:<index>'), an unknown one removing it.
+  // ErrorCode::internal when no endpoint has that index.
   core::Result<void> update_endpoint(int index, const core::EndpointInfo& endpoint);
 
   // Replaces the stored configuration (the judging flags given on --resume), so that a later

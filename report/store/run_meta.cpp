@@ -182,4 +182,42 @@ Result<std::optional<core::BudgetCharge>> read_budget_charge(const Connection& c
   }
 }
 
+Result<void> write_server(const Connection& connection, int index,
+                          const core::ServerDescription& description) {
+  const std::string key = "server:" + std::to_string(index);
+  if (!description.known()) {
+    Statement statement;
+    LLMREPRO_TRY_ASSIGN(statement, connection.prepare("DELETE FROM meta WHERE key = ?1"));
+    bind_text(statement.get(), 1, key);
+    return connection.step_done(statement.get(), "cannot clear a server description");
+  }
+  Json facts = Json::array();
+  for (const core::ServerFact& fact : description.facts) facts.push_back({fact.name, fact.value});
+  const Json encoded{{"kind", description.kind},
+                     {"version", description.version},
+                     {"summary", description.summary},
+                     {"facts", facts}};
+  return write_meta(connection, key, encoded.dump(), "a server description");
+}
+
+Result<core::ServerDescription> read_server(const Connection& connection, int index) {
+  const std::string key = "server:" + std::to_string(index);
+  std::optional<std::string> value;
+  LLMREPRO_TRY_ASSIGN(value, read_meta(connection, key));
+  if (!value) return core::ServerDescription{};
+  try {
+    const Json json = Json::parse(*value);
+    core::ServerDescription description;
+    description.kind = json.at("kind").get<std::string>();
+    description.version = json.at("version").get<std::string>();
+    description.summary = json.at("summary").get<std::string>();
+    for (const Json& fact : json.at("facts"))
+      description.facts.push_back({fact.at(0).get<std::string>(), fact.at(1).get<std::string>()});
+    return description;
+  } catch (const Json::exception& error) {
+    return core::make_error(ErrorCode::input, connection.where() + ": meta '" + key +
+                                                  "': unreadable (" + error.what() + ")");
+  }
+}
+
 } // namespace llmrepro::store::detail

@@ -25,6 +25,10 @@ Script:
    "router": true,                                                 (llamacpp: llama-server without
                                                                     -m; /completion answers 400
                                                                     unless it names the model)
+   "build_info": "b10470-34af94cd9", "total_slots": 8, "n_ctx": 512,
+                                                                   (llamacpp: what GET /props
+                                                                    says; no build_info when not
+                                                                    given, 4 slots of 4096)
    "together": true,                                               (openai-chat: Together's shapes:
                                                                     `logprobs` read as the integer
                                                                     k, whole answers in parallel
@@ -488,6 +492,9 @@ def load_script(path):
             "api_tags": bool(raw.get("api_tags", False)),
             "base_path": str(raw.get("base_path", "")).rstrip("/"),
             "router": bool(raw.get("router", False)),
+            "build_info": raw.get("build_info"),
+            "total_slots": int(raw.get("total_slots", 4)),
+            "n_ctx": int(raw.get("n_ctx", 4096)),
             "together": bool(raw.get("together", False)),
             "max_completion_tokens": bool(raw.get("max_completion_tokens", False)),
             "no_logprobs_model": raw.get("no_logprobs_model"),
@@ -1386,8 +1393,13 @@ def detection_get(dialect, path, script):
         if path == "/health":
             return 200, {"status": "ok"}
         if path == "/props":
-            return 200, {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 4,
-                         "model_path": f"models/{model}.gguf", "chat_template": ""}
+            # tools/server/server-context.cpp get_props (tests/data/formats/llamacpp_props.json).
+            props = {"default_generation_settings": {"n_ctx": script["n_ctx"]},
+                     "total_slots": script["total_slots"],
+                     "model_path": f"models/{model}.gguf", "chat_template": ""}
+            if script["build_info"] is not None:
+                props["build_info"] = script["build_info"]
+            return 200, props
         if path == "/v1/models" or (path == "/api/tags" and script["api_tags"]):
             models["data"][0].update(owned_by="llamacpp", meta={"n_vocab": 151936})
             if script["api_tags"]:

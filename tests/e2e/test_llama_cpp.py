@@ -178,6 +178,12 @@ class LlamaCpp(h.E2ETestCase):
                         server, suite, api, name, extra=["--stream"] if stream else [])
                     self.assertEqual(report["summary"]["unstable_prompts"], 0,
                                      "Q8_0 weights are bit-identical from run to run")
+                    # Its /props, read through either route: 4 slots of 512 tokens (-c 2048).
+                    described = report["endpoints"][0]["server"]
+                    self.assertEqual((described["kind"], described["facts"][:2]),
+                                     ("llama.cpp", [{"name": "slots", "value": "4"},
+                                                    {"name": "context per slot", "value": "512"}]))
+                    self.assertRegex(described["version"], r"^b[0-9]+-[0-9a-f]+$")
                     recorded = request_tokens(db_path)
                     self.assertEqual(len(recorded), len(TEXT_PROMPTS) * 2 * 2)
                     for (prompt_index, _, _), tokens in recorded.items():

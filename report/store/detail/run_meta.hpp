@@ -1,16 +1,19 @@
 // What the last run of an audit decided and why it stopped, kept in `meta`: the decisions of an
 // adaptive audit (--adaptive) as one JSON document under `adaptive`, absent from every other
 // audit, the error line of a run a budget stopped under `budget_stop`, and what the budgets
-// have charged (sent or in flight) under `budget_charge`. Private to
-// report/store.
+// have charged (sent or in flight) under `budget_charge`, and each endpoint's description of
+// its server under `server:<index>` (absent where it gave none, and in audits stored before
+// descriptions were). Private to report/store.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/adaptive_outcome.hpp"
 #include "core/budget.hpp"
 #include "core/result.hpp"
+#include "core/server_description.hpp"
 #include "report/store/detail/sqlite.hpp"
 
 namespace llmrepro::store::detail {
@@ -38,5 +41,14 @@ core::Result<void> write_budget_charge(const Connection& connection,
 // The stored budget charge; empty when no budgeted run stored one. ErrorCode::input when it is
 // unreadable.
 core::Result<std::optional<core::BudgetCharge>> read_budget_charge(const Connection& connection);
+
+// Replaces endpoint `index`'s stored server description (meta 'server:<index>': {"kind",
+// "version", "summary", "facts": [[name, value], ...]}); an unknown description removes it.
+core::Result<void> write_server(const Connection& connection, int index,
+                                const core::ServerDescription& description);
+
+// Endpoint `index`'s stored description; empty when none is stored. ErrorCode::input when it is
+// unreadable.
+core::Result<core::ServerDescription> read_server(const Connection& connection, int index);
 
 } // namespace llmrepro::store::detail

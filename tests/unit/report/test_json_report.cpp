@@ -229,7 +229,8 @@ TEST_CASE("render_json") {
                       {"embedded", false},
                       {"fingerprints", {"fp1", "fp2"}},
                       {"models_seen", {{"evil\x1b[2J", 1}, {"tiny-model", 16}}},
-                      {"fingerprints_seen", {{"fp1", 9}, {"fp2", 8}}}});
+                      {"fingerprints_seen", {{"fp1", 9}, {"fp2", 8}}},
+                      {"server", nullptr}});
     CHECK(
         text.find("\"models_seen\": {\n        \"evil\\u001b[2J\": 1,\n        \"tiny-model\": 16\n"
                   "      },") != std::string::npos);
@@ -571,6 +572,14 @@ TEST_CASE("llmrepro.audit.v1.schema.json") {
     wrong["summary"]["by_concurrency"][0].erase("differs_from_serial_prompts");
     CHECK(violation(wrong, schema, schema, "$") ==
           "$.summary.by_concurrency[0]: missing differs_from_serial_prompts");
+  }
+  SUBCASE("a report with a server description validates; an unknown kind does not") {
+    fixture->data.endpoints[0].server = {
+        "TGI", "3.3.6", {{"model id", "m"}, {"max total tokens", "4096"}}, "TGI 3.3.6, m"};
+    Json described = Json::parse(report::render_json(fixture->report));
+    CHECK(violation(described, schema, schema, "$") == "");
+    described["endpoints"][0]["server"]["kind"] = "nginx";
+    CHECK(violation(described, schema, schema, "$") == "$.endpoints[0].server: matches 0 of oneOf");
   }
   SUBCASE("an unknown field is rejected") {
     rendered["summary"]["predictor"]["f1"] = 0.5;
