@@ -440,8 +440,7 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
   warn_if_clear_text(endpoint, key);
   result.info.url = core::redact(probes::strip_credentials(endpoint));
 
-  // The dialect detection decided, before a chat suite moves to the OpenAI route: llama.cpp
-  // found by its /props describes itself there whichever route the suite goes to.
+  // The dialect found, before a chat suite moves to the chat route: it says how to describe it.
   probes::Dialect served = probes::Dialect::openai_chat;
   if (config.api == "auto") {
     std::string explanation;
@@ -451,8 +450,8 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
                                           &explanation, &llamacpp_router);
     if (!dialect) return dialect.error();
     const int chat_prompts = core::chat_prompt_count(suite);
-    const int text_prompts = static_cast<int>(suite.prompts.size()) - chat_prompts;
-    const probes::Dialect chosen = probes::dialect_for_suite(*dialect, text_prompts, chat_prompts);
+    const probes::Dialect chosen = probes::dialect_for_suite(
+        *dialect, static_cast<int>(suite.prompts.size()) - chat_prompts, chat_prompts);
     if (chosen != *dialect)
       explanation += fmt::format("; the suite's {} chat prompts go to its /v1/chat/completions "
                                  "route, through the model's chat template, not flattened onto {}",
@@ -472,9 +471,8 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
   result.info.dialect = probes::to_string(result.target.dialect);
   result.info.model = config.model;
   result.target.model_given = !config.model.empty();
-  auto logprobs_form = probes::parse_logprobs_form(config.logprobs_form);
-  if (!logprobs_form) return logprobs_form.error();
-  result.target.logprobs_form = *logprobs_form;
+  LLMREPRO_TRY_ASSIGN(result.target.logprobs_form,
+                      probes::parse_logprobs_form(config.logprobs_form));
   result.info.server =
       probes::describe_server(endpoint, served, result.target.headers, result.target.api_key,
                               options.insecure, std::min(config.timeout_s, 10.0));
