@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/redaction.hpp"
 #include "core/text_utf8.hpp"
 
 namespace llmrepro::core {
@@ -22,7 +23,9 @@ const ServerFact* find_fact(const ServerDescription& description, const std::str
 } // namespace
 
 std::string server_text(std::string_view text) {
-  std::string cleaned = sanitize_utf8(text);
+  // The run's secrets out first, before the cut could leave part of one: a server may echo a key
+  // it was sent into what it says of itself.
+  std::string cleaned = sanitize_utf8(redact(text));
   // Control characters (a newline, an escape sequence) would break a terminal line or a
   // Markdown table row: a server's text is never trusted to be printable.
   for (char& c : cleaned)

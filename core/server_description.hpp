@@ -34,8 +34,8 @@ struct ServerDescription {
 // The most code points any value of a description keeps.
 inline constexpr std::size_t k_server_text_max = 120;
 
-// Server text made safe to store: invalid UTF-8 and control characters replaced, at most
-// k_server_text_max code points ("…" appended when cut).
+// Server text made safe to store: the run's secrets (core::run_secrets) redacted, invalid UTF-8
+// and control characters replaced, at most k_server_text_max code points ("…" appended when cut).
 std::string server_text(std::string_view text);
 
 // Each difference between A's and B's descriptions, in words, in this order: the server and

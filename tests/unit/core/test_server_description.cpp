@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "core/redaction.hpp"
 #include "core/server_description.hpp"
 
 using llmrepro::core::server_change_line;
@@ -40,4 +41,18 @@ TEST_CASE("server_changes: another kind, an unknown side, a fact one side lacks"
   ServerDescription unversioned = llama("", "8");
   CHECK(server_changes(unversioned, llama("b2", "8")) ==
         std::vector<std::string>{"llama.cpp (none) -> b2"});
+}
+
+TEST_CASE("server_text: a key the server echoes is redacted before the text is cut") {
+  using llmrepro::core::run_secrets;
+  using llmrepro::core::server_text;
+  const std::string key = "sk-live-ECHOED-0123456789abcdef";
+  run_secrets().add_secret(key);
+  // The key straddles the cut at 120 code points: cut first, its first part would survive.
+  const std::string echoed = std::string(110, 'b') + key + " tail";
+  const std::string stored = server_text(echoed);
+  CHECK(stored.find("sk-live") == std::string::npos);
+  CHECK(stored.find(llmrepro::core::k_redacted) != std::string::npos);
+  CHECK(server_text("build " + key) == "build " + std::string(llmrepro::core::k_redacted));
+  run_secrets().clear();
 }
