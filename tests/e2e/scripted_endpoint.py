@@ -55,6 +55,9 @@ Script:
                                                                     each input with the vector
                                                                     [1, 0], as an OpenAI
                                                                     embeddings server shapes it)
+   "props_echo_auth": true,                                        (llamacpp: /props build_info
+                                                                    repeats the Authorization
+                                                                    header it was sent)
    "echo_headers_get": true,                                       (every GET answers 401 with the
                                                                     request's headers in its error
                                                                     message: a gateway refusing
@@ -502,6 +505,7 @@ def load_script(path):
             "models_route": bool(raw.get("models_route", True)),
             "embeddings": bool(raw.get("embeddings", False)),
             "echo_headers_get": bool(raw.get("echo_headers_get", False)),
+            "props_echo_auth": bool(raw.get("props_echo_auth", False)),
             "gemini_generates": bool(raw.get("gemini_generates", True)),
             "reasoning_shape": reasoning_shape(raw),
             "fallback": fallback,
@@ -1594,6 +1598,9 @@ class Handler(BaseHTTPRequestHandler):
                                                                       script)
         if path == "/v1/models" and not script["models_route"]:
             status = 404
+        if path == "/props" and status == 200 and script["props_echo_auth"]:
+            # A hostile server repeating the key it was sent in what it says of itself.
+            obj = dict(obj, build_info="b1-" + (self.headers.get("Authorization") or ""))
         if (status == 404 and script["method_not_allowed"] and path is not None
                 and completion_route(self.state.dialect, path) is not None):
             # Starlette's router: the path exists, for another method.

@@ -82,6 +82,16 @@ class Secrets(h.E2ETestCase):
             self.assertEqual(sent, [HEADER_SECRET], f"{item['method']} {item['path']}")
         self.assert_nowhere("custom", run, CUSTOM_KEY, HEADER_SECRET, KEY)
 
+    def test_a_key_echoed_into_the_servers_self_description_is_redacted(self):
+        endpoint = self.start_endpoint(dict(std.script(), props_echo_auth=True), "llamacpp",
+                                       name="props-echo")
+        run, report = self.audit("props-echo", endpoint.url, "--api-key-env", "LLMREPRO_TEST_KEY",
+                                 env={"LLMREPRO_TEST_KEY": CUSTOM_KEY}, api="llamacpp")
+        self.assert_exit(run, 0)
+        server = self.load_report(report)["endpoints"][0]["server"]
+        self.assertEqual(server["version"], "b1-Bearer [redacted]", server)
+        self.assert_nowhere("props-echo", run, CUSTOM_KEY)
+
     def test_url_credentials_stripped(self):
         endpoint = self.start_endpoint(std.script(), name="userinfo")
         url = f"http://user:{PASSWORD}@127.0.0.1:{endpoint.port}"
