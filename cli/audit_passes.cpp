@@ -20,6 +20,7 @@
 #include "cli/audit_keys.hpp"
 #include "cli/commands.hpp"
 #include "cli/judging_options.hpp"
+#include "core/determinism_check.hpp"
 #include "core/prompt_form.hpp"
 #include "core/redaction.hpp"
 #include "core/result.hpp"
@@ -439,7 +440,6 @@ core::Result<Target> connect(const AuditOptions& options, const core::AuditConfi
   result.target.api_key = key;
   warn_if_clear_text(endpoint, key);
   result.info.url = core::redact(probes::strip_credentials(endpoint));
-
   // The dialect found, before a chat suite moves to the chat route: it says how to describe it.
   probes::Dialect served = probes::Dialect::openai_chat;
   if (config.api == "auto") {
@@ -701,7 +701,6 @@ core::Result<void> run_requests(AuditRun& run) {
       return lock.write_charge(id, charge);
     });
   }
-  const core::RecordedRequests& recorded = run.recorded;
   // One plan's waves, each request committed as it finishes. The sink commits on its own thread:
   // it is drained before anything reads the records back or marks the audit partial or
   // complete; its error counts when the run itself succeeded.
@@ -718,7 +717,7 @@ core::Result<void> run_requests(AuditRun& run) {
          .stop_requested = g_stop_requested,
          .clock = run.clock,
          .already_recorded =
-             [&](const core::PlannedRequest& key) { return recorded.contains(key); },
+             [&](const core::PlannedRequest& key) { return run.recorded.contains(key); },
          .on_progress = progress,
          .activity = &run.activity,
          .budget = run.budget ? &*run.budget : nullptr});
@@ -735,7 +734,8 @@ core::Result<void> run_requests(AuditRun& run) {
     LLMREPRO_TRY(run.lock->write_charge(run.header.info.id, run.budget->charged()));
   }
   run.interrupted = g_stop_requested.load();
-  return run.database->store_probe_activity(run.activity);
+  return run.database->store_probe_activity(
+      core::with_earlier_cold_modes(run.activity, run.header.probe_activity));
 }
 
 core::Result<void> analyse_records(AuditRun& run) {

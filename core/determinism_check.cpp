@@ -160,6 +160,18 @@ DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs) 
   return check;
 }
 
+std::vector<ProbeActivity> with_earlier_cold_modes(std::vector<ProbeActivity> now,
+                                                   const std::vector<ProbeActivity>& before) {
+  for (std::size_t e = 0; e < now.size() && e < before.size(); ++e) {
+    ProbeActivity& activity = now[e];
+    if (activity.flush_looked_up || activity.cold_per_request) continue;
+    activity.flush_looked_up = before[e].flush_looked_up;
+    activity.flush_route = before[e].flush_route;
+    activity.cold_per_request = before[e].cold_per_request;
+  }
+  return now;
+}
+
 int DeterminismCheck::untested_cells() const {
   return static_cast<int>(
       std::count_if(cells.begin(), cells.end(), [](const auto& cell) { return !cell.tested; }));

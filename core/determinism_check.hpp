@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/analysis.hpp"
+#include "core/audit.hpp"
 #include "core/plan.hpp"
 #include "core/probe_analysis.hpp"
 
@@ -86,6 +87,12 @@ DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs);
 // logprobs drift 0.0039 nats, tokens identical (prompt q3, token 4)", "determinism claim held on
 // every level and probe", or why it could not be checked.
 std::string determinism_line(const DeterminismCheck& check);
+
+// The probe activity a run stores: its own counts, but where it ran no cold prefix trial (a
+// --resume that found every trial recorded), the cold mode the earlier run's trials had, since
+// the records it reports are those trials'. Per endpoint, `now` in order.
+std::vector<ProbeActivity> with_earlier_cold_modes(std::vector<ProbeActivity> now,
+                                                   const std::vector<ProbeActivity>& before);
 
 // "sweep", "with filler traffic", "cold prefix cache", "warm prefix cache".
 std::string shape_text(ProbeKind probe, DeterminismShape shape);

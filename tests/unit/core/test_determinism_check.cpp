@@ -324,3 +324,25 @@ TEST_CASE("prefix_drift_of_prompt compares every trial with the first cold one")
   CHECK(check.first_break->what == DeterminismBreak::tokens);
   CHECK(check.first_break->position == 1);
 }
+
+TEST_CASE("with_earlier_cold_modes: a run that made no cold trial keeps the earlier run's mode") {
+  ProbeActivity flushed;
+  flushed.flush_looked_up = true;
+  flushed.flush_route = "/flush_cache";
+  ProbeActivity per_request;
+  per_request.cold_per_request = true;
+  ProbeActivity resumed; // found every trial recorded: sent nothing, looked nothing up
+  resumed.filler_sent = 3;
+  const auto kept = with_earlier_cold_modes({resumed, resumed}, {flushed, per_request});
+  REQUIRE(kept.size() == 2);
+  CHECK(kept[0].flush_route == "/flush_cache");
+  CHECK(kept[0].flush_looked_up);
+  CHECK(kept[0].filler_sent == 3); // its own counts stay
+  CHECK(kept[1].cold_per_request);
+  // A run that looked its own mode up keeps it, even when it found none.
+  ProbeActivity looked;
+  looked.flush_looked_up = true;
+  CHECK(with_earlier_cold_modes({looked}, {flushed})[0].flush_route.empty());
+  // An endpoint the earlier run did not have keeps what it has.
+  CHECK(with_earlier_cold_modes({resumed, resumed}, {flushed})[1].flush_route.empty());
+}
