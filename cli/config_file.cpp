@@ -130,29 +130,10 @@ core::Result<std::vector<std::string>> option_values(const CLI::Option& option,
   return texts;
 }
 
-// The values a CLI11 type name such as "TEXT:{auto,cuda,cpu}" names (what IsMember and
-// value_choices describe); empty when it names none.
-std::vector<std::string> named_choices(const std::string& type_name) {
-  const auto open = type_name.find('{');
-  const auto close = type_name.find('}', open);
-  if (open == std::string::npos || close == std::string::npos) return {};
-  std::vector<std::string> choices;
-  std::string item;
-  for (std::size_t i = open + 1; i <= close; ++i) {
-    if (type_name[i] == ',' || i == close) {
-      if (!item.empty()) choices.push_back(item);
-      item.clear();
-    } else {
-      item += type_name[i];
-    }
-  }
-  return choices;
-}
-
 // Each comma-separated part of each value is one of the option's named values. The domain
 // parsers check them again later, but only here is the file's line known.
 core::Result<void> check_choices(const CLI::Option& option, const std::vector<std::string>& texts) {
-  const auto choices = named_choices(option.get_type_name());
+  const auto choices = option_choices(option.get_type_name());
   if (choices.empty()) return {};
   for (const auto& text : texts) {
     std::size_t start = 0;

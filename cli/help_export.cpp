@@ -13,6 +13,7 @@
 
 #include "cli/build_info.hpp"
 #include "cli/commands.hpp"
+#include "cli/option_groups.hpp"
 #include "cli/report_outputs.hpp"
 
 namespace llmrepro::cli {
@@ -20,25 +21,6 @@ namespace llmrepro::cli {
 namespace {
 
 constexpr const char* k_help_export_name = "help-export";
-
-// The values inside the first "{a,b,c}" of a CLI11 type name such as "TEXT:{auto,cuda,cpu}":
-// what IsMember and value_choices describe.
-std::vector<std::string> choices_in(const std::string& type_name) {
-  const auto open = type_name.find('{');
-  const auto close = type_name.find('}', open);
-  if (open == std::string::npos || close == std::string::npos) return {};
-  std::vector<std::string> choices;
-  std::string item;
-  for (std::size_t i = open + 1; i <= close; ++i) {
-    if (type_name[i] == ',' || i == close) {
-      if (!item.empty()) choices.push_back(item);
-      item.clear();
-    } else {
-      item += type_name[i];
-    }
-  }
-  return choices;
-}
 
 // The bare type ("TEXT" of "TEXT:{auto,cuda,cpu}"), which the man page prints beside the flag.
 std::string bare_type(const std::string& type_name) {
@@ -55,7 +37,7 @@ OptionHelp describe_option(const CLI::Option& option, bool ends_parsing) {
   if (option.get_type_size() != 0) {
     help.value_name = bare_type(option.get_type_name());
     help.default_value = option.get_default_str();
-    help.choices = choices_in(option.get_type_name());
+    help.choices = option_choices(option.get_type_name());
     help.repeatable = option.get_expected_max() > 1 || option.get_items_expected_max() > 1;
   }
   help.ends_parsing = ends_parsing;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -21,6 +22,11 @@ inline constexpr const char* k_group_engine = "Engine";
 // The name of a group's table in a config file: the group's name in lower case, its spaces as
 // "-" ("Judging and gates" is [judging-and-gates]).
 std::string config_table_name(const std::string& group);
+
+// The values inside the first "{a,b,c}" of a CLI11 type name such as "TEXT:{auto,cuda,cpu}"
+// (what IsMember and value_choices describe); empty when it names none. --help's export and the
+// config file's checks both read an option's choices this way.
+std::vector<std::string> option_choices(const std::string& type_name);
 
 // While it lives, every option added to `command` is in `group`; the group options were added to
 // before it comes back when it ends.
