@@ -8,9 +8,10 @@ build=(cmake ninja-build g++ pkg-config libcurl4-openssl-dev nlohmann-json3-dev 
        libtomlplusplus-dev libfmt-dev libsqlite3-dev doctest-dev libcpp-httplib-dev
        ca-certificates dpkg-dev)
 # groff and zsh check the generated man page and zsh completion; python3-yaml reads the CI
-# examples.
+# examples; python3-numpy writes the llama.cpp scenario's GGUF model and xz-utils unpacks the
+# llama.cpp source it builds.
 test=(python3 python3-jsonschema python3-yaml sqlite3 chromium clang clang-format
-      libclang-rt-14-dev groff-base zsh)
+      libclang-rt-14-dev groff-base zsh python3-numpy xz-utils)
 bench=(wrk python3-aiohttp)
 
 packages=("${build[@]}")
