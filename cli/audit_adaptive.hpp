@@ -9,7 +9,7 @@
 #include "core/audit.hpp"
 #include "core/plan.hpp"
 #include "core/result.hpp"
-#include "report/store/audit_database.hpp"
+#include "store/audit_database.hpp"
 
 namespace llmrepro::cli {
 

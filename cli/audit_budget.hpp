@@ -12,7 +12,7 @@
 #include "core/budget.hpp"
 #include "core/plan.hpp"
 #include "core/result.hpp"
-#include "report/store/audit_database.hpp"
+#include "store/audit_database.hpp"
 
 namespace llmrepro::cli {
 

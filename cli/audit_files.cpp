@@ -2,8 +2,8 @@
 // sent (cli/audit_passes.hpp).
 #include "cli/audit_passes.hpp"
 #include "cli/report_outputs.hpp"
-#include "report/store/database_lock.hpp"
-#include "report/store/output_file.hpp"
+#include "store/database_lock.hpp"
+#include "store/output_file.hpp"
 
 namespace llmrepro::cli {
 

@@ -31,7 +31,7 @@
 #include "probes/logprob_check.hpp"
 #include "probes/proxy_rule.hpp"
 #include "probes/suite_loader.hpp"
-#include "report/store/database_sink.hpp"
+#include "store/database_sink.hpp"
 
 namespace llmrepro::cli {
 

@@ -19,9 +19,9 @@
 #include "core/result.hpp"
 #include "engine/engine_server.hpp"
 #include "probes/scheduler.hpp"
-#include "report/store/audit_database.hpp"
-#include "report/store/database_lock.hpp"
-#include "report/store/report_loader.hpp"
+#include "store/audit_database.hpp"
+#include "store/database_lock.hpp"
+#include "store/report_loader.hpp"
 
 namespace llmrepro::cli {
 

@@ -7,7 +7,7 @@
 
 #include "core/audit.hpp"
 #include "core/result.hpp"
-#include "report/store/audit_database.hpp"
+#include "store/audit_database.hpp"
 
 namespace CLI {
 class App;

@@ -9,8 +9,8 @@
 #include "cli/report_outputs.hpp"
 #include "core/audit_diff.hpp"
 #include "report/diff_report.hpp"
-#include "report/store/audit_database.hpp"
-#include "report/store/output_file.hpp"
+#include "store/audit_database.hpp"
+#include "store/output_file.hpp"
 
 namespace llmrepro::cli {
 

@@ -10,7 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/report_outputs.hpp"
-#include "report/store/output_file.hpp"
+#include "store/output_file.hpp"
 #include "gpu/probe_json.hpp"
 #include "gpu/probe_runner.hpp"
 #include "gpu/probe_summary.hpp"

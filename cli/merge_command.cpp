@@ -14,9 +14,9 @@
 #include "core/audit_merge.hpp"
 #include "core/audit_report.hpp"
 #include "core/semantic_agreement.hpp"
-#include "report/store/audit_database.hpp"
-#include "report/store/database_lock.hpp"
-#include "report/store/output_file.hpp"
+#include "store/audit_database.hpp"
+#include "store/database_lock.hpp"
+#include "store/output_file.hpp"
 
 namespace llmrepro::cli {
 

@@ -13,9 +13,9 @@
 #include "core/audit_report.hpp"
 #include "core/cost.hpp"
 #include "core/result.hpp"
-#include "report/store/audit_database.hpp"
-#include "report/store/output_file.hpp"
-#include "report/store/report_loader.hpp"
+#include "store/audit_database.hpp"
+#include "store/output_file.hpp"
+#include "store/report_loader.hpp"
 
 namespace llmrepro::cli {
 

@@ -15,7 +15,7 @@
 #include "report/json_report.hpp"
 #include "report/junit_report.hpp"
 #include "report/markdown_report.hpp"
-#include "report/store/output_file.hpp"
+#include "store/output_file.hpp"
 #include "report/terminal_summary.hpp"
 
 namespace llmrepro::cli {

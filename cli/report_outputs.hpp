@@ -9,7 +9,7 @@
 
 #include "core/audit_report.hpp"
 #include "core/result.hpp"
-#include "report/store/output_file.hpp"
+#include "store/output_file.hpp"
 
 namespace CLI {
 class App;

@@ -25,7 +25,7 @@ struct RequestRecord {
   RequestOutcome outcome;
 };
 
-// Where finished requests go as they finish. core declares it; report/store implements it with
+// Where finished requests go as they finish. core declares it; store implements it with
 // SQLite (store::DatabaseSink, on a writer thread).
 class RecordSink {
 public:

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "core/numerics/rms_norm.hpp"
+#include "numerics/rms_norm.hpp"
 
 namespace llmrepro::engine {
 

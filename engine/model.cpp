@@ -4,9 +4,9 @@
 #include <cmath>
 #include <numeric>
 
-#include "core/numerics/batched_matmul.hpp"
-#include "core/numerics/float_format.hpp"
-#include "core/numerics/split_kv_attention.hpp"
+#include "numerics/batched_matmul.hpp"
+#include "numerics/float_format.hpp"
+#include "numerics/split_kv_attention.hpp"
 #include "core/random.hpp"
 
 namespace llmrepro::engine {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "report/store/detail/token_blob.hpp"
+#include "store/detail/token_blob.hpp"
 
 namespace {
 

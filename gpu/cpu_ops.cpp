@@ -1,4 +1,4 @@
-#include "core/numerics/reduction.hpp"
+#include "numerics/reduction.hpp"
 #include "gpu/detail/experiment_ops.hpp"
 #include "gpu/split_policy.hpp"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/numerics/sha256.hpp"
+#include "numerics/sha256.hpp"
 
 namespace llmrepro::gpu {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/numerics/float_format.hpp"
+#include "numerics/float_format.hpp"
 #include "core/probe_result.hpp"
 
 namespace llmrepro::gpu {

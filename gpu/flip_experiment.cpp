@@ -13,7 +13,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "core/numerics/reduction.hpp"
+#include "numerics/reduction.hpp"
 #include "core/random.hpp"
 #include "gpu/detail/cpu_experiments.hpp"
 #include "gpu/drift_metrics.hpp"

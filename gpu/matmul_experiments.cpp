@@ -8,8 +8,8 @@
 #include <string>
 #include <utility>
 
-#include "core/numerics/reduction.hpp"
-#include "core/numerics/reduction_schemes.hpp"
+#include "numerics/reduction.hpp"
+#include "numerics/reduction_schemes.hpp"
 #include "core/random.hpp"
 #include "gpu/detail/cpu_experiments.hpp"
 #include "gpu/drift_metrics.hpp"

@@ -2,7 +2,7 @@
 // attention, each with the policy that picks the order from the batch and its fixed alternative.
 #include <map>
 
-#include "core/numerics/reduction_schemes.hpp"
+#include "numerics/reduction_schemes.hpp"
 #include "gpu/detail/cpu_experiments.hpp"
 #include "gpu/drift_metrics.hpp"
 #include "gpu/detail/experiment_ops.hpp"

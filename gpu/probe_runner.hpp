@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/numerics/float_format.hpp"
+#include "numerics/float_format.hpp"
 #include "core/probe_result.hpp"
 #include "core/result.hpp"
 

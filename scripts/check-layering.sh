@@ -4,17 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# A room is a top-level folder, or a sub-folder built as a target of its own. Longer rooms first,
-# so that a file under core/numerics/ belongs to core/numerics, not to core.
-rooms=(core/numerics report/store core probes report gpu engine)
+# A room is a top-level folder: its name is its namespace and its target.
+rooms=(numerics store core probes report gpu engine)
 declare -A allowed=(
-  [core/numerics]="core/numerics"
+  [numerics]="numerics"
   [core]="core"
   [probes]="core probes"
-  [report/store]="core report/store"
+  [store]="core store"
   [report]="core report"
-  [gpu]="core core/numerics gpu"
-  [engine]="core core/numerics engine"
+  [gpu]="core numerics gpu"
+  [engine]="core numerics engine"
 )
 # The kernels need nothing of the audit domain but its error type and its random source.
 numerics_core_headers="core/result.hpp core/random.hpp"
@@ -36,12 +35,12 @@ for room in "${rooms[@]}"; do
     target=$(room_of "$header")
     ok=0
     for permitted in ${allowed[$room]}; do [[ $target == "$permitted" ]] && ok=1; done
-    if [[ $room == core/numerics && $target == core ]]; then
+    if [[ $room == numerics && $target == core ]]; then
       for permitted in $numerics_core_headers; do [[ $header == "$permitted" ]] && ok=1; done
     fi
     if [[ $ok == 0 ]]; then
       echo "layering: $file includes $header (a $room file may include only: ${allowed[$room]}$(
-        [[ $room == core/numerics ]] && echo " $numerics_core_headers"))"
+        [[ $room == numerics ]] && echo " $numerics_core_headers"))"
       status=1
     fi
   done < <(grep -rHE '^\s*#\s*include\s+"[a-z_]+/' "$room" --include='*.hpp' --include='*.cpp' \
@@ -51,7 +50,7 @@ done
 # Third-party headers stay out of public headers (pimpl the handles). A room's detail/ folder
 # holds private headers shared by its own .cpp files only.
 if grep -rnE '^\s*#\s*include\s*<(curl/|sqlite3|nlohmann/|httplib|CLI/|fmt/|cuda|cublas|doctest)' \
-    core probes report gpu engine --include='*.hpp' --include='*.cuh' --exclude-dir=detail; then
+    core numerics probes store report gpu engine --include='*.hpp' --include='*.cuh' --exclude-dir=detail; then
   echo "layering: third-party header in a public header (above)"
   status=1
 fi
@@ -68,6 +67,6 @@ while IFS= read -r line; do
     echo "layering: $file includes a private header of $header/"
     status=1
   fi
-done < <(grep -rHE '^\s*#\s*include\s+"[a-z_/]+/detail/' core probes report gpu engine cli tests || true)
+done < <(grep -rHE '^\s*#\s*include\s+"[a-z_/]+/detail/' core numerics probes store report gpu engine cli tests || true)
 [[ $status == 0 ]] && echo "layering: ok"
 exit $status

@@ -14,12 +14,16 @@
 # reports and backtraces still name file and line, and compiling takes about a quarter less time.
 # The tests run one CTest label at a time, so that each stage and label is timed on its own: the
 # seconds of each are printed as it ends, and a table of them all when the script exits, passed
-# or failed, so that CI's log shows where its time went.
+# or failed, so that CI's log shows where its time went. Its last line sums every CTest run
+# ("tests: N passed, N failed, N skipped"), a scenario that skipped all it holds counted as
+# skipped, never passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LLMREPRO_JOBS=${LLMREPRO_JOBS:-$(nproc)}
 
 stages=()      # "name|seconds", in order
+ran_passed=0 ran_failed=0 ran_skipped=0
+ctest_log=$(mktemp)
 stage_name=''
 stage_start=0
 end_stage() {
@@ -47,6 +51,8 @@ summary() {
       $((total > 0 ? 100 * ${entry##*|} / total : 0))
   done
   printf '%-58s %8d\n' total "$total"
+  rm -f "$ctest_log"
+  printf '\ntests: %d passed, %d failed, %d skipped\n' "$ran_passed" "$ran_failed" "$ran_skipped"
 }
 trap summary EXIT
 
@@ -57,9 +63,26 @@ tests() {
   shift 2
   for label; do
     step "tests: $label ($dir)"
+    local status=0
     ctest --test-dir "$dir" --output-on-failure -j "$LLMREPRO_JOBS" -L "^($label)\$" \
-      ${exclude:+-LE "$exclude"}
+      ${exclude:+-LE "$exclude"} | tee "$ctest_log" || status=$?
+    count_tests "$ctest_log"
+    ((status == 0)) || exit "$status"
   done
+}
+
+# count_tests LOG: adds one ctest run's closing counts to the totals. CTest counts a Skipped test
+# as passed in "N% tests passed, F tests failed out of T"; its "did not run" list names them.
+count_tests() {
+  local line total failed skipped
+  line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$1" | tail -n 1) ||
+    return 0
+  total=${line##* }
+  failed=$(sed -E 's/.* ([0-9]+) tests? failed.*/\1/' <<<"$line")
+  skipped=$(grep -cE '^\s+[0-9]+ - .* \((Skipped|Disabled)\)$' "$1" || true)
+  ran_passed=$((ran_passed + total - failed - skipped))
+  ran_failed=$((ran_failed + failed))
+  ran_skipped=$((ran_skipped + skipped))
 }
 
 step "dependencies"
@@ -104,6 +127,10 @@ scripts/build-llama-server.sh >/dev/null || status=$?
 [[ $status == 0 || $status == 3 ]] || exit "$status"
 tests build '' 'unit|unit-tsan' e2e e2e-unsanitized e2e-slow browser package gpu
 # A test without one of those labels would otherwise be skipped without a word.
-step "tests: unlabelled (build)"
-ctest --test-dir build --output-on-failure -j "$LLMREPRO_JOBS" -LE '.'
+step "unlabelled tests (build)"
+unlabelled=$(ctest --test-dir build -N -LE '.' | sed -nE 's/^ *Test +#[0-9]+: //p')
+if [[ -n $unlabelled ]]; then
+  echo "tests without a label, which no stage runs: $unlabelled"
+  exit 1
+fi
 end_stage

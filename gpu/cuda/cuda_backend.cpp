@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/numerics/reduction.hpp"
+#include "numerics/reduction.hpp"
 #include "gpu/cuda/lt_experiments.hpp"
 #include "gpu/cuda/device_checks.hpp"
 #include "gpu/cuda/detail/device_memory.hpp"

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "core/numerics/float_format.hpp"
+#include "numerics/float_format.hpp"
 #include "core/result.hpp"
 
 namespace llmrepro::gpu::cuda {

@@ -1,12 +1,12 @@
 // The device side of E2, E4, E5 and E6. Built with --fmad=false and IEEE division and square
 // root (the nvcc defaults): every a * b + c is a rounded multiply then a rounded add, as the
 // host emulation (-ffp-contract=off) computes it; exp and log are portable_exp and portable_log
-// (core/numerics/portable_math.hpp), shared with the host. Comments name the CPU function each
+// (numerics/portable_math.hpp), shared with the host. Comments name the CPU function each
 // kernel mirrors.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "core/numerics/portable_math.hpp"
+#include "numerics/portable_math.hpp"
 #include "gpu/cuda/probe_kernels.hpp"
 
 namespace llmrepro::gpu::cuda {

@@ -1,6 +1,6 @@
 // Host-callable launchers of the device kernels behind E2, E4, E5 and E6 (probe_kernels.cu,
 // compiled with --fmad=false). Each kernel adds in exactly the order of its CPU counterpart in
-// core/numerics/reduction_schemes.hpp and core/numerics/reduction.hpp, so the same order gives the
+// numerics/reduction_schemes.hpp and numerics/reduction.hpp, so the same order gives the
 // same bits. All pointers are device memory; fp32 arrays hold values already exact in the dtype.
 // Codes: precision 0 = bf16, 1 = fp16, 2 = fp32 (numerics::Precision); scheme 0 = compute_type,
 // 1 = output_type, 2 = inplace (numerics::PartialScheme). Launchers run on the default stream and

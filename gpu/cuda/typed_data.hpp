@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/numerics/float_format.hpp"
+#include "numerics/float_format.hpp"
 
 namespace llmrepro::gpu::cuda {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/numerics/float_format.hpp"
+#include "numerics/float_format.hpp"
 #include "core/probe_result.hpp"
 #include "core/result.hpp"
 #include "gpu/detail/experiment_ops.hpp"

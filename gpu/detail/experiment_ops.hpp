@@ -1,7 +1,7 @@
 // The arithmetic of experiments E2, E4, E5 and E6 behind one interface, so that the same
 // experiment code (inputs, references, metrics, notes) runs with the CPU emulation (CpuOps,
 // here) or with the CUDA reference kernels (gpu/cuda/device_ops.hpp). Both implement the orders
-// documented in core/numerics/reduction_schemes.hpp: for the same order, the same bits.
+// documented in numerics/reduction_schemes.hpp: for the same order, the same bits.
 #pragma once
 
 #include <cstddef>
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/numerics/float_format.hpp"
-#include "core/numerics/reduction_schemes.hpp"
+#include "numerics/float_format.hpp"
+#include "numerics/reduction_schemes.hpp"
 #include "core/result.hpp"
 
 namespace llmrepro::gpu {

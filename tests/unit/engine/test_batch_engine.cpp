@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/numerics/float_format.hpp"
+#include "numerics/float_format.hpp"
 #include "engine/batch_engine.hpp"
 
 using namespace llmrepro;

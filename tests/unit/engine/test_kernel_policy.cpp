@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <initializer_list>
 
-#include "core/numerics/rms_norm.hpp"
+#include "numerics/rms_norm.hpp"
 #include "engine/kernel_policy.hpp"
 
 using namespace llmrepro;

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "core/numerics/reduction.hpp"
+#include "numerics/reduction.hpp"
 #include "gpu/detail/cpu_experiments.hpp"
 #include "gpu/detail/experiment_ops.hpp"
 

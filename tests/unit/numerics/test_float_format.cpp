@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "core/numerics/float_format.hpp"
-#include "core/numerics/reduction.hpp"
+#include "numerics/float_format.hpp"
+#include "numerics/reduction.hpp"
 
 using namespace llmrepro::numerics;
 

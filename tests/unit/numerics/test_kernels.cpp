@@ -3,11 +3,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/numerics/batched_matmul.hpp"
-#include "core/numerics/float_format.hpp"
-#include "core/numerics/reduction.hpp"
-#include "core/numerics/rms_norm.hpp"
-#include "core/numerics/split_kv_attention.hpp"
+#include "numerics/batched_matmul.hpp"
+#include "numerics/float_format.hpp"
+#include "numerics/reduction.hpp"
+#include "numerics/rms_norm.hpp"
+#include "numerics/split_kv_attention.hpp"
 #include "core/random.hpp"
 
 using namespace llmrepro;

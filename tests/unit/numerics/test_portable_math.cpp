@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "core/numerics/float_format.hpp"
-#include "core/numerics/portable_math.hpp"
+#include "numerics/float_format.hpp"
+#include "numerics/portable_math.hpp"
 
 using namespace llmrepro::numerics;
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "core/numerics/reduction.hpp"
-#include "core/numerics/reduction_schemes.hpp"
+#include "numerics/reduction.hpp"
+#include "numerics/reduction_schemes.hpp"
 
 using namespace llmrepro::numerics;
 

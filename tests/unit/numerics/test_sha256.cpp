@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/numerics/sha256.hpp"
+#include "numerics/sha256.hpp"
 
 using namespace llmrepro::numerics;
 

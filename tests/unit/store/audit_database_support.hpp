@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "report/store/audit_database.hpp"
-#include "report/store/detail/json_columns.hpp"
-#include "report/store/detail/sqlite.hpp"
-#include "report/store/detail/token_blob.hpp"
-#include "report/store/detail/token_texts.hpp"
+#include "store/audit_database.hpp"
+#include "store/detail/json_columns.hpp"
+#include "store/detail/sqlite.hpp"
+#include "store/detail/token_blob.hpp"
+#include "store/detail/token_texts.hpp"
 
 namespace llmrepro::testing::store_support {
 

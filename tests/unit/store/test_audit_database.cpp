@@ -13,8 +13,8 @@
 #include <limits>
 #include <thread>
 
-#include "report/store/audit_database.hpp"
-#include "report/store/database_sink.hpp"
+#include "store/audit_database.hpp"
+#include "store/database_sink.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/store/audit_database_support.hpp"
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "report/store/audit_database.hpp"
-#include "report/store/database_sink.hpp"
+#include "store/audit_database.hpp"
+#include "store/database_sink.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace llmrepro;

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <string>
 
-#include "report/store/database_lock.hpp"
-#include "report/store/output_file.hpp"
+#include "store/database_lock.hpp"
+#include "store/output_file.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace llmrepro;

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/reasoning.hpp"
-#include "report/store/audit_database.hpp"
+#include "store/audit_database.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/store/audit_database_support.hpp"
 

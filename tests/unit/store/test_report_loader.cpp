@@ -7,8 +7,8 @@
 #include "core/audit_report.hpp"
 #include "core/probe_text.hpp"
 #include "report/json_report.hpp"
-#include "report/store/audit_database.hpp"
-#include "report/store/report_loader.hpp"
+#include "store/audit_database.hpp"
+#include "store/report_loader.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace llmrepro;

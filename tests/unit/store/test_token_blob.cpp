@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "report/store/detail/token_blob.hpp"
+#include "store/detail/token_blob.hpp"
 
 using namespace llmrepro;
 using store::detail::decode_token_blob;

@@ -3,10 +3,10 @@
 #include <optional>
 #include <string>
 
-#include "report/store/audit_database.hpp"
-#include "report/store/detail/record_reader.hpp"
-#include "report/store/detail/schema.hpp"
-#include "report/store/detail/sqlite.hpp"
+#include "store/audit_database.hpp"
+#include "store/detail/record_reader.hpp"
+#include "store/detail/schema.hpp"
+#include "store/detail/sqlite.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/store/audit_database_support.hpp"
 

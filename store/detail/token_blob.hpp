@@ -1,0 +1,43 @@
+// The packed form of one completion's tokens (schema version 2): every token of a token list,
+// with its log probability and all its candidates, in one BLOB whose token texts are ids of the
+// audit's token_texts table. The byte format is specified in docs/design.md ("Token blobs");
+// tests/e2e/token_blob.py decodes the same format. Private to store.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/completion.hpp"
+#include "core/result.hpp"
+
+namespace llmrepro::store::detail {
+
+// The first byte of every token blob: the version of the blob format (not the schema's).
+inline constexpr std::uint8_t k_token_blob_version = 1;
+
+// The token texts of one audit by id (token_texts.id); ids never stored are absent.
+struct TokenTexts {
+  std::vector<std::string> text;
+  std::vector<bool> present;
+
+  // Whether `id` names a stored text.
+  bool has(std::uint64_t id) const { return id < present.size() && present[id]; }
+};
+
+// Packs `tokens`; `text_id` gives the id of each token and candidate text (the caller interns
+// them first). Every log probability is kept bit for bit, except that every NaN reads back as
+// core::k_unknown_logprob, as version 1 kept them.
+std::string encode_token_blob(const std::vector<core::TokenLogprob>& tokens,
+                              const std::function<std::uint64_t(const std::string&)>& text_id);
+
+// Appends the tokens packed in `blob` to `tokens`, their texts taken from `texts`. A blob of
+// another version, a truncated or overlong one, or an id absent from `texts` is ErrorCode::input
+// saying what is wrong ("truncated", "unknown token text id 7", ...); the caller names the
+// request. `tokens` may then hold part of the list.
+core::Result<void> decode_token_blob(std::string_view blob, const TokenTexts& texts,
+                                     std::vector<core::TokenLogprob>& tokens);
+
+} // namespace llmrepro::store::detail

@@ -1,0 +1,407 @@
+#include "store/detail/record_reader.hpp"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/result.hpp"
+#include "store/detail/json_columns.hpp"
+#include "store/detail/token_texts.hpp"
+
+namespace llmrepro::store::detail {
+namespace {
+
+using core::ErrorCode;
+using core::Result;
+
+// The token columns append_token() reads from `table` (tokens or reasoning_tokens): the request,
+// the position, then token, logprob, c1_token, c1_logprob, c2_token, c2_logprob and more.
+std::string select_tokens(const char* table) {
+  return std::string("SELECT request_id, position, token, logprob, c1_token, c1_logprob, "
+                     "c2_token, c2_logprob, more FROM ") +
+         table + " ";
+}
+
+} // namespace
+
+RecordReader::RecordReader(const Connection& connection, LaterColumns columns, int schema_version)
+    : m_connection(connection), m_columns(columns), m_schema_version(schema_version) {}
+
+Result<void> RecordReader::read_header(core::AuditData& data) const {
+  const Connection& db = m_connection;
+  Statement statement;
+  LLMREPRO_TRY_ASSIGN(statement, db.prepare("SELECT id, started_ms, finished_ms, status, config, "
+                                            "suite_source, errors FROM audit WHERE singleton = 1",
+                                            ErrorCode::input));
+  bool found = false;
+  auto read = db.for_each_row(
+      statement.get(), "cannot read the audit", [&](sqlite3_stmt* row) -> Result<void> {
+        found = true;
+        data.info.id = column_text(row, 0);
+        data.info.started_ms = column_int64(row, 1);
+        data.info.finished_ms = column_int64(row, 2);
+        data.info.status = column_text(row, 3);
+        LLMREPRO_TRY_ASSIGN(data.config, decode_config(column_text(row, 4), db.where()));
+        data.suite.source = column_text(row, 5);
+        LLMREPRO_TRY_ASSIGN(data.errors,
+                            decode_strings(column_text(row, 6), db.where() + ": errors"));
+        return Result<void>{};
+      });
+  if (!read) return read;
+  if (!found) return db.corrupt("holds no audit");
+
+  LLMREPRO_TRY_ASSIGN(statement, db.prepare("SELECT idx, url, dialect, model, embedded FROM "
+                                            "endpoints ORDER BY idx",
+                                            ErrorCode::input));
+  read = db.for_each_row(
+      statement.get(), "cannot read the endpoints", [&](sqlite3_stmt* row) -> Result<void> {
+        if (column_int64(row, 0) != static_cast<std::int64_t>(data.endpoints.size()))
+          return Result<void>{db.corrupt("endpoint indices are not contiguous")};
+        core::EndpointInfo endpoint;
+        endpoint.url = column_text(row, 1);
+        endpoint.dialect = column_text(row, 2);
+        endpoint.model = column_text(row, 3);
+        endpoint.embedded = column_int(row, 4) != 0;
+        data.endpoints.push_back(std::move(endpoint));
+        return Result<void>{};
+      });
+  if (!read) return read;
+
+  LLMREPRO_TRY_ASSIGN(
+      statement, db.prepare("SELECT idx, id, text, messages, max_tokens, tags, expect, extract, "
+                            "response_format, source_line FROM prompts ORDER BY idx",
+                            ErrorCode::input));
+  return db.for_each_row(
+      statement.get(), "cannot read the suite", [&](sqlite3_stmt* row) -> Result<void> {
+        if (column_int64(row, 0) != static_cast<std::int64_t>(data.suite.prompts.size()))
+          return Result<void>{db.corrupt("prompt indices are not contiguous")};
+        core::Prompt prompt;
+        prompt.id = column_text(row, 1);
+        if (!column_is_null(row, 2)) prompt.text = column_text(row, 2);
+        if (!column_is_null(row, 4)) prompt.max_tokens = column_int(row, 4);
+        const PromptJsonColumns columns{column_text(row, 3), column_text(row, 5),
+                                        column_text(row, 6), column_text(row, 7)};
+        if (auto decoded =
+                decode_prompt_columns(columns, prompt, db.where() + ": prompt '" + prompt.id + "'");
+            !decoded)
+          return decoded;
+        prompt.response_format_json = column_text(row, 8);
+        prompt.source_line = column_int(row, 9);
+        data.suite.prompts.push_back(std::move(prompt));
+        return Result<void>{};
+      });
+}
+
+// Zeros stand in for numbers_*, no reasoning for the reasoning and NULL (unknown) for the usage,
+// where the database lacks them.
+std::string RecordReader::requests_query(const char* order) const {
+  return std::string("SELECT id, endpoint_index, prompt_index, concurrency, probe, repeat, ok, "
+                     "http_status, error, attempts, started_ms, finished_ms, text, has_logprobs, "
+                     "finish_reason, system_fingerprint, model, completion_tokens, ") +
+         (m_columns.numbers ? "numbers_nan, numbers_infinity, numbers_negative_infinity, "
+                              "numbers_overflow, numbers_null"
+                            : "0, 0, 0, 0, 0") +
+         (m_columns.reasoning ? ", reasoning_text, reasoning_split" : ", '', 'none'") +
+         (m_columns.usage ? ", usage_prompt_tokens, usage_reasoning_tokens" : ", NULL, NULL") +
+         (m_columns.text ? ", lone_surrogates" : ", 0") + " FROM requests ORDER BY " + order;
+}
+
+Result<void> RecordReader::read_record(sqlite3_stmt* row, core::RequestRecord& record) const {
+  record.planned.endpoint_index = column_int(row, 1);
+  record.planned.prompt_index = column_int(row, 2);
+  record.planned.concurrency = column_int(row, 3);
+  const std::string probe = column_text(row, 4);
+  auto kind = core::parse_probe_kind(probe);
+  if (!kind) return m_connection.corrupt("unknown probe kind '" + probe + "' in a record");
+  record.planned.probe = *kind;
+  record.planned.repeat = column_int(row, 5);
+  auto& outcome = record.outcome;
+  outcome.ok = column_int(row, 6) != 0;
+  outcome.http_status = column_int(row, 7);
+  outcome.error = column_text(row, 8);
+  outcome.attempts = column_int(row, 9);
+  outcome.started_ms = column_int64(row, 10);
+  outcome.finished_ms = column_int64(row, 11);
+  auto& completion = outcome.completion;
+  completion.text = column_text(row, 12);
+  completion.has_logprobs = column_int(row, 13) != 0;
+  completion.finish_reason = column_text(row, 14);
+  completion.system_fingerprint = column_text(row, 15);
+  completion.model = column_text(row, 16);
+  completion.completion_tokens = static_cast<long>(column_int64(row, 17));
+  completion.numbers.nan = column_int(row, 18);
+  completion.numbers.infinity = column_int(row, 19);
+  completion.numbers.negative_infinity = column_int(row, 20);
+  completion.numbers.overflow = column_int(row, 21);
+  completion.numbers.null = column_int(row, 22);
+  completion.reasoning_text = column_text(row, 23);
+  completion.reasoning_split = core::parse_reasoning_split(column_text(row, 24));
+  completion.usage.prompt = column_optional_count(row, 25);
+  completion.usage.reasoning = column_optional_count(row, 26);
+  completion.lone_surrogates = column_int(row, 27);
+  return {};
+}
+
+Result<void> append_version_1_token(const Connection& connection, sqlite3_stmt* row,
+                                    std::int64_t request_id,
+                                    std::vector<core::TokenLogprob>& tokens) {
+  if (column_int64(row, 1) != static_cast<std::int64_t>(tokens.size()))
+    return connection.corrupt("token positions of request " + std::to_string(request_id) +
+                              " are not contiguous");
+  core::TokenLogprob token;
+  token.token = column_text(row, 2);
+  token.logprob = column_double(row, 3);
+  token.top.reserve(2);
+  if (!column_is_null(row, 4)) token.top.push_back({column_text(row, 4), column_double(row, 5)});
+  if (!column_is_null(row, 6)) token.top.push_back({column_text(row, 6), column_double(row, 7)});
+  if (!column_is_null(row, 8))
+    if (auto decoded = decode_candidates(column_text(row, 8), token.top,
+                                         connection.where() + ": candidates of request " +
+                                             std::to_string(request_id));
+        !decoded)
+      return decoded;
+  tokens.push_back(std::move(token));
+  return {};
+}
+
+// Requests and tokens are both scanned in request id order, so each request's tokens are matched
+// with one forward walk: the cheapest read when every token is kept.
+Result<void> RecordReader::read_records(core::AuditData& data) const {
+  const Connection& db = m_connection;
+  Statement statement;
+  LLMREPRO_TRY_ASSIGN(statement, db.prepare(requests_query("id").c_str(), ErrorCode::input));
+  std::vector<std::int64_t> ids;
+  auto read = db.for_each_row(statement.get(), "cannot read the records",
+                              [&](sqlite3_stmt* row) -> Result<void> {
+                                core::RequestRecord record;
+                                ids.push_back(column_int64(row, 0));
+                                LLMREPRO_TRY(read_record(row, record));
+                                data.records.push_back(std::move(record));
+                                return Result<void>{};
+                              });
+  if (!read) return read;
+  if (m_schema_version >= 2) return read_packed_tokens(ids, data.records);
+  LLMREPRO_TRY(read_token_table("tokens", ids, data.records, false));
+  if (!m_columns.reasoning) return {};
+  return read_token_table("reasoning_tokens", ids, data.records, true);
+}
+
+Result<void> RecordReader::decode_packed(sqlite3_stmt* row, int column, bool reasoning,
+                                         std::int64_t request_id, const TokenTexts& texts,
+                                         std::vector<core::TokenLogprob>& tokens) const {
+  if (column_is_null(row, column)) return {};
+  const auto* bytes = static_cast<const char*>(sqlite3_column_blob(row, column));
+  const auto size = static_cast<std::size_t>(sqlite3_column_bytes(row, column));
+  auto decoded =
+      decode_token_blob(std::string_view(bytes == nullptr ? "" : bytes, size), texts, tokens);
+  if (!decoded)
+    return m_connection.corrupt(std::string(reasoning ? "reasoning tokens" : "tokens") +
+                                " of request " + std::to_string(request_id) + ": " +
+                                decoded.error().message);
+  return {};
+}
+
+Result<void> RecordReader::read_packed_tokens(const std::vector<std::int64_t>& ids,
+                                              std::vector<core::RequestRecord>& records) const {
+  const Connection& db = m_connection;
+  TokenTexts texts;
+  LLMREPRO_TRY_ASSIGN(texts, read_token_texts(db));
+  Statement statement;
+  LLMREPRO_TRY_ASSIGN(statement, db.prepare("SELECT request_id, answer, reasoning FROM "
+                                            "packed_tokens ORDER BY request_id",
+                                            ErrorCode::input));
+  std::size_t current = 0;
+  return db.for_each_row(
+      statement.get(), "cannot read the tokens", [&](sqlite3_stmt* row) -> Result<void> {
+        const std::int64_t request_id = column_int64(row, 0);
+        while (current < ids.size() && ids[current] < request_id) ++current;
+        if (current == ids.size() || ids[current] != request_id)
+          return Result<void>{
+              db.corrupt("tokens of a missing request " + std::to_string(request_id))};
+        core::Completion& completion = records[current].outcome.completion;
+        LLMREPRO_TRY(decode_packed(row, 1, false, request_id, texts, completion.tokens));
+        return decode_packed(row, 2, true, request_id, texts, completion.reasoning_tokens);
+      });
+}
+
+Result<void> RecordReader::read_token_table(const char* table, const std::vector<std::int64_t>& ids,
+                                            std::vector<core::RequestRecord>& records,
+                                            bool reasoning) const {
+  const Connection& db = m_connection;
+  Statement statement;
+  LLMREPRO_TRY_ASSIGN(statement,
+                      db.prepare((select_tokens(table) + "ORDER BY request_id, position").c_str(),
+                                 ErrorCode::input));
+  std::size_t current = 0;
+  return db.for_each_row(
+      statement.get(), "cannot read the tokens", [&](sqlite3_stmt* row) -> Result<void> {
+        const std::int64_t request_id = column_int64(row, 0);
+        while (current < ids.size() && ids[current] < request_id) ++current;
+        if (current == ids.size() || ids[current] != request_id)
+          return Result<void>{
+              db.corrupt("token rows of a missing request " + std::to_string(request_id))};
+        core::Completion& completion = records[current].outcome.completion;
+        return append_version_1_token(db, row, request_id,
+                                      reasoning ? completion.reasoning_tokens : completion.tokens);
+      });
+}
+
+// Requests in (prompt, id) order; each prompt's tokens are read by request (a primary-key range
+// of the tokens table) just before the prompt is handed over, then dropped.
+Result<void> RecordReader::stream_records(core::AuditData& data,
+                                          const AuditDatabase::PromptRecordsVisitor& visit) const {
+  const Connection& db = m_connection;
+  Statement requests;
+  LLMREPRO_TRY_ASSIGN(requests,
+                      db.prepare(requests_query("prompt_index, id").c_str(), ErrorCode::input));
+  // Version 2: one key probe of packed_tokens per request. Version 1: the request's rows of the
+  // token tables, a primary-key range each.
+  const bool packed = m_schema_version >= 2;
+  TokenTexts texts;
+  Statement tokens;
+  Statement reasoning_tokens;
+  if (packed) {
+    LLMREPRO_TRY_ASSIGN(texts, read_token_texts(db));
+    LLMREPRO_TRY_ASSIGN(tokens, db.prepare("SELECT answer, reasoning FROM packed_tokens WHERE "
+                                           "request_id = ?",
+                                           ErrorCode::input));
+  } else {
+    LLMREPRO_TRY_ASSIGN(
+        tokens,
+        db.prepare((select_tokens("tokens") + "WHERE request_id = ? ORDER BY position").c_str(),
+                   ErrorCode::input));
+    if (m_columns.reasoning)
+      LLMREPRO_TRY_ASSIGN(reasoning_tokens, db.prepare((select_tokens("reasoning_tokens") +
+                                                        "WHERE request_id = ? ORDER BY position")
+                                                           .c_str(),
+                                                       ErrorCode::input));
+  }
+  const core::AuditData& header = data; // records are added only once every prompt is visited
+  std::vector<std::pair<std::int64_t, core::RequestRecord>> kept; // (id, trimmed record)
+  std::vector<core::RequestRecord> group;
+  std::vector<std::int64_t> group_ids;
+  int group_prompt = 0;
+
+  const auto read_version_1 = [&](std::int64_t request_id,
+                                  core::Completion& completion) -> Result<void> {
+    auto& out = completion.tokens;
+    out.reserve(static_cast<std::size_t>(std::max(0L, completion.completion_tokens)));
+    sqlite3_bind_int64(tokens.get(), 1, request_id);
+    LLMREPRO_TRY(db.for_each_row(tokens.get(), "cannot read the tokens",
+                                 [&](sqlite3_stmt* row) -> Result<void> {
+                                   return append_version_1_token(db, row, request_id, out);
+                                 }));
+    // Only a reasoning model's records have these rows; the look-up is one key probe.
+    if (!m_columns.reasoning || completion.reasoning_split == core::ReasoningSplit::none) return {};
+    auto& reasoning = completion.reasoning_tokens;
+    sqlite3_bind_int64(reasoning_tokens.get(), 1, request_id);
+    return db.for_each_row(reasoning_tokens.get(), "cannot read the tokens",
+                           [&](sqlite3_stmt* row) -> Result<void> {
+                             return append_version_1_token(db, row, request_id, reasoning);
+                           });
+  };
+  const auto read_packed = [&](std::int64_t request_id,
+                               core::Completion& completion) -> Result<void> {
+    sqlite3_bind_int64(tokens.get(), 1, request_id);
+    return db.for_each_row(
+        tokens.get(), "cannot read the tokens", [&](sqlite3_stmt* row) -> Result<void> {
+          LLMREPRO_TRY(decode_packed(row, 0, false, request_id, texts, completion.tokens));
+          return decode_packed(row, 1, false, request_id, texts, completion.reasoning_tokens);
+        });
+  };
+
+  const auto flush = [&]() -> Result<void> {
+    if (group.empty()) return {};
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      auto& completion = group[i].outcome.completion;
+      LLMREPRO_TRY(packed ? read_packed(group_ids[i], completion)
+                          : read_version_1(group_ids[i], completion));
+    }
+    LLMREPRO_TRY(visit(header, group_prompt, group));
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      auto& completion = group[i].outcome.completion;
+      // Assigned fresh: `= {}` would clear but keep the capacity.
+      completion.text = std::string();
+      completion.tokens = std::vector<core::TokenLogprob>();
+      completion.reasoning_text = std::string();
+      completion.reasoning_tokens = std::vector<core::TokenLogprob>();
+      kept.emplace_back(group_ids[i], std::move(group[i]));
+    }
+    group.clear();
+    group_ids.clear();
+    return {};
+  };
+
+  auto read = db.for_each_row(requests.get(), "cannot read the records",
+                              [&](sqlite3_stmt* row) -> Result<void> {
+                                core::RequestRecord record;
+                                LLMREPRO_TRY(read_record(row, record));
+                                if (!group.empty() && record.planned.prompt_index != group_prompt)
+                                  LLMREPRO_TRY(flush());
+                                group_prompt = record.planned.prompt_index;
+                                group_ids.push_back(column_int64(row, 0));
+                                group.push_back(std::move(record));
+                                return Result<void>{};
+                              });
+  if (!read) return read;
+  LLMREPRO_TRY(flush());
+
+  // Recorded order, as read_records() gives it.
+  std::sort(kept.begin(), kept.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  data.records.reserve(kept.size());
+  for (auto& entry : kept) data.records.push_back(std::move(entry.second));
+  return {};
+}
+
+Result<void> RecordReader::read_probe_activity(core::AuditData& data) const {
+  Statement statement;
+  LLMREPRO_TRY_ASSIGN(statement, m_connection.prepare("SELECT value FROM meta WHERE key = "
+                                                      "'probe_activity'",
+                                                      ErrorCode::input));
+  if (sqlite3_step(statement.get()) != SQLITE_ROW) return {};
+  LLMREPRO_TRY_ASSIGN(data.probe_activity,
+                      decode_probe_activity(column_text(statement.get(), 0),
+                                            m_connection.where() + ": probe_activity"));
+  return {};
+}
+
+Result<std::vector<core::PlannedRequest>> RecordReader::read_successes() const {
+  Statement statement;
+  LLMREPRO_TRY_ASSIGN(statement, m_connection.prepare("SELECT endpoint_index, prompt_index, "
+                                                      "concurrency, probe, repeat FROM requests "
+                                                      "WHERE ok = 1 ORDER BY id",
+                                                      ErrorCode::input));
+  std::vector<core::PlannedRequest> keys;
+  LLMREPRO_TRY(m_connection.for_each_row(
+      statement.get(), "cannot read the records", [&](sqlite3_stmt* row) -> Result<void> {
+        core::PlannedRequest key;
+        key.endpoint_index = column_int(row, 0);
+        key.prompt_index = column_int(row, 1);
+        key.concurrency = column_int(row, 2);
+        const std::string probe = column_text(row, 3);
+        auto kind = core::parse_probe_kind(probe);
+        if (!kind) return Result<void>{m_connection.corrupt("unknown probe kind '" + probe + "'")};
+        key.probe = *kind;
+        key.repeat = column_int(row, 4);
+        keys.push_back(key);
+        return Result<void>{};
+      }));
+  return keys;
+}
+
+void derive_fingerprints(core::AuditData& data) {
+  std::vector<std::set<std::string>> fingerprints(data.endpoints.size());
+  for (const auto& record : data.records) {
+    const auto index = static_cast<std::size_t>(record.planned.endpoint_index);
+    const auto& fingerprint = record.outcome.completion.system_fingerprint;
+    if (record.outcome.ok && !fingerprint.empty() && index < fingerprints.size())
+      fingerprints[index].insert(fingerprint);
+  }
+  for (std::size_t i = 0; i < data.endpoints.size(); ++i)
+    data.endpoints[i].fingerprints.assign(fingerprints[i].begin(), fingerprints[i].end());
+}
+
+} // namespace llmrepro::store::detail
