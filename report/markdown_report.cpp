@@ -281,8 +281,11 @@ std::string render_markdown(const core::AuditReport& report) {
   // text in it renders as itself).
   std::string out = fmt::format("## llmrepro audit: {}\n\n{}\n\n", verdict_title(report.verdict),
                                 markdown_escape(report.verdict.headline, 1000));
-  if (!report.determinism.empty())
+  if (!report.determinism.empty()) {
     out += markdown_escape(core::determinism_line(report.determinism.front()), 1000) + "\n\n";
+    out +=
+        markdown_escape(core::determinism_coverage_line(report.determinism.front()), 2000) + "\n\n";
+  }
   if (data != nullptr)
     if (const std::string capped = core::stop_after_line(data->config); !capped.empty())
       out += markdown_escape(capped, 1000) + "\n\n";

@@ -289,6 +289,7 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
     const core::DeterminismCheck& check = report.determinism.front();
     const std::string text = escape_terminal_text(core::determinism_line(check), 0);
     line(check.held ? paint.green(text) : paint.red(text));
+    line(escape_terminal_text(core::determinism_coverage_line(check), 0));
   }
   if (const std::string capped = core::stop_after_line(data.config); !capped.empty())
     line(paint.yellow(capped));

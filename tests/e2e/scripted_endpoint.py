@@ -29,6 +29,13 @@ Script:
                                                                    (llamacpp: what GET /props
                                                                     says; no build_info when not
                                                                     given, 4 slots of 4096)
+   "context_limit": 256,                                           (a completion POST whose prompt
+                                                                    has at least this many words,
+                                                                    one token each, answers 400 as
+                                                                    llama-server refuses a prompt
+                                                                    longer than its slot:
+                                                                    "request (N tokens) exceeds
+                                                                    the available context size")
    "together": true,                                               (openai-chat: Together's shapes:
                                                                     `logprobs` read as the integer
                                                                     k, whole answers in parallel
@@ -498,6 +505,7 @@ def load_script(path):
             "build_info": raw.get("build_info"),
             "total_slots": int(raw.get("total_slots", 4)),
             "n_ctx": int(raw.get("n_ctx", 4096)),
+            "context_limit": raw.get("context_limit"),
             "together": bool(raw.get("together", False)),
             "max_completion_tokens": bool(raw.get("max_completion_tokens", False)),
             "no_logprobs_model": raw.get("no_logprobs_model"),
@@ -1696,6 +1704,19 @@ class Handler(BaseHTTPRequestHandler):
             self.log_request_item(raw, outcome="bad_request")
             self.send_json(400, error_body(dialect, 400, "model name is missing from the request",
                                            "invalid_request_error"))
+            return
+        limit = self.state.script["context_limit"]
+        words = len((prompt_of(body) or "").split())
+        if builder is not None and limit is not None and words >= limit:
+            # tools/server/server-context.cpp: a prompt of at least n_ctx tokens is refused before
+            # any is computed; server-task.cpp adds n_prompt_tokens and n_ctx to the error.
+            self.log_request_item(raw, outcome="context_refused")
+            refusal = error_body(dialect, 400, f"request ({words} tokens) exceeds the available "
+                                               f"context size ({limit} tokens), try increasing it",
+                                 "exceed_context_size_error", 400)
+            if isinstance(refusal.get("error"), dict):
+                refusal["error"].update(n_prompt_tokens=words, n_ctx=limit)
+            self.send_json(400, refusal)
             return
         if builder is not None and dialect == "gemini":
             refusal = gemini_refusal(path, self.path, self.state.script["model"])
