@@ -7,6 +7,7 @@
 #include <string_view>
 #include <nlohmann/json.hpp>
 
+#include "core/cache_state.hpp"
 #include "core/adaptive.hpp"
 #include "report/detail/iso_time.hpp"
 #include "report/detail/server_json.hpp"
@@ -47,6 +48,8 @@ Json usage_json(const core::UsageSummary& usage) {
           {"prompt_tokens", usage.prompt_tokens},
           {"completion_tokens", usage.completion_tokens},
           {"reasoning_tokens", usage.reasoning_tokens},
+          {"requests_with_cache_state", usage.requests_with_cache_state},
+          {"warm_requests", usage.warm_requests},
           {"cost", optional_number(usage.cost)}};
 }
 
@@ -292,6 +295,7 @@ Json summary_json(const core::AuditReport& report) {
   const auto& summary = report.analysis.summary;
   const auto& predictor = summary.predictor;
   const Json levels = levels_json(summary.by_concurrency);
+  const std::string cache_state = core::cache_state_line(summary.by_concurrency);
   return {{"prompts", summary.prompts},
           {"requests", summary.requests},
           {"failed_requests", summary.failed_requests},
@@ -324,6 +328,7 @@ Json summary_json(const core::AuditReport& report) {
           {"flip_calibration", calibration_json(summary.flip_calibration)},
           {"checks", checks_json(summary.checks)},
           {"by_concurrency", levels},
+          {"cache_state", cache_state.empty() ? Json(nullptr) : Json(cache_state)},
           {"determinism", determinism_json(report)},
           {"verdict", verdict_json(report.verdict)}};
 }

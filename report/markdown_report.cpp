@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/cache_state.hpp"
 #include "core/adaptive.hpp"
 #include "core/budget.hpp"
 #include "core/prompt_ranking.hpp"
@@ -355,6 +356,8 @@ std::string render_markdown(const core::AuditReport& report) {
       fmt::format("| flip predictors | {} |\n", predictor_comparison_line(s.flip_calibration, tau));
   for (const auto& level : s.by_concurrency)
     out += fmt::format("| noise at c={} | {} |\n", level.concurrency, noise_text(level.noise));
+  if (const std::string cache = core::cache_state_line(s.by_concurrency); !cache.empty())
+    out += fmt::format("| prompt cache | {} |\n", markdown_escape(cache, 400));
   out += levels_markdown(s.by_concurrency);
   out += verdict_markdown(report);
   const auto worst = core::worst_prompts(report.analysis, 5);

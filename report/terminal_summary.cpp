@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/cache_state.hpp"
 #include "core/adaptive.hpp"
 #include "core/budget.hpp"
 #include "core/prompt_ranking.hpp"
@@ -346,6 +347,8 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
     line(label(i == 0 ? "noise" : "") +
          fmt::format("c={} {}", level.concurrency, noise_text(level.noise)));
   }
+  if (const std::string cache = core::cache_state_line(summary.by_concurrency); !cache.empty())
+    line(label("cache") + cache);
 
   // Each probe kind on its own (only when more than the sweep ran), then the endpoints side by
   // side.
