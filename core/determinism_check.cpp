@@ -165,11 +165,22 @@ DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs) 
   for (const auto& input : inputs) {
     if (input.prefix != nullptr) {
       // The prefix probe is serial: its cells are at level 1.
+      int cold_trials = 0;
+      int reused = 0;
+      for (const auto& prompt : *input.prefix) {
+        cold_trials += prompt.cold_runs;
+        reused += prompt.cold_cache_reused;
+      }
       for (const auto& prompt : *input.prefix) {
         if (prompt.cold_runs > 0) {
           CellBuilder& cold = cell_for(input.probe, 1, DeterminismShape::cold_prefix);
-          cold.cell.tested = !input.cold_mode.empty();
-          if (!cold.cell.tested) cold.cell.untested_reason = k_no_cold_mode;
+          cold.cell.tested = !input.cold_mode.empty() && reused == 0;
+          if (input.cold_mode.empty())
+            cold.cell.untested_reason = k_no_cold_mode;
+          else if (reused > 0)
+            cold.cell.untested_reason = "cold mode not confirmed: " + std::to_string(reused) +
+                                        " of " + std::to_string(cold_trials) +
+                                        " cold trials reused the cache";
           cold.add(prompt.id, prompt.cold_drift_from_reference,
                    prompt.cold_divergence_from_reference);
         }

@@ -6,9 +6,14 @@
   logprobs move by 0.001 nats, beside cold ones (cache_n 0): each request's cached prompt tokens
   are stored in requests.usage_cached_prompt_tokens, and every report says how many serial runs
   were warm and that the serial noise is cache state, not batching. Under --api auto the
-  server's /props is fetched once, by detection, and reused for its description."""
+  server's /props is fetched once, by detection, and reused for its description.
+- Cold trials that carry "cache_prompt": false and still report cache_n > 0 (a server ignoring
+  the switch) are no confirmed cold trials: --profile deterministic reports the cold cell "not
+  checked ... cold mode not confirmed: 4 of 4 cold trials reused the cache", and the verdict is an
+  error (exit 3), never a pass or a failure of the claim."""
 
 import html
+import json
 
 import e2e_harness as h
 
@@ -57,6 +62,36 @@ class CacheState(h.E2ETestCase):
             self.assertIn(f"| prompt cache | {LINE} |", html.unescape(f.read()))
         with open(paths["html"], encoding="utf-8") as f:
             self.assertEqual(h.ElementText.of(f.read(), "cache-state"), (1, LINE))
+
+    def test_cold_trials_that_reused_the_cache_are_not_confirmed(self):
+        # The cold trials ask for "cache_prompt": false; this server answers them from its cache.
+        reused = dict(COLD, cached_tokens=30)
+        endpoint = self.start_endpoint(
+            {"fallback": [{"tokens": [tok(" ok")]}],
+             "prompts": {p["prompt"]: {"entries": [COLD], "cold": [reused]} for p in PROMPTS}},
+            "llamacpp")
+        suite = self.write_suite("cold.jsonl", PROMPTS)
+        run, report, _ = self.audit_reports(
+            suite, ["--endpoint", endpoint.url], api="llamacpp", tag="cold",
+            extra=["--profile", "deterministic", "--max-concurrency", "1", "--runs", "2",
+                   "--max-tokens", "8"])
+        trials = [json.loads(r["body"]) for r in endpoint.posts()
+                  if r.get("variant") == "cold"]
+        self.assertEqual(len(trials), 4)
+        self.assertTrue(all(t["cache_prompt"] is False for t in trials))
+        determinism = report["summary"]["determinism"]
+        line = ("determinism claim not checked on a cold prefix cache: cold mode not confirmed: 4 "
+                "of 4 cold trials reused the cache; every other level and probe held")
+        self.assertEqual(determinism["line"], line)
+        cold = next(c for c in determinism["cells"] if c["shape"] == "cold")
+        self.assertEqual((cold["tested"], cold["untested_reason"]),
+                         (False, "cold mode not confirmed: 4 of 4 cold trials reused the cache"))
+        verdict = report["summary"]["verdict"]
+        self.assertEqual(verdict["status"], "error")
+        self.assertEqual(verdict["headline"],
+                         "ERROR: the audit could not be judged: " + line +
+                         " (--profile deterministic)")
+        self.assert_exit(run, 3)
 
 
 if __name__ == "__main__":

@@ -283,6 +283,20 @@ TEST_CASE("judge adds the determinism gate first, scoped to the first break") {
                                 "checked on a cold prefix cache: the endpoint offered no cold "
                                 "mode",
                                 0) == 0);
+
+  // A cold trial the server served partly from its cache is not a confirmed cold trial.
+  prefix[0].cold_cache_reused = 1;
+  checks = {check_determinism({{ProbeKind::sweep, &sweep, nullptr},
+                               {ProbeKind::prefix, nullptr, &prefix,
+                                "with the prompt cache off per request (cache_prompt: false)"}})};
+  REQUIRE(checks[0].cells.size() == 4);
+  CHECK_FALSE(checks[0].cells[2].tested);
+  CHECK(determinism_line(checks[0]) ==
+        "determinism claim not checked on a cold prefix cache: cold mode not confirmed: 1 of 2 "
+        "cold trials reused the cache; every other level and probe held");
+  CHECK(judge({{0, ProbeKind::sweep, &sweep}}, std::nullopt, gates, RunFacts{4, 4, false, ""},
+              &checks)
+            .status == VerdictStatus::error);
 }
 
 TEST_CASE("deterministic_levels") {
