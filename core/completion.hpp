@@ -72,6 +72,12 @@ struct TokenUsage {
   // Hidden reasoning tokens counted within completion_tokens: completion_tokens_details.
   // reasoning_tokens, output_tokens_details.reasoning_tokens, thoughtsTokenCount, ...
   std::optional<long> reasoning;
+  // Prompt tokens the server said it served from its prompt cache rather than computed: llama.cpp's
+  // timings.cache_n (its tokens_cached counts the whole slot, prompt and generated, and is not
+  // read), usage.prompt_tokens_details.cached_tokens (OpenAI, vLLM, llama.cpp's OpenAI routes),
+  // usage.input_tokens_details.cached_tokens (Responses), SGLang's meta_info.cached_tokens.
+  // More than 0: the request ran warm.
+  std::optional<long> cached_prompt;
   friend bool operator==(const TokenUsage&, const TokenUsage&) = default;
 };
 

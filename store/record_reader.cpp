@@ -105,7 +105,9 @@ std::string RecordReader::requests_query(const char* order) const {
                             : "0, 0, 0, 0, 0") +
          (m_columns.reasoning ? ", reasoning_text, reasoning_split" : ", '', 'none'") +
          (m_columns.usage ? ", usage_prompt_tokens, usage_reasoning_tokens" : ", NULL, NULL") +
-         (m_columns.text ? ", lone_surrogates" : ", 0") + " FROM requests ORDER BY " + order;
+         (m_columns.text ? ", lone_surrogates" : ", 0") +
+         (m_columns.cache ? ", usage_cached_prompt_tokens" : ", NULL") +
+         " FROM requests ORDER BY " + order;
 }
 
 Result<void> RecordReader::read_record(sqlite3_stmt* row, core::RequestRecord& record) const {
@@ -141,6 +143,7 @@ Result<void> RecordReader::read_record(sqlite3_stmt* row, core::RequestRecord& r
   completion.usage.prompt = column_optional_count(row, 25);
   completion.usage.reasoning = column_optional_count(row, 26);
   completion.lone_surrogates = column_int(row, 27);
+  completion.usage.cached_prompt = column_optional_count(row, 28);
   return {};
 }
 

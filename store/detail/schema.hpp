@@ -45,7 +45,8 @@ struct LaterColumns {
   bool numbers = true;
   bool reasoning = true;
   bool usage = true;
-  bool text = true; // lone_surrogates
+  bool text = true;  // lone_surrogates
+  bool cache = true; // usage_cached_prompt_tokens
 };
 
 // Gives a database created before those columns existed the columns (0, '', 'none' and NULL in
