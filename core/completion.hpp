@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/tool_calls.hpp"
+
 namespace llmrepro::core {
 
 // A log probability the endpoint sent that is no number a gap can be read from: NaN, +Infinity
@@ -115,6 +117,9 @@ struct Completion {
   std::string reasoning_text;
   std::vector<TokenLogprob> reasoning_tokens;
   ReasoningSplit reasoning_split = ReasoningSplit::none;
+  // The tools the model called, in order (OpenAI `message.tool_calls`, a recorded replay's
+  // sequence): what --compare-on tool_calls compares.
+  std::vector<ToolCall> tool_calls;
 };
 
 // Sorts each position's candidates (of the answer's and the reasoning's tokens) by logprob, highest

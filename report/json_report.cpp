@@ -9,6 +9,7 @@
 
 #include "core/cache_state.hpp"
 #include "core/adaptive.hpp"
+#include "core/statistics.hpp"
 #include "report/detail/iso_time.hpp"
 #include "report/detail/server_json.hpp"
 
@@ -291,6 +292,18 @@ Json reasoning_json(const core::ReasoningSummary& reasoning) {
           {"joined", reasoning.joined}};
 }
 
+// Unstable over judged (stable + unstable) prompts, what --max-unstable-rate gates, with its
+// Wilson 95% interval: under --compare-on tool_calls, the chain-divergence rate.
+Json unstable_rate_json(const core::AuditSummary& summary) {
+  const int judged = summary.stable_prompts + summary.unstable_prompts;
+  const core::Interval interval = core::wilson_interval(summary.unstable_prompts, judged);
+  return {{"judged", judged},
+          {"rate", judged > 0 ? number(static_cast<double>(summary.unstable_prompts) / judged)
+                              : Json(nullptr)},
+          {"low", number(interval.low)},
+          {"high", number(interval.high)}};
+}
+
 Json summary_json(const core::AuditReport& report) {
   const auto& summary = report.analysis.summary;
   const auto& predictor = summary.predictor;
@@ -303,6 +316,7 @@ Json summary_json(const core::AuditReport& report) {
           {"stable_prompts", summary.stable_prompts},
           {"unstable_prompts", summary.unstable_prompts},
           {"inconclusive_prompts", summary.inconclusive_prompts},
+          {"unstable_rate", unstable_rate_json(summary)},
           {"bitwise_stable_prompts", summary.bitwise_stable_prompts},
           {"max_logprob_drift", optional_number(summary.max_logprob_drift)},
           {"prompts_with_two_completions", summary.prompts_with_two_completions},
@@ -399,6 +413,10 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
           {"numbers", numbers_json(prompt.numbers)},
           {"lone_surrogates", prompt.lone_surrogates},
           {"candidates_at_divergence", candidates(prompt.candidates_at_divergence)},
+          {"tool_call_divergence", prompt.tool_call_divergence
+                                       ? Json{{"step", prompt.tool_call_divergence->step},
+                                              {"field", prompt.tool_call_divergence->field}}
+                                       : Json(nullptr)},
           {"answers", answers},
           {"answer_failures", prompt.answer_failures},
           {"answers_agree", prompt.answers_agree},
