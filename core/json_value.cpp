@@ -1,5 +1,6 @@
 #include "core/json_value.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 
 namespace llmrepro::core {
@@ -272,5 +273,36 @@ private:
 } // namespace
 
 Result<JsonValue> parse_json(std::string_view text) { return Parser(text).document(); }
+
+void append_json_string(std::string& out, std::string_view text) {
+  out.push_back('"');
+  for (const char c : text) {
+    switch (c) {
+    case '"': out += "\\\""; break;
+    case '\\': out += "\\\\"; break;
+    case '\b': out += "\\b"; break;
+    case '\f': out += "\\f"; break;
+    case '\n': out += "\\n"; break;
+    case '\r': out += "\\r"; break;
+    case '\t': out += "\\t"; break;
+    default:
+      if (static_cast<unsigned char>(c) < 0x20) {
+        char escape[8];
+        std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned>(c));
+        out += escape;
+      } else {
+        out.push_back(c);
+      }
+    }
+  }
+  out.push_back('"');
+}
+
+std::string json_quote(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  append_json_string(out, text);
+  return out;
+}
 
 } // namespace llmrepro::core

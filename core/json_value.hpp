@@ -35,4 +35,11 @@ struct JsonValue {
 // Errors name the byte offset.
 Result<JsonValue> parse_json(std::string_view text);
 
+// Appends `text` as a JSON string literal, quotes included: `"` and `\` escaped, control
+// characters as \b \f \n \r \t or \u00XX, every other byte (UTF-8 included) as it is.
+void append_json_string(std::string& out, std::string_view text);
+
+// `text` as a JSON string literal (append_json_string's).
+std::string json_quote(std::string_view text);
+
 } // namespace llmrepro::core

@@ -9,30 +9,6 @@
 namespace llmrepro::core {
 namespace {
 
-void append_string(std::string& out, std::string_view text) {
-  out.push_back('"');
-  for (const char c : text) {
-    switch (c) {
-    case '"': out += "\\\""; break;
-    case '\\': out += "\\\\"; break;
-    case '\b': out += "\\b"; break;
-    case '\f': out += "\\f"; break;
-    case '\n': out += "\\n"; break;
-    case '\r': out += "\\r"; break;
-    case '\t': out += "\\t"; break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20) {
-        char escape[8];
-        std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned>(c));
-        out += escape;
-      } else {
-        out.push_back(c);
-      }
-    }
-  }
-  out.push_back('"');
-}
-
 Result<void> append_value(std::string& out, const JsonValue& value) {
   switch (value.type) {
   case JsonValue::Type::null: out += "null"; return {};
@@ -42,7 +18,7 @@ Result<void> append_value(std::string& out, const JsonValue& value) {
     if (value.literal.empty()) return make_error(ErrorCode::input, "JSON: a number without text");
     out += value.literal;
     return {};
-  case JsonValue::Type::string: append_string(out, value.string); return {};
+  case JsonValue::Type::string: append_json_string(out, value.string); return {};
   case JsonValue::Type::array:
     out.push_back('[');
     for (std::size_t i = 0; i < value.array.size(); ++i) {
@@ -63,7 +39,7 @@ Result<void> append_value(std::string& out, const JsonValue& value) {
         return make_error(ErrorCode::input,
                           "JSON: the key '" + members[i]->first + "' is given twice");
       if (i > 0) out.push_back(',');
-      append_string(out, members[i]->first);
+      append_json_string(out, members[i]->first);
       out.push_back(':');
       LLMREPRO_TRY(append_value(out, members[i]->second));
     }
@@ -118,7 +94,7 @@ std::string tool_calls_json(const std::vector<ToolCall>& calls) {
     out += "{\"arguments\":";
     out += calls[i].arguments;
     out += ",\"name\":";
-    append_string(out, calls[i].name);
+    append_json_string(out, calls[i].name);
     out.push_back('}');
   }
   out.push_back(']');

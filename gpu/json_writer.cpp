@@ -1,37 +1,12 @@
 #include "gpu/detail/json_writer.hpp"
 
+#include "core/json_value.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
 namespace llmrepro::gpu {
-
-std::string json_quote(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  out.push_back('"');
-  for (const char c : text) {
-    switch (c) {
-    case '"': out += "\\\""; break;
-    case '\\': out += "\\\\"; break;
-    case '\n': out += "\\n"; break;
-    case '\r': out += "\\r"; break;
-    case '\t': out += "\\t"; break;
-    case '\b': out += "\\b"; break;
-    case '\f': out += "\\f"; break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20) {
-        char buffer[8];
-        std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(c));
-        out += buffer;
-      } else {
-        out.push_back(c);
-      }
-    }
-  }
-  out.push_back('"');
-  return out;
-}
 
 void JsonWriter::before_value() {
   if (m_after_key) {
@@ -68,14 +43,14 @@ void JsonWriter::end_array() {
 
 void JsonWriter::key(std::string_view name) {
   before_value();
-  m_out += json_quote(name);
+  m_out += core::json_quote(name);
   m_out.push_back(':');
   m_after_key = true;
 }
 
 void JsonWriter::value(std::string_view text) {
   before_value();
-  m_out += json_quote(text);
+  m_out += core::json_quote(text);
 }
 
 void JsonWriter::value(double number) {

@@ -4,22 +4,15 @@
 
 #include "report/detail/drift_text.hpp"
 #include "report/detail/html_style.hpp"
+#include "report/detail/report_text.hpp"
 
 namespace llmrepro::report {
 namespace {
-
-std::string pct(double share) { return fmt::format("{:.1f}%", 100.0 * share); }
 
 std::string dash() { return "<span class=\"muted\">\u2013</span>"; }
 
 std::string optional_int(const std::optional<int>& value) {
   return value ? std::to_string(*value) : dash();
-}
-
-int distinct_completions(const core::AuditAnalysis& analysis) {
-  int total = 0;
-  for (const auto& prompt : analysis.prompts) total += prompt.unique_completions;
-  return total;
 }
 
 std::string endpoint_label(const core::AuditData* data, std::size_t index) {
@@ -41,8 +34,8 @@ std::string summary_line(const core::AuditSummary& summary, int distinct) {
                      "\u00b7 {} requests ({} failed) \u00b7 {} bitwise \u00b7 max logprob drift "
                      "{}</p>",
                      summary.unstable_prompts, summary.prompts, summary.inconclusive_prompts,
-                     distinct, pct(summary.tarr), pct(summary.tara), summary.requests,
-                     summary.failed_requests, summary.bitwise_stable_prompts,
+                     distinct, percent_text(summary.tarr), percent_text(summary.tara),
+                     summary.requests, summary.failed_requests, summary.bitwise_stable_prompts,
                      max_drift_text(summary.max_logprob_drift));
 }
 
@@ -186,7 +179,7 @@ std::string render_comparison_section(const core::AuditReport& report) {
                        s.inconclusive_prompts > 0
                            ? fmt::format(" ({} inconclusive)", s.inconclusive_prompts)
                            : std::string(),
-                       pct(s.tarr), pct(s.tara), levels, s.bitwise_stable_prompts,
+                       percent_text(s.tarr), percent_text(s.tara), levels, s.bitwise_stable_prompts,
                        max_drift_text(s.max_logprob_drift));
   }
   out += "</tbody></table><h3>Per prompt</h3><table class=\"comparison-prompts\"><thead><tr>"
@@ -221,7 +214,7 @@ std::string render_semantic_section(const core::AuditReport& report) {
       "similarity of each prompt's distinct completions (embedding model <code>{}</code>): "
       "<b>{}</b> of {} prompts have every pair at or above {:g}.</p>",
       semantic.model.empty() ? std::string("default") : html_escape(semantic.model),
-      semantic.agreeing_share ? pct(*semantic.agreeing_share) : std::string("\u2013"),
+      semantic.agreeing_share ? percent_text(*semantic.agreeing_share) : std::string("\u2013"),
       semantic.prompts.size(), semantic.threshold);
   out += "<table class=\"semantic\"><thead><tr><th>prompt</th><th class=\"num\">distinct</th>"
          "<th class=\"num\">pairs</th><th class=\"num\">mean</th><th class=\"num\">std</th>"

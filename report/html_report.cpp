@@ -24,13 +24,12 @@
 #include "report/detail/html_style.hpp"
 #include "report/detail/iso_time.hpp"
 #include "report/detail/svg_chart.hpp"
+#include "report/detail/report_text.hpp"
 
 namespace llmrepro::report {
 namespace {
 
 constexpr std::size_t k_worst_shown = 5;
-
-std::string pct(double share) { return fmt::format("{:.1f}%", 100.0 * share); }
 
 std::string gap_text(const std::optional<double>& gap) {
   return gap ? fmt::format("{:.3g}", *gap) : std::string("\u2013");
@@ -96,18 +95,6 @@ const char* verdict_badge(const core::Verdict& verdict) {
   return "ERROR";
 }
 
-// "endpoint 0 · sweep · c=8"; "whole audit" where the gate looked at everything.
-std::string scope_text(const core::GateScope& scope) {
-  std::vector<std::string> parts;
-  if (scope.endpoint) parts.push_back(fmt::format("endpoint {}", *scope.endpoint));
-  if (scope.probe) parts.push_back(core::to_string(*scope.probe));
-  if (scope.level) parts.push_back(fmt::format("c={}", *scope.level));
-  if (parts.empty()) return "whole audit";
-  std::string out;
-  for (const auto& part : parts) out += (out.empty() ? "" : " \u00b7 ") + part;
-  return out;
-}
-
 std::string render_header(const core::AuditReport& report) {
   const core::AuditData* data = report.data;
   std::string out = "<header class=\"page\"><h1>llmrepro audit</h1><span class=\"meta\">";
@@ -149,7 +136,7 @@ std::string render_verdict(const core::AuditReport& report) {
       "\u00b7 {} fragile \u00b7 {} of unknown fragility \u00b7 TARr {} \u00b7 {} of {} requests "
       "failed</div>",
       s.unstable_prompts, s.prompts, s.stable_prompts, s.inconclusive_prompts, s.fragile_prompts,
-      s.fragility_unknown_prompts, pct(s.tarr), s.failed_requests, s.requests);
+      s.fragility_unknown_prompts, percent_text(s.tarr), s.failed_requests, s.requests);
   out += fmt::format("<div id=\"tiers\">stability tiers: {} \u00b7 max logprob drift {}</div>",
                      tier_counts_text(s, " \u00b7 "), max_drift_text(s.max_logprob_drift));
   if (const std::string reasoning = reasoning_summary_text(s.reasoning); !reasoning.empty())
@@ -195,7 +182,7 @@ std::string render_verdict(const core::AuditReport& report) {
                        "class=\"scope\">({})</span></li>",
                        gate.passed ? "passed" : "failed", gate.passed ? "\u2714" : "\u2718",
                        html_escape(gate.name), html_escape(gate.flag), html_escape(gate.message),
-                       scope_text(gate.scope));
+                       gate_scope_text(gate.scope));
   }
   out += "</ul>";
   if (!verdict.errors.empty()) {
@@ -278,9 +265,10 @@ std::string render_cards(const core::AuditReport& report) {
   out += card("failures", std::to_string(s.failed_requests), "failed requests",
               s.failed_requests > 0 ? "fail" : "pass");
   out += card("unstable", std::to_string(s.unstable_prompts),
-              s.prompts > 0 ? fmt::format("{} of prompts",
-                                          pct(static_cast<double>(s.unstable_prompts) / s.prompts))
-                            : "",
+              s.prompts > 0
+                  ? fmt::format("{} of prompts",
+                                percent_text(static_cast<double>(s.unstable_prompts) / s.prompts))
+                  : "",
               s.unstable_prompts > 0 ? "fail" : "pass");
   out += card("inconclusive", std::to_string(s.inconclusive_prompts),
               fmt::format("{} stable", s.stable_prompts),
@@ -290,7 +278,7 @@ std::string render_cards(const core::AuditReport& report) {
            s.fragility_unknown_prompts > 0 ? fmt::format("{} unknown", s.fragility_unknown_prompts)
                                            : std::string("min gap below \u03c4"),
            s.fragile_prompts > 0 || s.fragility_unknown_prompts > 0 ? "warn" : "pass");
-  out += card("TARr", pct(s.tarr), "identical runs", s.tarr < 1.0 ? "fail" : "pass");
+  out += card("TARr", percent_text(s.tarr), "identical runs", s.tarr < 1.0 ? "fail" : "pass");
   const auto& p = s.predictor;
   const auto opt = [](const std::optional<double>& v) {
     return v ? fmt::format("{:.2f}", *v) : std::string("\u2013");
@@ -299,11 +287,12 @@ std::string render_cards(const core::AuditReport& report) {
               fmt::format("TP {} FP {} FN {} TN {}", p.true_positive, p.false_positive,
                           p.false_negative, p.true_negative));
   if (report.tara)
-    out += card("TARa", pct(*report.tara), "one answer", *report.tara < 1.0 ? "warn" : "pass");
+    out += card("TARa", percent_text(*report.tara), "one answer",
+                *report.tara < 1.0 ? "warn" : "pass");
   if (s.checks) {
-    out += card("accuracy", pct(s.checks->mean_accuracy),
-                fmt::format("best {} \u00b7 worst {}", pct(s.checks->best_possible),
-                            pct(s.checks->worst_possible)),
+    out += card("accuracy", percent_text(s.checks->mean_accuracy),
+                fmt::format("best {} \u00b7 worst {}", percent_text(s.checks->best_possible),
+                            percent_text(s.checks->worst_possible)),
                 s.checks->spread > 0.0 ? "warn" : "pass");
   }
   const std::string status = verdict_class(report.verdict);

@@ -14,11 +14,10 @@
 #include "report/detail/drift_text.hpp"
 #include "report/detail/usage_text.hpp"
 #include "report/detail/flip_summary.hpp"
+#include "report/detail/report_text.hpp"
 
 namespace llmrepro::report {
 namespace {
-
-std::string pct(double share) { return fmt::format("{:.1f}%", 100.0 * share); }
 
 std::string candidates(const core::PromptAnalysis& p) {
   const auto& c = p.candidates_at_divergence;
@@ -29,12 +28,6 @@ std::string candidates(const core::PromptAnalysis& p) {
 }
 
 constexpr std::size_t k_rows_shown = 10;
-
-int distinct_completions(const core::AuditAnalysis& analysis) {
-  int total = 0;
-  for (const auto& prompt : analysis.prompts) total += prompt.unique_completions;
-  return total;
-}
 
 // "c=1: 812 tok/s, 41 ms · c=8: ..." — each level's cost, to read beside its stability.
 std::string cost_text(const std::vector<core::LevelSummary>& levels) {
@@ -71,18 +64,6 @@ std::string verdict_title(const core::Verdict& verdict) {
   return "\u26d4 ERROR";
 }
 
-// "endpoint 0 · sweep · c=8"; "whole audit" where the gate looked at everything.
-std::string scope_text(const core::GateScope& scope) {
-  std::string out;
-  const auto add = [&out](const std::string& part) {
-    out += (out.empty() ? "" : " \u00b7 ") + part;
-  };
-  if (scope.endpoint) add(fmt::format("endpoint {}", *scope.endpoint));
-  if (scope.probe) add(core::to_string(*scope.probe));
-  if (scope.level) add(fmt::format("c={}", *scope.level));
-  return out.empty() ? "whole audit" : out;
-}
-
 std::string figure_text(const std::optional<double>& value) {
   return value ? fmt::format("{:g}", *value) : std::string("\u2013");
 }
@@ -95,7 +76,7 @@ std::string verdict_markdown(const core::AuditReport& report) {
     out += "\n| | gate | scope | measured | limit | |\n|---|---|---|---:|---:|---|\n";
     for (const core::GateResult& gate : verdict.gates)
       out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", gate.passed ? "\u2705" : "\u274c",
-                         markdown_escape(gate.flag, 40), scope_text(gate.scope),
+                         markdown_escape(gate.flag, 40), gate_scope_text(gate.scope),
                          figure_text(gate.figure), figure_text(gate.limit),
                          markdown_escape(gate.message, 200));
   }
@@ -137,11 +118,11 @@ std::string probes_markdown(const core::AuditReport& report) {
   const core::ProbeAnalysis* prefix = nullptr;
   for (const auto& probe : report.probes) {
     const core::AuditSummary& s = probe.analysis.summary;
-    out += fmt::format("| {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} |\n",
-                       core::to_string(probe.probe), unstable_text(s),
-                       distinct_completions(probe.analysis), pct(s.tarr), pct(s.tara), s.requests,
-                       s.failed_requests, cost_text(s.by_concurrency), s.bitwise_stable_prompts,
-                       max_drift_text(s.max_logprob_drift));
+    out += fmt::format(
+        "| {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} |\n", core::to_string(probe.probe),
+        unstable_text(s), distinct_completions(probe.analysis), percent_text(s.tarr),
+        percent_text(s.tara), s.requests, s.failed_requests, cost_text(s.by_concurrency),
+        s.bitwise_stable_prompts, max_drift_text(s.max_logprob_drift));
     if (probe.probe == core::ProbeKind::prefix) prefix = &probe;
   }
   if (prefix != nullptr) {
@@ -188,10 +169,10 @@ std::string comparison_markdown(const core::AuditReport& report) {
       core::to_string(report.primary_probe));
   for (std::size_t e = 0; e < report.endpoints.size(); ++e) {
     const core::AuditSummary& s = report.endpoints[e].summary;
-    out +=
-        fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", e, endpoint_text(report.data, e),
-                    unstable_text(s), pct(s.tarr), pct(s.tara), cost_text(s.by_concurrency),
-                    s.bitwise_stable_prompts, max_drift_text(s.max_logprob_drift));
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", e,
+                       endpoint_text(report.data, e), unstable_text(s), percent_text(s.tarr),
+                       percent_text(s.tara), cost_text(s.by_concurrency), s.bitwise_stable_prompts,
+                       max_drift_text(s.max_logprob_drift));
   }
   std::size_t shown = 0;
   for (const auto& prompt : comparison.prompts) {
@@ -220,7 +201,7 @@ std::string semantic_markdown(const core::AuditReport& report) {
   std::string out = fmt::format(
       "\n### Semantic agreement\n\n{} of {} prompts have every pair of distinct completions at "
       "cosine \u2265 {:g} (embedding model {}).\n",
-      semantic.agreeing_share ? pct(*semantic.agreeing_share) : std::string("\u2013"),
+      semantic.agreeing_share ? percent_text(*semantic.agreeing_share) : std::string("\u2013"),
       semantic.prompts.size(), semantic.threshold,
       semantic.model.empty() ? std::string("default") : markdown_escape(semantic.model, 60));
   std::size_t shown = 0;
@@ -343,12 +324,12 @@ std::string render_markdown(const core::AuditReport& report) {
   if (s.by_concurrency.size() > 1)
     if (const std::string levels = level_usage_text(s.by_concurrency, "; "); !levels.empty())
       out += fmt::format("| usage per level | {} |\n", levels);
-  out += fmt::format("| TARr | {} |\n", pct(s.tarr));
-  if (report.tara) out += fmt::format("| TARa | {} |\n", pct(*report.tara));
+  out += fmt::format("| TARr | {} |\n", percent_text(s.tarr));
+  if (report.tara) out += fmt::format("| TARa | {} |\n", percent_text(*report.tara));
   if (s.checks) {
     out += fmt::format("| accuracy (best / worst possible) | {} ({} / {}) |\n",
-                       pct(s.checks->mean_accuracy), pct(s.checks->best_possible),
-                       pct(s.checks->worst_possible));
+                       percent_text(s.checks->mean_accuracy), percent_text(s.checks->best_possible),
+                       percent_text(s.checks->worst_possible));
   }
   out += fmt::format("| fragility predictor precision / recall | {} / {} |\n",
                      opt(s.predictor.precision), opt(s.predictor.recall));

@@ -41,7 +41,7 @@ std::string number_text(double value) {
   return fmt::format("{:.4g}", value);
 }
 
-std::string percent_text(double fraction) {
+std::string probe_percent_text(double fraction) {
   if (fraction == 0.0) return "0";
   return fmt::format("{:.3g}%", fraction * 100.0);
 }
@@ -102,12 +102,13 @@ std::string experiment_table(const core::ProbeExperiment& experiment) {
     }
     out +=
         fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {} / {} / {} / {}</td>",
-                    row.elements, percent_text(row.changed_frac), number_text(row.max_abs),
+                    row.elements, probe_percent_text(row.changed_frac), number_text(row.max_abs),
                     number_text(row.max_ulp), row.ulp_histogram[0], row.ulp_histogram[1],
                     row.ulp_histogram[2], row.ulp_histogram[3], row.ulp_histogram[4]);
     if (any_fp32)
       out += "<td>" +
-             (row.fp32_changed_frac ? percent_text(*row.fp32_changed_frac) : std::string("n/a")) +
+             (row.fp32_changed_frac ? probe_percent_text(*row.fp32_changed_frac)
+                                    : std::string("n/a")) +
              "</td>";
     for (const auto& name : measures) {
       const core::ProbeMeasure* measure = find_measure(row, name);

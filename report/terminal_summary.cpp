@@ -13,6 +13,7 @@
 #include "report/detail/drift_text.hpp"
 #include "report/detail/usage_text.hpp"
 #include "report/detail/flip_summary.hpp"
+#include "report/detail/report_text.hpp"
 
 namespace llmrepro::report {
 namespace {
@@ -124,8 +125,6 @@ private:
 std::string quoted(const std::string& token) {
   return "\"" + escape_terminal_text(token, k_token_width) + "\"";
 }
-
-std::string percent(double share) { return fmt::format("{:.1f}%", share * 100.0); }
 
 std::string optional_ratio(const std::optional<double>& value) {
   return value ? fmt::format("{:.2f}", *value) : std::string("n/a");
@@ -333,8 +332,8 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
     line(fmt::format("           prompts without logprobs: {} (judged on text alone)",
                      summary.prompts_without_logprobs));
   failure_lines(summary, line);
-  line(fmt::format("TARr       {}   TARa {}", percent(summary.tarr),
-                   report.tara ? percent(*report.tara) : std::string("n/a")));
+  line(fmt::format("TARr       {}   TARa {}", percent_text(summary.tarr),
+                   report.tara ? percent_text(*report.tara) : std::string("n/a")));
   const auto& predictor = summary.predictor;
   line(fmt::format("predictor  precision {}  recall {}  (tp {} fp {} fn {} tn {})",
                    optional_ratio(predictor.precision), optional_ratio(predictor.recall),
@@ -369,12 +368,13 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
         extra = fmt::format("   filler {} sent, {} failed", data.probe_activity.front().filler_sent,
                             data.probe_activity.front().filler_failed);
       }
-      line(fmt::format(
-          "probe {:<6} unstable {} of {}{}   bitwise {}   max drift {}   TARr {}{}",
-          core::to_string(probe.probe), s.unstable_prompts, s.prompts,
-          s.inconclusive_prompts > 0 ? fmt::format("   inconclusive {}", s.inconclusive_prompts)
-                                     : std::string(),
-          s.bitwise_stable_prompts, max_drift_text(s.max_logprob_drift), percent(s.tarr), extra));
+      line(fmt::format("probe {:<6} unstable {} of {}{}   bitwise {}   max drift {}   TARr {}{}",
+                       core::to_string(probe.probe), s.unstable_prompts, s.prompts,
+                       s.inconclusive_prompts > 0
+                           ? fmt::format("   inconclusive {}", s.inconclusive_prompts)
+                           : std::string(),
+                       s.bitwise_stable_prompts, max_drift_text(s.max_logprob_drift),
+                       percent_text(s.tarr), extra));
       if (const std::string usage = usage_text(s.usage); !usage.empty())
         line(std::string(13, ' ') + usage); // under the figures, past "probe sweep  "
     }

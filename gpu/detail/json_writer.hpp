@@ -35,7 +35,4 @@ private:
   bool m_after_key = false;
 };
 
-// `text` as a JSON string literal, quotes included; control characters as \u00XX.
-std::string json_quote(std::string_view text);
-
 } // namespace llmrepro::gpu

@@ -32,3 +32,14 @@ TEST_CASE("parse_json") {
     CHECK_FALSE(parse_json(std::string(100, '[')).has_value()); // depth bound
   }
 }
+
+TEST_CASE("json_quote") {
+  CHECK(json_quote(std::string("\b\f\r", 3)) == "\"\\b\\f\\r\"");
+  CHECK(json_quote(std::string("\x1f", 1)) == "\"\\u001f\"");
+  CHECK(json_quote("") == "\"\"");
+  CHECK(json_quote("plain") == "\"plain\"");
+  CHECK(json_quote("a\"b\\c") == "\"a\\\"b\\\\c\"");
+  CHECK(json_quote("line\nnext\t") == "\"line\\nnext\\t\"");
+  CHECK(json_quote(std::string("\x01", 1)) == "\"\\u0001\"");
+  CHECK(json_quote("caf\xC3\xA9") == "\"caf\xC3\xA9\""); // UTF-8 passes through
+}

@@ -7,14 +7,6 @@
 
 using namespace llmrepro::gpu;
 
-TEST_CASE("json_quote") {
-  CHECK(json_quote("plain") == "\"plain\"");
-  CHECK(json_quote("a\"b\\c") == "\"a\\\"b\\\\c\"");
-  CHECK(json_quote("line\nnext\t") == "\"line\\nnext\\t\"");
-  CHECK(json_quote(std::string("\x01", 1)) == "\"\\u0001\"");
-  CHECK(json_quote("caf\xC3\xA9") == "\"caf\xC3\xA9\""); // UTF-8 passes through
-}
-
 TEST_CASE("JsonWriter") {
   JsonWriter out;
   out.begin_object();
