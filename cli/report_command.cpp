@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "audit/judging.hpp"
 #include "cli/commands.hpp"
 #include "cli/config_file.hpp"
 #include "cli/judging_options.hpp"
@@ -35,10 +36,10 @@ struct ReportOptions {
 // The stored configuration with the judging flags given on the command line in place of the
 // stored ones, checked against the audit it judges.
 core::Result<void> rejudge_config(const ReportOptions& options, core::AuditData& header) {
-  LLMREPRO_TRY(apply_judging_options(options.judging, header.config, true));
+  LLMREPRO_TRY(audit::apply_judging(judging_of(options.judging), header.config, true));
   if (options.price) header.config.price = options.price;
-  return check_gates_fit(header.config, header.endpoints.size(),
-                         "audit again with --compare URL to compare endpoints");
+  return audit::check_gates_fit(header.config, header.endpoints.size(),
+                                "audit again with --compare URL to compare endpoints");
 }
 
 // store::load_report, with the judging flags applied to the header before the analysis is
@@ -69,7 +70,7 @@ core::Result<store::LoadedReport> load_rejudged(const store::AuditDatabase& data
 int run_report(ReportOptions options) {
   // The flags' values are checked before the database is read.
   core::AuditConfig scratch;
-  if (auto valid = apply_judging_options(options.judging, scratch, true); !valid)
+  if (auto valid = audit::apply_judging(judging_of(options.judging), scratch, true); !valid)
     return report_error(valid.error());
   if (options.price_text) {
     auto price = core::parse_price(*options.price_text);
@@ -83,7 +84,7 @@ int run_report(ReportOptions options) {
     return report_error(checked.error());
   auto database = open_audit_database(options.db);
   if (!database) return report_error(database.error());
-  auto loaded = any_judging_option_given(options.judging) || options.price
+  auto loaded = judging_of(options.judging).given.any() || options.price
                     ? load_rejudged(*database, options)
                     : store::load_report(*database, tool_info());
   if (!loaded) return report_error(loaded.error());

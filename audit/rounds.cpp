@@ -1,16 +1,16 @@
-#include "cli/audit_adaptive.hpp"
+#include "audit/rounds.hpp"
 
 #include <fmt/format.h>
 
 #include <vector>
 
-#include "cli/audit_passes.hpp"
-#include "cli/judging_options.hpp"
+#include "audit/judging.hpp"
+#include "audit/run.hpp"
 #include "core/adaptive.hpp"
 #include "core/analysis.hpp"
 #include "core/recorded_requests.hpp"
 
-namespace llmrepro::cli {
+namespace llmrepro::audit {
 namespace {
 
 // The analysis a look judges from: endpoint 0's sweep over the records of the rounds planned so
@@ -42,19 +42,19 @@ void add_to(core::Plan& plan, core::RecordedRequests& planned, const core::Plan&
 
 } // namespace
 
-core::Result<void> apply_adaptive_options(const AuditOptions& options, core::AuditConfig& config) {
-  const auto& flags = options.adaptive_flags;
+core::Result<void> apply_adaptive_options(const AuditRequest& options, core::AuditConfig& config) {
+  const GivenValues& flags = options.given;
   if (!options.adaptive) {
-    for (const auto& [option, flag] : {std::pair{flags.epsilon, "--adaptive-epsilon"},
-                                       std::pair{flags.initial, "--adaptive-initial"},
-                                       std::pair{flags.assume, "--adaptive-assume"}})
-      if (given(option))
+    for (const auto& [option, flag] : {std::pair{flags.adaptive_epsilon, "--adaptive-epsilon"},
+                                       std::pair{flags.adaptive_initial, "--adaptive-initial"},
+                                       std::pair{flags.adaptive_assume, "--adaptive-assume"}})
+      if (option)
         return core::make_error(
             core::ErrorCode::usage,
             fmt::format("{} sets how --adaptive decides; add --adaptive", flag));
     return {};
   }
-  if (given(flags.epsilon)) {
+  if (flags.adaptive_epsilon) {
     LLMREPRO_TRY(check_finite_above("--adaptive-epsilon", options.adaptive_epsilon, 0.0,
                                     "a probability in (0, 1)"));
     if (options.adaptive_epsilon >= 1.0)
@@ -96,15 +96,15 @@ core::Result<void> apply_adaptive_options(const AuditOptions& options, core::Aud
   return {};
 }
 
-core::Result<void> check_adaptive_resume(const AuditOptions& options,
+core::Result<void> check_adaptive_resume(const AuditRequest& options,
                                          const core::AuditConfig& wanted,
                                          const core::AuditConfig& stored) {
-  const auto& flags = options.adaptive_flags;
+  const GivenValues& flags = options.given;
   const bool differs =
       (options.adaptive && !stored.adaptive) ||
-      (given(flags.epsilon) && wanted.adaptive_epsilon != stored.adaptive_epsilon) ||
-      (given(flags.initial) && wanted.adaptive_initial != stored.adaptive_initial) ||
-      (given(flags.assume) && wanted.adaptive_assume != stored.adaptive_assume);
+      (flags.adaptive_epsilon && wanted.adaptive_epsilon != stored.adaptive_epsilon) ||
+      (flags.adaptive_initial && wanted.adaptive_initial != stored.adaptive_initial) ||
+      (flags.adaptive_assume && wanted.adaptive_assume != stored.adaptive_assume);
   if (!differs) return {};
   const auto settings = [](const core::AuditConfig& config) {
     return config.adaptive ? fmt::format("--adaptive --adaptive-initial {} --adaptive-epsilon {} "
@@ -118,6 +118,12 @@ core::Result<void> check_adaptive_resume(const AuditOptions& options,
                                       "decisions replay only with the same settings. Resume "
                                       "without them, or start a new audit with --overwrite",
                                       options.db, settings(stored)));
+}
+
+core::Result<void> run_rounds(AuditRun& run, const SendPlan& send,
+                              const std::atomic<bool>& stop_requested) {
+  if (!run.config().adaptive) return send(run.plan);
+  return run_adaptive_rounds(run, send, stop_requested);
 }
 
 core::Result<void> run_adaptive_rounds(AuditRun& run, const SendPlan& send,
@@ -144,9 +150,10 @@ core::Result<void> run_adaptive_rounds(AuditRun& run, const SendPlan& send,
     const core::Plan round = core::next_adaptive_round(outcome, plan_config);
     add_to(run.plan, planned, round);
     LLMREPRO_TRY(run.database->store_adaptive(outcome));
-    if (!run.options.quiet)
-      fmt::print(stderr, "llmrepro: adaptive look {}: {} prompts undecided, {} more requests\n",
-                 outcome.looks, outcome.count(core::AdaptiveStop::undecided), round.size());
+    if (!run.request.quiet)
+      note(run.request,
+           fmt::format("llmrepro: adaptive look {}: {} prompts undecided, {} more requests\n",
+                       outcome.looks, outcome.count(core::AdaptiveStop::undecided), round.size()));
     sent = send(round);
   }
   if (sent && !outcome.finished && run.budget &&
@@ -170,4 +177,4 @@ core::Result<void> run_adaptive_rounds(AuditRun& run, const SendPlan& send,
   return sent;
 }
 
-} // namespace llmrepro::cli
+} // namespace llmrepro::audit
