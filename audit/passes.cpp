@@ -16,6 +16,7 @@
 #include "audit/keys.hpp"
 #include "audit/open_file_limit.hpp"
 #include "audit/rounds.hpp"
+#include "audit/session.hpp"
 #include "core/redaction.hpp"
 #include "probes/embeddings_client.hpp"
 #include "probes/proxy_rule.hpp"
@@ -35,12 +36,11 @@ extern "C" void on_interrupt(int) {
   g_stop_requested.store(true);
 }
 
-// Semantic agreement of the distinct completions (--embeddings): measured, stored beside the
-// audit, and put into `data` so that every report of this run shows it as `report` would.
-core::Result<void> measure_and_store_semantics(const AuditRequest& options,
-                                               const core::AuditReport& audit_report,
-                                               store::AuditDatabase& database,
-                                               core::AuditData& data, const std::string& key) {
+// Semantic agreement of the distinct completions (--embeddings), measured after the run; stored
+// with the run's outcome.
+core::Result<core::SemanticAgreement> measure_semantics(const AuditRequest& options,
+                                                        const core::AuditReport& audit_report,
+                                                        const std::string& key) {
   probes::EmbeddingsTarget target;
   target.url = options.embeddings;
   if (auto notice = probes::proxy_notice(target.url)) note(options, *notice + "\n");
@@ -50,12 +50,8 @@ core::Result<void> measure_and_store_semantics(const AuditRequest& options,
   target.timeout_s = options.timeout_s;
   target.api_key = key;
   warn_if_clear_text(options, options.embeddings, key);
-  auto agreement =
-      probes::measure_semantic_agreement(target, audit_report.analysis, options.semantic_threshold);
-  if (!agreement) return agreement.error();
-  LLMREPRO_TRY(database.store_semantic(*agreement));
-  data.semantic = std::move(*agreement);
-  return {};
+  return probes::measure_semantic_agreement(target, audit_report.analysis,
+                                            options.semantic_threshold);
 }
 
 } // namespace
@@ -179,41 +175,57 @@ core::Result<void> run_requests(AuditRun& run) {
 }
 
 core::Result<void> analyse_records(AuditRun& run) {
-  auto loaded = store::load_report(*run.database, run.request.tool);
-  if (!loaded) return loaded.error();
-  run.loaded.emplace(std::move(*loaded));
-  return {};
-}
-
-core::Result<void> finish_status(AuditRun& run) {
-  core::AuditData& data = *run.loaded->data;
-  // An adaptive audit is complete once its decisions are, too.
-  const bool complete =
-      core::audit_complete(data.records.size(), run.plan.size(), run.interrupted) &&
-      (!data.adaptive || data.adaptive->finished);
-  const std::int64_t finished_ms = run.clock.now_ms();
-  LLMREPRO_TRY(run.database->set_status(core::audit_status(complete), finished_ms));
-  data.info.status = core::audit_status(complete);
-  data.info.finished_ms = finished_ms;
+  SessionOptions options;
+  options.tool = run.request.tool;
+  // The run judges once, with what only it knows (judge_run).
+  options.judge = false;
+  // The adaptive decisions of the last look are saved with the outcome, after this analysis.
+  if (run.adaptive)
+    options.adjust = [&run](core::AuditData& data) -> core::Result<void> {
+      data.adaptive = run.adaptive;
+      return {};
+    };
+  auto session = load_session(*run.database, options);
+  if (!session) return session.error();
+  run.loaded.emplace(std::move(*session));
   return {};
 }
 
 core::Result<void> judge_run(AuditRun& run) {
   core::AuditReport& audit_report = run.report();
-  if (!run.request.embeddings.empty() && run.ran && !run.interrupted) {
-    auto measured = measure_and_store_semantics(run.request, audit_report, *run.database,
-                                                *run.loaded->data, run.embeddings_key);
-    if (!measured) return measured;
-  }
+  core::AuditData& data = *run.loaded->data;
+  store::RunOutcome outcome;
+  // An adaptive audit is complete once its decisions are, too.
+  const bool complete =
+      core::audit_complete(data.records.size(), run.plan.size(), run.interrupted) &&
+      (!data.adaptive || data.adaptive->finished);
+  outcome.status = core::audit_status(complete);
+  outcome.finished_ms = run.clock.now_ms();
+  outcome.adaptive = run.adaptive;
   core::RunFacts facts = core::stored_run_facts(audit_report);
   facts.interrupted = run.interrupted;
   if (!run.ran) facts.run_error = core::redact(run.ran.error().message);
   // This run's own budget stop, not one an earlier run stored; stored for `report`.
   facts.budget_stop.clear();
-  if (run.budget)
-    facts.budget_stop = budget_stop_error(*run.budget, run.plan, *run.loaded->data, audit_report);
-  LLMREPRO_TRY(run.database->store_budget_stop(facts.budget_stop));
-  run.loaded->data->budget_stop = facts.budget_stop;
+  if (run.budget) facts.budget_stop = budget_stop_error(*run.budget, run.plan, data, audit_report);
+  outcome.budget_stop = facts.budget_stop;
+  core::Result<void> measured;
+  if (!run.request.embeddings.empty() && run.ran && !run.interrupted) {
+    auto agreement = measure_semantics(run.request, audit_report, run.embeddings_key);
+    if (agreement)
+      outcome.semantic = std::move(*agreement);
+    else
+      measured = agreement.error();
+  }
+  // One write: a crash leaves the earlier outcome whole or this one, never a mix of the two.
+  LLMREPRO_TRY(run.database->store_outcome(outcome));
+  data.info.status = outcome.status;
+  data.info.finished_ms = outcome.finished_ms;
+  data.budget_stop = outcome.budget_stop;
+  // So that every report of this run shows it as `report` would.
+  if (outcome.semantic) data.semantic = std::move(outcome.semantic);
+  if (!measured) return measured;
+  // The verdict, computed once: the analysis was loaded unjudged.
   core::rejudge(audit_report, run.config().gates, facts);
   return {};
 }
@@ -233,9 +245,8 @@ core::Result<void> execute(AuditRun& run) {
   LLMREPRO_TRY(run_requests(run));
   // The analysis reads the records back as stored, a prompt at a time, in bounded memory.
   LLMREPRO_TRY(analyse_records(run));
-  // Complete only when every planned request is recorded, so --resume knows what is left.
-  LLMREPRO_TRY(finish_status(run));
-  // What only the run knows (an interruption, an unreachable endpoint) enters the verdict.
+  // What only the run knows (an interruption, an unreachable endpoint) enters the verdict, and
+  // the outcome is saved whole: complete only when every planned request is recorded.
   return judge_run(run);
 }
 

@@ -6,31 +6,33 @@
 
 #include "audit/judging.hpp"
 #include "audit/run.hpp"
+#include "audit/session.hpp"
 #include "core/adaptive.hpp"
 #include "core/analysis.hpp"
+#include "core/audit_report.hpp"
 #include "core/recorded_requests.hpp"
 
 namespace llmrepro::audit {
 namespace {
 
 // The analysis a look judges from: endpoint 0's sweep over the records of the rounds planned so
-// far, streamed from the database a prompt at a time.
-core::Result<core::AuditAnalysis> analyse_planned(const store::AuditDatabase& database,
-                                                  const core::AuditData& header,
+// far, streamed from the database a prompt at a time (audit/session.hpp).
+core::Result<core::AuditAnalysis> analyse_planned(const AuditRun& run,
                                                   const core::RecordedRequests& planned) {
-  core::AnalysisBuilder builder(header.suite, core::analysis_config_of(header.config), 0,
-                                core::ProbeKind::sweep);
-  auto loaded =
-      database.load([&](const core::AuditData&, int prompt_index,
-                        const std::vector<core::RequestRecord>& records) -> core::Result<void> {
-        std::vector<const core::RequestRecord*> mine;
-        for (const auto& record : records)
-          if (planned.contains(record.planned)) mine.push_back(&record);
-        builder.add_prompt(prompt_index, mine);
-        return {};
-      });
-  if (!loaded) return loaded.error();
-  return builder.finish();
+  SessionOptions options;
+  options.tool = run.request.tool;
+  options.judge = false;
+  options.keep = [&planned](const core::RequestRecord& record) {
+    return planned.contains(record.planned);
+  };
+  // Analysed under the run's configuration, as the run holds it.
+  options.adjust = [&run](core::AuditData& data) -> core::Result<void> {
+    data.config = run.config();
+    return {};
+  };
+  auto session = load_session(*run.database, options);
+  if (!session) return session.error();
+  return std::move(session->report.analysis);
 }
 
 void add_to(core::Plan& plan, core::RecordedRequests& planned, const core::Plan& round) {
@@ -130,7 +132,7 @@ core::Result<void> run_adaptive_rounds(AuditRun& run, const SendPlan& send,
                                        const std::atomic<bool>& stop_requested) {
   const core::AuditConfig& config = run.config();
   const core::PlanConfig plan_config = core::plan_config_of(config, 1);
-  core::AdaptiveOutcome outcome;
+  core::AdaptiveOutcome& outcome = run.adaptive.emplace();
   core::RecordedRequests planned;
   run.plan = {};
   add_to(run.plan, planned,
@@ -143,7 +145,7 @@ core::Result<void> run_adaptive_rounds(AuditRun& run, const SendPlan& send,
   LLMREPRO_TRY(run.database->store_adaptive(outcome));
   core::Result<void> sent = send(run.plan);
   while (sent && !stopped()) {
-    auto analysis = analyse_planned(*run.database, run.header, planned);
+    auto analysis = analyse_planned(run, planned);
     if (!analysis) return analysis.error();
     core::judge_look(outcome, *analysis);
     if (outcome.finished) break;
@@ -160,7 +162,7 @@ core::Result<void> run_adaptive_rounds(AuditRun& run, const SendPlan& send,
       (run.budget->exhausted() || run.budget->overrun())) {
     // One last look at what the budget paid for, so that only the prompts it left undecided
     // are marked so (a look spends its own share of the error like any other).
-    auto analysis = analyse_planned(*run.database, run.header, planned);
+    auto analysis = analyse_planned(run, planned);
     if (!analysis) return analysis.error();
     std::vector<bool> was_undecided;
     for (const auto& prompt : outcome.prompts)
@@ -173,7 +175,7 @@ core::Result<void> run_adaptive_rounds(AuditRun& run, const SendPlan& send,
         outcome.prompts[i].stop = core::AdaptiveStop::undecided;
     core::close_undecided(outcome, core::AdaptiveStop::budget);
   }
-  LLMREPRO_TRY(run.database->store_adaptive(outcome));
+  // The last decisions are stored with the run's outcome (judge_run), in the same write.
   return sent;
 }
 

@@ -39,8 +39,9 @@ core::Result<void> run_rounds(AuditRun& run, const SendPlan& send,
 // the undecided prompts, until none is left, the run is interrupted (stop_requested) or a budget
 // runs out. Each
 // look reads the records of the rounds planned so far back from the database, so that --resume
-// replays the same decisions from what is stored. run.plan accumulates every round planned; the
-// decisions are stored after every look and before every round.
+// replays the same decisions from what is stored. run.plan accumulates every round planned and
+// run.adaptive the decisions, stored after every look and before every round; the last ones are
+// stored with the run's outcome.
 core::Result<void> run_adaptive_rounds(AuditRun& run, const SendPlan& send,
                                        const std::atomic<bool>& stop_requested);
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "audit/request.hpp"
+#include "audit/session.hpp"
 #include "core/audit.hpp"
 #include "core/audit_report.hpp"
 #include "core/budget.hpp"
@@ -21,7 +22,6 @@
 #include "probes/scheduler.hpp"
 #include "store/audit_database.hpp"
 #include "store/database_lock.hpp"
-#include "store/report_loader.hpp"
 
 namespace llmrepro::audit {
 
@@ -72,9 +72,12 @@ struct AuditRun {
   // run (the logprob check), which it counts as spent.
   std::optional<core::BudgetLedger> budget;
   int preflight_requests = 0;
+  // An adaptive audit's decisions as its last look left them: stored after every look, and the
+  // last with the run's outcome (judge_run).
+  std::optional<core::AdaptiveOutcome> adaptive;
 
-  // analyse_records: the audit read back from the database and analysed.
-  std::optional<store::LoadedReport> loaded;
+  // analyse_records: the audit read back from the database and analysed, not yet judged.
+  std::optional<Session> loaded;
 
   const core::AuditConfig& config() const { return header.config; }
   core::AuditReport& report() { return loaded->report; }
@@ -115,12 +118,12 @@ core::Result<void> run_requests(AuditRun& run);
 // Reads the recorded audit back and analyses it, streaming each prompt's records.
 core::Result<void> analyse_records(AuditRun& run);
 
-// Marks the audit complete when every planned request is recorded and the run was not
-// interrupted, partial otherwise, and stamps when it finished.
-core::Result<void> finish_status(AuditRun& run);
-
-// Measures semantic agreement (--embeddings) after a whole run, then judges the audit with what
-// only the run knows: an interruption, or an endpoint that refused every connection.
+// Measures semantic agreement (--embeddings) after a whole run, marks the audit complete when
+// every planned request is recorded (and an adaptive audit's decisions are finished) or partial,
+// and saves that outcome in one write (store::AuditDatabase::store_outcome): status, finish
+// time, this run's budget stop line, the last adaptive decisions, the semantic agreement. Then
+// judges the audit, once, with what only the run knows: an interruption, an endpoint that
+// refused every connection, the budget stop.
 core::Result<void> judge_run(AuditRun& run);
 
 } // namespace llmrepro::audit
