@@ -22,7 +22,7 @@ namespace llmrepro::audit {
 namespace {
 
 // `endpoint` empty: the embedded reference engine.
-// `key`: what cli/audit_keys.hpp chose for it ("" none).
+// `key`: what audit/keys.hpp chose for it ("" none).
 core::Result<Target> connect(const AuditRequest& options, const core::AuditConfig& config,
                              const core::Suite& suite, const std::string& endpoint,
                              const std::string& key) {
@@ -63,12 +63,12 @@ core::Result<Target> connect(const AuditRequest& options, const core::AuditConfi
   result.info.url = core::redact(probes::strip_credentials(endpoint));
   // The dialect found, before a chat suite moves to the chat route: it says how to describe it.
   probes::Dialect served = probes::Dialect::openai_chat;
+  probes::DetectionExtras detected; // its answers: the description reuses them
   if (config.api == "auto") {
     std::string explanation;
-    bool llamacpp_router = false;
     auto dialect = probes::detect_dialect(endpoint, result.target.headers, result.target.api_key,
                                           options.insecure, std::min(config.timeout_s, 10.0),
-                                          &explanation, &llamacpp_router);
+                                          &explanation, &detected);
     if (!dialect) return dialect.error();
     const int chat_prompts = core::chat_prompt_count(suite);
     const probes::Dialect chosen = probes::dialect_for_suite(
@@ -79,7 +79,7 @@ core::Result<Target> connect(const AuditRequest& options, const core::AuditConfi
                                  chat_prompts, probes::to_string(*dialect));
     result.target.dialect = chosen;
     served = *dialect;
-    result.target.llamacpp_router = llamacpp_router;
+    result.target.llamacpp_router = detected.llamacpp_router;
     if (!options.quiet)
       note(options, fmt::format("llmrepro: --api auto chose {} ({})\n", probes::to_string(chosen),
                                 explanation));
@@ -95,8 +95,7 @@ core::Result<Target> connect(const AuditRequest& options, const core::AuditConfi
   LLMREPRO_TRY_ASSIGN(result.target.logprobs_form,
                       probes::parse_logprobs_form(config.logprobs_form));
   result.info.server =
-      probes::describe_server(endpoint, served, result.target.headers, result.target.api_key,
-                              options.insecure, std::min(config.timeout_s, 10.0));
+      probes::describe_server(result.target, served, std::min(config.timeout_s, 10.0), &detected);
   return result;
 }
 

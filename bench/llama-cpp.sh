@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's "Auditing llama.cpp" table: upstream llama-server (scripts/build-llama-server.sh)
+# The "Auditing llama.cpp" table of docs/dialects.md: upstream llama-server (scripts/build-llama-server.sh)
 # serving the seeded random-weight llama of tests/e2e/llama_model.py as F32, F16 and Q8_0 at
 # -np 8 (and F32 at -np 1), each audited with --api llamacpp, 12 text prompts x 5 runs x 32
 # tokens at concurrency 1 and 8; prints, per level, how many noise samples moved and the largest.

@@ -54,7 +54,8 @@ void add_endpoint_flags(CLI::App& audit, AuditOptions& options) {
       "Environment variable holding the --endpoint's API key (sent as a bearer token; in "
       "x-goog-api-key with --api gemini, x-api-key with --api anthropic); must be set. Default: "
       "none, except a provider's own "
-      "variable for its own https host (OPENAI_API_KEY for api.openai.com, README 'Keys')");
+      "variable for its own https host (OPENAI_API_KEY for api.openai.com, docs/security.md "
+      "'Keys')");
   audit.add_option("--compare-api-key-env", options.request.compare_api_key_env,
                    "Environment variable holding the API key of a --compare endpoint "
                    "(repeatable, in --compare order; \"\" for the default rule)");

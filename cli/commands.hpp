@@ -49,6 +49,7 @@ void register_audit_command(CLI::App& app, CommandResult& result);
 void register_report_command(CLI::App& app, CommandResult& result);
 void register_diff_command(CLI::App& app, CommandResult& result);
 void register_merge_command(CLI::App& app, CommandResult& result);
+void register_import_command(CLI::App& app, CommandResult& result);
 void register_serve_command(CLI::App& app, CommandResult& result);
 void register_gpu_probe_command(CLI::App& app, CommandResult& result);
 // The hidden `help-export`: prints the man page or a completion script rendered from `app`'s

@@ -42,7 +42,7 @@ struct AppHelp {
   std::string version;
 };
 
-// What each documented exit code means (README "Exit codes").
+// What each documented exit code means (docs/audit.md "Exit codes").
 struct ExitStatusHelp {
   int code;
   std::string meaning;

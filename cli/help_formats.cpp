@@ -205,8 +205,9 @@ std::string render_man_page(const AppHelp& help) {
   page += ".TP\n.I llmrepro\\-gpu\\-cuda\n"
           "The CUDA helper of \\fBgpu\\-probe\\fR, where it was built: looked for beside the "
           "llmrepro executable.\n";
-  page += ".SH SEE ALSO\nThe README and docs/design.md of the llmrepro sources: the verdict, "
-          "the gates and every figure of the reports.\n";
+  page += ".SH SEE ALSO\nThe README and the manual under docs/ of the llmrepro sources: "
+          "docs/verdict.md for the verdict and the gates, docs/design.md for every figure of the "
+          "reports.\n";
   return page;
 }
 

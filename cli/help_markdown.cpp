@@ -78,7 +78,7 @@ std::string render_markdown_reference(const AppHelp& help) {
           "`--config FILE` read the same options from a TOML file: each long option is a key of "
           "its name (`max-tokens = 8`, or `max_tokens`), at the top level or in the table named "
           "after its group; flags are `true` or `false`, repeatable options arrays, and an option "
-          "given on the command line wins (README \"Config file\").\n";
+          "given on the command line wins ([Config file](audit.md#config-file)).\n";
   append_command(text, help.top, "llmrepro");
   for (const auto& command : help.commands)
     append_command(text, command, "llmrepro " + command.name);

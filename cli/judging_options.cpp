@@ -55,11 +55,13 @@ void add_judging_options(CLI::App& command, JudgingOptions& options) {
   given.compare_on =
       command
           .add_option("--compare-on", judging.compare_on,
-                      "What of a reasoning model's completions is compared: answer, reasoning or "
-                      "both (checkers always read the answer)")
+                      "What of each completion is compared: a reasoning model's answer, "
+                      "reasoning or both, or the sequence of tool calls (tool_calls); checkers "
+                      "always read the answer")
           ->check(value_choices({core::to_string(core::CompareOn::answer),
                                  core::to_string(core::CompareOn::reasoning),
-                                 core::to_string(core::CompareOn::both)}))
+                                 core::to_string(core::CompareOn::both),
+                                 core::to_string(core::CompareOn::tool_calls)}))
           ->capture_default_str();
 }
 

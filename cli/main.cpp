@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   register_report_command(app, result);
   register_diff_command(app, result);
   register_merge_command(app, result);
+  register_import_command(app, result);
   register_serve_command(app, result);
   register_gpu_probe_command(app, result);
   register_help_export_command(app, result);

@@ -603,6 +603,8 @@ void AnalysisBuilder::add_prompt(int prompt_index,
   const auto compared = compared_records(mine, m_config.compare_on, compared_copies);
   PromptAnalysis prompt =
       analyse_prompt(suite_prompt, prompt_index, compared, mine, m_config, totals.noise);
+  if (m_config.compare_on == CompareOn::tool_calls && !prompt.completions.empty())
+    prompt.tool_call_divergence = first_tool_call_divergence(prompt.completions[0].text, mine);
   AuditSummary& summary = m_analysis.summary;
   ++summary.prompts;
   summary.requests += prompt.runs + prompt.failed;

@@ -14,6 +14,7 @@
 #include "core/flip_probability.hpp"
 #include "core/logprob_drift.hpp"
 #include "core/reasoning.hpp"
+#include "core/tool_calls.hpp"
 #include "core/usage_summary.hpp"
 
 namespace llmrepro::core {
@@ -145,6 +146,9 @@ struct PromptAnalysis {
   std::optional<int> min_candidates;
   NumberAnomalies numbers; // over every successful completion
   int lone_surrogates = 0; // lone surrogate escapes read as U+FFFD, over the same completions
+  // Under --compare-on tool_calls, the step and field where a sequence first departs from the
+  // reference's (core::first_tool_call_divergence); empty otherwise and when all agree.
+  std::optional<ToolCallDifference> tool_call_divergence;
   // The candidates of the reference completion at first_divergence (top-1 first), for reports.
   std::vector<TokenCandidate> candidates_at_divergence;
   std::vector<LevelAnalysis> by_concurrency;

@@ -88,6 +88,19 @@ std::string cold_mode_text(const ProbeActivity& activity) {
   return {};
 }
 
+FillerLevel& filler_level(ProbeActivity& activity, int level) {
+  for (FillerLevel& each : activity.filler_levels)
+    if (each.level == level) return each;
+  activity.filler_levels.push_back(FillerLevel{level});
+  return activity.filler_levels.back();
+}
+
+const FillerLevel* find_filler_level(const ProbeActivity& activity, int level) {
+  for (const FillerLevel& each : activity.filler_levels)
+    if (each.level == level) return &each;
+  return nullptr;
+}
+
 PlanConfig plan_config_of(const AuditConfig& config, int endpoints) {
   PlanConfig plan;
   plan.endpoints = endpoints < 1 ? 1 : endpoints;

@@ -148,6 +148,21 @@ struct AuditInfo {
   std::string status = "partial"; // "complete" once every planned request is recorded
 };
 
+// The mixed probe's fillers at one level (one wave's worth, summed over the run's waves there).
+struct FillerLevel {
+  int level = 1;
+  int sent = 0;
+  // Answered with a status that will not change on a retry (4xx other than 408, 425 and 429):
+  // the server refused the filler itself, so the audited requests never shared a batch with it.
+  int refused = 0;
+  // Cut to fit the endpoint's context per slot (core::sized_filler) before they were sent.
+  int shortened = 0;
+  // No filler was sent: not even one word and one token fit the context per slot.
+  bool unfit = false;
+  std::string refusal; // the first refusal in words (core::server_text): "HTTP 400: ..."
+  friend bool operator==(const FillerLevel&, const FillerLevel&) = default;
+};
+
 // What the probes sent to one endpoint besides the audited requests: the mixed probe's filler,
 // the prefix probe's priming requests and cache flushes. Counted by the run that sent them and
 // stored with the audit (a resumed run's counts replace the earlier run's), so that `report`
@@ -164,7 +179,19 @@ struct ProbeActivity {
   // The cold trials asked the server to leave its prompt cache out of each request (llama.cpp's
   // `"cache_prompt": false`) instead of flushing it.
   bool cold_per_request = false;
+  // The mixed probe's fillers per level, in the order the levels first ran (stored since the
+  // fillers were sized to the server's context; absent in older audits: none known).
+  std::vector<FillerLevel> filler_levels;
+  // Long-probe requests whose context was cut to fit the endpoint's context per slot, and the
+  // fewest words of context one of them kept (0 where none was cut).
+  int long_shortened = 0;
+  int long_context_words_min = 0;
 };
+
+// The entry of `level` in `activity.filler_levels`, added (in arrival order) where missing.
+FillerLevel& filler_level(ProbeActivity& activity, int level);
+// That entry, or null where no filler ran at `level`.
+const FillerLevel* find_filler_level(const ProbeActivity& activity, int level);
 
 // How the prefix probe's cold trials were made cold on this endpoint, in words for every report:
 // "with the prompt cache off per request (cache_prompt: false)", "after a flush through

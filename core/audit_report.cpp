@@ -217,11 +217,16 @@ std::vector<DeterminismCheck> determinism_checks(const AuditReport& report) {
     const bool recorded = report.data != nullptr && e < report.data->probe_activity.size();
     return recorded ? cold_mode_text(report.data->probe_activity[e]) : std::string();
   };
+  // Endpoint e's side traffic as its probe activity recorded, null where none was.
+  const auto activity_of = [&report](std::size_t e) -> const ProbeActivity* {
+    const bool recorded = report.data != nullptr && e < report.data->probe_activity.size();
+    return recorded ? &report.data->probe_activity[e] : nullptr;
+  };
   std::size_t endpoint = 0;
   const auto input_of = [&](const ProbeAnalysis& probe) {
     const bool prefix = probe.probe == ProbeKind::prefix;
     return DeterminismInput{probe.probe, &probe.analysis, prefix ? &probe.prefix : nullptr,
-                            prefix ? cold_mode_of(endpoint) : std::string()};
+                            prefix ? cold_mode_of(endpoint) : std::string(), activity_of(endpoint)};
   };
   std::vector<DeterminismInput> inputs;
   for (const auto& probe : report.probes) inputs.push_back(input_of(probe));
@@ -230,7 +235,7 @@ std::vector<DeterminismCheck> determinism_checks(const AuditReport& report) {
     endpoint = e;
     inputs.clear();
     if (report.primary_probe != ProbeKind::prefix)
-      inputs.push_back({report.primary_probe, &report.endpoints[e], nullptr, ""});
+      inputs.push_back({report.primary_probe, &report.endpoints[e], nullptr, "", activity_of(e)});
     for (std::size_t i = 0; i < report.other_endpoint_probes.size(); ++i)
       if (report.other_endpoint_indices[i] == static_cast<int>(e))
         inputs.push_back(input_of(report.other_endpoint_probes[i]));

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/tool_calls.hpp"
+
 namespace llmrepro::core {
 
 // A log probability the endpoint sent that is no number a gap can be read from: NaN, +Infinity
@@ -72,6 +74,12 @@ struct TokenUsage {
   // Hidden reasoning tokens counted within completion_tokens: completion_tokens_details.
   // reasoning_tokens, output_tokens_details.reasoning_tokens, thoughtsTokenCount, ...
   std::optional<long> reasoning;
+  // Prompt tokens the server said it served from its prompt cache rather than computed: llama.cpp's
+  // timings.cache_n (its tokens_cached counts the whole slot, prompt and generated, and is not
+  // read), usage.prompt_tokens_details.cached_tokens (OpenAI, vLLM, llama.cpp's OpenAI routes),
+  // usage.input_tokens_details.cached_tokens (Responses), SGLang's meta_info.cached_tokens.
+  // More than 0: the request ran warm.
+  std::optional<long> cached_prompt;
   friend bool operator==(const TokenUsage&, const TokenUsage&) = default;
 };
 
@@ -109,6 +117,9 @@ struct Completion {
   std::string reasoning_text;
   std::vector<TokenLogprob> reasoning_tokens;
   ReasoningSplit reasoning_split = ReasoningSplit::none;
+  // The tools the model called, in order (OpenAI `message.tool_calls`, a recorded replay's
+  // sequence): what --compare-on tool_calls compares.
+  std::vector<ToolCall> tool_calls;
 };
 
 // Sorts each position's candidates (of the answer's and the reasoning's tokens) by logprob, highest

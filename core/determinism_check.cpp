@@ -16,6 +16,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <tuple>
+#include <utility>
+
+#include "core/probe_text.hpp"
 
 namespace llmrepro::core {
 
@@ -91,6 +94,52 @@ int probe_order(ProbeKind probe, DeterminismShape shape) {
   return 0;
 }
 
+// Why a cold cell without a cold mode is not tested; the line of determinism_line words it so.
+constexpr const char* k_no_cold_mode =
+    "the endpoint offered no cold mode (no cache flush route answered, no per-request cache "
+    "switch), so its cold trials ran on whatever the cache held";
+
+// What the side traffic of `cell`'s level makes of it: a mixed level whose fillers the server
+// refused, or none of which fit, is not tested; shortened fillers and long contexts are noted.
+void side_traffic(DeterminismCell& cell, const ProbeActivity* activity) {
+  if (activity == nullptr) return;
+  if (cell.probe == ProbeKind::long_prompt && activity->long_shortened > 0)
+    cell.note = std::to_string(activity->long_shortened) + " long prompts' context cut to as few " +
+                "as " + std::to_string(activity->long_context_words_min) + " of " +
+                std::to_string(k_long_context_words) +
+                " words to fit the server's context per slot";
+  if (cell.probe != ProbeKind::mixed) return;
+  const FillerLevel* fillers = find_filler_level(*activity, cell.level);
+  if (fillers == nullptr) return;
+  if (fillers->unfit) {
+    cell.tested = false;
+    cell.untested_reason = "no filler fits the server's context per slot, so none was sent";
+  } else if (fillers->refused > 0) {
+    cell.tested = false;
+    cell.untested_reason = std::to_string(fillers->refused) + " of " +
+                           std::to_string(fillers->sent) + " fillers refused (" + fillers->refusal +
+                           ")";
+  }
+  if (fillers->shortened > 0)
+    cell.note = std::to_string(fillers->shortened) + " of " + std::to_string(fillers->sent) +
+                " fillers shortened to fit the server's context per slot";
+}
+
+// A cell in words: "cold prefix cache", "with filler traffic c=8".
+std::string cell_text(const DeterminismCell& cell) {
+  const std::string shape = shape_text(cell.probe, cell.shape);
+  return cell.shape == DeterminismShape::batch ? shape + " c=" + std::to_string(cell.level) : shape;
+}
+
+// Where a cell is, in words: "on a cold prefix cache", "with filler traffic at c=8".
+std::string cell_place(const DeterminismCell& cell) {
+  if (cell.shape != DeterminismShape::batch) return "on a " + shape_text(cell.probe, cell.shape);
+  const std::string shape = shape_text(cell.probe, cell.shape);
+  const std::string level = "c=" + std::to_string(cell.level);
+  return cell.probe == ProbeKind::mixed ? shape + " at " + level
+                                        : "at " + level + " (" + shape + ")";
+}
+
 std::string format_drift(double drift) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.2g", drift);
@@ -116,10 +165,22 @@ DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs) 
   for (const auto& input : inputs) {
     if (input.prefix != nullptr) {
       // The prefix probe is serial: its cells are at level 1.
+      int cold_trials = 0;
+      int reused = 0;
+      for (const auto& prompt : *input.prefix) {
+        cold_trials += prompt.cold_runs;
+        reused += prompt.cold_cache_reused;
+      }
       for (const auto& prompt : *input.prefix) {
         if (prompt.cold_runs > 0) {
           CellBuilder& cold = cell_for(input.probe, 1, DeterminismShape::cold_prefix);
-          cold.cell.tested = !input.cold_mode.empty();
+          cold.cell.tested = !input.cold_mode.empty() && reused == 0;
+          if (input.cold_mode.empty())
+            cold.cell.untested_reason = k_no_cold_mode;
+          else if (reused > 0)
+            cold.cell.untested_reason = "cold mode not confirmed: " + std::to_string(reused) +
+                                        " of " + std::to_string(cold_trials) +
+                                        " cold trials reused the cache";
           cold.add(prompt.id, prompt.cold_drift_from_reference,
                    prompt.cold_divergence_from_reference);
         }
@@ -133,9 +194,11 @@ DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs) 
     if (input.analysis == nullptr) continue;
     for (const auto& prompt : input.analysis->prompts)
       for (const auto& level : prompt.by_concurrency)
-        if (level.runs > 0)
-          cell_for(input.probe, level.concurrency, DeterminismShape::batch)
-              .add(prompt.id, level.drift_from_reference, level.divergence_from_reference);
+        if (level.runs > 0) {
+          CellBuilder& builder = cell_for(input.probe, level.concurrency, DeterminismShape::batch);
+          if (builder.cell.prompts == 0) side_traffic(builder.cell, input.activity);
+          builder.add(prompt.id, level.drift_from_reference, level.divergence_from_reference);
+        }
   }
   std::stable_sort(builders.begin(), builders.end(), [](const auto& a, const auto& b) {
     return std::tuple(probe_order(a.cell.probe, a.cell.shape), a.cell.level) <
@@ -198,13 +261,47 @@ std::string determinism_line(const DeterminismCheck& check) {
     const bool rest_compared =
         std::all_of(check.cells.begin(), check.cells.end(),
                     [](const auto& cell) { return !cell.tested || cell.positions_compared > 0; });
-    return std::string("determinism claim not checked on a cold prefix cache: the endpoint "
-                       "offered no cold mode (no cache flush route answered, no per-request "
-                       "cache switch), so its cold trials ran on whatever the cache held") +
-           (rest_compared ? "; every other level and probe held" : "");
+    std::string line = "determinism claim not checked ";
+    bool first = true;
+    for (const auto& cell : check.cells) {
+      if (cell.tested) continue;
+      line += (first ? "" : "; ") + cell_place(cell) + ": " + cell.untested_reason;
+      first = false;
+    }
+    return line + (rest_compared ? "; every other level and probe held" : "");
   }
   if (check.cells.empty()) return "determinism claim not checked: no successful run to compare";
   return "determinism claim not checked: no logprobs to compare at some level or probe";
+}
+
+std::string determinism_coverage_line(const DeterminismCheck& check) {
+  // The cells that ran, grouped by shape in the check's order, each group's levels joined.
+  std::vector<std::pair<std::string, std::string>> groups;
+  std::string notes;
+  std::string untested;
+  for (const auto& cell : check.cells) {
+    if (!cell.tested) {
+      untested += (untested.empty() ? "" : "; ") + cell_text(cell) + ": " + cell.untested_reason;
+      continue;
+    }
+    const std::string shape = shape_text(cell.probe, cell.shape);
+    const std::string level =
+        cell.shape == DeterminismShape::batch ? std::to_string(cell.level) : std::string();
+    if (groups.empty() || groups.back().first != shape)
+      groups.push_back({shape, level});
+    else if (!level.empty())
+      groups.back().second += "," + level;
+    if (!cell.note.empty())
+      notes += (notes.empty() ? "" : "; ") + cell_text(cell) + ": " + cell.note;
+  }
+  std::string line = "determinism coverage: ran ";
+  if (groups.empty()) line += "no cell";
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    line += (i > 0 ? "; " : "") + groups[i].first +
+            (groups[i].second.empty() ? "" : " c=" + groups[i].second);
+  if (!notes.empty()) line += ". Sized to fit: " + notes;
+  if (!untested.empty()) line += ". Not tested: " + untested;
+  return line;
 }
 
 } // namespace llmrepro::core

@@ -35,7 +35,13 @@ struct DeterminismCell {
   int positions_compared = 0; // logprob positions compared with the reference
   // False for the cold side of the prefix probe where the endpoint offered no cold mode: its
   // "cold" trials ran on whatever the cache held, so the cell says nothing about a cold cache.
+  // Also false for a mixed cell whose fillers the server refused (or none of which fit its
+  // context per slot): its audited requests never shared a batch with the planned traffic.
   bool tested = true;
+  std::string untested_reason; // why not, in words, where not tested
+  // What a reader must know of a cell that ran: "31 of 48 fillers shortened to fit the server's
+  // context per slot"; empty where nothing.
+  std::string note;
   bool held() const { return tested && token_breaks == 0 && logprob_breaks == 0; }
 };
 
@@ -76,6 +82,10 @@ struct DeterminismInput {
   // The prefix probe only: how its cold trials were made cold (core::cold_mode_text); empty
   // leaves the cold cell untested.
   std::string cold_mode;
+  // The endpoint's side traffic as the run counted it (null: unknown): the mixed probe's fillers
+  // per level (a refusal or no filler fitting leaves that level's cell untested, shortened
+  // fillers are noted) and the long probe's shortened contexts (noted).
+  const ProbeActivity* activity = nullptr;
 };
 
 // Tests the claim on one endpoint's probe kinds. Sweep and mixed runs are compared, level by
@@ -93,6 +103,14 @@ std::string determinism_line(const DeterminismCheck& check);
 // the records it reports are those trials'. Per endpoint, `now` in order.
 std::vector<ProbeActivity> with_earlier_cold_modes(std::vector<ProbeActivity> now,
                                                    const std::vector<ProbeActivity>& before);
+
+// The profile's coverage, one line every report prints beside determinism_line: the cells that
+// ran, grouped by shape with their levels ("determinism coverage: ran sweep c=1,2,8; cold prefix
+// cache; with filler traffic c=1,2"), then each note (". Sized to fit: with filler traffic c=1:
+// 31 of 48 fillers shortened to fit the server's context per slot") and each cell not tested
+// with its reason (". Not tested: with filler traffic c=8: 12 of 24 fillers refused (HTTP 400:
+// ...)").
+std::string determinism_coverage_line(const DeterminismCheck& check);
 
 // "sweep", "with filler traffic", "cold prefix cache", "warm prefix cache".
 std::string shape_text(ProbeKind probe, DeterminismShape shape);

@@ -111,6 +111,7 @@ private:
     }
     out.type = JsonValue::Type::number;
     out.integer = integer;
+    out.literal = token;
     return true;
   }
 

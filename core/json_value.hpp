@@ -18,6 +18,7 @@ struct JsonValue {
   bool boolean = false;
   double number = 0.0;
   bool integer = false; // the number had no fraction or exponent
+  std::string literal;  // a number as written in the document ("1.50", "-0", "1e3")
   std::string string;
   std::vector<JsonValue> array;
   std::vector<std::pair<std::string, JsonValue>> object;

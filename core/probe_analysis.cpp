@@ -120,6 +120,13 @@ prefix_drift_of_prompt(const Suite& suite, int prompt_index,
         shared_prefix_length(as_completion(*cold_reference), as_completion(*warm_reference));
   }
   compare_with_first_cold(cold, warm, endpoint_index, drift);
+  // Where the server counts the prompt tokens its cache served, a cold trial that says it
+  // served some was not cold, whatever was asked of it.
+  for (const RequestRecord* record : cold) {
+    if (record->planned.endpoint_index != endpoint_index || !record->outcome.ok) continue;
+    const std::optional<long>& cached = record->outcome.completion.usage.cached_prompt;
+    if (cached && *cached > 0) ++drift.cold_cache_reused;
+  }
   return drift;
 }
 

@@ -33,6 +33,9 @@ struct PrefixPromptDrift {
   LogprobDrift warm_drift_from_reference;
   std::optional<int> cold_divergence_from_reference;
   std::optional<int> warm_divergence_from_reference;
+  // Successful cold trials whose response said the server served part of the prompt from its
+  // cache (TokenUsage::cached_prompt > 0): not confirmed cold.
+  int cold_cache_reused = 0;
 };
 
 // One probe kind's analysis of one endpoint.

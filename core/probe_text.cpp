@@ -3,6 +3,7 @@
 #include <array>
 #include <string_view>
 
+#include "core/budget.hpp"
 #include "core/random.hpp"
 
 namespace llmrepro::core {
@@ -30,6 +31,8 @@ Prompt with_preamble(const Prompt& prompt, const std::string& preamble) {
   return out;
 }
 
+std::string long_context(int words) { return "Context: " + filler_words(words, k_long_seed); }
+
 std::string prefix_text() {
   return "Read the following notes. " + filler_words(k_prefix_words, k_prefix_seed);
 }
@@ -51,8 +54,7 @@ Prompt probe_prompt(const Prompt& prompt, ProbeKind probe) {
   case ProbeKind::sweep:
   case ProbeKind::mixed: return prompt;
   case ProbeKind::prefix: return with_preamble(prompt, prefix_text());
-  case ProbeKind::long_prompt:
-    return with_preamble(prompt, "Context: " + filler_words(k_long_context_words, k_long_seed));
+  case ProbeKind::long_prompt: return with_preamble(prompt, long_context(k_long_context_words));
   }
   return prompt;
 }
@@ -103,6 +105,73 @@ Prompt filler_prompt(std::uint64_t index, const FillerShape& shape) {
 int filler_max_tokens(std::uint64_t index) {
   SplitMix64 random(k_filler_seed ^ 0x5A5A ^ (index * 0xBF58476D1CE4E5B9ULL));
   return 4 + static_cast<int>(random.below(61));
+}
+
+namespace {
+
+// Whether `prompt` with `max_tokens` fits `context` by its bound.
+bool fits_context(const Prompt& prompt, int max_tokens, int context) {
+  return prompt_token_bound(prompt) + max_tokens <= context;
+}
+
+// The most leading words of `words_total` that `make(n)` can keep and still fit with
+// `max_tokens`; 0 where not even one does. The bound grows with the words, so a binary search.
+template <typename Make>
+int most_words_fitting(int words_total, int max_tokens, int context, const Make& make) {
+  int low = 0, high = words_total;
+  while (low < high) {
+    const int mid = low + (high - low + 1) / 2;
+    if (fits_context(make(mid), max_tokens, context))
+      low = mid;
+    else
+      high = mid - 1;
+  }
+  return low;
+}
+
+} // namespace
+
+SizedPrompt sized_filler(std::uint64_t index, const FillerShape& shape, int max_tokens,
+                         std::optional<int> context) {
+  SizedPrompt sized;
+  sized.prompt = filler_prompt(index, shape);
+  sized.max_tokens = max_tokens;
+  sized.words = filler_word_count(index, shape);
+  if (!context || fits_context(sized.prompt, max_tokens, *context)) return sized;
+  // The filler's words are a prefix of one seeded stream, so n words are its first n.
+  SplitMix64 random = filler_random(index, shape);
+  (void)words_of(random, index, shape);
+  const std::uint64_t words_seed = random.next();
+  const auto make = [&](int words) {
+    Prompt prompt = sized.prompt;
+    prompt.text = filler_words(words, words_seed);
+    return prompt;
+  };
+  sized.shortened = true;
+  sized.words = most_words_fitting(sized.words, max_tokens, *context, make);
+  if (sized.words > 0) {
+    sized.prompt = make(sized.words);
+    return sized;
+  }
+  sized.words = 1;
+  sized.prompt = make(1);
+  sized.max_tokens = *context - static_cast<int>(prompt_token_bound(sized.prompt));
+  sized.fits = sized.max_tokens >= 1;
+  return sized;
+}
+
+SizedPrompt sized_long_prompt(const Prompt& prompt, int max_tokens, std::optional<int> context) {
+  SizedPrompt sized;
+  sized.prompt = probe_prompt(prompt, ProbeKind::long_prompt);
+  sized.max_tokens = max_tokens;
+  sized.words = k_long_context_words;
+  if (!context || fits_context(sized.prompt, max_tokens, *context)) return sized;
+  const auto make = [&](int words) { return with_preamble(prompt, long_context(words)); };
+  sized.shortened = true;
+  sized.words = most_words_fitting(k_long_context_words, max_tokens, *context, make);
+  sized.prompt = make(sized.words);
+  sized.fits = fits_context(sized.prompt, max_tokens, *context);
+  return sized;
 }
 
 } // namespace llmrepro::core

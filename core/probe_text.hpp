@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/plan.hpp"
@@ -47,5 +48,27 @@ Prompt filler_prompt(std::uint64_t index, const FillerShape& shape = {});
 int filler_max_tokens(std::uint64_t index);
 // The number of words filler `index` has under `shape` (what filler_prompt sends).
 int filler_word_count(std::uint64_t index, const FillerShape& shape = {});
+
+// A request sized to fit a server's context per slot: its prompt's prompt_token_bound
+// (core/budget.hpp: one token per byte, plus the template margins) plus its max_tokens at most
+// the context, so that the server cannot refuse it as too long whatever its tokenizer.
+struct SizedPrompt {
+  Prompt prompt;
+  int max_tokens = 0;
+  bool shortened = false; // words were cut from its end (or max_tokens lowered) to fit
+  bool fits = true;       // false: not even its first word and one token fit; not to be sent
+  int words = 0;          // the words of filler or context it kept
+};
+
+// Filler `index` (filler_prompt, with `max_tokens`) sized to `context` tokens per slot: its words
+// are cut from the end until it fits; where no word fits with `max_tokens`, max_tokens is lowered
+// (to at least 1) with the first word alone. No context (empty): the filler as it is.
+SizedPrompt sized_filler(std::uint64_t index, const FillerShape& shape, int max_tokens,
+                         std::optional<int> context);
+
+// The long probe's prompt (probe_prompt(prompt, ProbeKind::long_prompt)) sized to `context`
+// tokens per slot with `max_tokens`: the long context's words are cut from the end until it fits;
+// never below no context at all (then `fits` says whether even that fits). No context: as it is.
+SizedPrompt sized_long_prompt(const Prompt& prompt, int max_tokens, std::optional<int> context);
 
 } // namespace llmrepro::core

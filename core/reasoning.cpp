@@ -13,6 +13,7 @@ const char* to_string(CompareOn compare_on) {
   case CompareOn::answer: return "answer";
   case CompareOn::reasoning: return "reasoning";
   case CompareOn::both: return "both";
+  case CompareOn::tool_calls: return "tool_calls";
   }
   return "both";
 }
@@ -21,8 +22,9 @@ Result<CompareOn> parse_compare_on(const std::string& text) {
   if (text == "answer") return CompareOn::answer;
   if (text == "reasoning") return CompareOn::reasoning;
   if (text == "both") return CompareOn::both;
-  return make_error(ErrorCode::usage,
-                    "unknown --compare-on '" + text + "' (expected answer, reasoning or both)");
+  if (text == "tool_calls") return CompareOn::tool_calls;
+  return make_error(ErrorCode::usage, "unknown --compare-on '" + text +
+                                          "' (expected answer, reasoning, both or tool_calls)");
 }
 
 namespace {
@@ -122,7 +124,8 @@ std::vector<const RequestRecord*> compared_records(const std::vector<const Reque
   std::vector<const RequestRecord*> compared = records;
   const auto changes = [&](const RequestRecord* record) {
     return record->outcome.ok &&
-           (compare_on == CompareOn::reasoning || has_reasoning(record->outcome.completion));
+           (compare_on == CompareOn::reasoning || compare_on == CompareOn::tool_calls ||
+            has_reasoning(record->outcome.completion));
   };
   std::size_t changed = 0;
   for (const RequestRecord* record : records)
@@ -161,6 +164,12 @@ std::string reasoning_and_answer(const std::string& reasoning, const std::string
 }
 
 Completion compared_part(const Completion& completion, CompareOn compare_on) {
+  if (compare_on == CompareOn::tool_calls) {
+    Completion part = metadata_of(completion);
+    part.text = tool_calls_json(completion.tool_calls);
+    part.tool_calls = completion.tool_calls;
+    return part;
+  }
   if (compare_on != CompareOn::reasoning && !has_reasoning(completion)) return completion;
   Completion part = metadata_of(completion);
   const bool joined = completion.reasoning_split == ReasoningSplit::joined;
@@ -194,6 +203,7 @@ Completion compared_part(const Completion& completion, CompareOn compare_on) {
       part.has_logprobs = completion.has_logprobs;
     }
     break;
+  case CompareOn::tool_calls: break; // answered above
   }
   return part;
 }

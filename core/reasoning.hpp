@@ -12,10 +12,11 @@
 namespace llmrepro::core {
 
 // What an audit compares of each completion: the answer alone, the reasoning alone, or both
-// (the default; a completion without reasoning is its answer under every choice but `reasoning`).
-enum class CompareOn { answer, reasoning, both };
+// (the default; a completion without reasoning is its answer under every choice but `reasoning`
+// and `tool_calls`), or the sequence of tool calls alone (core/tool_calls.hpp).
+enum class CompareOn { answer, reasoning, both, tool_calls };
 const char* to_string(CompareOn compare_on);
-// "answer", "reasoning" or "both", else a usage error naming --compare-on.
+// "answer", "reasoning", "both" or "tool_calls", else a usage error naming --compare-on.
 Result<CompareOn> parse_compare_on(const std::string& text);
 
 // Cuts the endpoint's token stream where the answer starts, once a dialect has filled
@@ -44,7 +45,8 @@ bool has_reasoning(const Completion& completion);
 //   reasoning - the reasoning text, with the reasoning's tokens when they came back apart;
 //   both      - "<reasoning>R</reasoning>A" (just the answer where there is no reasoning
 //               text), with every token when the stream is joined or when both parts have
-//               their tokens, and by text alone otherwise.
+//               their tokens, and by text alone otherwise;
+//   tool_calls - the sequence's tool_calls_json as the text, without tokens (compared by text).
 // A completion without reasoning comes back unchanged under `answer` and `both`.
 Completion compared_part(const Completion& completion, CompareOn compare_on);
 

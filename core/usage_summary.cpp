@@ -17,6 +17,10 @@ void UsageSummary::add(const Completion& completion) {
     prompt_tokens += *completion.usage.prompt;
   }
   if (completion.usage.reasoning) reasoning_tokens += *completion.usage.reasoning;
+  if (completion.usage.cached_prompt) {
+    ++requests_with_cache_state;
+    if (*completion.usage.cached_prompt > 0) ++warm_requests;
+  }
 }
 
 UsageSummary& UsageSummary::operator+=(const UsageSummary& other) {
@@ -25,6 +29,8 @@ UsageSummary& UsageSummary::operator+=(const UsageSummary& other) {
   prompt_tokens += other.prompt_tokens;
   completion_tokens += other.completion_tokens;
   reasoning_tokens += other.reasoning_tokens;
+  requests_with_cache_state += other.requests_with_cache_state;
+  warm_requests += other.warm_requests;
   return *this;
 }
 

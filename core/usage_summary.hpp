@@ -27,6 +27,11 @@ struct UsageSummary {
   // requests_with_prompt_usage < requests the prompts that went unreported cost nothing here:
   // the cost is a lower bound (prompt_usage_complete() says so).
   std::optional<double> cost;
+  // After the cost, so that positional initialisers keep their meaning. Of the requests summed,
+  // those whose endpoint said how much of their prompt its prompt cache served
+  // (TokenUsage::cached_prompt), and of those the warm ones: some of it, more than 0.
+  int requests_with_cache_state = 0;
+  int warm_requests = 0;
 
   // Adds one successful request's completion (cost is left to priced()).
   void add(const Completion& completion);

@@ -4,7 +4,9 @@
 //    successful completions to compare;
 //  - failed requests are a gate of their own (--max-failed-rate, default 0), because a prompt
 //    whose requests failed was not judged;
-//  - every stability gate is applied to every endpoint and every probe kind, not just the first.
+//  - every stability gate is applied to every endpoint and every probe kind, not just the first;
+//  - a determinism claim that nothing broke but some cell could not test is not judged: an
+//    error, not a failure.
 #include "core/verdict.hpp"
 
 #include <algorithm>
@@ -249,8 +251,13 @@ public:
       figure = 0.0;
     }
     const std::string who = several_endpoints ? "endpoint " + std::to_string(endpoint) + ": " : "";
+    const std::string line = who + determinism_line(check) + " (--profile deterministic)";
+    // Nothing broke, but a cell could not be tested (no cold mode, refused fillers): the claim
+    // was not judged there, which is missing evidence, not a failure of the claim.
+    const bool not_judged = !check.held && !check.first_break && check.untested_cells() > 0;
     add("determinism", "--profile deterministic", scope, figure, 0.0,
-        who + determinism_line(check) + " (--profile deterministic)", check.held);
+        not_judged ? "not judged: " + line : line, check.held);
+    if (not_judged) m_verdict.errors.push_back(line);
   }
 
   void missing_evidence(const RunFacts& facts) {

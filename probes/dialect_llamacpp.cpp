@@ -93,6 +93,10 @@ void read_final(const JsonView& root, core::Completion& completion) {
   // tokens_evaluated counts the whole prompt; timings.prompt_n only the part not served from
   // the prompt cache, so it is no prompt size and is not read.
   completion.usage.prompt = optional_count(root, {"tokens_evaluated"});
+  // timings.cache_n: the prompt tokens reused from the slot's cache (tools/server/
+  // server-common.cpp server_slot_stats::to_json). tokens_cached is the slot's whole cache after
+  // the request, generated tokens included, so it says nothing of a warm start.
+  completion.usage.cached_prompt = optional_count(root, {"timings", "cache_n"});
 }
 
 core::Completion parse_whole(std::string_view body) {

@@ -129,6 +129,10 @@ void read_usage(const JsonView& root, core::Completion& completion) {
       optional_count(*usage, {"completion_tokens_details", "reasoning_tokens"});
   if (!completion.usage.reasoning)
     completion.usage.reasoning = optional_count(*usage, {"reasoning_tokens"});
+  // The prompt tokens served from the prompt cache (OpenAI's and vLLM's; llama.cpp's
+  // tools/server/server-task.cpp usage_json_oaicompat).
+  completion.usage.cached_prompt =
+      optional_count(*usage, {"prompt_tokens_details", "cached_tokens"});
 }
 
 // Fields every OpenAI-shaped response or chunk may carry at the top level.

@@ -111,6 +111,8 @@ void read_status(const JsonView& response, core::Completion& completion) {
     completion.usage.prompt = optional_count(*usage, {"input_tokens"});
     completion.usage.reasoning =
         optional_count(*usage, {"output_tokens_details", "reasoning_tokens"});
+    completion.usage.cached_prompt =
+        optional_count(*usage, {"input_tokens_details", "cached_tokens"});
   } else {
     completion.completion_tokens = static_cast<long>(completion.tokens.size());
   }

@@ -48,6 +48,8 @@ Piece read_piece(const JsonView& root) {
   if (auto count = meta.find("completion_tokens")) piece.completion_tokens = count->integer();
   piece.usage.prompt = optional_count(meta, {"prompt_tokens"});
   piece.usage.reasoning = optional_count(meta, {"reasoning_tokens"});
+  // The prompt tokens the radix cache served (python/sglang/srt/managers/ meta_info).
+  piece.usage.cached_prompt = optional_count(meta, {"cached_tokens"});
   auto logprobs = meta.find("output_token_logprobs");
   if (!logprobs) return piece;
   piece.has_logprobs = true;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -335,7 +336,7 @@ core::Result<std::string> pick_gemini_model(const ProbeAnswer& gemini_models) {
 core::Result<Dialect> detect_dialect(const std::string& base_url,
                                      const std::vector<std::string>& headers,
                                      const std::string& api_key, bool insecure, double timeout_s,
-                                     std::string* explanation, bool* llamacpp_router) {
+                                     std::string* explanation, DetectionExtras* extras) {
   const std::array<const char*, 7> paths{
       "/v1/models", "/health", "/props", "/api/tags", "/info", "/get_model_info", "/api/version"};
   HttpTransport transport;
@@ -351,6 +352,9 @@ core::Result<Dialect> detect_dialect(const std::string& base_url,
                                                k_gemini_list.data()};
   std::array<ProbeAnswer, 3> routes =
       fetch_all(transport, base_url, route_paths, headers, api_key, insecure, timeout_s);
+  if (extras != nullptr)
+    for (std::size_t i = 0; i < paths.size(); ++i)
+      extras->answers[paths[i]] = ok(answers[i]) ? answers[i].body : std::string();
   DetectionProbes probes;
   probes.models = std::move(answers[0]);
   probes.health = std::move(answers[1]);
@@ -363,31 +367,46 @@ core::Result<Dialect> detect_dialect(const std::string& base_url,
   probes.responses_route = std::move(routes[1]);
   probes.gemini_models = std::move(routes[2]);
   auto dialect = decide_dialect(base_url, probes, explanation);
-  if (llamacpp_router != nullptr)
-    *llamacpp_router = dialect && *dialect == Dialect::llamacpp && is_llamacpp_router(probes);
+  if (extras != nullptr)
+    extras->llamacpp_router =
+        dialect && *dialect == Dialect::llamacpp && is_llamacpp_router(probes);
   return dialect;
 }
 
-core::ServerDescription describe_server(const std::string& base_url, Dialect dialect,
-                                        const std::vector<std::string>& headers,
-                                        const std::string& api_key, bool insecure,
-                                        double timeout_s) {
+core::ServerDescription describe_server(EndpointTarget& target, Dialect dialect, double timeout_s,
+                                        const DetectionExtras* detected) {
+  const std::string& base_url = target.base_url;
+  const std::vector<std::string>& headers = target.headers;
+  const std::string& api_key = target.api_key;
+  const bool insecure = target.insecure;
+  const std::map<std::string, std::string>* known = detected ? &detected->answers : nullptr;
   const std::vector<std::string> routes = description_routes(dialect);
   const auto body_of = [](const ProbeAnswer& answer) { return ok(answer) ? answer.body : ""; };
-  std::vector<std::string> bodies;
-  HttpTransport transport;
-  if (routes.size() == 1) {
-    const std::array<const char*, 1> paths{routes[0].c_str()};
-    for (const ProbeAnswer& answer :
-         fetch_all(transport, base_url, paths, headers, api_key, insecure, timeout_s))
-      bodies.push_back(body_of(answer));
-  } else if (routes.size() == 2) {
-    const std::array<const char*, 2> paths{routes[0].c_str(), routes[1].c_str()};
-    for (const ProbeAnswer& answer :
-         fetch_all(transport, base_url, paths, headers, api_key, insecure, timeout_s))
-      bodies.push_back(body_of(answer));
+  std::vector<std::string> bodies(routes.size());
+  std::vector<std::size_t> missing;
+  for (std::size_t i = 0; i < routes.size(); ++i) {
+    if (known != nullptr)
+      if (const auto found = known->find(routes[i]); found != known->end()) {
+        bodies[i] = found->second;
+        continue;
+      }
+    missing.push_back(i);
   }
-  return describe_from_bodies(dialect, bodies);
+  HttpTransport transport;
+  if (missing.size() == 1) {
+    const std::array<const char*, 1> paths{routes[missing[0]].c_str()};
+    bodies[missing[0]] =
+        body_of(fetch_all(transport, base_url, paths, headers, api_key, insecure, timeout_s)[0]);
+  } else if (missing.size() == 2) {
+    const std::array<const char*, 2> paths{routes[missing[0]].c_str(), routes[missing[1]].c_str()};
+    const auto answers =
+        fetch_all(transport, base_url, paths, headers, api_key, insecure, timeout_s);
+    bodies[missing[0]] = body_of(answers[0]);
+    bodies[missing[1]] = body_of(answers[1]);
+  }
+  core::ServerDescription description = describe_from_bodies(dialect, bodies);
+  target.context_per_slot = context_per_slot(description);
+  return description;
 }
 
 Dialect dialect_for_suite(Dialect detected, int text_prompts, int chat_prompts) {

@@ -2,12 +2,14 @@
 // from a few cheap GET requests. The decision is a pure function over the probe responses.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/result.hpp"
 #include "core/server_description.hpp"
 #include "probes/dialect.hpp"
+#include "probes/scheduler.hpp"
 
 namespace llmrepro::probes {
 
@@ -93,20 +95,27 @@ core::Result<std::string> pick_gemini_model(const ProbeAnswer& gemini_models);
 // server routes at once, then the two OpenAI POST routes and the Gemini model list at once on
 // the same connections. `api_key` goes as a bearer token, except to the Gemini list, which
 // gets it in x-goog-api-key; every GET goes to `base_url` alone.
-// `llamacpp_router`, when given, is set to whether the endpoint is llama.cpp in router mode.
+// `extras`, when given, receives what detection found beside the dialect.
+struct DetectionExtras {
+  bool llamacpp_router = false; // llama.cpp in router mode (is_llamacpp_router)
+  // The body of every path detection GETs ("" where it did not answer 2xx), by path: what
+  // describe_server reuses instead of fetching /props again.
+  std::map<std::string, std::string> answers;
+};
 core::Result<Dialect> detect_dialect(const std::string& base_url,
                                      const std::vector<std::string>& headers,
                                      const std::string& api_key, bool insecure, double timeout_s,
-                                     std::string* explanation, bool* llamacpp_router = nullptr);
+                                     std::string* explanation, DetectionExtras* extras = nullptr);
 
-// What the server behind `base_url` says about itself: GETs description_routes(dialect)
-// (probes/server_description.hpp) at once, each bounded by timeout_s, with the headers and key
-// as detection sends them, and parses the answers. Empty when no route applies or none
-// answered in its server's shape: never an error.
-core::ServerDescription describe_server(const std::string& base_url, Dialect dialect,
-                                        const std::vector<std::string>& headers,
-                                        const std::string& api_key, bool insecure,
-                                        double timeout_s);
+// What the server behind `target` says about itself: GETs description_routes(dialect)
+// (probes/server_description.hpp) at once from its base URL, each bounded by timeout_s, with its
+// headers and key as detection sends them, and parses the answers. A route `detected` answered
+// (detect_dialect's answers: llama.cpp's /props under --api auto) is read from them, not fetched
+// again. Sets target.context_per_slot from the description (context_per_slot), which sizes the
+// probes' side traffic and long prompts. Empty when no route applies or none answered in its
+// server's shape: never an error.
+core::ServerDescription describe_server(EndpointTarget& target, Dialect dialect, double timeout_s,
+                                        const DetectionExtras* detected = nullptr);
 
 // Under --api auto, the dialect a suite goes out in. A server found by its native completion
 // route (llamacpp, sglang, tgi) serves /v1/chat/completions too (llama-server and SGLang since

@@ -4,7 +4,9 @@
 
 #include "core/budget.hpp"
 #include "core/probe_text.hpp"
+#include "core/server_description.hpp"
 #include "probes/detail/request_builder.hpp"
+#include "probes/dialect.hpp"
 
 namespace llmrepro::probes::detail {
 
@@ -12,29 +14,57 @@ int filler_max_tokens(const SchedulerConfig& config, std::uint64_t index) {
   return core::capped_max_tokens(core::filler_max_tokens(index), config.stop_after);
 }
 
+core::SizedPrompt sized_filler(const EndpointTarget& target, const SchedulerConfig& config,
+                               std::uint64_t index) {
+  return core::sized_filler(index, config.filler_shape, filler_max_tokens(config, index),
+                            target.context_per_slot);
+}
+
+namespace {
+
+HttpRequest request_of(const EndpointTarget& target, const SchedulerConfig& config,
+                       const core::SizedPrompt& filler) {
+  GenerationParams params = params_for(target, config);
+  params.max_tokens = filler.max_tokens;
+  params.stream = false;
+  return generation_request(target, config, filler.prompt, params);
+}
+
+} // namespace
+
 HttpRequest filler_request(const EndpointTarget& target, const SchedulerConfig& config,
                            std::uint64_t index) {
-  GenerationParams params = params_for(target, config);
-  params.max_tokens = filler_max_tokens(config, index);
-  params.stream = false;
-  return generation_request(target, config, core::filler_prompt(index, config.filler_shape),
-                            params);
+  return request_of(target, config, sized_filler(target, config, index));
+}
+
+bool filler_refused(const HttpResponse& response) {
+  const int status = response.http_status;
+  return response.failure == TransportFailure::none && status >= 400 && status < 500 &&
+         status != 408 && status != 425 && status != 429;
 }
 
 void FillerTraffic::top_up(HttpTransport& transport, const EndpointTarget& target,
-                           std::size_t count, core::ProbeActivity& activity,
+                           std::size_t count, int level, core::ProbeActivity& activity,
                            core::BudgetLedger* budget) {
   while (m_in_flight.size() < count) {
+    const core::SizedPrompt filler = sized_filler(target, m_config, m_next_index);
+    if (!filler.fits) {
+      core::filler_level(activity, level).unfit = true;
+      return;
+    }
     std::optional<core::BudgetLedger::Ticket> ticket;
     if (budget != nullptr) {
-      const core::TokenBound bound{
-          core::prompt_token_bound(core::filler_prompt(m_next_index, m_config.filler_shape)),
-          filler_max_tokens(m_config, m_next_index)};
+      const core::TokenBound bound{core::prompt_token_bound(filler.prompt), filler.max_tokens};
       ticket = budget->try_start(bound);
       if (!ticket) return;
     }
-    m_in_flight.emplace(transport.submit(filler_request(target, m_config, m_next_index++)), ticket);
+    ++m_next_index;
+    m_in_flight.emplace(transport.submit(request_of(target, m_config, filler)),
+                        InFlight{ticket, level});
     ++activity.filler_sent;
+    core::FillerLevel& counts = core::filler_level(activity, level);
+    ++counts.sent;
+    if (filler.shortened) ++counts.shortened;
   }
 }
 
@@ -42,12 +72,20 @@ bool FillerTraffic::take(const HttpTransport::Finished& finished, core::ProbeAct
                          core::BudgetLedger* budget) {
   const auto found = m_in_flight.find(finished.id);
   if (found == m_in_flight.end()) return false;
-  if (budget != nullptr && found->second) budget->settle(*found->second, std::nullopt);
+  if (budget != nullptr && found->second.ticket)
+    budget->settle(*found->second.ticket, std::nullopt);
+  const int level = found->second.level;
   m_in_flight.erase(found);
   const HttpResponse& response = finished.response;
   if (response.failure != TransportFailure::none || response.http_status < 200 ||
       response.http_status >= 300)
     ++activity.filler_failed;
+  if (filler_refused(response)) {
+    core::FillerLevel& counts = core::filler_level(activity, level);
+    if (counts.refused++ == 0)
+      counts.refusal = core::server_text("HTTP " + std::to_string(response.http_status) + ": " +
+                                         describe_error_body(response.body));
+  }
   return true;
 }
 

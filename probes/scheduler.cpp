@@ -117,6 +117,7 @@ struct Slot {
   Steady::time_point retry_at;
   int last_status = 0;
   std::string last_reason;
+  std::optional<int> long_context_words; // the long context was cut to this many words to fit
 };
 
 // One wave as it runs: its requests still to start and the slots of those started.
@@ -170,7 +171,8 @@ public:
       // Filler runs only while audited work of the wave is active.
       const bool audited_active = !state.slots.empty() || (!state.queue.empty() && !draining);
       if (audited_active && !draining)
-        m_fillers.top_up(m_transport, state.target, state.filler_count, state.activity, m_budget);
+        m_fillers.top_up(m_transport, state.target, state.filler_count, wave.concurrency,
+                         state.activity, m_budget);
       if (state.slots.empty() && (state.queue.empty() || draining) && m_fillers.empty()) break;
 
       // What was reserved since the last poll is charged durably before it goes on the wire.
@@ -240,6 +242,14 @@ private:
       // The priming request is never parsed: it spends its bound.
       if (prime_ticket) m_budget->settle(*prime_ticket, std::nullopt);
       state.queue.pop_front();
+      if (slot.long_context_words) {
+        core::ProbeActivity& activity = state.activity;
+        activity.long_context_words_min =
+            activity.long_shortened == 0
+                ? *slot.long_context_words
+                : std::min(activity.long_context_words_min, *slot.long_context_words);
+        ++activity.long_shortened;
+      }
       slot.started_ms = m_clock.now_ms();
       start(slot, now);
       state.slots.push_back(std::move(slot));
@@ -358,10 +368,24 @@ private:
       return core::make_error(core::ErrorCode::internal,
                               "plan names prompt " + std::to_string(planned.prompt_index) +
                                   " but the suite has " + std::to_string(m_suite.prompts.size()));
-    core::Prompt prompt = core::probe_prompt(
-        m_suite.prompts[static_cast<std::size_t>(planned.prompt_index)], state.wave.probe);
+    const core::Prompt& suite_prompt =
+        m_suite.prompts[static_cast<std::size_t>(planned.prompt_index)];
+    core::Prompt prompt = core::probe_prompt(suite_prompt, state.wave.probe);
     if (prompt.max_tokens)
       prompt.max_tokens = core::capped_max_tokens(*prompt.max_tokens, m_config.stop_after);
+    if (state.wave.probe == core::ProbeKind::long_prompt && state.target.context_per_slot) {
+      // The long context is cut to the server's context per slot: a prompt it must refuse as too
+      // long would test nothing.
+      const core::SizedPrompt sized = core::sized_long_prompt(
+          suite_prompt, prompt.max_tokens.value_or(m_config.params.max_tokens),
+          state.target.context_per_slot);
+      if (sized.shortened) {
+        const std::optional<int> max_tokens = prompt.max_tokens;
+        prompt = sized.prompt;
+        prompt.max_tokens = max_tokens;
+        slot.long_context_words = sized.words;
+      }
+    }
     slot.planned = &planned;
     if (m_budget != nullptr)
       slot.bound = m_budget->bound_of(planned, prompt,

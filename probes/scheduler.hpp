@@ -33,6 +33,10 @@ struct EndpointTarget {
   bool model_given = false;      // --model named `model`: native llama.cpp requests name it too
   bool rejects_logprobs = false; // the model refuses `logprobs` (logprob_check.hpp): omit it
   LogprobsForm logprobs_form = LogprobsForm::by_host; // --logprobs-form (openai-chat only)
+  // The tokens one request may hold at this server (its context per slot, context_per_slot of
+  // its description); empty where it said nothing. The mixed probe's fillers and the long probe's
+  // context are cut to fit it (core::sized_filler, core::sized_long_prompt).
+  std::optional<int> context_per_slot;
 };
 
 struct SchedulerConfig {
@@ -109,7 +113,11 @@ struct RunPlanInputs {
 // - each request is sent as core::probe_prompt(prompt, wave.probe) gives it;
 // - mixed waves keep wave.concurrency filler requests (core::filler_prompt) in flight beside the
 //   audited ones while any audited request of the wave is active; fillers are never recorded,
-//   retried or judged beyond counting failures, and the wave ends when its last filler returns;
+//   retried or judged beyond counting failures (per level: core::FillerLevel), and the wave ends
+//   when its last filler returns; where the target names its context per slot, each filler is
+//   first cut to fit it (core::sized_filler), and one that cannot fit is not sent;
+// - long waves send their prompts with the long context cut to fit the target's context per slot
+//   (core::sized_long_prompt), counted in activity.long_shortened;
 // - prefix waves run their requests one at a time: before a warm trial (prefix_trial_is_warm) a
 //   priming request with the shared prefix; before a cold trial a cache flush, by the first of
 //   POST /flush_cache (SGLang) and POST /reset_prefix_cache (vLLM) that answers 2xx, looked up

@@ -56,6 +56,22 @@ core::ServerDescription version_only(const std::string& body, const char* kind) 
   return description;
 }
 
+// llama.cpp's context per slot: default_generation_settings.n_ctx, else a top-level n_ctx shared
+// by total_slots; empty where neither says.
+std::string llamacpp_slot_context(const json& props) {
+  const auto settings = props.find("default_generation_settings");
+  if (settings != props.end() && settings->is_object()) {
+    std::string n_ctx = scalar_text(*settings, "n_ctx");
+    if (!n_ctx.empty()) return n_ctx;
+  }
+  const auto total = props.find("n_ctx");
+  const auto slots = props.find("total_slots");
+  if (total == props.end() || !total->is_number_integer() || slots == props.end() ||
+      !slots->is_number_integer() || slots->get<long long>() <= 0)
+    return "";
+  return std::to_string(total->get<long long>() / slots->get<long long>());
+}
+
 } // namespace
 
 core::ServerDescription describe_llamacpp_props(const std::string& body) {
@@ -65,9 +81,7 @@ core::ServerDescription describe_llamacpp_props(const std::string& body) {
   description.kind = "llama.cpp";
   description.version = scalar_text(*props, "build_info");
   add_fact(description, "slots", scalar_text(*props, "total_slots"));
-  const auto settings = props->find("default_generation_settings");
-  if (settings != props->end() && settings->is_object())
-    add_fact(description, "context per slot", scalar_text(*settings, "n_ctx"));
+  add_fact(description, "context per slot", llamacpp_slot_context(*props));
   add_fact(description, "model path", scalar_text(*props, "model_path"));
   add_fact(description, "role", scalar_text(*props, "role"));
   description.summary = head(description);
@@ -76,6 +90,18 @@ core::ServerDescription describe_llamacpp_props(const std::string& body) {
   if (const std::string n_ctx = fact(description, "context per slot"); !n_ctx.empty())
     description.summary += ", " + n_ctx + " tokens per slot";
   return description;
+}
+
+std::optional<int> context_per_slot(const core::ServerDescription& description) {
+  const std::string value = fact(description, "context per slot");
+  if (value.empty() || value.size() > 9) return std::nullopt;
+  int tokens = 0;
+  for (const char c : value) {
+    if (c < '0' || c > '9') return std::nullopt;
+    tokens = tokens * 10 + (c - '0');
+  }
+  if (tokens <= 0) return std::nullopt;
+  return tokens;
 }
 
 core::ServerDescription describe_sglang_server_info(const std::string& body) {

@@ -5,6 +5,7 @@
 // want of one).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,14 @@
 namespace llmrepro::probes {
 
 // llama.cpp (tools/server/server-context.cpp get_props): version `build_info`; facts "slots"
-// (`total_slots`), "context per slot" (`default_generation_settings.n_ctx`), "model path"
-// (`model_path`), and "role" where the server is a router. Needs `build_info` or `total_slots`.
+// (`total_slots`), "context per slot" (`default_generation_settings.n_ctx`, else a top-level
+// `n_ctx` divided by `total_slots`), "model path" (`model_path`), and "role" where the server is
+// a router. Needs `build_info` or `total_slots`.
 core::ServerDescription describe_llamacpp_props(const std::string& body);
+
+// The tokens one request may hold at the described server: its "context per slot" fact as a
+// positive integer; empty where it has none (every server but llama.cpp, a router's 0).
+std::optional<int> context_per_slot(const core::ServerDescription& description);
 
 // SGLang (python/sglang/srt/entrypoints/http_server.py get_server_info: its ServerArgs, the
 // scheduler's info and `version`): facts "model path", "tp size", "dp size", "context length",

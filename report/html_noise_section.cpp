@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/cache_state.hpp"
 #include "report/detail/flip_summary.hpp"
 #include "report/detail/html_style.hpp"
 #include "report/detail/svg_chart.hpp"
@@ -104,6 +105,8 @@ std::string render_noise_section(const core::AuditReport& report) {
          "where they share the context. p_flip reads the reference's gaps in the window against "
          "each level's noise; both predictors are scored against the prompts that were "
          "observed unstable.</p>";
+  if (const std::string cache = core::cache_state_line(s.by_concurrency); !cache.empty())
+    out += fmt::format("<p id=\"cache-state\">{}</p>", html_escape(cache));
   out += noise_table(s.by_concurrency);
   out += "<div class=\"charts\">" + noise_chart(s.by_concurrency) +
          reliability_chart(s.flip_calibration) + "</div>";

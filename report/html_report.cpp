@@ -163,8 +163,10 @@ std::string render_verdict(const core::AuditReport& report) {
   }
   if (!report.determinism.empty()) {
     const core::DeterminismCheck& check = report.determinism.front();
-    out += fmt::format("<div id=\"determinism\" data-held=\"{}\"><strong>{}</strong></div>",
-                       check.held ? "true" : "false", html_escape(core::determinism_line(check)));
+    out += fmt::format("<div id=\"determinism\" data-held=\"{}\"><strong>{}</strong></div>"
+                       "<div id=\"determinism-coverage\" class=\"muted\">{}</div>",
+                       check.held ? "true" : "false", html_escape(core::determinism_line(check)),
+                       html_escape(core::determinism_coverage_line(check)));
   }
   if (report.data != nullptr)
     if (const std::string capped = core::stop_after_line(report.data->config); !capped.empty())

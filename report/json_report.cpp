@@ -7,7 +7,9 @@
 #include <string_view>
 #include <nlohmann/json.hpp>
 
+#include "core/cache_state.hpp"
 #include "core/adaptive.hpp"
+#include "core/statistics.hpp"
 #include "report/detail/iso_time.hpp"
 #include "report/detail/server_json.hpp"
 
@@ -47,6 +49,8 @@ Json usage_json(const core::UsageSummary& usage) {
           {"prompt_tokens", usage.prompt_tokens},
           {"completion_tokens", usage.completion_tokens},
           {"reasoning_tokens", usage.reasoning_tokens},
+          {"requests_with_cache_state", usage.requests_with_cache_state},
+          {"warm_requests", usage.warm_requests},
           {"cost", optional_number(usage.cost)}};
 }
 
@@ -251,6 +255,8 @@ Json determinism_json(const core::AuditReport& report) {
                      {"max_drift", number(cell.max_drift)},
                      {"positions_compared", cell.positions_compared},
                      {"tested", cell.tested},
+                     {"untested_reason", cell.tested ? Json(nullptr) : Json(cell.untested_reason)},
+                     {"note", cell.note.empty() ? Json(nullptr) : Json(cell.note)},
                      {"held", cell.held()}});
   Json first_break = nullptr;
   if (check.first_break) {
@@ -266,6 +272,7 @@ Json determinism_json(const core::AuditReport& report) {
   return {{"profile", "deterministic"},
           {"held", check.held},
           {"line", core::determinism_line(check)},
+          {"coverage", core::determinism_coverage_line(check)},
           {"first_break", first_break},
           {"cells", cells}};
 }
@@ -285,10 +292,23 @@ Json reasoning_json(const core::ReasoningSummary& reasoning) {
           {"joined", reasoning.joined}};
 }
 
+// Unstable over judged (stable + unstable) prompts, what --max-unstable-rate gates, with its
+// Wilson 95% interval: under --compare-on tool_calls, the chain-divergence rate.
+Json unstable_rate_json(const core::AuditSummary& summary) {
+  const int judged = summary.stable_prompts + summary.unstable_prompts;
+  const core::Interval interval = core::wilson_interval(summary.unstable_prompts, judged);
+  return {{"judged", judged},
+          {"rate", judged > 0 ? number(static_cast<double>(summary.unstable_prompts) / judged)
+                              : Json(nullptr)},
+          {"low", number(interval.low)},
+          {"high", number(interval.high)}};
+}
+
 Json summary_json(const core::AuditReport& report) {
   const auto& summary = report.analysis.summary;
   const auto& predictor = summary.predictor;
   const Json levels = levels_json(summary.by_concurrency);
+  const std::string cache_state = core::cache_state_line(summary.by_concurrency);
   return {{"prompts", summary.prompts},
           {"requests", summary.requests},
           {"failed_requests", summary.failed_requests},
@@ -296,6 +316,7 @@ Json summary_json(const core::AuditReport& report) {
           {"stable_prompts", summary.stable_prompts},
           {"unstable_prompts", summary.unstable_prompts},
           {"inconclusive_prompts", summary.inconclusive_prompts},
+          {"unstable_rate", unstable_rate_json(summary)},
           {"bitwise_stable_prompts", summary.bitwise_stable_prompts},
           {"max_logprob_drift", optional_number(summary.max_logprob_drift)},
           {"prompts_with_two_completions", summary.prompts_with_two_completions},
@@ -321,6 +342,7 @@ Json summary_json(const core::AuditReport& report) {
           {"flip_calibration", calibration_json(summary.flip_calibration)},
           {"checks", checks_json(summary.checks)},
           {"by_concurrency", levels},
+          {"cache_state", cache_state.empty() ? Json(nullptr) : Json(cache_state)},
           {"determinism", determinism_json(report)},
           {"verdict", verdict_json(report.verdict)}};
 }
@@ -391,6 +413,10 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
           {"numbers", numbers_json(prompt.numbers)},
           {"lone_surrogates", prompt.lone_surrogates},
           {"candidates_at_divergence", candidates(prompt.candidates_at_divergence)},
+          {"tool_call_divergence", prompt.tool_call_divergence
+                                       ? Json{{"step", prompt.tool_call_divergence->step},
+                                              {"field", prompt.tool_call_divergence->field}}
+                                       : Json(nullptr)},
           {"answers", answers},
           {"answer_failures", prompt.answer_failures},
           {"answers_agree", prompt.answers_agree},
@@ -432,8 +458,23 @@ Json activity_json(const core::AuditData& data, core::ProbeKind probe) {
   if (data.probe_activity.empty()) return nullptr;
   const core::ProbeActivity& activity = data.probe_activity.front();
   switch (probe) {
-  case core::ProbeKind::mixed:
-    return {{"filler_sent", activity.filler_sent}, {"filler_failed", activity.filler_failed}};
+  case core::ProbeKind::mixed: {
+    Json levels = Json::array();
+    for (const core::FillerLevel& level : activity.filler_levels)
+      levels.push_back({{"level", level.level},
+                        {"sent", level.sent},
+                        {"refused", level.refused},
+                        {"shortened", level.shortened},
+                        {"unfit", level.unfit},
+                        {"refusal", level.refused > 0 ? Json(level.refusal) : Json(nullptr)}});
+    return {{"filler_sent", activity.filler_sent},
+            {"filler_failed", activity.filler_failed},
+            {"filler_levels", levels}};
+  }
+  case core::ProbeKind::long_prompt:
+    return {{"long_shortened", activity.long_shortened},
+            {"long_context_words_min",
+             activity.long_shortened > 0 ? Json(activity.long_context_words_min) : Json(nullptr)}};
   case core::ProbeKind::prefix:
     return {{"primes_sent", activity.primes_sent},
             {"primes_failed", activity.primes_failed},
@@ -443,8 +484,7 @@ Json activity_json(const core::AuditData& data, core::ProbeKind probe) {
                                 ? Json(activity.flush_route)
                                 : Json(nullptr)},
             {"cold_mode", cold_mode_json(activity)}};
-  case core::ProbeKind::sweep:
-  case core::ProbeKind::long_prompt: break;
+  case core::ProbeKind::sweep: break;
   }
   return Json::object();
 }

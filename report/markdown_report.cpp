@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/cache_state.hpp"
 #include "core/adaptive.hpp"
 #include "core/budget.hpp"
 #include "core/prompt_ranking.hpp"
@@ -281,8 +282,11 @@ std::string render_markdown(const core::AuditReport& report) {
   // text in it renders as itself).
   std::string out = fmt::format("## llmrepro audit: {}\n\n{}\n\n", verdict_title(report.verdict),
                                 markdown_escape(report.verdict.headline, 1000));
-  if (!report.determinism.empty())
+  if (!report.determinism.empty()) {
     out += markdown_escape(core::determinism_line(report.determinism.front()), 1000) + "\n\n";
+    out +=
+        markdown_escape(core::determinism_coverage_line(report.determinism.front()), 2000) + "\n\n";
+  }
   if (data != nullptr)
     if (const std::string capped = core::stop_after_line(data->config); !capped.empty())
       out += markdown_escape(capped, 1000) + "\n\n";
@@ -352,6 +356,8 @@ std::string render_markdown(const core::AuditReport& report) {
       fmt::format("| flip predictors | {} |\n", predictor_comparison_line(s.flip_calibration, tau));
   for (const auto& level : s.by_concurrency)
     out += fmt::format("| noise at c={} | {} |\n", level.concurrency, noise_text(level.noise));
+  if (const std::string cache = core::cache_state_line(s.by_concurrency); !cache.empty())
+    out += fmt::format("| prompt cache | {} |\n", markdown_escape(cache, 400));
   out += levels_markdown(s.by_concurrency);
   out += verdict_markdown(report);
   const auto worst = core::worst_prompts(report.analysis, 5);

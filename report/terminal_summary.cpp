@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/cache_state.hpp"
 #include "core/adaptive.hpp"
 #include "core/budget.hpp"
 #include "core/prompt_ranking.hpp"
@@ -289,6 +290,7 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
     const core::DeterminismCheck& check = report.determinism.front();
     const std::string text = escape_terminal_text(core::determinism_line(check), 0);
     line(check.held ? paint.green(text) : paint.red(text));
+    line(escape_terminal_text(core::determinism_coverage_line(check), 0));
   }
   if (const std::string capped = core::stop_after_line(data.config); !capped.empty())
     line(paint.yellow(capped));
@@ -345,6 +347,8 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
     line(label(i == 0 ? "noise" : "") +
          fmt::format("c={} {}", level.concurrency, noise_text(level.noise)));
   }
+  if (const std::string cache = core::cache_state_line(summary.by_concurrency); !cache.empty())
+    line(label("cache") + cache);
 
   // Each probe kind on its own (only when more than the sweep ran), then the endpoints side by
   // side.

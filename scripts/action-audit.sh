@@ -4,7 +4,7 @@
 # with INPUT_MERGE, to `llmrepro merge` and `llmrepro report`), appends the Markdown report to
 # $GITHUB_STEP_SUMMARY and the verdict, headline, exit code and report paths to $GITHUB_OUTPUT
 # when they are set, and exits with llmrepro's own code: 0 pass, 1 a gate failed, 2 bad input, 3 an
-# audit that could not be judged (see README.md "What the verdict means").
+# audit that could not be judged (see docs/verdict.md "What the verdict means").
 #
 # Inputs are passed through the environment and never interpolated into a shell, and the
 # space-separated ones (gates, args) are split into words without globbing or evaluation, so no
@@ -17,7 +17,7 @@ set -uo pipefail
 
 binary=${LLMREPRO_ACTION_BINARY:-llmrepro}
 
-# The judging flags `gates` may carry (README.md "Gates"); anything else belongs in `args`.
+# The judging flags `gates` may carry (docs/verdict.md "Gates"); anything else belongs in `args`.
 gate_flags=(--fail-on --max-unique --max-unstable-rate --min-tara --max-logprob-drift
             --max-failed-rate --fragile-gap --fragile-window --fragile-p --compare-on)
 
@@ -135,14 +135,14 @@ if [[ -n ${INPUT_MERGE:-} ]]; then
 else
   [[ -n ${INPUT_SUITE:-} ]] || usage_error "input suite is empty: name the suite to audit (or give merge)"
   command=(audit --suite "$INPUT_SUITE")
-  # Without an endpoint llmrepro audits its embedded reference engine (README.md "Endpoint").
+  # Without an endpoint llmrepro audits its embedded reference engine (docs/audit.md "Endpoint").
   [[ -n ${INPUT_ENDPOINT:-} ]] && command+=(--endpoint "$INPUT_ENDPOINT")
   [[ -n ${INPUT_API:-} ]] && command+=(--api "$INPUT_API")
   [[ -n ${INPUT_MODEL:-} ]] && command+=(--model "$INPUT_MODEL")
   [[ -n ${INPUT_RUNS:-} ]] && command+=(--runs "$INPUT_RUNS")
   [[ -n ${INPUT_LEVELS:-} ]] && command+=(--concurrency "$INPUT_LEVELS")
   [[ -n ${INPUT_SHARD:-} ]] && command+=(--shard "$INPUT_SHARD")
-  # A named key variable must hold a key (README.md "Keys"): named only when one is given.
+  # A named key variable must hold a key (docs/security.md "Keys"): named only when one is given.
   [[ -n ${INPUT_API_KEY:-} ]] && command+=(--api-key-env LLMREPRO_API_KEY)
   command+=(--db "$INPUT_DATABASE" --overwrite)
   export LLMREPRO_API_KEY=${INPUT_API_KEY:-}

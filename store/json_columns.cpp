@@ -409,6 +409,54 @@ Result<void> decode_prompt_columns(const PromptJsonColumns& columns, core::Promp
   return {};
 }
 
+namespace {
+
+Json filler_levels_json(const std::vector<core::FillerLevel>& levels) {
+  Json out = Json::array();
+  for (const core::FillerLevel& level : levels)
+    out.push_back({{"level", level.level},
+                   {"sent", level.sent},
+                   {"refused", level.refused},
+                   {"shortened", level.shortened},
+                   {"unfit", level.unfit},
+                   {"refusal", level.refusal}});
+  return out;
+}
+
+Result<std::vector<core::FillerLevel>> decode_filler_levels(const Json& json,
+                                                            const std::string& where) {
+  if (!json.is_array())
+    return core::make_error(ErrorCode::input, where + ": field 'filler_levels' must be an array");
+  std::vector<core::FillerLevel> levels;
+  for (const Json& item : json) {
+    core::FillerLevel level;
+    const std::string at = where + ": filler_levels[" + std::to_string(levels.size()) + "]";
+    if (!item.is_object()) return core::make_error(ErrorCode::input, at + " must be an object");
+    for (auto [name, field] : {std::pair{"level", &level.level},
+                               {"sent", &level.sent},
+                               {"refused", &level.refused},
+                               {"shortened", &level.shortened}}) {
+      const auto found = item.find(name);
+      if (found == item.end() || !found->is_number_integer())
+        return core::make_error(ErrorCode::input, at + ": field '" + name + "' must be an integer");
+      *field = found->get<int>();
+    }
+    const auto unfit = item.find("unfit");
+    const auto refusal = item.find("refusal");
+    if (unfit == item.end() || !unfit->is_boolean() || refusal == item.end() ||
+        !refusal->is_string())
+      return core::make_error(ErrorCode::input,
+                              at + ": fields 'unfit' (a boolean) and 'refusal' (a string) are "
+                                   "required");
+    level.unfit = unfit->get<bool>();
+    level.refusal = refusal->get<std::string>();
+    levels.push_back(std::move(level));
+  }
+  return levels;
+}
+
+} // namespace
+
 std::string encode_probe_activity(const std::vector<core::ProbeActivity>& activity) {
   Json out = Json::array();
   for (const auto& a : activity)
@@ -420,7 +468,10 @@ std::string encode_probe_activity(const std::vector<core::ProbeActivity>& activi
                    {"flushes_failed", a.flushes_failed},
                    {"flush_looked_up", a.flush_looked_up},
                    {"flush_route", a.flush_route},
-                   {"cold_per_request", a.cold_per_request}});
+                   {"cold_per_request", a.cold_per_request},
+                   {"filler_levels", filler_levels_json(a.filler_levels)},
+                   {"long_shortened", a.long_shortened},
+                   {"long_context_words_min", a.long_context_words_min}});
   return dump(out);
 }
 
@@ -462,6 +513,13 @@ Result<std::vector<core::ProbeActivity>> decode_probe_activity(const std::string
                                 where + ": field 'cold_per_request' must be a boolean");
       a.cold_per_request = cold->get<bool>();
     }
+    // Stored since the fillers and long prompts were sized to the server's context; absent in
+    // older audits, which counted none.
+    if (const auto levels = item.find("filler_levels"); levels != item.end())
+      LLMREPRO_TRY_ASSIGN(a.filler_levels, decode_filler_levels(*levels, where));
+    for (auto [name, field] : {std::pair{"long_shortened", &a.long_shortened},
+                               {"long_context_words_min", &a.long_context_words_min}})
+      if (item.contains(name)) LLMREPRO_TRY(integer(name, *field));
     activity.push_back(std::move(a));
   }
   return activity;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/result.hpp"
+#include "core/tool_calls.hpp"
 #include "store/detail/json_columns.hpp"
 #include "store/detail/token_texts.hpp"
 
@@ -105,7 +106,9 @@ std::string RecordReader::requests_query(const char* order) const {
                             : "0, 0, 0, 0, 0") +
          (m_columns.reasoning ? ", reasoning_text, reasoning_split" : ", '', 'none'") +
          (m_columns.usage ? ", usage_prompt_tokens, usage_reasoning_tokens" : ", NULL, NULL") +
-         (m_columns.text ? ", lone_surrogates" : ", 0") + " FROM requests ORDER BY " + order;
+         (m_columns.text ? ", lone_surrogates" : ", 0") +
+         (m_columns.cache ? ", usage_cached_prompt_tokens" : ", NULL") +
+         (m_columns.tool_calls ? ", tool_calls" : ", NULL") + " FROM requests ORDER BY " + order;
 }
 
 Result<void> RecordReader::read_record(sqlite3_stmt* row, core::RequestRecord& record) const {
@@ -141,6 +144,14 @@ Result<void> RecordReader::read_record(sqlite3_stmt* row, core::RequestRecord& r
   completion.usage.prompt = column_optional_count(row, 25);
   completion.usage.reasoning = column_optional_count(row, 26);
   completion.lone_surrogates = column_int(row, 27);
+  completion.usage.cached_prompt = column_optional_count(row, 28);
+  if (!column_is_null(row, 29)) {
+    auto calls = core::parse_tool_calls_json(column_text(row, 29));
+    if (!calls)
+      return m_connection.corrupt("tool calls of request " + std::to_string(column_int64(row, 0)) +
+                                  ": " + calls.error().message);
+    completion.tool_calls = std::move(*calls);
+  }
   return {};
 }
 

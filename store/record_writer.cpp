@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "core/result.hpp"
+#include "core/tool_calls.hpp"
 #include "store/detail/json_columns.hpp"
 #include "store/detail/token_blob.hpp"
 
@@ -29,6 +30,10 @@ constexpr const char* k_usage_columns = ", usage_prompt_tokens, usage_reasoning_
 constexpr int k_usage_column_count = 2;
 constexpr const char* k_text_columns = ", lone_surrogates";
 constexpr int k_text_column_count = 1;
+constexpr const char* k_cache_columns = ", usage_cached_prompt_tokens";
+constexpr int k_cache_column_count = 1;
+constexpr const char* k_tool_calls_columns = ", tool_calls";
+constexpr int k_tool_calls_column_count = 1;
 
 // Binds a usage count, NULL where the endpoint did not say.
 void bind_count(sqlite3_stmt* statement, int index, const std::optional<long>& count) {
@@ -56,6 +61,14 @@ std::string insert_request_sql(LaterColumns columns) {
   if (columns.text) {
     sql += k_text_columns;
     count += k_text_column_count;
+  }
+  if (columns.cache) {
+    sql += k_cache_columns;
+    count += k_cache_column_count;
+  }
+  if (columns.tool_calls) {
+    sql += k_tool_calls_columns;
+    count += k_tool_calls_column_count;
   }
   sql += ") VALUES (";
   for (int i = 1; i <= count; ++i) sql += (i == 1 ? "?" : ", ?") + std::to_string(i);
@@ -157,6 +170,15 @@ Result<void> RecordWriter::write_record(const core::RequestRecord& record) {
     bind_count(statement, next++, completion.usage.reasoning);
   }
   if (m_columns.text) sqlite3_bind_int(statement, next++, completion.lone_surrogates);
+  if (m_columns.cache) bind_count(statement, next++, completion.usage.cached_prompt);
+  const std::string tool_calls =
+      completion.tool_calls.empty() ? std::string() : core::tool_calls_json(completion.tool_calls);
+  if (m_columns.tool_calls) {
+    if (tool_calls.empty())
+      sqlite3_bind_null(statement, next++);
+    else
+      bind_text(statement, next++, tool_calls);
+  }
   LLMREPRO_TRY(m_connection.step_done(statement, "cannot store a record"));
   const sqlite3_int64 request_id = sqlite3_last_insert_rowid(m_connection.handle());
   return write_tokens(request_id, completion);

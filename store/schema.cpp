@@ -14,7 +14,11 @@
 //              reasoning model's reasoning beside the answer in `text`; added later the same way
 //              ('' and 'none' in older rows). usage_prompt_tokens and usage_reasoning_tokens
 //              (core::TokenUsage) are what the endpoint said the prompt and the hidden reasoning
-//              used, NULL where it did not say; added later the same way (NULL in older rows)
+//              used, NULL where it did not say; added later the same way (NULL in older rows),
+//              as were lone_surrogates (0) and usage_cached_prompt_tokens (the prompt tokens
+//              the server said it served from its prompt cache, TokenUsage::cached_prompt; NULL).
+//              tool_calls holds core::Completion::tool_calls as core::tool_calls_json, NULL when
+//              the completion called no tool; added later the same way (NULL in older rows)
 //   token_texts  (version 2) each distinct token text of the audit once: id (1, 2, 3...) and its
 //              exact bytes as a BLOB (a token may hold part of a UTF-8 character)
 //   packed_tokens  (version 2) one row per request that has tokens: `answer` holds
@@ -71,7 +75,7 @@ CREATE TABLE requests (
   numbers_null INTEGER NOT NULL DEFAULT 0,
   reasoning_text TEXT NOT NULL DEFAULT '', reasoning_split TEXT NOT NULL DEFAULT 'none',
   usage_prompt_tokens INTEGER, usage_reasoning_tokens INTEGER,
-  lone_surrogates INTEGER NOT NULL DEFAULT 0,
+  lone_surrogates INTEGER NOT NULL DEFAULT 0, usage_cached_prompt_tokens INTEGER, tool_calls TEXT,
   UNIQUE (endpoint_index, prompt_index, concurrency, probe, repeat));
 CREATE TABLE token_texts (id INTEGER PRIMARY KEY, text BLOB NOT NULL UNIQUE);
 CREATE TABLE packed_tokens (request_id INTEGER PRIMARY KEY, answer BLOB, reasoning BLOB);
@@ -79,7 +83,7 @@ CREATE TABLE packed_tokens (request_id INTEGER PRIMARY KEY, answer BLOB, reasoni
 
 // The requests columns that came after version 1 was released, with their definitions: the
 // counts of Completion::numbers (in NumberAnomalies order), then the reasoning, then the usage.
-enum class ColumnGroup { numbers, reasoning, usage, text };
+enum class ColumnGroup { numbers, reasoning, usage, text, cache, tool_calls };
 struct LaterColumn {
   const char* name;
   const char* definition;
@@ -96,6 +100,8 @@ constexpr LaterColumn k_later_columns[] = {
     {"usage_prompt_tokens", "INTEGER", ColumnGroup::usage},
     {"usage_reasoning_tokens", "INTEGER", ColumnGroup::usage},
     {"lone_surrogates", "INTEGER NOT NULL DEFAULT 0", ColumnGroup::text},
+    {"usage_cached_prompt_tokens", "INTEGER", ColumnGroup::cache},
+    {"tool_calls", "TEXT", ColumnGroup::tool_calls},
 };
 
 // The flag of `columns` that says whether `group` is there.
@@ -105,6 +111,8 @@ bool& has_group(LaterColumns& columns, ColumnGroup group) {
   case ColumnGroup::reasoning: return columns.reasoning;
   case ColumnGroup::usage: return columns.usage;
   case ColumnGroup::text: return columns.text;
+  case ColumnGroup::cache: return columns.cache;
+  case ColumnGroup::tool_calls: return columns.tool_calls;
   }
   return columns.usage;
 }
@@ -202,14 +210,15 @@ LaterColumns add_later_columns(const Connection& connection, int schema_version)
   const auto present = [&]() {
     LaterColumns columns;
     auto absent = missing();
-    if (!absent) return LaterColumns{false, false, false, false};
+    if (!absent) return LaterColumns{false, false, false, false, false};
     for (const LaterColumn& column : *absent) has_group(columns, column.group) = false;
     if (columns.reasoning && token_tables &&
         !connection.exec("SELECT 1 FROM reasoning_tokens LIMIT 0", ErrorCode::input))
       columns.reasoning = false;
     return columns;
   };
-  if (const LaterColumns now = present(); now.numbers && now.reasoning && now.usage && now.text)
+  if (const LaterColumns now = present();
+      now.numbers && now.reasoning && now.usage && now.text && now.cache && now.tool_calls)
     return now;
   if (!connection.exec("BEGIN IMMEDIATE")) return present();
   auto added = [&]() -> Result<void> {

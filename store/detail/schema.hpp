@@ -40,12 +40,14 @@ core::Result<std::int64_t> upgrade_to_version_2(const Connection& connection);
 // Which of the columns added after version 1 the database has: the numbers_* counts of
 // `requests`, and the reasoning (requests.reasoning_text and reasoning_split, and the
 // reasoning_tokens table), and the usage (requests.usage_prompt_tokens and
-// usage_reasoning_tokens).
+// usage_reasoning_tokens), and the tool calls (requests.tool_calls).
 struct LaterColumns {
   bool numbers = true;
   bool reasoning = true;
   bool usage = true;
-  bool text = true; // lone_surrogates
+  bool text = true;       // lone_surrogates
+  bool cache = true;      // usage_cached_prompt_tokens
+  bool tool_calls = true; // tool_calls
 };
 
 // Gives a database created before those columns existed the columns (0, '', 'none' and NULL in

@@ -29,6 +29,13 @@ Script:
                                                                    (llamacpp: what GET /props
                                                                     says; no build_info when not
                                                                     given, 4 slots of 4096)
+   "context_limit": 256,                                           (a completion POST whose prompt
+                                                                    has at least this many words,
+                                                                    one token each, answers 400 as
+                                                                    llama-server refuses a prompt
+                                                                    longer than its slot:
+                                                                    "request (N tokens) exceeds
+                                                                    the available context size")
    "together": true,                                               (openai-chat: Together's shapes:
                                                                     `logprobs` read as the integer
                                                                     k, whole answers in parallel
@@ -95,6 +102,11 @@ entry: {"tokens": [token, ...], "finish_reason": "length"|"stop",
                                           literals are left as they are)
         "reasoning": [token, ...],        a reasoning model's reasoning tokens, generated before
                                           "tokens" (the answer's); see "reasoning" below
+        "cached_tokens": N,               the prompt's tokens the server says its prompt cache
+                                          served: llama.cpp's timings.cache_n, openai-chat's
+                                          usage.prompt_tokens_details.cached_tokens (vllm: its
+                                          details, null when absent), SGLang's
+                                          meta_info.cached_tokens (0 when absent)
         "prompt_tokens": N,               the prompt's tokens the answer's usage reports (12
                                           when absent) in every dialect that reports them
                                           (usage.prompt_tokens, input_tokens, promptTokenCount,
@@ -370,7 +382,7 @@ def parse_entry(raw, where):
         raise ScriptError(f"{where}: entry must be an object")
     known = {"tokens", "finish_reason", "fingerprint", "delay_ms", "fault", "retry_after",
              "oversize_bytes", "model", "bytes", "drop_logprobs_chunks", "logprob_shift",
-             "reasoning", "prompt_tokens", "echo_headers", "location"}
+             "reasoning", "prompt_tokens", "echo_headers", "location", "cached_tokens"}
     unknown = set(raw) - known
     if unknown:
         raise ScriptError(f"{where}: unknown fields {sorted(unknown)}")
@@ -382,10 +394,15 @@ def parse_entry(raw, where):
              "drop_logprobs_chunks": raw.get("drop_logprobs_chunks", []),
              "oversize_bytes": raw.get("oversize_bytes", OVERSIZE_BYTES), "tokens": None,
              "prompt_tokens": raw.get("prompt_tokens", 12),
+             "cached_tokens": raw.get("cached_tokens"),
              "echo_headers": raw.get("echo_headers", False) is True, "location": raw.get("location")}
     if (not isinstance(entry["prompt_tokens"], int) or isinstance(entry["prompt_tokens"], bool)
             or entry["prompt_tokens"] < 0):
         raise ScriptError(f"{where}: 'prompt_tokens' must be an integer >= 0")
+    cached = entry["cached_tokens"]
+    if cached is not None and (not isinstance(cached, int) or isinstance(cached, bool)
+                               or cached < 0):
+        raise ScriptError(f"{where}: 'cached_tokens' must be an integer >= 0")
     if entry["fault"] is not None and entry["fault"] not in FAULTS:
         raise ScriptError(f"{where}: unknown fault {entry['fault']!r}")
     if entry["finish_reason"] not in ("length", "stop"):
@@ -498,6 +515,7 @@ def load_script(path):
             "build_info": raw.get("build_info"),
             "total_slots": int(raw.get("total_slots", 4)),
             "n_ctx": int(raw.get("n_ctx", 4096)),
+            "context_limit": raw.get("context_limit"),
             "together": bool(raw.get("together", False)),
             "max_completion_tokens": bool(raw.get("max_completion_tokens", False)),
             "no_logprobs_model": raw.get("no_logprobs_model"),
@@ -807,7 +825,9 @@ def openai_chat(gen, stream):
                       "finish_reason": gen["finish"], "stop_reason": None, "token_ids": None,
                       "routed_experts": None}
             return dict(base, choices=[choice], service_tier=None, system_fingerprint=fp,
-                        usage=dict(usage(n_all, gen), prompt_tokens_details=None),
+                        usage=dict(usage(n_all, gen), prompt_tokens_details=None
+                                   if gen["entry"]["cached_tokens"] is None else
+                                   {"cached_tokens": gen["entry"]["cached_tokens"]}),
                         prompt_logprobs=None, prompt_token_ids=None, prompt_text=None,
                         kv_transfer_params=None, ec_transfer_params=None, metrics=None)
         message = with_reasoning({"role": "assistant", "content": text, "refusal": None,
@@ -815,7 +835,8 @@ def openai_chat(gen, stream):
         logprobs = {"content": content, "refusal": None} if content is not None else None
         choice = {"index": 0, "message": message, "logprobs": logprobs,
                   "finish_reason": gen["finish"]}
-        details = {"prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        details = {"prompt_tokens_details": {"cached_tokens": cached_tokens(gen),
+                                             "audio_tokens": 0},
                    "completion_tokens_details": {"reasoning_tokens": len(rtoks), "audio_tokens": 0,
                                                  "accepted_prediction_tokens": 0,
                                                  "rejected_prediction_tokens": 0}}
@@ -1083,8 +1104,13 @@ def llamacpp_settings(gen):
                          "xtc", "temperature"]}
 
 
-def timings(n):
-    return {"prompt_n": 12, "prompt_ms": 21.4, "prompt_per_token_ms": 1.78,
+def cached_tokens(gen):
+    """The prompt tokens the answer says its prompt cache served: the entry's, else 0."""
+    return gen["entry"]["cached_tokens"] or 0
+
+
+def timings(n, cached=0):
+    return {"cache_n": cached, "prompt_n": 12, "prompt_ms": 21.4, "prompt_per_token_ms": 1.78,
             "prompt_per_second": 560.7, "predicted_n": n, "predicted_ms": 41.2,
             "predicted_per_token_ms": 13.7, "predicted_per_second": 72.8}
 
@@ -1115,7 +1141,8 @@ def llamacpp_final(gen, content, with_probs):
                  "tokens_evaluated": prompt_tokens(gen), "generation_settings": llamacpp_settings(gen),
                  "prompt": gen["prompt"], "has_new_line": False, "truncated": False,
                  "stop_type": "limit" if gen["finish"] == "length" else "eos",
-                 "stopping_word": "", "tokens_cached": 12 + len(toks), "timings": timings(len(toks))}
+                 "stopping_word": "", "tokens_cached": 12 + len(toks),
+                 "timings": timings(len(toks), cached_tokens(gen))}
     if with_probs and gen["logprobs"]:
         final["completion_probabilities"] = [llamacpp_prob_entry(t, gen) for t in toks]
     return final
@@ -1154,7 +1181,8 @@ def sglang(gen, stream):
     def payload(part, finished):
         meta = {"id": f"scripted{gen['n']}",
                 "finish_reason": None, "prompt_tokens": prompt_tokens(gen), "reasoning_tokens": 0,
-                "completion_tokens": len(part), "cached_tokens": 0, "e2e_latency": 0.0873}
+                "completion_tokens": len(part), "cached_tokens": cached_tokens(gen),
+                "e2e_latency": 0.0873}
         if finished:
             meta["finish_reason"] = ({"type": "length", "length": len(part)}
                                      if gen["finish"] == "length"
@@ -1696,6 +1724,19 @@ class Handler(BaseHTTPRequestHandler):
             self.log_request_item(raw, outcome="bad_request")
             self.send_json(400, error_body(dialect, 400, "model name is missing from the request",
                                            "invalid_request_error"))
+            return
+        limit = self.state.script["context_limit"]
+        words = len((prompt_of(body) or "").split())
+        if builder is not None and limit is not None and words >= limit:
+            # tools/server/server-context.cpp: a prompt of at least n_ctx tokens is refused before
+            # any is computed; server-task.cpp adds n_prompt_tokens and n_ctx to the error.
+            self.log_request_item(raw, outcome="context_refused")
+            refusal = error_body(dialect, 400, f"request ({words} tokens) exceeds the available "
+                                               f"context size ({limit} tokens), try increasing it",
+                                 "exceed_context_size_error", 400)
+            if isinstance(refusal.get("error"), dict):
+                refusal["error"].update(n_prompt_tokens=words, n_ctx=limit)
+            self.send_json(400, refusal)
             return
         if builder is not None and dialect == "gemini":
             refusal = gemini_refusal(path, self.path, self.state.script["model"])

@@ -155,7 +155,7 @@ class CiAction(h.E2ETestCase):
     def test_unreachable_endpoint_is_an_error(self):
         inputs = example_inputs(f"http://127.0.0.1:{h.free_port()}")
         action = ci.run_action(self, inputs, self.workspace("unreachable"))
-        # llmrepro stops within seconds and writes no report (README.md "Faults").
+        # llmrepro stops within seconds and writes no report (docs/audit.md "Faults").
         self.assert_outputs(action, inputs, 3, "error", reports=False)
         self.assertIn("127.0.0.1", action.done.stderr)
         self.assert_key_hidden(action)

@@ -171,7 +171,7 @@ class Examples(h.E2ETestCase):
                 else:
                     report_path = self.path(name + "-report.json")
                     args += ["--json", report_path]
-                # The recipe names the key's variable, which must then hold a key (README.md
+                # The recipe names the key's variable, which must then hold a key (docs/security.md
                 # "Keys"); it reaches the endpoint in the dialect's key header.
                 env, key = {}, None
                 if "--api-key-env" in args:

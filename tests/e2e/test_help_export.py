@@ -17,7 +17,7 @@ import e2e_harness as h
 
 API_CHOICES = ["auto", "openai-chat", "openai-completions", "llamacpp", "sglang", "ollama", "tgi",
                "openai-responses", "gemini", "anthropic"]
-SUBCOMMANDS = ["audit", "report", "diff", "merge", "serve", "gpu-probe"]
+SUBCOMMANDS = ["audit", "report", "diff", "merge", "import", "serve", "gpu-probe"]
 AUDIT_GROUPS = ["Options", "Endpoint", "Plan", "Probes", "Judging and gates", "Budgets", "Outputs",
                 "Engine"]
 # An option line of CLI11's help: "  -h,--help   ..." or "  --api TEXT:{...}=auto ...".
@@ -91,7 +91,7 @@ class HelpExport(h.E2ETestCase):
                          ["--max-tokens", "--max-tokens-total"])
         self.assertEqual(self.complete_bash("audit", "--api", ""), API_CHOICES)
         self.assertEqual(self.complete_bash("audit", "--compare-on", ""),
-                         ["answer", "reasoning", "both"])
+                         ["answer", "reasoning", "both", "tool_calls"])
         self.assertEqual(self.complete_bash("audit", "--profile", "d"), ["deterministic"])
         self.assertEqual(self.complete_bash("report", "--compare-on", "r"), ["reasoning"])
         self.assertEqual(self.complete_bash("gpu-probe", "--backend", ""), ["auto", "cuda", "cpu"])
@@ -104,7 +104,7 @@ class HelpExport(h.E2ETestCase):
         self.assertTrue(zsh.startswith("#compdef llmrepro\n"))
         self.assertIn("'--api[", zsh)
         self.assertIn(":TEXT:(" + " ".join(API_CHOICES) + ")'", zsh)
-        self.assertIn(":TEXT:(answer reasoning both)'", zsh)
+        self.assertIn(":TEXT:(answer reasoning both tool_calls)'", zsh)
         shell = shutil.which("zsh")
         self.assertIsNotNone(shell, "zsh is missing: scripts/install-deps.sh test installs it")
         run = subprocess.run([shell, "-n", os.path.join(self.help_dir, "_llmrepro")],

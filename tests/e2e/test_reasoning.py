@@ -201,8 +201,8 @@ class ReasoningModel(h.E2ETestCase):
                                  "--api", "openai-chat", "--compare-on", "thinking",
                                  "--db", self.path("bad.db")])
         self.assert_exit(run, 2)
-        self.assertIn("unknown --compare-on 'thinking' (expected answer, reasoning or both)",
-                      run.stderr)
+        self.assertIn("unknown --compare-on 'thinking' (expected answer, reasoning, both or "
+                      "tool_calls)", run.stderr)
         self.assertEqual(endpoint.posts(), [])
 
 

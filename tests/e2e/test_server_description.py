@@ -42,8 +42,8 @@ class ServerDescription(h.E2ETestCase):
             self.assertIn(f"Serving stack \u00b7 {OLD_SUMMARY}\n", f.read())
         with open(paths["html"], encoding="utf-8") as f:
             self.assertIn(OLD_SUMMARY, f.read())
-        self.assertEqual([g["path"] for g in endpoint.requests("GET")].count("/props"), 2,
-                         "one /props for detection, one for the description")
+        self.assertEqual([g["path"] for g in endpoint.requests("GET")].count("/props"), 1,
+                         "detection's /props answer is the description's: no second GET")
 
         new = dict(old, build_info="b10500-0123abcd", total_slots=4)
         _, report_b, paths_b, _ = self.audit("new", new, "llamacpp", "auto")

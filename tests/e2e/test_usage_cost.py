@@ -38,9 +38,12 @@ def script():
         PROMPTS["beta"]: [{"tokens": BETA, "prompt_tokens": 7, "finish_reason": "stop"}]}}
 
 
-def expected_usage(levels, reasoning_per_level, cost=None):
+def expected_usage(levels, reasoning_per_level, cost=None, cache_state=False):
+    """cache_state: every request said how many prompt tokens its cache served (0: none warm)."""
     usage = {key: value * levels for key, value in PER_LEVEL.items()}
     usage["reasoning_tokens"] = reasoning_per_level * levels
+    usage["requests_with_cache_state"] = usage["requests"] if cache_state else 0
+    usage["warm_requests"] = 0
     usage["cost"] = cost
     return usage
 
@@ -64,11 +67,13 @@ class UsageCost(h.E2ETestCase):
         self.assert_exit(run, 0)
         return self.load_report(report_path), db
 
-    def check_usage(self, report, reasoning_per_level):
+    def check_usage(self, report, reasoning_per_level, cache_state=False):
         summary = report["summary"]
-        self.assertEqual(summary["usage"], expected_usage(len(LEVELS), reasoning_per_level))
+        self.assertEqual(summary["usage"], expected_usage(len(LEVELS), reasoning_per_level,
+                                                          cache_state=cache_state))
         for level in summary["by_concurrency"]:
-            self.assertEqual(level["usage"], expected_usage(1, reasoning_per_level),
+            self.assertEqual(level["usage"],
+                             expected_usage(1, reasoning_per_level, cache_state=cache_state),
                              f"c={level['concurrency']}")
         self.assertEqual([level["concurrency"] for level in summary["by_concurrency"]], LEVELS)
         # Each probe's and each endpoint's brief summary carries the same accounting.
@@ -81,7 +86,8 @@ class UsageCost(h.E2ETestCase):
         streamed, _ = self.audit("openai-chat", "openai-chat", True, "chat-stream")
         self.check_usage(streamed, 0)
         report, db = self.audit("openai-chat", "openai-chat", False, "chat")
-        self.check_usage(report, 8)
+        # The whole answer's usage.prompt_tokens_details.cached_tokens is 0: known, none warm.
+        self.check_usage(report, 8, cache_state=True)
         priced_path = self.path("priced.json")
         run = self.run_llmrepro(["report", "--db", db, "--price", "input=2,output=8",
                                  "--json", priced_path])
@@ -89,9 +95,9 @@ class UsageCost(h.E2ETestCase):
         priced = self.load_report(priced_path)
         self.assertEqual(priced["config"]["price"], "input=2,output=8")
         self.assertEqual(priced["summary"]["usage"],
-                         expected_usage(len(LEVELS), 8, expected_cost(len(LEVELS))))
+                         expected_usage(len(LEVELS), 8, expected_cost(len(LEVELS)), True))
         for level in priced["summary"]["by_concurrency"]:
-            self.assertEqual(level["usage"], expected_usage(1, 8, expected_cost(1)))
+            self.assertEqual(level["usage"], expected_usage(1, 8, expected_cost(1), True))
         self.assertEqual(priced["probes"][0]["summary"]["usage"], priced["summary"]["usage"])
         self.assertEqual(expected_cost(len(LEVELS)), 0.000432)
         self.assertIn("\nusage      tokens in 72 \u00b7 out 36 (16 reasoning) \u00b7 cost 0.000432\n"

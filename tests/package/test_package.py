@@ -30,7 +30,7 @@ import unittest
 ARGS = argparse.Namespace()
 SUBCOMMANDS = ["audit", "report", "diff", "merge", "serve", "gpu-probe"]
 SCHEMAS = ["llmrepro.audit.v1.schema.json", "llmrepro.diff.v1.schema.json",
-           "llmrepro.gpu-probe.v1.schema.json"]
+           "llmrepro.gpu-probe.v1.schema.json", "llmrepro.replay.v1.schema.json"]
 RUNTIME_LIBRARIES = ["libcurl4", "libsqlite3-0", "libfmt9", "libtomlplusplus3", "libstdc++6", "libc6"]
 SUITE = ('{"id": "p1", "prompt": "The weather in the valley", "max_tokens": 8}\n'
          '{"id": "p2", "prompt": "In the morning the sky is", "max_tokens": 8}\n')

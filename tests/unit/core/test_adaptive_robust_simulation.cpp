@@ -251,8 +251,9 @@ TEST_CASE("adaptive robust stop: the simulation sees the unchecked noise model f
   CHECK(assumed.flippy_robust > largest_count_within(assumed.flippy));
 }
 
-// The same scenarios under --adaptive-assume greedy-shared-noise, for the README's table; skipped
-// by default (run with --no-skip), since only (b) has a rate it asserts, above.
+// The same scenarios under --adaptive-assume greedy-shared-noise, for
+// docs/adaptive-and-budgets.md's table; skipped by default (run with --no-skip), since only (b) has
+// a rate it asserts, above.
 TEST_CASE("adaptive robust stop: error rates with the noise model assumed" * doctest::skip()) {
   for (const ScenarioSetup& setup : k_scenarios) {
     const ErrorRate assumed = simulate(setup, AdaptiveAssumption::greedy_shared_noise);

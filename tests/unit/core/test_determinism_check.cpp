@@ -162,6 +162,65 @@ TEST_CASE("check_determinism") {
                                      "prompt a");
   }
 
+  SUBCASE("fillers the server refused leave their level's mixed cell untested") {
+    sweep.prompts = {prompt_of("a", {level_of(1), level_of(2)})};
+    // The mixed runs at c=2 moved, but beside refused fillers: no evidence either way.
+    mixed.prompts = {prompt_of("a", {level_of(1), level_of(2, 0.5, 1)})};
+    ProbeActivity activity;
+    FillerLevel& one = filler_level(activity, 1);
+    one.sent = 48;
+    one.shortened = 31;
+    FillerLevel& two = filler_level(activity, 2);
+    two.sent = 24;
+    two.refused = 12;
+    two.refusal = "HTTP 400: request (300 tokens) exceeds the available context size (256 tokens)";
+    const DeterminismCheck check = check_determinism(
+        {{ProbeKind::sweep, &sweep, nullptr, "", &activity},
+         {ProbeKind::mixed, &mixed, nullptr, "", &activity},
+         {ProbeKind::prefix, nullptr, &prefix, "after a flush through /flush_cache"}});
+    CHECK_FALSE(check.held);
+    CHECK_FALSE(check.first_break);
+    REQUIRE(check.cells.size() == 6);
+    CHECK(check.cells[4].tested);
+    CHECK(check.cells[4].note == "31 of 48 fillers shortened to fit the server's context per slot");
+    CHECK_FALSE(check.cells[5].tested);
+    CHECK(check.cells[5].untested_reason ==
+          "12 of 24 fillers refused (HTTP 400: request (300 tokens) exceeds the available context "
+          "size (256 tokens))");
+    CHECK(determinism_line(check) ==
+          "determinism claim not checked with filler traffic at c=2: 12 of 24 fillers refused "
+          "(HTTP 400: request (300 tokens) exceeds the available context size (256 tokens)); "
+          "every other level and probe held");
+    CHECK(determinism_coverage_line(check) ==
+          "determinism coverage: ran sweep c=1,2; cold prefix cache; warm prefix cache; with "
+          "filler traffic c=1. Sized to fit: with filler traffic c=1: 31 of 48 fillers shortened "
+          "to fit the server's context per slot. Not tested: with filler traffic c=2: 12 of 24 "
+          "fillers refused (HTTP 400: request (300 tokens) exceeds the available context size "
+          "(256 tokens))");
+
+    // No filler fitting at all is as untested; a long prompt's cut context is noted.
+    two.refused = 0;
+    two.unfit = true;
+    activity.long_shortened = 6;
+    activity.long_context_words_min = 12;
+    AuditAnalysis long_prompts;
+    long_prompts.prompts = {prompt_of("a", {level_of(1)})};
+    const DeterminismCheck unfit =
+        check_determinism({{ProbeKind::mixed, &mixed, nullptr, "", &activity},
+                           {ProbeKind::long_prompt, &long_prompts, nullptr, "", &activity}});
+    REQUIRE(unfit.cells.size() == 3);
+    CHECK(unfit.cells[1].untested_reason ==
+          "no filler fits the server's context per slot, so none was sent");
+    CHECK(unfit.cells[2].note == "6 long prompts' context cut to as few as 12 of 480 words to fit "
+                                 "the server's context per slot");
+    CHECK(determinism_coverage_line(unfit) ==
+          "determinism coverage: ran with filler traffic c=1; long prompts c=1. Sized to fit: "
+          "with filler traffic c=1: 31 of 48 fillers shortened to fit the server's context per "
+          "slot; long prompts c=1: 6 long prompts' context cut to as few as 12 of 480 words to "
+          "fit the server's context per slot. Not tested: with filler traffic c=2: no filler "
+          "fits the server's context per slot, so none was sent");
+  }
+
   SUBCASE("no logprob compared anywhere: not held, and no break to name") {
     sweep.prompts = {prompt_of("a", {level_of(1)})};
     sweep.prompts[0].by_concurrency[0].drift_from_reference.positions_compared = 0;
@@ -207,6 +266,37 @@ TEST_CASE("judge adds the determinism gate first, scoped to the first break") {
   CHECK(held.gates.front().passed);
   CHECK(held.gates.front().figure == 0.0);
   CHECK_FALSE(held.gates.front().scope.level);
+
+  // Nothing broke but the cold cell could not be tested: not judged, an error (exit 3), never a
+  // failure of the claim and never a pass.
+  std::vector<PrefixPromptDrift> prefix{prefix_of("a", 0)};
+  checks = {check_determinism(
+      {{ProbeKind::sweep, &sweep, nullptr}, {ProbeKind::prefix, nullptr, &prefix, ""}})};
+  const Verdict untested = judge({{0, ProbeKind::sweep, &sweep}}, std::nullopt, gates,
+                                 RunFacts{4, 4, false, ""}, &checks);
+  CHECK(untested.status == VerdictStatus::error);
+  CHECK_FALSE(untested.gates.front().passed);
+  CHECK(untested.gates.front().message.rfind("not judged: determinism claim not checked on a "
+                                             "cold prefix cache: ",
+                                             0) == 0);
+  CHECK(untested.headline.rfind("ERROR: the audit could not be judged: determinism claim not "
+                                "checked on a cold prefix cache: the endpoint offered no cold "
+                                "mode",
+                                0) == 0);
+
+  // A cold trial the server served partly from its cache is not a confirmed cold trial.
+  prefix[0].cold_cache_reused = 1;
+  checks = {check_determinism({{ProbeKind::sweep, &sweep, nullptr},
+                               {ProbeKind::prefix, nullptr, &prefix,
+                                "with the prompt cache off per request (cache_prompt: false)"}})};
+  REQUIRE(checks[0].cells.size() == 4);
+  CHECK_FALSE(checks[0].cells[2].tested);
+  CHECK(determinism_line(checks[0]) ==
+        "determinism claim not checked on a cold prefix cache: cold mode not confirmed: 1 of 2 "
+        "cold trials reused the cache; every other level and probe held");
+  CHECK(judge({{0, ProbeKind::sweep, &sweep}}, std::nullopt, gates, RunFacts{4, 4, false, ""},
+              &checks)
+            .status == VerdictStatus::error);
 }
 
 TEST_CASE("deterministic_levels") {

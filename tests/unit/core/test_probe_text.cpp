@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "core/budget.hpp"
 #include "core/probe_text.hpp"
 
 using namespace llmrepro::core;
@@ -76,4 +77,82 @@ TEST_CASE("filler_prompt") {
   CHECK(lengths.size() > 20);
   CHECK(max_tokens.size() > 15);
   CHECK(*filler_prompt(3).text == *filler_prompt(3).text);
+}
+
+TEST_CASE("sized_filler") {
+  const FillerShape across{true, 7};
+  SUBCASE("no context, or a context it fits: the filler as it is") {
+    for (std::uint64_t i = 0; i < 8; ++i) {
+      const SizedPrompt plain = sized_filler(i, across, 32, std::nullopt);
+      CHECK(*plain.prompt.text == *filler_prompt(i, across).text);
+      CHECK(plain.max_tokens == 32);
+      CHECK_FALSE(plain.shortened);
+      CHECK(plain.fits);
+      CHECK(plain.words == filler_word_count(i, across));
+      const SizedPrompt roomy = sized_filler(i, across, 32, 8192);
+      CHECK(*roomy.prompt.text == *filler_prompt(i, across).text);
+      CHECK_FALSE(roomy.shortened);
+    }
+  }
+  SUBCASE("a 256-token slot: cut to the most leading words whose bound fits") {
+    // Filler 1 (odd) has 300 to 480 words: far above 256 tokens by its bound.
+    const std::string whole = *filler_prompt(1, across).text;
+    const SizedPrompt sized = sized_filler(1, across, 32, 256);
+    CHECK(sized.shortened);
+    CHECK(sized.fits);
+    CHECK(sized.max_tokens == 32);
+    // 64 + (bytes + 64) + 32 <= 256: at most 96 bytes of text, and one more word would not fit.
+    const std::string& text = *sized.prompt.text;
+    CHECK(prompt_token_bound(sized.prompt) + 32 <= 256);
+    CHECK(text.size() <= 96);
+    CHECK(whole.compare(0, text.size(), text) == 0);
+    CHECK(whole[text.size()] == ' ');
+    const std::size_t next_end = whole.find(' ', text.size() + 1);
+    CHECK(128 + static_cast<long>(next_end) + 32 > 256);
+    CHECK(count_words(text) == sized.words);
+  }
+  SUBCASE("no word fits with its max_tokens: the first word with fewer tokens, or nothing") {
+    const SizedPrompt tight = sized_filler(1, across, 64, 140);
+    CHECK(tight.shortened);
+    CHECK(tight.words == 1);
+    CHECK(tight.fits);
+    CHECK(tight.max_tokens == 140 - prompt_token_bound(tight.prompt));
+    CHECK(tight.max_tokens >= 1);
+    CHECK_FALSE(sized_filler(1, across, 64, 128).fits);
+  }
+}
+
+TEST_CASE("sized_long_prompt") {
+  Prompt prompt;
+  prompt.id = "q";
+  prompt.text = "What is two plus two?";
+  const Prompt whole = probe_prompt(prompt, ProbeKind::long_prompt);
+  SUBCASE("no context or room enough: the long prompt as probe_prompt sends it") {
+    CHECK(*sized_long_prompt(prompt, 16, std::nullopt).prompt.text == *whole.text);
+    const SizedPrompt roomy = sized_long_prompt(prompt, 16, 8192);
+    CHECK(*roomy.prompt.text == *whole.text);
+    CHECK_FALSE(roomy.shortened);
+    CHECK(roomy.words == k_long_context_words);
+  }
+  SUBCASE("a 512-token slot: the context loses words from its end, the question stays") {
+    const SizedPrompt sized = sized_long_prompt(prompt, 16, 512);
+    CHECK(sized.shortened);
+    CHECK(sized.fits);
+    CHECK(sized.words > 0);
+    CHECK(sized.words < k_long_context_words);
+    CHECK(prompt_token_bound(sized.prompt) + 16 <= 512);
+    const std::string& text = *sized.prompt.text;
+    CHECK(text.rfind("Context: ", 0) == 0);
+    CHECK(text.size() > std::string("\n\nWhat is two plus two?").size());
+    CHECK(text.substr(text.size() - 23) == "\n\nWhat is two plus two?");
+    // Its context is the first words of the full one.
+    const std::string context = text.substr(0, text.size() - 23);
+    CHECK(whole.text->compare(0, context.size(), context) == 0);
+    CHECK(count_words(context) == sized.words + 1); // "Context:" and the words kept
+  }
+  SUBCASE("not even the question fits: no context, and it does not fit") {
+    const SizedPrompt sized = sized_long_prompt(prompt, 16, 150);
+    CHECK(sized.words == 0);
+    CHECK_FALSE(sized.fits);
+  }
 }

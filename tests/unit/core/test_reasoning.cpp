@@ -38,15 +38,16 @@ using Strings = std::vector<std::string>;
 
 } // namespace
 
-TEST_CASE("--compare-on names its three choices and refuses anything else") {
+TEST_CASE("--compare-on names its four choices and refuses anything else") {
   CHECK(parse_compare_on("answer").value() == CompareOn::answer);
   CHECK(parse_compare_on("reasoning").value() == CompareOn::reasoning);
   CHECK(parse_compare_on("both").value() == CompareOn::both);
+  CHECK(parse_compare_on("tool_calls").value() == CompareOn::tool_calls);
   const auto bad = parse_compare_on("thinking");
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == ErrorCode::usage);
   CHECK(bad.error().message ==
-        "unknown --compare-on 'thinking' (expected answer, reasoning or both)");
+        "unknown --compare-on 'thinking' (expected answer, reasoning, both or tool_calls)");
   CHECK(std::string(to_string(CompareOn::reasoning)) == "reasoning");
   CHECK(parse_reasoning_split(to_string(ReasoningSplit::joined)) == ReasoningSplit::joined);
   CHECK(parse_reasoning_split("") == ReasoningSplit::none);

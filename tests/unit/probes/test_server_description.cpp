@@ -44,6 +44,25 @@ TEST_CASE("describe_llamacpp_props names a router and what it lacks") {
   CHECK(one_slot.summary == "llama.cpp, 1 slot");
 }
 
+TEST_CASE("context_per_slot") {
+  // tools/server/server-context.cpp get_props: default_generation_settings.n_ctx is the slot's.
+  CHECK(probes::context_per_slot(
+            probes::describe_llamacpp_props(read_format("llamacpp_props.json"))) == 512);
+  // Without it, a whole context shared by the slots gives each its share.
+  const ServerDescription shared =
+      probes::describe_llamacpp_props(R"({"build_info":"b1","total_slots":8,"n_ctx":2048})");
+  CHECK(shared.facts == std::vector<ServerFact>{{"slots", "8"}, {"context per slot", "256"}});
+  CHECK(probes::context_per_slot(shared) == 256);
+  // Nothing to read, or nothing a request could use: unknown.
+  CHECK_FALSE(probes::context_per_slot(
+      probes::describe_llamacpp_props(R"({"build_info":"b1","total_slots":4})")));
+  CHECK_FALSE(probes::context_per_slot(probes::describe_llamacpp_props(
+      R"({"build_info":"b1","default_generation_settings":{"n_ctx":0}})")));
+  CHECK_FALSE(probes::context_per_slot(probes::describe_llamacpp_props(
+      R"({"build_info":"b1","default_generation_settings":{"n_ctx":"lots"}})")));
+  CHECK_FALSE(probes::context_per_slot(probes::describe_vllm_version(R"({"version":"0.11.0"})")));
+}
+
 TEST_CASE("describe_sglang_server_info reads the version and the main settings") {
   const ServerDescription d =
       probes::describe_sglang_server_info(read_format("sglang_get_server_info.json"));

@@ -136,6 +136,7 @@ TEST_CASE("render_json") {
                                                                "stable_prompts",
                                                                "unstable_prompts",
                                                                "inconclusive_prompts",
+                                                               "unstable_rate",
                                                                "bitwise_stable_prompts",
                                                                "max_logprob_drift",
                                                                "prompts_with_two_completions",
@@ -155,6 +156,7 @@ TEST_CASE("render_json") {
                                                                "flip_calibration",
                                                                "checks",
                                                                "by_concurrency",
+                                                               "cache_state",
                                                                "determinism",
                                                                "verdict"});
     // The standard profile runs no determinism check.
@@ -166,6 +168,8 @@ TEST_CASE("render_json") {
                                                   {"prompt_tokens", 400},
                                                   {"completion_tokens", 170},
                                                   {"reasoning_tokens", 30},
+                                                  {"requests_with_cache_state", 0},
+                                                  {"warm_requests", 0},
                                                   {"cost", (400 * 2.0 + 170 * 8.0) / 1e6}});
     CHECK(keys_of(json["summary"]["verdict"]) ==
           std::vector<std::string>{"status", "headline", "stability_gated", "errors", "gates"});
@@ -195,6 +199,7 @@ TEST_CASE("render_json") {
                                                                   "numbers",
                                                                   "lone_surrogates",
                                                                   "candidates_at_divergence",
+                                                                  "tool_call_divergence",
                                                                   "answers",
                                                                   "answer_failures",
                                                                   "answers_agree",
@@ -296,6 +301,8 @@ TEST_CASE("render_json") {
                 {"prompt_tokens", 184},
                 {"completion_tokens", 80},
                 {"reasoning_tokens", 12},
+                {"requests_with_cache_state", 0},
+                {"warm_requests", 0},
                 {"cost", (184 * 2.0 + 80 * 8.0) / 1e6}}},
               {"logprob_drift",
                {{"max_abs", 1.0 / 3.0}, {"max_abs_gap", 0.0625}, {"positions_compared", 100}}},

@@ -361,6 +361,31 @@ TEST_CASE("AuditDatabase::store_probe_activity") {
   CHECK(loaded[0].flush_looked_up);
   CHECK(loaded[0].flush_route == "/flush_cache");
   CHECK_FALSE(loaded[1].flush_looked_up);
+  CHECK(loaded[0].filler_levels.empty());
+}
+
+TEST_CASE("AuditDatabase::store_probe_activity keeps the fillers per level and cut long prompts") {
+  TempDir dir;
+  auto database = create_or_fail(dir.file("audit.db"), make_header());
+  core::ProbeActivity activity;
+  activity.filler_sent = 72;
+  core::FillerLevel& eight = core::filler_level(activity, 8);
+  eight.sent = 48;
+  eight.refused = 12;
+  eight.shortened = 3;
+  eight.refusal = "HTTP 400: request (300 tokens) exceeds the available context size";
+  core::filler_level(activity, 1).unfit = true;
+  activity.long_shortened = 5;
+  activity.long_context_words_min = 17;
+  REQUIRE(database.store_probe_activity({activity}));
+  const auto loaded = load_or_fail(database).probe_activity;
+  REQUIRE(loaded.size() == 1);
+  CHECK(loaded[0].filler_levels == activity.filler_levels);
+  REQUIRE(loaded[0].filler_levels.size() == 2);
+  CHECK(loaded[0].filler_levels[0].level == 8);
+  CHECK(loaded[0].filler_levels[1].unfit);
+  CHECK(loaded[0].long_shortened == 5);
+  CHECK(loaded[0].long_context_words_min == 17);
 }
 
 TEST_CASE("AuditDatabase::update_endpoint") {

@@ -56,14 +56,16 @@ TEST_CASE("AuditDatabase::open of a database created before the usage columns") 
   const std::string path = dir.file("audit.db");
   const auto old_record =
       database_with_one_record(path, "ALTER TABLE requests DROP COLUMN usage_prompt_tokens;"
-                                     "ALTER TABLE requests DROP COLUMN usage_reasoning_tokens;");
+                                     "ALTER TABLE requests DROP COLUMN usage_reasoning_tokens;"
+                                     "ALTER TABLE requests DROP COLUMN "
+                                     "usage_cached_prompt_tokens;");
   REQUIRE(query_text(path, "SELECT count(*) FROM pragma_table_info('requests') WHERE name LIKE "
                            "'usage_%'") == "0");
 
   auto database = AuditDatabase::open(path);
   REQUIRE_MESSAGE(database, (database ? "" : database.error().message));
   CHECK(query_text(path, "SELECT count(*) FROM pragma_table_info('requests') WHERE name LIKE "
-                         "'usage_%'") == "2");
+                         "'usage_%'") == "3");
   const auto reported = usage_record(1, 40, 3);
   REQUIRE(database->record(reported));
   const auto loaded = load_or_fail(*database);
@@ -79,7 +81,9 @@ TEST_CASE("a read-only database from before the usage columns reads its usage as
   const auto old_record =
       database_with_one_record(path, "PRAGMA journal_mode=DELETE;"
                                      "ALTER TABLE requests DROP COLUMN usage_prompt_tokens;"
-                                     "ALTER TABLE requests DROP COLUMN usage_reasoning_tokens;");
+                                     "ALTER TABLE requests DROP COLUMN usage_reasoning_tokens;"
+                                     "ALTER TABLE requests DROP COLUMN "
+                                     "usage_cached_prompt_tokens;");
 
   auto connection = store::detail::Connection::open(path, SQLITE_OPEN_READONLY);
   REQUIRE_MESSAGE(connection, (connection ? "" : connection.error().message));
@@ -87,6 +91,7 @@ TEST_CASE("a read-only database from before the usage columns reads its usage as
   CHECK(columns.numbers);
   CHECK(columns.reasoning);
   CHECK_FALSE(columns.usage);
+  CHECK_FALSE(columns.cache);
   const store::detail::RecordReader reader(*connection, columns, 1);
   core::AuditData data;
   REQUIRE(reader.read_header(data));
@@ -94,4 +99,51 @@ TEST_CASE("a read-only database from before the usage columns reads its usage as
   REQUIRE(data.records.size() == 1);
   check_same(data.records[0], old_record);
   CHECK(data.records[0].outcome.completion.usage == core::TokenUsage{});
+}
+
+TEST_CASE("AuditDatabase: the cached prompt tokens the server reported, NULL where unknown") {
+  TempDir dir;
+  const std::string path = dir.file("audit.db");
+  auto warm = usage_record(0, 31, std::nullopt);
+  warm.outcome.completion.usage.cached_prompt = 24;
+  auto cold = usage_record(1, 31, std::nullopt);
+  cold.outcome.completion.usage.cached_prompt = 0;
+  const auto unknown = usage_record(2, 31, std::nullopt);
+  {
+    auto database = create_or_fail(path, make_header());
+    REQUIRE(database.record_batch({warm, cold, unknown}));
+  }
+  CHECK(query_text(path, "SELECT group_concat(coalesce(usage_cached_prompt_tokens, 'null'), ',') "
+                         "FROM (SELECT * FROM requests ORDER BY id)") == "24,0,null");
+  auto database = AuditDatabase::open(path);
+  REQUIRE(database);
+  const auto loaded = load_or_fail(*database);
+  REQUIRE(loaded.records.size() == 3);
+  check_same(loaded.records[0], warm);
+  check_same(loaded.records[1], cold);
+  check_same(loaded.records[2], unknown);
+  CHECK(loaded.records[0].outcome.completion.usage.cached_prompt == 24);
+  CHECK(loaded.records[1].outcome.completion.usage.cached_prompt == 0);
+  CHECK_FALSE(loaded.records[2].outcome.completion.usage.cached_prompt);
+}
+
+TEST_CASE("AuditDatabase::open adds the cached-prompt column to a database stored before it") {
+  TempDir dir;
+  const std::string path = dir.file("audit.db");
+  const auto old_record = database_with_one_record(
+      path, "ALTER TABLE requests DROP COLUMN usage_cached_prompt_tokens;");
+  REQUIRE(query_text(path, "SELECT count(*) FROM pragma_table_info('requests') WHERE name = "
+                           "'usage_cached_prompt_tokens'") == "0");
+  auto database = AuditDatabase::open(path);
+  REQUIRE_MESSAGE(database, (database ? "" : database.error().message));
+  CHECK(query_text(path, "SELECT count(*) FROM pragma_table_info('requests') WHERE name = "
+                         "'usage_cached_prompt_tokens'") == "1");
+  auto warm = usage_record(1, 40, std::nullopt);
+  warm.outcome.completion.usage.cached_prompt = 7;
+  REQUIRE(database->record(warm));
+  const auto loaded = load_or_fail(*database);
+  REQUIRE(loaded.records.size() == 2);
+  check_same(loaded.records[0], old_record);
+  CHECK_FALSE(loaded.records[0].outcome.completion.usage.cached_prompt);
+  check_same(loaded.records[1], warm);
 }

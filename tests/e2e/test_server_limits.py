@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""Scenario: the server's limits before the plan. A scripted llama.cpp endpoint refuses, as
+llama-server does, any prompt of at least 256 tokens (one a word here) with 400 "request (N
+tokens) exceeds the available context size (256 tokens), try increasing it"
+(tools/server/server-context.cpp; the body's shape as tools/server/server-task.cpp words it).
+
+- Its /props names 256 tokens per slot (8 slots): --profile deterministic cuts every filler to
+  fit (its prompt's bound, one token per byte plus the template margins, and its max_tokens at
+  most 256), the server refuses none, the claim holds, and the coverage line lists every cell
+  that ran with the fillers it shortened. The long probe's 480-word context is cut to fit too.
+- Its /props names 4096 tokens per slot while it refuses at 256: the fillers above 256 words are
+  refused, and the mixed cells are "not tested", naming how many fillers of how many were
+  refused and the server's own words, never "held"; the determinism gate cannot judge the
+  claim, and the verdict is an error (exit 3), not a failure."""
+
+import html
+import json
+import re
+
+import e2e_harness as h
+
+
+def tok(text, lp=-0.1, alt="zz", alt_lp=-3.0):
+    return [text, lp, [[text, lp], [alt, alt_lp]]]
+
+
+ANSWER = {"tokens": [tok(" The"), tok(" same"), tok(" answer")], "delay_ms": 60}
+FILLER = {"tokens": [tok(" filler")], "delay_ms": 10}
+PROMPTS = [{"id": "alpha", "prompt": "Alpha question one?"},
+           {"id": "beta", "prompt": "Beta question two?"}]
+PROFILE = ["--profile", "deterministic", "--max-concurrency", "2", "--runs", "2",
+           "--max-tokens", "8", "--retries", "0", "--timeout", "20"]
+REFUSAL = re.compile(r"^HTTP 400: request \((\d+) tokens\) exceeds the available context size "
+                     r"\(256 tokens\), try increasing it$")
+
+
+def script(**extra):
+    return {"fallback": [FILLER], "context_limit": 256, "build_info": "b1-scripted",
+            "prompts": {p["prompt"]: [ANSWER] for p in PROMPTS}, **extra}
+
+
+def fillers(endpoint):
+    """The filler requests the endpoint received (bodies), refused or answered."""
+    bodies = []
+    for item in endpoint.posts():
+        body = json.loads(item["body"])
+        if body["prompt"].endswith(("one?", "two?")) or "Say ok." in body["prompt"]:
+            continue
+        bodies.append((body, item["outcome"]))
+    return bodies
+
+
+class ServerLimits(h.E2ETestCase):
+    def audit(self, endpoint, tag, extra):
+        suite = self.write_suite(f"{tag}.jsonl", PROMPTS)
+        return self.audit_reports(suite, ["--endpoint", endpoint.url], extra=extra, tag=tag,
+                                  api="llamacpp", timeout=120)
+
+    def test_fillers_and_long_prompts_sized_to_the_slot(self):
+        endpoint = self.start_endpoint(script(n_ctx=256, total_slots=8), "llamacpp")
+        run, report, paths = self.audit(endpoint, "sized", PROFILE)
+        self.assert_exit(run, 0)
+        sent = fillers(endpoint)
+        self.assertGreaterEqual(len(sent), 3)
+        for body, outcome in sent:
+            self.assertEqual(outcome, "completion", body["prompt"][:40])
+            # Sized by its bound: 64 + (bytes + 64) + n_predict tokens at most 256.
+            self.assertLessEqual(128 + len(body["prompt"].encode()) + body["n_predict"], 256)
+        mixed = {p["probe"]: p for p in report["probes"]}["mixed"]["activity"]
+        levels = {level["level"]: level for level in mixed["filler_levels"]}
+        self.assertEqual(sorted(levels), [1, 2])
+        self.assertEqual(sum(level["sent"] for level in levels.values()), len(sent))
+        self.assertEqual(mixed["filler_sent"], len(sent))
+        self.assertEqual([level["refused"] for level in levels.values()], [0, 0])
+        # Filler 1 (odd-numbered: 300 to 480 words) is among them and cannot fit uncut.
+        shortened = sum(level["shortened"] for level in levels.values())
+        self.assertGreaterEqual(shortened, 1)
+        determinism = report["summary"]["determinism"]
+        self.assertEqual(determinism["line"], "determinism claim held on every level and probe")
+        self.assertTrue(determinism["held"])
+        notes = [f"with filler traffic c={lvl}: {levels[lvl]['shortened']} of "
+                 f"{levels[lvl]['sent']} fillers shortened to fit the server's context per slot"
+                 for lvl in (1, 2) if levels[lvl]["shortened"] > 0]
+        coverage = ("determinism coverage: ran sweep c=1,2; cold prefix cache; warm prefix cache; "
+                    "with filler traffic c=1,2. Sized to fit: " + "; ".join(notes))
+        self.assertEqual(determinism["coverage"], coverage)
+        self.assertIn(coverage, run.stdout)
+        with open(paths["markdown"], encoding="utf-8") as f:
+            self.assertIn(coverage, html.unescape(f.read()))
+        with open(paths["html"], encoding="utf-8") as f:
+            self.assertEqual(h.ElementText.of(f.read(), "determinism-coverage"), (1, coverage))
+
+        # The long probe: its 480-word context cut to the slot, every prompt then fits.
+        long_endpoint = self.start_endpoint(script(n_ctx=256, total_slots=8), "llamacpp",
+                                            name="long")
+        run, report, _ = self.audit(long_endpoint, "long",
+                                    ["--probe", "long", "--concurrency", "1", "--runs", "2",
+                                     "--max-tokens", "8"])
+        self.assert_exit(run, 0)
+        self.assertEqual(report["summary"]["failed_requests"], 0)
+        posts = long_endpoint.posts()
+        self.assertEqual([p["outcome"] for p in posts], ["completion"] * 4)
+        for item in posts:
+            body = json.loads(item["body"])
+            self.assertTrue(body["prompt"].startswith("Context: "))
+            self.assertLessEqual(128 + len(body["prompt"].encode()) + body["n_predict"], 256)
+        activity = {p["probe"]: p for p in report["probes"]}["long"]["activity"]
+        self.assertEqual(activity["long_shortened"], 4)
+        words = len(json.loads(posts[0]["body"])["prompt"].split("\n\n")[0].split()) - 1
+        self.assertEqual(activity["long_context_words_min"], words)
+        self.assertLess(words, 480)
+
+    def test_refused_fillers_leave_the_mixed_cells_untested(self):
+        # /props says 4096 tokens per slot, but the server refuses at 256.
+        endpoint = self.start_endpoint(script(n_ctx=4096, total_slots=1), "llamacpp")
+        run, report, paths = self.audit(endpoint, "refused", PROFILE)
+        sent = fillers(endpoint)
+        refused = [body for body, outcome in sent if outcome == "context_refused"]
+        self.assertGreaterEqual(len(refused), 1)
+        for body in refused:
+            self.assertGreaterEqual(len(body["prompt"].split()), 256)
+        mixed = {p["probe"]: p for p in report["probes"]}["mixed"]["activity"]
+        levels = {level["level"]: level for level in mixed["filler_levels"]}
+        self.assertEqual(sum(level["refused"] for level in levels.values()), len(refused))
+        self.assertEqual(sum(level["sent"] for level in levels.values()), len(sent))
+        self.assertEqual(sum(level["shortened"] for level in levels.values()), 0)
+        determinism = report["summary"]["determinism"]
+        self.assertFalse(determinism["held"])
+        self.assertIsNone(determinism["first_break"])
+        cells = {(c["probe"], c["level"], c["shape"]): c for c in determinism["cells"]}
+        untested = []
+        for level in (1, 2):
+            counts = levels[level]
+            cell = cells[("mixed", level, "batch")]
+            if counts["refused"] == 0:
+                self.assertTrue(cell["tested"], cell)
+                continue
+            self.assertRegex(counts["refusal"], REFUSAL)
+            reason = f"{counts['refused']} of {counts['sent']} fillers refused ({counts['refusal']})"
+            self.assertEqual((cell["tested"], cell["held"], cell["untested_reason"]),
+                             (False, False, reason))
+            untested.append((level, reason))
+        self.assertTrue(untested)
+        self.assertEqual(determinism["line"], "determinism claim not checked " + "; ".join(
+            f"with filler traffic at c={level}: {reason}" for level, reason in untested) +
+            "; every other level and probe held")
+        self.assertIn("Not tested: " + "; ".join(
+            f"with filler traffic c={level}: {reason}" for level, reason in untested),
+            determinism["coverage"])
+        # Nothing broke where it was tested: the claim was not judged, an error (exit 3).
+        verdict = report["summary"]["verdict"]
+        gate = verdict["gates"][0]
+        self.assertEqual((gate["name"], gate["passed"]), ("determinism", False))
+        self.assertEqual(gate["message"],
+                         "not judged: " + determinism["line"] + " (--profile deterministic)")
+        self.assertEqual(verdict["status"], "error")
+        self.assertTrue(verdict["headline"].startswith(
+            "ERROR: the audit could not be judged: " + determinism["line"]), verdict["headline"])
+        self.assert_exit(run, 3)
+
+
+if __name__ == "__main__":
+    h.main()
