@@ -1,65 +1,109 @@
-// `llmrepro audit`: the driver. It reads as a list of named passes over one
-// context (cli/audit_passes.hpp), each a wiring of rules that live in core and probes. This file
-// holds the pass list; the flags are in cli/audit_flags.cpp, a --config file's values are
-// applied to them (cli/config_file.hpp) before the first pass.
+// `llmrepro audit`: the flags (cli/audit_flags.cpp, a --config file's values applied to them by
+// cli/config_file.hpp) made into the audit room's request, its passes run (audit/run.hpp), and
+// what a run ends with printed: the reports, the summary, how to continue, the exit code.
 #include <CLI/CLI.hpp>
+#include <fmt/core.h>
 
 #include <memory>
 #include <string>
 #include <vector>
+#include <unistd.h>
 
-#include "cli/audit_options.hpp"
-#include "cli/audit_passes.hpp"
+#include "audit/request.hpp"
+#include "audit/run.hpp"
 #include "cli/audit_flags.hpp"
+#include "cli/audit_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/config_file.hpp"
-#include "cli/help_export.hpp"
+#include "cli/dry_run.hpp"
 #include "cli/judging_options.hpp"
-#include "cli/open_file_limit.hpp"
 #include "cli/report_outputs.hpp"
 #include "core/clock.hpp"
+#include "core/redaction.hpp"
 #include "core/result.hpp"
 
 namespace llmrepro::cli {
 
+audit::AuditRequest request_of(const AuditOptions& options) {
+  audit::AuditRequest request = options.request;
+  const auto& plan = options.plan_flags;
+  request.given.plan = {.api = given(plan.api),
+                        .model = given(plan.model),
+                        .runs = given(plan.runs),
+                        .concurrency = given(plan.concurrency),
+                        .max_tokens = given(plan.max_tokens),
+                        .top_logprobs = given(plan.top_logprobs),
+                        .seed = given(plan.seed),
+                        .probe = given(plan.probe),
+                        .shard = given(plan.shard),
+                        .stream = given(plan.stream),
+                        .logprobs_form = given(plan.logprobs_form),
+                        .profile = given(plan.profile),
+                        .max_concurrency = given(plan.max_concurrency),
+                        .engine_max_num_seqs = given(plan.engine_max_num_seqs),
+                        .engine_batch_invariant = given(plan.engine_batch_invariant),
+                        .engine_prefix_cache = given(plan.engine_prefix_cache),
+                        .engine_seed = given(plan.engine_seed)};
+  request.given.suite = given(plan.suite);
+  request.given.max_requests = given(options.budget_flags.max_requests);
+  request.given.max_tokens_total = given(options.budget_flags.max_tokens_total);
+  request.given.max_cost = given(options.budget_flags.max_cost);
+  request.given.stop_after = given(options.budget_flags.stop_after);
+  request.given.adaptive_epsilon = given(options.adaptive_flags.epsilon);
+  request.given.adaptive_initial = given(options.adaptive_flags.initial);
+  request.given.adaptive_assume = given(options.adaptive_flags.assume);
+  request.judging = judging_of(options.judging);
+  request.report_paths = named_outputs(options.outputs);
+  request.progress = !request.quiet && isatty(STDERR_FILENO);
+  request.notify = print_stderr;
+  request.tool = tool_info();
+  return request;
+}
+
 namespace {
 
-// The passes of an audit, in order; the first error ends it.
-core::Result<void> run_passes(AuditRun& run) {
-  const AuditOptions& options = run.options;
-  // Every flag and the suite are checked, and a stored audit read, before anything is sent.
-  LLMREPRO_TRY(load_or_resume(run));
-  // --dry-run ends here: the plan and its bounds are printed, nothing is sent or written.
-  if (options.dry_run) return print_plan(run);
-  // No report may replace an input, and one process at a time writes the database.
-  LLMREPRO_TRY(claim_files(run));
-  // Running out of descriptors mid-run would look like an endpoint that cannot be reached.
-  LLMREPRO_TRY(check_open_file_limit(run));
-  // Each endpoint is reached (or the embedded engine started) and its dialect and model known.
-  LLMREPRO_TRY(connect_endpoints(run));
-  // The header is stored before the first request, so that a crash leaves a resumable audit.
-  LLMREPRO_TRY(open_database(run));
-  // The plan fixes every request up front; --resume skips what is already recorded.
-  LLMREPRO_TRY(plan_requests(run));
-  // Each level's concurrency is held exactly; its own error is reported after the reports.
-  LLMREPRO_TRY(run_requests(run));
-  // The analysis reads the records back as stored, a prompt at a time, in bounded memory.
-  LLMREPRO_TRY(analyse_records(run));
-  // Complete only when every planned request is recorded, so --resume knows what is left.
-  LLMREPRO_TRY(finish_status(run));
-  // What only the run knows (an interruption, an unreachable endpoint) enters the verdict.
-  LLMREPRO_TRY(judge_run(run));
-  // The files, the terminal summary and the exit code all state the one verdict.
-  LLMREPRO_TRY(emit_reports(run.report(), options.outputs, options.quiet));
-  return {};
+// Reports the run's own error and how to continue an interrupted audit (stderr), and returns
+// the exit code of the verdict.
+int conclude(audit::AuditRun& run) {
+  const std::string& db = run.request.db;
+  if (!run.ran) report_error(run.ran.error());
+  if (run.budget && run.budget->overrun())
+    fmt::print(stderr, "llmrepro: warning: {}; no request was started after it\n",
+               run.budget->overrun_message());
+  if (run.budget && (run.budget->exhausted() || run.budget->overrun()))
+    fmt::print(stderr,
+               "llmrepro: the budget stopped the audit; '{}' holds a partial audit: continue it "
+               "with --resume --db {} and a larger budget\n",
+               db, db);
+  if (run.interrupted)
+    fmt::print(stderr,
+               "llmrepro: interrupted; '{}' holds a partial audit: continue it with "
+               "--resume --db {}\n",
+               db, db);
+  return exit_code_of(run.report().verdict, run.interrupted);
+}
+
+// --dry-run: the plan printed with its bounds, the URLs' credentials shown as [redacted]; exit 1
+// when a budget is below the plan's own bound.
+int print_plan(const audit::AuditRun& run) {
+  std::vector<std::string> shown;
+  for (const std::string& url : run.urls) shown.push_back(core::redact(url));
+  return print_dry_run(run.config(), run.header.suite, shown, audit::dry_run_plan(run)) ? 0 : 1;
 }
 
 int run_audit(const AuditOptions& options) {
+  const audit::AuditRequest request = request_of(options);
   const core::SystemClock clock;
-  AuditRun run{options, clock}; // the context every pass reads and fills
-  // An error ends the audit with the exit code of its kind (commands.hpp).
-  if (auto done = run_passes(run); !done) return report_error(done.error());
-  if (options.dry_run) return run.dry_run_within_budget ? 0 : 1;
+  audit::AuditRun run{request, clock}; // the context every pass reads and fills
+  // Every flag and the suite are checked, and a stored audit read, before anything is sent; an
+  // error ends the audit with the exit code of its kind (commands.hpp).
+  if (auto loaded = audit::load_or_resume(run); !loaded) return report_error(loaded.error());
+  // --dry-run ends here: the plan and its bounds are printed, nothing is sent or written.
+  if (request.dry_run) return print_plan(run);
+  if (auto done = audit::execute(run); !done) return report_error(done.error());
+  // The files, the terminal summary and the exit code all state the one verdict.
+  if (auto emitted = emit_reports(run.report(), options.outputs, request.quiet); !emitted)
+    return report_error(emitted.error());
   return conclude(run);
 }
 

@@ -4,12 +4,12 @@
 
 #include <memory>
 
+#include "audit/session.hpp"
 #include "cli/commands.hpp"
 #include "cli/config_file.hpp"
 #include "cli/report_outputs.hpp"
 #include "core/audit_diff.hpp"
 #include "report/diff_report.hpp"
-#include "store/audit_database.hpp"
 #include "store/output_file.hpp"
 
 namespace llmrepro::cli {
@@ -29,10 +29,9 @@ struct DiffOptions {
   bool quiet = false;
 };
 
-core::Result<core::AuditData> load_audit(const std::string& path) {
-  auto database = open_audit_database(path);
-  if (!database) return database.error();
-  return database->load();
+// A stored audit and its report, as `llmrepro report --db PATH` would show it.
+core::Result<audit::Session> load_audit(const std::string& path) {
+  return audit::load_session(path, {.tool = tool_info()}, print_stderr);
 }
 
 int run_diff(const DiffOptions& options) {
@@ -52,7 +51,7 @@ int run_diff(const DiffOptions& options) {
   if (!b) return report_error(b.error());
   // Audits of different plans differ by the plan alone (3 runs against 12 read as a regression):
   // refused, naming every value that differs, before anything is compared.
-  if (const auto differences = core::diff_plan_differences(a->config, b->config);
+  if (const auto differences = core::diff_plan_differences(a->data->config, b->data->config);
       !differences.empty()) {
     std::string named;
     for (const core::DiffPlanDifference& difference : differences)
@@ -62,8 +61,8 @@ int run_diff(const DiffOptions& options) {
         "A and B were audited with different plans, so their figures are not comparable: " +
             named));
   }
-  const core::AuditReport report_a = core::make_audit_report(*a, tool_info());
-  const core::AuditReport report_b = core::make_audit_report(*b, tool_info());
+  const core::AuditReport& report_a = a->report;
+  const core::AuditReport& report_b = b->report;
 
   core::DiffConfig config;
   config.alpha = options.alpha;

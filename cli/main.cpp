@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "audit/session.hpp"
 #include "cli/build_info.hpp"
 #include "cli/commands.hpp"
 #include "cli/config_file.hpp"
@@ -14,24 +15,7 @@
 namespace llmrepro::cli {
 
 core::Result<store::AuditDatabase> open_audit_database(const std::string& path) {
-  auto database = store::AuditDatabase::open(path);
-  if (!database) return database;
-  // A record outside the stored plan (an edited or damaged file) never counts toward the verdict.
-  database->check_records_against_plan();
-  if (const auto& older = database->older_schema()) {
-    if (older->upgraded)
-      std::fprintf(stderr,
-                   "llmrepro: upgraded audit database '%s' in place from schema version %d to %d "
-                   "(%lld token rows packed)\n",
-                   path.c_str(), older->version, store::AuditDatabase::k_schema_version,
-                   static_cast<long long>(older->token_rows_packed));
-    else
-      std::fprintf(stderr,
-                   "llmrepro: reading audit database '%s' of schema version %d as it is (the file "
-                   "is read-only, so it was not upgraded to version %d)\n",
-                   path.c_str(), older->version, store::AuditDatabase::k_schema_version);
-  }
-  return database;
+  return audit::open_audit_database(path, print_stderr);
 }
 
 int report_error(const core::Error& error) {

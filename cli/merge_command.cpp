@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "audit/session.hpp"
 #include "cli/commands.hpp"
 #include "cli/judging_options.hpp"
 #include "cli/report_outputs.hpp"
@@ -97,14 +98,13 @@ int run_merge(const MergeOptions& options) {
     if (auto stored = created->store_semantic(*semantic); !stored)
       return report_error(stored.error());
   }
-  // Reload so that the report reads exactly what `llmrepro report --db OUT` will read.
-  auto data = created->load();
-  if (!data) return report_error(data.error());
-
-  const core::AuditReport audit_report = core::make_audit_report(*data, tool_info());
-  const std::string merged_note =
-      fmt::format("llmrepro: merged {} shard database(s) into '{}' ({} records, {})\n",
-                  shards.size(), options.output, data->records.size(), data->info.status);
+  // Reloaded so that the report reads exactly what `llmrepro report --db OUT` will read.
+  auto session = audit::load_session(*created, {.tool = tool_info()});
+  if (!session) return report_error(session.error());
+  const core::AuditReport& audit_report = session->report;
+  const std::string merged_note = fmt::format(
+      "llmrepro: merged {} shard database(s) into '{}' ({} records, {})\n", shards.size(),
+      options.output, session->data->records.size(), session->data->info.status);
   if (auto emitted = emit_reports(audit_report, options.outputs, options.quiet, merged_note);
       !emitted)
     return report_error(emitted.error());

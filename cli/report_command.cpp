@@ -6,6 +6,8 @@
 #include <memory>
 #include <optional>
 
+#include "audit/judging.hpp"
+#include "audit/session.hpp"
 #include "cli/commands.hpp"
 #include "cli/config_file.hpp"
 #include "cli/judging_options.hpp"
@@ -13,9 +15,7 @@
 #include "core/audit_report.hpp"
 #include "core/cost.hpp"
 #include "core/result.hpp"
-#include "store/audit_database.hpp"
 #include "store/output_file.hpp"
-#include "store/report_loader.hpp"
 
 namespace llmrepro::cli {
 
@@ -35,41 +35,16 @@ struct ReportOptions {
 // The stored configuration with the judging flags given on the command line in place of the
 // stored ones, checked against the audit it judges.
 core::Result<void> rejudge_config(const ReportOptions& options, core::AuditData& header) {
-  LLMREPRO_TRY(apply_judging_options(options.judging, header.config, true));
+  LLMREPRO_TRY(audit::apply_judging(judging_of(options.judging), header.config, true));
   if (options.price) header.config.price = options.price;
-  return check_gates_fit(header.config, header.endpoints.size(),
-                         "audit again with --compare URL to compare endpoints");
-}
-
-// store::load_report, with the judging flags applied to the header before the analysis is
-// built: --fragile-gap, --fragile-window and --price change the analysis, the gates the verdict.
-core::Result<store::LoadedReport> load_rejudged(const store::AuditDatabase& database,
-                                                const ReportOptions& options) {
-  std::optional<core::AuditReportBuilder> builder;
-  auto loaded =
-      database.load([&](const core::AuditData& stored, int prompt_index,
-                        const std::vector<core::RequestRecord>& records) -> core::Result<void> {
-        if (!builder) {
-          core::AuditData header = stored; // no records: the configuration, endpoints and suite
-          LLMREPRO_TRY(rejudge_config(options, header));
-          builder.emplace(header);
-        }
-        builder->add_prompt(prompt_index, records);
-        return core::Result<void>{};
-      });
-  if (!loaded) return loaded.error();
-  store::LoadedReport out;
-  out.data = std::make_unique<core::AuditData>(std::move(*loaded));
-  LLMREPRO_TRY(rejudge_config(options, *out.data));
-  if (!builder) builder.emplace(*out.data); // an audit with no records yet
-  out.report = builder->finish(tool_info(), *out.data);
-  return out;
+  return audit::check_gates_fit(header.config, header.endpoints.size(),
+                                "audit again with --compare URL to compare endpoints");
 }
 
 int run_report(ReportOptions options) {
   // The flags' values are checked before the database is read.
   core::AuditConfig scratch;
-  if (auto valid = apply_judging_options(options.judging, scratch, true); !valid)
+  if (auto valid = audit::apply_judging(judging_of(options.judging), scratch, true); !valid)
     return report_error(valid.error());
   if (options.price_text) {
     auto price = core::parse_price(*options.price_text);
@@ -81,14 +56,17 @@ int run_report(ReportOptions options) {
           store::check_output_paths(named_outputs(options.outputs), {}, {{"--db", options.db}});
       !checked)
     return report_error(checked.error());
-  auto database = open_audit_database(options.db);
-  if (!database) return report_error(database.error());
-  auto loaded = any_judging_option_given(options.judging) || options.price
-                    ? load_rejudged(*database, options)
-                    : store::load_report(*database, tool_info());
+  // The judging flags and --price given change the stored header before the analysis is built:
+  // --fragile-gap, --fragile-window and --price the analysis, the gates the verdict.
+  audit::SessionOptions session_options;
+  session_options.tool = tool_info();
+  if (judging_of(options.judging).given.any() || options.price)
+    session_options.adjust = [&options](core::AuditData& header) {
+      return rejudge_config(options, header);
+    };
+  auto loaded = audit::load_session(options.db, session_options, print_stderr);
   if (!loaded) return report_error(loaded.error());
-  core::AuditReport& audit_report = loaded->report;
-  core::rejudge(audit_report, loaded->data->config.gates, core::stored_run_facts(audit_report));
+  const core::AuditReport& audit_report = loaded->report;
   if (auto emitted = emit_reports(audit_report, options.outputs, options.quiet); !emitted)
     return report_error(emitted.error());
   return exit_code_of(audit_report.verdict);

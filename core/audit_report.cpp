@@ -134,6 +134,12 @@ void AuditReportBuilder::add_prompt(int prompt_index,
 }
 
 AuditReport AuditReportBuilder::finish(const ToolInfo& tool, const AuditData& data) {
+  AuditReport report = finish_unjudged(tool, data);
+  rejudge(report, data.config.gates, stored_run_facts(report));
+  return report;
+}
+
+AuditReport AuditReportBuilder::finish_unjudged(const ToolInfo& tool, const AuditData& data) {
   AuditReport report;
   report.data = &data;
   report.tool = tool;
@@ -167,7 +173,6 @@ AuditReport AuditReportBuilder::finish(const ToolInfo& tool, const AuditData& da
   report.tara = report.analysis.summary.tara;
   report.warnings = audit_warnings(report, m_top_logprobs);
   if (m_determinism) report.determinism = determinism_checks(report);
-  rejudge(report, data.config.gates, stored_run_facts(report));
   return report;
 }
 

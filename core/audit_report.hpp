@@ -73,8 +73,13 @@ public:
   void add_prompt(int prompt_index, const std::vector<const RequestRecord*>& records);
 
   // The report of every prompt added, over `data` (the same audit; it must outlive the report,
-  // and its records are read by renderers only for their outcomes). The builder is spent.
+  // and its records are read by renderers only for their outcomes), judged by data's gates and
+  // the facts the stored audit gives. The builder is spent.
   AuditReport finish(const ToolInfo& tool, const AuditData& data);
+
+  // As finish, without the verdict: for a caller that judges once with facts of its own
+  // (rejudge), such as the run that just recorded the audit. The builder is spent.
+  AuditReport finish_unjudged(const ToolInfo& tool, const AuditData& data);
 
 private:
   struct ProbeBuilder {

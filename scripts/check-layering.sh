@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # A room is a top-level folder: its name is its namespace and its target.
-rooms=(numerics store core probes report gpu engine)
+rooms=(numerics store core probes report gpu engine audit)
 declare -A allowed=(
   [numerics]="numerics"
   [core]="core"
@@ -14,6 +14,7 @@ declare -A allowed=(
   [report]="core report"
   [gpu]="core numerics gpu"
   [engine]="core numerics engine"
+  [audit]="core probes store engine audit"
 )
 # The kernels need nothing of the audit domain but its error type and its random source.
 numerics_core_headers="core/result.hpp core/random.hpp"
@@ -50,13 +51,18 @@ done
 # Third-party headers stay out of public headers (pimpl the handles). A room's detail/ folder
 # holds private headers shared by its own .cpp files only.
 if grep -rnE '^\s*#\s*include\s*<(curl/|sqlite3|nlohmann/|httplib|CLI/|fmt/|cuda|cublas|doctest)' \
-    core numerics probes store report gpu engine --include='*.hpp' --include='*.cuh' --exclude-dir=detail; then
+    core numerics probes store report gpu engine audit --include='*.hpp' --include='*.cuh' --exclude-dir=detail; then
   echo "layering: third-party header in a public header (above)"
   status=1
 fi
 # core uses the standard library only (fmt is allowed inside .cpp files).
 if grep -rnE '^\s*#\s*include\s*<(curl/|sqlite3|nlohmann/|httplib|CLI/)' core; then
   echo "layering: core includes a third-party library (above)"
+  status=1
+fi
+# The audit procedure takes a request of plain values: no CLI11 type anywhere in audit/.
+if grep -rnE '^\s*#\s*include\s*<(CLI/|toml)|CLI::' audit; then
+  echo "layering: audit/ uses CLI11 or toml++ (above); cli/ alone parses flags"
   status=1
 fi
 # A detail/ header is private to its room (and to that room's unit tests).
@@ -67,6 +73,6 @@ while IFS= read -r line; do
     echo "layering: $file includes a private header of $header/"
     status=1
   fi
-done < <(grep -rHE '^\s*#\s*include\s+"[a-z_/]+/detail/' core numerics probes store report gpu engine cli tests || true)
+done < <(grep -rHE '^\s*#\s*include\s+"[a-z_/]+/detail/' core numerics probes store report gpu engine audit cli tests || true)
 [[ $status == 0 ]] && echo "layering: ok"
 exit $status

@@ -283,6 +283,22 @@ Result<void> AuditDatabase::set_status(const std::string& status, std::int64_t f
   return m_impl->writer.write_status(status, finished_ms);
 }
 
+Result<void> AuditDatabase::store_outcome(const RunOutcome& outcome) {
+  if (outcome.status != "partial" && outcome.status != "complete")
+    return core::make_error(ErrorCode::internal, "audit status '" + outcome.status +
+                                                     "' is neither partial nor complete");
+  const std::lock_guard lock(m_impl->mutex);
+  return m_impl->transaction([&]() -> Result<void> {
+    LLMREPRO_TRY(m_impl->writer.write_status(outcome.status, outcome.finished_ms));
+    LLMREPRO_TRY(detail::write_budget_stop(m_impl->connection, outcome.budget_stop));
+    if (outcome.adaptive)
+      LLMREPRO_TRY(detail::write_adaptive(m_impl->connection, *outcome.adaptive));
+    if (outcome.semantic)
+      LLMREPRO_TRY(detail::write_semantic(m_impl->connection, *outcome.semantic));
+    return {};
+  });
+}
+
 Result<void> AuditDatabase::store_probe_activity(const std::vector<core::ProbeActivity>& activity) {
   const std::lock_guard lock(m_impl->mutex);
   return m_impl->writer.write_probe_activity(activity);

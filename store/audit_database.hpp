@@ -19,6 +19,19 @@
 
 namespace llmrepro::store {
 
+// How a run ended, saved once at its end (AuditDatabase::store_outcome), so that no crash can
+// leave one part of it from this run beside another from an earlier one.
+struct RunOutcome {
+  std::string status;           // "partial" or "complete"
+  std::int64_t finished_ms = 0; // when the run ended
+  std::string budget_stop;      // this run's budget stop line (core::RunFacts); empty clears it
+  // The adaptive decisions as the run's last look left them; empty: not an adaptive audit.
+  std::optional<core::AdaptiveOutcome> adaptive;
+  // The semantic agreement measured after the run (--embeddings); empty: none measured, the
+  // stored one (if any) is kept.
+  std::optional<core::SemanticAgreement> semantic;
+};
+
 class AuditDatabase {
 public:
   // The version of the table layout this build writes and reads. open() also takes version 1
@@ -82,6 +95,10 @@ public:
   // Marks the audit "partial" or "complete" and stores when it finished. ErrorCode::internal for
   // any other status.
   core::Result<void> set_status(const std::string& status, std::int64_t finished_ms);
+
+  // Stores how a run ended, every part of `outcome` in one transaction: all or nothing.
+  // ErrorCode::internal for a status other than "partial" or "complete".
+  core::Result<void> store_outcome(const RunOutcome& outcome);
 
   // Stores what the probes of the run that just ended did beside the audited requests (filler
   // and priming requests, cache flushes), so that `report` renders what the audit did.

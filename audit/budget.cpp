@@ -1,6 +1,4 @@
-#include "cli/audit_budget.hpp"
-
-#include <fmt/core.h>
+#include "audit/budget.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,7 +7,7 @@
 
 #include "core/probe_text.hpp"
 
-namespace llmrepro::cli {
+namespace llmrepro::audit {
 namespace {
 
 // The max_tokens a request of `prompt` asks for under `config`.
@@ -106,72 +104,4 @@ std::string budget_stop_error(const core::BudgetLedger& ledger, const core::Plan
                                    undecided);
 }
 
-bool print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
-                   const std::vector<std::string>& urls, const core::Plan& plan) {
-  fmt::print("llmrepro: dry run: nothing is sent and no database is written\n");
-  for (std::size_t e = 0; e < urls.size(); ++e)
-    fmt::print("endpoint {}: {}{}\n", e,
-               urls[e].empty() ? "the embedded reference engine" : urls[e],
-               !urls[e].empty() && config.api == "auto"
-                   ? " (--api auto: the dialect is decided when the audit runs)"
-                   : "");
-  fmt::print("{:>8}  {:<6}  {:>5}  {:>8}  {:>6}  {:>11}\n", "endpoint", "probe", "level",
-             "requests", "primes", "token bound");
-  core::WaveBound total;
-  bool fillers = false;
-  for (const core::Wave& wave : plan.waves) {
-    const core::WaveBound bound =
-        core::wave_bound(wave, suite, config.max_tokens, config.stop_after);
-    fmt::print("{:>8}  {:<6}  {:>5}  {:>8}  {:>6}  {:>11}\n", wave.endpoint_index,
-               core::to_string(wave.probe), wave.concurrency, bound.requests, bound.primes,
-               bound.tokens.total());
-    total.requests += bound.requests;
-    total.primes += bound.primes;
-    total.tokens.prompt += bound.tokens.prompt;
-    total.tokens.completion += bound.tokens.completion;
-    fillers = fillers || wave.probe == core::ProbeKind::mixed;
-  }
-  fmt::print("total: {} requests ({} audited, {} primes), at most {} tokens ({} prompt + {} "
-             "completion)\n",
-             total.requests + total.primes, total.requests, total.primes, total.tokens.total(),
-             total.tokens.prompt, total.tokens.completion);
-  std::optional<double> cost;
-  if (config.price) {
-    cost = core::cost_of(*config.price, static_cast<double>(total.tokens.prompt),
-                         static_cast<double>(total.tokens.completion));
-    fmt::print("cost bound: {:.6f} at --price {}\n", *cost, core::to_string(*config.price));
-  }
-  if (fillers)
-    fmt::print("the mixed probe also sends filler requests, as many as its waves last; they are "
-               "not in these totals, and a budget counts each at its bound\n");
-  if (config.adaptive) {
-    // The first look's requests are certain; the rest go to undecided prompts only.
-    const long initial = total.requests / config.runs * config.adaptive_initial;
-    fmt::print("--adaptive: {} requests ({} runs of every prompt at each level) before the first "
-               "look; the rest only for undecided prompts, at most the totals above\n",
-               initial, config.adaptive_initial);
-  }
-  fmt::print("prompt bound: UTF-8 bytes + 64 per message + 64 (at most one token per byte)\n");
-  // A budget below the plan's own bound: the run it plans would be stopped by it (or, adaptive,
-  // could be), so the dry run says so and fails rather than approve the plan.
-  bool within = true;
-  const long requests = total.requests + total.primes;
-  if (config.max_requests && requests > *config.max_requests) {
-    fmt::print("over budget: the plan's {} requests are more than --max-requests {}\n", requests,
-               *config.max_requests);
-    within = false;
-  }
-  if (config.max_tokens_total && total.tokens.total() > *config.max_tokens_total) {
-    fmt::print("over budget: the token bound {} is above --max-tokens-total {}\n",
-               total.tokens.total(), *config.max_tokens_total);
-    within = false;
-  }
-  if (config.max_cost && cost && *cost > *config.max_cost) {
-    fmt::print("over budget: the cost bound {:.6f} is above --max-cost {:g}\n", *cost,
-               *config.max_cost);
-    within = false;
-  }
-  return within;
-}
-
-} // namespace llmrepro::cli
+} // namespace llmrepro::audit

@@ -1,7 +1,7 @@
-// The passes of `llmrepro audit` and the one context they share. run_audit (audit_command.cpp)
-// calls them in order; each reads what the passes before it filled in and fills in its own part.
-// The rules they apply live in core and probes; the passes only wire them to the flags, the
-// endpoints and the database.
+// The passes of an audit and the one context they share. A command calls load_or_resume, then
+// (unless it is a dry run) execute(), which calls the other passes in order; each reads what the
+// passes before it filled in and fills in its own part. The rules they apply live in core and
+// probes; the passes only wire them to the request, the endpoints and the database.
 #pragma once
 
 #include <memory>
@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/audit_options.hpp"
+#include "audit/request.hpp"
+#include "audit/session.hpp"
 #include "core/audit.hpp"
 #include "core/audit_report.hpp"
 #include "core/budget.hpp"
@@ -21,9 +22,8 @@
 #include "probes/scheduler.hpp"
 #include "store/audit_database.hpp"
 #include "store/database_lock.hpp"
-#include "store/report_loader.hpp"
 
-namespace llmrepro::cli {
+namespace llmrepro::audit {
 
 // One endpoint as it will be driven: either the user's, or the embedded engine started here
 // (kept alive for as long as the run holds this).
@@ -35,10 +35,10 @@ struct Target {
 
 // The context every pass reads and fills, in the order the passes run.
 struct AuditRun {
-  AuditRun(const AuditOptions& given_options, const core::Clock& given_clock)
-      : options(given_options), clock(given_clock) {}
+  AuditRun(const AuditRequest& given_request, const core::Clock& given_clock)
+      : request(given_request), clock(given_clock) {}
 
-  const AuditOptions& options;
+  const AuditRequest& request;
   const core::Clock& clock; // the audit's id and its start and finish times
 
   // load_or_resume: the endpoints to drive ("" for the embedded reference engine), the audit's
@@ -49,10 +49,8 @@ struct AuditRun {
   std::optional<store::AuditDatabase> database;
   bool database_existed = false; // --db named an existing file (replaced under --overwrite)
   bool judging_changed = false;  // --resume was given judging flags that differ from the stored
-  // print_plan (--dry-run): no budget is below the plan's own bound (else the dry run exits 1).
-  bool dry_run_within_budget = true;
 
-  // load_or_resume (cli/audit_keys.hpp): the key for each URL ("" none), and for --embeddings.
+  // load_or_resume (audit/keys.hpp): the key for each URL ("" none), and for --embeddings.
   std::vector<std::string> keys;
   std::string embeddings_key;
   // claim_files: the writer lock of --db, held until the run ends.
@@ -74,13 +72,23 @@ struct AuditRun {
   // run (the logprob check), which it counts as spent.
   std::optional<core::BudgetLedger> budget;
   int preflight_requests = 0;
+  // An adaptive audit's decisions as its last look left them: stored after every look, and the
+  // last with the run's outcome (judge_run).
+  std::optional<core::AdaptiveOutcome> adaptive;
 
-  // analyse_records: the audit read back from the database and analysed.
-  std::optional<store::LoadedReport> loaded;
+  // analyse_records: the audit read back from the database and analysed, not yet judged.
+  std::optional<Session> loaded;
 
   const core::AuditConfig& config() const { return header.config; }
   core::AuditReport& report() { return loaded->report; }
 };
+
+// After load_or_resume: every other pass in order, from claim_files to judge_run; the first error
+// ends it. The run's own error (run.ran) is not one: the reports still say what was done.
+core::Result<void> execute(AuditRun& run);
+
+// --dry-run: the plan the run load_or_resume prepared would send, for the endpoints named.
+core::Plan dry_run_plan(const AuditRun& run);
 
 // Checks every flag, then reads the stored audit (--resume: its plan must agree with the flags
 // given) or loads the suite for a new one, and decides which endpoints to drive.
@@ -90,10 +98,6 @@ core::Result<void> load_or_resume(AuditRun& run);
 // (store::check_output_paths) and takes the writer lock of --db (store::DatabaseLock), so that a
 // second writer of the same database stops here.
 core::Result<void> claim_files(AuditRun& run);
-
-// --dry-run: builds the plan for the endpoints named and prints it with its bounds
-// (cli/audit_budget.hpp); connects to nothing and writes nothing.
-core::Result<void> print_plan(AuditRun& run);
 
 // Connects to each endpoint, or starts the embedded reference engine, detecting the dialect
 // (--api auto) and the model where asked.
@@ -114,16 +118,12 @@ core::Result<void> run_requests(AuditRun& run);
 // Reads the recorded audit back and analyses it, streaming each prompt's records.
 core::Result<void> analyse_records(AuditRun& run);
 
-// Marks the audit complete when every planned request is recorded and the run was not
-// interrupted, partial otherwise, and stamps when it finished.
-core::Result<void> finish_status(AuditRun& run);
-
-// Measures semantic agreement (--embeddings) after a whole run, then judges the audit with what
-// only the run knows: an interruption, or an endpoint that refused every connection.
+// Measures semantic agreement (--embeddings) after a whole run, marks the audit complete when
+// every planned request is recorded (and an adaptive audit's decisions are finished) or partial,
+// and saves that outcome in one write (store::AuditDatabase::store_outcome): status, finish
+// time, this run's budget stop line, the last adaptive decisions, the semantic agreement. Then
+// judges the audit, once, with what only the run knows: an interruption, an endpoint that
+// refused every connection, the budget stop.
 core::Result<void> judge_run(AuditRun& run);
 
-// Reports the run's own error and how to continue an interrupted audit (stderr), and returns
-// the exit code of the verdict.
-int conclude(AuditRun& run);
-
-} // namespace llmrepro::cli
+} // namespace llmrepro::audit

@@ -7,7 +7,7 @@
 
 #include "core/result.hpp"
 
-namespace llmrepro::cli {
+namespace llmrepro::audit {
 
 struct AuditRun;
 
@@ -26,4 +26,4 @@ core::Result<void> ensure_open_file_limit(long in_flight, long per_request,
 // the mixed probe's fillers), each with two descriptors (three against the embedded engine).
 core::Result<void> check_open_file_limit(const AuditRun& run);
 
-} // namespace llmrepro::cli
+} // namespace llmrepro::audit

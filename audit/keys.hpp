@@ -5,15 +5,15 @@
 
 #include <string>
 
-#include "cli/audit_options.hpp"
-#include "cli/audit_passes.hpp"
+#include "audit/request.hpp"
+#include "audit/run.hpp"
 #include "core/result.hpp"
 
-namespace llmrepro::cli {
+namespace llmrepro::audit {
 
 // Registers the values of --header, the credentials of every --endpoint, --compare and
 // --embeddings URL, as secrets of the run.
-void register_flag_secrets(const AuditOptions& options);
+void register_flag_secrets(const AuditRequest& options);
 
 // Chooses one key per entry of run.urls, and the --embeddings key: the --endpoint(s) (on
 // --resume without them, the first stored endpoint) take --api-key-env, the --compare
@@ -24,8 +24,9 @@ void register_flag_secrets(const AuditOptions& options);
 // a secret. Keys are never stored, so --resume chooses them again the same way.
 core::Result<void> choose_keys(AuditRun& run);
 
-// One warning line on stderr when `key` would go to `url` in clear text (plain http to a host
+// One warning line (notified) when `key` would go to `url` in clear text (plain http to a host
 // that is not loopback), naming the endpoint without its credentials and never the key.
-void warn_if_clear_text(const std::string& url, const std::string& key);
+void warn_if_clear_text(const AuditRequest& request, const std::string& url,
+                        const std::string& key);
 
-} // namespace llmrepro::cli
+} // namespace llmrepro::audit

@@ -1,23 +1,22 @@
-#include "cli/audit_keys.hpp"
+#include "audit/keys.hpp"
 
 #include <fmt/core.h>
 
 #include <cstdlib>
 
-#include "cli/commands.hpp"
 #include "core/redaction.hpp"
 #include "probes/api_key_rule.hpp"
 #include "probes/endpoint_url.hpp"
 #include "probes/proxy_rule.hpp"
 
-namespace llmrepro::cli {
+namespace llmrepro::audit {
 namespace {
 
 const char* read_environment(const char* name) { return std::getenv(name); }
 
 } // namespace
 
-void register_flag_secrets(const AuditOptions& options) {
+void register_flag_secrets(const AuditRequest& options) {
   core::Redactor& secrets = core::run_secrets();
   for (const std::string& header : options.headers) secrets.add_header(header);
   for (const std::string& url : options.endpoints) secrets.add_url(url);
@@ -26,7 +25,7 @@ void register_flag_secrets(const AuditOptions& options) {
 }
 
 core::Result<void> choose_keys(AuditRun& run) {
-  const AuditOptions& options = run.options;
+  const AuditRequest& options = run.request;
   const std::size_t primary = options.endpoints.empty() ? 1 : options.endpoints.size();
   const std::size_t compared = run.urls.size() > primary ? run.urls.size() - primary : 0;
   if (options.compare_api_key_env.size() > compared)
@@ -78,11 +77,12 @@ core::Result<void> choose_keys(AuditRun& run) {
   return {};
 }
 
-void warn_if_clear_text(const std::string& url, const std::string& key) {
+void warn_if_clear_text(const AuditRequest& request, const std::string& url,
+                        const std::string& key) {
   if (key.empty() || !probes::key_in_clear_text(url)) return;
-  print_stderr(fmt::format("llmrepro: warning: the API key goes to {} over plain http, readable "
-                           "by anyone on the network; use https or a loopback address\n",
-                           probes::strip_credentials(url)));
+  note(request, fmt::format("llmrepro: warning: the API key goes to {} over plain http, readable "
+                            "by anyone on the network; use https or a loopback address\n",
+                            probes::strip_credentials(url)));
 }
 
-} // namespace llmrepro::cli
+} // namespace llmrepro::audit

@@ -1,4 +1,4 @@
-#include "cli/open_file_limit.hpp"
+#include "audit/open_file_limit.hpp"
 
 #include <dirent.h>
 #include <sys/resource.h>
@@ -7,9 +7,9 @@
 
 #include <algorithm>
 
-#include "cli/audit_passes.hpp"
+#include "audit/run.hpp"
 
-namespace llmrepro::cli {
+namespace llmrepro::audit {
 
 namespace {
 
@@ -59,9 +59,9 @@ core::Result<void> ensure_open_file_limit(long in_flight, long per_request,
                   limit_text(limit.rlim_cur), limit_text(limit.rlim_max), needed));
 }
 
-} // namespace llmrepro::cli
+} // namespace llmrepro::audit
 
-namespace llmrepro::cli {
+namespace llmrepro::audit {
 
 core::Result<void> check_open_file_limit(const AuditRun& run) {
   const core::AuditConfig& config = run.config();
@@ -74,4 +74,4 @@ core::Result<void> check_open_file_limit(const AuditRun& run) {
                                 "--concurrency " + std::to_string(level));
 }
 
-} // namespace llmrepro::cli
+} // namespace llmrepro::audit

@@ -1,36 +1,38 @@
-#include "cli/audit_adaptive.hpp"
+#include "audit/rounds.hpp"
 
 #include <fmt/format.h>
 
 #include <vector>
 
-#include "cli/audit_passes.hpp"
-#include "cli/judging_options.hpp"
+#include "audit/judging.hpp"
+#include "audit/run.hpp"
+#include "audit/session.hpp"
 #include "core/adaptive.hpp"
 #include "core/analysis.hpp"
+#include "core/audit_report.hpp"
 #include "core/recorded_requests.hpp"
 
-namespace llmrepro::cli {
+namespace llmrepro::audit {
 namespace {
 
 // The analysis a look judges from: endpoint 0's sweep over the records of the rounds planned so
-// far, streamed from the database a prompt at a time.
-core::Result<core::AuditAnalysis> analyse_planned(const store::AuditDatabase& database,
-                                                  const core::AuditData& header,
+// far, streamed from the database a prompt at a time (audit/session.hpp).
+core::Result<core::AuditAnalysis> analyse_planned(const AuditRun& run,
                                                   const core::RecordedRequests& planned) {
-  core::AnalysisBuilder builder(header.suite, core::analysis_config_of(header.config), 0,
-                                core::ProbeKind::sweep);
-  auto loaded =
-      database.load([&](const core::AuditData&, int prompt_index,
-                        const std::vector<core::RequestRecord>& records) -> core::Result<void> {
-        std::vector<const core::RequestRecord*> mine;
-        for (const auto& record : records)
-          if (planned.contains(record.planned)) mine.push_back(&record);
-        builder.add_prompt(prompt_index, mine);
-        return {};
-      });
-  if (!loaded) return loaded.error();
-  return builder.finish();
+  SessionOptions options;
+  options.tool = run.request.tool;
+  options.judge = false;
+  options.keep = [&planned](const core::RequestRecord& record) {
+    return planned.contains(record.planned);
+  };
+  // Analysed under the run's configuration, as the run holds it.
+  options.adjust = [&run](core::AuditData& data) -> core::Result<void> {
+    data.config = run.config();
+    return {};
+  };
+  auto session = load_session(*run.database, options);
+  if (!session) return session.error();
+  return std::move(session->report.analysis);
 }
 
 void add_to(core::Plan& plan, core::RecordedRequests& planned, const core::Plan& round) {
@@ -42,19 +44,19 @@ void add_to(core::Plan& plan, core::RecordedRequests& planned, const core::Plan&
 
 } // namespace
 
-core::Result<void> apply_adaptive_options(const AuditOptions& options, core::AuditConfig& config) {
-  const auto& flags = options.adaptive_flags;
+core::Result<void> apply_adaptive_options(const AuditRequest& options, core::AuditConfig& config) {
+  const GivenValues& flags = options.given;
   if (!options.adaptive) {
-    for (const auto& [option, flag] : {std::pair{flags.epsilon, "--adaptive-epsilon"},
-                                       std::pair{flags.initial, "--adaptive-initial"},
-                                       std::pair{flags.assume, "--adaptive-assume"}})
-      if (given(option))
+    for (const auto& [option, flag] : {std::pair{flags.adaptive_epsilon, "--adaptive-epsilon"},
+                                       std::pair{flags.adaptive_initial, "--adaptive-initial"},
+                                       std::pair{flags.adaptive_assume, "--adaptive-assume"}})
+      if (option)
         return core::make_error(
             core::ErrorCode::usage,
             fmt::format("{} sets how --adaptive decides; add --adaptive", flag));
     return {};
   }
-  if (given(flags.epsilon)) {
+  if (flags.adaptive_epsilon) {
     LLMREPRO_TRY(check_finite_above("--adaptive-epsilon", options.adaptive_epsilon, 0.0,
                                     "a probability in (0, 1)"));
     if (options.adaptive_epsilon >= 1.0)
@@ -96,15 +98,15 @@ core::Result<void> apply_adaptive_options(const AuditOptions& options, core::Aud
   return {};
 }
 
-core::Result<void> check_adaptive_resume(const AuditOptions& options,
+core::Result<void> check_adaptive_resume(const AuditRequest& options,
                                          const core::AuditConfig& wanted,
                                          const core::AuditConfig& stored) {
-  const auto& flags = options.adaptive_flags;
+  const GivenValues& flags = options.given;
   const bool differs =
       (options.adaptive && !stored.adaptive) ||
-      (given(flags.epsilon) && wanted.adaptive_epsilon != stored.adaptive_epsilon) ||
-      (given(flags.initial) && wanted.adaptive_initial != stored.adaptive_initial) ||
-      (given(flags.assume) && wanted.adaptive_assume != stored.adaptive_assume);
+      (flags.adaptive_epsilon && wanted.adaptive_epsilon != stored.adaptive_epsilon) ||
+      (flags.adaptive_initial && wanted.adaptive_initial != stored.adaptive_initial) ||
+      (flags.adaptive_assume && wanted.adaptive_assume != stored.adaptive_assume);
   if (!differs) return {};
   const auto settings = [](const core::AuditConfig& config) {
     return config.adaptive ? fmt::format("--adaptive --adaptive-initial {} --adaptive-epsilon {} "
@@ -120,11 +122,17 @@ core::Result<void> check_adaptive_resume(const AuditOptions& options,
                                       options.db, settings(stored)));
 }
 
+core::Result<void> run_rounds(AuditRun& run, const SendPlan& send,
+                              const std::atomic<bool>& stop_requested) {
+  if (!run.config().adaptive) return send(run.plan);
+  return run_adaptive_rounds(run, send, stop_requested);
+}
+
 core::Result<void> run_adaptive_rounds(AuditRun& run, const SendPlan& send,
                                        const std::atomic<bool>& stop_requested) {
   const core::AuditConfig& config = run.config();
   const core::PlanConfig plan_config = core::plan_config_of(config, 1);
-  core::AdaptiveOutcome outcome;
+  core::AdaptiveOutcome& outcome = run.adaptive.emplace();
   core::RecordedRequests planned;
   run.plan = {};
   add_to(run.plan, planned,
@@ -137,23 +145,24 @@ core::Result<void> run_adaptive_rounds(AuditRun& run, const SendPlan& send,
   LLMREPRO_TRY(run.database->store_adaptive(outcome));
   core::Result<void> sent = send(run.plan);
   while (sent && !stopped()) {
-    auto analysis = analyse_planned(*run.database, run.header, planned);
+    auto analysis = analyse_planned(run, planned);
     if (!analysis) return analysis.error();
     core::judge_look(outcome, *analysis);
     if (outcome.finished) break;
     const core::Plan round = core::next_adaptive_round(outcome, plan_config);
     add_to(run.plan, planned, round);
     LLMREPRO_TRY(run.database->store_adaptive(outcome));
-    if (!run.options.quiet)
-      fmt::print(stderr, "llmrepro: adaptive look {}: {} prompts undecided, {} more requests\n",
-                 outcome.looks, outcome.count(core::AdaptiveStop::undecided), round.size());
+    if (!run.request.quiet)
+      note(run.request,
+           fmt::format("llmrepro: adaptive look {}: {} prompts undecided, {} more requests\n",
+                       outcome.looks, outcome.count(core::AdaptiveStop::undecided), round.size()));
     sent = send(round);
   }
   if (sent && !outcome.finished && run.budget &&
       (run.budget->exhausted() || run.budget->overrun())) {
     // One last look at what the budget paid for, so that only the prompts it left undecided
     // are marked so (a look spends its own share of the error like any other).
-    auto analysis = analyse_planned(*run.database, run.header, planned);
+    auto analysis = analyse_planned(run, planned);
     if (!analysis) return analysis.error();
     std::vector<bool> was_undecided;
     for (const auto& prompt : outcome.prompts)
@@ -166,8 +175,8 @@ core::Result<void> run_adaptive_rounds(AuditRun& run, const SendPlan& send,
         outcome.prompts[i].stop = core::AdaptiveStop::undecided;
     core::close_undecided(outcome, core::AdaptiveStop::budget);
   }
-  LLMREPRO_TRY(run.database->store_adaptive(outcome));
+  // The last decisions are stored with the run's outcome (judge_run), in the same write.
   return sent;
 }
 
-} // namespace llmrepro::cli
+} // namespace llmrepro::audit

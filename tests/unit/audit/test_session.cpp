@@ -4,11 +4,11 @@
 
 #include <filesystem>
 
+#include "audit/session.hpp"
 #include "core/audit_report.hpp"
 #include "core/probe_text.hpp"
 #include "report/json_report.hpp"
 #include "store/audit_database.hpp"
-#include "store/report_loader.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace llmrepro;
@@ -63,7 +63,7 @@ core::AuditData make_header() {
 
 } // namespace
 
-TEST_CASE("load_report") {
+TEST_CASE("load_session") {
   const testing::TempDir dir("loader");
   const std::string path = dir.file("audit.db");
   auto database = store::AuditDatabase::create(path, make_header());
@@ -92,7 +92,7 @@ TEST_CASE("load_report") {
     auto whole = database->load();
     REQUIRE(whole);
     const auto expected = core::make_audit_report(*whole, tool);
-    auto streamed = store::load_report(*database, tool);
+    auto streamed = audit::load_session(*database, {.tool = tool});
     REQUIRE(streamed);
     CHECK(report::render_json(streamed->report) == report::render_json(expected));
     CHECK(streamed->report.analysis.summary.unstable_prompts == 1);
@@ -106,7 +106,7 @@ TEST_CASE("load_report") {
 
   SUBCASE("keeps every record's key and outcome in recorded order, without text and tokens") {
     auto whole = database->load();
-    auto streamed = store::load_report(*database, tool);
+    auto streamed = audit::load_session(*database, {.tool = tool});
     REQUIRE(whole);
     REQUIRE(streamed);
     const auto& records = streamed->data->records;
@@ -119,6 +119,43 @@ TEST_CASE("load_report") {
       CHECK(records[i].outcome.completion.tokens.empty());
     }
     CHECK(streamed->data->endpoints[1].fingerprints == std::vector<std::string>{"fp1"});
+  }
+
+  SUBCASE("analyses only the records `keep` keeps, and leaves the verdict unjudged if asked") {
+    audit::SessionOptions options;
+    options.tool = tool;
+    options.judge = false;
+    // Endpoint 0's level-1 sweep only: 3 prompts x 3 runs, none of them flipped.
+    options.keep = [](const core::RequestRecord& record) {
+      return record.planned.endpoint_index == 0 && record.planned.concurrency == 1 &&
+             record.planned.probe == core::ProbeKind::sweep;
+    };
+    auto kept = audit::load_session(*database, options);
+    REQUIRE(kept);
+    CHECK(kept->data->records.size() == static_cast<std::size_t>(recorded));
+    CHECK(kept->report.analysis.summary.unstable_prompts == 0);
+    CHECK(kept->report.analysis.summary.requests == 9);
+  }
+
+  SUBCASE("`adjust` changes the header before the analysis and the data after the load") {
+    audit::SessionOptions options;
+    options.tool = tool;
+    int calls = 0;
+    options.adjust = [&calls](core::AuditData& data) -> core::Result<void> {
+      ++calls;
+      data.config.runs = 7;
+      return {};
+    };
+    auto adjusted = audit::load_session(*database, options);
+    REQUIRE(adjusted);
+    CHECK(calls == 2);
+    CHECK(adjusted->data->config.runs == 7);
+    options.adjust = [](core::AuditData&) -> core::Result<void> {
+      return core::make_error(core::ErrorCode::input, "refused");
+    };
+    auto refused = audit::load_session(*database, options);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message == "refused");
   }
 
   SUBCASE("hands each prompt's records over once, in prompt order, with their tokens") {

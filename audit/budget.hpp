@@ -1,11 +1,9 @@
-// The audit's budgets and --dry-run as the audit command wires them: the ledger a run starts
-// with (what a resumed audit already spent), the error line of a run a budget stopped, and the
-// printed plan of a dry run. The rules live in core/budget.hpp.
+// The audit's budgets as a run wires them: the ledger a run starts with (what a resumed audit
+// already spent) and the error line of a run a budget stopped. The rules live in core/budget.hpp.
 #pragma once
 
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "core/audit.hpp"
 #include "core/audit_report.hpp"
@@ -14,7 +12,7 @@
 #include "core/result.hpp"
 #include "store/audit_database.hpp"
 
-namespace llmrepro::cli {
+namespace llmrepro::audit {
 
 // The budgets `config` sets.
 core::BudgetLimits budget_limits_of(const core::AuditConfig& config);
@@ -34,11 +32,4 @@ core::Result<std::optional<core::BudgetLedger>> start_ledger(const core::AuditCo
 std::string budget_stop_error(const core::BudgetLedger& ledger, const core::Plan& plan,
                               const core::AuditData& data, const core::AuditReport& report);
 
-// --dry-run: prints to stdout the endpoints, each wave of `plan` (endpoint, probe, level,
-// requests, token bound) and the totals (requests, token bound and, with a price, cost bound).
-// False, with one line for each, when a budget (--max-requests, --max-tokens-total, --max-cost)
-// is below the plan's own figure: the dry run then exits 1.
-bool print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
-                   const std::vector<std::string>& urls, const core::Plan& plan);
-
-} // namespace llmrepro::cli
+} // namespace llmrepro::audit

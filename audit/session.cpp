@@ -1,0 +1,72 @@
+#include "audit/session.hpp"
+
+#include <fmt/core.h>
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace llmrepro::audit {
+
+core::Result<store::AuditDatabase> open_audit_database(const std::string& path,
+                                                       const Notify& notify) {
+  auto database = store::AuditDatabase::open(path);
+  if (!database) return database;
+  // A record outside the stored plan (an edited or damaged file) never counts toward the verdict.
+  database->check_records_against_plan();
+  const auto& older = database->older_schema();
+  if (!older || !notify) return database;
+  if (older->upgraded)
+    notify(fmt::format("llmrepro: upgraded audit database '{}' in place from schema version {} to "
+                       "{} ({} token rows packed)\n",
+                       path, older->version, store::AuditDatabase::k_schema_version,
+                       older->token_rows_packed));
+  else
+    notify(fmt::format("llmrepro: reading audit database '{}' of schema version {} as it is (the "
+                       "file is read-only, so it was not upgraded to version {})\n",
+                       path, older->version, store::AuditDatabase::k_schema_version));
+  return database;
+}
+
+core::Result<Session> load_session(const store::AuditDatabase& database,
+                                   const SessionOptions& options) {
+  std::optional<core::AuditReportBuilder> builder;
+  const auto start = [&](const core::AuditData& stored) -> core::Result<void> {
+    if (!options.adjust) {
+      builder.emplace(stored);
+      return {};
+    }
+    core::AuditData header = stored; // no records: the configuration, endpoints and suite
+    LLMREPRO_TRY(options.adjust(header));
+    builder.emplace(header);
+    return {};
+  };
+  std::vector<const core::RequestRecord*> kept;
+  auto loaded =
+      database.load([&](const core::AuditData& stored, int prompt_index,
+                        const std::vector<core::RequestRecord>& records) -> core::Result<void> {
+        if (!builder) LLMREPRO_TRY(start(stored));
+        kept.clear();
+        for (const core::RequestRecord& record : records)
+          if (!options.keep || options.keep(record)) kept.push_back(&record);
+        builder->add_prompt(prompt_index, kept);
+        return {};
+      });
+  if (!loaded) return loaded.error();
+  Session session;
+  session.data = std::make_unique<core::AuditData>(std::move(*loaded));
+  if (options.adjust) LLMREPRO_TRY(options.adjust(*session.data));
+  if (!builder) builder.emplace(*session.data); // an audit with no records yet
+  session.report = options.judge ? builder->finish(options.tool, *session.data)
+                                 : builder->finish_unjudged(options.tool, *session.data);
+  return session;
+}
+
+core::Result<Session> load_session(const std::string& path, const SessionOptions& options,
+                                   const Notify& notify) {
+  auto database = open_audit_database(path, notify);
+  if (!database) return database.error();
+  return load_session(*database, options);
+}
+
+} // namespace llmrepro::audit
