@@ -35,23 +35,30 @@ namespace {
 // logprob at temperature 1 taken from the model's greedy choice of the same row.
 TokenChoice sampled_choice(const TokenChoice& greedy, const std::vector<float>& logits,
                            double temperature, core::SplitMix64& sampler) {
-  const double max = *std::max_element(logits.begin(), logits.end());
+  const double max = static_cast<double>(*std::max_element(logits.begin(), logits.end()));
+  const auto weight = [&](float logit) {
+    return std::exp((static_cast<double>(logit) - max) / temperature);
+  };
   double total = 0.0;
-  for (const float logit : logits) total += std::exp((logit - max) / temperature);
+  for (const float logit : logits) total += weight(logit);
   const double target = sampler.uniform() * total;
   std::size_t token = logits.size() - 1;
   double running = 0.0;
   for (std::size_t j = 0; j < logits.size(); ++j) {
-    running += std::exp((logits[j] - max) / temperature);
+    running += weight(logits[j]);
     if (running > target) {
       token = j;
       break;
     }
   }
   TokenChoice choice = greedy;
-  const float log_normaliser = logits[static_cast<std::size_t>(greedy.token)] - greedy.logprob;
   choice.token = static_cast<int>(token);
-  choice.logprob = logits[token] - log_normaliser;
+  // A candidate's own logprob where the token is one; else the same log-softmax from its logit.
+  const auto candidate = std::find_if(greedy.top.begin(), greedy.top.end(),
+                                      [&](const auto& each) { return each.token == choice.token; });
+  const float log_normaliser = logits[static_cast<std::size_t>(greedy.token)] - greedy.logprob;
+  choice.logprob =
+      candidate != greedy.top.end() ? candidate->logprob : logits[token] - log_normaliser;
   return choice;
 }
 

@@ -7,8 +7,8 @@
 // temperature T > 0 draws each token from softmax(logits / T) (the step's bf16 logits, weights
 // exp((l - max) / T) in double, summed in vocabulary order) with its own SplitMix64 seeded by the
 // request's seed: u = uniform() times the total, the first token whose running sum exceeds u.
-// The token's reported logprob is its log-softmax at temperature 1, as for greedy tokens, and
-// its candidates are the model's top ones.
+// The token's reported logprob is its log-softmax at temperature 1, as for greedy tokens (its
+// candidate's own where it is one), and its candidates are the model's top ones.
 #pragma once
 
 #include <cstddef>

@@ -158,6 +158,29 @@ class MixedSampling(h.E2ETestCase):
         self.assertEqual(determinism["coverage"], COVERAGE)
         self.assert_everywhere(run, paths, line, COVERAGE)
 
+        # The stored audit resumes with the cell and its fillers' counts as they were.
+        posts = len(endpoint.posts())
+        again = self.path("resumed.json")
+        run = self.run_llmrepro(["audit", "--resume", "--db", paths["db"], "--json", again],
+                                timeout=60)
+        self.assert_exit(run, 0)
+        resumed = self.load_report(again)
+        self.assertEqual(resumed["summary"]["determinism"], determinism)
+        self.assertEqual(len(endpoint.posts()), posts, "a complete audit sends nothing more")
+
+    def test_dry_run_counts_the_sampled_waves_and_names_their_fillers(self):
+        endpoint = self.start_endpoint(script(moves=False))
+        suite = self.write_suite("dry.jsonl", PROMPTS)
+        run = self.run_llmrepro(["audit", "--suite", suite, "--endpoint", endpoint.url, "--api",
+                                 "openai-chat", "--dry-run", *PROFILE], timeout=30)
+        self.assert_exit(run, 0)
+        for level in (1, 2):
+            self.assertIn(f"       0  mixed-sampling  {level:>5}         4", run.stdout)
+        self.assertIn("the mixed and mixed-sampling probes also send filler requests, as many as "
+                      "their waves last; they are not in these totals, and a budget counts each "
+                      "at its bound", run.stdout)
+        self.assertEqual(endpoint.posts(), [])
+
 
 if __name__ == "__main__":
     h.main()

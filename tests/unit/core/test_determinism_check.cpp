@@ -258,13 +258,13 @@ TEST_CASE("check_determinism") {
     sampled.prompts = {prompt_of("a", {level_of(1), level_of(2, 0.5, 1)})};
     ProbeActivity activity;
     filler_level(activity, 2).sent = 24;
-    FillerLevel& refused = filler_level(activity, 2, true);
-    refused.sent = 24;
-    refused.refused = 24;
-    refused.refusal = "HTTP 400: 'temperature' must be 0";
     FillerLevel& cut = filler_level(activity, 1, true);
     cut.sent = 48;
     cut.shortened = 5;
+    FillerLevel& refused = filler_level(activity, 2, true); // the last added: stays valid
+    refused.sent = 24;
+    refused.refused = 24;
+    refused.refusal = "HTTP 400: 'temperature' must be 0";
     const DeterminismCheck check =
         check_determinism({{ProbeKind::mixed, &mixed, nullptr, "", &activity},
                            {ProbeKind::mixed_sampling, &sampled, nullptr, "", &activity}});
