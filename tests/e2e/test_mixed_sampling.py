@@ -12,7 +12,9 @@ sampling on (temperature 1, top_p 1, a seed each).
   the coverage line lists them.
 
 Either way the fillers' bodies carry what the probe sends, each filler probe counts its own
-fillers, and their completions are never recorded."""
+fillers, and their completions are never recorded. The stored audit resumes to the same cells,
+two shards merge to them (but for the cold cell: merge keeps no probe activity), and --dry-run
+lists the mixed-sampling waves and says their fillers are outside its totals."""
 
 import html
 import json
@@ -167,6 +169,36 @@ class MixedSampling(h.E2ETestCase):
         resumed = self.load_report(again)
         self.assertEqual(resumed["summary"]["determinism"], determinism)
         self.assertEqual(len(endpoint.posts()), posts, "a complete audit sends nothing more")
+
+    def test_shards_merge_to_the_unsharded_cell(self):
+        endpoint = self.start_endpoint(script(moves=True))
+        suite = self.write_suite("shards.jsonl", PROMPTS)
+        dbs = []
+        for shard in ("1/2", "2/2"):
+            db = self.path(f"shard{shard[0]}.db")
+            run = self.run_llmrepro(["audit", "--suite", suite, "--endpoint", endpoint.url,
+                                     "--api", "openai-chat", "--db", db, "--shard", shard,
+                                     *PROFILE], timeout=120)
+            self.assert_exit(run, 1)
+            dbs.append(db)
+        merged = self.path("merged.json")
+        run = self.run_llmrepro(["merge", self.path("merged.db"), *dbs, "--json", merged])
+        self.assert_exit(run, 1)
+        determinism = self.load_report(merged)["summary"]["determinism"]
+        cells = {(c["probe"], c["level"], c["shape"]): c for c in determinism["cells"]}
+        self.assertEqual(list(cells), CELLS)
+        # `merge` keeps no shard's probe activity (its cold mode among it), so the merged cold
+        # cell is "not tested"; every other cell is the unsharded audit's.
+        self.assertFalse(cells[("prefix", 1, "cold")]["tested"])
+        for key, cell in cells.items():
+            if key == ("prefix", 1, "cold"):
+                continue
+            broken = key[0] == "mixed-sampling"
+            self.assertEqual((cell["held"], cell["prompts"], cell["token_breaks"]),
+                             (not broken, 2, 2 if broken else 0), key)
+        self.assertEqual(determinism["line"],
+                         "determinism claim broken at c=1 (with sampled filler traffic): tokens "
+                         "differ from the reference from token 1, prompt alpha")
 
     def test_dry_run_counts_the_sampled_waves_and_names_their_fillers(self):
         endpoint = self.start_endpoint(script(moves=False))
