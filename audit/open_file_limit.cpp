@@ -67,8 +67,9 @@ core::Result<void> check_open_file_limit(const AuditRun& run) {
   const core::AuditConfig& config = run.config();
   if (config.levels.empty()) return {};
   const long level = *std::max_element(config.levels.begin(), config.levels.end());
-  const bool mixed = std::find(config.probes.begin(), config.probes.end(),
-                               core::ProbeKind::mixed) != config.probes.end();
+  const bool mixed =
+      std::any_of(config.probes.begin(), config.probes.end(),
+                  [](core::ProbeKind kind) { return core::probe_uses_fillers(kind); });
   const bool embedded = std::find(run.urls.begin(), run.urls.end(), "") != run.urls.end();
   return ensure_open_file_limit(mixed ? 2 * level : level, embedded ? 3 : 2,
                                 "--concurrency " + std::to_string(level));

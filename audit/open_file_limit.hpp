@@ -23,7 +23,8 @@ core::Result<void> ensure_open_file_limit(long in_flight, long per_request,
                                           const std::string& flag_text);
 
 // The audit's pass: the most requests in flight at once is the highest level (twice that with
-// the mixed probe's fillers), each with two descriptors (three against the embedded engine).
+// the mixed or mixed-sampling probe's fillers), each with two descriptors (three against the
+// embedded engine).
 core::Result<void> check_open_file_limit(const AuditRun& run);
 
 } // namespace llmrepro::audit

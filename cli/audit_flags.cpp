@@ -152,10 +152,11 @@ void add_probe_flags(CLI::App& audit, AuditOptions& options) {
   options.plan_flags.probe =
       audit
           .add_option("--probe", options.request.probes,
-                      "Probe kinds: sweep, mixed (filler traffic), prefix (warm vs cold shared "
-                      "prefix), long (long prompts)")
+                      "Probe kinds: sweep, mixed (filler traffic), mixed-sampling (filler traffic "
+                      "sent with sampling on), prefix (warm vs cold shared prefix), long (long "
+                      "prompts)")
           ->delimiter(',')
-          ->check(value_choices({"sweep", "mixed", "prefix", "long"}))
+          ->check(value_choices({"sweep", "mixed", "mixed-sampling", "prefix", "long"}))
           ->capture_default_str();
   audit.add_option("--embeddings", options.request.embeddings,
                    "After the run, embed each prompt's distinct completions with this "

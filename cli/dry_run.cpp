@@ -32,7 +32,7 @@ bool print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
     total.primes += bound.primes;
     total.tokens.prompt += bound.tokens.prompt;
     total.tokens.completion += bound.tokens.completion;
-    fillers = fillers || wave.probe == core::ProbeKind::mixed;
+    fillers = fillers || core::probe_uses_fillers(wave.probe);
   }
   fmt::print("total: {} requests ({} audited, {} primes), at most {} tokens ({} prompt + {} "
              "completion)\n",
@@ -45,8 +45,9 @@ bool print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
     fmt::print("cost bound: {:.6f} at --price {}\n", *cost, core::to_string(*config.price));
   }
   if (fillers)
-    fmt::print("the mixed probe also sends filler requests, as many as its waves last; they are "
-               "not in these totals, and a budget counts each at its bound\n");
+    fmt::print("the mixed and mixed-sampling probes also send filler requests, as many as their "
+               "waves last; they are not in these totals, and a budget counts each at its "
+               "bound\n");
   if (config.adaptive) {
     // The first look's requests are certain; the rest go to undecided prompts only.
     const long initial = total.requests / config.runs * config.adaptive_initial;

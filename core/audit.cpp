@@ -88,16 +88,28 @@ std::string cold_mode_text(const ProbeActivity& activity) {
   return {};
 }
 
-FillerLevel& filler_level(ProbeActivity& activity, int level) {
+FillerLevel& filler_level(ProbeActivity& activity, int level, bool sampled) {
   for (FillerLevel& each : activity.filler_levels)
-    if (each.level == level) return each;
-  activity.filler_levels.push_back(FillerLevel{level});
+    if (each.level == level && each.sampled == sampled) return each;
+  activity.filler_levels.push_back(FillerLevel{level, sampled});
   return activity.filler_levels.back();
 }
 
-const FillerLevel* find_filler_level(const ProbeActivity& activity, int level) {
+int fillers_sent(const ProbeActivity& activity, ProbeKind probe) {
+  if (!probe_uses_fillers(probe)) return 0;
+  return fillers_sampled(probe) ? activity.sampled_filler_sent
+                                : activity.filler_sent - activity.sampled_filler_sent;
+}
+
+int fillers_failed(const ProbeActivity& activity, ProbeKind probe) {
+  if (!probe_uses_fillers(probe)) return 0;
+  return fillers_sampled(probe) ? activity.sampled_filler_failed
+                                : activity.filler_failed - activity.sampled_filler_failed;
+}
+
+const FillerLevel* find_filler_level(const ProbeActivity& activity, int level, bool sampled) {
   for (const FillerLevel& each : activity.filler_levels)
-    if (each.level == level) return &each;
+    if (each.level == level && each.sampled == sampled) return &each;
   return nullptr;
 }
 

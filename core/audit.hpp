@@ -148,9 +148,11 @@ struct AuditInfo {
   std::string status = "partial"; // "complete" once every planned request is recorded
 };
 
-// The mixed probe's fillers at one level (one wave's worth, summed over the run's waves there).
+// The fillers of one filler probe at one level (one wave's worth, summed over the run's waves
+// there): the mixed probe's greedy fillers, or the mixed-sampling probe's sampled ones.
 struct FillerLevel {
   int level = 1;
+  bool sampled = false; // the mixed-sampling probe's (sent with sampling on)
   int sent = 0;
   // Answered with a status that will not change on a retry (4xx other than 408, 425 and 429):
   // the server refused the filler itself, so the audited requests never shared a batch with it.
@@ -168,8 +170,11 @@ struct FillerLevel {
 // stored with the audit (a resumed run's counts replace the earlier run's), so that `report`
 // shows them too.
 struct ProbeActivity {
-  int filler_sent = 0;
+  int filler_sent = 0; // every filler, greedy and sampled: the run's filler numbering
   int filler_failed = 0;
+  // Of those, the mixed-sampling probe's (sent with sampling on); the mixed probe's are the rest.
+  int sampled_filler_sent = 0;
+  int sampled_filler_failed = 0;
   int primes_sent = 0;
   int primes_failed = 0;
   int flushes_sent = 0;
@@ -188,10 +193,16 @@ struct ProbeActivity {
   int long_context_words_min = 0;
 };
 
-// The entry of `level` in `activity.filler_levels`, added (in arrival order) where missing.
-FillerLevel& filler_level(ProbeActivity& activity, int level);
-// That entry, or null where no filler ran at `level`.
-const FillerLevel* find_filler_level(const ProbeActivity& activity, int level);
+// The entry of `level` (greedy or `sampled` fillers) in `activity.filler_levels`, added (in
+// arrival order) where missing.
+FillerLevel& filler_level(ProbeActivity& activity, int level, bool sampled = false);
+// That entry, or null where no such filler ran at `level`.
+const FillerLevel* find_filler_level(const ProbeActivity& activity, int level,
+                                     bool sampled = false);
+// The fillers of `probe` sent and failed: the mixed probe's greedy ones, the mixed-sampling
+// probe's sampled ones; 0 for a probe without fillers.
+int fillers_sent(const ProbeActivity& activity, ProbeKind probe);
+int fillers_failed(const ProbeActivity& activity, ProbeKind probe);
 
 // How the prefix probe's cold trials were made cold on this endpoint, in words for every report:
 // "with the prompt cache off per request (cache_prompt: false)", "after a flush through

@@ -7,10 +7,10 @@
 // (never with the modal completion: the claim is that nothing moves, so the first run is as good
 // a witness as any), and the cells are walked in the order a reader would test the claim: the
 // sweep's batch sizes ascending (the bare batch-size question), then the shapes (cold prefix
-// cache, warm prefix cache, filler traffic by level), so that the first broken cell is the
-// simplest condition under which the claim stops being true. A cold cell counts only where the
-// endpoint offered a real cold mode (a flush that answered, or a per-request switch): otherwise
-// it is "not tested", never "held" and never "broken after a flush".
+// cache, warm prefix cache, filler traffic by level, sampled filler traffic by level), so that the
+// first broken cell is the simplest condition under which the claim stops being true. A cold cell
+// counts only where the endpoint offered a real cold mode (a flush that answered, or a per-request
+// switch): otherwise it is "not tested", never "held" and never "broken after a flush".
 #include "core/determinism_check.hpp"
 
 #include <algorithm>
@@ -43,6 +43,7 @@ std::string shape_text(ProbeKind probe, DeterminismShape shape) {
   }
   switch (probe) {
   case ProbeKind::mixed: return "with filler traffic";
+  case ProbeKind::mixed_sampling: return "with sampled filler traffic";
   case ProbeKind::long_prompt: return "long prompts";
   case ProbeKind::prefix: return "prefix";
   case ProbeKind::sweep: break;
@@ -88,8 +89,9 @@ int probe_order(ProbeKind probe, DeterminismShape shape) {
   switch (probe) {
   case ProbeKind::sweep: return 0;
   case ProbeKind::mixed: return 3;
-  case ProbeKind::long_prompt: return 4;
-  case ProbeKind::prefix: return 5;
+  case ProbeKind::mixed_sampling: return 4;
+  case ProbeKind::long_prompt: return 5;
+  case ProbeKind::prefix: return 6;
   }
   return 0;
 }
@@ -99,8 +101,9 @@ constexpr const char* k_no_cold_mode =
     "the endpoint offered no cold mode (no cache flush route answered, no per-request cache "
     "switch), so its cold trials ran on whatever the cache held";
 
-// What the side traffic of `cell`'s level makes of it: a mixed level whose fillers the server
-// refused, or none of which fit, is not tested; shortened fillers and long contexts are noted.
+// What the side traffic of `cell`'s level makes of it: a mixed or mixed-sampling level whose
+// fillers the server refused, or none of which fit, is not tested; shortened fillers and long
+// contexts are noted. Each filler probe is judged by its own fillers (FillerLevel::sampled).
 void side_traffic(DeterminismCell& cell, const ProbeActivity* activity) {
   if (activity == nullptr) return;
   if (cell.probe == ProbeKind::long_prompt && activity->long_shortened > 0)
@@ -108,8 +111,9 @@ void side_traffic(DeterminismCell& cell, const ProbeActivity* activity) {
                 "as " + std::to_string(activity->long_context_words_min) + " of " +
                 std::to_string(k_long_context_words) +
                 " words to fit the server's context per slot";
-  if (cell.probe != ProbeKind::mixed) return;
-  const FillerLevel* fillers = find_filler_level(*activity, cell.level);
+  if (!probe_uses_fillers(cell.probe)) return;
+  const FillerLevel* fillers =
+      find_filler_level(*activity, cell.level, fillers_sampled(cell.probe));
   if (fillers == nullptr) return;
   if (fillers->unfit) {
     cell.tested = false;
@@ -136,7 +140,7 @@ std::string cell_place(const DeterminismCell& cell) {
   if (cell.shape != DeterminismShape::batch) return "on a " + shape_text(cell.probe, cell.shape);
   const std::string shape = shape_text(cell.probe, cell.shape);
   const std::string level = "c=" + std::to_string(cell.level);
-  return cell.probe == ProbeKind::mixed ? shape + " at " + level
+  return probe_uses_fillers(cell.probe) ? shape + " at " + level
                                         : "at " + level + " (" + shape + ")";
 }
 

@@ -12,6 +12,7 @@ const char* to_string(ProbeKind kind) {
   case ProbeKind::mixed: return "mixed";
   case ProbeKind::prefix: return "prefix";
   case ProbeKind::long_prompt: return "long";
+  case ProbeKind::mixed_sampling: return "mixed-sampling";
   }
   return "sweep";
 }
@@ -21,9 +22,17 @@ Result<ProbeKind> parse_probe_kind(const std::string& text) {
   if (text == "mixed") return ProbeKind::mixed;
   if (text == "prefix") return ProbeKind::prefix;
   if (text == "long") return ProbeKind::long_prompt;
+  if (text == "mixed-sampling") return ProbeKind::mixed_sampling;
   return make_error(ErrorCode::usage,
-                    "unknown probe kind '" + text + "' (expected sweep, mixed, prefix or long)");
+                    "unknown probe kind '" + text +
+                        "' (expected sweep, mixed, mixed-sampling, prefix or long)");
 }
+
+bool probe_uses_fillers(ProbeKind kind) {
+  return kind == ProbeKind::mixed || kind == ProbeKind::mixed_sampling;
+}
+
+bool fillers_sampled(ProbeKind kind) { return kind == ProbeKind::mixed_sampling; }
 
 std::vector<int> deterministic_levels(int max_concurrency) {
   // 8 -> 9 and 32 -> 44 are where SGLang and vLLM were seen to break batch invariance; the
@@ -36,7 +45,7 @@ std::vector<int> deterministic_levels(int max_concurrency) {
 }
 
 std::vector<ProbeKind> deterministic_probes() {
-  return {ProbeKind::sweep, ProbeKind::mixed, ProbeKind::prefix};
+  return {ProbeKind::sweep, ProbeKind::mixed, ProbeKind::mixed_sampling, ProbeKind::prefix};
 }
 
 std::size_t Plan::size() const {

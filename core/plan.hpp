@@ -11,10 +11,20 @@
 
 namespace llmrepro::core {
 
-enum class ProbeKind { sweep, mixed, prefix, long_prompt };
+// mixed_sampling: the mixed probe's greedy requests beside fillers sent with sampling on
+// (probe_uses_fillers, fillers_sampled).
+enum class ProbeKind { sweep, mixed, prefix, long_prompt, mixed_sampling };
 
 const char* to_string(ProbeKind kind);
 Result<ProbeKind> parse_probe_kind(const std::string& text);
+
+// Whether waves of `kind` keep filler requests in flight beside their audited ones: mixed and
+// mixed_sampling.
+bool probe_uses_fillers(ProbeKind kind);
+
+// Whether the fillers of `kind` are sent with sampling on (temperature 1, top_p 1, a seed per
+// filler): mixed_sampling only. Their completions are never judged either way.
+bool fillers_sampled(ProbeKind kind);
 
 // One logical request of the plan. Its identity (endpoint, prompt, concurrency, probe, repeat)
 // is unique within an audit, which is what lets --resume run exactly what is missing.
@@ -42,8 +52,8 @@ struct Wave {
 // those at most `max_concurrency`. Empty when max_concurrency < 1.
 std::vector<int> deterministic_levels(int max_concurrency);
 
-// The probe kinds of `--profile deterministic`: sweep, mixed (filler traffic) and prefix (cold
-// after a flush, warm after priming).
+// The probe kinds of `--profile deterministic`: sweep, mixed (filler traffic), mixed_sampling
+// (sampled filler traffic) and prefix (cold after a flush, warm after priming).
 std::vector<ProbeKind> deterministic_probes();
 
 struct PlanConfig {

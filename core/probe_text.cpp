@@ -52,7 +52,8 @@ std::string filler_words(int words, std::uint64_t seed) {
 Prompt probe_prompt(const Prompt& prompt, ProbeKind probe) {
   switch (probe) {
   case ProbeKind::sweep:
-  case ProbeKind::mixed: return prompt;
+  case ProbeKind::mixed:
+  case ProbeKind::mixed_sampling: return prompt;
   case ProbeKind::prefix: return with_preamble(prompt, prefix_text());
   case ProbeKind::long_prompt: return with_preamble(prompt, long_context(k_long_context_words));
   }

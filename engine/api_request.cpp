@@ -212,14 +212,15 @@ ApiRequest parse_api_request(const std::string& body, ApiKind kind) {
   if (document.contains("temperature")) {
     const json& temperature = document["temperature"];
     if (!temperature.is_number()) fail("temperature", "'temperature' must be a number");
-    if (temperature.get<double>() != 0.0)
-      fail("temperature", "'temperature' must be 0: this engine only decodes greedily");
+    request.temperature = temperature.get<double>();
+    if (!(request.temperature >= 0.0 && request.temperature <= 2.0))
+      fail("temperature", "'temperature' must be between 0 and 2");
   }
   if (document.contains("top_p")) {
     const json& top_p = document["top_p"];
     if (!top_p.is_number()) fail("top_p", "'top_p' must be a number");
     if (top_p.get<double>() != 1.0)
-      fail("top_p", "'top_p' must be 1: this engine only decodes greedily");
+      fail("top_p", "'top_p' must be 1: this engine samples from the whole distribution");
   }
   if (document.contains("n"))
     (void)bounded_int(document["n"], "n", 1, 1,

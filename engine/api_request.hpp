@@ -49,6 +49,9 @@ struct ApiRequest {
   bool stream = false;
   bool include_usage = false;
   std::optional<long long> seed;
+  // 0: greedy decoding. Above 0 (at most 2, OpenAI's range) each token is drawn from the
+  // distribution at this temperature with a generator seeded by `seed` (0 without one).
+  double temperature = 0.0;
 };
 
 // Parses a POST /v1/completions or /v1/chat/completions body. Throws ApiError (400).

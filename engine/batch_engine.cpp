@@ -1,6 +1,7 @@
 #include "engine/batch_engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace llmrepro::engine {
 
@@ -23,9 +24,45 @@ void BatchEngine::admit(std::shared_ptr<Generation> generation) {
         m_prefix_cache.lookup(sequence.tokens, sequence.prompt_length - 1, sequence.cache);
     generation->set_cached_tokens(sequence.computed);
   }
+  sequence.sampler = core::SplitMix64(generation->request().seed);
   sequence.generation = std::move(generation);
   m_active.push_back(std::move(sequence));
 }
+
+namespace {
+
+// A token drawn from softmax(logits / temperature) (BatchEngine's "Sampling"), with its
+// logprob at temperature 1 taken from the model's greedy choice of the same row.
+TokenChoice sampled_choice(const TokenChoice& greedy, const std::vector<float>& logits,
+                           double temperature, core::SplitMix64& sampler) {
+  const double max = static_cast<double>(*std::max_element(logits.begin(), logits.end()));
+  const auto weight = [&](float logit) {
+    return std::exp((static_cast<double>(logit) - max) / temperature);
+  };
+  double total = 0.0;
+  for (const float logit : logits) total += weight(logit);
+  const double target = sampler.uniform() * total;
+  std::size_t token = logits.size() - 1;
+  double running = 0.0;
+  for (std::size_t j = 0; j < logits.size(); ++j) {
+    running += weight(logits[j]);
+    if (running > target) {
+      token = j;
+      break;
+    }
+  }
+  TokenChoice choice = greedy;
+  choice.token = static_cast<int>(token);
+  // A candidate's own logprob where the token is one; else the same log-softmax from its logit.
+  const auto candidate = std::find_if(greedy.top.begin(), greedy.top.end(),
+                                      [&](const auto& each) { return each.token == choice.token; });
+  const float log_normaliser = logits[static_cast<std::size_t>(greedy.token)] - greedy.logprob;
+  choice.logprob =
+      candidate != greedy.top.end() ? candidate->logprob : logits[token] - log_normaliser;
+  return choice;
+}
+
+} // namespace
 
 StepStats BatchEngine::step() {
   StepStats stats;
@@ -57,7 +94,12 @@ StepStats BatchEngine::step() {
     stats.rows += count;
   }
   stats.sequences = items.size();
-  const std::vector<TokenChoice> choices = m_model.step(items, m_policy, m_pool);
+  const bool sampling = std::any_of(m_active.begin(), m_active.end(), [](const Sequence& each) {
+    return each.generation->request().temperature > 0.0;
+  });
+  std::vector<std::vector<float>> logits;
+  const std::vector<TokenChoice> choices =
+      m_model.step(items, m_policy, m_pool, sampling ? &logits : nullptr);
 
   std::size_t next_choice = 0;
   for (std::size_t i = 0; i < m_active.size(); ++i) {
@@ -68,7 +110,12 @@ StepStats BatchEngine::step() {
       sequence.cached = true;
     }
     if (!items[i].wants_logits) continue;
-    const TokenChoice& choice = choices[next_choice++];
+    const double temperature = sequence.generation->request().temperature;
+    const TokenChoice choice = temperature > 0.0
+                                   ? sampled_choice(choices[next_choice], logits[next_choice],
+                                                    temperature, sequence.sampler)
+                                   : choices[next_choice];
+    ++next_choice;
     sequence.generation->push(choice);
     sequence.tokens.push_back(choice.token);
     ++sequence.generated;

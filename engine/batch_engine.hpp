@@ -2,6 +2,13 @@
 // forward step over every active sequence (prefill chunks and decode rows together), hands out
 // the new tokens and retires finished sequences. Driven step by step, it is fully
 // deterministic: the same sequence of add() and step() calls gives the same bits.
+//
+// Sampling: a greedy sequence takes the model's choice; a sequence whose request has a
+// temperature T > 0 draws each token from softmax(logits / T) (the step's bf16 logits, weights
+// exp((l - max) / T) in double, summed in vocabulary order) with its own SplitMix64 seeded by the
+// request's seed: u = uniform() times the total, the first token whose running sum exceeds u.
+// The token's reported logprob is its log-softmax at temperature 1, as for greedy tokens (its
+// candidate's own where it is one), and its candidates are the model's top ones.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/random.hpp"
 #include "engine/generation.hpp"
 #include "engine/kernel_policy.hpp"
 #include "engine/model.hpp"
@@ -61,6 +69,7 @@ private:
     std::size_t generated = 0;
     bool cached = false;
     KvCache cache;
+    core::SplitMix64 sampler{0}; // draws the tokens of a sampled request (seeded at admission)
   };
 
   void admit(std::shared_ptr<Generation> generation);

@@ -241,7 +241,8 @@ struct EngineServer::Impl {
     response.prompt_tokens = prompt.size();
     response.prompt_chars = request.prompt.size();
 
-    auto submitted = scheduler.submit({std::move(prompt), request.max_tokens});
+    auto submitted = scheduler.submit({std::move(prompt), request.max_tokens, request.temperature,
+                                       static_cast<std::uint64_t>(request.seed.value_or(0))});
     if (!submitted)
       throw ApiError(503, submitted.error().message, "", "server_error", "queue_full");
     std::shared_ptr<Generation> generation = std::move(submitted.value());

@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -15,6 +16,9 @@ namespace llmrepro::engine {
 struct GenerationRequest {
   std::vector<int> prompt;
   std::size_t max_tokens = 16;
+  // 0: greedy. Above 0: each token drawn at this temperature (BatchEngine, "Sampling").
+  double temperature = 0.0;
+  std::uint64_t seed = 0; // the sampling generator's seed
 };
 
 class Generation {

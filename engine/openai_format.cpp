@@ -46,8 +46,8 @@ json chat_logprob(const Vocabulary& vocabulary, const TokenChoice& choice, std::
 }
 
 // choices[].logprobs of the legacy API: parallel tokens / token_logprobs / top_logprobs /
-// text_offset lists; each top_logprobs map holds the top max(k, 1) tokens (the sampled token is
-// the first of them, and the spec allows up to k + 1).
+// text_offset lists; each top_logprobs map holds the top max(k, 1) tokens (a greedy token is
+// the first of them, and the spec allows up to k + 1; a sampled one may be none of them).
 json legacy_logprobs(const Vocabulary& vocabulary, const std::vector<TokenChoice>& tokens,
                      std::size_t top, std::size_t offset) {
   json result{{"tokens", json::array()},

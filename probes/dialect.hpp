@@ -74,6 +74,9 @@ struct GenerationParams {
   // llamacpp only: `"cache_prompt": false`, the prompt cache left out of this request (the
   // prefix probe's cold trials: llama.cpp has no cache flush route).
   bool bypass_prompt_cache = false;
+  // Sampling on (the mixed-sampling probe's fillers): temperature 1 and top_p 1 instead of
+  // greedy decoding, with `seed` where the API takes one. Never set for an audited request.
+  bool sampled = false;
 };
 
 // The HTTP request to send: POST `path` (appended to the base URL) with a JSON `body`.
@@ -82,9 +85,9 @@ struct DialectRequest {
   std::string body;
 };
 
-// Builds the request for one prompt: temperature 0, logprobs with top_logprobs candidates
-// where the API has them, the seed where accepted, max_tokens (from the prompt when it sets one,
-// else params).
+// Builds the request for one prompt: temperature 0 (1, with top_p 1, where params.sampled),
+// logprobs with top_logprobs candidates where the API has them, the seed where accepted, max_tokens
+// (from the prompt when it sets one, else params).
 DialectRequest build_request(Dialect dialect, const core::Prompt& prompt,
                              const GenerationParams& params);
 

@@ -139,7 +139,9 @@ DialectRequest build_anthropic_request(const core::Prompt& prompt, const Generat
   }
   body["messages"] = std::move(messages);
   body["max_tokens"] = effective_max_tokens(prompt, params);
-  body["temperature"] = 0.0;
+  // Sampled requests send temperature 1 alone: newer Claude models refuse temperature and top_p
+  // together, and top_p 1 is the default anyway.
+  body["temperature"] = params.sampled ? 1.0 : 0.0;
   if (params.stream) body["stream"] = true;
   return {"/v1/messages", dump_body(body)};
 }

@@ -203,7 +203,8 @@ DialectRequest build_gemini_request(const core::Prompt& prompt, const Generation
   }
   body["contents"] = std::move(contents);
   Json config;
-  config["temperature"] = 0.0;
+  config["temperature"] = params.sampled ? 1.0 : 0.0;
+  if (params.sampled) config["topP"] = 1.0;
   config["maxOutputTokens"] = effective_max_tokens(prompt, params);
   config["responseLogprobs"] = true;
   config["logprobs"] = params.top_logprobs;

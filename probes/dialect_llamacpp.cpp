@@ -188,7 +188,8 @@ DialectRequest build_llamacpp_request(const core::Prompt& prompt, const Generati
   body["prompt"] = prompt_as_text(prompt);
   body["n_predict"] = effective_max_tokens(prompt, params);
   body["n_probs"] = params.top_logprobs;
-  body["temperature"] = 0.0;
+  body["temperature"] = params.sampled ? 1.0 : 0.0;
+  if (params.sampled) body["top_p"] = 1.0;
   body["seed"] = params.seed;
   body["stream"] = params.stream;
   // A router (llama-server without -m) proxies /completion to the child serving `model` and

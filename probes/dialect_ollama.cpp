@@ -114,9 +114,10 @@ DialectRequest build_ollama_request(const core::Prompt& prompt, const Generation
     body["prompt"] = *prompt.text;
     path = "/api/generate";
   }
-  body["options"] = Json{{"temperature", 0.0},
+  body["options"] = Json{{"temperature", params.sampled ? 1.0 : 0.0},
                          {"seed", params.seed},
                          {"num_predict", effective_max_tokens(prompt, params)}};
+  if (params.sampled) body["options"]["top_p"] = 1.0;
   body["logprobs"] = true;
   body["top_logprobs"] = params.top_logprobs;
   body["stream"] = params.stream;

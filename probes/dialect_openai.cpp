@@ -37,7 +37,8 @@ namespace {
 void add_common_fields(Json& body, const core::Prompt& prompt, const GenerationParams& params,
                        const char* max_tokens_key = "max_tokens") {
   if (!params.model.empty()) body["model"] = params.model;
-  body["temperature"] = 0.0;
+  body["temperature"] = params.sampled ? 1.0 : 0.0;
+  if (params.sampled) body["top_p"] = 1.0;
   body[max_tokens_key] = effective_max_tokens(prompt, params);
   body["seed"] = params.seed;
   body["stream"] = params.stream;

@@ -197,7 +197,8 @@ DialectRequest build_openai_responses_request(const core::Prompt& prompt,
       input.push_back(Json{{"role", message.role}, {"content", message.content}});
     body["input"] = std::move(input);
   }
-  body["temperature"] = 0.0;
+  body["temperature"] = params.sampled ? 1.0 : 0.0;
+  if (params.sampled) body["top_p"] = 1.0;
   body["max_output_tokens"] = effective_max_tokens(prompt, params);
   body["top_logprobs"] = params.top_logprobs;
   body["include"] = Json::array({"message.output_text.logprobs"});

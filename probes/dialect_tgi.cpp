@@ -97,9 +97,12 @@ core::Completion parse_stream(std::string_view body) {
 DialectRequest build_tgi_request(const core::Prompt& prompt, const GenerationParams& params) {
   Json parameters{{"details", true},
                   {"top_n_tokens", params.top_logprobs},
-                  {"do_sample", false},
+                  {"do_sample", params.sampled},
                   {"max_new_tokens", effective_max_tokens(prompt, params)},
                   {"seed", params.seed}};
+  // Sampled: do_sample with temperature 1; TGI refuses top_p 1 (it must lie below 1), and
+  // leaving it out is top_p 1.
+  if (params.sampled) parameters["temperature"] = 1.0;
   Json body{{"inputs", prompt_as_text(prompt)}, {"parameters", std::move(parameters)}};
   return {params.stream ? "/generate_stream" : "/generate", dump_body(body)};
 }

@@ -23,18 +23,26 @@ core::SizedPrompt sized_filler(const EndpointTarget& target, const SchedulerConf
 namespace {
 
 HttpRequest request_of(const EndpointTarget& target, const SchedulerConfig& config,
-                       const core::SizedPrompt& filler) {
+                       const core::SizedPrompt& filler, std::uint64_t index, bool sampled) {
   GenerationParams params = params_for(target, config);
   params.max_tokens = filler.max_tokens;
   params.stream = false;
+  if (sampled) {
+    params.sampled = true;
+    params.seed = filler_seed(config, index);
+  }
   return generation_request(target, config, filler.prompt, params);
 }
 
 } // namespace
 
+std::uint64_t filler_seed(const SchedulerConfig& config, std::uint64_t index) {
+  return config.params.seed + 1 + index;
+}
+
 HttpRequest filler_request(const EndpointTarget& target, const SchedulerConfig& config,
-                           std::uint64_t index) {
-  return request_of(target, config, sized_filler(target, config, index));
+                           std::uint64_t index, bool sampled) {
+  return request_of(target, config, sized_filler(target, config, index), index, sampled);
 }
 
 bool filler_refused(const HttpResponse& response) {
@@ -44,12 +52,12 @@ bool filler_refused(const HttpResponse& response) {
 }
 
 void FillerTraffic::top_up(HttpTransport& transport, const EndpointTarget& target,
-                           std::size_t count, int level, core::ProbeActivity& activity,
-                           core::BudgetLedger* budget) {
+                           std::size_t count, int level, bool sampled,
+                           core::ProbeActivity& activity, core::BudgetLedger* budget) {
   while (m_in_flight.size() < count) {
     const core::SizedPrompt filler = sized_filler(target, m_config, m_next_index);
     if (!filler.fits) {
-      core::filler_level(activity, level).unfit = true;
+      core::filler_level(activity, level, sampled).unfit = true;
       return;
     }
     std::optional<core::BudgetLedger::Ticket> ticket;
@@ -58,11 +66,12 @@ void FillerTraffic::top_up(HttpTransport& transport, const EndpointTarget& targe
       ticket = budget->try_start(bound);
       if (!ticket) return;
     }
-    ++m_next_index;
-    m_in_flight.emplace(transport.submit(request_of(target, m_config, filler)),
-                        InFlight{ticket, level});
+    const std::uint64_t index = m_next_index++;
+    m_in_flight.emplace(transport.submit(request_of(target, m_config, filler, index, sampled)),
+                        InFlight{ticket, level, sampled});
     ++activity.filler_sent;
-    core::FillerLevel& counts = core::filler_level(activity, level);
+    if (sampled) ++activity.sampled_filler_sent;
+    core::FillerLevel& counts = core::filler_level(activity, level, sampled);
     ++counts.sent;
     if (filler.shortened) ++counts.shortened;
   }
@@ -75,13 +84,16 @@ bool FillerTraffic::take(const HttpTransport::Finished& finished, core::ProbeAct
   if (budget != nullptr && found->second.ticket)
     budget->settle(*found->second.ticket, std::nullopt);
   const int level = found->second.level;
+  const bool sampled = found->second.sampled;
   m_in_flight.erase(found);
   const HttpResponse& response = finished.response;
   if (response.failure != TransportFailure::none || response.http_status < 200 ||
-      response.http_status >= 300)
+      response.http_status >= 300) {
     ++activity.filler_failed;
+    if (sampled) ++activity.sampled_filler_failed;
+  }
   if (filler_refused(response)) {
-    core::FillerLevel& counts = core::filler_level(activity, level);
+    core::FillerLevel& counts = core::filler_level(activity, level, sampled);
     if (counts.refused++ == 0)
       counts.refusal = core::server_text("HTTP " + std::to_string(response.http_status) + ": " +
                                          describe_error_body(response.body));

@@ -128,7 +128,7 @@ struct WaveState {
   std::deque<const core::PlannedRequest*> queue;
   bool serial_prefix = false;   // the prefix probe: one request at a time, with its side traffic
   std::size_t concurrency = 1;  // slots
-  std::size_t filler_count = 0; // fillers kept in flight (the mixed probe)
+  std::size_t filler_count = 0; // fillers kept in flight (the mixed and mixed-sampling probes)
   std::vector<Slot> slots;
 };
 
@@ -157,7 +157,7 @@ public:
     state.serial_prefix = wave.probe == core::ProbeKind::prefix;
     state.concurrency =
         state.serial_prefix ? 1 : static_cast<std::size_t>(std::max(1, wave.concurrency));
-    state.filler_count = wave.probe == core::ProbeKind::mixed ? state.concurrency : 0;
+    state.filler_count = core::probe_uses_fillers(wave.probe) ? state.concurrency : 0;
     state.slots.reserve(state.concurrency);
     m_progress.concurrency = wave.concurrency;
     report_progress();
@@ -172,7 +172,7 @@ public:
       const bool audited_active = !state.slots.empty() || (!state.queue.empty() && !draining);
       if (audited_active && !draining)
         m_fillers.top_up(m_transport, state.target, state.filler_count, wave.concurrency,
-                         state.activity, m_budget);
+                         core::fillers_sampled(wave.probe), state.activity, m_budget);
       if (state.slots.empty() && (state.queue.empty() || draining) && m_fillers.empty()) break;
 
       // What was reserved since the last poll is charged durably before it goes on the wire.

@@ -116,6 +116,8 @@ struct RunPlanInputs {
 //   retried or judged beyond counting failures (per level: core::FillerLevel), and the wave ends
 //   when its last filler returns; where the target names its context per slot, each filler is
 //   first cut to fit it (core::sized_filler), and one that cannot fit is not sent;
+// - mixed-sampling waves do the same with their fillers sent with sampling on (temperature 1,
+//   top_p 1, seed detail::filler_seed), counted apart (core::FillerLevel::sampled);
 // - long waves send their prompts with the long context cut to fit the target's context per slot
 //   (core::sized_long_prompt), counted in activity.long_shortened;
 // - prefix waves run their requests one at a time: before a warm trial (prefix_trial_is_warm) a

@@ -42,10 +42,11 @@ std::string summary_line(const core::AuditSummary& summary, int distinct) {
 std::string activity_line(const core::AuditData* data, core::ProbeKind probe) {
   if (data == nullptr || data->probe_activity.empty()) return {};
   const core::ProbeActivity& a = data->probe_activity.front();
-  if (probe == core::ProbeKind::mixed)
-    return fmt::format("<p class=\"muted activity\">Filler requests beside the audited ones: {} "
+  if (core::probe_uses_fillers(probe))
+    return fmt::format("<p class=\"muted activity\">{} requests beside the audited ones: {} "
                        "sent, {} failed (never recorded or analysed).</p>",
-                       a.filler_sent, a.filler_failed);
+                       core::fillers_sampled(probe) ? "Sampled filler (temperature 1)" : "Filler",
+                       core::fillers_sent(a, probe), core::fillers_failed(a, probe));
   if (probe != core::ProbeKind::prefix) return {};
   std::string flush =
       a.cold_per_request ? std::string("cold trials with the prompt cache off per request "

@@ -458,17 +458,19 @@ Json activity_json(const core::AuditData& data, core::ProbeKind probe) {
   if (data.probe_activity.empty()) return nullptr;
   const core::ProbeActivity& activity = data.probe_activity.front();
   switch (probe) {
-  case core::ProbeKind::mixed: {
+  case core::ProbeKind::mixed:
+  case core::ProbeKind::mixed_sampling: {
     Json levels = Json::array();
     for (const core::FillerLevel& level : activity.filler_levels)
-      levels.push_back({{"level", level.level},
-                        {"sent", level.sent},
-                        {"refused", level.refused},
-                        {"shortened", level.shortened},
-                        {"unfit", level.unfit},
-                        {"refusal", level.refused > 0 ? Json(level.refusal) : Json(nullptr)}});
-    return {{"filler_sent", activity.filler_sent},
-            {"filler_failed", activity.filler_failed},
+      if (level.sampled == core::fillers_sampled(probe))
+        levels.push_back({{"level", level.level},
+                          {"sent", level.sent},
+                          {"refused", level.refused},
+                          {"shortened", level.shortened},
+                          {"unfit", level.unfit},
+                          {"refusal", level.refused > 0 ? Json(level.refusal) : Json(nullptr)}});
+    return {{"filler_sent", core::fillers_sent(activity, probe)},
+            {"filler_failed", core::fillers_failed(activity, probe)},
             {"filler_levels", levels}};
   }
   case core::ProbeKind::long_prompt:

@@ -364,9 +364,12 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
           extra += data.probe_activity.front().flush_route.empty()
                        ? "   (no cold mode: no cache flush available)"
                        : "   (flushed via " + data.probe_activity.front().flush_route + ")";
-      } else if (probe.probe == core::ProbeKind::mixed && !data.probe_activity.empty()) {
-        extra = fmt::format("   filler {} sent, {} failed", data.probe_activity.front().filler_sent,
-                            data.probe_activity.front().filler_failed);
+      } else if (core::probe_uses_fillers(probe.probe) && !data.probe_activity.empty()) {
+        const core::ProbeActivity& activity = data.probe_activity.front();
+        extra = fmt::format("   {} {} sent, {} failed",
+                            core::fillers_sampled(probe.probe) ? "sampled filler" : "filler",
+                            core::fillers_sent(activity, probe.probe),
+                            core::fillers_failed(activity, probe.probe));
       }
       line(fmt::format("probe {:<6} unstable {} of {}{}   bitwise {}   max drift {}   TARr {}{}",
                        core::to_string(probe.probe), s.unstable_prompts, s.prompts,

@@ -415,6 +415,7 @@ Json filler_levels_json(const std::vector<core::FillerLevel>& levels) {
   Json out = Json::array();
   for (const core::FillerLevel& level : levels)
     out.push_back({{"level", level.level},
+                   {"sampled", level.sampled},
                    {"sent", level.sent},
                    {"refused", level.refused},
                    {"shortened", level.shortened},
@@ -450,6 +451,12 @@ Result<std::vector<core::FillerLevel>> decode_filler_levels(const Json& json,
                                    "required");
     level.unfit = unfit->get<bool>();
     level.refusal = refusal->get<std::string>();
+    // Stored since the mixed-sampling probe; absent in older audits, whose fillers were greedy.
+    if (const auto sampled = item.find("sampled"); sampled != item.end()) {
+      if (!sampled->is_boolean())
+        return core::make_error(ErrorCode::input, at + ": field 'sampled' must be a boolean");
+      level.sampled = sampled->get<bool>();
+    }
     levels.push_back(std::move(level));
   }
   return levels;
@@ -462,6 +469,8 @@ std::string encode_probe_activity(const std::vector<core::ProbeActivity>& activi
   for (const auto& a : activity)
     out.push_back({{"filler_sent", a.filler_sent},
                    {"filler_failed", a.filler_failed},
+                   {"sampled_filler_sent", a.sampled_filler_sent},
+                   {"sampled_filler_failed", a.sampled_filler_failed},
                    {"primes_sent", a.primes_sent},
                    {"primes_failed", a.primes_failed},
                    {"flushes_sent", a.flushes_sent},
@@ -517,8 +526,12 @@ Result<std::vector<core::ProbeActivity>> decode_probe_activity(const std::string
     // older audits, which counted none.
     if (const auto levels = item.find("filler_levels"); levels != item.end())
       LLMREPRO_TRY_ASSIGN(a.filler_levels, decode_filler_levels(*levels, where));
+    // The sampled fillers' counts are stored since the mixed-sampling probe, the long probe's
+    // since it was sized; absent in older audits, which sent none.
     for (auto [name, field] : {std::pair{"long_shortened", &a.long_shortened},
-                               {"long_context_words_min", &a.long_context_words_min}})
+                               {"long_context_words_min", &a.long_context_words_min},
+                               {"sampled_filler_sent", &a.sampled_filler_sent},
+                               {"sampled_filler_failed", &a.sampled_filler_failed}})
       if (item.contains(name)) LLMREPRO_TRY(integer(name, *field));
     activity.push_back(std::move(a));
   }

@@ -81,9 +81,14 @@ Script:
 variants: {"entries": [entry, ...],       what the prompt gets otherwise
            "busy": [entry, ...],          when another completion request was open at any time
                                           between its arrival and its answer (filler drift)
+           "sampled_busy": [entry, ...],  when a sampled completion request (a temperature
+                                          above 0, or TGI's do_sample, in the dialect's place)
+                                          was open at any time between its arrival and its
+                                          answer: an engine whose sampler choice per batch
+                                          moves the greedy rows beside it
            "cold": [entry, ...],          when it is the first completion request after a flush
            "hold_ms": N}                  how long it stays open before the choice is made
-  Each list has its own cursor; "cold" is chosen before "busy". A flush route answers 200
+  Each list has its own cursor; "cold" is chosen before "sampled_busy", and that before "busy". A flush route answers 200
   "Cache flushed." (as SGLang does), is counted and logged with outcome "flush", and is never
   counted as a request in flight.
 entry: {"tokens": [token, ...], "finish_reason": "length"|"stop",
@@ -462,10 +467,11 @@ def parse_entries(entries, where):
 def parse_variants(raw, where):
     """A prompt's entries: a list, or an object of variants (see the module docstring)."""
     if isinstance(raw, list):
-        return {"entries": parse_entries(raw, where), "busy": None, "cold": None, "hold_ms": 0}
+        return {"entries": parse_entries(raw, where), "busy": None, "sampled_busy": None,
+                "cold": None, "hold_ms": 0}
     if not isinstance(raw, dict):
         raise ScriptError(f"script: {where} must be a list of entries or an object of variants")
-    unknown = set(raw) - {"entries", "busy", "cold", "hold_ms"}
+    unknown = set(raw) - {"entries", "busy", "sampled_busy", "cold", "hold_ms"}
     if unknown:
         raise ScriptError(f"script: {where}: unknown fields {sorted(unknown)}")
     hold = raw.get("hold_ms", 0)
@@ -473,7 +479,7 @@ def parse_variants(raw, where):
         raise ScriptError(f"script: {where}: 'hold_ms' must be a non-negative integer")
     variants = {"entries": parse_entries(raw.get("entries"), f"{where} 'entries'"),
                 "hold_ms": hold}
-    for name in ("busy", "cold"):
+    for name in ("busy", "sampled_busy", "cold"):
         variants[name] = parse_entries(raw[name], f"{where} {name!r}") if name in raw else None
     return variants
 
@@ -561,6 +567,24 @@ def prompt_of(body):
     return None
 
 
+def body_samples(body):
+    """Whether a completion body asks for sampling: a temperature above 0 where its dialect puts
+    one (top level; Ollama's options, SGLang's sampling_params, Gemini's generationConfig, TGI's
+    parameters), or TGI's do_sample."""
+    places = [body] + [body.get(k) for k in ("options", "sampling_params", "generationConfig",
+                                             "parameters")]
+    for place in places:
+        if not isinstance(place, dict):
+            continue
+        temperature = place.get("temperature")
+        if isinstance(temperature, (int, float)) and not isinstance(temperature, bool) \
+                and temperature > 0:
+            return True
+        if place is body.get("parameters") and place.get("do_sample") is True:
+            return True
+    return False
+
+
 class State:
     """The script, the per-prompt cursors and the request log, shared by handler threads."""
 
@@ -571,7 +595,8 @@ class State:
         self.cursors = {}
         self.counter = 0
         self.in_flight = 0  # completion POSTs being answered now
-        self.open = []  # per open completion POST: {"overlapped": bool}
+        # Per open completion POST: {"overlapped": bool, "sampled": bool, "beside_sampled": bool}.
+        self.open = []
         self.flushes = 0
         self.flushed = False  # a flush came after the last completion request
         self.log = open(log_path, "a", encoding="utf-8") if log_path else None
@@ -603,12 +628,21 @@ class State:
     def open_request(self):
         """Registers a completion POST as open; returns (its flight, whether it follows a flush)."""
         with self.lock:
-            flight = {"overlapped": bool(self.open)}
+            flight = {"overlapped": bool(self.open), "sampled": False,
+                      "beside_sampled": any(other["sampled"] for other in self.open)}
             for other in self.open:
                 other["overlapped"] = True
             self.open.append(flight)
             after_flush, self.flushed = self.flushed, False
             return flight, after_flush
+
+    def mark_sampled(self, flight):
+        """The open request `flight` samples: every request open beside it saw a sampled one."""
+        with self.lock:
+            flight["sampled"] = True
+            for other in self.open:
+                if other is not flight:
+                    other["beside_sampled"] = True
 
     def close_request(self, flight):
         with self.lock:
@@ -1688,6 +1722,9 @@ class Handler(BaseHTTPRequestHandler):
             return "cold"
         with self.state.lock:
             overlapped = self.flight["overlapped"]
+            beside_sampled = self.flight["beside_sampled"]
+        if beside_sampled and variants["sampled_busy"]:
+            return "sampled_busy"
         return "busy" if overlapped and variants["busy"] else "entries"
 
     def answer_post(self):
@@ -1705,6 +1742,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(400, error_body(dialect, 400, "request body is not a JSON object",
                                            "invalid_request_error"))
             return
+        if body_samples(body):
+            self.state.mark_sampled(self.flight)
         if dialect in ("llamacpp", "llamacpp-old") and body.get("cache_prompt") is False:
             # llama-server leaves its prompt cache out of this request: as cold as after a flush.
             self.after_flush = True

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Scenario: `llmrepro audit --profile deterministic` against the embedded reference engine. With
 --engine-batch-invariant every prompt is bit-identical on every level and probe kind (cold and
-warm prefix cache, filler traffic across 256 tokens) and the audit passes; the default engine
+warm prefix cache, filler traffic across 256 tokens, greedy and sampled: the engine samples the
+mixed-sampling probe's fillers at temperature 1) and the audit passes; the default engine
 fails, and the report names the first level above 1 where the claim broke and what broke there.
 --max-concurrency caps the profile's levels, and --resume compares it with the stored ones; a bad
 --max-concurrency, an unknown --profile and --concurrency or --probe beside the profile exit 2
@@ -45,11 +46,16 @@ class ProfileDeterministic(h.E2ETestCase):
         config = report["config"]
         self.assertEqual(config["profile"], "deterministic")
         self.assertEqual(config["concurrency"], [1, 2, 8, 9, 16])
-        self.assertEqual(config["probes"], ["sweep", "mixed", "prefix"])
+        self.assertEqual(config["probes"], ["sweep", "mixed", "mixed-sampling", "prefix"])
         self.assertEqual(config["gates"]["max_unique"], 1)
         self.assertEqual(config["gates"]["max_logprob_drift"], 0)
         probes = {probe["probe"]: probe for probe in report["probes"]}
         self.assertGreater(probes["mixed"]["activity"]["filler_sent"], 0)
+        # The engine samples the mixed-sampling probe's fillers rather than refusing them.
+        sampled = probes["mixed-sampling"]["activity"]
+        self.assertGreater(sampled["filler_sent"], 0)
+        self.assertEqual(sampled["filler_failed"], 0)
+        self.assertEqual([level["refused"] for level in sampled["filler_levels"]], [0] * 5)
         self.assertGreater(probes["prefix"]["activity"]["flushes_sent"], 0)
         self.assertEqual(probes["prefix"]["activity"]["flush_route"], "/flush_cache")
 
@@ -67,7 +73,10 @@ class ProfileDeterministic(h.E2ETestCase):
                                  ("sweep", 16, "batch"), ("prefix", 1, "cold"),
                                  ("prefix", 1, "warm"), ("mixed", 1, "batch"),
                                  ("mixed", 2, "batch"), ("mixed", 8, "batch"),
-                                 ("mixed", 9, "batch"), ("mixed", 16, "batch")])
+                                 ("mixed", 9, "batch"), ("mixed", 16, "batch"),
+                                 ("mixed-sampling", 1, "batch"), ("mixed-sampling", 2, "batch"),
+                                 ("mixed-sampling", 8, "batch"), ("mixed-sampling", 9, "batch"),
+                                 ("mixed-sampling", 16, "batch")])
         for cell in determinism["cells"]:
             self.assertEqual(cell["prompts"], PROMPTS, cell)
             self.assertEqual((cell["token_breaks"], cell["logprob_breaks"], cell["max_drift"]),

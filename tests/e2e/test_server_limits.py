@@ -9,7 +9,8 @@ tokens) exceeds the available context size (256 tokens), try increasing it"
   most 256), the server refuses none, the claim holds, and the coverage line lists every cell
   that ran with the fillers it shortened. The long probe's 480-word context is cut to fit too.
 - Its /props names 4096 tokens per slot while it refuses at 256: the fillers above 256 words are
-  refused, and the mixed cells are "not tested", naming how many fillers of how many were
+  refused, and the mixed and mixed-sampling cells are "not tested" (each counting its own
+  fillers), naming how many fillers of how many were
   refused and the server's own words, never "held"; the determinism gate cannot judge the
   claim, and the verdict is an error (exit 3), not a failure."""
 
@@ -39,14 +40,16 @@ def script(**extra):
             "prompts": {p["prompt"]: [ANSWER] for p in PROMPTS}, **extra}
 
 
-def fillers(endpoint):
-    """The filler requests the endpoint received (bodies), refused or answered."""
+def fillers(endpoint, sampled=False):
+    """The filler requests the endpoint received (bodies), refused or answered: the mixed
+    probe's greedy ones, or (`sampled`) the mixed-sampling probe's, sent at temperature 1."""
     bodies = []
     for item in endpoint.posts():
         body = json.loads(item["body"])
         if body["prompt"].endswith(("one?", "two?")) or "Say ok." in body["prompt"]:
             continue
-        bodies.append((body, item["outcome"]))
+        if (body["temperature"] == 1.0) == sampled:
+            bodies.append((body, item["outcome"]))
     return bodies
 
 
@@ -60,29 +63,34 @@ class ServerLimits(h.E2ETestCase):
         endpoint = self.start_endpoint(script(n_ctx=256, total_slots=8), "llamacpp")
         run, report, paths = self.audit(endpoint, "sized", PROFILE)
         self.assert_exit(run, 0)
-        sent = fillers(endpoint)
-        self.assertGreaterEqual(len(sent), 3)
-        for body, outcome in sent:
-            self.assertEqual(outcome, "completion", body["prompt"][:40])
-            # Sized by its bound: 64 + (bytes + 64) + n_predict tokens at most 256.
-            self.assertLessEqual(128 + len(body["prompt"].encode()) + body["n_predict"], 256)
-        mixed = {p["probe"]: p for p in report["probes"]}["mixed"]["activity"]
-        levels = {level["level"]: level for level in mixed["filler_levels"]}
-        self.assertEqual(sorted(levels), [1, 2])
-        self.assertEqual(sum(level["sent"] for level in levels.values()), len(sent))
-        self.assertEqual(mixed["filler_sent"], len(sent))
-        self.assertEqual([level["refused"] for level in levels.values()], [0, 0])
-        # Filler 1 (odd-numbered: 300 to 480 words) is among them and cannot fit uncut.
-        shortened = sum(level["shortened"] for level in levels.values())
-        self.assertGreaterEqual(shortened, 1)
         determinism = report["summary"]["determinism"]
         self.assertEqual(determinism["line"], "determinism claim held on every level and probe")
         self.assertTrue(determinism["held"])
-        notes = [f"with filler traffic c={lvl}: {levels[lvl]['shortened']} of "
-                 f"{levels[lvl]['sent']} fillers shortened to fit the server's context per slot"
-                 for lvl in (1, 2) if levels[lvl]["shortened"] > 0]
+        notes = []
+        for probe, sampled, shape in (("mixed", False, "with filler traffic"),
+                                      ("mixed-sampling", True, "with sampled filler traffic")):
+            sent = fillers(endpoint, sampled)
+            self.assertGreaterEqual(len(sent), 3, probe)
+            for body, outcome in sent:
+                self.assertEqual(outcome, "completion", body["prompt"][:40])
+                # Sized by its bound: 64 + (bytes + 64) + n_predict tokens at most 256.
+                self.assertLessEqual(128 + len(body["prompt"].encode()) + body["n_predict"], 256)
+            activity = {p["probe"]: p for p in report["probes"]}[probe]["activity"]
+            levels = {level["level"]: level for level in activity["filler_levels"]}
+            self.assertEqual(sorted(levels), [1, 2], probe)
+            self.assertEqual(sum(level["sent"] for level in levels.values()), len(sent), probe)
+            self.assertEqual(activity["filler_sent"], len(sent), probe)
+            self.assertEqual([level["refused"] for level in levels.values()], [0, 0], probe)
+            # The mixed probe's filler 1 (odd-numbered: 300 to 480 words) cannot fit uncut; the
+            # sampled fillers' numbers follow, half of them odd.
+            shortened = sum(level["shortened"] for level in levels.values())
+            self.assertGreaterEqual(shortened, 1, probe)
+            notes += [f"{shape} c={lvl}: {levels[lvl]['shortened']} of {levels[lvl]['sent']} "
+                      "fillers shortened to fit the server's context per slot"
+                      for lvl in (1, 2) if levels[lvl]["shortened"] > 0]
         coverage = ("determinism coverage: ran sweep c=1,2; cold prefix cache; warm prefix cache; "
-                    "with filler traffic c=1,2. Sized to fit: " + "; ".join(notes))
+                    "with filler traffic c=1,2; with sampled filler traffic c=1,2. Sized to fit: "
+                    + "; ".join(notes))
         self.assertEqual(determinism["coverage"], coverage)
         self.assertIn(coverage, run.stdout)
         with open(paths["markdown"], encoding="utf-8") as f:
@@ -114,38 +122,41 @@ class ServerLimits(h.E2ETestCase):
         # /props says 4096 tokens per slot, but the server refuses at 256.
         endpoint = self.start_endpoint(script(n_ctx=4096, total_slots=1), "llamacpp")
         run, report, paths = self.audit(endpoint, "refused", PROFILE)
-        sent = fillers(endpoint)
-        refused = [body for body, outcome in sent if outcome == "context_refused"]
-        self.assertGreaterEqual(len(refused), 1)
-        for body in refused:
-            self.assertGreaterEqual(len(body["prompt"].split()), 256)
-        mixed = {p["probe"]: p for p in report["probes"]}["mixed"]["activity"]
-        levels = {level["level"]: level for level in mixed["filler_levels"]}
-        self.assertEqual(sum(level["refused"] for level in levels.values()), len(refused))
-        self.assertEqual(sum(level["sent"] for level in levels.values()), len(sent))
-        self.assertEqual(sum(level["shortened"] for level in levels.values()), 0)
         determinism = report["summary"]["determinism"]
         self.assertFalse(determinism["held"])
         self.assertIsNone(determinism["first_break"])
         cells = {(c["probe"], c["level"], c["shape"]): c for c in determinism["cells"]}
         untested = []
-        for level in (1, 2):
-            counts = levels[level]
-            cell = cells[("mixed", level, "batch")]
-            if counts["refused"] == 0:
-                self.assertTrue(cell["tested"], cell)
-                continue
-            self.assertRegex(counts["refusal"], REFUSAL)
-            reason = f"{counts['refused']} of {counts['sent']} fillers refused ({counts['refusal']})"
-            self.assertEqual((cell["tested"], cell["held"], cell["untested_reason"]),
-                             (False, False, reason))
-            untested.append((level, reason))
+        for probe, sampled, shape in (("mixed", False, "with filler traffic"),
+                                      ("mixed-sampling", True, "with sampled filler traffic")):
+            sent = fillers(endpoint, sampled)
+            refused = [body for body, outcome in sent if outcome == "context_refused"]
+            self.assertGreaterEqual(len(refused), 1, probe)
+            for body in refused:
+                self.assertGreaterEqual(len(body["prompt"].split()), 256)
+            activity = {p["probe"]: p for p in report["probes"]}[probe]["activity"]
+            levels = {level["level"]: level for level in activity["filler_levels"]}
+            self.assertEqual(sum(level["refused"] for level in levels.values()), len(refused))
+            self.assertEqual(sum(level["sent"] for level in levels.values()), len(sent))
+            self.assertEqual(sum(level["shortened"] for level in levels.values()), 0)
+            for level in (1, 2):
+                counts = levels[level]
+                cell = cells[(probe, level, "batch")]
+                if counts["refused"] == 0:
+                    self.assertTrue(cell["tested"], cell)
+                    continue
+                self.assertRegex(counts["refusal"], REFUSAL)
+                reason = (f"{counts['refused']} of {counts['sent']} fillers refused "
+                          f"({counts['refusal']})")
+                self.assertEqual((cell["tested"], cell["held"], cell["untested_reason"]),
+                                 (False, False, reason))
+                untested.append((shape, level, reason))
         self.assertTrue(untested)
         self.assertEqual(determinism["line"], "determinism claim not checked " + "; ".join(
-            f"with filler traffic at c={level}: {reason}" for level, reason in untested) +
+            f"{shape} at c={level}: {reason}" for shape, level, reason in untested) +
             "; every other level and probe held")
         self.assertIn("Not tested: " + "; ".join(
-            f"with filler traffic c={level}: {reason}" for level, reason in untested),
+            f"{shape} c={level}: {reason}" for shape, level, reason in untested),
             determinism["coverage"])
         # Nothing broke where it was tested: the claim was not judged, an error (exit 3).
         verdict = report["summary"]["verdict"]

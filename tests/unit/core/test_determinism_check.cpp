@@ -221,6 +221,78 @@ TEST_CASE("check_determinism") {
           "fits the server's context per slot, so none was sent");
   }
 
+  SUBCASE("sampled filler traffic is a cell of its own, after the greedy fillers' cells") {
+    sweep.prompts = {prompt_of("a", {level_of(1), level_of(2)})};
+    mixed.prompts = {prompt_of("a", {level_of(1), level_of(2)})};
+    // Beside sampled fillers the greedy runs at c=2 left the reference from token 4.
+    AuditAnalysis sampled;
+    sampled.prompts = {prompt_of("a", {level_of(1), level_of(2, 0.5, 4)}),
+                       prompt_of("b", {level_of(1), level_of(2)})};
+    const DeterminismCheck check =
+        check_determinism({{ProbeKind::sweep, &sweep, nullptr},
+                           {ProbeKind::mixed_sampling, &sampled, nullptr},
+                           {ProbeKind::mixed, &mixed, nullptr},
+                           {ProbeKind::prefix, nullptr, &prefix, "after a flush through /x"}});
+    REQUIRE(check.cells.size() == 8);
+    CHECK(check.cells[4].probe == ProbeKind::mixed);
+    CHECK(check.cells[5].probe == ProbeKind::mixed);
+    CHECK(check.cells[6].probe == ProbeKind::mixed_sampling);
+    CHECK(check.cells[6].level == 1);
+    CHECK(check.cells[7].probe == ProbeKind::mixed_sampling);
+    CHECK(check.cells[7].level == 2);
+    CHECK(check.cells[7].prompts == 2);
+    CHECK(check.cells[7].token_breaks == 1);
+    REQUIRE(check.first_break);
+    CHECK(check.first_break->probe == ProbeKind::mixed_sampling);
+    CHECK(determinism_line(check) ==
+          "determinism claim broken at c=2 (with sampled filler traffic): tokens differ from the "
+          "reference from token 4, prompt a");
+    CHECK(determinism_coverage_line(check) ==
+          "determinism coverage: ran sweep c=1,2; cold prefix cache; warm prefix cache; with "
+          "filler traffic c=1,2; with sampled filler traffic c=1,2");
+  }
+
+  SUBCASE("each filler probe is judged by its own fillers: sampled ones refused, greedy ones not") {
+    mixed.prompts = {prompt_of("a", {level_of(1), level_of(2)})};
+    AuditAnalysis sampled;
+    sampled.prompts = {prompt_of("a", {level_of(1), level_of(2, 0.5, 1)})};
+    ProbeActivity activity;
+    filler_level(activity, 2).sent = 24;
+    FillerLevel& cut = filler_level(activity, 1, true);
+    cut.sent = 48;
+    cut.shortened = 5;
+    FillerLevel& refused = filler_level(activity, 2, true); // the last added: stays valid
+    refused.sent = 24;
+    refused.refused = 24;
+    refused.refusal = "HTTP 400: 'temperature' must be 0";
+    const DeterminismCheck check =
+        check_determinism({{ProbeKind::mixed, &mixed, nullptr, "", &activity},
+                           {ProbeKind::mixed_sampling, &sampled, nullptr, "", &activity}});
+    REQUIRE(check.cells.size() == 4);
+    CHECK(check.cells[1].tested); // greedy fillers at c=2: sent, none refused
+    CHECK(check.cells[1].note.empty());
+    CHECK(check.cells[2].note == "5 of 48 fillers shortened to fit the server's context per slot");
+    CHECK_FALSE(check.cells[3].tested);
+    CHECK_FALSE(check.first_break);
+    CHECK(determinism_line(check) ==
+          "determinism claim not checked with sampled filler traffic at c=2: 24 of 24 fillers "
+          "refused (HTTP 400: 'temperature' must be 0); every other level and probe held");
+    CHECK(determinism_coverage_line(check) ==
+          "determinism coverage: ran with filler traffic c=1,2; with sampled filler traffic c=1. "
+          "Sized to fit: with sampled filler traffic c=1: 5 of 48 fillers shortened to fit the "
+          "server's context per slot. Not tested: with sampled filler traffic c=2: 24 of 24 "
+          "fillers refused (HTTP 400: 'temperature' must be 0)");
+
+    // No sampled filler fitting is as untested.
+    refused.refused = 0;
+    refused.unfit = true;
+    const DeterminismCheck unfit =
+        check_determinism({{ProbeKind::mixed_sampling, &sampled, nullptr, "", &activity}});
+    REQUIRE(unfit.cells.size() == 2);
+    CHECK(unfit.cells[1].untested_reason ==
+          "no filler fits the server's context per slot, so none was sent");
+  }
+
   SUBCASE("no logprob compared anywhere: not held, and no break to name") {
     sweep.prompts = {prompt_of("a", {level_of(1)})};
     sweep.prompts[0].by_concurrency[0].drift_from_reference.positions_compared = 0;

@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 
 #include <set>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "core/plan.hpp"
 #include "tests/support/request_records.hpp"
@@ -82,6 +84,46 @@ TEST_CASE("make_plan with probe kinds") {
     CHECK(plan.waves[3].probe == ProbeKind::long_prompt);
     CHECK(plan.waves[3].concurrency == 4);
   }
+}
+
+TEST_CASE("the mixed-sampling probe kind") {
+  REQUIRE(parse_probe_kind("mixed-sampling"));
+  CHECK(*parse_probe_kind("mixed-sampling") == ProbeKind::mixed_sampling);
+  CHECK(std::string(to_string(ProbeKind::mixed_sampling)) == "mixed-sampling");
+  const auto unknown = parse_probe_kind("mixed_sampling");
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().message ==
+        "unknown probe kind 'mixed_sampling' (expected sweep, mixed, mixed-sampling, prefix or "
+        "long)");
+  // Both filler probes keep fillers in flight; only mixed-sampling samples them.
+  CHECK(probe_uses_fillers(ProbeKind::mixed));
+  CHECK(probe_uses_fillers(ProbeKind::mixed_sampling));
+  CHECK_FALSE(probe_uses_fillers(ProbeKind::sweep));
+  CHECK_FALSE(probe_uses_fillers(ProbeKind::prefix));
+  CHECK_FALSE(probe_uses_fillers(ProbeKind::long_prompt));
+  CHECK(fillers_sampled(ProbeKind::mixed_sampling));
+  CHECK_FALSE(fillers_sampled(ProbeKind::mixed));
+  CHECK(deterministic_probes() == std::vector<ProbeKind>{ProbeKind::sweep, ProbeKind::mixed,
+                                                         ProbeKind::mixed_sampling,
+                                                         ProbeKind::prefix});
+
+  // Planned like the mixed probe: one wave per level, `runs` repeats of every prompt.
+  const Suite suite = numbered_suite(3);
+  PlanConfig config;
+  config.levels = {2, 8};
+  config.runs = 2;
+  config.probes = {ProbeKind::mixed, ProbeKind::mixed_sampling};
+  const Plan plan = make_plan(suite, config);
+  REQUIRE(plan.waves.size() == 4);
+  CHECK(plan.waves[2].probe == ProbeKind::mixed_sampling);
+  CHECK(plan.waves[2].concurrency == 2);
+  CHECK(plan.waves[3].concurrency == 8);
+  CHECK(plan.waves[3].requests.size() == 6);
+  CHECK(plan.size() == 24);
+  CHECK(plan_contains(config, 3, {0, 1, 8, ProbeKind::mixed_sampling, 1}));
+  CHECK_FALSE(plan_contains(config, 3, {0, 1, 8, ProbeKind::mixed_sampling, 2}));
+  config.probes = {ProbeKind::mixed};
+  CHECK_FALSE(plan_contains(config, 3, {0, 1, 8, ProbeKind::mixed_sampling, 1}));
 }
 
 TEST_CASE("plan_contains: exactly the requests make_plan builds") {

@@ -104,3 +104,22 @@ TEST_CASE("parse_api_request: the limits themselves are accepted") {
   CHECK(least.top_logprobs == 0);
   CHECK(least.seed == std::numeric_limits<long long>::min());
 }
+
+TEST_CASE("parse_api_request: a temperature from 0 to 2 samples, with the seed") {
+  const ApiRequest greedy =
+      parse_api_request(chat(R"("temperature": 0)"), ApiKind::chat_completions);
+  CHECK(greedy.temperature == 0.0);
+  const ApiRequest sampled = parse_api_request(
+      completion(R"("temperature": 1.0, "top_p": 1, "seed": 12)"), ApiKind::completions);
+  CHECK(sampled.temperature == 1.0);
+  REQUIRE(sampled.seed);
+  CHECK(*sampled.seed == 12);
+  CHECK(parse_api_request(chat(R"("temperature": 2)"), ApiKind::chat_completions).temperature ==
+        2.0);
+  check_raised(chat(R"("temperature": 2.5)"), ApiKind::chat_completions, "temperature",
+               "'temperature' must be between 0 and 2");
+  check_raised(completion(R"("temperature": -0.5)"), ApiKind::completions, "temperature",
+               "'temperature' must be between 0 and 2");
+  check_raised(chat(R"("temperature": 1, "top_p": 0.9)"), ApiKind::chat_completions, "top_p",
+               "'top_p' must be 1: this engine samples from the whole distribution");
+}

@@ -158,6 +158,60 @@ TEST_CASE("BatchEngine") {
   }
 }
 
+TEST_CASE("BatchEngine sampling") {
+  EngineOptions options;
+  options.batch_invariant = true;
+  // One request alone until it finishes; its tokens.
+  const auto tokens_of = [&options](GenerationRequest generation_request) {
+    BatchEngine engine(shared_model(), options);
+    auto generation = std::make_shared<Generation>(std::move(generation_request));
+    engine.add(generation);
+    while (engine.active() + engine.waiting() > 0) engine.step();
+    std::vector<int> tokens;
+    for (const TokenChoice& choice : generation->wait_finished().tokens)
+      tokens.push_back(choice.token);
+    return tokens;
+  };
+  const std::vector<int> prompt = shared_model().vocabulary().encode(k_prompts[2]);
+  const std::vector<int> greedy = tokens_of({prompt, 16});
+  SUBCASE("a seed names one draw; another seed another, and neither is the greedy path") {
+    const std::vector<int> seven = tokens_of({prompt, 16, 1.0, 7});
+    CHECK(seven.size() == 16);
+    CHECK(seven == tokens_of({prompt, 16, 1.0, 7}));
+    CHECK(seven != tokens_of({prompt, 16, 1.0, 8}));
+    CHECK(seven != greedy);
+  }
+  SUBCASE("a sampled token's logprob is its log-softmax at temperature 1") {
+    BatchEngine engine(shared_model(), options);
+    auto generation = std::make_shared<Generation>(GenerationRequest{prompt, 24, 1.0, 3});
+    engine.add(generation);
+    while (engine.active() + engine.waiting() > 0) engine.step();
+    int off_greedy = 0;
+    for (const TokenChoice& choice : generation->wait_finished().tokens) {
+      REQUIRE_FALSE(choice.top.empty());
+      CHECK(choice.logprob <= choice.top.front().logprob);
+      for (const auto& candidate : choice.top)
+        if (candidate.token == choice.token) CHECK(candidate.logprob == choice.logprob);
+      off_greedy += choice.token != choice.top.front().token ? 1 : 0;
+    }
+    CHECK(off_greedy > 0);
+  }
+  SUBCASE("a sampled request beside a greedy one leaves the greedy one greedy") {
+    BatchEngine engine(shared_model(), options);
+    auto target = std::make_shared<Generation>(GenerationRequest{prompt, 16});
+    engine.add(target);
+    engine.add(std::make_shared<Generation>(
+        GenerationRequest{shared_model().vocabulary().encode(k_prompts[4]), 20, 1.0, 5}));
+    while (engine.active() + engine.waiting() > 0) engine.step();
+    std::vector<int> tokens;
+    for (const TokenChoice& choice : target->wait_finished().tokens) {
+      tokens.push_back(choice.token);
+      CHECK(choice.token == choice.top.front().token);
+    }
+    CHECK(tokens == greedy); // batch-invariant: the sampled neighbour changes nothing
+  }
+}
+
 TEST_CASE("BatchEngine batch invariance") {
   EngineOptions options;
   options.max_num_seqs = 16;

@@ -79,7 +79,7 @@ TEST_CASE("EngineServer validation") {
     check_error(post_json(client, "/v1/completions", R"({"prompt": 5})", 400), "prompt");
     check_error(post_json(client, "/v1/completions", R"({"prompt": "a", "max_tokens": "4"})", 400),
                 "max_tokens");
-    check_error(post_json(client, "/v1/completions", R"({"prompt": "a", "temperature": 0.7})", 400),
+    check_error(post_json(client, "/v1/completions", R"({"prompt": "a", "temperature": 2.5})", 400),
                 "temperature");
     check_error(post_json(client, "/v1/completions", R"({"prompt": "a", "n": 2})", 400), "n");
     check_error(post_json(client, "/v1/chat/completions",

@@ -122,12 +122,81 @@ TEST_CASE("side traffic requests") {
                                                     3))) != std::string::npos);
     CHECK(request.body.find("\"stream\":true") == std::string::npos);
   }
+  SUBCASE("filler_request sampled: temperature 1, top_p 1 and the filler's own seed") {
+    SchedulerConfig config = test_config();
+    config.params.seed = 40;
+    CHECK(filler_seed(config, 0) == 41);
+    CHECK(filler_seed(config, 3) == 44);
+    const HttpRequest greedy = filler_request(test_target(), config, 3);
+    CHECK(greedy.body.find("\"temperature\":0.0") != std::string::npos);
+    CHECK(greedy.body.find("top_p") == std::string::npos);
+    CHECK(greedy.body.find("\"seed\":40") != std::string::npos);
+    const HttpRequest sampled = filler_request(test_target(), config, 3, true);
+    CHECK(sampled.body.find("\"temperature\":1.0") != std::string::npos);
+    CHECK(sampled.body.find("\"top_p\":1.0") != std::string::npos);
+    CHECK(sampled.body.find("\"seed\":44") != std::string::npos);
+    CHECK(sampled.body.find(*llmrepro::core::filler_prompt(3, {}).text) != std::string::npos);
+    CHECK(sampled.body.find("\"stream\":true") == std::string::npos);
+  }
   SUBCASE("priming_request: the shared prefix, one token") {
     const HttpRequest request = priming_request(test_target(), test_config());
     CHECK(request.body.find("\"max_tokens\":1,") != std::string::npos);
     CHECK(request.body.find("\"stream\":true") == std::string::npos);
     CHECK(request.headers.size() == 2);
   }
+}
+
+// The sampled fillers' payload in every dialect that sends fillers, each in the shape its API
+// documents for sampling: OpenAI's chat, completions and Responses references (temperature,
+// top_p, seed), llama.cpp's server README (/completion: temperature, top_p, seed), SGLang's
+// sampling_params, Ollama's options, TGI's GenerateParameters (do_sample, temperature; top_p
+// must lie below 1, so it is left out), Gemini's generationConfig (temperature, topP, seed),
+// Anthropic's Messages API (temperature alone, no seed).
+TEST_CASE("sampled fillers carry temperature 1 in every dialect") {
+  using llmrepro::probes::Dialect;
+  SchedulerConfig config = test_config();
+  config.params.seed = 9;
+  const auto body_in = [&config](Dialect dialect, bool sampled) {
+    EndpointTarget target = test_target();
+    target.dialect = dialect;
+    return filler_request(target, config, 0, sampled).body;
+  };
+  const auto has = [](const std::string& body, const std::string& part) {
+    return body.find(part) != std::string::npos;
+  };
+  struct Expected {
+    Dialect dialect;
+    std::string temperature; // as sampled fillers send it
+    std::string top_p;       // empty: not sent
+    std::string seed;        // empty: not sent
+  };
+  const Expected expected[] = {
+      {Dialect::openai_chat, R"("temperature":1.0)", R"("top_p":1.0)", R"("seed":10)"},
+      {Dialect::openai_completions, R"("temperature":1.0)", R"("top_p":1.0)", R"("seed":10)"},
+      {Dialect::openai_responses, R"("temperature":1.0)", R"("top_p":1.0)", ""},
+      {Dialect::llamacpp, R"("temperature":1.0)", R"("top_p":1.0)", R"("seed":10)"},
+      {Dialect::sglang, R"("temperature":1.0)", R"("top_p":1.0)", ""},
+      {Dialect::ollama, R"("temperature":1.0)", R"("top_p":1.0)", R"("seed":10)"},
+      {Dialect::tgi, R"("temperature":1.0)", "", R"("seed":10)"},
+      {Dialect::gemini, R"("temperature":1.0)", R"("topP":1.0)", R"("seed":10)"},
+      {Dialect::anthropic, R"("temperature":1.0)", "", ""},
+  };
+  for (const Expected& each : expected) {
+    CAPTURE(llmrepro::probes::to_string(each.dialect));
+    const std::string sampled = body_in(each.dialect, true);
+    const std::string greedy = body_in(each.dialect, false);
+    CHECK(has(sampled, each.temperature));
+    CHECK_FALSE(has(greedy, each.temperature));
+    CHECK(has(greedy, R"("temperature":0.0)") != (each.dialect == Dialect::tgi));
+    if (!each.top_p.empty()) CHECK(has(sampled, each.top_p));
+    CHECK_FALSE(has(greedy, "top_p"));
+    CHECK_FALSE(has(greedy, "topP"));
+    if (!each.seed.empty()) CHECK(has(sampled, each.seed));
+  }
+  CHECK(has(body_in(Dialect::tgi, true), R"("do_sample":true)"));
+  CHECK(has(body_in(Dialect::tgi, false), R"("do_sample":false)"));
+  CHECK_FALSE(has(body_in(Dialect::tgi, true), "top_p"));
+  CHECK_FALSE(has(body_in(Dialect::anthropic, true), "top_p"));
 }
 
 TEST_CASE("flush_answered: a 2xx flushed, except vLLM's explicit refusal in JSON") {

@@ -375,15 +375,33 @@ TEST_CASE("AuditDatabase::store_probe_activity keeps the fillers per level and c
   eight.shortened = 3;
   eight.refusal = "HTTP 400: request (300 tokens) exceeds the available context size";
   core::filler_level(activity, 1).unfit = true;
+  // The mixed-sampling probe's fillers at the same level are counted apart.
+  activity.sampled_filler_sent = 30;
+  activity.sampled_filler_failed = 2;
+  core::FillerLevel& sampled = core::filler_level(activity, 8, true);
+  sampled.sent = 30;
+  sampled.refused = 2;
+  sampled.refusal = "HTTP 400: 'temperature' must be 0";
   activity.long_shortened = 5;
   activity.long_context_words_min = 17;
   REQUIRE(database.store_probe_activity({activity}));
   const auto loaded = load_or_fail(database).probe_activity;
   REQUIRE(loaded.size() == 1);
   CHECK(loaded[0].filler_levels == activity.filler_levels);
-  REQUIRE(loaded[0].filler_levels.size() == 2);
+  REQUIRE(loaded[0].filler_levels.size() == 3);
   CHECK(loaded[0].filler_levels[0].level == 8);
+  CHECK_FALSE(loaded[0].filler_levels[0].sampled);
   CHECK(loaded[0].filler_levels[1].unfit);
+  CHECK(loaded[0].filler_levels[2].sampled);
+  CHECK(loaded[0].filler_levels[2].refusal == "HTTP 400: 'temperature' must be 0");
+  CHECK(core::find_filler_level(loaded[0], 8, true)->sent == 30);
+  CHECK(core::find_filler_level(loaded[0], 8)->sent == 48);
+  CHECK(loaded[0].sampled_filler_sent == 30);
+  CHECK(loaded[0].sampled_filler_failed == 2);
+  CHECK(core::fillers_sent(loaded[0], core::ProbeKind::mixed) == 42);
+  CHECK(core::fillers_sent(loaded[0], core::ProbeKind::mixed_sampling) == 30);
+  CHECK(core::fillers_failed(loaded[0], core::ProbeKind::mixed_sampling) == 2);
+  CHECK(core::fillers_sent(loaded[0], core::ProbeKind::sweep) == 0);
   CHECK(loaded[0].long_shortened == 5);
   CHECK(loaded[0].long_context_words_min == 17);
 }
