@@ -12,7 +12,8 @@ jobs=${LLMREPRO_JOBS:-$(nproc)}
 
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DLLMREPRO_FUZZ=ON -DLLMREPRO_CUDA=OFF -DLLMREPRO_TESTS=OFF \
-  -DLLMREPRO_SANITIZE=address,undefined >/dev/null
+  -DLLMREPRO_SANITIZE=address,undefined -DCMAKE_UNITY_BUILD=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" >/dev/null
 ninja -C "$build" -j "$jobs" fuzz_all >/dev/null
 
 mkdir -p "$build/artifacts"

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "numerics/reduction.hpp"
+#include "numerics/float_format.hpp"
 #include "numerics/reduction_schemes.hpp"
 #include "core/random.hpp"
 #include "gpu/detail/cpu_experiments.hpp"
@@ -42,12 +43,6 @@ std::vector<float> anchor_row(const std::vector<float>& x, const std::vector<flo
   std::vector<float> out(n);
   for (std::size_t j = 0; j < n; ++j)
     out[j] = numerics::dot_split_k(x.data(), weights.data() + j * k, k, splits);
-  return out;
-}
-
-std::vector<float> rounded(numerics::Precision precision, const std::vector<float>& values) {
-  std::vector<float> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = numerics::round_to(precision, values[i]);
   return out;
 }
 
@@ -196,11 +191,11 @@ core::ProbeExperiment run_matmul_batch_sweep(const ExperimentConfig& config) {
                    : 1;
       };
       const std::vector<float> reference_fp32 = row_for(split_for(1));
-      const auto reference = rounded(config.precision, reference_fp32);
+      const auto reference = numerics::round_each_to(config.precision, reference_fp32);
       for (const auto m : batch_sizes) {
         const int splits = split_for(m);
         const auto& test_fp32 = row_for(splits);
-        const auto test = rounded(config.precision, test_fp32);
+        const auto test = numerics::round_each_to(config.precision, test_fp32);
         auto row = compare_outputs(
             variant,
             {param("shape", shape.name), param("K", static_cast<std::int64_t>(shape.k)),
@@ -245,7 +240,7 @@ core::Result<core::ProbeExperiment> run_forced_split_k(const ExperimentConfig& c
                                   numerics::PartialScheme::compute_type, config.precision);
     if (!sequential) return sequential.error();
     const std::vector<float>& reference_fp32 = sequential->out_fp32;
-    const auto reference = rounded(config.precision, reference_fp32);
+    const auto reference = numerics::round_each_to(config.precision, reference_fp32);
     for (const int splits : {2, 4, 8, 16, 32}) {
       for (const auto scheme :
            {numerics::PartialScheme::compute_type, numerics::PartialScheme::output_type,

@@ -2,6 +2,7 @@
 // attention, each with the policy that picks the order from the batch and its fixed alternative.
 #include <map>
 
+#include "numerics/float_format.hpp"
 #include "numerics/reduction_schemes.hpp"
 #include "gpu/detail/cpu_experiments.hpp"
 #include "gpu/drift_metrics.hpp"
@@ -16,12 +17,6 @@ using core::ProbeParam;
 using core::ProbeValue;
 
 using core::param;
-
-std::vector<float> rounded(numerics::Precision precision, const std::vector<float>& values) {
-  std::vector<float> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = numerics::round_to(precision, values[i]);
-  return out;
-}
 
 // The RMSNorm block-reduction order a policy picks for a batch of `tokens` rows.
 numerics::RowReduction norm_order(const std::string& policy, std::int64_t tokens) {
@@ -62,14 +57,14 @@ core::Result<core::ProbeExperiment> run_rmsnorm(const ExperimentConfig& config,
       if (!reference_run) return reference_run.error();
       const std::vector<float>& reference_fp32 = reference_run->out;
       const std::vector<float>& reference_inv = reference_run->inv_rms;
-      const auto reference = rounded(config.precision, reference_fp32);
+      const auto reference = numerics::round_each_to(config.precision, reference_fp32);
       for (const std::int64_t tokens : {255, 256, 2048}) {
         const numerics::RowReduction order = norm_order(policy, tokens);
         auto test_run = run(order);
         if (!test_run) return test_run.error();
         const std::vector<float>& test_fp32 = test_run->out;
         const std::vector<float>& test_inv = test_run->inv_rms;
-        const auto test = rounded(config.precision, test_fp32);
+        const auto test = numerics::round_each_to(config.precision, test_fp32);
         auto row = compare_outputs(policy,
                                    {param("hidden", static_cast<std::int64_t>(hidden)),
                                     param("tokens", tokens), param("lanes", order.lanes),
@@ -153,13 +148,13 @@ core::Result<core::ProbeExperiment> run_attention(const ExperimentConfig& config
       auto reference_found = compute(bounds_for(1));
       if (!reference_found) return reference_found.error();
       const AttentionOutputs reference_output = **reference_found;
-      const auto reference = rounded(config.precision, reference_output.out);
+      const auto reference = numerics::round_each_to(config.precision, reference_output.out);
       for (const auto batch : batches) {
         const auto bounds = bounds_for(batch);
         auto test_found = compute(bounds);
         if (!test_found) return test_found.error();
         const AttentionOutputs& test_output = **test_found;
-        const auto test = rounded(config.precision, test_output.out);
+        const auto test = numerics::round_each_to(config.precision, test_output.out);
         auto row =
             compare_outputs(policy,
                             {param("L", static_cast<std::int64_t>(length)), param("B", batch),

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/result.hpp"
 
@@ -52,6 +53,13 @@ inline float round_to(Precision precision, float value) {
   case Precision::fp32: return value;
   }
   return value;
+}
+
+// Every value rounded to the precision: a tensor stored in that dtype.
+inline std::vector<float> round_each_to(Precision precision, const std::vector<float>& values) {
+  std::vector<float> out(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = round_to(precision, values[i]);
+  return out;
 }
 
 // Distance between |reference| and the next representable value of the precision above it:

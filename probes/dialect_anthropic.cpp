@@ -52,7 +52,7 @@ void read_usage(const JsonView& usage, core::Completion& completion) {
     completion.completion_tokens = *output;
 }
 
-core::Completion parse_whole(std::string_view body) {
+core::Completion parse_anthropic_whole(std::string_view body) {
   JsonDocument document = parse_document(body);
   JsonView root(document);
   fail_on_error_envelope(root, body);
@@ -102,7 +102,7 @@ bool read_event(const JsonView& event, std::string_view data, core::Completion& 
   return type == "message_stop"; // ping, content_block_stop and unknown events are skipped
 }
 
-core::Completion parse_stream(std::string_view body) {
+core::Completion parse_anthropic_stream(std::string_view body) {
   core::Completion completion;
   bool finished = false;
   std::vector<std::string> events = sse_events(body);
@@ -148,7 +148,7 @@ DialectRequest build_anthropic_request(const core::Prompt& prompt, const Generat
 
 core::Completion parse_anthropic(std::string_view body, bool stream) {
   // No logprobs in this API: has_logprobs stays false and the audit compares text alone.
-  return stream ? parse_stream(body) : parse_whole(body);
+  return stream ? parse_anthropic_stream(body) : parse_anthropic_whole(body);
 }
 
 } // namespace llmrepro::probes::detail

@@ -155,7 +155,7 @@ void finish(core::Completion& completion, const ReadState& state) {
   completion.completion_tokens += completion.usage.reasoning.value_or(0);
 }
 
-core::Completion parse_whole(std::string_view body) {
+core::Completion parse_gemini_whole(std::string_view body) {
   JsonDocument document = parse_document(body);
   core::Completion completion;
   ReadState state;
@@ -164,7 +164,7 @@ core::Completion parse_whole(std::string_view body) {
   return completion;
 }
 
-core::Completion parse_stream(std::string_view body) {
+core::Completion parse_gemini_stream(std::string_view body) {
   core::Completion completion;
   ReadState state;
   std::vector<std::string> events = sse_events(body);
@@ -218,7 +218,7 @@ DialectRequest build_gemini_request(const core::Prompt& prompt, const Generation
 }
 
 core::Completion parse_gemini(std::string_view body, bool stream) {
-  return stream ? parse_stream(body) : parse_whole(body);
+  return stream ? parse_gemini_stream(body) : parse_gemini_whole(body);
 }
 
 } // namespace llmrepro::probes::detail

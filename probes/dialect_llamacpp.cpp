@@ -99,7 +99,7 @@ void read_final(const JsonView& root, core::Completion& completion) {
   completion.usage.cached_prompt = optional_count(root, {"timings", "cache_n"});
 }
 
-core::Completion parse_whole(std::string_view body) {
+core::Completion parse_llamacpp_whole(std::string_view body) {
   JsonDocument document = parse_document(body);
   JsonView root(document);
   fail_on_error_envelope(root, body);
@@ -147,7 +147,7 @@ std::optional<std::string> stream_error_line(std::string_view body) {
   return std::nullopt;
 }
 
-core::Completion parse_stream(std::string_view body) {
+core::Completion parse_llamacpp_stream(std::string_view body) {
   core::Completion completion;
   bool done = false;
   std::vector<std::string> events = sse_events(body);
@@ -202,7 +202,7 @@ DialectRequest build_llamacpp_request(const core::Prompt& prompt, const Generati
 }
 
 core::Completion parse_llamacpp(std::string_view body, bool stream) {
-  return stream ? parse_stream(body) : parse_whole(body);
+  return stream ? parse_llamacpp_stream(body) : parse_llamacpp_whole(body);
 }
 
 } // namespace llmrepro::probes::detail

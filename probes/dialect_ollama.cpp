@@ -68,7 +68,7 @@ bool read_object(const JsonView& root, std::string_view text, core::Completion& 
   return done;
 }
 
-core::Completion parse_whole(std::string_view body) {
+core::Completion parse_ollama_whole(std::string_view body) {
   JsonDocument document = parse_document(body);
   JsonView root(document);
   core::Completion completion;
@@ -76,7 +76,7 @@ core::Completion parse_whole(std::string_view body) {
   return completion;
 }
 
-core::Completion parse_stream(std::string_view body) {
+core::Completion parse_ollama_stream(std::string_view body) {
   core::Completion completion;
   bool done = false;
   std::size_t at = 0;
@@ -126,7 +126,7 @@ DialectRequest build_ollama_request(const core::Prompt& prompt, const Generation
 }
 
 core::Completion parse_ollama(std::string_view body, bool stream) {
-  return stream ? parse_stream(body) : parse_whole(body);
+  return stream ? parse_ollama_stream(body) : parse_ollama_whole(body);
 }
 
 } // namespace llmrepro::probes::detail

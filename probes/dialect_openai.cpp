@@ -153,7 +153,7 @@ std::string read_text(const JsonView& choice, bool chat) {
   return content.is_null() ? std::string() : content.string();
 }
 
-core::Completion parse_whole(std::string_view body, bool chat) {
+core::Completion parse_openai_whole(std::string_view body, bool chat) {
   JsonDocument document = parse_document(body);
   JsonView root(document);
   fail_on_error_envelope(root, body);
@@ -172,7 +172,7 @@ core::Completion parse_whole(std::string_view body, bool chat) {
   return completion;
 }
 
-core::Completion parse_stream(std::string_view body, bool chat) {
+core::Completion parse_openai_stream(std::string_view body, bool chat) {
   core::Completion completion;
   bool done = false;
   bool saw_usage = false;
@@ -246,11 +246,11 @@ DialectRequest build_openai_completions_request(const core::Prompt& prompt,
 }
 
 core::Completion parse_openai_chat(std::string_view body, bool stream) {
-  return stream ? parse_stream(body, true) : parse_whole(body, true);
+  return stream ? parse_openai_stream(body, true) : parse_openai_whole(body, true);
 }
 
 core::Completion parse_openai_completions(std::string_view body, bool stream) {
-  return stream ? parse_stream(body, false) : parse_whole(body, false);
+  return stream ? parse_openai_stream(body, false) : parse_openai_whole(body, false);
 }
 
 } // namespace llmrepro::probes::detail

@@ -124,7 +124,7 @@ bool has_logprobs(const core::Completion& completion, const ReadState& state) {
   return state.saw_logprobs && (!completion.tokens.empty() || completion.text.empty());
 }
 
-core::Completion parse_whole(std::string_view body) {
+core::Completion parse_responses_whole(std::string_view body) {
   JsonDocument document = parse_document(body);
   JsonView root(document);
   fail_on_error_envelope(root, body);
@@ -166,7 +166,7 @@ bool read_event(const JsonView& event, std::string_view data, core::Completion& 
   return false; // created, in_progress, item and part events, text done, summary deltas
 }
 
-core::Completion parse_stream(std::string_view body) {
+core::Completion parse_responses_stream(std::string_view body) {
   core::Completion completion;
   ReadState state;
   bool finished = false;
@@ -210,7 +210,7 @@ DialectRequest build_openai_responses_request(const core::Prompt& prompt,
 }
 
 core::Completion parse_openai_responses(std::string_view body, bool stream) {
-  return stream ? parse_stream(body) : parse_whole(body);
+  return stream ? parse_responses_stream(body) : parse_responses_whole(body);
 }
 
 } // namespace llmrepro::probes::detail

@@ -89,14 +89,14 @@ core::Completion to_completion(Piece piece) {
   return completion;
 }
 
-core::Completion parse_whole(std::string_view body) {
+core::Completion parse_sglang_whole(std::string_view body) {
   JsonDocument document = parse_document(body);
   JsonView root(document);
   fail_on_error_envelope(root, body);
   return to_completion(read_piece(root));
 }
 
-core::Completion parse_stream(std::string_view body) {
+core::Completion parse_sglang_stream(std::string_view body) {
   std::vector<Piece> pieces;
   bool done = false;
   std::vector<std::string> events = sse_events(body);
@@ -151,7 +151,7 @@ DialectRequest build_sglang_request(const core::Prompt& prompt, const Generation
 }
 
 core::Completion parse_sglang(std::string_view body, bool stream) {
-  return stream ? parse_stream(body) : parse_whole(body);
+  return stream ? parse_sglang_stream(body) : parse_sglang_whole(body);
 }
 
 } // namespace llmrepro::probes::detail

@@ -35,7 +35,7 @@ void read_details_summary(const JsonView& details, core::Completion& completion)
     completion.completion_tokens = static_cast<long>(completion.tokens.size());
 }
 
-core::Completion parse_whole(std::string_view body) {
+core::Completion parse_tgi_whole(std::string_view body) {
   JsonDocument document = parse_document(body);
   JsonView root(document);
   fail_on_error_envelope(root, body);
@@ -62,7 +62,7 @@ core::Completion parse_whole(std::string_view body) {
   return completion;
 }
 
-core::Completion parse_stream(std::string_view body) {
+core::Completion parse_tgi_stream(std::string_view body) {
   core::Completion completion;
   bool done = false;
   std::vector<std::string> events = sse_events(body);
@@ -108,7 +108,7 @@ DialectRequest build_tgi_request(const core::Prompt& prompt, const GenerationPar
 }
 
 core::Completion parse_tgi(std::string_view body, bool stream) {
-  return stream ? parse_stream(body) : parse_whole(body);
+  return stream ? parse_tgi_stream(body) : parse_tgi_whole(body);
 }
 
 } // namespace llmrepro::probes::detail

@@ -17,10 +17,10 @@
 namespace llmrepro::report {
 namespace {
 
-constexpr std::size_t k_token_width = 60; // code points of a candidate in a failure message
+constexpr std::size_t k_candidate_width = 60; // code points of a candidate in a failure message
 
-std::string quoted(const std::string& token) {
-  return "\u201c" + core::truncate_utf8(token, k_token_width) + "\u201d";
+std::string quoted_candidate(const std::string& token) {
+  return "\u201c" + core::truncate_utf8(token, k_candidate_width) + "\u201d";
 }
 
 // What a prompt's test case reports: nothing, or one of these.
@@ -55,8 +55,8 @@ std::string failure_message(const core::PromptAnalysis& p, Outcome outcome, doub
     if (p.divergence_kind == core::DivergenceKind::length) out += " (one completion ends there)";
     if (p.candidates_at_divergence.size() >= 2) {
       const auto& c = p.candidates_at_divergence;
-      out += fmt::format(": {} ({:.4f}) vs {} ({:.4f})", quoted(c[0].token), c[0].logprob,
-                         quoted(c[1].token), c[1].logprob);
+      out += fmt::format(": {} ({:.4f}) vs {} ({:.4f})", quoted_candidate(c[0].token), c[0].logprob,
+                         quoted_candidate(c[1].token), c[1].logprob);
     }
     if (p.gap_at_divergence) out += fmt::format(", gap {:.4g} nats", *p.gap_at_divergence);
     if (p.fragile == true) out += "; also fragile";

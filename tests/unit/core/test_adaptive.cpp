@@ -6,19 +6,13 @@
 #include <vector>
 
 #include "core/adaptive.hpp"
+#include "tests/unit/core/adaptive_test_support.hpp"
 
 using namespace llmrepro::core;
+using llmrepro::core::test::suite_of;
+using llmrepro::core::test::token_with_gap;
 
 namespace {
-
-// A token whose top-1/top-2 gap is `gap` nats.
-TokenLogprob token_with_gap(double gap) {
-  TokenLogprob token;
-  token.token = "t";
-  token.logprob = -0.1;
-  token.top = {{"t", -0.1}, {"u", -0.1 - gap}};
-  return token;
-}
 
 // A prompt as the analysis leaves it: its state, its distinct completions, and a reference whose
 // gaps are `gaps` (none: text mode).
@@ -37,17 +31,6 @@ PromptAnalysis prompt_state(int index, PromptStatus status, int unique, int runs
   prompt.text_mode = gaps.empty();
   prompt.completions.push_back(reference);
   return prompt;
-}
-
-Suite suite_of(int prompts) {
-  Suite suite;
-  for (int p = 0; p < prompts; ++p) {
-    Prompt prompt;
-    prompt.id = "p" + std::to_string(p);
-    prompt.text = "prompt " + std::to_string(p);
-    suite.prompts.push_back(prompt);
-  }
-  return suite;
 }
 
 AdaptiveOutcome outcome_after_initial(int prompts, const std::vector<int>& levels,

@@ -11,7 +11,7 @@ using namespace llmrepro::core;
 
 namespace {
 
-TokenLogprob token_with_gap(const std::string& text, double gap) {
+TokenLogprob named_token_with_gap(const std::string& text, double gap) {
   TokenLogprob token;
   token.token = text;
   token.logprob = -0.1;
@@ -34,7 +34,7 @@ PromptAnalysis agreeing_prompt(int index, int runs, std::optional<double> small_
   reference.count_by_concurrency[1] = runs;
   for (int i = 0; i < 8; ++i)
     reference.tokens.push_back(
-        token_with_gap("t" + std::to_string(i), i == 3 && small_gap ? *small_gap : 2.0));
+        named_token_with_gap("t" + std::to_string(i), i == 3 && small_gap ? *small_gap : 2.0));
   prompt.completions.push_back(reference);
   LevelAnalysis level;
   level.concurrency = 1;
@@ -119,9 +119,9 @@ TEST_CASE("poisson_tail and binomial_tail: exact one-sided tails") {
 TEST_CASE("chose_below_runner_up: a chosen token below another candidate beyond rounding") {
   Completion completion;
   completion.has_logprobs = true;
-  completion.tokens.push_back(token_with_gap("a", 1.0));
+  completion.tokens.push_back(named_token_with_gap("a", 1.0));
   CHECK_FALSE(chose_below_runner_up(completion));
-  TokenLogprob rounded = token_with_gap("b", 0.0);
+  TokenLogprob rounded = named_token_with_gap("b", 0.0);
   rounded.logprob = -0.1 - 5e-7; // below by less than k_greedy_tolerance
   completion.tokens.push_back(rounded);
   CHECK_FALSE(chose_below_runner_up(completion));
@@ -147,9 +147,9 @@ TEST_CASE("analyse: each level counts runs below their runner-up and keeps the p
     record.outcome.ok = true;
     Completion& completion = record.outcome.completion;
     completion.has_logprobs = true;
-    TokenLogprob token = token_with_gap("a", gap);
+    TokenLogprob token = named_token_with_gap("a", gap);
     if (sampled) token.logprob = -0.1 - gap; // reports "a" ahead, but took its runner-up's value
-    completion.tokens = {token, token_with_gap("b", 2.0)};
+    completion.tokens = {token, named_token_with_gap("b", 2.0)};
     completion.text = "ab";
     return record;
   };

@@ -7,18 +7,13 @@
 #include "core/adaptive.hpp"
 #include "core/adaptive_gates.hpp"
 #include "core/verdict.hpp"
+#include "tests/unit/core/adaptive_test_support.hpp"
 
 using namespace llmrepro::core;
+using llmrepro::core::test::suite_of;
+using llmrepro::core::test::token_with_gap;
 
 namespace {
-
-TokenLogprob token_with_gap(double gap) {
-  TokenLogprob token;
-  token.token = "t";
-  token.logprob = -0.1;
-  token.top = {{"t", -0.1}, {"u", -0.1 - gap}};
-  return token;
-}
 
 // A prompt of 8 tokens, every gap 2 nats (far above any noise below), in `status`, whose
 // agreeing runs drifted by `drift` nats over 40 compared positions.
@@ -37,17 +32,6 @@ PromptAnalysis prompt_state(int index, PromptStatus status, double drift) {
   prompt.logprob_drift.max_abs = drift;
   prompt.logprob_drift.positions_compared = 40;
   return prompt;
-}
-
-Suite suite_of(int prompts) {
-  Suite suite;
-  for (int p = 0; p < prompts; ++p) {
-    Prompt prompt;
-    prompt.id = "p" + std::to_string(p);
-    prompt.text = "prompt " + std::to_string(p);
-    suite.prompts.push_back(prompt);
-  }
-  return suite;
 }
 
 AdaptiveOutcome outcome_after_initial(int prompts, const AdaptiveConfig& config) {

@@ -44,7 +44,7 @@ std::string gemini_sse(const Json& chunks) {
 }
 
 // The three tokens of "Paris is nice" in the reference payloads.
-void check_paris_tokens(const core::Completion& completion) {
+void check_gemini_paris_tokens(const core::Completion& completion) {
   CHECK(completion.text == "Paris is nice");
   CHECK(completion.has_logprobs);
   REQUIRE(completion.tokens.size() == 3);
@@ -77,7 +77,7 @@ void check_paris_tokens(const core::Completion& completion) {
 TEST_CASE("parse_response gemini whole") {
   SUBCASE("reference response") {
     auto completion = parse_ok(k_gemini, read_format("gemini_generate_content_logprobs.json"));
-    check_paris_tokens(completion);
+    check_gemini_paris_tokens(completion);
     CHECK(completion.finish_reason == "stop");
     CHECK(completion.model == "gemini-2.5-flash");
     CHECK(completion.completion_tokens == 3);
@@ -152,7 +152,7 @@ TEST_CASE("parse_response gemini stream") {
   SUBCASE("the reference stream reads as the whole response") {
     auto streamed = parse_ok(k_gemini, read_format("gemini_stream_generate_content.txt"), true);
     auto whole = parse_ok(k_gemini, read_format("gemini_generate_content_logprobs.json"));
-    check_paris_tokens(streamed);
+    check_gemini_paris_tokens(streamed);
     CHECK(same_tokens(streamed, whole));
     CHECK(streamed.finish_reason == "stop");
     CHECK(streamed.completion_tokens == 3);

@@ -21,7 +21,7 @@ using Json = nlohmann::ordered_json;
 namespace {
 
 // The seven tokens of "The capital of France is Paris." shared by several payloads.
-void check_paris_tokens(const core::Completion& completion) {
+void check_openai_paris_tokens(const core::Completion& completion) {
   REQUIRE(completion.tokens.size() == 7);
   CHECK(completion.text == "The capital of France is Paris.");
   CHECK(completion.has_logprobs);
@@ -157,7 +157,7 @@ TEST_CASE("parse_response openai-chat") {
   SUBCASE("OpenAI") {
     auto completion =
         parse_ok(Dialect::openai_chat, read_format("openai_chat_completion_logprobs.json"));
-    check_paris_tokens(completion);
+    check_openai_paris_tokens(completion);
     CHECK(completion.finish_reason == "stop");
     CHECK(completion.system_fingerprint == "fp_560af6e559");
     CHECK(completion.model == "gpt-4o-mini-2024-07-18");
@@ -166,7 +166,7 @@ TEST_CASE("parse_response openai-chat") {
   SUBCASE("vLLM") {
     auto completion =
         parse_ok(Dialect::openai_chat, read_format("vllm_chat_completion_logprobs.json"));
-    check_paris_tokens(completion);
+    check_openai_paris_tokens(completion);
     CHECK(completion.system_fingerprint == "vllm-0.31.0-3f9c2a71");
     CHECK(completion.model == "Qwen/Qwen3-8B");
   }
@@ -192,14 +192,14 @@ TEST_CASE("parse_response openai-chat") {
   SUBCASE("llama.cpp") {
     auto completion =
         parse_ok(Dialect::openai_chat, read_format("llamacpp_chat_completion_logprobs.json"));
-    check_paris_tokens(completion);
+    check_openai_paris_tokens(completion);
     CHECK(completion.system_fingerprint == "b6123-3e7c9a1f");
     CHECK(completion.completion_tokens == 8); // usage, not the token count
   }
   SUBCASE("Ollama") {
     auto completion =
         parse_ok(Dialect::openai_chat, read_format("ollama_openai_chat_completion_logprobs.json"));
-    check_paris_tokens(completion);
+    check_openai_paris_tokens(completion);
     CHECK(completion.system_fingerprint == "fp_ollama");
     CHECK(completion.model == "qwen3:8b");
   }
@@ -232,7 +232,7 @@ TEST_CASE("parse_response openai-chat") {
       for (auto& candidate : entry["top_logprobs"])
         candidate["bytes"] = utf8_bytes(candidate["token"]);
     }
-    check_paris_tokens(parse_ok(Dialect::openai_chat, body.dump()));
+    check_openai_paris_tokens(parse_ok(Dialect::openai_chat, body.dump()));
   }
   SUBCASE("no logprobs: text only") {
     Json body = Json::parse(read_format("openai_chat_completion_logprobs.json"));

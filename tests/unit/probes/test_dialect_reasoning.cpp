@@ -13,19 +13,13 @@
 using namespace llmrepro;
 using probes::Dialect;
 using probes::parse_response;
+using probes::test::parse_ok;
 using probes::test::read_format;
 using probes::test::same_tokens;
 using probes::test::sse_body;
 using Json = nlohmann::ordered_json;
 
 namespace {
-
-core::Completion parse_ok(Dialect dialect, const std::string& body, bool stream = false) {
-  auto result = parse_response(dialect, body, stream);
-  INFO((result ? std::string() : result.error().message));
-  REQUIRE(result.has_value());
-  return *result;
-}
 
 std::vector<std::string> token_strings(const std::vector<core::TokenLogprob>& tokens) {
   std::vector<std::string> strings;

@@ -45,7 +45,7 @@ std::string typed_sse(const Json& events) {
 }
 
 // The five tokens of "The capital is Paris." in the reference payloads.
-void check_paris_tokens(const core::Completion& completion) {
+void check_responses_paris_tokens(const core::Completion& completion) {
   CHECK(completion.text == "The capital is Paris.");
   CHECK(completion.has_logprobs);
   REQUIRE(completion.tokens.size() == 5);
@@ -72,7 +72,7 @@ void check_paris_tokens(const core::Completion& completion) {
 TEST_CASE("parse_response openai-responses whole") {
   SUBCASE("reference response: the reasoning item is skipped") {
     auto completion = parse_ok(k_responses, read_format("openai_responses_logprobs.json"));
-    check_paris_tokens(completion);
+    check_responses_paris_tokens(completion);
     CHECK(completion.finish_reason == "stop");
     CHECK(completion.model == "gpt-4.1-2025-04-14");
     CHECK(completion.completion_tokens == 5);
@@ -129,7 +129,7 @@ TEST_CASE("parse_response openai-responses stream") {
   SUBCASE("the reference stream reads as the whole response") {
     auto streamed = parse_ok(k_responses, read_format("openai_responses_stream_events.txt"), true);
     auto whole = parse_ok(k_responses, read_format("openai_responses_logprobs.json"));
-    check_paris_tokens(streamed);
+    check_responses_paris_tokens(streamed);
     CHECK(same_tokens(streamed, whole));
     CHECK(streamed.finish_reason == "stop");
     CHECK(streamed.model == "gpt-4.1-2025-04-14");

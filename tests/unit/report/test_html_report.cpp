@@ -9,6 +9,7 @@
 #include "report/html_report.hpp"
 #include "report/detail/html_style.hpp"
 #include "report/detail/svg_chart.hpp"
+#include "tests/support/text_search.hpp"
 #include "tests/support/audit_report_fixture.hpp"
 #include "tests/support/audit_sections_fixture.hpp"
 #include "tests/support/reviewer_fixture.hpp"
@@ -17,13 +18,7 @@ using namespace llmrepro;
 
 namespace {
 
-std::size_t count_of(const std::string& haystack, const std::string& needle) {
-  std::size_t count = 0;
-  for (std::size_t at = haystack.find(needle); at != std::string::npos;
-       at = haystack.find(needle, at + 1))
-    ++count;
-  return count;
-}
+using llmrepro::test::count_of;
 
 } // namespace
 

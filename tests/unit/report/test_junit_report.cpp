@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "report/junit_report.hpp"
+#include "tests/support/text_search.hpp"
 #include "tests/support/reviewer_fixture.hpp"
 
 using namespace llmrepro;
@@ -79,13 +80,7 @@ std::string xml_problem(const std::string& xml) {
   return open.empty() ? std::string() : "unclosed <" + open.back() + ">";
 }
 
-std::size_t count_of(const std::string& haystack, const std::string& needle) {
-  std::size_t count = 0;
-  for (std::size_t at = haystack.find(needle); at != std::string::npos;
-       at = haystack.find(needle, at + 1))
-    ++count;
-  return count;
-}
+using llmrepro::test::count_of;
 
 } // namespace
 

@@ -42,7 +42,7 @@ AuditDatabase create_audit(const std::string& path) {
   return std::move(*created);
 }
 
-core::RequestRecord make_record(int prompt) {
+core::RequestRecord sink_record(int prompt) {
   core::RequestRecord record;
   record.planned = {0, prompt, 1, core::ProbeKind::sweep, 0};
   record.outcome.ok = true;
@@ -106,7 +106,7 @@ TEST_CASE("DatabaseSink") {
   SUBCASE("records are committed in the order they were queued") {
     DatabaseSink sink(database, 4, 3);
     core::RecordSink& as_sink = sink;
-    for (int i = 0; i < 20; ++i) REQUIRE(as_sink.record(make_record(i)));
+    for (int i = 0; i < 20; ++i) REQUIRE(as_sink.record(sink_record(i)));
     REQUIRE(sink.finish());
     CHECK(sink.committed() == 20);
     CHECK(stored_prompts(database) == range(0, 20));
@@ -120,7 +120,7 @@ TEST_CASE("DatabaseSink") {
     Connection other(path);
     other.exec("BEGIN IMMEDIATE");
     DatabaseSink sink(database, 256, 64);
-    for (int i = 0; i < 10; ++i) REQUIRE(sink.record(make_record(i)));
+    for (int i = 0; i < 10; ++i) REQUIRE(sink.record(sink_record(i)));
     // The writer's first transaction waits for the lock; everything else queues behind it.
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     CHECK(sink.committed() == 0);
@@ -134,7 +134,7 @@ TEST_CASE("DatabaseSink") {
     Connection other(path);
     other.exec("BEGIN IMMEDIATE");
     DatabaseSink sink(database, 256, 4);
-    for (int i = 0; i < 10; ++i) REQUIRE(sink.record(make_record(i)));
+    for (int i = 0; i < 10; ++i) REQUIRE(sink.record(sink_record(i)));
     other.exec("COMMIT");
     REQUIRE(sink.finish());
     CHECK(sink.transactions() >= 3);
@@ -148,7 +148,7 @@ TEST_CASE("DatabaseSink") {
     std::atomic<int> returned{0};
     std::thread producer([&] {
       for (int i = 0; i < 6; ++i) {
-        if (!sink.record(make_record(i))) return;
+        if (!sink.record(sink_record(i))) return;
         ++returned;
       }
     });
@@ -166,9 +166,9 @@ TEST_CASE("DatabaseSink") {
     other.exec("CREATE TRIGGER refuse_5 BEFORE INSERT ON requests WHEN NEW.prompt_index = 5 "
                "BEGIN SELECT RAISE(ABORT, 'scripted failure'); END");
     DatabaseSink sink(database, 256, 64);
-    for (int i = 0; i < 5; ++i) REQUIRE(sink.record(make_record(i)));
+    for (int i = 0; i < 5; ++i) REQUIRE(sink.record(sink_record(i)));
     while (sink.committed() < 5) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    REQUIRE(sink.record(make_record(5)));
+    REQUIRE(sink.record(sink_record(5)));
     auto finished = sink.finish();
     REQUIRE_FALSE(finished);
     CHECK(finished.error().code == core::ErrorCode::environment);
@@ -176,18 +176,18 @@ TEST_CASE("DatabaseSink") {
           "audit database '" + path + "': cannot store a record: scripted failure");
     CHECK(sink.committed() == 5);
     CHECK(stored_prompts(database) == range(0, 5));
-    CHECK_FALSE(sink.record(make_record(6)));
+    CHECK_FALSE(sink.record(sink_record(6)));
   }
   SUBCASE("a failed commit is reported by the next record()") {
     Connection other(path);
     other.exec("CREATE TRIGGER refuse_0 BEFORE INSERT ON requests WHEN NEW.prompt_index = 0 "
                "BEGIN SELECT RAISE(ABORT, 'scripted failure'); END");
     DatabaseSink sink(database, 256, 64);
-    REQUIRE(sink.record(make_record(0)));
+    REQUIRE(sink.record(sink_record(0)));
     core::Result<void> later;
     for (int i = 1; i < 5000 && later; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      later = sink.record(make_record(1 + i % 8));
+      later = sink.record(sink_record(1 + i % 8));
     }
     REQUIRE_FALSE(later);
     CHECK(later.error().message ==
@@ -197,10 +197,10 @@ TEST_CASE("DatabaseSink") {
   }
   SUBCASE("record() after finish() is refused") {
     DatabaseSink sink(database);
-    REQUIRE(sink.record(make_record(0)));
+    REQUIRE(sink.record(sink_record(0)));
     REQUIRE(sink.finish());
     REQUIRE(sink.finish());
-    auto late = sink.record(make_record(1));
+    auto late = sink.record(sink_record(1));
     REQUIRE_FALSE(late);
     CHECK(late.error().code == core::ErrorCode::internal);
     CHECK(stored_prompts(database) == std::vector<int>{0});
