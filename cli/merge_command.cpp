@@ -90,6 +90,10 @@ int run_merge(const MergeOptions& options) {
   auto created = store::AuditDatabase::create(options.output, *merged);
   if (!created) return report_error(created.error());
   created->check_records_against_plan();
+  if (!merged->probe_activity.empty()) {
+    if (auto stored = created->store_probe_activity(merged->probe_activity); !stored)
+      return report_error(stored.error());
+  }
   if (merged->adaptive) {
     if (auto stored = created->store_adaptive(*merged->adaptive); !stored)
       return report_error(stored.error());

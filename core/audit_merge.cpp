@@ -129,6 +129,82 @@ std::string shard_name(const AuditData& shard) {
          std::to_string(shard.config.shard_count) + " (" + shard.info.id + ")";
 }
 
+// Whether `activity` says how its cold prefix trials were made cold: its run looked for a flush
+// route or switched the prompt cache off per request. A shard that ran no prefix trial says
+// nothing and agrees with every other.
+bool ran_cold_trials(const ProbeActivity& activity) {
+  return activity.flush_looked_up || activity.cold_per_request;
+}
+
+// The cold mode in words for a merge error: "with no cold mode" where none was offered.
+std::string cold_mode_words(const ProbeActivity& activity) {
+  const std::string text = cold_mode_text(activity);
+  return text.empty() ? "with no cold mode" : text;
+}
+
+// Adds `from`'s counts into `into` (one endpoint of two shards); the cold mode is the caller's.
+void add_activity(ProbeActivity& into, const ProbeActivity& from) {
+  into.filler_sent += from.filler_sent;
+  into.filler_failed += from.filler_failed;
+  into.sampled_filler_sent += from.sampled_filler_sent;
+  into.sampled_filler_failed += from.sampled_filler_failed;
+  into.primes_sent += from.primes_sent;
+  into.primes_failed += from.primes_failed;
+  into.flushes_sent += from.flushes_sent;
+  into.flushes_failed += from.flushes_failed;
+  for (const FillerLevel& level : from.filler_levels) {
+    FillerLevel& joined = filler_level(into, level.level, level.sampled);
+    joined.sent += level.sent;
+    joined.refused += level.refused;
+    joined.shortened += level.shortened;
+    joined.unfit = joined.unfit || level.unfit;
+    if (joined.refusal.empty()) joined.refusal = level.refusal;
+  }
+  if (from.long_shortened > 0)
+    into.long_context_words_min =
+        into.long_shortened > 0 ? std::min(into.long_context_words_min, from.long_context_words_min)
+                                : from.long_context_words_min;
+  into.long_shortened += from.long_shortened;
+}
+
+// The shards' probe activity joined, per endpoint: every count added up, the filler levels in the
+// order they first ran, the fewest words a shortened long context kept. The cold mode is the one
+// every shard that ran cold prefix trials used; shards that used different ones are refused.
+Result<std::vector<ProbeActivity>>
+merge_probe_activity(const std::vector<const AuditData*>& shards) {
+  std::vector<ProbeActivity> merged;
+  std::vector<const AuditData*> cold_from; // per endpoint, the first shard that ran cold trials
+  for (const AuditData* shard : shards) {
+    if (shard->probe_activity.size() > merged.size()) {
+      merged.resize(shard->probe_activity.size());
+      cold_from.resize(shard->probe_activity.size(), nullptr);
+    }
+    for (std::size_t e = 0; e < shard->probe_activity.size(); ++e) {
+      const ProbeActivity& activity = shard->probe_activity[e];
+      add_activity(merged[e], activity);
+      if (!ran_cold_trials(activity)) continue;
+      if (cold_from[e] == nullptr) {
+        cold_from[e] = shard;
+        merged[e].flush_looked_up = activity.flush_looked_up;
+        merged[e].flush_route = activity.flush_route;
+        merged[e].cold_per_request = activity.cold_per_request;
+      } else if (activity.cold_per_request != merged[e].cold_per_request ||
+                 activity.flush_route != merged[e].flush_route) {
+        const std::string where =
+            shards.front()->endpoints.size() > 1 ? " on endpoint " + std::to_string(e + 1) : "";
+        return make_error(ErrorCode::usage,
+                          "merge: " + shard_name(*shard) + " ran its cold prefix trials" + where +
+                              " " + cold_mode_words(activity) + " where " +
+                              shard_name(*cold_from[e]) + " ran them " +
+                              cold_mode_words(merged[e]) + ": their cold trials are not alike");
+      } else {
+        merged[e].flush_looked_up = merged[e].flush_looked_up || activity.flush_looked_up;
+      }
+    }
+  }
+  return merged;
+}
+
 } // namespace
 
 Result<AuditData> merge_shards(const std::vector<AuditData>& shards) {
@@ -240,6 +316,9 @@ Result<AuditData> merge_shards(const std::vector<AuditData>& shards) {
               });
     merged.adaptive = std::move(joined);
   }
+  auto activity = merge_probe_activity(ordered);
+  if (!activity) return activity.error();
+  merged.probe_activity = std::move(*activity);
   merged.info.status = complete ? "complete" : "partial";
   merged.info.id = "merged-" + first.info.id;
   return merged;

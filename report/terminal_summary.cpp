@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "core/cache_state.hpp"
@@ -352,6 +354,10 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
   // Each probe kind on its own (only when more than the sweep ran), then the endpoints side by
   // side.
   if (report.probes.size() > 1 || report.primary_probe != core::ProbeKind::sweep) {
+    // The probe column fits the longest name shown ("mixed-sampling"), and at least "prefix".
+    std::size_t width = 6;
+    for (const auto& probe : report.probes)
+      width = std::max(width, std::string_view(core::to_string(probe.probe)).size());
     for (const auto& probe : report.probes) {
       const auto& s = probe.analysis.summary;
       std::string extra;
@@ -371,15 +377,15 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
                             core::fillers_sent(activity, probe.probe),
                             core::fillers_failed(activity, probe.probe));
       }
-      line(fmt::format("probe {:<6} unstable {} of {}{}   bitwise {}   max drift {}   TARr {}{}",
-                       core::to_string(probe.probe), s.unstable_prompts, s.prompts,
+      line(fmt::format("probe {:<{}} unstable {} of {}{}   bitwise {}   max drift {}   TARr {}{}",
+                       core::to_string(probe.probe), width, s.unstable_prompts, s.prompts,
                        s.inconclusive_prompts > 0
                            ? fmt::format("   inconclusive {}", s.inconclusive_prompts)
                            : std::string(),
                        s.bitwise_stable_prompts, max_drift_text(s.max_logprob_drift),
                        percent_text(s.tarr), extra));
       if (const std::string usage = usage_text(s.usage); !usage.empty())
-        line(std::string(13, ' ') + usage); // under the figures, past "probe sweep  "
+        line(std::string(7 + width, ' ') + usage); // under the figures, past "probe sweep  "
     }
   }
   if (report.comparison) {

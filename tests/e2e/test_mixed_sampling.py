@@ -173,32 +173,58 @@ class MixedSampling(h.E2ETestCase):
     def test_shards_merge_to_the_unsharded_cell(self):
         endpoint = self.start_endpoint(script(moves=True))
         suite = self.write_suite("shards.jsonl", PROMPTS)
-        dbs = []
+        dbs, shards = [], []
         for shard in ("1/2", "2/2"):
             db = self.path(f"shard{shard[0]}.db")
+            report = self.path(f"shard{shard[0]}.json")
             run = self.run_llmrepro(["audit", "--suite", suite, "--endpoint", endpoint.url,
                                      "--api", "openai-chat", "--db", db, "--shard", shard,
-                                     *PROFILE], timeout=120)
+                                     "--json", report, *PROFILE], timeout=120)
             self.assert_exit(run, 1)
             dbs.append(db)
+            shards.append({p["probe"]: p["activity"] for p in self.load_report(report)["probes"]})
         merged = self.path("merged.json")
         run = self.run_llmrepro(["merge", self.path("merged.db"), *dbs, "--json", merged])
         self.assert_exit(run, 1)
-        determinism = self.load_report(merged)["summary"]["determinism"]
+        report = self.load_report(merged)
+        determinism = report["summary"]["determinism"]
         cells = {(c["probe"], c["level"], c["shape"]): c for c in determinism["cells"]}
         self.assertEqual(list(cells), CELLS)
-        # `merge` keeps no shard's probe activity (its cold mode among it), so the merged cold
-        # cell is "not tested"; every other cell is the unsharded audit's.
-        self.assertFalse(cells[("prefix", 1, "cold")]["tested"])
+        # The merged cells are the unsharded audit's, the cold one among them: merge keeps the
+        # shards' cold mode (a flush through /flush_cache) with their probe activity.
         for key, cell in cells.items():
-            if key == ("prefix", 1, "cold"):
-                continue
             broken = key[0] == "mixed-sampling"
-            self.assertEqual((cell["held"], cell["prompts"], cell["token_breaks"]),
-                             (not broken, 2, 2 if broken else 0), key)
+            self.assertEqual((cell["tested"], cell["held"], cell["prompts"], cell["token_breaks"]),
+                             (True, not broken, 2, 2 if broken else 0), key)
         self.assertEqual(determinism["line"],
                          "determinism claim broken at c=1 (with sampled filler traffic): tokens "
                          "differ from the reference from token 1, prompt alpha")
+        self.assertEqual(determinism["coverage"], COVERAGE)
+        self.assertIn("(flushed via /flush_cache)", run.stdout)
+        # Each count is the two shards' added up, and the fillers counted are those the endpoint
+        # received from both shard runs, greedy ones for mixed and sampled for mixed-sampling.
+        activity = {p["probe"]: p["activity"] for p in report["probes"]}
+        sent = fillers(endpoint)
+        received = {"mixed": len([b for b in sent if b["temperature"] == 0.0]),
+                    "mixed-sampling": len([b for b in sent if b["temperature"] == 1.0])}
+        for name in ("mixed", "mixed-sampling"):
+            self.assertGreaterEqual(received[name], 4, name)
+            self.assertEqual((activity[name]["filler_sent"], activity[name]["filler_failed"]),
+                             (received[name], 0), name)
+            self.assertEqual(activity[name]["filler_sent"],
+                             sum(shard[name]["filler_sent"] for shard in shards), name)
+            levels = {level["level"]: level["sent"] for level in activity[name]["filler_levels"]}
+            self.assertEqual(levels, {level: sum(l["sent"] for shard in shards
+                                                 for l in shard[name]["filler_levels"]
+                                                 if l["level"] == level)
+                                      for level in (1, 2)}, name)
+            label = "sampled filler" if name == "mixed-sampling" else "filler"
+            self.assertIn(f"{label} {received[name]} sent, 0 failed", run.stdout)
+        prefix = activity["prefix"]
+        self.assertEqual((prefix["flush_route"], prefix["cold_mode"]), ("/flush_cache", "flush"))
+        for count in ("primes_sent", "flushes_sent"):
+            self.assertGreater(prefix[count], 0, count)
+            self.assertEqual(prefix[count], sum(shard["prefix"][count] for shard in shards))
 
     def test_dry_run_counts_the_sampled_waves_and_names_their_fillers(self):
         endpoint = self.start_endpoint(script(moves=False))

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/audit_merge.hpp"
 
@@ -185,4 +186,104 @@ TEST_CASE("merge_shards: the noise model's contradictions join the decisions, th
   REQUIRE(merged->adaptive);
   CHECK(merged->adaptive->contradicted ==
         std::map<int, NoiseModelContradiction>{{1, {2, "serial"}}, {8, {1, "early"}}});
+}
+
+TEST_CASE("merge_shards: the shards' probe activity adds up, their cold mode agrees") {
+  AuditData first = shard(0, 3);
+  AuditData second = shard(1, 3);
+  AuditData third = shard(2, 3);
+  ProbeActivity a;
+  a.filler_sent = 7;
+  a.filler_failed = 1;
+  a.sampled_filler_sent = 3;
+  a.sampled_filler_failed = 1;
+  a.primes_sent = 2;
+  a.flushes_sent = 4;
+  a.flushes_failed = 1;
+  a.flush_looked_up = true;
+  a.flush_route = "/flush_cache";
+  a.filler_levels = {FillerLevel{.level = 1, .sent = 4},
+                     FillerLevel{.level = 1, .sampled = true, .sent = 3, .shortened = 1}};
+  a.long_shortened = 2;
+  a.long_context_words_min = 300;
+  ProbeActivity b;
+  b.filler_sent = 5;
+  b.primes_sent = 1;
+  b.primes_failed = 1;
+  b.flushes_sent = 2;
+  b.flush_looked_up = true;
+  b.flush_route = "/flush_cache";
+  b.filler_levels = {FillerLevel{.level = 2, .sent = 2, .refused = 1, .refusal = "HTTP 400: no"},
+                     FillerLevel{.level = 1, .sent = 3, .unfit = true}};
+  b.long_shortened = 1;
+  b.long_context_words_min = 120;
+  first.probe_activity = {a};
+  second.probe_activity = {b};
+  // The third shard ran no prefix trial (no flush looked up): it agrees with any cold mode.
+  ProbeActivity c;
+  c.filler_sent = 1;
+  third.probe_activity = {c};
+
+  SUBCASE("counts add up, levels in the order they first ran") {
+    auto merged = merge_shards({third, second, first});
+    REQUIRE(merged);
+    REQUIRE(merged->probe_activity.size() == 1);
+    const ProbeActivity& joined = merged->probe_activity[0];
+    CHECK(joined.filler_sent == 13);
+    CHECK(joined.filler_failed == 1);
+    CHECK(joined.sampled_filler_sent == 3);
+    CHECK(joined.sampled_filler_failed == 1);
+    CHECK(joined.primes_sent == 3);
+    CHECK(joined.primes_failed == 1);
+    CHECK(joined.flushes_sent == 6);
+    CHECK(joined.flushes_failed == 1);
+    CHECK(joined.flush_looked_up);
+    CHECK(joined.flush_route == "/flush_cache");
+    CHECK_FALSE(joined.cold_per_request);
+    CHECK(cold_mode_text(joined) == "after a flush through /flush_cache");
+    CHECK(joined.filler_levels ==
+          std::vector<FillerLevel>{
+              FillerLevel{.level = 1, .sent = 7, .unfit = true},
+              FillerLevel{.level = 1, .sampled = true, .sent = 3, .shortened = 1},
+              FillerLevel{.level = 2, .sent = 2, .refused = 1, .refusal = "HTTP 400: no"}});
+    CHECK(joined.long_shortened == 3);
+    CHECK(joined.long_context_words_min == 120);
+  }
+  SUBCASE("a shard stored without activity adds nothing") {
+    second.probe_activity.clear();
+    auto merged = merge_shards({first, second});
+    REQUIRE(merged);
+    REQUIRE(merged->probe_activity.size() == 1);
+    CHECK(merged->probe_activity[0].filler_sent == 7);
+    CHECK(merged->probe_activity[0].long_context_words_min == 300);
+    CHECK(cold_mode_text(merged->probe_activity[0]) == "after a flush through /flush_cache");
+  }
+  SUBCASE("the per-request cold mode carries over from the one shard that ran cold trials") {
+    a.flush_looked_up = false;
+    a.flush_route.clear();
+    a.cold_per_request = true;
+    first.probe_activity = {a};
+    auto merged = merge_shards({first, third});
+    REQUIRE(merged);
+    CHECK(merged->probe_activity[0].cold_per_request);
+    CHECK(merged->probe_activity[0].filler_sent == 8);
+  }
+  SUBCASE("a flush route against none is refused, naming both shards") {
+    b.flush_route.clear();
+    second.probe_activity = {b};
+    CHECK(message_of(merge_shards({first, second, third})) ==
+          "merge: shard 2/3 (audit-1) ran its cold prefix trials with no cold mode where shard "
+          "1/3 (audit-0) ran them after a flush through /flush_cache: their cold trials are not "
+          "alike");
+  }
+  SUBCASE("a flush against the cache off per request is refused") {
+    b.flush_looked_up = false;
+    b.flush_route.clear();
+    b.cold_per_request = true;
+    second.probe_activity = {b};
+    CHECK(message_of(merge_shards({second, first})) ==
+          "merge: shard 2/3 (audit-1) ran its cold prefix trials with the prompt cache off per "
+          "request (cache_prompt: false) where shard 1/3 (audit-0) ran them after a flush "
+          "through /flush_cache: their cold trials are not alike");
+  }
 }

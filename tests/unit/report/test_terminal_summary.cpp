@@ -126,6 +126,25 @@ TEST_CASE("render_terminal_summary") {
     CHECK(text.find("\n  #1 http://127.0.0.1:9/<b>|`v1`  unstable 1 of 2  bitwise 1  max drift "
                     "0.0625 nats  c=1:") != std::string::npos);
   }
+  SUBCASE("the probe column fits the longest probe name shown") {
+    test::add_audit_sections(*fixture);
+    fixture->report.probes[1].probe = core::ProbeKind::mixed_sampling;
+    fixture->data.config.probes[1] = core::ProbeKind::mixed_sampling;
+    fixture->data.probe_activity[0].sampled_filler_sent = 6;
+    fixture->data.probe_activity[0].sampled_filler_failed = 2;
+    const auto lines = lines_of(report::render_terminal_summary(fixture->report, false));
+    std::vector<std::string> probes;
+    for (const auto& line : lines)
+      if (line.rfind("probe ", 0) == 0) probes.push_back(line);
+    CHECK(probes == std::vector<std::string>{
+                        "probe sweep          unstable 0 of 2   bitwise 2   max drift 0 nats   "
+                        "TARr 100.0%",
+                        "probe mixed-sampling unstable 1 of 2   bitwise 1   max drift 0.0625 "
+                        "nats   TARr 50.0%   sampled filler 6 sent, 2 failed",
+                        "probe prefix         unstable 2 of 2   bitwise 0   max drift 0.125 nats "
+                        "  TARr 0.0%   warm vs cold drift 1 of 2   (flushed via "
+                        "/reset_prefix_cache)"});
+  }
   SUBCASE("color only when asked; a failing verdict is red") {
     const std::string text = report::render_terminal_summary(fixture->report, true);
     CHECK(text.rfind("\x1b[1;31m" + test::k_fixture_headline + "\x1b[0m\n", 0) == 0);
