@@ -265,8 +265,8 @@ core::Result<core::ProbeExperiment> run_device_batch_sweep(const ExperimentConfi
           if (!first || !last) return core::make_error(core::ErrorCode::environment, "copy failed");
           out.first_fp32 = *first;
           out.last_fp32 = *last;
-          out.first = rounded(precision, out.first_fp32);
-          out.last = rounded(precision, out.last_fp32);
+          out.first = numerics::round_each_to(precision, out.first_fp32);
+          out.last = numerics::round_each_to(precision, out.last_fp32);
         }
         if (m == 1) references[static_cast<std::size_t>(v)] = out;
         const AnchorOutputs& reference = references[static_cast<std::size_t>(v)];
@@ -354,8 +354,8 @@ core::Result<core::ProbeExperiment> run_device_atomics(const ExperimentConfig& c
       auto out_fp32 = download_floats(out_device.floats(), static_cast<std::size_t>(n));
       if (!out_fp32) return out_fp32.error();
       if (serial_fp32.empty()) serial_fp32 = *out_fp32;
-      const auto out = rounded(config.precision, *out_fp32);
-      const auto serial = rounded(config.precision, serial_fp32);
+      const auto out = numerics::round_each_to(config.precision, *out_fp32);
+      const auto serial = numerics::round_each_to(config.precision, serial_fp32);
       digests.push_back(output_digest(out.data(), out.size()));
       digests_fp32.push_back(output_digest(out_fp32->data(), out_fp32->size()));
       auto row = compare_outputs(variant, {}, serial.data(), out.data(), out.size(),

@@ -51,10 +51,4 @@ inline std::vector<float> decode(numerics::Precision precision, const unsigned c
   return values;
 }
 
-inline std::vector<float> rounded(numerics::Precision precision, const std::vector<float>& values) {
-  std::vector<float> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = numerics::round_to(precision, values[i]);
-  return out;
-}
-
 } // namespace llmrepro::gpu::cuda
