@@ -12,7 +12,7 @@ build=(cmake ninja-build g++ pkg-config libcurl4-openssl-dev nlohmann-json3-dev 
 # llama.cpp source it builds.
 test=(python3 python3-jsonschema python3-yaml sqlite3 chromium clang clang-format
       libclang-rt-14-dev groff-base zsh python3-numpy xz-utils)
-bench=(wrk python3-aiohttp)
+bench=(wrk python3-aiohttp bc time)
 
 packages=("${build[@]}")
 for profile in "$@"; do
