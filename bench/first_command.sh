@@ -11,7 +11,7 @@
 #                                demo's build a unity build)
 #   LLMREPRO_BENCH_KEEP=1        keeps the clones (their out/ holds each audit's reports)
 # Both clones audit the same suite with the same flags, so a ratio is the build's and the
-# script's; the audit's own seconds are the last line of each clone's log.
+# script's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { printf 'first_command: %s\n' "$*" >&2; }
@@ -29,10 +29,11 @@ git diff --quiet HEAD -- . || log "uncommitted changes are not measured: the clo
 work=$(mktemp -d)
 [[ ${LLMREPRO_BENCH_KEEP:-0} == 1 ]] || trap 'rm -rf "$work"' EXIT
 
-start=$(date +%s.%N)
-scripts/install-deps.sh build >/dev/null
 command -v bc >/dev/null && [[ -x /usr/bin/time ]] || scripts/install-deps.sh bench >/dev/null
-log "dependencies: $(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)") s (already installed: a check only)"
+start=$(date +%s.%N)
+installed=$(scripts/install-deps.sh build 2>&1)
+log "build dependencies: $(echo "$(date +%s.%N) - $start" | bc | xargs printf '%.1f') s" \
+  "($([[ $installed == *installing* ]] && echo installed || echo "already installed: a check only"))"
 
 # measure NAME COMMIT: writes "wall cpu" of the first command in a fresh clone of COMMIT to
 # $work/NAME.result.
