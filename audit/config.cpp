@@ -87,6 +87,7 @@ core::Result<void> apply_profile(const AuditRequest& options, core::AuditConfig&
                       flag, flag));
   config.levels = core::deterministic_levels(options.max_concurrency);
   config.probes = core::deterministic_probes();
+  if (!options.restart_cmd.empty()) config.probes.push_back(core::ProbeKind::restart);
   if (!options.judging.given.max_unique) config.gates.max_unique = 1;
   if (!options.judging.given.max_logprob_drift) config.gates.max_logprob_drift = 0.0;
   return {};
@@ -129,6 +130,25 @@ core::Result<void> apply_budget_options(const AuditRequest& options, core::Audit
   if (options.dry_run && options.resume)
     return core::make_error(core::ErrorCode::usage,
                             "--dry-run plans a new audit; it does not combine with --resume");
+  return {};
+}
+
+// --restart-cmd adds the restart probe; the probe without the command has nothing to restart
+// with. --restart-timeout must leave the command and the readiness wait a finite time.
+core::Result<void> apply_restart_options(const AuditRequest& options, core::AuditConfig& config) {
+  const bool planned = std::find(config.probes.begin(), config.probes.end(),
+                                 core::ProbeKind::restart) != config.probes.end();
+  if (planned && options.restart_cmd.empty() && !options.resume)
+    return core::make_error(core::ErrorCode::usage,
+                            "--probe restart needs --restart-cmd CMD (the shell command that "
+                            "restarts the endpoint; --restart-timeout bounds it)");
+  if (!options.restart_cmd.empty() && !planned) config.probes.push_back(core::ProbeKind::restart);
+  if (!(std::isfinite(options.restart_timeout_s) && options.restart_timeout_s > 0.0 &&
+        options.restart_timeout_s <= k_max_timeout_s))
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--restart-timeout must be a number of seconds greater "
+                                        "than 0 and at most {} (got {})",
+                                        k_max_timeout_s, options.restart_timeout_s));
   return {};
 }
 
@@ -192,6 +212,7 @@ core::Result<core::AuditConfig> config_from(const AuditRequest& options) {
   }
   if (config.probes.empty())
     return core::make_error(core::ErrorCode::usage, "--probe needs at least one probe kind");
+  LLMREPRO_TRY(apply_restart_options(options, config));
   auto shard = parse_shard(options.shard);
   if (!shard) return shard.error();
   std::tie(config.shard_index, config.shard_count) = *shard;

@@ -22,6 +22,8 @@ void register_flag_secrets(const AuditRequest& options) {
   for (const std::string& url : options.endpoints) secrets.add_url(url);
   for (const std::string& url : options.compare) secrets.add_url(url);
   if (!options.embeddings.empty()) secrets.add_url(options.embeddings);
+  // The restart command may carry a key inline; should its output echo it, it is redacted too.
+  if (!options.restart_cmd.empty()) secrets.add_command(options.restart_cmd);
 }
 
 core::Result<void> choose_keys(AuditRun& run) {

@@ -134,6 +134,31 @@ core::Result<void> resume_stored(AuditRun& run, const core::AuditConfig& wanted,
   return {};
 }
 
+// The restart probe restarts the user's endpoint with --restart-cmd: the embedded engine runs in
+// this process and has nothing to restart, and a stored plan holding the probe needs the command
+// again on --resume (it is never stored).
+core::Result<void> check_restart_command(const AuditRun& run) {
+  const AuditRequest& options = run.request;
+  const auto& probes = run.header.config.probes;
+  const bool planned =
+      std::find(probes.begin(), probes.end(), core::ProbeKind::restart) != probes.end();
+  if (planned && options.restart_cmd.empty())
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--resume: the audit in '{}' plans the restart probe: "
+                                        "give --restart-cmd again (it is never stored)",
+                                        options.db));
+  if (!planned && !options.restart_cmd.empty())
+    return core::make_error(core::ErrorCode::usage,
+                            fmt::format("--resume: the audit in '{}' plans no restart probe; "
+                                        "drop --restart-cmd",
+                                        options.db));
+  if (planned && std::find(run.urls.begin(), run.urls.end(), std::string()) != run.urls.end())
+    return core::make_error(core::ErrorCode::usage,
+                            "--restart-cmd restarts an endpoint given with --endpoint; the "
+                            "embedded engine (no --endpoint) cannot be restarted");
+  return {};
+}
+
 } // namespace
 
 core::Result<void> load_or_resume(AuditRun& run) {
@@ -170,6 +195,7 @@ core::Result<void> load_or_resume(AuditRun& run) {
 
   if (options.resume) {
     LLMREPRO_TRY(resume_stored(run, *config_or, urls_given));
+    LLMREPRO_TRY(check_restart_command(run));
     return choose_keys(run);
   }
   if (options.suite.empty()) return core::make_error(core::ErrorCode::usage, "--suite is required");
@@ -181,6 +207,7 @@ core::Result<void> load_or_resume(AuditRun& run) {
   if (std::find(run.urls.begin(), run.urls.end(), std::string()) != run.urls.end())
     run.header.config.engine = engine_settings_of(options);
   run.header.config.header_names = header_names_of(options);
+  LLMREPRO_TRY(check_restart_command(run));
   return choose_keys(run);
 }
 

@@ -140,6 +140,7 @@ core::Result<void> run_requests(AuditRun& run) {
   // One plan's waves, each request committed as it finishes. The sink commits on its own thread:
   // it is drained before anything reads the records back or marks the audit partial or
   // complete; its error counts when the run itself succeeded.
+  const probes::RestartSettings restart{options.restart_cmd, options.restart_timeout_s};
   const SendPlan send = [&](const core::Plan& plan) -> core::Result<void> {
     store::DatabaseSink database_sink(*run.database);
     // Every record is redacted on its way into the database (docs/design.md "Secrets").
@@ -156,7 +157,8 @@ core::Result<void> run_requests(AuditRun& run) {
              [&](const core::PlannedRequest& key) { return run.recorded.contains(key); },
          .on_progress = progress,
          .activity = &run.activity,
-         .budget = run.budget ? &*run.budget : nullptr});
+         .budget = run.budget ? &*run.budget : nullptr,
+         .restart = options.restart_cmd.empty() ? nullptr : &restart});
     if (auto drained = database_sink.finish(); !drained && sent) sent = drained.error();
     return sent;
   };

@@ -123,6 +123,12 @@ struct AuditRequest {
   bool engine_batch_invariant = false;
   bool engine_prefix_cache = false;
   std::uint64_t engine_seed = 0;
+  // The restart probe (--restart-cmd, --restart-timeout): a shell command line that restarts the
+  // endpoint, and how long one restart and the readiness wait after it may take. The command may
+  // hold secrets: it is a run secret, never stored, printed or reported, and not plan-defining
+  // (a resumed audit whose plan holds the restart probe needs it given again).
+  std::string restart_cmd;
+  double restart_timeout_s = 120.0;
 
   GivenValues given;
 

@@ -154,10 +154,18 @@ void add_probe_flags(CLI::App& audit, AuditOptions& options) {
           .add_option("--probe", options.request.probes,
                       "Probe kinds: sweep, mixed (filler traffic), mixed-sampling (filler traffic "
                       "sent with sampling on), prefix (warm vs cold shared prefix), long (long "
-                      "prompts)")
+                      "prompts), restart (first requests after --restart-cmd vs later ones)")
           ->delimiter(',')
-          ->check(value_choices({"sweep", "mixed", "mixed-sampling", "prefix", "long"}))
+          ->check(value_choices({"sweep", "mixed", "mixed-sampling", "prefix", "long", "restart"}))
           ->capture_default_str();
+  audit.add_option("--restart-cmd", options.request.restart_cmd,
+                   "Shell command (sh -c, its own process group) that restarts the endpoint; "
+                   "adds the restart probe. Never stored or printed; give it again on --resume");
+  audit
+      .add_option("--restart-timeout", options.request.restart_timeout_s,
+                  "Seconds one restart may take: the command, then the wait until the endpoint "
+                  "answers its readiness route")
+      ->capture_default_str();
   audit.add_option("--embeddings", options.request.embeddings,
                    "After the run, embed each prompt's distinct completions with this "
                    "OpenAI-compatible /v1/embeddings server and report their cosine similarity");

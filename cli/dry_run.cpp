@@ -22,6 +22,7 @@ bool print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
              "requests", "primes", "token bound");
   core::WaveBound total;
   bool fillers = false;
+  long restarts = 0;
   for (const core::Wave& wave : plan.waves) {
     const core::WaveBound bound =
         core::wave_bound(wave, suite, config.max_tokens, config.stop_after);
@@ -33,6 +34,7 @@ bool print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
     total.tokens.prompt += bound.tokens.prompt;
     total.tokens.completion += bound.tokens.completion;
     fillers = fillers || core::probe_uses_fillers(wave.probe);
+    if (wave.probe == core::ProbeKind::restart) restarts += config.runs;
   }
   fmt::print("total: {} requests ({} audited, {} primes), at most {} tokens ({} prompt + {} "
              "completion)\n",
@@ -48,6 +50,11 @@ bool print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
     fmt::print("the mixed and mixed-sampling probes also send filler requests, as many as their "
                "waves last; they are not in these totals, and a budget counts each at its "
                "bound\n");
+  if (restarts > 0)
+    fmt::print("the restart probe runs the restart command {} times (once per round, before each "
+               "round's first requests; at most --restart-timeout each); restarts are not "
+               "requests\n",
+               restarts);
   if (config.adaptive) {
     // The first look's requests are certain; the rest go to undecided prompts only.
     const long initial = total.requests / config.runs * config.adaptive_initial;

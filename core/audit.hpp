@@ -191,6 +191,12 @@ struct ProbeActivity {
   // fewest words of context one of them kept (0 where none was cut).
   int long_shortened = 0;
   int long_context_words_min = 0;
+  // The restart probe's rounds: restart commands run, those that failed (non-zero exit, past
+  // --restart-timeout, or the endpoint never ready within it), and the longest a successful one
+  // took from the command's start until the endpoint answered its readiness route.
+  int restarts_run = 0;
+  int restarts_failed = 0;
+  int restart_ready_ms_max = 0;
 };
 
 // The entry of `level` (greedy or `sampled` fillers) in `activity.filler_levels`, added (in

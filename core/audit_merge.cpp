@@ -165,11 +165,15 @@ void add_activity(ProbeActivity& into, const ProbeActivity& from) {
         into.long_shortened > 0 ? std::min(into.long_context_words_min, from.long_context_words_min)
                                 : from.long_context_words_min;
   into.long_shortened += from.long_shortened;
+  into.restarts_run += from.restarts_run;
+  into.restarts_failed += from.restarts_failed;
+  into.restart_ready_ms_max = std::max(into.restart_ready_ms_max, from.restart_ready_ms_max);
 }
 
 // The shards' probe activity joined, per endpoint: every count added up, the filler levels in the
-// order they first ran, the fewest words a shortened long context kept. The cold mode is the one
-// every shard that ran cold prefix trials used; shards that used different ones are refused.
+// order they first ran, the fewest words a shortened long context kept, the slowest restart until
+// ready. The cold mode is the one every shard that ran cold prefix trials used; shards that used
+// different ones are refused.
 Result<std::vector<ProbeActivity>>
 merge_probe_activity(const std::vector<const AuditData*>& shards) {
   std::vector<ProbeActivity> merged;

@@ -111,9 +111,10 @@ void AuditReportBuilder::add_prompt(int prompt_index,
   for (auto& endpoint : m_endpoints) endpoint.add_prompt(prompt_index, records);
   for (auto& [endpoint, probe] : m_other_probes) {
     probe.analysis->add_prompt(prompt_index, records);
-    // Only the determinism check reads the other endpoints' prefix trials.
-    if (probe.probe != ProbeKind::prefix || !m_determinism) continue;
-    auto drift = prefix_drift_of_prompt(*m_suite, prompt_index, records, m_config, endpoint);
+    // Only the determinism check reads the other endpoints' prefix and restart sides.
+    if (!probe_has_sides(probe.probe) || !m_determinism) continue;
+    auto drift =
+        prefix_drift_of_prompt(*m_suite, prompt_index, records, m_config, endpoint, probe.probe);
     if (drift) probe.prefix.push_back(std::move(*drift));
   }
   for (const auto* record : records) {
@@ -125,8 +126,8 @@ void AuditReportBuilder::add_prompt(int prompt_index,
   }
   for (auto& probe : m_probes) {
     if (probe.analysis) probe.analysis->add_prompt(prompt_index, records);
-    if (probe.probe != ProbeKind::prefix) continue;
-    auto drift = prefix_drift_of_prompt(*m_suite, prompt_index, records, m_config, 0);
+    if (!probe_has_sides(probe.probe)) continue;
+    auto drift = prefix_drift_of_prompt(*m_suite, prompt_index, records, m_config, 0, probe.probe);
     if (!drift) continue;
     if (drift->drift) ++probe.prefix_drift_prompts;
     probe.prefix.push_back(std::move(*drift));
@@ -225,7 +226,8 @@ std::vector<DeterminismCheck> determinism_checks(const AuditReport& report) {
   std::size_t endpoint = 0;
   const auto input_of = [&](const ProbeAnalysis& probe) {
     const bool prefix = probe.probe == ProbeKind::prefix;
-    return DeterminismInput{probe.probe, &probe.analysis, prefix ? &probe.prefix : nullptr,
+    return DeterminismInput{probe.probe, &probe.analysis,
+                            probe_has_sides(probe.probe) ? &probe.prefix : nullptr,
                             prefix ? cold_mode_of(endpoint) : std::string(), activity_of(endpoint)};
   };
   std::vector<DeterminismInput> inputs;
@@ -234,7 +236,7 @@ std::vector<DeterminismCheck> determinism_checks(const AuditReport& report) {
   for (std::size_t e = 1; e < report.endpoints.size(); ++e) {
     endpoint = e;
     inputs.clear();
-    if (report.primary_probe != ProbeKind::prefix)
+    if (!probe_has_sides(report.primary_probe))
       inputs.push_back({report.primary_probe, &report.endpoints[e], nullptr, "", activity_of(e)});
     for (std::size_t i = 0; i < report.other_endpoint_probes.size(); ++i)
       if (report.other_endpoint_indices[i] == static_cast<int>(e))

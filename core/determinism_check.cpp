@@ -7,7 +7,8 @@
 // (never with the modal completion: the claim is that nothing moves, so the first run is as good
 // a witness as any), and the cells are walked in the order a reader would test the claim: the
 // sweep's batch sizes ascending (the bare batch-size question), then the shapes (cold prefix
-// cache, warm prefix cache, filler traffic by level, sampled filler traffic by level), so that the
+// cache, warm prefix cache, after a restart, filler traffic by level, sampled filler traffic by
+// level), so that the
 // first broken cell is the simplest condition under which the claim stops being true. A cold cell
 // counts only where the endpoint offered a real cold mode (a flush that answered, or a per-request
 // switch): otherwise it is "not tested", never "held" and never "broken after a flush".
@@ -27,6 +28,7 @@ const char* to_string(DeterminismShape shape) {
   case DeterminismShape::batch: return "batch";
   case DeterminismShape::cold_prefix: return "cold";
   case DeterminismShape::warm_prefix: return "warm";
+  case DeterminismShape::restart: return "restart";
   }
   return "batch";
 }
@@ -39,6 +41,7 @@ std::string shape_text(ProbeKind probe, DeterminismShape shape) {
   switch (shape) {
   case DeterminismShape::cold_prefix: return "cold prefix cache";
   case DeterminismShape::warm_prefix: return "warm prefix cache";
+  case DeterminismShape::restart: return "restart";
   case DeterminismShape::batch: break;
   }
   switch (probe) {
@@ -46,6 +49,7 @@ std::string shape_text(ProbeKind probe, DeterminismShape shape) {
   case ProbeKind::mixed_sampling: return "with sampled filler traffic";
   case ProbeKind::long_prompt: return "long prompts";
   case ProbeKind::prefix: return "prefix";
+  case ProbeKind::restart: return "restart";
   case ProbeKind::sweep: break;
   }
   return "sweep";
@@ -82,18 +86,51 @@ struct CellBuilder {
 };
 
 // The sweep isolates the batch size, so its levels are tested first; then the shapes, simplest
-// first: the serial prefix probe cold and warm, then filler traffic and long prompts by level.
+// first: the serial prefix probe cold and warm, the serial restart probe, then filler traffic and
+// long prompts by level.
 int probe_order(ProbeKind probe, DeterminismShape shape) {
   if (shape == DeterminismShape::cold_prefix) return 1;
   if (shape == DeterminismShape::warm_prefix) return 2;
+  if (shape == DeterminismShape::restart) return 3;
   switch (probe) {
   case ProbeKind::sweep: return 0;
-  case ProbeKind::mixed: return 3;
-  case ProbeKind::mixed_sampling: return 4;
-  case ProbeKind::long_prompt: return 5;
-  case ProbeKind::prefix: return 6;
+  case ProbeKind::mixed: return 4;
+  case ProbeKind::mixed_sampling: return 5;
+  case ProbeKind::long_prompt: return 6;
+  case ProbeKind::prefix:
+  case ProbeKind::restart: return 7;
   }
   return 0;
+}
+
+// One prompt's two restart sides as one comparison with its first request after a restart: the
+// larger drift maxima, the positions summed, the earlier first position and divergence.
+LogprobDrift both_sides(const PrefixPromptDrift& prompt) {
+  LogprobDrift drift = prompt.cold_drift_from_reference;
+  const LogprobDrift& later = prompt.warm_drift_from_reference;
+  drift.max_abs = std::max(drift.max_abs, later.max_abs);
+  drift.max_abs_gap = std::max(drift.max_abs_gap, later.max_abs_gap);
+  drift.positions_compared += later.positions_compared;
+  if (later.first_position &&
+      (!drift.first_position || *later.first_position < *drift.first_position))
+    drift.first_position = later.first_position;
+  return drift;
+}
+
+std::optional<int> earlier_divergence(const PrefixPromptDrift& prompt) {
+  const std::optional<int>& first = prompt.cold_divergence_from_reference;
+  const std::optional<int>& later = prompt.warm_divergence_from_reference;
+  if (first && later) return std::min(*first, *later);
+  return first ? first : later;
+}
+
+// Why the restart cell is not tested when none of its requests succeeded: the restarts failed
+// (each failed round's requests are recorded as failed, never sent), or what was sent failed.
+std::string no_restart_reason(const ProbeActivity* activity) {
+  if (activity != nullptr && activity->restarts_failed > 0)
+    return "no round restarted and became ready (" + std::to_string(activity->restarts_failed) +
+           " of " + std::to_string(activity->restarts_run) + " restarts failed)";
+  return "no request after a restart succeeded";
 }
 
 // Why a cold cell without a cold mode is not tested; the line of determinism_line words it so.
@@ -137,6 +174,7 @@ std::string cell_text(const DeterminismCell& cell) {
 
 // Where a cell is, in words: "on a cold prefix cache", "with filler traffic at c=8".
 std::string cell_place(const DeterminismCell& cell) {
+  if (cell.shape == DeterminismShape::restart) return "after a restart";
   if (cell.shape != DeterminismShape::batch) return "on a " + shape_text(cell.probe, cell.shape);
   const std::string shape = shape_text(cell.probe, cell.shape);
   const std::string level = "c=" + std::to_string(cell.level);
@@ -167,6 +205,16 @@ DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs) 
     return builders.back();
   };
   for (const auto& input : inputs) {
+    if (input.prefix != nullptr && input.probe == ProbeKind::restart) {
+      // Serial, level 1: every request after a restart, first or later, against the first.
+      CellBuilder& restart = cell_for(input.probe, 1, DeterminismShape::restart);
+      for (const auto& prompt : *input.prefix)
+        if (prompt.cold_runs + prompt.warm_runs > 0)
+          restart.add(prompt.id, both_sides(prompt), earlier_divergence(prompt));
+      restart.cell.tested = restart.cell.prompts > 0;
+      if (!restart.cell.tested) restart.cell.untested_reason = no_restart_reason(input.activity);
+      continue;
+    }
     if (input.prefix != nullptr) {
       // The prefix probe is serial: its cells are at level 1.
       int cold_trials = 0;
@@ -210,8 +258,11 @@ DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs) 
   });
 
   DeterminismCheck check;
-  for (const auto& input : inputs)
-    if (input.prefix != nullptr) check.cold_mode = input.cold_mode;
+  for (const auto& input : inputs) {
+    if (input.probe == ProbeKind::prefix && input.prefix != nullptr)
+      check.cold_mode = input.cold_mode;
+    if (input.probe == ProbeKind::restart) check.restart_planned = true;
+  }
   bool compared_everywhere = !builders.empty();
   for (const auto& builder : builders) {
     check.cells.push_back(builder.cell);
@@ -303,6 +354,8 @@ std::string determinism_coverage_line(const DeterminismCheck& check) {
   for (std::size_t i = 0; i < groups.size(); ++i)
     line += (i > 0 ? "; " : "") + groups[i].first +
             (groups[i].second.empty() ? "" : " c=" + groups[i].second);
+  if (!check.restart_planned)
+    untested += std::string(untested.empty() ? "" : "; ") + "restart (no --restart-cmd)";
   if (!notes.empty()) line += ". Sized to fit: " + notes;
   if (!untested.empty()) line += ". Not tested: " + untested;
   return line;

@@ -14,8 +14,9 @@
 
 namespace llmrepro::core {
 
-// Where the claim is tested: a probe kind at a level, and for the prefix probe which side.
-enum class DeterminismShape { batch, cold_prefix, warm_prefix };
+// Where the claim is tested: a probe kind at a level, for the prefix probe which side, and the
+// restart probe's requests after a restart (its first and later ones against its first first).
+enum class DeterminismShape { batch, cold_prefix, warm_prefix, restart };
 const char* to_string(DeterminismShape shape);
 
 // What broke: a completion left the prompt's reference (`tokens`), or the tokens held and a
@@ -36,7 +37,8 @@ struct DeterminismCell {
   // False for the cold side of the prefix probe where the endpoint offered no cold mode: its
   // "cold" trials ran on whatever the cache held, so the cell says nothing about a cold cache.
   // Also false for a mixed cell whose fillers the server refused (or none of which fit its
-  // context per slot): its audited requests never shared a batch with the planned traffic.
+  // context per slot): its audited requests never shared a batch with the planned traffic. And
+  // for the restart cell where no round restarted and became ready (no successful request).
   bool tested = true;
   std::string untested_reason; // why not, in words, where not tested
   // What a reader must know of a cell that ran: "31 of 48 fillers shortened to fit the server's
@@ -62,19 +64,22 @@ struct DeterminismCheck {
   // Every cell held and compared at least one logprob position: the claim stands on this audit.
   bool held = false;
   // Cells in the order the claim is tested: the sweep by ascending level, then the prefix
-  // probe's cold and warm trials (level 1), then filler traffic (mixed) and long prompts by
-  // ascending level.
+  // probe's cold and warm trials (level 1), the restart cell (level 1), then filler traffic
+  // (mixed) and long prompts by ascending level.
   std::vector<DeterminismCell> cells;
   std::optional<DeterminismFinding> first_break; // empty when nothing broke
   // How the cold trials were made cold (core::cold_mode_text); empty where none ran or the
   // endpoint offered no cold mode.
   std::string cold_mode;
+  // The restart probe was planned (--restart-cmd): without it the coverage line names the
+  // restart cell as not tested.
+  bool restart_planned = false;
   // Cells not tested (DeterminismCell::tested false): the claim is not checked there.
   int untested_cells() const;
 };
 
-// One probe kind's analysis of one endpoint; `prefix` is the prefix probe's per-prompt drift
-// (nullptr for the other kinds).
+// One probe kind's analysis of one endpoint; `prefix` is the prefix or restart probe's
+// per-prompt drift (nullptr for the other kinds).
 struct DeterminismInput {
   ProbeKind probe = ProbeKind::sweep;
   const AuditAnalysis* analysis = nullptr;
@@ -90,7 +95,9 @@ struct DeterminismInput {
 
 // Tests the claim on one endpoint's probe kinds. Sweep and mixed runs are compared, level by
 // level, with each prompt's drift reference (LevelAnalysis::drift_from_reference and
-// divergence_from_reference); the prefix probe's cold and warm trials with its first cold trial.
+// divergence_from_reference); the prefix probe's cold and warm trials with its first cold trial;
+// the restart probe's first and later requests together with its first request after a restart
+// (one cell, `restart`, not tested where none of them succeeded).
 DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs);
 
 // The one line every report states near the verdict: "determinism claim broken at c=9 (sweep):
@@ -109,10 +116,10 @@ std::vector<ProbeActivity> with_earlier_cold_modes(std::vector<ProbeActivity> no
 // cache; with filler traffic c=1,2"), then each note (". Sized to fit: with filler traffic c=1:
 // 31 of 48 fillers shortened to fit the server's context per slot") and each cell not tested
 // with its reason (". Not tested: with filler traffic c=8: 12 of 24 fillers refused (HTTP 400:
-// ...)").
+// ...)"), ending with "restart (no --restart-cmd)" where the restart probe was not planned.
 std::string determinism_coverage_line(const DeterminismCheck& check);
 
-// "sweep", "with filler traffic", "cold prefix cache", "warm prefix cache".
+// "sweep", "with filler traffic", "cold prefix cache", "warm prefix cache", "restart".
 std::string shape_text(ProbeKind probe, DeterminismShape shape);
 
 } // namespace llmrepro::core

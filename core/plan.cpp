@@ -6,6 +6,20 @@
 
 namespace llmrepro::core {
 
+namespace {
+
+// Fisher-Yates over requests[begin, end) with our own generator: std::shuffle's algorithm is
+// unspecified.
+void shuffle_requests(std::vector<PlannedRequest>& requests, std::size_t begin, std::size_t end,
+                      SplitMix64& random) {
+  for (std::size_t i = end - begin; i > 1; --i) {
+    const auto j = static_cast<std::size_t>(random.below(i));
+    std::swap(requests[begin + i - 1], requests[begin + j]);
+  }
+}
+
+} // namespace
+
 const char* to_string(ProbeKind kind) {
   switch (kind) {
   case ProbeKind::sweep: return "sweep";
@@ -13,6 +27,7 @@ const char* to_string(ProbeKind kind) {
   case ProbeKind::prefix: return "prefix";
   case ProbeKind::long_prompt: return "long";
   case ProbeKind::mixed_sampling: return "mixed-sampling";
+  case ProbeKind::restart: return "restart";
   }
   return "sweep";
 }
@@ -23,9 +38,10 @@ Result<ProbeKind> parse_probe_kind(const std::string& text) {
   if (text == "prefix") return ProbeKind::prefix;
   if (text == "long") return ProbeKind::long_prompt;
   if (text == "mixed-sampling") return ProbeKind::mixed_sampling;
+  if (text == "restart") return ProbeKind::restart;
   return make_error(ErrorCode::usage,
                     "unknown probe kind '" + text +
-                        "' (expected sweep, mixed, mixed-sampling, prefix or long)");
+                        "' (expected sweep, mixed, mixed-sampling, prefix, long or restart)");
 }
 
 bool probe_uses_fillers(ProbeKind kind) {
@@ -33,6 +49,14 @@ bool probe_uses_fillers(ProbeKind kind) {
 }
 
 bool fillers_sampled(ProbeKind kind) { return kind == ProbeKind::mixed_sampling; }
+
+bool probe_is_serial(ProbeKind kind) {
+  return kind == ProbeKind::prefix || kind == ProbeKind::restart;
+}
+
+int restart_round_of(int repeat) { return repeat / 2; }
+
+bool restart_request_is_later(int repeat) { return repeat % 2 == 1; }
 
 std::vector<int> deterministic_levels(int max_concurrency) {
   // 8 -> 9 and 32 -> 44 are where SGLang and vLLM were seen to break batch invariance; the
@@ -61,22 +85,32 @@ Plan make_plan(const Suite& suite, const PlanConfig& config) {
   const int shard_count = config.shard_count < 1 ? 1 : config.shard_count;
   for (int endpoint = 0; endpoint < config.endpoints; ++endpoint) {
     for (ProbeKind probe : config.probes) {
-      const bool serial = probe == ProbeKind::prefix;
+      const bool serial = probe_is_serial(probe);
       const std::vector<int> levels = serial ? std::vector<int>{1} : config.levels;
       const int repeats = serial ? 2 * config.runs : config.runs;
+      const auto in_shard = [&](std::size_t p) {
+        return static_cast<int>(p % static_cast<std::size_t>(shard_count)) == config.shard_index;
+      };
       for (int level : levels) {
         Wave wave{endpoint, level, probe, {}};
+        if (probe == ProbeKind::restart) {
+          // Repeat by repeat, each one's prompts shuffled: round k's firsts, then its laters.
+          for (int repeat = 0; repeat < repeats; ++repeat) {
+            const std::size_t begin = wave.requests.size();
+            for (std::size_t p = 0; p < suite.prompts.size(); ++p)
+              if (in_shard(p))
+                wave.requests.push_back({endpoint, static_cast<int>(p), level, probe, repeat});
+            shuffle_requests(wave.requests, begin, wave.requests.size(), random);
+          }
+          plan.waves.push_back(std::move(wave));
+          continue;
+        }
         for (std::size_t p = 0; p < suite.prompts.size(); ++p) {
-          if (static_cast<int>(p % static_cast<std::size_t>(shard_count)) != config.shard_index)
-            continue;
+          if (!in_shard(p)) continue;
           for (int repeat = 0; repeat < repeats; ++repeat)
             wave.requests.push_back({endpoint, static_cast<int>(p), level, probe, repeat});
         }
-        // Fisher-Yates with our own generator: std::shuffle's algorithm is unspecified.
-        for (std::size_t i = wave.requests.size(); i > 1; --i) {
-          const auto j = static_cast<std::size_t>(random.below(i));
-          std::swap(wave.requests[i - 1], wave.requests[j]);
-        }
+        shuffle_requests(wave.requests, 0, wave.requests.size(), random);
         plan.waves.push_back(std::move(wave));
       }
     }
@@ -94,7 +128,7 @@ bool plan_contains(const PlanConfig& config, std::size_t prompt_count,
     return false;
   if (std::find(config.probes.begin(), config.probes.end(), request.probe) == config.probes.end())
     return false;
-  const bool serial = request.probe == ProbeKind::prefix;
+  const bool serial = probe_is_serial(request.probe);
   const bool level_planned = serial ? request.concurrency == 1
                                     : std::find(config.levels.begin(), config.levels.end(),
                                                 request.concurrency) != config.levels.end();

@@ -12,8 +12,9 @@
 namespace llmrepro::core {
 
 // mixed_sampling: the mixed probe's greedy requests beside fillers sent with sampling on
-// (probe_uses_fillers, fillers_sampled).
-enum class ProbeKind { sweep, mixed, prefix, long_prompt, mixed_sampling };
+// (probe_uses_fillers, fillers_sampled). restart: the first requests after the restart command
+// (--restart-cmd) against later ones (restart_request_is_later).
+enum class ProbeKind { sweep, mixed, prefix, long_prompt, mixed_sampling, restart };
 
 const char* to_string(ProbeKind kind);
 Result<ProbeKind> parse_probe_kind(const std::string& text);
@@ -25,6 +26,16 @@ bool probe_uses_fillers(ProbeKind kind);
 // Whether the fillers of `kind` are sent with sampling on (temperature 1, top_p 1, a seed per
 // filler): mixed_sampling only. Their completions are never judged either way.
 bool fillers_sampled(ProbeKind kind);
+
+// Whether waves of `kind` run one request at a time at level 1 whatever the levels, with two
+// requests per prompt and run (2 x runs repeats, paired by repeat / 2): prefix and restart.
+bool probe_is_serial(ProbeKind kind);
+
+// Restart probe: repeat r belongs to round r / 2, which starts with the restart command; even
+// repeats are each prompt's first request after that restart, odd ones its later request, sent
+// once every prompt's first has been.
+int restart_round_of(int repeat);
+bool restart_request_is_later(int repeat);
 
 // One logical request of the plan. Its identity (endpoint, prompt, concurrency, probe, repeat)
 // is unique within an audit, which is what lets --resume run exactly what is missing.
@@ -77,6 +88,9 @@ struct Plan {
 // The prefix probe is serial by design (warm against cold at concurrency 1, whatever the
 // levels): one wave at level 1 with 2 x runs repeats per prompt, even repeats cold and odd ones
 // warm (prefix_trial_is_warm), so each prompt has `runs` trials of each.
+// The restart probe is serial too, but its wave keeps the rounds in order: round k's first
+// requests (repeat 2k, every prompt), then its later ones (2k + 1), each half shuffled, so that
+// the scheduler restarts once per round before the round's first request.
 Plan make_plan(const Suite& suite, const PlanConfig& config);
 
 // Whether `request` is one of the requests make_plan builds for a suite of `prompt_count`

@@ -81,18 +81,25 @@ ProbeKind primary_probe(const std::vector<ProbeKind>& probes) {
   return probes.front();
 }
 
+bool probe_has_sides(ProbeKind probe) {
+  return probe == ProbeKind::prefix || probe == ProbeKind::restart;
+}
+
 std::optional<PrefixPromptDrift>
 prefix_drift_of_prompt(const Suite& suite, int prompt_index,
                        const std::vector<const RequestRecord*>& records,
-                       const AnalysisConfig& config, int endpoint_index) {
+                       const AnalysisConfig& config, int endpoint_index, ProbeKind probe) {
   std::vector<const RequestRecord*> cold;
   std::vector<const RequestRecord*> warm;
   for (const auto* record : records) {
-    if (record->planned.probe != ProbeKind::prefix) continue;
-    (prefix_trial_is_warm(record->planned.repeat) ? warm : cold).push_back(record);
+    if (record->planned.probe != probe) continue;
+    const int repeat = record->planned.repeat;
+    const bool later = probe == ProbeKind::restart ? restart_request_is_later(repeat)
+                                                   : prefix_trial_is_warm(repeat);
+    (later ? warm : cold).push_back(record);
   }
-  AnalysisBuilder cold_builder(suite, config, endpoint_index, ProbeKind::prefix);
-  AnalysisBuilder warm_builder(suite, config, endpoint_index, ProbeKind::prefix);
+  AnalysisBuilder cold_builder(suite, config, endpoint_index, probe);
+  AnalysisBuilder warm_builder(suite, config, endpoint_index, probe);
   cold_builder.add_prompt(prompt_index, cold);
   warm_builder.add_prompt(prompt_index, warm);
   const AuditAnalysis cold_analysis = cold_builder.finish();
@@ -121,7 +128,9 @@ prefix_drift_of_prompt(const Suite& suite, int prompt_index,
   }
   compare_with_first_cold(cold, warm, endpoint_index, drift);
   // Where the server counts the prompt tokens its cache served, a cold trial that says it
-  // served some was not cold, whatever was asked of it.
+  // served some was not cold, whatever was asked of it. (A restart's first request may find a
+  // cache the server kept across its restart: that is what the restart probe measures.)
+  if (probe != ProbeKind::prefix) return drift;
   for (const RequestRecord* record : cold) {
     if (record->planned.endpoint_index != endpoint_index || !record->outcome.ok) continue;
     const std::optional<long>& cached = record->outcome.completion.usage.cached_prompt;

@@ -13,6 +13,8 @@ namespace llmrepro::core {
 
 // One prompt of the prefix probe: its cold trials (after a cache flush, or none where the
 // engine offers none) against its warm ones (after a priming request with the same prefix).
+// The restart probe's two sides have the same shape: its "cold" side is each round's first
+// request after the restart command, its "warm" side the round's later request.
 struct PrefixPromptDrift {
   std::string id;
   int prompt_index = 0;
@@ -42,17 +44,21 @@ struct PrefixPromptDrift {
 struct ProbeAnalysis {
   ProbeKind probe = ProbeKind::sweep;
   AuditAnalysis analysis;
-  // Prefix probe only: per prompt, suite order, and how many prompts drifted warm vs cold.
+  // Prefix and restart probes only: per prompt, suite order, and how many prompts drifted warm
+  // vs cold (restart: later vs first after the restart).
   std::vector<PrefixPromptDrift> prefix;
   int prefix_drift_prompts = 0;
 };
 
-// The prefix probe's warm-against-cold drift of one prompt from its records (only endpoint
-// `endpoint_index`'s prefix trials count); empty when it has none.
-std::optional<PrefixPromptDrift>
-prefix_drift_of_prompt(const Suite& suite, int prompt_index,
-                       const std::vector<const RequestRecord*>& records,
-                       const AnalysisConfig& config, int endpoint_index);
+// Whether `probe` pairs two sides per prompt (PrefixPromptDrift): prefix and restart.
+bool probe_has_sides(ProbeKind probe);
+
+// The warm-against-cold drift of one prompt from its records of `probe` (prefix: warm trials
+// against cold ones; restart: later requests against the first after each restart), only
+// endpoint `endpoint_index`'s counting; empty when it has none.
+std::optional<PrefixPromptDrift> prefix_drift_of_prompt(
+    const Suite& suite, int prompt_index, const std::vector<const RequestRecord*>& records,
+    const AnalysisConfig& config, int endpoint_index, ProbeKind probe = ProbeKind::prefix);
 
 // The probe kind whose analysis is the audit's top-level one: the sweep when it ran, otherwise
 // the first configured kind.

@@ -53,7 +53,8 @@ Prompt probe_prompt(const Prompt& prompt, ProbeKind probe) {
   switch (probe) {
   case ProbeKind::sweep:
   case ProbeKind::mixed:
-  case ProbeKind::mixed_sampling: return prompt;
+  case ProbeKind::mixed_sampling:
+  case ProbeKind::restart: return prompt;
   case ProbeKind::prefix: return with_preamble(prompt, prefix_text());
   case ProbeKind::long_prompt: return with_preamble(prompt, long_context(k_long_context_words));
   }

@@ -19,10 +19,10 @@ inline constexpr int k_long_context_words = 480;
 // A deterministic text of `words` space-separated words drawn from a fixed list by `seed`.
 std::string filler_words(int words, std::uint64_t seed);
 
-// The prompt as the probe kind sends it: sweep and mixed send it unchanged; prefix puts the
-// shared prefix (the same for every prompt) before it; long puts the long context before it.
-// A text prompt gets the addition before its text; a chat prompt before its first message's
-// content, so the shared part is the start of what the engine tokenises.
+// The prompt as the probe kind sends it: sweep, mixed and restart send it unchanged; prefix puts
+// the shared prefix (the same for every prompt) before it; long puts the long context before it. A
+// text prompt gets the addition before its text; a chat prompt before its first message's content,
+// so the shared part is the start of what the engine tokenises.
 Prompt probe_prompt(const Prompt& prompt, ProbeKind probe);
 
 // Prefix probe: even repeats are cold (sent after a cache flush), odd ones warm (sent after a

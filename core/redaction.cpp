@@ -219,6 +219,37 @@ void Redactor::add_url(std::string_view url) {
   }
 }
 
+void Redactor::add_command(std::string_view command) {
+  add_secret(command);
+  const auto unquoted = [](std::string_view word) {
+    if (word.size() >= 2 && (word.front() == '\'' || word.front() == '"') &&
+        word.back() == word.front())
+      word = word.substr(1, word.size() - 2);
+    return word;
+  };
+  bool value_next = false; // the word before was an option whose name says secret
+  std::size_t at = 0;
+  while (at < command.size()) {
+    const std::size_t begin = command.find_first_not_of(" \t\n", at);
+    if (begin == std::string_view::npos) break;
+    const std::size_t end = std::min(command.find_first_of(" \t\n", begin), command.size());
+    const std::string_view word = command.substr(begin, end - begin);
+    at = end;
+    if (value_next) add_secret(unquoted(word));
+    value_next = false;
+    if (word.find("://") != std::string_view::npos) add_url(unquoted(word));
+    const std::size_t equals = word.find('=');
+    const std::string_view name =
+        equals == std::string_view::npos ? word : word.substr(0, equals);
+    const std::string_view bare = name.substr(std::min(name.find_first_not_of('-'), name.size()));
+    if (bare.empty() || !is_secret_parameter_name(bare)) continue;
+    if (equals != std::string_view::npos)
+      add_secret(unquoted(word.substr(equals + 1)));
+    else if (name.size() > bare.size())
+      value_next = true;
+  }
+}
+
 std::string Redactor::redact(std::string_view text) const {
   const std::lock_guard lock(m_mutex);
   if (m_forms.empty()) return std::string(text);

@@ -41,6 +41,10 @@ public:
   // A URL's secrets: the user:password of its authority (both together and the password alone)
   // and the value of each query parameter is_secret_parameter_name names.
   void add_url(std::string_view url);
+  // A shell command line (--restart-cmd): the whole line; of each word (split at blanks, quotes
+  // around a value dropped) NAME=value whose NAME is_secret_parameter_name names, or that follows
+  // such a --NAME option, the value; and the secrets of each word that is a URL (add_url).
+  void add_command(std::string_view command);
 
   // `text` with every occurrence of every known form replaced by k_redacted. Occurrences that
   // overlap or touch become one k_redacted. Text that holds no secret comes back unchanged.

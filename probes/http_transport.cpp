@@ -302,6 +302,13 @@ struct HttpTransport::Impl {
 HttpTransport::HttpTransport() : m_impl(std::make_unique<Impl>()) {}
 HttpTransport::~HttpTransport() = default;
 
+void HttpTransport::close_connections() {
+  // The multi handle owns the connection cache: a new one starts with none.
+  m_impl->remove_all();
+  curl_multi_cleanup(m_impl->multi);
+  m_impl->multi = curl_multi_init();
+}
+
 HttpTransport::RequestId HttpTransport::submit(const HttpRequest& request) {
   auto transfer = std::make_unique<Transfer>();
   transfer->id = m_impl->next_id++;

@@ -90,6 +90,10 @@ public:
 
   std::size_t in_flight() const;
 
+  // Closes every connection kept open for reuse; nothing may be in flight. Before a server is
+  // restarted: a kept connection would hold the old process in its graceful shutdown.
+  void close_connections();
+
   // Runs one request to completion (a submit/poll loop); for one-off calls such as detection.
   HttpResponse perform(const HttpRequest& request);
 

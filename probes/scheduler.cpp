@@ -11,6 +11,7 @@
 #include "core/result.hpp"
 #include "probes/detail/filler_traffic.hpp"
 #include "probes/detail/prefix_trial.hpp"
+#include "probes/detail/restart_round.hpp"
 #include "probes/detail/request_builder.hpp"
 #include "probes/detail/unreachable_rule.hpp"
 #include "probes/endpoint_url.hpp"
@@ -127,6 +128,7 @@ struct WaveState {
   core::ProbeActivity& activity;
   std::deque<const core::PlannedRequest*> queue;
   bool serial_prefix = false;   // the prefix probe: one request at a time, with its side traffic
+  int restarted_round = -1;     // the restart probe: the round whose restart ran last
   std::size_t concurrency = 1;  // slots
   std::size_t filler_count = 0; // fillers kept in flight (the mixed and mixed-sampling probes)
   std::vector<Slot> slots;
@@ -138,7 +140,8 @@ public:
       : m_suite(inputs.suite), m_targets(inputs.targets), m_config(inputs.config),
         m_sink(inputs.sink), m_on_progress(inputs.on_progress), m_stop(inputs.stop_requested),
         m_clock(inputs.clock), m_activity(activity), m_budget(inputs.budget),
-        m_rng(inputs.config.params.seed ^ 0x6A09E667F3BCC908ULL), m_fillers(inputs.config) {
+        m_restart(inputs.restart), m_rng(inputs.config.params.seed ^ 0x6A09E667F3BCC908ULL),
+        m_fillers(inputs.config) {
     m_activity.resize(m_targets.size());
   }
 
@@ -155,8 +158,12 @@ public:
     const auto endpoint = static_cast<std::size_t>(wave.endpoint_index);
     WaveState state{wave, m_targets[endpoint], m_activity[endpoint], std::move(queue)};
     state.serial_prefix = wave.probe == core::ProbeKind::prefix;
-    state.concurrency =
-        state.serial_prefix ? 1 : static_cast<std::size_t>(std::max(1, wave.concurrency));
+    if (wave.probe == core::ProbeKind::restart && m_restart == nullptr)
+      return core::make_error(core::ErrorCode::usage,
+                              "the plan holds the restart probe: give --restart-cmd");
+    state.concurrency = core::probe_is_serial(wave.probe)
+                            ? 1
+                            : static_cast<std::size_t>(std::max(1, wave.concurrency));
     state.filler_count = core::probe_uses_fillers(wave.probe) ? state.concurrency : 0;
     state.slots.reserve(state.concurrency);
     m_progress.concurrency = wave.concurrency;
@@ -214,6 +221,11 @@ private:
   core::Result<void> start_queued(WaveState& state, bool draining, Steady::time_point now) {
     while (!draining && state.slots.size() < state.concurrency && !state.queue.empty() &&
            may_start(now)) {
+      if (state.wave.probe == core::ProbeKind::restart &&
+          core::restart_round_of(state.queue.front()->repeat) != state.restarted_round) {
+        LLMREPRO_TRY(start_round(state));
+        continue;
+      }
       Slot slot;
       core::Result<void> prepared = prepare(slot, *state.queue.front(), state);
       if (!prepared) return prepared;
@@ -253,6 +265,31 @@ private:
       slot.started_ms = m_clock.now_ms();
       start(slot, now);
       state.slots.push_back(std::move(slot));
+    }
+    return {};
+  }
+
+  // The restart probe's next round: the restart and the readiness wait (nothing else is in
+  // flight: the probe is serial), or, where they fail, the round's remaining requests recorded as
+  // failed with the cause.
+  core::Result<void> start_round(WaveState& state) {
+    const int round = core::restart_round_of(state.queue.front()->repeat);
+    state.restarted_round = round;
+    const std::int64_t started_ms = m_clock.now_ms();
+    const std::optional<std::string> failed =
+        detail::restart_endpoint(m_transport, state.target, m_config, *m_restart, state.activity);
+    if (!failed) return {};
+    while (!state.queue.empty() && core::restart_round_of(state.queue.front()->repeat) == round) {
+      core::RequestRecord record;
+      record.planned = *state.queue.front();
+      record.outcome.ok = false;
+      record.outcome.attempts = 0;
+      record.outcome.error = *failed;
+      record.outcome.started_ms = started_ms;
+      record.outcome.finished_ms = m_clock.now_ms();
+      state.queue.pop_front();
+      ++m_progress.failed;
+      LLMREPRO_TRY(commit(std::move(record)));
     }
     return {};
   }
@@ -459,6 +496,7 @@ private:
   const core::Clock& m_clock;
   std::vector<core::ProbeActivity>& m_activity;
   core::BudgetLedger* m_budget;
+  const RestartSettings* m_restart;
   core::SplitMix64 m_rng;
   HttpTransport m_transport; // one for the whole run, so connections are reused across waves
   detail::FillerTraffic m_fillers;

@@ -53,6 +53,14 @@ struct SchedulerConfig {
   std::optional<int> stop_after;
 };
 
+// The restart probe's command (--restart-cmd) and how long one restart may take, the command's
+// time and the readiness wait together (--restart-timeout). The command may hold secrets: it is
+// never recorded, printed or put into a message.
+struct RestartSettings {
+  std::string command;
+  double timeout_s = 120;
+};
+
 struct SchedulerProgress {
   std::size_t done = 0;   // recorded, successes and failures
   std::size_t failed = 0; // recorded as failed
@@ -83,6 +91,8 @@ struct RunPlanInputs {
   // Its journal is written (BudgetLedger::write_journal) before every transport poll and every
   // blocking request, so that what was reserved is charged durably before it is sent.
   core::BudgetLedger* budget = nullptr;
+  // The restart probe's command; null: none (a plan with restart waves then fails at once).
+  const RestartSettings* restart = nullptr;
 };
 
 // Runs every wave of `inputs.plan` in order against targets[wave.endpoint_index] and hands each
@@ -123,7 +133,14 @@ struct RunPlanInputs {
 // - prefix waves run their requests one at a time: before a warm trial (prefix_trial_is_warm) a
 //   priming request with the shared prefix; before a cold trial a cache flush, by the first of
 //   POST /flush_cache (SGLang) and POST /reset_prefix_cache (vLLM) that answers 2xx, looked up
-//   once per endpoint; when none does, cold trials run without a flush and activity says so.
+//   once per endpoint; when none does, cold trials run without a flush and activity says so;
+// - restart waves run their requests one at a time in the plan's order; before the first request
+//   of each round (core::restart_round_of) still to run, the restart command runs and the
+//   endpoint's readiness route is polled (detail::restart_endpoint), counted in activity. When
+//   that fails, the round's remaining requests are not sent: each is recorded as failed with the
+//   cause as its error (attempts 0), so that nothing recorded goes missing and the restart cell
+//   counts no request that never followed a restart. Under --resume a round with requests left
+//   restarts again before them.
 //
 // Budget (inputs.budget): an audited request's bound is its prompt's (BudgetLedger::bound_of, of
 // the prompt as sent) with its max_tokens; a priming request's is its prompt's with 1 token. A

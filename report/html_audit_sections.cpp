@@ -47,6 +47,11 @@ std::string activity_line(const core::AuditData* data, core::ProbeKind probe) {
                        "sent, {} failed (never recorded or analysed).</p>",
                        core::fillers_sampled(probe) ? "Sampled filler (temperature 1)" : "Filler",
                        core::fillers_sent(a, probe), core::fillers_failed(a, probe));
+  if (probe == core::ProbeKind::restart)
+    return fmt::format("<p class=\"muted activity\">The restart command: {} run, {} failed "
+                       "(a failed round's requests are recorded as failed, never sent) \u00b7 "
+                       "slowest until ready: {} ms.</p>",
+                       a.restarts_run, a.restarts_failed, a.restart_ready_ms_max);
   if (probe != core::ProbeKind::prefix) return {};
   std::string flush =
       a.cold_per_request ? std::string("cold trials with the prompt cache off per request "
@@ -145,6 +150,10 @@ std::string render_probe_sections(const core::AuditReport& report) {
     out += activity_line(report.data, probe.probe);
     out += render_levels_table(probe.analysis.summary.by_concurrency);
     if (probe.probe == core::ProbeKind::prefix) out += prefix_table(probe);
+    if (probe.probe == core::ProbeKind::restart)
+      out += fmt::format("<h3>First after restart against later</h3><p><b>{}</b> of {} prompts "
+                         "answer differently later than first after a restart.</p>",
+                         probe.prefix_drift_prompts, probe.prefix.size());
     out += "<details><summary>Prompts</summary>" + probe_prompts_table(probe.analysis) +
            "</details></div>";
   }

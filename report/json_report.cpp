@@ -486,6 +486,10 @@ Json activity_json(const core::AuditData& data, core::ProbeKind probe) {
                                 ? Json(activity.flush_route)
                                 : Json(nullptr)},
             {"cold_mode", cold_mode_json(activity)}};
+  case core::ProbeKind::restart:
+    return {{"restarts_run", activity.restarts_run},
+            {"restarts_failed", activity.restarts_failed},
+            {"restart_ready_ms_max", activity.restart_ready_ms_max}};
   case core::ProbeKind::sweep: break;
   }
   return Json::object();
@@ -516,10 +520,25 @@ Json probes_json(const core::AuditReport& report, const core::AuditData& data) {
                         {"divergence", optional_int(drift.divergence)}});
       prefix = {{"drift_prompts", probe.prefix_drift_prompts}, {"prompts", rows}};
     }
+    // The restart probe's sides: each round's first request after the restart, the later one.
+    Json restart = nullptr;
+    if (probe.probe == core::ProbeKind::restart) {
+      Json rows = Json::array();
+      for (const auto& drift : probe.prefix)
+        rows.push_back({{"id", drift.id},
+                        {"first_runs", drift.cold_runs},
+                        {"later_runs", drift.warm_runs},
+                        {"first_unique", drift.cold_unique},
+                        {"later_unique", drift.warm_unique},
+                        {"drift", drift.drift},
+                        {"divergence", optional_int(drift.divergence)}});
+      restart = {{"drift_prompts", probe.prefix_drift_prompts}, {"prompts", rows}};
+    }
     probes.push_back({{"probe", core::to_string(probe.probe)},
                       {"summary", brief_summary_json(probe.analysis.summary)},
                       {"activity", activity_json(data, probe.probe)},
                       {"prefix", prefix},
+                      {"restart", restart},
                       {"prompts", prompts}});
   }
   return probes;

@@ -116,6 +116,7 @@ std::string probes_markdown(const core::AuditReport& report) {
                     "TARa | requests (failed) | per level | bitwise | max logprob drift |\n"
                     "|---|---:|---:|---:|---:|---:|---|---:|---:|\n";
   const core::ProbeAnalysis* prefix = nullptr;
+  const core::ProbeAnalysis* restart = nullptr;
   for (const auto& probe : report.probes) {
     const core::AuditSummary& s = probe.analysis.summary;
     out += fmt::format(
@@ -124,6 +125,18 @@ std::string probes_markdown(const core::AuditReport& report) {
         percent_text(s.tara), s.requests, s.failed_requests, cost_text(s.by_concurrency),
         s.bitwise_stable_prompts, max_drift_text(s.max_logprob_drift));
     if (probe.probe == core::ProbeKind::prefix) prefix = &probe;
+    if (probe.probe == core::ProbeKind::restart) restart = &probe;
+  }
+  if (restart != nullptr) {
+    out += fmt::format("\nRestart (later requests against the first after each restart): {} of "
+                       "{} prompts drift",
+                       restart->prefix_drift_prompts, restart->prefix.size());
+    if (report.data != nullptr && !report.data->probe_activity.empty()) {
+      const core::ProbeActivity& a = report.data->probe_activity.front();
+      out += fmt::format("; {} restarts run, {} failed, slowest ready {} ms", a.restarts_run,
+                         a.restarts_failed, a.restart_ready_ms_max);
+    }
+    out += ".\n";
   }
   if (prefix != nullptr) {
     out += fmt::format("\nPrefix cache (warm against cold, apart from batch drift): {} of {} "

@@ -370,6 +370,15 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
           extra += data.probe_activity.front().flush_route.empty()
                        ? "   (no cold mode: no cache flush available)"
                        : "   (flushed via " + data.probe_activity.front().flush_route + ")";
+      } else if (probe.probe == core::ProbeKind::restart) {
+        extra = fmt::format("   later vs first after restart drift {} of {}",
+                            probe.prefix_drift_prompts, probe.prefix.size());
+        if (!data.probe_activity.empty()) {
+          const core::ProbeActivity& activity = data.probe_activity.front();
+          extra += fmt::format("   (restarts {} run, {} failed, slowest ready {} ms)",
+                               activity.restarts_run, activity.restarts_failed,
+                               activity.restart_ready_ms_max);
+        }
       } else if (core::probe_uses_fillers(probe.probe) && !data.probe_activity.empty()) {
         const core::ProbeActivity& activity = data.probe_activity.front();
         extra = fmt::format("   {} {} sent, {} failed",

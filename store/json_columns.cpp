@@ -480,7 +480,10 @@ std::string encode_probe_activity(const std::vector<core::ProbeActivity>& activi
                    {"cold_per_request", a.cold_per_request},
                    {"filler_levels", filler_levels_json(a.filler_levels)},
                    {"long_shortened", a.long_shortened},
-                   {"long_context_words_min", a.long_context_words_min}});
+                   {"long_context_words_min", a.long_context_words_min},
+                   {"restarts_run", a.restarts_run},
+                   {"restarts_failed", a.restarts_failed},
+                   {"restart_ready_ms_max", a.restart_ready_ms_max}});
   return dump(out);
 }
 
@@ -527,11 +530,15 @@ Result<std::vector<core::ProbeActivity>> decode_probe_activity(const std::string
     if (const auto levels = item.find("filler_levels"); levels != item.end())
       LLMREPRO_TRY_ASSIGN(a.filler_levels, decode_filler_levels(*levels, where));
     // The sampled fillers' counts are stored since the mixed-sampling probe, the long probe's
-    // since it was sized; absent in older audits, which sent none.
+    // since it was sized, the restarts since the restart probe; absent in older audits, which
+    // sent none.
     for (auto [name, field] : {std::pair{"long_shortened", &a.long_shortened},
                                {"long_context_words_min", &a.long_context_words_min},
                                {"sampled_filler_sent", &a.sampled_filler_sent},
-                               {"sampled_filler_failed", &a.sampled_filler_failed}})
+                               {"sampled_filler_failed", &a.sampled_filler_failed},
+                               {"restarts_run", &a.restarts_run},
+                               {"restarts_failed", &a.restarts_failed},
+                               {"restart_ready_ms_max", &a.restart_ready_ms_max}})
       if (item.contains(name)) LLMREPRO_TRY(integer(name, *field));
     activity.push_back(std::move(a));
   }

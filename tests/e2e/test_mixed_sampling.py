@@ -37,7 +37,8 @@ CELLS = [("sweep", 1, "batch"), ("sweep", 2, "batch"), ("prefix", 1, "cold"),
          ("prefix", 1, "warm"), ("mixed", 1, "batch"), ("mixed", 2, "batch"),
          ("mixed-sampling", 1, "batch"), ("mixed-sampling", 2, "batch")]
 COVERAGE = ("determinism coverage: ran sweep c=1,2; cold prefix cache; warm prefix cache; with "
-            "filler traffic c=1,2; with sampled filler traffic c=1,2")
+            "filler traffic c=1,2; with sampled filler traffic c=1,2. Not tested: restart (no "
+            "--restart-cmd)")
 
 
 def script(moves):

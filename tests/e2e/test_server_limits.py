@@ -90,7 +90,7 @@ class ServerLimits(h.E2ETestCase):
                       for lvl in (1, 2) if levels[lvl]["shortened"] > 0]
         coverage = ("determinism coverage: ran sweep c=1,2; cold prefix cache; warm prefix cache; "
                     "with filler traffic c=1,2; with sampled filler traffic c=1,2. Sized to fit: "
-                    + "; ".join(notes))
+                    + "; ".join(notes) + ". Not tested: restart (no --restart-cmd)")
         self.assertEqual(determinism["coverage"], coverage)
         self.assertIn(coverage, run.stdout)
         with open(paths["markdown"], encoding="utf-8") as f:

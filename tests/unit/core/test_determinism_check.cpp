@@ -196,7 +196,7 @@ TEST_CASE("check_determinism") {
           "filler traffic c=1. Sized to fit: with filler traffic c=1: 31 of 48 fillers shortened "
           "to fit the server's context per slot. Not tested: with filler traffic c=2: 12 of 24 "
           "fillers refused (HTTP 400: request (300 tokens) exceeds the available context size "
-          "(256 tokens))");
+          "(256 tokens)); restart (no --restart-cmd)");
 
     // No filler fitting at all is as untested; a long prompt's cut context is noted.
     two.refused = 0;
@@ -218,7 +218,7 @@ TEST_CASE("check_determinism") {
           "with filler traffic c=1: 31 of 48 fillers shortened to fit the server's context per "
           "slot; long prompts c=1: 6 long prompts' context cut to as few as 12 of 480 words to "
           "fit the server's context per slot. Not tested: with filler traffic c=2: no filler "
-          "fits the server's context per slot, so none was sent");
+          "fits the server's context per slot, so none was sent; restart (no --restart-cmd)");
   }
 
   SUBCASE("sampled filler traffic is a cell of its own, after the greedy fillers' cells") {
@@ -249,7 +249,8 @@ TEST_CASE("check_determinism") {
           "reference from token 4, prompt a");
     CHECK(determinism_coverage_line(check) ==
           "determinism coverage: ran sweep c=1,2; cold prefix cache; warm prefix cache; with "
-          "filler traffic c=1,2; with sampled filler traffic c=1,2");
+          "filler traffic c=1,2; with sampled filler traffic c=1,2. Not tested: restart (no "
+          "--restart-cmd)");
   }
 
   SUBCASE("each filler probe is judged by its own fillers: sampled ones refused, greedy ones not") {
@@ -281,7 +282,7 @@ TEST_CASE("check_determinism") {
           "determinism coverage: ran with filler traffic c=1,2; with sampled filler traffic c=1. "
           "Sized to fit: with sampled filler traffic c=1: 5 of 48 fillers shortened to fit the "
           "server's context per slot. Not tested: with sampled filler traffic c=2: 24 of 24 "
-          "fillers refused (HTTP 400: 'temperature' must be 0)");
+          "fillers refused (HTTP 400: 'temperature' must be 0); restart (no --restart-cmd)");
 
     // No sampled filler fitting is as untested.
     refused.refused = 0;
@@ -507,4 +508,60 @@ TEST_CASE("with_earlier_cold_modes: a run that made no cold trial keeps the earl
   CHECK(with_earlier_cold_modes({looked}, {flushed})[0].flush_route.empty());
   // An endpoint the earlier run did not have keeps what it has.
   CHECK(with_earlier_cold_modes({resumed, resumed}, {flushed})[1].flush_route.empty());
+}
+
+TEST_CASE("check_determinism: the restart cell") {
+  AuditAnalysis sweep;
+  sweep.prompts = {prompt_of("a", {level_of(1)})};
+  ProbeActivity activity;
+  activity.restarts_run = 2;
+
+  SUBCASE("first and later requests equal the first after a restart: held") {
+    const std::vector<PrefixPromptDrift> restart{prefix_of("a", 0)};
+    const DeterminismCheck check =
+        check_determinism({{ProbeKind::sweep, &sweep, nullptr, ""},
+                           {ProbeKind::restart, nullptr, &restart, "", &activity}});
+    CHECK(check.held);
+    REQUIRE(check.cells.size() == 2);
+    CHECK(check.cells[1].shape == DeterminismShape::restart);
+    CHECK(check.cells[1].prompts == 1);
+    CHECK(check.cells[1].positions_compared == 16);
+    CHECK(determinism_coverage_line(check) == "determinism coverage: ran sweep c=1; restart");
+  }
+  SUBCASE("a later request left the first one's tokens: broken there, with prompt and position") {
+    const std::vector<PrefixPromptDrift> restart{prefix_of("a", 0, 3)};
+    const DeterminismCheck check =
+        check_determinism({{ProbeKind::sweep, &sweep, nullptr, ""},
+                           {ProbeKind::restart, nullptr, &restart, "", &activity}});
+    CHECK_FALSE(check.held);
+    REQUIRE(check.first_break);
+    CHECK(check.first_break->shape == DeterminismShape::restart);
+    CHECK(check.first_break->what == DeterminismBreak::tokens);
+    CHECK(check.first_break->position == 3);
+    CHECK(determinism_line(check) ==
+          "determinism claim broken at c=1 (restart): tokens differ from the reference from "
+          "token 3, prompt a");
+  }
+  SUBCASE("no round restarted and became ready: not tested, never held") {
+    activity.restarts_failed = 2;
+    const std::vector<PrefixPromptDrift> restart;
+    const DeterminismCheck check =
+        check_determinism({{ProbeKind::sweep, &sweep, nullptr, ""},
+                           {ProbeKind::restart, nullptr, &restart, "", &activity}});
+    CHECK_FALSE(check.held);
+    CHECK_FALSE(check.first_break);
+    REQUIRE(check.cells.size() == 2);
+    CHECK_FALSE(check.cells[1].tested);
+    CHECK(check.cells[1].untested_reason ==
+          "no round restarted and became ready (2 of 2 restarts failed)");
+    CHECK(determinism_line(check) ==
+          "determinism claim not checked after a restart: no round restarted and became ready "
+          "(2 of 2 restarts failed); every other level and probe held");
+  }
+  SUBCASE("the probe not planned: the coverage line names the restart cell as not tested") {
+    const DeterminismCheck check = check_determinism({{ProbeKind::sweep, &sweep, nullptr, ""}});
+    CHECK(check.held);
+    CHECK(determinism_coverage_line(check) ==
+          "determinism coverage: ran sweep c=1. Not tested: restart (no --restart-cmd)");
+  }
 }

@@ -93,8 +93,8 @@ TEST_CASE("the mixed-sampling probe kind") {
   const auto unknown = parse_probe_kind("mixed_sampling");
   REQUIRE_FALSE(unknown);
   CHECK(unknown.error().message ==
-        "unknown probe kind 'mixed_sampling' (expected sweep, mixed, mixed-sampling, prefix or "
-        "long)");
+        "unknown probe kind 'mixed_sampling' (expected sweep, mixed, mixed-sampling, prefix, "
+        "long or restart)");
   // Both filler probes keep fillers in flight; only mixed-sampling samples them.
   CHECK(probe_uses_fillers(ProbeKind::mixed));
   CHECK(probe_uses_fillers(ProbeKind::mixed_sampling));
@@ -150,4 +150,40 @@ TEST_CASE("plan_contains: exactly the requests make_plan builds") {
             inside += planned ? 1 : 0;
           }
   CHECK(inside == plan.size());
+}
+
+TEST_CASE("make_plan: the restart probe keeps its rounds in order") {
+  const Suite suite = numbered_suite(3);
+  PlanConfig config;
+  config.levels = {1, 8};
+  config.probes = {ProbeKind::restart};
+  config.runs = 2;
+  config.seed = 11;
+  const Plan plan = make_plan(suite, config);
+  REQUIRE(plan.waves.size() == 1);
+  const Wave& wave = plan.waves.front();
+  CHECK(wave.concurrency == 1);
+  REQUIRE(wave.requests.size() == 12);
+  // Repeat by repeat: round 0's firsts (0), its laters (1), round 1's firsts (2), laters (3),
+  // each prompt once per repeat.
+  for (std::size_t i = 0; i < wave.requests.size(); ++i) {
+    const PlannedRequest& request = wave.requests[i];
+    CHECK(request.repeat == static_cast<int>(i / 3));
+    CHECK(request.concurrency == 1);
+    CHECK(plan_contains(config, suite.prompts.size(), request));
+  }
+  for (int repeat = 0; repeat < 4; ++repeat) {
+    std::set<int> prompts;
+    for (const auto& request : wave.requests)
+      if (request.repeat == repeat) prompts.insert(request.prompt_index);
+    CHECK(prompts == std::set<int>{0, 1, 2});
+  }
+  CHECK(restart_round_of(2) == 1);
+  CHECK(restart_round_of(3) == 1);
+  CHECK_FALSE(restart_request_is_later(2));
+  CHECK(restart_request_is_later(3));
+  CHECK_FALSE(plan_contains(config, suite.prompts.size(), {0, 0, 1, ProbeKind::restart, 4}));
+  CHECK_FALSE(plan_contains(config, suite.prompts.size(), {0, 0, 8, ProbeKind::restart, 0}));
+  CHECK(parse_probe_kind("restart").value() == ProbeKind::restart);
+  CHECK(std::string(to_string(ProbeKind::restart)) == "restart");
 }
