@@ -12,17 +12,18 @@ namespace {
 
 // The max_tokens a request of `prompt` asks for under `config`.
 int max_tokens_of(const core::AuditConfig& config, const core::Prompt& prompt) {
-  return core::capped_max_tokens(prompt.max_tokens.value_or(config.max_tokens), config.stop_after);
+  return core::capped_max_tokens(prompt.max_tokens.value_or(config.plan.max_tokens),
+                                 config.plan.stop_after);
 }
 
 } // namespace
 
 core::BudgetLimits budget_limits_of(const core::AuditConfig& config) {
   core::BudgetLimits limits;
-  limits.max_requests = config.max_requests;
-  limits.max_tokens_total = config.max_tokens_total;
-  limits.max_cost = config.max_cost;
-  limits.price = config.price;
+  limits.max_requests = config.budget.max_requests;
+  limits.max_tokens_total = config.budget.max_tokens_total;
+  limits.max_cost = config.budget.max_cost;
+  limits.price = config.analysis.price;
   return limits;
 }
 
@@ -56,12 +57,13 @@ core::Result<std::optional<core::BudgetLedger>> start_ledger(const core::AuditCo
   auto stored = database->load(count);
   if (!stored) return stored.error();
   // The side traffic the last run counted: fillers and primes at their bounds.
-  const core::FillerShape shape{config.profile == core::AuditProfile::deterministic, config.seed};
+  const core::FillerShape shape{config.plan.profile == core::AuditProfile::deterministic,
+                                config.plan.seed};
   for (const core::ProbeActivity& activity : stored->probe_activity) {
     for (int index = 0; index < activity.filler_sent; ++index) {
       const auto filler = static_cast<std::uint64_t>(index);
       const int completion =
-          core::capped_max_tokens(core::filler_max_tokens(filler), config.stop_after);
+          core::capped_max_tokens(core::filler_max_tokens(filler), config.plan.stop_after);
       ledger.add_spent(1, core::prompt_token_bound(core::filler_prompt(filler, shape)), completion);
     }
     ledger.add_spent(activity.primes_sent,

@@ -58,7 +58,7 @@ core::Result<std::pair<int, int>> parse_shard(const std::string& text) {
 // profile's own determinism gate still judges the claim).
 core::Result<void> apply_profile(const AuditRequest& options, core::AuditConfig& config) {
   const core::PlanFlagsGiven& flags = options.given.plan;
-  LLMREPRO_TRY_ASSIGN(config.profile, core::parse_audit_profile(options.profile));
+  LLMREPRO_TRY_ASSIGN(config.plan.profile, core::parse_audit_profile(options.profile));
   if (options.max_concurrency < 1)
     return core::make_error(
         core::ErrorCode::usage,
@@ -66,10 +66,11 @@ core::Result<void> apply_profile(const AuditRequest& options, core::AuditConfig&
   // --resume without --profile runs the stored profile: --max-concurrency then stands for the
   // levels it implies, which the resume check compares with the stored ones.
   if (options.resume && !flags.profile) {
-    if (flags.max_concurrency) config.levels = core::deterministic_levels(options.max_concurrency);
+    if (flags.max_concurrency)
+      config.plan.levels = core::deterministic_levels(options.max_concurrency);
     return {};
   }
-  if (config.profile == core::AuditProfile::standard) {
+  if (config.plan.profile == core::AuditProfile::standard) {
     if (flags.max_concurrency)
       return core::make_error(core::ErrorCode::usage,
                               "--max-concurrency caps the levels of --profile deterministic; "
@@ -85,9 +86,9 @@ core::Result<void> apply_profile(const AuditRequest& options, core::AuditConfig&
                       "(1,2,8,9,16,32,44,64,128, capped by --max-concurrency) and the probes "
                       "(sweep,mixed,prefix) itself; drop {} or use --profile standard",
                       flag, flag));
-  config.levels = core::deterministic_levels(options.max_concurrency);
-  config.probes = core::deterministic_probes();
-  if (!options.restart_cmd.empty()) config.probes.push_back(core::ProbeKind::restart);
+  config.plan.levels = core::deterministic_levels(options.max_concurrency);
+  config.plan.probes = core::deterministic_probes();
+  if (!options.restart_cmd.empty()) config.plan.probes.push_back(core::ProbeKind::restart);
   if (!options.judging.given.max_unique) config.gates.max_unique = 1;
   if (!options.judging.given.max_logprob_drift) config.gates.max_logprob_drift = 0.0;
   return {};
@@ -96,36 +97,37 @@ core::Result<void> apply_profile(const AuditRequest& options, core::AuditConfig&
 // The budgets, --price and --stop-after, checked and written into `config` where given.
 core::Result<void> apply_budget_options(const AuditRequest& options, core::AuditConfig& config) {
   const GivenValues& flags = options.given;
-  if (!options.price.empty()) LLMREPRO_TRY_ASSIGN(config.price, core::parse_price(options.price));
+  if (!options.price.empty())
+    LLMREPRO_TRY_ASSIGN(config.analysis.price, core::parse_price(options.price));
   if (flags.max_requests) {
     if (options.max_requests < 1)
       return core::make_error(
           core::ErrorCode::usage,
           fmt::format("--max-requests must be at least 1 (got {})", options.max_requests));
-    config.max_requests = options.max_requests;
+    config.budget.max_requests = options.max_requests;
   }
   if (flags.max_tokens_total) {
     if (options.max_tokens_total < 1)
       return core::make_error(
           core::ErrorCode::usage,
           fmt::format("--max-tokens-total must be at least 1 (got {})", options.max_tokens_total));
-    config.max_tokens_total = options.max_tokens_total;
+    config.budget.max_tokens_total = options.max_tokens_total;
   }
   if (flags.max_cost) {
     LLMREPRO_TRY(check_finite_above("--max-cost", options.max_cost, 0.0, "a finite amount"));
     // A resumed audit may price with its stored --price (checked once it is read).
-    if (!config.price && !options.resume)
+    if (!config.analysis.price && !options.resume)
       return core::make_error(core::ErrorCode::usage,
                               "--max-cost needs --price input=X,output=Y (per million tokens) to "
                               "count what the tokens cost");
-    config.max_cost = options.max_cost;
+    config.budget.max_cost = options.max_cost;
   }
   if (flags.stop_after) {
     if (options.stop_after < 1)
       return core::make_error(
           core::ErrorCode::usage,
           fmt::format("--stop-after must be at least 1 (got {})", options.stop_after));
-    config.stop_after = options.stop_after;
+    config.plan.stop_after = options.stop_after;
   }
   if (options.dry_run && options.resume)
     return core::make_error(core::ErrorCode::usage,
@@ -136,13 +138,14 @@ core::Result<void> apply_budget_options(const AuditRequest& options, core::Audit
 // --restart-cmd adds the restart probe; the probe without the command has nothing to restart
 // with. --restart-timeout must leave the command and the readiness wait a finite time.
 core::Result<void> apply_restart_options(const AuditRequest& options, core::AuditConfig& config) {
-  const bool planned = std::find(config.probes.begin(), config.probes.end(),
-                                 core::ProbeKind::restart) != config.probes.end();
+  const bool planned = std::find(config.plan.probes.begin(), config.plan.probes.end(),
+                                 core::ProbeKind::restart) != config.plan.probes.end();
   if (planned && options.restart_cmd.empty() && !options.resume)
     return core::make_error(core::ErrorCode::usage,
                             "--probe restart needs --restart-cmd CMD (the shell command that "
                             "restarts the endpoint; --restart-timeout bounds it)");
-  if (!options.restart_cmd.empty() && !planned) config.probes.push_back(core::ProbeKind::restart);
+  if (!options.restart_cmd.empty() && !planned)
+    config.plan.probes.push_back(core::ProbeKind::restart);
   if (!(std::isfinite(options.restart_timeout_s) && options.restart_timeout_s > 0.0 &&
         options.restart_timeout_s <= k_max_timeout_s))
     return core::make_error(core::ErrorCode::usage,
@@ -158,9 +161,9 @@ core::Result<void> apply_restart_options(const AuditRequest& options, core::Audi
 // the flag) and gathered into the configuration a new audit runs with.
 core::Result<core::AuditConfig> config_from(const AuditRequest& options) {
   core::AuditConfig config;
-  config.api = options.api;
-  config.model = options.model;
-  config.logprobs_form = options.logprobs_form;
+  config.plan.api = options.api;
+  config.plan.model = options.model;
+  config.plan.logprobs_form = options.logprobs_form;
   // Only openai-chat requests carry the form; told another dialect, the flag would do nothing.
   if (options.logprobs_form != "auto" && options.api != "auto" && options.api != "openai-chat")
     return core::make_error(core::ErrorCode::usage,
@@ -176,7 +179,7 @@ core::Result<core::AuditConfig> config_from(const AuditRequest& options) {
   if (options.runs < 1)
     return core::make_error(core::ErrorCode::usage,
                             fmt::format("--runs must be at least 1 (got {})", options.runs));
-  config.runs = options.runs;
+  config.plan.runs = options.runs;
   if (options.levels.empty())
     return core::make_error(core::ErrorCode::usage, "--concurrency needs at least one level");
   for (std::size_t i = 0; i < options.levels.size(); ++i) {
@@ -189,33 +192,34 @@ core::Result<core::AuditConfig> config_from(const AuditRequest& options) {
       return core::make_error(core::ErrorCode::usage,
                               fmt::format("--concurrency lists level {} twice", level));
   }
-  config.levels = options.levels;
+  config.plan.levels = options.levels;
   if (options.max_tokens < 1)
     return core::make_error(
         core::ErrorCode::usage,
         fmt::format("--max-tokens must be at least 1 (got {})", options.max_tokens));
-  config.max_tokens = options.max_tokens;
+  config.plan.max_tokens = options.max_tokens;
   if (options.top_logprobs < 2 || options.top_logprobs > 20)
     return core::make_error(
         core::ErrorCode::usage,
         "--top-logprobs must be between 2 and 20 (the gap needs two candidates)");
-  config.top_logprobs = options.top_logprobs;
-  config.seed = options.seed;
-  config.probes.clear();
+  config.plan.top_logprobs = options.top_logprobs;
+  config.plan.seed = options.seed;
+  config.plan.probes.clear();
   for (const auto& name : options.probes) {
     auto probe = core::parse_probe_kind(name);
     if (!probe) return probe.error();
-    if (std::find(config.probes.begin(), config.probes.end(), *probe) != config.probes.end())
+    if (std::find(config.plan.probes.begin(), config.plan.probes.end(), *probe) !=
+        config.plan.probes.end())
       return core::make_error(core::ErrorCode::usage,
                               fmt::format("--probe names '{}' twice", name));
-    config.probes.push_back(*probe);
+    config.plan.probes.push_back(*probe);
   }
-  if (config.probes.empty())
+  if (config.plan.probes.empty())
     return core::make_error(core::ErrorCode::usage, "--probe needs at least one probe kind");
   LLMREPRO_TRY(apply_restart_options(options, config));
   auto shard = parse_shard(options.shard);
   if (!shard) return shard.error();
-  std::tie(config.shard_index, config.shard_count) = *shard;
+  std::tie(config.plan.shard_index, config.plan.shard_count) = *shard;
   // The interval between starts (1 / rate) must fit the steady clock and libcurl's long
   // milliseconds, as must the timeout: bounds well inside both.
   if (!(std::isfinite(options.rate) &&
@@ -225,25 +229,25 @@ core::Result<core::AuditConfig> config_from(const AuditRequest& options) {
         fmt::format("--rate must be 0 (unlimited) or a number of requests per second within "
                     "{}..{} (got {})",
                     k_min_rate, k_max_rate, options.rate));
-  config.rate_limit = options.rate;
+  config.requests.rate_limit = options.rate;
   if (auto valid = check_finite_in("--semantic-threshold", options.semantic_threshold, -1.0, 1.0);
       !valid)
     return valid.error();
   if (!options.embeddings.empty())
     if (auto valid = probes::validate_base_url(options.embeddings); !valid)
       return core::make_error(core::ErrorCode::usage, "--embeddings: " + valid.error().message);
-  config.stream = options.stream;
+  config.plan.stream = options.stream;
   if (!(std::isfinite(options.timeout_s) && options.timeout_s > 0.0 &&
         options.timeout_s <= k_max_timeout_s))
     return core::make_error(core::ErrorCode::usage,
                             fmt::format("--timeout must be a number of seconds greater than 0 "
                                         "and at most {} (got {})",
                                         k_max_timeout_s, options.timeout_s));
-  config.timeout_s = options.timeout_s;
+  config.requests.timeout_s = options.timeout_s;
   if (options.retries < 0)
     return core::make_error(core::ErrorCode::usage,
                             fmt::format("--retries must be >= 0 (got {})", options.retries));
-  config.retries = options.retries;
+  config.requests.retries = options.retries;
   if (options.engine_max_num_seqs < 1)
     return core::make_error(core::ErrorCode::usage,
                             fmt::format("--engine-max-num-seqs must be at least 1 (got {})",

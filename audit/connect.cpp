@@ -31,13 +31,13 @@ core::Result<Target> connect(const AuditRequest& options, const core::AuditConfi
     engine::ServeConfig serve;
     serve.port = 0;
     // As stored with the audit (a --resume runs the engine it was started with), else as given.
-    const core::EngineSettings settings = config.engine.value_or(engine_settings_of(options));
+    const core::EngineSettings settings = config.plan.engine.value_or(engine_settings_of(options));
     serve.max_num_seqs = settings.max_num_seqs;
     serve.batch_invariant = settings.batch_invariant;
     // The determinism profile's prefix probe tests the cache: with it off, warm and cold trials
     // would run the same path.
     serve.prefix_cache =
-        settings.prefix_cache || config.profile == core::AuditProfile::deterministic;
+        settings.prefix_cache || config.plan.profile == core::AuditProfile::deterministic;
     serve.seed = settings.seed;
     auto server = engine::EngineServer::start(serve);
     if (!server) return server.error();
@@ -64,11 +64,11 @@ core::Result<Target> connect(const AuditRequest& options, const core::AuditConfi
   // The dialect found, before a chat suite moves to the chat route: it says how to describe it.
   probes::Dialect served = probes::Dialect::openai_chat;
   probes::DetectionExtras detected; // its answers: the description reuses them
-  if (config.api == "auto") {
+  if (config.plan.api == "auto") {
     std::string explanation;
-    auto dialect = probes::detect_dialect(endpoint, result.target.headers, result.target.api_key,
-                                          options.insecure, std::min(config.timeout_s, 10.0),
-                                          &explanation, &detected);
+    auto dialect = probes::detect_dialect(
+        endpoint, result.target.headers, result.target.api_key, options.insecure,
+        std::min(config.requests.timeout_s, 10.0), &explanation, &detected);
     if (!dialect) return dialect.error();
     const int chat_prompts = core::chat_prompt_count(suite);
     const probes::Dialect chosen = probes::dialect_for_suite(
@@ -84,18 +84,18 @@ core::Result<Target> connect(const AuditRequest& options, const core::AuditConfi
       note(options, fmt::format("llmrepro: --api auto chose {} ({})\n", probes::to_string(chosen),
                                 explanation));
   } else {
-    auto dialect = probes::parse_dialect(config.api);
+    auto dialect = probes::parse_dialect(config.plan.api);
     if (!dialect) return dialect.error();
     result.target.dialect = *dialect;
     served = *dialect;
   }
   result.info.dialect = probes::to_string(result.target.dialect);
-  result.info.model = config.model;
-  result.target.model_given = !config.model.empty();
+  result.info.model = config.plan.model;
+  result.target.model_given = !config.plan.model.empty();
   LLMREPRO_TRY_ASSIGN(result.target.logprobs_form,
-                      probes::parse_logprobs_form(config.logprobs_form));
-  result.info.server =
-      probes::describe_server(result.target, served, std::min(config.timeout_s, 10.0), &detected);
+                      probes::parse_logprobs_form(config.plan.logprobs_form));
+  result.info.server = probes::describe_server(
+      result.target, served, std::min(config.requests.timeout_s, 10.0), &detected);
   return result;
 }
 
@@ -138,7 +138,7 @@ core::Result<void> connect_endpoints(AuditRun& run) {
       const bool anthropic = target.target.dialect == probes::Dialect::anthropic;
       auto model = probes::detect_model(url, target.target.dialect, target.target.headers,
                                         target.target.api_key, options.insecure,
-                                        std::min(config.timeout_s, 10.0));
+                                        std::min(config.requests.timeout_s, 10.0));
       // Gemini names the model in every request's path and Anthropic requires it in every
       // body: without one nothing can be sent.
       if (!model && (gemini || anthropic)) return model.error();

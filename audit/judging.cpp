@@ -76,10 +76,10 @@ core::Result<void> apply_judging(const Judging& judging, core::AuditConfig& conf
   if (take(o.min_tara)) config.gates.min_tara = judging.min_tara;
   if (take(o.max_logprob_drift)) config.gates.max_logprob_drift = judging.max_logprob_drift;
   if (take(o.max_failed_rate)) config.gates.max_failed_rate = judging.max_failed_rate;
-  if (take(o.fragile_gap)) config.fragile_gap = judging.fragile_gap;
-  if (take(o.fragile_window)) config.fragile_window = judging.fragile_window;
-  if (take(o.fragile_p)) config.fragile_p = judging.fragile_p;
-  if (take(o.compare_on)) config.compare_on = compare_on;
+  if (take(o.fragile_gap)) config.analysis.fragile_gap = judging.fragile_gap;
+  if (take(o.fragile_window)) config.analysis.fragile_window = judging.fragile_window;
+  if (take(o.fragile_p)) config.analysis.fragile_p = judging.fragile_p;
+  if (take(o.compare_on)) config.analysis.compare_on = compare_on;
   return {};
 }
 
@@ -91,7 +91,7 @@ core::Result<void> check_gates_fit(const core::AuditConfig& config, std::size_t 
         fmt::format("--fail-on disagree compares the endpoints' answers and needs at least two "
                     "endpoints, but the audit has {}{}",
                     endpoints, hint.empty() ? "" : ": " + hint));
-  if (config.runs == 1 && config.levels.size() == 1 && config.gates.stability_gated())
+  if (config.plan.runs == 1 && config.plan.levels.size() == 1 && config.gates.stability_gated())
     return core::make_error(core::ErrorCode::usage,
                             "one completion per prompt cannot show instability: --runs 1 at one "
                             "concurrency level; raise --runs or add a level");

@@ -44,8 +44,8 @@ core::Result<void> check_resume_plan(const AuditRun& run, const core::AuditConfi
   core::ResumeRequest request;
   request.config = wanted;
   request.given = flags;
-  request.config.engine = engine_settings_of(options);
-  request.config.header_names = header_names_of(options);
+  request.config.plan.engine = engine_settings_of(options);
+  request.config.plan.header_names = header_names_of(options);
   if (options.given.suite) {
     auto suite = probes::load_suite(options.suite);
     if (!suite) return suite.error();
@@ -72,25 +72,25 @@ core::Result<void> check_resume_plan(const AuditRun& run, const core::AuditConfi
 core::Result<void> resume_budgets(const AuditRequest& options, const core::AuditConfig& wanted,
                                   core::AuditConfig& stored) {
   const GivenValues& flags = options.given;
-  if (flags.stop_after && wanted.stop_after != stored.stop_after)
+  if (flags.stop_after && wanted.plan.stop_after != stored.plan.stop_after)
     return core::make_error(
         core::ErrorCode::usage,
         fmt::format("--resume: the audit in '{}' was planned with {}; --stop-after {} would mix "
                     "capped and uncapped completions. Resume without --stop-after, or start a "
                     "new audit with --overwrite",
                     options.db,
-                    stored.stop_after ? fmt::format("--stop-after {}", *stored.stop_after)
-                                      : std::string("no --stop-after"),
+                    stored.plan.stop_after ? fmt::format("--stop-after {}", *stored.plan.stop_after)
+                                           : std::string("no --stop-after"),
                     options.stop_after));
-  if (wanted.price) stored.price = wanted.price;
-  if (flags.max_requests) stored.max_requests = wanted.max_requests;
-  if (flags.max_tokens_total) stored.max_tokens_total = wanted.max_tokens_total;
+  if (wanted.analysis.price) stored.analysis.price = wanted.analysis.price;
+  if (flags.max_requests) stored.budget.max_requests = wanted.budget.max_requests;
+  if (flags.max_tokens_total) stored.budget.max_tokens_total = wanted.budget.max_tokens_total;
   if (flags.max_cost) {
-    if (!stored.price)
+    if (!stored.analysis.price)
       return core::make_error(core::ErrorCode::usage,
                               "--max-cost needs --price input=X,output=Y (per million tokens) to "
                               "count what the tokens cost");
-    stored.max_cost = wanted.max_cost;
+    stored.budget.max_cost = wanted.budget.max_cost;
   }
   return {};
 }
@@ -126,11 +126,9 @@ core::Result<void> resume_stored(AuditRun& run, const core::AuditConfig& wanted,
   LLMREPRO_TRY(resume_budgets(options, wanted, run.header.config));
   LLMREPRO_TRY(check_adaptive_resume(options, wanted, run.header.config));
   // Stored too, so that a later `report` shows the budgets the audit last ran under.
-  run.judging_changed = core::judging_differs(before, run.header.config) ||
-                        before.max_requests != run.header.config.max_requests ||
-                        before.max_tokens_total != run.header.config.max_tokens_total ||
-                        before.max_cost != run.header.config.max_cost ||
-                        before.price != run.header.config.price;
+  const core::AuditConfig& after = run.header.config;
+  run.judging_changed = core::judging_differs(before, after) || before.budget != after.budget ||
+                        before.analysis.price != after.analysis.price;
   return {};
 }
 
@@ -139,7 +137,7 @@ core::Result<void> resume_stored(AuditRun& run, const core::AuditConfig& wanted,
 // again on --resume (it is never stored).
 core::Result<void> check_restart_command(const AuditRun& run) {
   const AuditRequest& options = run.request;
-  const auto& probes = run.header.config.probes;
+  const auto& probes = run.header.config.plan.probes;
   const bool planned =
       std::find(probes.begin(), probes.end(), core::ProbeKind::restart) != probes.end();
   if (planned && options.restart_cmd.empty())
@@ -205,8 +203,8 @@ core::Result<void> load_or_resume(AuditRun& run) {
   run.header.config = *config_or;
   // Stored so that --resume can hold them to the audit (resume_plan_differences).
   if (std::find(run.urls.begin(), run.urls.end(), std::string()) != run.urls.end())
-    run.header.config.engine = engine_settings_of(options);
-  run.header.config.header_names = header_names_of(options);
+    run.header.config.plan.engine = engine_settings_of(options);
+  run.header.config.plan.header_names = header_names_of(options);
   LLMREPRO_TRY(check_restart_command(run));
   return choose_keys(run);
 }

@@ -65,10 +65,10 @@ namespace llmrepro::audit {
 
 core::Result<void> check_open_file_limit(const AuditRun& run) {
   const core::AuditConfig& config = run.config();
-  if (config.levels.empty()) return {};
-  const long level = *std::max_element(config.levels.begin(), config.levels.end());
+  if (config.plan.levels.empty()) return {};
+  const long level = *std::max_element(config.plan.levels.begin(), config.plan.levels.end());
   const bool mixed =
-      std::any_of(config.probes.begin(), config.probes.end(),
+      std::any_of(config.plan.probes.begin(), config.plan.probes.end(),
                   [](core::ProbeKind kind) { return core::probe_uses_fillers(kind); });
   const bool embedded = std::find(run.urls.begin(), run.urls.end(), "") != run.urls.end();
   return ensure_open_file_limit(mixed ? 2 * level : level, embedded ? 3 : 2,

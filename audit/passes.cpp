@@ -111,7 +111,8 @@ core::Result<void> run_requests(AuditRun& run) {
     note(options,
          fmt::format("llmrepro: auditing {}{} with {} prompts x {} runs at concurrency {}\n",
                      target.info.url, target.embedded ? " (embedded reference engine)" : "",
-                     run.header.suite.prompts.size(), config.runs, fmt::join(config.levels, ",")));
+                     run.header.suite.prompts.size(), config.plan.runs,
+                     fmt::join(config.plan.levels, ",")));
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);

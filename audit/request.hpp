@@ -17,21 +17,28 @@
 
 namespace llmrepro::audit {
 
+// The names of `kinds` as --probe spells them: the default --probe list is the plan's.
+inline std::vector<std::string> probe_names(const std::vector<core::ProbeKind>& kinds) {
+  std::vector<std::string> names;
+  for (const core::ProbeKind kind : kinds) names.emplace_back(core::to_string(kind));
+  return names;
+}
+
 // The judging values `audit` and `report` share (--fail-on, --max-unique, --max-unstable-rate,
 // --min-tara, --max-logprob-drift, --max-failed-rate, --fragile-gap, --fragile-window,
 // --fragile-p, --compare-on), and which were given: --resume and `report` keep the stored value
 // of a value not given.
 struct Judging {
-  std::string fail_on = "none";
+  std::string fail_on = core::to_string(core::GateConfig{}.fail_on);
   std::optional<int> max_unique;
   std::optional<double> max_unstable_rate;
   std::optional<double> min_tara;
   std::optional<double> max_logprob_drift;
   double max_failed_rate = core::GateConfig{}.max_failed_rate;
-  double fragile_gap = core::AuditConfig{}.fragile_gap;
-  int fragile_window = core::AuditConfig{}.fragile_window;
+  double fragile_gap = core::k_default_fragile_gap;
+  int fragile_window = core::k_default_fragile_window;
   std::optional<double> fragile_p;
-  std::string compare_on = core::to_string(core::CompareOn::both);
+  std::string compare_on = core::to_string(core::AnalysisConfig{}.compare_on);
 
   struct Given {
     bool fail_on = false;
@@ -75,19 +82,19 @@ struct AuditRequest {
   std::string suite;
   std::vector<std::string> endpoints; // --endpoint, repeatable
   std::vector<std::string> compare;   // --compare, after the endpoints
-  std::vector<std::string> probes{"sweep"};
-  std::string api = "auto";
+  std::vector<std::string> probes = probe_names(core::PlanSettings{}.probes);
+  std::string api = core::PlanSettings{}.api;
   std::string model;
-  int runs = 5;
-  std::vector<int> levels{1, 8, 32};
-  std::string profile = "standard"; // standard|deterministic
-  int max_concurrency = 128;        // caps the levels of the deterministic profile
-  int max_tokens = 128;
-  int top_logprobs = 2;
-  bool stream = false;
-  std::string logprobs_form = "auto"; // auto|openai|together
-  double timeout_s = 120.0;
-  int retries = 3;
+  int runs = core::PlanSettings{}.runs;
+  std::vector<int> levels = core::PlanSettings{}.levels;
+  std::string profile = core::to_string(core::PlanSettings{}.profile); // standard|deterministic
+  int max_concurrency = 128; // caps the levels of the deterministic profile
+  int max_tokens = core::PlanSettings{}.max_tokens;
+  int top_logprobs = core::PlanSettings{}.top_logprobs;
+  bool stream = core::PlanSettings{}.stream;
+  std::string logprobs_form = core::PlanSettings{}.logprobs_form; // auto|openai|together
+  double timeout_s = core::RequestSettings{}.timeout_s;
+  int retries = core::RequestSettings{}.retries;
   std::size_t max_response_bytes = 16u << 20;
   // The variables holding the keys (audit/keys.hpp): empty, the conventional rule of
   // probes/api_key_rule.hpp.
@@ -100,9 +107,9 @@ struct AuditRequest {
   bool resume = false;
   bool overwrite = false;
   Judging judging;
-  std::uint64_t seed = 0;
+  std::uint64_t seed = core::PlanSettings{}.seed;
   std::string shard = "1/1";
-  double rate = 0.0;
+  double rate = core::RequestSettings{}.rate_limit;
   // Budgets and the cheap first pass (core/budget.hpp); each read only when given.
   std::string price; // input=X,output=Y per million tokens
   long max_requests = 0;
@@ -111,18 +118,18 @@ struct AuditRequest {
   int stop_after = 0;
   bool dry_run = false; // plan and bound only: nothing is sent or written
   // Adaptive rounds (core/adaptive.hpp): runs spent where they can change a verdict.
-  bool adaptive = false;
-  double adaptive_epsilon = 0.01;
-  int adaptive_initial = 2;
-  std::string adaptive_assume = "none";
+  bool adaptive = core::AdaptiveSettings{}.enabled;
+  double adaptive_epsilon = core::AdaptiveSettings{}.epsilon;
+  int adaptive_initial = core::AdaptiveSettings{}.initial;
+  std::string adaptive_assume = core::to_string(core::AdaptiveSettings{}.assume);
   std::string embeddings;
   std::string embeddings_model;
   double semantic_threshold = 0.9;
   // The embedded reference engine, used when no endpoint is given.
-  int engine_max_num_seqs = 16;
-  bool engine_batch_invariant = false;
-  bool engine_prefix_cache = false;
-  std::uint64_t engine_seed = 0;
+  int engine_max_num_seqs = core::EngineSettings{}.max_num_seqs;
+  bool engine_batch_invariant = core::EngineSettings{}.batch_invariant;
+  bool engine_prefix_cache = core::EngineSettings{}.prefix_cache;
+  std::uint64_t engine_seed = core::EngineSettings{}.seed;
   // The restart probe (--restart-cmd, --restart-timeout): a shell command line that restarts the
   // endpoint, and how long one restart and the readiness wait after it may take. The command may
   // hold secrets: it is a run secret, never stored, printed or reported, and not plan-defining

@@ -76,25 +76,25 @@ core::Result<void> apply_adaptive_options(const AuditRequest& options, core::Aud
                             fmt::format("--adaptive-initial must be at least 2, the runs that can "
                                         "show a difference (got {})",
                                         options.adaptive_initial));
-  if (!options.resume && config.runs <= options.adaptive_initial)
+  if (!options.resume && config.plan.runs <= options.adaptive_initial)
     return core::make_error(
         core::ErrorCode::usage,
         fmt::format("--adaptive spends --runs ({}) as the most a prompt gets at a level, after "
                     "--adaptive-initial ({}) runs each: give --runs above it",
-                    config.runs, options.adaptive_initial));
+                    config.plan.runs, options.adaptive_initial));
   if (options.endpoints.size() + options.compare.size() > 1)
     return core::make_error(core::ErrorCode::usage,
                             "--adaptive decides from one endpoint's runs: audit one endpoint at a "
                             "time (the decisions of one would starve the comparison)");
-  if (config.profile != core::AuditProfile::standard ||
-      config.probes != std::vector<core::ProbeKind>{core::ProbeKind::sweep})
+  if (config.plan.profile != core::AuditProfile::standard ||
+      config.plan.probes != std::vector<core::ProbeKind>{core::ProbeKind::sweep})
     return core::make_error(core::ErrorCode::usage,
                             "--adaptive runs the sweep probe alone (--probe sweep, the standard "
                             "profile): the other probes' runs are paired by design");
-  config.adaptive = true;
-  config.adaptive_initial = options.adaptive_initial;
-  config.adaptive_epsilon = options.adaptive_epsilon;
-  config.adaptive_assume = *assumption;
+  config.adaptive.enabled = true;
+  config.adaptive.initial = options.adaptive_initial;
+  config.adaptive.epsilon = options.adaptive_epsilon;
+  config.adaptive.assume = *assumption;
   return {};
 }
 
@@ -103,17 +103,18 @@ core::Result<void> check_adaptive_resume(const AuditRequest& options,
                                          const core::AuditConfig& stored) {
   const GivenValues& flags = options.given;
   const bool differs =
-      (options.adaptive && !stored.adaptive) ||
-      (flags.adaptive_epsilon && wanted.adaptive_epsilon != stored.adaptive_epsilon) ||
-      (flags.adaptive_initial && wanted.adaptive_initial != stored.adaptive_initial) ||
-      (flags.adaptive_assume && wanted.adaptive_assume != stored.adaptive_assume);
+      (options.adaptive && !stored.adaptive.enabled) ||
+      (flags.adaptive_epsilon && wanted.adaptive.epsilon != stored.adaptive.epsilon) ||
+      (flags.adaptive_initial && wanted.adaptive.initial != stored.adaptive.initial) ||
+      (flags.adaptive_assume && wanted.adaptive.assume != stored.adaptive.assume);
   if (!differs) return {};
   const auto settings = [](const core::AuditConfig& config) {
-    return config.adaptive ? fmt::format("--adaptive --adaptive-initial {} --adaptive-epsilon {} "
-                                         "--adaptive-assume {}",
-                                         config.adaptive_initial, config.adaptive_epsilon,
-                                         core::to_string(config.adaptive_assume))
-                           : std::string("a fixed plan (no --adaptive)");
+    return config.adaptive.enabled
+               ? fmt::format("--adaptive --adaptive-initial {} --adaptive-epsilon {} "
+                             "--adaptive-assume {}",
+                             config.adaptive.initial, config.adaptive.epsilon,
+                             core::to_string(config.adaptive.assume))
+               : std::string("a fixed plan (no --adaptive)");
   };
   return core::make_error(core::ErrorCode::usage,
                           fmt::format("--resume: the audit in '{}' was planned with {}; its "
@@ -124,7 +125,7 @@ core::Result<void> check_adaptive_resume(const AuditRequest& options,
 
 core::Result<void> run_rounds(AuditRun& run, const SendPlan& send,
                               const std::atomic<bool>& stop_requested) {
-  if (!run.config().adaptive) return send(run.plan);
+  if (!run.config().adaptive.enabled) return send(run.plan);
   return run_adaptive_rounds(run, send, stop_requested);
 }
 

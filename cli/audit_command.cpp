@@ -7,7 +7,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-#include <unistd.h>
 
 #include "audit/request.hpp"
 #include "audit/run.hpp"
@@ -23,42 +22,6 @@
 #include "core/result.hpp"
 
 namespace llmrepro::cli {
-
-audit::AuditRequest request_of(const AuditOptions& options) {
-  audit::AuditRequest request = options.request;
-  const auto& plan = options.plan_flags;
-  request.given.plan = {.api = given(plan.api),
-                        .model = given(plan.model),
-                        .runs = given(plan.runs),
-                        .concurrency = given(plan.concurrency),
-                        .max_tokens = given(plan.max_tokens),
-                        .top_logprobs = given(plan.top_logprobs),
-                        .seed = given(plan.seed),
-                        .probe = given(plan.probe),
-                        .shard = given(plan.shard),
-                        .stream = given(plan.stream),
-                        .logprobs_form = given(plan.logprobs_form),
-                        .profile = given(plan.profile),
-                        .max_concurrency = given(plan.max_concurrency),
-                        .engine_max_num_seqs = given(plan.engine_max_num_seqs),
-                        .engine_batch_invariant = given(plan.engine_batch_invariant),
-                        .engine_prefix_cache = given(plan.engine_prefix_cache),
-                        .engine_seed = given(plan.engine_seed)};
-  request.given.suite = given(plan.suite);
-  request.given.max_requests = given(options.budget_flags.max_requests);
-  request.given.max_tokens_total = given(options.budget_flags.max_tokens_total);
-  request.given.max_cost = given(options.budget_flags.max_cost);
-  request.given.stop_after = given(options.budget_flags.stop_after);
-  request.given.adaptive_epsilon = given(options.adaptive_flags.epsilon);
-  request.given.adaptive_initial = given(options.adaptive_flags.initial);
-  request.given.adaptive_assume = given(options.adaptive_flags.assume);
-  request.judging = judging_of(options.judging);
-  request.report_paths = named_outputs(options.outputs);
-  request.progress = !request.quiet && isatty(STDERR_FILENO);
-  request.notify = print_stderr;
-  request.tool = tool_info();
-  return request;
-}
 
 namespace {
 
@@ -114,14 +77,7 @@ void register_audit_command(CLI::App& app, CommandResult& result) {
   CLI::App* audit = app.add_subcommand(
       "audit",
       "Send each prompt of a suite N times at each concurrency level and analyse the drift");
-  add_config_option(*audit, options->config);
-  add_endpoint_flags(*audit, *options);
-  add_plan_flags(*audit, *options);
-  add_probe_flags(*audit, *options);
-  add_judging_options(*audit, options->judging);
-  add_budget_flags(*audit, *options);
-  add_output_flags(*audit, *options);
-  add_engine_flags(*audit, *options);
+  add_audit_flags(*audit, *options);
   audit->callback([audit, options, &result] {
     // The file's values are in place, or its error reported, before any pass runs.
     if (auto applied = apply_config_file(*audit, options->config); !applied) {

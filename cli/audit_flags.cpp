@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/config_file.hpp"
 #include "cli/help_export.hpp"
+#include "cli/judging_options.hpp"
 #include "cli/option_groups.hpp"
 #include "cli/report_outputs.hpp"
 #include "probes/dialect.hpp"
@@ -231,6 +233,17 @@ void add_engine_flags(CLI::App& audit, AuditOptions& options) {
                      "Embedded engine: reuse cached prompt prefixes");
   flags.engine_seed = audit.add_option("--engine-seed", options.request.engine_seed,
                                        "Embedded engine: weight seed");
+}
+
+void add_audit_flags(CLI::App& audit, AuditOptions& options) {
+  add_config_option(audit, options.config);
+  add_endpoint_flags(audit, options);
+  add_plan_flags(audit, options);
+  add_probe_flags(audit, options);
+  add_judging_options(audit, options.judging);
+  add_budget_flags(audit, options);
+  add_output_flags(audit, options);
+  add_engine_flags(audit, options);
 }
 
 } // namespace llmrepro::cli

@@ -12,6 +12,10 @@ namespace llmrepro::cli {
 
 // Endpoint: where the requests go and how they are sent (URLs, dialect, keys, headers, TLS,
 // timeouts, retries, rate).
+// Every flag of `llmrepro audit`, in its groups: --config, the endpoint, plan, probe, judging,
+// budget, output and engine flags below.
+void add_audit_flags(CLI::App& audit, AuditOptions& options);
+
 void add_endpoint_flags(CLI::App& audit, AuditOptions& options);
 // Plan: the suite and what is asked of each prompt (runs, levels, profile, tokens, seed, shard,
 // --adaptive).

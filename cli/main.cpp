@@ -1,48 +1,13 @@
 // llmrepro: audits how reproducible an LLM inference endpoint is at temperature 0.
-// Thin main: the subcommands live in their own files; this is the one last-resort catch.
+// Thin main: the subcommands live in their own files (the llmrepro_cli library, unit-tested in
+// tests/unit/cli); this registers them and is the one last-resort catch.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include <cstdio>
 #include <exception>
 
-#include "audit/session.hpp"
-#include "cli/build_info.hpp"
 #include "cli/commands.hpp"
-#include "cli/config_file.hpp"
-#include "core/redaction.hpp"
-
-namespace llmrepro::cli {
-
-core::Result<store::AuditDatabase> open_audit_database(const std::string& path) {
-  return audit::open_audit_database(path, print_stderr);
-}
-
-int report_error(const core::Error& error) {
-  // A usage error about a value from --config names the line that set it.
-  const bool about_flags =
-      error.code == core::ErrorCode::usage || error.code == core::ErrorCode::input;
-  const std::string message =
-      core::redact(error.message + (about_flags ? config_origins_in(error.message) : ""));
-  std::fprintf(stderr, "llmrepro: error: %s\n", message.c_str());
-  switch (error.code) {
-  case core::ErrorCode::usage:
-  case core::ErrorCode::input: return k_exit_usage;
-  case core::ErrorCode::endpoint:
-  case core::ErrorCode::environment: return k_exit_endpoint;
-  case core::ErrorCode::internal: return k_exit_internal;
-  }
-  return k_exit_internal;
-}
-
-void print_stderr(std::string_view text) {
-  const std::string redacted = core::redact(text);
-  std::fwrite(redacted.data(), 1, redacted.size(), stderr);
-}
-
-core::ToolInfo tool_info() { return {LLMREPRO_VERSION, LLMREPRO_BUILD_INFO, LLMREPRO_CUDA_STATE}; }
-
-} // namespace llmrepro::cli
 
 int main(int argc, char** argv) {
   using namespace llmrepro::cli;

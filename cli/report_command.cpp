@@ -36,7 +36,7 @@ struct ReportOptions {
 // stored ones, checked against the audit it judges.
 core::Result<void> rejudge_config(const ReportOptions& options, core::AuditData& header) {
   LLMREPRO_TRY(audit::apply_judging(judging_of(options.judging), header.config, true));
-  if (options.price) header.config.price = options.price;
+  if (options.price) header.config.analysis.price = options.price;
   return audit::check_gates_fit(header.config, header.endpoints.size(),
                                 "audit again with --compare URL to compare endpoints");
 }

@@ -176,15 +176,15 @@ int AdaptiveOutcome::count(AdaptiveStop stop) const {
 
 AdaptiveConfig adaptive_config_of(const AuditConfig& config) {
   AdaptiveConfig adaptive;
-  adaptive.initial_runs = config.adaptive_initial;
-  adaptive.max_runs = config.runs;
-  adaptive.epsilon = config.adaptive_epsilon;
+  adaptive.initial_runs = config.adaptive.initial;
+  adaptive.max_runs = config.plan.runs;
+  adaptive.epsilon = config.adaptive.epsilon;
   adaptive.max_unique = config.gates.max_unique;
-  adaptive.assumption = config.adaptive_assume;
+  adaptive.assumption = config.adaptive.assume;
   adaptive.max_logprob_drift = config.gates.max_logprob_drift;
   adaptive.min_tara = config.gates.min_tara;
-  adaptive.fragile_p = config.fragile_p;
-  adaptive.fragile_window = config.fragile_window;
+  adaptive.fragile_p = config.analysis.fragile_p;
+  adaptive.fragile_window = config.analysis.fragile_window;
   return adaptive;
 }
 

@@ -124,13 +124,14 @@ std::vector<UnsampledGate> unsampled_gates(const AdaptiveOutcome& outcome,
   if (wanted.min_tara && !sampled.min_tara)
     gates.push_back({"min_tara", unsampled_line("--min-tara " + shortest_decimal(*wanted.min_tara),
                                                 "no --min-tara", early)});
-  if (wanted.fail_on.fragile && judged.fragile_p &&
-      (sampled.fragile_p != judged.fragile_p || sampled.fragile_window != judged.fragile_window))
+  if (wanted.fail_on.fragile && judged.analysis.fragile_p &&
+      (sampled.fragile_p != judged.analysis.fragile_p ||
+       sampled.fragile_window != judged.analysis.fragile_window))
     gates.push_back(
         {"fail_on_fragile",
          unsampled_line(
-             "--fail-on fragile with --fragile-p " + shortest_decimal(*judged.fragile_p) +
-                 " --fragile-window " + std::to_string(judged.fragile_window),
+             "--fail-on fragile with --fragile-p " + shortest_decimal(*judged.analysis.fragile_p) +
+                 " --fragile-window " + std::to_string(judged.analysis.fragile_window),
              sampled.fragile_p ? "--fragile-p " + shortest_decimal(*sampled.fragile_p) +
                                      " --fragile-window " + std::to_string(sampled.fragile_window)
                                : "no --fragile-p",

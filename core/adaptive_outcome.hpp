@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis_config.hpp"
 #include "core/result.hpp"
 
 namespace llmrepro::core {
@@ -20,11 +21,17 @@ enum class AdaptiveAssumption { none, greedy_shared_noise };
 const char* to_string(AdaptiveAssumption assumption);
 Result<AdaptiveAssumption> parse_adaptive_assumption(const std::string& text);
 
+// The defaults of --adaptive-initial and --adaptive-epsilon, written here only.
+inline constexpr int k_default_adaptive_initial = 2;
+inline constexpr double k_default_adaptive_epsilon = 0.01;
+
 struct AdaptiveConfig {
-  int initial_runs = 2;     // runs of every prompt at every level before the first look (>= 2)
-  int max_runs = 10;        // runs of a prompt at a level at most (--runs)
-  double epsilon = 0.01;    // --adaptive-epsilon: the flip probability a robust prompt is below
-  double confidence = 0.95; // of every bound, over all looks together
+  int initial_runs = k_default_adaptive_initial; // runs of every prompt at every level before the
+                                                 // first look (>= 2)
+  int max_runs = 10;                             // runs of a prompt at a level at most (--runs)
+  double epsilon = k_default_adaptive_epsilon; // --adaptive-epsilon: the flip probability a robust
+                                               // prompt is below
+  double confidence = 0.95;                    // of every bound, over all looks together
   std::optional<int> max_unique; // --max-unique: unstable prompts sample on while at or below it
   AdaptiveAssumption assumption = AdaptiveAssumption::none; // --adaptive-assume
   // The other gates the stops waited for (core/adaptive_gates.hpp); empty where not set, and in
@@ -32,7 +39,7 @@ struct AdaptiveConfig {
   std::optional<double> max_logprob_drift; // --max-logprob-drift
   std::optional<double> min_tara;          // --min-tara
   std::optional<double> fragile_p;         // --fragile-p, judged over --fragile-window tokens
-  int fragile_window = 50;
+  int fragile_window = k_default_fragile_window;
   friend bool operator==(const AdaptiveConfig&, const AdaptiveConfig&) = default;
 };
 

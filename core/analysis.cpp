@@ -770,11 +770,6 @@ AuditAnalysis AnalysisBuilder::finish() {
   return analysis;
 }
 
-AnalysisConfig analysis_config_of(const AuditConfig& config) {
-  return {config.fragile_gap, config.fragile_window, config.fragile_p, config.compare_on,
-          config.price};
-}
-
 std::vector<std::vector<const RequestRecord*>>
 records_by_prompt(const Suite& suite, const std::vector<RequestRecord>& records) {
   std::vector<std::vector<const RequestRecord*>> by_prompt(suite.prompts.size());

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis_config.hpp"
 #include "core/audit.hpp"
 #include "core/completion.hpp"
 #include "core/cost.hpp"
@@ -18,22 +19,6 @@
 #include "core/usage_summary.hpp"
 
 namespace llmrepro::core {
-
-struct AnalysisConfig {
-  double fragile_gap = 0.05; // τ, nats
-  int fragile_window = 50;   // W, tokens
-  // When set, a prompt is fragile when its flip probability (p_flip) is at least this, instead of
-  // when a gap in the window is below τ.
-  std::optional<double> fragile_p;
-  // The part of a reasoning model's completions compared (core/reasoning.hpp); checkers always
-  // read the answer.
-  CompareOn compare_on = CompareOn::both;
-  // --price: what the usage costs (UsageSummary::cost); empty leaves every cost empty.
-  std::optional<Price> price;
-};
-
-// The analysis settings an audit was configured with (its fragility rule, --compare-on, --price).
-AnalysisConfig analysis_config_of(const AuditConfig& config);
 
 // What the evidence says of a prompt, in one level or overall. A prompt is `stable` only when
 // it has at least two successful completions, no failed request, and all of them are the same;

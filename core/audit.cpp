@@ -70,9 +70,12 @@ Result<AuditProfile> parse_audit_profile(const std::string& text) {
 }
 
 bool judging_differs(const AuditConfig& a, const AuditConfig& b) {
-  return !(a.gates == b.gates) || a.fragile_gap != b.fragile_gap ||
-         a.fragile_window != b.fragile_window || a.fragile_p != b.fragile_p ||
-         a.compare_on != b.compare_on;
+  // The price only prices the usage: the analyses compared without it.
+  AnalysisConfig judged_a = a.analysis;
+  AnalysisConfig judged_b = b.analysis;
+  judged_a.price.reset();
+  judged_b.price.reset();
+  return a.gates != b.gates || judged_a != judged_b;
 }
 
 bool audit_complete(std::size_t recorded, std::size_t planned, bool interrupted) {
@@ -116,12 +119,12 @@ const FillerLevel* find_filler_level(const ProbeActivity& activity, int level, b
 PlanConfig plan_config_of(const AuditConfig& config, int endpoints) {
   PlanConfig plan;
   plan.endpoints = endpoints < 1 ? 1 : endpoints;
-  plan.levels = config.levels;
-  plan.probes = config.probes;
-  plan.runs = config.runs;
-  plan.seed = config.seed;
-  plan.shard_index = config.shard_index;
-  plan.shard_count = config.shard_count;
+  plan.levels = config.plan.levels;
+  plan.probes = config.plan.probes;
+  plan.runs = config.plan.runs;
+  plan.seed = config.plan.seed;
+  plan.shard_index = config.plan.shard_index;
+  plan.shard_count = config.plan.shard_count;
   return plan;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/adaptive_outcome.hpp"
+#include "core/analysis_config.hpp"
 #include "core/cost.hpp"
 #include "core/plan.hpp"
 #include "core/reasoning.hpp"
@@ -65,8 +66,6 @@ const char* to_string(AuditProfile profile);
 // "standard" or "deterministic", else a usage error naming --profile.
 Result<AuditProfile> parse_audit_profile(const std::string& text);
 
-// Everything that shapes an audit's requests and analysis. Stored in the database so that
-// --resume, `report` and `merge` see exactly what the audit ran with.
 // The embedded reference engine's settings (--engine-*): they shape its completions as the plan
 // does, so --resume keeps them.
 struct EngineSettings {
@@ -77,7 +76,9 @@ struct EngineSettings {
   friend bool operator==(const EngineSettings&, const EngineSettings&) = default;
 };
 
-struct AuditConfig {
+// The plan-defining settings: what --resume keeps from the stored audit (a value the command line
+// gives must agree with it, core/resume_check.hpp) and what every shard of one audit shares.
+struct PlanSettings {
   std::string api = "auto"; // requested dialect; EndpointInfo::dialect is what was used
   std::string model;        // empty: whatever the endpoint serves
   int runs = 5;
@@ -87,44 +88,72 @@ struct AuditConfig {
   int top_logprobs = 2;
   std::uint64_t seed = 0; // sent where the API takes one, and the plan's shuffle seed
   bool stream = false;
-  // --logprobs-form: "auto" (by host), "openai" or "together" (probes/dialect.hpp); plan-defining,
-  // it changes what every openai-chat request asks for. "auto" in audits stored before it was.
+  // --logprobs-form: "auto" (by host), "openai" or "together" (probes/dialect.hpp); it changes
+  // what every openai-chat request asks for. "auto" in audits stored before it was.
   std::string logprobs_form = "auto";
-  double timeout_s = 120.0;
-  int retries = 3;
-  double fragile_gap = 0.05;
-  int fragile_window = 50;
-  std::optional<double> fragile_p;        // --fragile-p: fragility by flip probability
-  CompareOn compare_on = CompareOn::both; // --compare-on: a reasoning model's part compared
-  std::optional<Price> price;             // --price: the cost of the tokens, per million
-  // Budgets over the whole audit (core/budget.hpp), empty: none. Not plan-defining: --resume may
-  // give others, which replace these.
-  std::optional<long> max_requests; // --max-requests: attempts sent, fillers and primes included
-  std::optional<long> max_tokens_total; // --max-tokens-total: prompt + completion tokens
-  std::optional<double> max_cost;       // --max-cost: in the currency of `price`
-  // --stop-after: every request's max_tokens capped at this (a cheap first pass); plan-defining.
+  // --stop-after: every request's max_tokens capped at this (a cheap first pass).
   std::optional<int> stop_after;
-  // --adaptive: runs spent where they can still change a verdict (core/adaptive.hpp), `runs`
-  // then being the most a prompt gets at a level; plan-defining, like the two settings after it.
-  bool adaptive = false;
-  int adaptive_initial = 2; // --adaptive-initial: runs at every level before the first look
-  double adaptive_epsilon =
-      0.01; // --adaptive-epsilon: the flip probability a robust prompt is below
-  // --adaptive-assume: what a robust bound may assume unchecked (core/adaptive_outcome.hpp).
-  AdaptiveAssumption adaptive_assume = AdaptiveAssumption::none;
-  double rate_limit = 0.0; // requests per second, 0: unlimited
   int shard_index = 0;
   int shard_count = 1;
   // Plan-defining like the levels and probes it sets: it also shapes the mixed probe's fillers
   // and adds the determinism gate.
   AuditProfile profile = AuditProfile::standard;
-  GateConfig gates;
   // The embedded engine's settings where the audit runs it; empty for HTTP endpoints and in
   // audits stored before they were, where --resume then compares nothing of them.
   std::optional<EngineSettings> engine;
   // The --header names in the order given, never their values (secrets: cli/audit_keys.hpp);
   // empty in audits stored before they were, where --resume compares nothing of them.
   std::optional<std::vector<std::string>> header_names;
+  friend bool operator==(const PlanSettings&, const PlanSettings&) = default;
+};
+
+// How each request is sent: not plan-defining (--resume takes the values given), but every shard
+// of one audit shares them.
+struct RequestSettings {
+  double timeout_s = 120.0;
+  int retries = 3;
+  double rate_limit = 0.0; // requests per second, 0: unlimited
+  friend bool operator==(const RequestSettings&, const RequestSettings&) = default;
+};
+
+// Budgets over the whole audit (core/budget.hpp), empty: none. Not plan-defining: --resume may
+// give others, which replace these; each shard has its own.
+struct BudgetSettings {
+  std::optional<long> max_requests; // --max-requests: attempts sent, fillers and primes included
+  std::optional<long> max_tokens_total; // --max-tokens-total: prompt + completion tokens
+  std::optional<double> max_cost;       // --max-cost: in the currency of AnalysisConfig::price
+  friend bool operator==(const BudgetSettings&, const BudgetSettings&) = default;
+};
+
+// --adaptive: runs spent where they can still change a verdict (core/adaptive.hpp), the plan's
+// `runs` then being the most a prompt gets at a level. Plan-defining: --resume keeps them
+// (audit/budget.cpp checks what is given) and every shard shares them.
+struct AdaptiveSettings {
+  bool enabled = false;
+  int initial = k_default_adaptive_initial; // --adaptive-initial: runs before the first look
+  // --adaptive-epsilon: the flip probability a robust prompt is below.
+  double epsilon = k_default_adaptive_epsilon;
+  // --adaptive-assume: what a robust bound may assume unchecked (core/adaptive_outcome.hpp).
+  AdaptiveAssumption assume = AdaptiveAssumption::none;
+  friend bool operator==(const AdaptiveSettings&, const AdaptiveSettings&) = default;
+};
+
+// Everything that shapes an audit's requests and analysis, in parts by how each is treated.
+// Stored in the database (one JSON object, store/json_columns.cpp) so that --resume, `report` and
+// `merge` see exactly what the audit ran with:
+// - plan, adaptive: plan-defining; --resume keeps them, `merge` demands them alike;
+// - requests: how requests are sent; --resume takes the values given, `merge` demands them alike;
+// - analysis, gates: the judging settings (the price aside); --resume and `report` may replace
+//   them, `merge` demands them alike since its verdict judges every shard alike;
+// - budget: each run's own; --resume may replace it, `merge` ignores it.
+struct AuditConfig {
+  PlanSettings plan;
+  RequestSettings requests;
+  AnalysisConfig analysis;
+  GateConfig gates;
+  BudgetSettings budget;
+  AdaptiveSettings adaptive;
+  friend bool operator==(const AuditConfig&, const AuditConfig&) = default;
 };
 
 // The name of a --header line "Name: value", trimmed; empty where the line has no colon.
@@ -238,8 +267,8 @@ struct AuditData {
 // The plan an audit configuration implies for `endpoints` endpoints.
 PlanConfig plan_config_of(const AuditConfig& config, int endpoints);
 
-// Whether two configurations judge differently: their gates differ, or the fragility settings
-// (fragile_gap, fragile_window) that the analysis reads. The plan-defining rest is not compared.
+// Whether two configurations judge differently: their gates differ, or the analysis settings
+// that judge (the fragility rule and --compare-on; not the price). The rest is not compared.
 // --resume stores the judging settings it was given only when they differ.
 bool judging_differs(const AuditConfig& a, const AuditConfig& b);
 

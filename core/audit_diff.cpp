@@ -47,7 +47,7 @@ AuditSide audit_side(const AuditReport& report) {
   }
   if (report.data == nullptr) return side;
   side.audit_id = report.data->info.id;
-  side.runs = report.data->config.runs;
+  side.runs = report.data->config.plan.runs;
   side.max_failed_rate = report.data->config.gates.max_failed_rate;
   const auto endpoint = static_cast<std::size_t>(report.analysis.endpoint_index);
   if (endpoint < report.data->endpoints.size()) {
@@ -283,29 +283,31 @@ std::vector<DiffPlanDifference> diff_plan_differences(const AuditConfig& a, cons
   const auto add = [&out](const char* flag, const std::string& in_a, const std::string& in_b) {
     if (in_a != in_b) out.push_back({flag, in_a, in_b});
   };
-  add("--runs", std::to_string(a.runs), std::to_string(b.runs));
-  add("--concurrency", levels_text(a.levels), levels_text(b.levels));
-  add("--adaptive", on_off(a.adaptive), on_off(b.adaptive));
-  if (a.adaptive && b.adaptive) {
-    add("--adaptive-initial", std::to_string(a.adaptive_initial),
-        std::to_string(b.adaptive_initial));
-    add("--adaptive-epsilon", number_text(a.adaptive_epsilon, "%g"),
-        number_text(b.adaptive_epsilon, "%g"));
-    add("--adaptive-assume", to_string(a.adaptive_assume), to_string(b.adaptive_assume));
+  add("--runs", std::to_string(a.plan.runs), std::to_string(b.plan.runs));
+  add("--concurrency", levels_text(a.plan.levels), levels_text(b.plan.levels));
+  add("--adaptive", on_off(a.adaptive.enabled), on_off(b.adaptive.enabled));
+  if (a.adaptive.enabled && b.adaptive.enabled) {
+    add("--adaptive-initial", std::to_string(a.adaptive.initial),
+        std::to_string(b.adaptive.initial));
+    add("--adaptive-epsilon", number_text(a.adaptive.epsilon, "%g"),
+        number_text(b.adaptive.epsilon, "%g"));
+    add("--adaptive-assume", to_string(a.adaptive.assume), to_string(b.adaptive.assume));
   }
-  add("--probe", probes_text(a.probes), probes_text(b.probes));
-  add("--profile", to_string(a.profile), to_string(b.profile));
-  add("--max-tokens", std::to_string(a.max_tokens), std::to_string(b.max_tokens));
-  add("--top-logprobs", std::to_string(a.top_logprobs), std::to_string(b.top_logprobs));
-  add("--stream", on_off(a.stream), on_off(b.stream));
-  add("--logprobs-form", a.logprobs_form, b.logprobs_form);
-  add("--stop-after", optional_text(a.stop_after), optional_text(b.stop_after));
-  add("--shard", std::to_string(a.shard_index) + "/" + std::to_string(a.shard_count),
-      std::to_string(b.shard_index) + "/" + std::to_string(b.shard_count));
-  add("--fragile-gap", number_text(a.fragile_gap, "%g"), number_text(b.fragile_gap, "%g"));
-  add("--fragile-window", std::to_string(a.fragile_window), std::to_string(b.fragile_window));
-  add("--fragile-p", optional_text(a.fragile_p), optional_text(b.fragile_p));
-  add("--compare-on", to_string(a.compare_on), to_string(b.compare_on));
+  add("--probe", probes_text(a.plan.probes), probes_text(b.plan.probes));
+  add("--profile", to_string(a.plan.profile), to_string(b.plan.profile));
+  add("--max-tokens", std::to_string(a.plan.max_tokens), std::to_string(b.plan.max_tokens));
+  add("--top-logprobs", std::to_string(a.plan.top_logprobs), std::to_string(b.plan.top_logprobs));
+  add("--stream", on_off(a.plan.stream), on_off(b.plan.stream));
+  add("--logprobs-form", a.plan.logprobs_form, b.plan.logprobs_form);
+  add("--stop-after", optional_text(a.plan.stop_after), optional_text(b.plan.stop_after));
+  add("--shard", std::to_string(a.plan.shard_index) + "/" + std::to_string(a.plan.shard_count),
+      std::to_string(b.plan.shard_index) + "/" + std::to_string(b.plan.shard_count));
+  add("--fragile-gap", number_text(a.analysis.fragile_gap, "%g"),
+      number_text(b.analysis.fragile_gap, "%g"));
+  add("--fragile-window", std::to_string(a.analysis.fragile_window),
+      std::to_string(b.analysis.fragile_window));
+  add("--fragile-p", optional_text(a.analysis.fragile_p), optional_text(b.analysis.fragile_p));
+  add("--compare-on", to_string(a.analysis.compare_on), to_string(b.analysis.compare_on));
   return out;
 }
 

@@ -51,49 +51,73 @@ template <typename T> std::string text_of(const std::optional<T>& value) {
   return value ? text_of(*value) : "none";
 }
 
+// The parts of a shard's configuration that every shard of one audit shares: all but the budget
+// (each shard had its own), the shard's index and the --header names (never compared by merge).
+// The embedded engine's settings count only where both shards stored them (older ones did not).
+struct SharedConfig {
+  PlanSettings plan;
+  RequestSettings requests;
+  AnalysisConfig analysis;
+  GateConfig gates;
+  AdaptiveSettings adaptive;
+  friend bool operator==(const SharedConfig&, const SharedConfig&) = default;
+};
+
+SharedConfig shared_config(const AuditConfig& config, const AuditConfig& other) {
+  SharedConfig shared{config.plan, config.requests, config.analysis, config.gates, config.adaptive};
+  shared.plan.shard_index = 0;
+  shared.plan.header_names.reset();
+  if (!config.plan.engine || !other.plan.engine) shared.plan.engine.reset();
+  return shared;
+}
+
 // The first configuration value, other than the shard's index, in which two shards differ: every
 // flag that defines the plan or its requests (--stop-after and the adaptive settings included),
 // then the judging flags, which a merged verdict applies to every shard alike. Budgets are not
-// compared: each shard had its own.
+// compared: each shard had its own. The parts are compared whole; the fields are walked only to
+// name the first that differs.
 std::optional<ConfigDifference> config_difference(const AuditConfig& a, const AuditConfig& b) {
+  if (shared_config(a, b) == shared_config(b, a)) return std::nullopt;
   std::optional<ConfigDifference> found;
   const auto check = [&](const char* flag, const auto& x, const auto& y) {
     if (!found && !(x == y)) found = ConfigDifference{flag, text_of(x), text_of(y)};
   };
-  check("--api", a.api, b.api);
-  check("--model", a.model, b.model);
-  check("--runs", a.runs, b.runs);
-  check("--concurrency", a.levels, b.levels);
-  check("--probe", a.probes, b.probes);
-  check("--max-tokens", a.max_tokens, b.max_tokens);
-  check("--stop-after", a.stop_after, b.stop_after);
-  check("--top-logprobs", a.top_logprobs, b.top_logprobs);
-  check("--seed", a.seed, b.seed);
-  check("--stream", a.stream, b.stream);
-  check("--logprobs-form", a.logprobs_form, b.logprobs_form);
-  check("--profile", a.profile, b.profile);
-  check("--adaptive", a.adaptive, b.adaptive);
-  check("--adaptive-initial", a.adaptive_initial, b.adaptive_initial);
-  check("--adaptive-epsilon", a.adaptive_epsilon, b.adaptive_epsilon);
-  check("--adaptive-assume", a.adaptive_assume, b.adaptive_assume);
-  check("--shard (count)", a.shard_count, b.shard_count);
-  // The embedded engine's settings shape its completions; a shard stored without them (older)
-  // compares nothing of them.
-  if (a.engine && b.engine) check("--engine-*", a.engine, b.engine);
-  check("--timeout", a.timeout_s, b.timeout_s);
-  check("--retries", a.retries, b.retries);
-  check("--rate", a.rate_limit, b.rate_limit);
-  check("--price", a.price, b.price);
-  check("--fragile-gap", a.fragile_gap, b.fragile_gap);
-  check("--fragile-window", a.fragile_window, b.fragile_window);
-  check("--fragile-p", a.fragile_p, b.fragile_p);
-  check("--compare-on", a.compare_on, b.compare_on);
+  const PlanSettings& p = a.plan;
+  const PlanSettings& q = b.plan;
+  check("--api", p.api, q.api);
+  check("--model", p.model, q.model);
+  check("--runs", p.runs, q.runs);
+  check("--concurrency", p.levels, q.levels);
+  check("--probe", p.probes, q.probes);
+  check("--max-tokens", p.max_tokens, q.max_tokens);
+  check("--stop-after", p.stop_after, q.stop_after);
+  check("--top-logprobs", p.top_logprobs, q.top_logprobs);
+  check("--seed", p.seed, q.seed);
+  check("--stream", p.stream, q.stream);
+  check("--logprobs-form", p.logprobs_form, q.logprobs_form);
+  check("--profile", p.profile, q.profile);
+  check("--adaptive", a.adaptive.enabled, b.adaptive.enabled);
+  check("--adaptive-initial", a.adaptive.initial, b.adaptive.initial);
+  check("--adaptive-epsilon", a.adaptive.epsilon, b.adaptive.epsilon);
+  check("--adaptive-assume", a.adaptive.assume, b.adaptive.assume);
+  check("--shard (count)", p.shard_count, q.shard_count);
+  if (p.engine && q.engine) check("--engine-*", p.engine, q.engine);
+  check("--timeout", a.requests.timeout_s, b.requests.timeout_s);
+  check("--retries", a.requests.retries, b.requests.retries);
+  check("--rate", a.requests.rate_limit, b.requests.rate_limit);
+  check("--price", a.analysis.price, b.analysis.price);
+  check("--fragile-gap", a.analysis.fragile_gap, b.analysis.fragile_gap);
+  check("--fragile-window", a.analysis.fragile_window, b.analysis.fragile_window);
+  check("--fragile-p", a.analysis.fragile_p, b.analysis.fragile_p);
+  check("--compare-on", a.analysis.compare_on, b.analysis.compare_on);
   check("--fail-on", a.gates.fail_on, b.gates.fail_on);
   check("--max-unique", a.gates.max_unique, b.gates.max_unique);
   check("--max-unstable-rate", a.gates.max_unstable_rate, b.gates.max_unstable_rate);
   check("--min-tara", a.gates.min_tara, b.gates.min_tara);
   check("--max-logprob-drift", a.gates.max_logprob_drift, b.gates.max_logprob_drift);
   check("--max-failed-rate", a.gates.max_failed_rate, b.gates.max_failed_rate);
+  // `==` decides: a setting the walk above does not name still keeps the shards apart.
+  if (!found) found = ConfigDifference{"a setting not named here", "one value", "another"};
   return found;
 }
 
@@ -125,8 +149,8 @@ std::string suite_difference(const Suite& a, const Suite& b) {
 }
 
 std::string shard_name(const AuditData& shard) {
-  return "shard " + std::to_string(shard.config.shard_index + 1) + "/" +
-         std::to_string(shard.config.shard_count) + " (" + shard.info.id + ")";
+  return "shard " + std::to_string(shard.config.plan.shard_index + 1) + "/" +
+         std::to_string(shard.config.plan.shard_count) + " (" + shard.info.id + ")";
 }
 
 // Whether `activity` says how its cold prefix trials were made cold: its run looked for a flush
@@ -216,16 +240,16 @@ Result<AuditData> merge_shards(const std::vector<AuditData>& shards) {
   std::vector<const AuditData*> ordered;
   for (const auto& shard : shards) ordered.push_back(&shard);
   std::stable_sort(ordered.begin(), ordered.end(), [](const AuditData* a, const AuditData* b) {
-    return a->config.shard_index < b->config.shard_index;
+    return a->config.plan.shard_index < b->config.plan.shard_index;
   });
 
   const AuditData& first = *ordered.front();
-  const int count = first.config.shard_count;
+  const int count = first.config.plan.shard_count;
   std::set<int> present;
   for (const AuditData* shard : ordered) {
     const AuditConfig& config = shard->config;
-    if (config.shard_count < 1 || config.shard_index < 0 ||
-        config.shard_index >= config.shard_count)
+    if (config.plan.shard_count < 1 || config.plan.shard_index < 0 ||
+        config.plan.shard_index >= config.plan.shard_count)
       return make_error(ErrorCode::usage, "merge: " + shard_name(*shard) + " is not a valid shard");
     if (const auto field = config_difference(config, first.config))
       return make_error(ErrorCode::usage, "merge: " + shard_name(*shard) + " and " +
@@ -249,12 +273,12 @@ Result<AuditData> merge_shards(const std::vector<AuditData>& shards) {
                                                 shard_name(first) + " audited " + a.dialect +
                                                 " model '" + a.model + "'");
     }
-    if (!present.insert(config.shard_index).second)
-      return make_error(ErrorCode::usage, "merge: shard " + std::to_string(config.shard_index + 1) +
-                                              "/" + std::to_string(count) +
-                                              " is given twice: shards overlap");
+    if (!present.insert(config.plan.shard_index).second)
+      return make_error(ErrorCode::usage,
+                        "merge: shard " + std::to_string(config.plan.shard_index + 1) + "/" +
+                            std::to_string(count) + " is given twice: shards overlap");
     for (const auto& record : shard->records)
-      if (record.planned.prompt_index % count != config.shard_index)
+      if (record.planned.prompt_index % count != config.plan.shard_index)
         return make_error(ErrorCode::usage, "merge: " + shard_name(*shard) +
                                                 " holds a record of prompt " +
                                                 std::to_string(record.planned.prompt_index + 1) +
@@ -263,8 +287,8 @@ Result<AuditData> merge_shards(const std::vector<AuditData>& shards) {
 
   AuditData merged;
   merged.config = first.config;
-  merged.config.shard_index = 0;
-  merged.config.shard_count = 1;
+  merged.config.plan.shard_index = 0;
+  merged.config.plan.shard_count = 1;
   merged.suite = first.suite;
   merged.endpoints = first.endpoints;
   for (std::size_t e = 0; e < merged.endpoints.size(); ++e) {
@@ -294,7 +318,7 @@ Result<AuditData> merge_shards(const std::vector<AuditData>& shards) {
       merged.errors.push_back("merge: shard " + std::to_string(index + 1) + "/" +
                               std::to_string(count) + " is missing; its prompts were not audited");
   // Each shard decided its own prompts: the joined decisions are theirs, in suite order.
-  if (first.config.adaptive) {
+  if (first.config.adaptive.enabled) {
     AdaptiveOutcome joined;
     joined.config = first.adaptive ? first.adaptive->config : AdaptiveConfig{};
     joined.finished = true;

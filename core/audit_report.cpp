@@ -77,26 +77,26 @@ std::vector<std::string> audit_warnings(const AuditReport& report, int top_logpr
 } // namespace
 
 AuditReportBuilder::AuditReportBuilder(const AuditData& data)
-    : m_suite(std::make_unique<Suite>(data.suite)), m_config(analysis_config_of(data.config)),
-      m_primary_probe(primary_probe(data.config.probes)) {
+    : m_suite(std::make_unique<Suite>(data.suite)), m_config(data.config.analysis),
+      m_primary_probe(primary_probe(data.config.plan.probes)) {
   // Endpoint 0's primary probe is analysed once and reused as probes[k] and endpoints[0].
   for (std::size_t e = 0; e < std::max<std::size_t>(data.endpoints.size(), 1); ++e)
     m_endpoints.emplace_back(*m_suite, m_config, static_cast<int>(e), m_primary_probe);
-  for (ProbeKind probe : data.config.probes) {
+  for (ProbeKind probe : data.config.plan.probes) {
     ProbeBuilder builder{probe, std::nullopt, {}, 0};
     if (probe != m_primary_probe) builder.analysis.emplace(*m_suite, m_config, 0, probe);
     m_probes.push_back(std::move(builder));
   }
   for (std::size_t e = 1; e < data.endpoints.size(); ++e)
-    for (ProbeKind probe : data.config.probes) {
+    for (ProbeKind probe : data.config.plan.probes) {
       if (probe == m_primary_probe) continue;
       ProbeBuilder builder{probe, std::nullopt, {}, 0};
       builder.analysis.emplace(*m_suite, m_config, static_cast<int>(e), probe);
       m_other_probes.emplace_back(static_cast<int>(e), std::move(builder));
     }
   m_observed.resize(m_endpoints.size());
-  m_top_logprobs = data.config.top_logprobs;
-  m_determinism = data.config.profile == AuditProfile::deterministic;
+  m_top_logprobs = data.config.plan.top_logprobs;
+  m_determinism = data.config.plan.profile == AuditProfile::deterministic;
 }
 
 void AuditReportBuilder::add_prompt(int prompt_index, const std::vector<RequestRecord>& records) {

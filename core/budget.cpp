@@ -155,8 +155,8 @@ WaveBound wave_bound(const Wave& wave, const Suite& suite, int max_tokens,
 }
 
 std::string stop_after_line(const AuditConfig& config) {
-  if (!config.stop_after) return {};
-  const std::string w = std::to_string(*config.stop_after);
+  if (!config.plan.stop_after) return {};
+  const std::string w = std::to_string(*config.plan.stop_after);
   return "completions capped at " + w + " tokens (--stop-after): divergence beyond token " + w +
          " is not seen";
 }

@@ -10,12 +10,11 @@
 #include <variant>
 #include <vector>
 
+#include "core/analysis_config.hpp"
+
 namespace llmrepro::core {
 
 inline constexpr const char* k_probe_schema = "llmrepro.gpu-probe.v1";
-
-// The audit's default fragile-gap threshold τ (nats); the flip experiment is compared with it.
-inline constexpr double k_default_fragile_gap = 0.05;
 
 // A parameter value: an integer (M, K, split count), a real (a gap) or a name (a policy).
 using ProbeValue = std::variant<std::int64_t, double, std::string>;

@@ -239,8 +239,7 @@ void Redactor::add_command(std::string_view command) {
     value_next = false;
     if (word.find("://") != std::string_view::npos) add_url(unquoted(word));
     const std::size_t equals = word.find('=');
-    const std::string_view name =
-        equals == std::string_view::npos ? word : word.substr(0, equals);
+    const std::string_view name = equals == std::string_view::npos ? word : word.substr(0, equals);
     const std::string_view bare = name.substr(std::min(name.find_first_not_of('-'), name.size()));
     if (bare.empty() || !is_secret_parameter_name(bare)) continue;
     if (equals != std::string_view::npos)

@@ -318,12 +318,12 @@ Result<AuditData> ReplayImport::finish(std::int64_t now_ms) && {
     runs = std::max(runs, record.planned.repeat + 1);
   }
   AuditConfig& config = m_data.config;
-  config.api = std::string("import:") + to_string(m_format);
-  config.model = m_data.endpoints.front().model;
-  config.runs = runs;
-  config.levels.assign(levels.begin(), levels.end());
-  config.probes = {ProbeKind::sweep};
-  config.retries = 0;
+  config.plan.api = std::string("import:") + to_string(m_format);
+  config.plan.model = m_data.endpoints.front().model;
+  config.plan.runs = runs;
+  config.plan.levels.assign(levels.begin(), levels.end());
+  config.plan.probes = {ProbeKind::sweep};
+  config.requests.retries = 0;
   const std::size_t planned =
       m_data.suite.prompts.size() * levels.size() * static_cast<std::size_t>(runs);
   m_data.info.id = "import-" + std::to_string(now_ms);

@@ -22,8 +22,8 @@ std::string levels_text(const std::vector<int>& levels) {
   return out;
 }
 
-std::string shard_text(const AuditConfig& config) {
-  return std::to_string(config.shard_index + 1) + "/" + std::to_string(config.shard_count);
+std::string shard_text(const PlanSettings& plan) {
+  return std::to_string(plan.shard_index + 1) + "/" + std::to_string(plan.shard_count);
 }
 
 std::string on_off(bool on) { return on ? "on" : "off"; }
@@ -122,57 +122,85 @@ std::string to_string(const PlanDifference& difference) {
          " (given)";
 }
 
+PlanSettings resume_plan_wanted(const PlanSettings& stored, const ResumeRequest& wanted) {
+  const PlanSettings& now = wanted.config.plan;
+  const PlanFlagsGiven& given = wanted.given;
+  PlanSettings plan = stored;
+  if (given.api) plan.api = now.api;
+  if (given.model) plan.model = now.model;
+  if (given.runs) plan.runs = now.runs;
+  if (given.concurrency || given.max_concurrency) plan.levels = now.levels;
+  if (given.max_tokens) plan.max_tokens = now.max_tokens;
+  if (given.top_logprobs) plan.top_logprobs = now.top_logprobs;
+  if (given.seed) plan.seed = now.seed;
+  if (given.probe) plan.probes = now.probes;
+  if (given.shard) {
+    plan.shard_index = now.shard_index;
+    plan.shard_count = now.shard_count;
+  }
+  if (given.stream) plan.stream = now.stream;
+  if (given.logprobs_form) plan.logprobs_form = now.logprobs_form;
+  if (given.profile) plan.profile = now.profile;
+  // A flag not given runs the engine as stored (cli connect), so only given ones can differ.
+  if (plan.engine) {
+    const EngineSettings flags = now.engine.value_or(EngineSettings{});
+    if (given.engine_max_num_seqs) plan.engine->max_num_seqs = flags.max_num_seqs;
+    if (given.engine_batch_invariant) plan.engine->batch_invariant = flags.batch_invariant;
+    if (given.engine_prefix_cache) plan.engine->prefix_cache = flags.prefix_cache;
+    if (given.engine_seed) plan.engine->seed = flags.seed;
+  }
+  // Every request carries the headers, so their names count whether given or not.
+  if (plan.header_names) plan.header_names = now.header_names.value_or(std::vector<std::string>{});
+  return plan;
+}
+
 std::vector<PlanDifference> resume_plan_differences(const AuditData& stored,
                                                     const ResumeRequest& wanted,
                                                     const UrlForms& urls) {
-  const AuditConfig& was = stored.config;
-  const AuditConfig& now = wanted.config;
   std::vector<PlanDifference> differences;
-  const auto compare = [&](bool given, const char* flag, const std::string& stored_text,
-                           const std::string& given_text) {
-    if (given && stored_text != given_text)
-      differences.push_back({flag, stored_text, given_text, {}});
-  };
   if (wanted.suite)
     if (auto difference = suite_difference(stored.suite, *wanted.suite); !difference.empty())
       differences.push_back({"--suite", stored.suite.source, wanted.suite_path, difference});
   if (wanted.endpoints_given) compare_endpoints(stored, wanted, urls, differences);
+  const PlanSettings& was = stored.config.plan;
+  const PlanSettings now = resume_plan_wanted(was, wanted);
+  if (was == now) return differences;
+  // The plans differ: every field is walked to name the flags behind the difference.
+  const auto compare = [&](const char* flag, const std::string& stored_text,
+                           const std::string& given_text) {
+    if (stored_text != given_text) differences.push_back({flag, stored_text, given_text, {}});
+  };
   const PlanFlagsGiven& given = wanted.given;
-  compare(given.api, "--api", was.api, now.api);
-  compare(given.model, "--model", model_text(was.model), model_text(now.model));
-  compare(given.runs, "--runs", std::to_string(was.runs), std::to_string(now.runs));
-  compare(given.concurrency, "--concurrency", levels_text(was.levels), levels_text(now.levels));
-  compare(given.max_tokens, "--max-tokens", std::to_string(was.max_tokens),
-          std::to_string(now.max_tokens));
-  compare(given.top_logprobs, "--top-logprobs", std::to_string(was.top_logprobs),
-          std::to_string(now.top_logprobs));
-  compare(given.seed, "--seed", std::to_string(was.seed), std::to_string(now.seed));
-  compare(given.probe, "--probe", probes_text(was.probes), probes_text(now.probes));
-  compare(given.shard, "--shard", shard_text(was), shard_text(now));
-  compare(given.stream, "--stream", was.stream ? "on" : "off", now.stream ? "on" : "off");
-  compare(given.logprobs_form, "--logprobs-form", was.logprobs_form, now.logprobs_form);
-  compare(given.profile, "--profile", to_string(was.profile), to_string(now.profile));
-  compare(given.max_concurrency && !given.concurrency, "--max-concurrency", levels_text(was.levels),
-          levels_text(now.levels));
-  // A flag not given runs the engine as stored (cli connect), so only given ones can differ.
-  if (was.engine) {
+  compare("--api", was.api, now.api);
+  compare("--model", model_text(was.model), model_text(now.model));
+  compare("--runs", std::to_string(was.runs), std::to_string(now.runs));
+  // The levels are named by the flag that set them: --concurrency, else --max-concurrency.
+  if (given.concurrency) compare("--concurrency", levels_text(was.levels), levels_text(now.levels));
+  compare("--max-tokens", std::to_string(was.max_tokens), std::to_string(now.max_tokens));
+  compare("--top-logprobs", std::to_string(was.top_logprobs), std::to_string(now.top_logprobs));
+  compare("--seed", std::to_string(was.seed), std::to_string(now.seed));
+  compare("--probe", probes_text(was.probes), probes_text(now.probes));
+  compare("--shard", shard_text(was), shard_text(now));
+  compare("--stream", on_off(was.stream), on_off(now.stream));
+  compare("--logprobs-form", was.logprobs_form, now.logprobs_form);
+  compare("--profile", to_string(was.profile), to_string(now.profile));
+  if (!given.concurrency)
+    compare("--max-concurrency", levels_text(was.levels), levels_text(now.levels));
+  if (was.engine && now.engine) {
     const EngineSettings& a = *was.engine;
-    const EngineSettings b = now.engine.value_or(EngineSettings{});
-    compare(given.engine_max_num_seqs, "--engine-max-num-seqs", std::to_string(a.max_num_seqs),
+    const EngineSettings& b = *now.engine;
+    compare("--engine-max-num-seqs", std::to_string(a.max_num_seqs),
             std::to_string(b.max_num_seqs));
-    compare(given.engine_batch_invariant, "--engine-batch-invariant", on_off(a.batch_invariant),
-            on_off(b.batch_invariant));
-    compare(given.engine_prefix_cache, "--engine-prefix-cache", on_off(a.prefix_cache),
-            on_off(b.prefix_cache));
-    compare(given.engine_seed, "--engine-seed", std::to_string(a.seed), std::to_string(b.seed));
+    compare("--engine-batch-invariant", on_off(a.batch_invariant), on_off(b.batch_invariant));
+    compare("--engine-prefix-cache", on_off(a.prefix_cache), on_off(b.prefix_cache));
+    compare("--engine-seed", std::to_string(a.seed), std::to_string(b.seed));
   }
-  if (was.header_names) {
-    const std::vector<std::string> given_names =
-        now.header_names.value_or(std::vector<std::string>{});
-    if (comparable_names(*was.header_names) != comparable_names(given_names))
-      differences.push_back(
-          {"--header names", names_text(*was.header_names), names_text(given_names), {}});
-  }
+  // Header names compare as HTTP does (without case, as a set): plans unequal by `==` may still
+  // send the same headers.
+  if (was.header_names && now.header_names &&
+      comparable_names(*was.header_names) != comparable_names(*now.header_names))
+    differences.push_back(
+        {"--header names", names_text(*was.header_names), names_text(*now.header_names), {}});
   return differences;
 }
 

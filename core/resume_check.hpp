@@ -81,8 +81,13 @@ struct PlanDifference {
 // "--suite 'a.jsonl' (stored) vs 'b.jsonl' (given): prompt 2 'x' differs in its prompt".
 std::string to_string(const PlanDifference& difference);
 
-// Every plan-defining value in `wanted` that differs from the audit `stored` was planned with, in
-// the order of the flags: --suite, the endpoints, --api, --model, --runs, --concurrency,
+// The plan `wanted` asks for: the `stored` plan with each value the command line gave in its
+// place (the --header names too, given or not, where the stored plan holds them).
+PlanSettings resume_plan_wanted(const PlanSettings& stored, const ResumeRequest& wanted);
+
+// Every plan-defining value in `wanted` that differs from the audit `stored` was planned with
+// (the stored plan compared with resume_plan_wanted by `==`, each field then named), in the
+// order of the flags: --suite, the endpoints, --api, --model, --runs, --concurrency,
 // --max-tokens, --top-logprobs, --seed, --probe, --shard, --stream, --profile, then the embedded
 // engine's flags given (where the audit stored its settings) and the --header names (where it
 // stored them: compared whether given or not, as a set, case-insensitively, since every request

@@ -516,17 +516,18 @@ SchedulerConfig scheduler_config_of(const core::AuditConfig& config, const std::
                                     std::size_t max_response_bytes) {
   SchedulerConfig scheduler;
   scheduler.params.model = model;
-  scheduler.params.max_tokens = core::capped_max_tokens(config.max_tokens, config.stop_after);
-  scheduler.stop_after = config.stop_after;
-  scheduler.params.top_logprobs = config.top_logprobs;
-  scheduler.params.seed = config.seed;
-  scheduler.params.stream = config.stream;
-  scheduler.timeout_s = config.timeout_s;
-  scheduler.retries = config.retries;
-  scheduler.rate_limit = config.rate_limit;
+  scheduler.params.max_tokens =
+      core::capped_max_tokens(config.plan.max_tokens, config.plan.stop_after);
+  scheduler.stop_after = config.plan.stop_after;
+  scheduler.params.top_logprobs = config.plan.top_logprobs;
+  scheduler.params.seed = config.plan.seed;
+  scheduler.params.stream = config.plan.stream;
+  scheduler.timeout_s = config.requests.timeout_s;
+  scheduler.retries = config.requests.retries;
+  scheduler.rate_limit = config.requests.rate_limit;
   scheduler.max_response_bytes = max_response_bytes;
-  scheduler.filler_shape.across_256 = config.profile == core::AuditProfile::deterministic;
-  scheduler.filler_shape.seed = config.seed;
+  scheduler.filler_shape.across_256 = config.plan.profile == core::AuditProfile::deterministic;
+  scheduler.filler_shape.seed = config.plan.seed;
   return scheduler;
 }
 

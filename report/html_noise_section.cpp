@@ -96,8 +96,8 @@ std::string noise_table(const std::vector<core::LevelSummary>& levels) {
 
 std::string render_noise_section(const core::AuditReport& report) {
   const core::AuditSummary& s = report.analysis.summary;
-  const double tau =
-      report.data != nullptr ? report.data->config.fragile_gap : core::AnalysisConfig{}.fragile_gap;
+  const double tau = report.data != nullptr ? report.data->config.analysis.fragile_gap
+                                            : core::AnalysisConfig{}.fragile_gap;
   std::string out = "<section class=\"panel\" id=\"noise\"><h2>Noise and flip probability</h2>";
   out += fmt::format("<p class=\"flip-predictors\">{}</p>",
                      html_escape(predictor_comparison_line(s.flip_calibration, tau)));

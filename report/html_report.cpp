@@ -106,11 +106,11 @@ std::string render_header(const core::AuditReport& report) {
     if (!data->suite.source.empty())
       parts.push_back("suite <code>" + html_escape(data->suite.source) + "</code>");
     std::string levels;
-    for (int level : data->config.levels)
+    for (int level : data->config.plan.levels)
       levels += (levels.empty() ? "" : ",") + std::to_string(level);
-    parts.push_back(fmt::format("{} runs \u00d7 concurrency {}", data->config.runs, levels));
-    parts.push_back(fmt::format("\u03c4 = {:g} nats, window {}", data->config.fragile_gap,
-                                data->config.fragile_window));
+    parts.push_back(fmt::format("{} runs \u00d7 concurrency {}", data->config.plan.runs, levels));
+    parts.push_back(fmt::format("\u03c4 = {:g} nats, window {}", data->config.analysis.fragile_gap,
+                                data->config.analysis.fragile_window));
     if (data->info.status != "complete")
       parts.push_back("<span class=\"tag warn\">partial audit</span>");
   }
@@ -355,7 +355,8 @@ std::vector<double> gap_edges(double tau) {
 std::string render_charts(const core::AuditReport& report) {
   const core::AuditAnalysis& analysis = report.analysis;
   const core::AuditSummary& s = analysis.summary;
-  const double tau = report.data != nullptr ? report.data->config.fragile_gap : 0.05;
+  const double tau = report.data != nullptr ? report.data->config.analysis.fragile_gap
+                                            : core::k_default_fragile_gap;
   std::string out = "<section class=\"charts\" id=\"charts\">";
 
   BarChart unique;
@@ -565,7 +566,8 @@ std::string render_table(const core::AuditReport& report) {
 }
 
 std::string render_details(const core::AuditReport& report) {
-  const double tau = report.data != nullptr ? report.data->config.fragile_gap : 0.05;
+  const double tau = report.data != nullptr ? report.data->config.analysis.fragile_gap
+                                            : core::k_default_fragile_gap;
   const auto worst = core::worst_prompts(report.analysis, 1);
   std::string out = "<section id=\"details\"><h2>Per prompt</h2>";
   for (const core::PromptAnalysis& p : report.analysis.prompts) {

@@ -235,7 +235,8 @@ std::string class_of(const core::JudgedScope& scope, bool first) {
 std::string render_junit(const core::AuditReport& report) {
   const core::AuditData* data = report.data;
   const core::Verdict& verdict = report.verdict;
-  const double tau = data != nullptr ? data->config.fragile_gap : 0.05;
+  const double tau =
+      data != nullptr ? data->config.analysis.fragile_gap : core::k_default_fragile_gap;
   const std::vector<core::JudgedScope> scopes = core::judged_scopes(report);
   const bool several = scopes.size() > 1;
 

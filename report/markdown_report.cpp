@@ -303,10 +303,11 @@ std::string render_markdown(const core::AuditReport& report) {
   const auto index = static_cast<std::size_t>(report.analysis.endpoint_index);
   if (data != nullptr && index < data->endpoints.size()) {
     const core::EndpointInfo& e = data->endpoints[index];
-    out += fmt::format(
-        "Endpoint {} \u00b7 model {} \u00b7 {} runs per level\n\n",
-        e.embedded ? std::string("embedded reference engine") : markdown_escape(e.url, 100),
-        e.model.empty() ? std::string("\u2013") : markdown_escape(e.model, 60), data->config.runs);
+    out += fmt::format("Endpoint {} \u00b7 model {} \u00b7 {} runs per level\n\n",
+                       e.embedded ? std::string("embedded reference engine")
+                                  : markdown_escape(e.url, 100),
+                       e.model.empty() ? std::string("\u2013") : markdown_escape(e.model, 60),
+                       data->config.plan.runs);
   }
   // One line per endpoint whose server described itself (untrusted text, escaped).
   if (data != nullptr)
@@ -319,7 +320,7 @@ std::string render_markdown(const core::AuditReport& report) {
     return v ? fmt::format("{:.2f}", *v) : std::string("\u2013");
   };
   const double tau =
-      data != nullptr ? data->config.fragile_gap : core::AnalysisConfig{}.fragile_gap;
+      data != nullptr ? data->config.analysis.fragile_gap : core::AnalysisConfig{}.fragile_gap;
   out += "| | |\n|---|---|\n";
   out += fmt::format("| prompts | {} |\n", s.prompts);
   out += fmt::format("| requests (failed) | {} ({}) |\n", s.requests, s.failed_requests);

@@ -137,7 +137,7 @@ std::string endpoint_line(const core::AuditData& data) {
   const auto& endpoint = data.endpoints[0];
   std::string where = endpoint.embedded ? "embedded reference engine"
                                         : escape_terminal_text(endpoint.url, k_field_width);
-  std::string model = !endpoint.model.empty() ? endpoint.model : data.config.model;
+  std::string model = !endpoint.model.empty() ? endpoint.model : data.config.plan.model;
   if (model.empty()) model = "(unknown)";
   return fmt::format("endpoint   {}   model {}   dialect {}", where,
                      escape_terminal_text(model, k_id_width),
@@ -317,8 +317,8 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
                    summary.failed_requests));
   stability_lines(summary, paint, line);
   line(fmt::format("fragile    {} of {}   (top-2 gap < {} nats within the first {} tokens)",
-                   summary.fragile_prompts, summary.prompts, data.config.fragile_gap,
-                   data.config.fragile_window));
+                   summary.fragile_prompts, summary.prompts, data.config.analysis.fragile_gap,
+                   data.config.analysis.fragile_window));
   if (summary.fragility_unknown_prompts > 0) {
     std::string why;
     for (const auto& prompt : report.analysis.prompts)
@@ -342,7 +342,7 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
                    predictor.true_positive, predictor.false_positive, predictor.false_negative,
                    predictor.true_negative));
   line("flip model " +
-       predictor_comparison_line(summary.flip_calibration, data.config.fragile_gap));
+       predictor_comparison_line(summary.flip_calibration, data.config.analysis.fragile_gap));
   for (std::size_t i = 0; i < summary.by_concurrency.size(); ++i) {
     const auto& level = summary.by_concurrency[i];
     line(label(i == 0 ? "noise" : "") +

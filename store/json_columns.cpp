@@ -122,7 +122,7 @@ private:
 
 Json config_to_json(const core::AuditConfig& config) {
   Json probes = Json::array();
-  for (const auto probe : config.probes) probes.push_back(core::to_string(probe));
+  for (const auto probe : config.plan.probes) probes.push_back(core::to_string(probe));
   const auto& gates = config.gates;
   Json gates_json = {
       {"fail_on", core::to_string(gates.fail_on)},
@@ -135,113 +135,118 @@ Json config_to_json(const core::AuditConfig& config) {
       {"max_failed_rate", gates.max_failed_rate},
   };
   Json engine = nullptr;
-  if (config.engine)
-    engine = Json{{"max_num_seqs", config.engine->max_num_seqs},
-                  {"batch_invariant", config.engine->batch_invariant},
-                  {"prefix_cache", config.engine->prefix_cache},
-                  {"seed", config.engine->seed}};
+  if (config.plan.engine)
+    engine = Json{{"max_num_seqs", config.plan.engine->max_num_seqs},
+                  {"batch_invariant", config.plan.engine->batch_invariant},
+                  {"prefix_cache", config.plan.engine->prefix_cache},
+                  {"seed", config.plan.engine->seed}};
   // Names only: a header's value may be a secret and never reaches the database.
-  const Json header_names = config.header_names ? Json(*config.header_names) : Json(nullptr);
-  return Json{{"api", config.api},
-              {"model", config.model},
-              {"runs", config.runs},
-              {"levels", config.levels},
-              {"probes", probes},
-              {"max_tokens", config.max_tokens},
-              {"top_logprobs", config.top_logprobs},
-              {"seed", config.seed},
-              {"stream", config.stream},
-              {"logprobs_form", config.logprobs_form},
-              {"timeout_s", config.timeout_s},
-              {"retries", config.retries},
-              {"fragile_gap", config.fragile_gap},
-              {"fragile_window", config.fragile_window},
-              {"fragile_p", config.fragile_p ? Json(*config.fragile_p) : Json(nullptr)},
-              {"compare_on", core::to_string(config.compare_on)},
-              {"price", config.price ? Json(core::to_string(*config.price)) : Json(nullptr)},
-              {"max_requests", config.max_requests ? Json(*config.max_requests) : Json(nullptr)},
-              {"max_tokens_total",
-               config.max_tokens_total ? Json(*config.max_tokens_total) : Json(nullptr)},
-              {"max_cost", config.max_cost ? Json(*config.max_cost) : Json(nullptr)},
-              {"stop_after", config.stop_after ? Json(*config.stop_after) : Json(nullptr)},
-              {"adaptive", config.adaptive},
-              {"adaptive_initial", config.adaptive_initial},
-              {"adaptive_epsilon", config.adaptive_epsilon},
-              {"adaptive_assume", core::to_string(config.adaptive_assume)},
-              {"rate_limit", config.rate_limit},
-              {"shard_index", config.shard_index},
-              {"shard_count", config.shard_count},
-              {"profile", core::to_string(config.profile)},
-              {"gates", gates_json},
-              {"engine", engine},
-              {"header_names", header_names}};
+  const Json header_names =
+      config.plan.header_names ? Json(*config.plan.header_names) : Json(nullptr);
+  return Json{
+      {"api", config.plan.api},
+      {"model", config.plan.model},
+      {"runs", config.plan.runs},
+      {"levels", config.plan.levels},
+      {"probes", probes},
+      {"max_tokens", config.plan.max_tokens},
+      {"top_logprobs", config.plan.top_logprobs},
+      {"seed", config.plan.seed},
+      {"stream", config.plan.stream},
+      {"logprobs_form", config.plan.logprobs_form},
+      {"timeout_s", config.requests.timeout_s},
+      {"retries", config.requests.retries},
+      {"fragile_gap", config.analysis.fragile_gap},
+      {"fragile_window", config.analysis.fragile_window},
+      {"fragile_p", config.analysis.fragile_p ? Json(*config.analysis.fragile_p) : Json(nullptr)},
+      {"compare_on", core::to_string(config.analysis.compare_on)},
+      {"price",
+       config.analysis.price ? Json(core::to_string(*config.analysis.price)) : Json(nullptr)},
+      {"max_requests",
+       config.budget.max_requests ? Json(*config.budget.max_requests) : Json(nullptr)},
+      {"max_tokens_total",
+       config.budget.max_tokens_total ? Json(*config.budget.max_tokens_total) : Json(nullptr)},
+      {"max_cost", config.budget.max_cost ? Json(*config.budget.max_cost) : Json(nullptr)},
+      {"stop_after", config.plan.stop_after ? Json(*config.plan.stop_after) : Json(nullptr)},
+      {"adaptive", config.adaptive.enabled},
+      {"adaptive_initial", config.adaptive.initial},
+      {"adaptive_epsilon", config.adaptive.epsilon},
+      {"adaptive_assume", core::to_string(config.adaptive.assume)},
+      {"rate_limit", config.requests.rate_limit},
+      {"shard_index", config.plan.shard_index},
+      {"shard_count", config.plan.shard_count},
+      {"profile", core::to_string(config.plan.profile)},
+      {"gates", gates_json},
+      {"engine", engine},
+      {"header_names", header_names}};
 }
 
 Result<core::AuditConfig> config_from_json(const Json& json, const std::string& where) {
   const JsonReader read(where + ": config");
   core::AuditConfig config;
-  LLMREPRO_TRY_ASSIGN(config.api, read.string(json, "api"));
-  LLMREPRO_TRY_ASSIGN(config.model, read.string(json, "model"));
-  LLMREPRO_TRY_ASSIGN(config.runs, read.small_integer(json, "runs"));
+  LLMREPRO_TRY_ASSIGN(config.plan.api, read.string(json, "api"));
+  LLMREPRO_TRY_ASSIGN(config.plan.model, read.string(json, "model"));
+  LLMREPRO_TRY_ASSIGN(config.plan.runs, read.small_integer(json, "runs"));
   const Json* levels = nullptr;
   LLMREPRO_TRY_ASSIGN(levels, read.array(json, "levels"));
-  config.levels.clear();
+  config.plan.levels.clear();
   for (const auto& level : *levels) {
     if (!level.is_number_integer()) return read.error("levels", "an array of integers");
-    config.levels.push_back(level.get<int>());
+    config.plan.levels.push_back(level.get<int>());
   }
   const Json* probes = nullptr;
   LLMREPRO_TRY_ASSIGN(probes, read.array(json, "probes"));
-  config.probes.clear();
+  config.plan.probes.clear();
   for (const auto& probe : *probes) {
     if (!probe.is_string()) return read.error("probes", "an array of probe names");
     auto kind = core::parse_probe_kind(probe.get<std::string>());
     if (!kind) return read.error("probes", "an array of probe names");
-    config.probes.push_back(*kind);
+    config.plan.probes.push_back(*kind);
   }
-  LLMREPRO_TRY_ASSIGN(config.max_tokens, read.small_integer(json, "max_tokens"));
-  LLMREPRO_TRY_ASSIGN(config.top_logprobs, read.small_integer(json, "top_logprobs"));
-  LLMREPRO_TRY_ASSIGN(config.seed, read.unsigned_integer(json, "seed"));
-  LLMREPRO_TRY_ASSIGN(config.stream, read.boolean(json, "stream"));
+  LLMREPRO_TRY_ASSIGN(config.plan.max_tokens, read.small_integer(json, "max_tokens"));
+  LLMREPRO_TRY_ASSIGN(config.plan.top_logprobs, read.small_integer(json, "top_logprobs"));
+  LLMREPRO_TRY_ASSIGN(config.plan.seed, read.unsigned_integer(json, "seed"));
+  LLMREPRO_TRY_ASSIGN(config.plan.stream, read.boolean(json, "stream"));
   // Absent from audits stored before --logprobs-form existed: by host, as they were sent.
   if (read.find(json, "logprobs_form") != nullptr)
-    LLMREPRO_TRY_ASSIGN(config.logprobs_form, read.string(json, "logprobs_form"));
-  LLMREPRO_TRY_ASSIGN(config.timeout_s, read.number(json, "timeout_s"));
-  LLMREPRO_TRY_ASSIGN(config.retries, read.small_integer(json, "retries"));
-  LLMREPRO_TRY_ASSIGN(config.fragile_gap, read.number(json, "fragile_gap"));
-  LLMREPRO_TRY_ASSIGN(config.fragile_window, read.small_integer(json, "fragile_window"));
+    LLMREPRO_TRY_ASSIGN(config.plan.logprobs_form, read.string(json, "logprobs_form"));
+  LLMREPRO_TRY_ASSIGN(config.requests.timeout_s, read.number(json, "timeout_s"));
+  LLMREPRO_TRY_ASSIGN(config.requests.retries, read.small_integer(json, "retries"));
+  LLMREPRO_TRY_ASSIGN(config.analysis.fragile_gap, read.number(json, "fragile_gap"));
+  LLMREPRO_TRY_ASSIGN(config.analysis.fragile_window, read.small_integer(json, "fragile_window"));
   // Absent from audits stored before --fragile-p existed: the gap rule.
   if (read.find(json, "fragile_p") != nullptr)
-    LLMREPRO_TRY_ASSIGN(config.fragile_p, read.optional_number(json, "fragile_p"));
+    LLMREPRO_TRY_ASSIGN(config.analysis.fragile_p, read.optional_number(json, "fragile_p"));
   // Absent from audits stored before --compare-on existed: both parts.
   if (const Json* compare_on = read.find(json, "compare_on"); compare_on != nullptr) {
     const char* expected = "\"answer\", \"reasoning\" or \"both\"";
     if (!compare_on->is_string()) return read.error("compare_on", expected);
     auto parsed = core::parse_compare_on(compare_on->get<std::string>());
     if (!parsed) return read.error("compare_on", expected);
-    config.compare_on = *parsed;
+    config.analysis.compare_on = *parsed;
   }
   // Absent from audits stored before --price existed: no price.
   if (const Json* price = read.find(json, "price"); price != nullptr && !price->is_null()) {
     if (!price->is_string()) return read.error("price", "\"input=X,output=Y\" or null");
     auto parsed = core::parse_price(price->get<std::string>());
     if (!parsed) return read.error("price", "\"input=X,output=Y\" or null");
-    config.price = *parsed;
+    config.analysis.price = *parsed;
   }
   // Absent from audits stored before the budgets and --stop-after existed: none.
   if (read.find(json, "max_requests") != nullptr)
-    LLMREPRO_TRY_ASSIGN(config.max_requests, read.optional_long(json, "max_requests"));
+    LLMREPRO_TRY_ASSIGN(config.budget.max_requests, read.optional_long(json, "max_requests"));
   if (read.find(json, "max_tokens_total") != nullptr)
-    LLMREPRO_TRY_ASSIGN(config.max_tokens_total, read.optional_long(json, "max_tokens_total"));
+    LLMREPRO_TRY_ASSIGN(config.budget.max_tokens_total,
+                        read.optional_long(json, "max_tokens_total"));
   if (read.find(json, "max_cost") != nullptr)
-    LLMREPRO_TRY_ASSIGN(config.max_cost, read.optional_number(json, "max_cost"));
+    LLMREPRO_TRY_ASSIGN(config.budget.max_cost, read.optional_number(json, "max_cost"));
   if (read.find(json, "stop_after") != nullptr)
-    LLMREPRO_TRY_ASSIGN(config.stop_after, read.optional_int(json, "stop_after"));
+    LLMREPRO_TRY_ASSIGN(config.plan.stop_after, read.optional_int(json, "stop_after"));
   // Absent from audits stored before --adaptive existed: a fixed plan.
   if (read.find(json, "adaptive") != nullptr) {
-    LLMREPRO_TRY_ASSIGN(config.adaptive, read.boolean(json, "adaptive"));
-    LLMREPRO_TRY_ASSIGN(config.adaptive_initial, read.small_integer(json, "adaptive_initial"));
-    LLMREPRO_TRY_ASSIGN(config.adaptive_epsilon, read.number(json, "adaptive_epsilon"));
+    LLMREPRO_TRY_ASSIGN(config.adaptive.enabled, read.boolean(json, "adaptive"));
+    LLMREPRO_TRY_ASSIGN(config.adaptive.initial, read.small_integer(json, "adaptive_initial"));
+    LLMREPRO_TRY_ASSIGN(config.adaptive.epsilon, read.number(json, "adaptive_epsilon"));
   }
   // Absent from audits stored before --adaptive-assume existed: nothing assumed.
   if (const Json* assume = read.find(json, "adaptive_assume"); assume != nullptr) {
@@ -249,18 +254,18 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
     if (!assume->is_string()) return read.error("adaptive_assume", expected);
     auto parsed = core::parse_adaptive_assumption(assume->get<std::string>());
     if (!parsed) return read.error("adaptive_assume", expected);
-    config.adaptive_assume = *parsed;
+    config.adaptive.assume = *parsed;
   }
-  LLMREPRO_TRY_ASSIGN(config.rate_limit, read.number(json, "rate_limit"));
-  LLMREPRO_TRY_ASSIGN(config.shard_index, read.small_integer(json, "shard_index"));
-  LLMREPRO_TRY_ASSIGN(config.shard_count, read.small_integer(json, "shard_count"));
+  LLMREPRO_TRY_ASSIGN(config.requests.rate_limit, read.number(json, "rate_limit"));
+  LLMREPRO_TRY_ASSIGN(config.plan.shard_index, read.small_integer(json, "shard_index"));
+  LLMREPRO_TRY_ASSIGN(config.plan.shard_count, read.small_integer(json, "shard_count"));
   // Absent from audits stored before --profile existed: the standard profile.
   if (const Json* profile = read.find(json, "profile"); profile != nullptr) {
     const char* expected = "\"standard\" or \"deterministic\"";
     if (!profile->is_string()) return read.error("profile", expected);
     auto parsed = core::parse_audit_profile(profile->get<std::string>());
     if (!parsed) return read.error("profile", expected);
-    config.profile = *parsed;
+    config.plan.profile = *parsed;
   }
   const Json* gates = read.find(json, "gates");
   if (gates == nullptr || !gates->is_object()) return read.error("gates", "an object");
@@ -293,7 +298,7 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
     LLMREPRO_TRY_ASSIGN(settings.batch_invariant, read_engine.boolean(*engine, "batch_invariant"));
     LLMREPRO_TRY_ASSIGN(settings.prefix_cache, read_engine.boolean(*engine, "prefix_cache"));
     LLMREPRO_TRY_ASSIGN(settings.seed, read_engine.unsigned_integer(*engine, "seed"));
-    config.engine = settings;
+    config.plan.engine = settings;
   }
   if (const Json* names = read.find(json, "header_names"); names != nullptr && !names->is_null()) {
     if (!names->is_array()) return read.error("header_names", "an array of strings or null");
@@ -302,7 +307,7 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
       if (!name.is_string()) return read.error("header_names", "an array of strings or null");
       list.push_back(name.get<std::string>());
     }
-    config.header_names = std::move(list);
+    config.plan.header_names = std::move(list);
   }
   return config;
 }

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/analysis_config.hpp"
 #include "core/random.hpp"
 #include "engine/batch_engine.hpp"
 
@@ -29,7 +30,7 @@ struct Options {
   engine::EngineOptions engine;
   engine::ModelConfig model;
   std::size_t max_tokens = 64;
-  float tau = 0.05f;
+  float tau = static_cast<float>(core::k_default_fragile_gap);
   bool show = false;
   std::uint64_t jitter = 3;
 };

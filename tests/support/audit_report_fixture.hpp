@@ -33,15 +33,15 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   auto fixture = std::make_unique<ReportFixture>();
   core::AuditData& data = fixture->data;
   data.info = {"audit-1700000000123", 1700000000123, 1700000060456, "complete"};
-  data.config.model = "tiny";
-  data.config.runs = 3;
-  data.config.levels = {1, 8};
+  data.config.plan.model = "tiny";
+  data.config.plan.runs = 3;
+  data.config.plan.levels = {1, 8};
   data.config.gates.fail_on.unstable = true;
   data.config.gates.max_unique = 2;
   data.config.gates.max_failed_rate = 0.1;
-  data.config.seed = 42;
-  data.config.shard_index = 0;
-  data.config.shard_count = 2;
+  data.config.plan.seed = 42;
+  data.config.plan.shard_index = 0;
+  data.config.plan.shard_count = 2;
   data.endpoints = {{"http://127.0.0.1:8000", "openai-chat", "tiny-model", false, {"fp1", "fp2"}}};
   data.suite.source = "suite.jsonl";
   for (const std::string& id :
@@ -94,12 +94,13 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
                             {8, 8, 5, 2, 1, 1, 1, std::numeric_limits<double>::infinity(), 95.0}};
   // Usage, priced at 2 in and 8 out per million tokens: at c=1 all 9 successful requests
   // reported their prompt's tokens, at c=8 7 of 8 did (so its cost is a lower bound).
-  data.config.price = core::Price{2.0, 8.0};
+  data.config.analysis.price = core::Price{2.0, 8.0};
   summary.by_concurrency[0].usage =
-      core::UsageSummary{9, 9, 216, 90, 18, std::nullopt}.priced(data.config.price);
+      core::UsageSummary{9, 9, 216, 90, 18, std::nullopt}.priced(data.config.analysis.price);
   summary.by_concurrency[1].usage =
-      core::UsageSummary{8, 7, 184, 80, 12, std::nullopt}.priced(data.config.price);
-  summary.usage = core::UsageSummary{17, 16, 400, 170, 30, std::nullopt}.priced(data.config.price);
+      core::UsageSummary{8, 7, 184, 80, 12, std::nullopt}.priced(data.config.analysis.price);
+  summary.usage =
+      core::UsageSummary{17, 16, 400, 170, 30, std::nullopt}.priced(data.config.analysis.price);
   // Each level's drift is queens' (the other prompts compared nothing there).
   summary.by_concurrency[0].logprob_drift = {0.0, 0.0, 40};
   summary.by_concurrency[1].logprob_drift = {1.0 / 3.0, 0.0625, 100};

@@ -54,7 +54,8 @@ inline core::AuditAnalysis section_analysis(int unstable, int prompts, double ta
 template <typename Fixture> void add_audit_sections(Fixture& fixture) {
   core::AuditData& data = fixture.data;
   core::AuditReport& report = fixture.report;
-  data.config.probes = {core::ProbeKind::sweep, core::ProbeKind::mixed, core::ProbeKind::prefix};
+  data.config.plan.probes = {core::ProbeKind::sweep, core::ProbeKind::mixed,
+                             core::ProbeKind::prefix};
   data.endpoints.resize(1);
   data.endpoints.push_back({k_hostile_url, "openai-chat", "other", false, {}});
   core::ProbeActivity activity;

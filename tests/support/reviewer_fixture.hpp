@@ -56,8 +56,8 @@ inline std::unique_ptr<Fixture> make_fixture() {
   auto fixture = std::make_unique<Fixture>();
   core::AuditData& data = fixture->data;
   data.info = {"audit-fixture", 1700000000000, 1700000060000, "complete"};
-  data.config.runs = 4;
-  data.config.levels = {1, 8};
+  data.config.plan.runs = 4;
+  data.config.plan.levels = {1, 8};
   data.config.gates.fail_on.unstable = true;
   data.endpoints.push_back(
       {"http://127.0.0.1:8000/v1", "openai-chat", "tiny-ref", false, {"fp_a", "fp_b"}});
@@ -99,7 +99,7 @@ inline std::unique_ptr<Fixture> make_fixture() {
     }
   };
   std::int64_t clock = data.info.started_ms;
-  for (int level : data.config.levels) {
+  for (int level : data.config.plan.levels) {
     for (int prompt = 0; prompt < 5; ++prompt) {
       const auto completions = runs(prompt, level);
       for (int repeat = 0; repeat < 4; ++repeat) {

@@ -104,7 +104,7 @@ TEST_CASE("audit::execute fails a gate the run cannot meet") {
   const auto done = run_audit(run);
   REQUIRE_MESSAGE(done, (done ? "" : done.error().message));
   CHECK(stored(request.db).records.size() == k_planned);
-  CHECK(stored(request.db).config.fragile_gap == 1000.0);
+  CHECK(stored(request.db).config.analysis.fragile_gap == 1000.0);
   for (const auto& prompt : run.report().analysis.prompts) CHECK(prompt.fragile == true);
   CHECK(run.report().verdict.status == core::VerdictStatus::fail);
 }

@@ -46,9 +46,9 @@ core::RequestRecord make_record(int endpoint, int prompt, int concurrency, core:
 core::AuditData make_header() {
   core::AuditData header;
   header.info = {"audit-loader", 1000, 0, "complete"};
-  header.config.runs = 3;
-  header.config.levels = {1, 8};
-  header.config.probes = {core::ProbeKind::sweep, core::ProbeKind::prefix};
+  header.config.plan.runs = 3;
+  header.config.plan.levels = {1, 8};
+  header.config.plan.probes = {core::ProbeKind::sweep, core::ProbeKind::prefix};
   header.endpoints = {{"http://127.0.0.1:1", "openai-chat", "m", false, {}},
                       {"http://127.0.0.1:2", "openai-chat", "m", false, {}}};
   for (const char* id : {"p0", "p1", "p2"}) {
@@ -143,13 +143,13 @@ TEST_CASE("load_session") {
     int calls = 0;
     options.adjust = [&calls](core::AuditData& data) -> core::Result<void> {
       ++calls;
-      data.config.runs = 7;
+      data.config.plan.runs = 7;
       return {};
     };
     auto adjusted = audit::load_session(*database, options);
     REQUIRE(adjusted);
     CHECK(calls == 2);
-    CHECK(adjusted->data->config.runs == 7);
+    CHECK(adjusted->data->config.plan.runs == 7);
     options.adjust = [](core::AuditData&) -> core::Result<void> {
       return core::make_error(core::ErrorCode::input, "refused");
     };

@@ -212,12 +212,12 @@ TEST_CASE("unsampled_gates: the gates a re-judged adaptive audit's stops did not
 
   judged.gates.fail_on.fragile = true;
   CHECK(unsampled_gates(outcome, judged).empty()); // the gap rule: not a flip probability
-  judged.fragile_p = 0.3;
+  judged.analysis.fragile_p = 0.3;
   REQUIRE(unsampled_gates(outcome, judged).size() == 1);
   CHECK(unsampled_gates(outcome, judged)[0].gate == "fail_on_fragile");
   outcome.config.fragile_p = 0.3;
   CHECK(unsampled_gates(outcome, judged).empty());
-  judged.fragile_window = 20;
+  judged.analysis.fragile_window = 20;
   CHECK(unsampled_gates(outcome, judged).size() == 1);
 
   // Every prompt at --runs everywhere: the fixed plan's evidence, every gate judged.

@@ -11,10 +11,10 @@ TEST_CASE("judging_differs") {
   }
   SUBCASE("plan-defining values do not count") {
     AuditConfig other = stored;
-    other.runs = 9;
-    other.levels = {4};
-    other.api = "tgi";
-    other.timeout_s = 1;
+    other.plan.runs = 9;
+    other.plan.levels = {4};
+    other.plan.api = "tgi";
+    other.requests.timeout_s = 1;
     CHECK_FALSE(judging_differs(stored, other));
   }
   SUBCASE("a gate differs") {
@@ -30,10 +30,10 @@ TEST_CASE("judging_differs") {
   }
   SUBCASE("a fragility setting differs") {
     AuditConfig other = stored;
-    other.fragile_gap = 0.2;
+    other.analysis.fragile_gap = 0.2;
     CHECK(judging_differs(stored, other));
     other = stored;
-    other.fragile_window = 10;
+    other.analysis.fragile_window = 10;
     CHECK(judging_differs(stored, other));
   }
 }

@@ -292,20 +292,20 @@ TEST_CASE("diff_plan_differences") {
   AuditConfig a;
   SUBCASE("equal plans differ in nothing, whatever the endpoint, model and seed") {
     AuditConfig b = a;
-    b.model = "other";
-    b.api = "openai-chat";
-    b.seed = 9;
-    b.retries = 0;
+    b.plan.model = "other";
+    b.plan.api = "openai-chat";
+    b.plan.seed = 9;
+    b.requests.retries = 0;
     b.gates.max_failed_rate = 0.5;
     CHECK(diff_plan_differences(a, b).empty());
   }
   SUBCASE("runs, levels and fixed against adaptive are named with both values") {
-    a.runs = 3;
-    a.levels = {1, 4};
+    a.plan.runs = 3;
+    a.plan.levels = {1, 4};
     AuditConfig b = a;
-    b.runs = 12;
-    b.levels = {4};
-    b.adaptive = true;
+    b.plan.runs = 12;
+    b.plan.levels = {4};
+    b.adaptive.enabled = true;
     const std::vector<DiffPlanDifference> differences = diff_plan_differences(a, b);
     REQUIRE(differences.size() == 3);
     CHECK(to_string(differences[0]) == "--runs 3 (A) vs 12 (B)");
@@ -313,12 +313,12 @@ TEST_CASE("diff_plan_differences") {
     CHECK(to_string(differences[2]) == "--adaptive off (A) vs on (B)");
   }
   SUBCASE("the adaptive settings count only when both are adaptive; fragility settings count") {
-    a.adaptive = true;
+    a.adaptive.enabled = true;
     AuditConfig b = a;
-    b.adaptive_epsilon = 0.05;
-    b.fragile_gap = 0.1;
-    b.fragile_p = 0.2;
-    b.max_tokens = 64;
+    b.adaptive.epsilon = 0.05;
+    b.analysis.fragile_gap = 0.1;
+    b.analysis.fragile_p = 0.2;
+    b.plan.max_tokens = 64;
     const std::vector<DiffPlanDifference> differences = diff_plan_differences(a, b);
     REQUIRE(differences.size() == 4);
     CHECK(to_string(differences[0]) == "--adaptive-epsilon 0.01 (A) vs 0.05 (B)");
@@ -327,9 +327,9 @@ TEST_CASE("diff_plan_differences") {
     CHECK(to_string(differences[3]) == "--fragile-p none (A) vs 0.2 (B)");
   }
   SUBCASE("what an adaptive audit assumed is a setting of its plan") {
-    a.adaptive = true;
+    a.adaptive.enabled = true;
     AuditConfig b = a;
-    b.adaptive_assume = AdaptiveAssumption::greedy_shared_noise;
+    b.adaptive.assume = AdaptiveAssumption::greedy_shared_noise;
     const std::vector<DiffPlanDifference> differences = diff_plan_differences(a, b);
     REQUIRE(differences.size() == 1);
     CHECK(to_string(differences[0]) == "--adaptive-assume none (A) vs greedy-shared-noise (B)");

@@ -16,9 +16,9 @@ AuditData shard(int index, int count, const std::string& status = "complete") {
   data.info.started_ms = 1000 + index;
   data.info.finished_ms = 2000 + index;
   data.info.status = status;
-  data.config.runs = 2;
-  data.config.shard_index = index;
-  data.config.shard_count = count;
+  data.config.plan.runs = 2;
+  data.config.plan.shard_index = index;
+  data.config.plan.shard_count = count;
   data.endpoints = {EndpointInfo{
       .url = "http://host" + std::to_string(index), .dialect = "openai-chat", .model = "m"}};
   for (int p = 0; p < 5; ++p)
@@ -46,9 +46,9 @@ TEST_CASE("merge_shards") {
   SUBCASE("every shard: unsharded configuration, all records, complete") {
     auto merged = merge_shards({shard(2, 3), shard(0, 3), shard(1, 3)});
     REQUIRE(merged);
-    CHECK(merged->config.shard_index == 0);
-    CHECK(merged->config.shard_count == 1);
-    CHECK(merged->config.runs == 2);
+    CHECK(merged->config.plan.shard_index == 0);
+    CHECK(merged->config.plan.shard_count == 1);
+    CHECK(merged->config.plan.runs == 2);
     CHECK(merged->info.status == "complete");
     CHECK(merged->info.started_ms == 1000);
     CHECK(merged->info.finished_ms == 2002);
@@ -81,7 +81,7 @@ TEST_CASE("merge_shards") {
   }
   SUBCASE("a different configuration is refused, naming the field") {
     AuditData other = shard(1, 2);
-    other.config.seed = 9;
+    other.config.plan.seed = 9;
     CHECK(message_of(merge_shards({shard(0, 2), other})) ==
           "merge: shard 2/2 (audit-1) and shard 1/2 (audit-0) differ in --seed: 9 vs 0: they are "
           "not shards of one audit");
@@ -98,9 +98,9 @@ TEST_CASE("merge_shards") {
     // Each field changed alone in shard 2/2; the message names the flag and both values.
     const auto difference = [](auto change) {
       AuditData first = shard(0, 2);
-      first.config.engine = EngineSettings{};
+      first.config.plan.engine = EngineSettings{};
       AuditData other = shard(1, 2);
-      other.config.engine = EngineSettings{};
+      other.config.plan.engine = EngineSettings{};
       change(other.config);
       const std::string message = message_of(merge_shards({first, other}));
       const std::string head = "merge: shard 2/2 (audit-1) and shard 1/2 (audit-0) differ in ";
@@ -108,43 +108,44 @@ TEST_CASE("merge_shards") {
       return message.substr(head.size());
     };
     const std::string tail = ": they are not shards of one audit";
-    CHECK(difference([](AuditConfig& c) { c.stop_after = 16; }) ==
+    CHECK(difference([](AuditConfig& c) { c.plan.stop_after = 16; }) ==
           "--stop-after: 16 vs none" + tail);
-    CHECK(difference([](AuditConfig& c) { c.api = "llamacpp"; }) ==
+    CHECK(difference([](AuditConfig& c) { c.plan.api = "llamacpp"; }) ==
           "--api: llamacpp vs auto" + tail);
-    CHECK(difference([](AuditConfig& c) { c.model = "m2"; }) == "--model: m2 vs none" + tail);
-    CHECK(difference([](AuditConfig& c) { c.runs = 3; }) == "--runs: 3 vs 2" + tail);
+    CHECK(difference([](AuditConfig& c) { c.plan.model = "m2"; }) == "--model: m2 vs none" + tail);
+    CHECK(difference([](AuditConfig& c) { c.plan.runs = 3; }) == "--runs: 3 vs 2" + tail);
     CHECK(difference([](AuditConfig& c) {
-            c.levels = {1, 4};
+            c.plan.levels = {1, 4};
           }) == "--concurrency: 1,4 vs 1,8,32" + tail);
     CHECK(difference([](AuditConfig& c) {
-            c.probes = {ProbeKind::sweep, ProbeKind::mixed};
+            c.plan.probes = {ProbeKind::sweep, ProbeKind::mixed};
           }) == "--probe: sweep,mixed vs sweep" + tail);
-    CHECK(difference([](AuditConfig& c) { c.max_tokens = 64; }) ==
+    CHECK(difference([](AuditConfig& c) { c.plan.max_tokens = 64; }) ==
           "--max-tokens: 64 vs 128" + tail);
-    CHECK(difference([](AuditConfig& c) { c.top_logprobs = 5; }) ==
+    CHECK(difference([](AuditConfig& c) { c.plan.top_logprobs = 5; }) ==
           "--top-logprobs: 5 vs 2" + tail);
-    CHECK(difference([](AuditConfig& c) { c.stream = true; }) == "--stream: on vs off" + tail);
-    CHECK(difference([](AuditConfig& c) { c.logprobs_form = "together"; }) ==
+    CHECK(difference([](AuditConfig& c) { c.plan.stream = true; }) == "--stream: on vs off" + tail);
+    CHECK(difference([](AuditConfig& c) { c.plan.logprobs_form = "together"; }) ==
           "--logprobs-form: together vs auto" + tail);
-    CHECK(difference([](AuditConfig& c) { c.profile = AuditProfile::deterministic; }) ==
+    CHECK(difference([](AuditConfig& c) { c.plan.profile = AuditProfile::deterministic; }) ==
           "--profile: deterministic vs standard" + tail);
-    CHECK(difference([](AuditConfig& c) { c.adaptive = true; }) == "--adaptive: on vs off" + tail);
-    CHECK(difference([](AuditConfig& c) { c.adaptive_initial = 4; }) ==
+    CHECK(difference([](AuditConfig& c) { c.adaptive.enabled = true; }) ==
+          "--adaptive: on vs off" + tail);
+    CHECK(difference([](AuditConfig& c) { c.adaptive.initial = 4; }) ==
           "--adaptive-initial: 4 vs 2" + tail);
-    CHECK(difference([](AuditConfig& c) { c.adaptive_epsilon = 0.05; }) ==
+    CHECK(difference([](AuditConfig& c) { c.adaptive.epsilon = 0.05; }) ==
           "--adaptive-epsilon: 0.05 vs 0.01" + tail);
     CHECK(difference([](AuditConfig& c) {
-            c.adaptive_assume = AdaptiveAssumption::greedy_shared_noise;
+            c.adaptive.assume = AdaptiveAssumption::greedy_shared_noise;
           }) == "--adaptive-assume: greedy-shared-noise vs none" + tail);
     CHECK(difference([](AuditConfig& c) {
-            c.engine = EngineSettings{4, false, false, 7};
+            c.plan.engine = EngineSettings{4, false, false, 7};
           }) == "--engine-*: max-num-seqs 4, batch-invariant off, prefix-cache off, seed 7 vs "
                 "max-num-seqs 16, batch-invariant off, prefix-cache off, seed 0" +
                     tail);
     // Budgets are each shard's own: not compared.
     AuditData budgeted = shard(1, 2);
-    budgeted.config.max_requests = 10;
+    budgeted.config.budget.max_requests = 10;
     CHECK(merge_shards({shard(0, 2), budgeted}));
   }
   SUBCASE("a different suite is refused") {
@@ -174,7 +175,7 @@ TEST_CASE("merge_shards: the noise model's contradictions join the decisions, th
   AuditData first = shard(0, 2);
   AuditData second = shard(1, 2);
   for (AuditData* data : {&first, &second}) {
-    data->config.adaptive = true;
+    data->config.adaptive.enabled = true;
     data->adaptive = AdaptiveOutcome{};
     data->adaptive->finished = true;
   }

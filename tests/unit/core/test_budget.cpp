@@ -174,7 +174,7 @@ TEST_CASE("budget_stop_message names the budget, the figures and at most ten pro
 TEST_CASE("stop_after_line") {
   AuditConfig config;
   CHECK(stop_after_line(config).empty());
-  config.stop_after = 12;
+  config.plan.stop_after = 12;
   CHECK(stop_after_line(config) ==
         "completions capped at 12 tokens (--stop-after): divergence beyond token 12 is not seen");
 }

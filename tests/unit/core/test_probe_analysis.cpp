@@ -42,7 +42,7 @@ RequestRecord record_of(int endpoint, int prompt, int concurrency, ProbeKind pro
 TEST_CASE("AuditReportBuilder probe kinds") {
   AuditData data;
   data.suite = numbered_suite(2);
-  data.config.probes = {ProbeKind::sweep, ProbeKind::prefix};
+  data.config.plan.probes = {ProbeKind::sweep, ProbeKind::prefix};
   data.endpoints = {{"http://127.0.0.1:1", "openai-chat", "m", false, {}},
                     {"http://127.0.0.1:2", "openai-chat", "m", false, {}}};
   auto& records = data.records;

@@ -187,8 +187,9 @@ TEST_CASE("is_secret_parameter_name") {
 
 TEST_CASE("Redactor::add_command") {
   Redactor redactor;
-  redactor.add_command("HF_TOKEN='hf-abc123' API_KEY=sk-live-999 ./restart.sh --auth-token t0ps3cret "
-                       "--port 8000 https://admin:pw-4567@host/x?token=q-7788 MODE=fast");
+  redactor.add_command(
+      "HF_TOKEN='hf-abc123' API_KEY=sk-live-999 ./restart.sh --auth-token t0ps3cret "
+      "--port 8000 https://admin:pw-4567@host/x?token=q-7788 MODE=fast");
   // The whole line, for an echo of it.
   CHECK(redactor.redact("ran HF_TOKEN='hf-abc123' API_KEY=sk-live-999 ./restart.sh --auth-token "
                         "t0ps3cret --port 8000 https://admin:pw-4567@host/x?token=q-7788 "
@@ -196,8 +197,7 @@ TEST_CASE("Redactor::add_command") {
   // Each secret on its own: assignments and options whose names say so, and a URL's secrets.
   CHECK(redactor.redact("token hf-abc123, key sk-live-999, option t0ps3cret") ==
         "token [redacted], key [redacted], option [redacted]");
-  CHECK(redactor.redact("login admin:pw-4567 query q-7788") ==
-        "login [redacted] query [redacted]");
+  CHECK(redactor.redact("login admin:pw-4567 query q-7788") == "login [redacted] query [redacted]");
   // Words whose names say nothing secret stay.
   CHECK(redactor.redact("MODE=fast --port 8000 ./restart.sh") ==
         "MODE=fast --port 8000 ./restart.sh");

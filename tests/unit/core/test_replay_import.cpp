@@ -168,9 +168,9 @@ TEST_CASE("ReplayImport") {
   SUBCASE("the audit") {
     auto data = std::move(import).finish(1000);
     REQUIRE(data);
-    CHECK(data->config.runs == 2);
-    CHECK(data->config.levels == std::vector<int>{1});
-    CHECK(data->config.model == "o3");
+    CHECK(data->config.plan.runs == 2);
+    CHECK(data->config.plan.levels == std::vector<int>{1});
+    CHECK(data->config.plan.model == "o3");
     CHECK(data->endpoints.at(0).dialect == "import:chain-determinism");
     CHECK(data->endpoints.at(0).url == "import:o3.jsonl");
     REQUIRE(data->suite.prompts.size() == 2);

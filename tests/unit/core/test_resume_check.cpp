@@ -132,7 +132,7 @@ TEST_CASE("resume_plan_differences") {
 
   SUBCASE("nothing given: nothing differs") {
     ResumeRequest wanted;
-    wanted.config.runs = 9; // a default that was not given says nothing
+    wanted.config.plan.runs = 9; // a default that was not given says nothing
     CHECK(resume_plan_differences(stored, wanted, forms).empty());
   }
   SUBCASE("a given flag with the stored value does not differ") {
@@ -144,17 +144,17 @@ TEST_CASE("resume_plan_differences") {
   SUBCASE("each plan-defining flag, spelled as the flag spells it") {
     ResumeRequest wanted;
     wanted.given = {true, true, true, true, true, true, true, true, true, true};
-    wanted.config.api = "tgi";
-    wanted.config.model = "m";
-    wanted.config.runs = 3;
-    wanted.config.levels = {1, 4};
-    wanted.config.max_tokens = 7;
-    wanted.config.top_logprobs = 5;
-    wanted.config.seed = 42;
-    wanted.config.probes = {ProbeKind::sweep, ProbeKind::long_prompt};
-    wanted.config.shard_index = 1;
-    wanted.config.shard_count = 2;
-    wanted.config.stream = true;
+    wanted.config.plan.api = "tgi";
+    wanted.config.plan.model = "m";
+    wanted.config.plan.runs = 3;
+    wanted.config.plan.levels = {1, 4};
+    wanted.config.plan.max_tokens = 7;
+    wanted.config.plan.top_logprobs = 5;
+    wanted.config.plan.seed = 42;
+    wanted.config.plan.probes = {ProbeKind::sweep, ProbeKind::long_prompt};
+    wanted.config.plan.shard_index = 1;
+    wanted.config.plan.shard_count = 2;
+    wanted.config.plan.stream = true;
     CHECK(texts(resume_plan_differences(stored, wanted, forms)) ==
           std::vector<std::string>{
               "--api auto (stored) vs tgi (given)", "--model none (detected) (stored) vs m (given)",
@@ -166,9 +166,9 @@ TEST_CASE("resume_plan_differences") {
   SUBCASE("--logprobs-form, which changes what every openai-chat request asks for") {
     ResumeRequest wanted;
     wanted.given.logprobs_form = true;
-    wanted.config.logprobs_form = "auto";
+    wanted.config.plan.logprobs_form = "auto";
     CHECK(resume_plan_differences(stored, wanted, forms).empty());
-    wanted.config.logprobs_form = "together";
+    wanted.config.plan.logprobs_form = "together";
     CHECK(texts(resume_plan_differences(stored, wanted, forms)) ==
           std::vector<std::string>{"--logprobs-form auto (stored) vs together (given)"});
   }
@@ -176,8 +176,8 @@ TEST_CASE("resume_plan_differences") {
     ResumeRequest wanted;
     wanted.given.profile = true;
     wanted.given.max_concurrency = true;
-    wanted.config.profile = AuditProfile::deterministic;
-    wanted.config.levels = deterministic_levels(16);
+    wanted.config.plan.profile = AuditProfile::deterministic;
+    wanted.config.plan.levels = deterministic_levels(16);
     CHECK(texts(resume_plan_differences(stored, wanted, forms)) ==
           std::vector<std::string>{"--profile standard (stored) vs deterministic (given)",
                                    "--max-concurrency 1,8,32 (stored) vs 1,2,8,9,16 (given)"});
@@ -244,15 +244,15 @@ TEST_CASE("resume_plan_differences") {
   }
   SUBCASE("the embedded engine's flags given are compared with the stored settings") {
     AuditData engine = stored;
-    engine.config.engine = EngineSettings{4, true, false, 7};
+    engine.config.plan.engine = EngineSettings{4, true, false, 7};
     ResumeRequest wanted;
-    wanted.config.engine = EngineSettings{}; // the flags' defaults: not given, nothing differs
+    wanted.config.plan.engine = EngineSettings{}; // the flags' defaults: not given, nothing differs
     CHECK(resume_plan_differences(engine, wanted, forms).empty());
     wanted.given.engine_max_num_seqs = true;
     wanted.given.engine_batch_invariant = true;
     wanted.given.engine_prefix_cache = true;
     wanted.given.engine_seed = true;
-    wanted.config.engine = EngineSettings{16, true, true, 0};
+    wanted.config.plan.engine = EngineSettings{16, true, true, 0};
     CHECK(texts(resume_plan_differences(engine, wanted, forms)) ==
           std::vector<std::string>{"--engine-max-num-seqs 4 (stored) vs 16 (given)",
                                    "--engine-prefix-cache off (stored) vs on (given)",
@@ -262,21 +262,21 @@ TEST_CASE("resume_plan_differences") {
   }
   SUBCASE("the header names are compared as a set, without case, given or not") {
     AuditData headed = stored;
-    headed.config.header_names = std::vector<std::string>{"X-Org", "X-Team"};
+    headed.config.plan.header_names = std::vector<std::string>{"X-Org", "X-Team"};
     ResumeRequest wanted;
-    wanted.config.header_names = std::vector<std::string>{"x-team", "X-ORG"};
+    wanted.config.plan.header_names = std::vector<std::string>{"x-team", "X-ORG"};
     CHECK(resume_plan_differences(headed, wanted, forms).empty());
-    wanted.config.header_names = std::vector<std::string>{"X-Org"};
+    wanted.config.plan.header_names = std::vector<std::string>{"X-Org"};
     CHECK(texts(resume_plan_differences(headed, wanted, forms)) ==
           std::vector<std::string>{"--header names X-Org, X-Team (stored) vs X-Org (given)"});
-    wanted.config.header_names = std::vector<std::string>{};
+    wanted.config.plan.header_names = std::vector<std::string>{};
     CHECK(texts(resume_plan_differences(headed, wanted, forms)) ==
           std::vector<std::string>{"--header names X-Org, X-Team (stored) vs none (given)"});
     // Stored without names (an audit of an older database): nothing is compared.
     CHECK(resume_plan_differences(stored, wanted, forms).empty());
     AuditData none = stored;
-    none.config.header_names = std::vector<std::string>{};
-    wanted.config.header_names = std::vector<std::string>{"X-Org"};
+    none.config.plan.header_names = std::vector<std::string>{};
+    wanted.config.plan.header_names = std::vector<std::string>{"X-Org"};
     CHECK(texts(resume_plan_differences(none, wanted, forms)) ==
           std::vector<std::string>{"--header names none (stored) vs X-Org (given)"});
   }
@@ -288,7 +288,7 @@ TEST_CASE("resume_plan_differences") {
   SUBCASE("differences come in the order of the flags") {
     ResumeRequest wanted;
     wanted.given.runs = true;
-    wanted.config.runs = 2;
+    wanted.config.plan.runs = 2;
     wanted.endpoints_given = true;
     wanted.urls = {"http://host:1"};
     wanted.suite = suite_of({}, "empty");

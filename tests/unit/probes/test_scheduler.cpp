@@ -629,13 +629,13 @@ TEST_CASE("run_plan with a budget") {
 
 TEST_CASE("scheduler_config_of") {
   llmrepro::core::AuditConfig audit;
-  audit.max_tokens = 7;
-  audit.top_logprobs = 5;
-  audit.seed = 42;
-  audit.stream = true;
-  audit.timeout_s = 3.5;
-  audit.retries = 1;
-  audit.rate_limit = 2.5;
+  audit.plan.max_tokens = 7;
+  audit.plan.top_logprobs = 5;
+  audit.plan.seed = 42;
+  audit.plan.stream = true;
+  audit.requests.timeout_s = 3.5;
+  audit.requests.retries = 1;
+  audit.requests.rate_limit = 2.5;
   const SchedulerConfig config = llmrepro::probes::scheduler_config_of(audit, "tiny", 4096);
   CHECK(config.params.model == "tiny");
   CHECK(config.params.max_tokens == 7);

@@ -260,7 +260,7 @@ TEST_CASE("render_json") {
                                          {"min_tara", nullptr},
                                          {"max_logprob_drift", nullptr},
                                          {"max_failed_rate", 0.1}});
-    fixture->data.config.shard_index = 1;
+    fixture->data.config.plan.shard_index = 1;
     fixture->data.config.gates.fail_on.fragile = true;
     fixture->data.config.gates.fail_on.disagree = true;
     const auto again = OrderedJson::parse(report::render_json(fixture->report));

@@ -129,7 +129,7 @@ TEST_CASE("render_terminal_summary") {
   SUBCASE("the probe column fits the longest probe name shown") {
     test::add_audit_sections(*fixture);
     fixture->report.probes[1].probe = core::ProbeKind::mixed_sampling;
-    fixture->data.config.probes[1] = core::ProbeKind::mixed_sampling;
+    fixture->data.config.plan.probes[1] = core::ProbeKind::mixed_sampling;
     fixture->data.probe_activity[0].sampled_filler_sent = 6;
     fixture->data.probe_activity[0].sampled_filler_failed = 2;
     const auto lines = lines_of(report::render_terminal_summary(fixture->report, false));

@@ -27,22 +27,24 @@ inline core::AuditData make_header() {
   core::AuditData header;
   header.info = {"audit-7f3a", 1714567890123, 0, "partial"};
   auto& config = header.config;
-  config.api = "openai-chat";
-  config.model = "qwen-7b";
-  config.runs = 7;
-  config.levels = {1, 4, 64};
-  config.probes = {core::ProbeKind::sweep, core::ProbeKind::long_prompt, core::ProbeKind::prefix};
-  config.max_tokens = 96;
-  config.top_logprobs = 5;
-  config.seed = 18446744073709551557ULL;
-  config.stream = true;
-  config.timeout_s = 12.5;
-  config.retries = 9;
-  config.fragile_gap = 0.1 + 0.2; // not exactly 0.3: the double must survive the JSON column
-  config.fragile_window = 33;
-  config.rate_limit = 2.75;
-  config.shard_index = 1;
-  config.shard_count = 3;
+  config.plan.api = "openai-chat";
+  config.plan.model = "qwen-7b";
+  config.plan.runs = 7;
+  config.plan.levels = {1, 4, 64};
+  config.plan.probes = {core::ProbeKind::sweep, core::ProbeKind::long_prompt,
+                        core::ProbeKind::prefix};
+  config.plan.max_tokens = 96;
+  config.plan.top_logprobs = 5;
+  config.plan.seed = 18446744073709551557ULL;
+  config.plan.stream = true;
+  config.requests.timeout_s = 12.5;
+  config.requests.retries = 9;
+  config.analysis.fragile_gap =
+      0.1 + 0.2; // not exactly 0.3: the double must survive the JSON column
+  config.analysis.fragile_window = 33;
+  config.requests.rate_limit = 2.75;
+  config.plan.shard_index = 1;
+  config.plan.shard_count = 3;
   config.gates.fail_on.fragile = true;
   config.gates.max_unique = 2;
   config.gates.max_unstable_rate = 0.125;
@@ -174,22 +176,22 @@ inline void check_same_prompt(const core::Prompt& a, const core::Prompt& b) {
 }
 
 inline void check_same_config(const core::AuditConfig& a, const core::AuditConfig& b) {
-  CHECK(a.api == b.api);
-  CHECK(a.model == b.model);
-  CHECK(a.runs == b.runs);
-  CHECK(a.levels == b.levels);
-  CHECK(a.probes == b.probes);
-  CHECK(a.max_tokens == b.max_tokens);
-  CHECK(a.top_logprobs == b.top_logprobs);
-  CHECK(a.seed == b.seed);
-  CHECK(a.stream == b.stream);
-  CHECK(a.timeout_s == b.timeout_s);
-  CHECK(a.retries == b.retries);
-  CHECK(a.fragile_gap == b.fragile_gap);
-  CHECK(a.fragile_window == b.fragile_window);
-  CHECK(a.rate_limit == b.rate_limit);
-  CHECK(a.shard_index == b.shard_index);
-  CHECK(a.shard_count == b.shard_count);
+  CHECK(a.plan.api == b.plan.api);
+  CHECK(a.plan.model == b.plan.model);
+  CHECK(a.plan.runs == b.plan.runs);
+  CHECK(a.plan.levels == b.plan.levels);
+  CHECK(a.plan.probes == b.plan.probes);
+  CHECK(a.plan.max_tokens == b.plan.max_tokens);
+  CHECK(a.plan.top_logprobs == b.plan.top_logprobs);
+  CHECK(a.plan.seed == b.plan.seed);
+  CHECK(a.plan.stream == b.plan.stream);
+  CHECK(a.requests.timeout_s == b.requests.timeout_s);
+  CHECK(a.requests.retries == b.requests.retries);
+  CHECK(a.analysis.fragile_gap == b.analysis.fragile_gap);
+  CHECK(a.analysis.fragile_window == b.analysis.fragile_window);
+  CHECK(a.requests.rate_limit == b.requests.rate_limit);
+  CHECK(a.plan.shard_index == b.plan.shard_index);
+  CHECK(a.plan.shard_count == b.plan.shard_count);
   CHECK(a.gates.fail_on == b.gates.fail_on);
   CHECK(a.gates.max_unique == b.gates.max_unique);
   CHECK(a.gates.max_unstable_rate == b.gates.max_unstable_rate);

@@ -55,12 +55,12 @@ TEST_CASE("AuditDatabase::store_adaptive: the assumption, contradictions and rea
   TempDir dir;
   const std::string path = dir.file("audit.db");
   auto header = make_header();
-  header.config.adaptive = true;
-  header.config.adaptive_assume = core::AdaptiveAssumption::greedy_shared_noise;
+  header.config.adaptive.enabled = true;
+  header.config.adaptive.assume = core::AdaptiveAssumption::greedy_shared_noise;
   auto database = create_or_fail(path, header);
   REQUIRE(database.store_adaptive(checked_outcome()));
   const core::AuditData loaded = load_or_fail(database);
-  CHECK(loaded.config.adaptive_assume == core::AdaptiveAssumption::greedy_shared_noise);
+  CHECK(loaded.config.adaptive.assume == core::AdaptiveAssumption::greedy_shared_noise);
   REQUIRE(loaded.adaptive);
   const core::AdaptiveOutcome& outcome = *loaded.adaptive;
   CHECK(outcome.config.assumption == core::AdaptiveAssumption::greedy_shared_noise);

@@ -92,20 +92,20 @@ TEST_CASE("AuditDatabase::load") {
     CHECK_FALSE(bare_loaded.config.gates.fail_on.any());
     CHECK(bare_loaded.records.empty());
     // Nor are the engine's settings or the header names invented.
-    CHECK_FALSE(bare_loaded.config.engine.has_value());
-    CHECK_FALSE(bare_loaded.config.header_names.has_value());
-    CHECK(bare_loaded.config.logprobs_form == "auto");
+    CHECK_FALSE(bare_loaded.config.plan.engine.has_value());
+    CHECK_FALSE(bare_loaded.config.plan.header_names.has_value());
+    CHECK(bare_loaded.config.plan.logprobs_form == "auto");
   }
   SUBCASE("the engine's settings and the header names round-trip") {
     auto engined = make_header();
-    engined.config.engine = core::EngineSettings{4, true, false, 99};
-    engined.config.header_names = std::vector<std::string>{"X-Org", "X-Team"};
-    engined.config.logprobs_form = "together";
+    engined.config.plan.engine = core::EngineSettings{4, true, false, 99};
+    engined.config.plan.header_names = std::vector<std::string>{"X-Org", "X-Team"};
+    engined.config.plan.logprobs_form = "together";
     const auto engined_loaded = load_or_fail(create_or_fail(dir.file("engined.db"), engined));
-    CHECK(engined_loaded.config.logprobs_form == "together");
-    REQUIRE(engined_loaded.config.engine.has_value());
-    CHECK(*engined_loaded.config.engine == core::EngineSettings{4, true, false, 99});
-    CHECK(engined_loaded.config.header_names == engined.config.header_names);
+    CHECK(engined_loaded.config.plan.logprobs_form == "together");
+    REQUIRE(engined_loaded.config.plan.engine.has_value());
+    CHECK(*engined_loaded.config.plan.engine == core::EngineSettings{4, true, false, 99});
+    CHECK(engined_loaded.config.plan.header_names == engined.config.plan.header_names);
   }
 }
 

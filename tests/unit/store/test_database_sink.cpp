@@ -27,9 +27,9 @@ constexpr int k_prompts = 32;
 AuditDatabase create_audit(const std::string& path) {
   core::AuditData header;
   header.info = {"audit-sink", 1714567890123, 0, "partial"};
-  header.config.api = "openai-chat";
-  header.config.runs = 1;
-  header.config.levels = {1};
+  header.config.plan.api = "openai-chat";
+  header.config.plan.runs = 1;
+  header.config.plan.levels = {1};
   header.endpoints = {{"http://127.0.0.1:8000", "openai-chat", "m", false, {}}};
   for (int i = 0; i < k_prompts; ++i) {
     core::Prompt prompt;
