@@ -9,7 +9,10 @@
 
 #include "probes/restart_command.hpp"
 
-using namespace llmrepro::probes;
+using llmrepro::probes::CommandOutcome;
+using llmrepro::probes::describe_failure;
+using llmrepro::probes::escape_output;
+using llmrepro::probes::run_restart_command;
 
 TEST_CASE("run_restart_command") {
   SUBCASE("exit 0: ok, its output kept") {
