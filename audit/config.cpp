@@ -137,6 +137,15 @@ core::Result<void> apply_budget_options(const AuditRequest& options, core::Audit
 
 // --restart-cmd adds the restart probe; the probe without the command has nothing to restart
 // with. --restart-timeout must leave the command and the readiness wait a finite time.
+// A timeout flag's seconds: finite, above 0, at most k_max_timeout_s.
+core::Result<void> check_seconds(const char* flag, double seconds) {
+  if (std::isfinite(seconds) && seconds > 0.0 && seconds <= k_max_timeout_s) return {};
+  return core::make_error(core::ErrorCode::usage,
+                          fmt::format("{} must be a number of seconds greater than 0 and at most "
+                                      "{} (got {})",
+                                      flag, k_max_timeout_s, seconds));
+}
+
 core::Result<void> apply_restart_options(const AuditRequest& options, core::AuditConfig& config) {
   const bool planned = std::find(config.plan.probes.begin(), config.plan.probes.end(),
                                  core::ProbeKind::restart) != config.plan.probes.end();
@@ -146,13 +155,7 @@ core::Result<void> apply_restart_options(const AuditRequest& options, core::Audi
                             "restarts the endpoint; --restart-timeout bounds it)");
   if (!options.restart_cmd.empty() && !planned)
     config.plan.probes.push_back(core::ProbeKind::restart);
-  if (!(std::isfinite(options.restart_timeout_s) && options.restart_timeout_s > 0.0 &&
-        options.restart_timeout_s <= k_max_timeout_s))
-    return core::make_error(core::ErrorCode::usage,
-                            fmt::format("--restart-timeout must be a number of seconds greater "
-                                        "than 0 and at most {} (got {})",
-                                        k_max_timeout_s, options.restart_timeout_s));
-  return {};
+  return check_seconds("--restart-timeout", options.restart_timeout_s);
 }
 
 } // namespace
@@ -237,12 +240,7 @@ core::Result<core::AuditConfig> config_from(const AuditRequest& options) {
     if (auto valid = probes::validate_base_url(options.embeddings); !valid)
       return core::make_error(core::ErrorCode::usage, "--embeddings: " + valid.error().message);
   config.plan.stream = options.stream;
-  if (!(std::isfinite(options.timeout_s) && options.timeout_s > 0.0 &&
-        options.timeout_s <= k_max_timeout_s))
-    return core::make_error(core::ErrorCode::usage,
-                            fmt::format("--timeout must be a number of seconds greater than 0 "
-                                        "and at most {} (got {})",
-                                        k_max_timeout_s, options.timeout_s));
+  if (auto valid = check_seconds("--timeout", options.timeout_s); !valid) return valid.error();
   config.requests.timeout_s = options.timeout_s;
   if (options.retries < 0)
     return core::make_error(core::ErrorCode::usage,

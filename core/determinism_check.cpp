@@ -19,6 +19,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/logprob_drift.hpp"
 #include "core/probe_text.hpp"
 
 namespace llmrepro::core {
@@ -107,13 +108,7 @@ int probe_order(ProbeKind probe, DeterminismShape shape) {
 // larger drift maxima, the positions summed, the earlier first position and divergence.
 LogprobDrift both_sides(const PrefixPromptDrift& prompt) {
   LogprobDrift drift = prompt.cold_drift_from_reference;
-  const LogprobDrift& later = prompt.warm_drift_from_reference;
-  drift.max_abs = std::max(drift.max_abs, later.max_abs);
-  drift.max_abs_gap = std::max(drift.max_abs_gap, later.max_abs_gap);
-  drift.positions_compared += later.positions_compared;
-  if (later.first_position &&
-      (!drift.first_position || *later.first_position < *drift.first_position))
-    drift.first_position = later.first_position;
+  join_logprob_drift(drift, prompt.warm_drift_from_reference);
   return drift;
 }
 

@@ -87,14 +87,17 @@ LogprobDrift logprob_drift_of(const std::vector<const Completion*>& runs) {
   return drift;
 }
 
+void join_logprob_drift(LogprobDrift& drift, const LogprobDrift& other) {
+  drift.max_abs = std::max(drift.max_abs, other.max_abs);
+  drift.max_abs_gap = std::max(drift.max_abs_gap, other.max_abs_gap);
+  drift.positions_compared += other.positions_compared;
+  if (other.first_position &&
+      (!drift.first_position || *other.first_position < *drift.first_position))
+    drift.first_position = other.first_position;
+}
+
 void add_logprob_drift(LogprobDrift& drift, const Completion& reference, const Completion& other) {
-  const LogprobDrift pair = logprob_drift_of({&reference, &other});
-  drift.max_abs = std::max(drift.max_abs, pair.max_abs);
-  drift.max_abs_gap = std::max(drift.max_abs_gap, pair.max_abs_gap);
-  drift.positions_compared += pair.positions_compared;
-  if (pair.first_position &&
-      (!drift.first_position || *pair.first_position < *drift.first_position))
-    drift.first_position = pair.first_position;
+  join_logprob_drift(drift, logprob_drift_of({&reference, &other}));
 }
 
 } // namespace llmrepro::core

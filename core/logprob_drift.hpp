@@ -30,8 +30,12 @@ struct LogprobDrift {
 // Measured against one reference run instead, two runs moved ±d from it read d, not 2d.
 LogprobDrift logprob_drift_of(const std::vector<const Completion*>& runs);
 
-// Adds to `drift` the comparison of `other` with `reference` (logprob_drift_of the two): the
-// larger maxima, the positions summed, the earlier first position.
+// Joins `other` into `drift`: the larger maxima, the positions summed, the earlier first
+// position.
+void join_logprob_drift(LogprobDrift& drift, const LogprobDrift& other);
+
+// Adds to `drift` the comparison of `other` with `reference` (logprob_drift_of the two, joined
+// by join_logprob_drift).
 void add_logprob_drift(LogprobDrift& drift, const Completion& reference, const Completion& other);
 
 // Whether any compared logprob or gap differed.

@@ -497,6 +497,22 @@ Json activity_json(const core::AuditData& data, core::ProbeKind probe) {
   return Json::object();
 }
 
+// A two-sided probe's rows (PrefixPromptDrift's cold and warm sides), its sides named `first`
+// and `second` in the keys.
+Json two_sides_json(const core::ProbeAnalysis& probe, const std::string& first,
+                    const std::string& second) {
+  Json rows = Json::array();
+  for (const auto& drift : probe.prefix)
+    rows.push_back({{"id", drift.id},
+                    {first + "_runs", drift.cold_runs},
+                    {second + "_runs", drift.warm_runs},
+                    {first + "_unique", drift.cold_unique},
+                    {second + "_unique", drift.warm_unique},
+                    {"drift", drift.drift},
+                    {"divergence", optional_int(drift.divergence)}});
+  return {{"drift_prompts", probe.prefix_drift_prompts}, {"prompts", rows}};
+}
+
 Json probes_json(const core::AuditReport& report, const core::AuditData& data) {
   Json probes = Json::array();
   for (const auto& probe : report.probes) {
@@ -509,33 +525,14 @@ Json probes_json(const core::AuditReport& report, const core::AuditData& data) {
                          {"unique_completions", prompt.unique_completions},
                          {"first_divergence", optional_int(prompt.first_divergence)},
                          {"unstable", prompt.unstable}});
-    Json prefix = nullptr;
-    if (probe.probe == core::ProbeKind::prefix) {
-      Json rows = Json::array();
-      for (const auto& drift : probe.prefix)
-        rows.push_back({{"id", drift.id},
-                        {"cold_runs", drift.cold_runs},
-                        {"warm_runs", drift.warm_runs},
-                        {"cold_unique", drift.cold_unique},
-                        {"warm_unique", drift.warm_unique},
-                        {"drift", drift.drift},
-                        {"divergence", optional_int(drift.divergence)}});
-      prefix = {{"drift_prompts", probe.prefix_drift_prompts}, {"prompts", rows}};
-    }
-    // The restart probe's sides: each round's first request after the restart, the later one.
-    Json restart = nullptr;
-    if (probe.probe == core::ProbeKind::restart) {
-      Json rows = Json::array();
-      for (const auto& drift : probe.prefix)
-        rows.push_back({{"id", drift.id},
-                        {"first_runs", drift.cold_runs},
-                        {"later_runs", drift.warm_runs},
-                        {"first_unique", drift.cold_unique},
-                        {"later_unique", drift.warm_unique},
-                        {"drift", drift.drift},
-                        {"divergence", optional_int(drift.divergence)}});
-      restart = {{"drift_prompts", probe.prefix_drift_prompts}, {"prompts", rows}};
-    }
+    // The prefix probe's sides are cold and warm trials; the restart probe's, each round's
+    // first request after the restart and the later one.
+    const Json prefix = probe.probe == core::ProbeKind::prefix
+                            ? two_sides_json(probe, "cold", "warm")
+                            : Json(nullptr);
+    const Json restart = probe.probe == core::ProbeKind::restart
+                             ? two_sides_json(probe, "first", "later")
+                             : Json(nullptr);
     probes.push_back({{"probe", core::to_string(probe.probe)},
                       {"summary", brief_summary_json(probe.analysis.summary)},
                       {"activity", activity_json(data, probe.probe)},
