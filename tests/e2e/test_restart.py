@@ -97,7 +97,8 @@ class Restart(h.E2ETestCase):
         first_pid = self.pid()
         run, paths = self.audit(f"LLMREPRO_TEST_SECRET={SECRET} ./restart.sh", "ok")
         self.assert_exit(run, 0)
-        report = self.load_report(paths["json"])
+        # Exit code, terminal, Markdown, HTML and JUnit state the JSON verdict.
+        report = self.assert_verdict_agrees(run, paths)
         restart = next(p for p in report["probes"] if p["probe"] == "restart")
         self.assertEqual(restart["summary"]["requests"], 4)
         self.assertEqual(restart["summary"]["failed_requests"], 0)
@@ -133,7 +134,7 @@ class Restart(h.E2ETestCase):
                               "round restarted and became ready (2 of 2 restarts failed)",
                               run.stdout)
                 self.assertLess(time.monotonic() - start, 60)
-                report = self.load_report(paths["json"])
+                report = self.assert_verdict_agrees(run, paths)
                 restart = next(p for p in report["probes"] if p["probe"] == "restart")
                 self.assertEqual(restart["activity"]["restarts_run"], 2)
                 self.assertEqual(restart["activity"]["restarts_failed"], 2)
