@@ -2,6 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
 #include "core/probe_text.hpp"
 #include "probes/detail/request_builder.hpp"
 
@@ -34,34 +39,72 @@ HttpRequest priming_request(const EndpointTarget& target, const SchedulerConfig&
   return generation_request(target, config, core::prefix_priming_prompt(), params);
 }
 
-void prepare_prefix_trial(HttpTransport& transport, const EndpointTarget& target,
-                          const SchedulerConfig& config, const core::PlannedRequest& planned,
-                          core::ProbeActivity& activity) {
+std::optional<long> parse_prefix_cache_hits(std::string_view metrics) {
+  constexpr std::string_view name = "vllm:prefix_cache_hits_total";
+  std::optional<long> total;
+  while (!metrics.empty()) {
+    const std::size_t end = std::min(metrics.find('\n'), metrics.size());
+    std::string_view line = metrics.substr(0, end);
+    metrics.remove_prefix(std::min(end + 1, metrics.size()));
+    // A sample: the name, its labels in braces or none, a blank, the value (a timestamp may
+    // follow). Comments (# HELP, # TYPE) and other names are skipped.
+    if (!line.starts_with(name)) continue;
+    line.remove_prefix(name.size());
+    if (line.starts_with('{')) {
+      const std::size_t close = line.find('}');
+      if (close == std::string_view::npos) continue;
+      line.remove_prefix(close + 1);
+    }
+    if (line.empty() || (line.front() != ' ' && line.front() != '\t')) continue;
+    const std::string value(line.substr(line.find_first_not_of(" \t")));
+    char* rest = nullptr;
+    const double number = std::strtod(value.c_str(), &rest);
+    if (rest == value.c_str() || !std::isfinite(number) || number < 0) continue;
+    total = total.value_or(0) + static_cast<long>(number);
+  }
+  return total;
+}
+
+std::optional<long> read_prefix_cache_hits(HttpTransport& transport, const EndpointTarget& target,
+                                           const SchedulerConfig& config) {
+  const HttpResponse response = transport.perform(get_request(target, config, "/metrics"));
+  if (!answered_2xx(response)) return std::nullopt;
+  return parse_prefix_cache_hits(response.body);
+}
+
+std::optional<long> prepare_prefix_trial(HttpTransport& transport, const EndpointTarget& target,
+                                         const SchedulerConfig& config,
+                                         const core::PlannedRequest& planned,
+                                         core::ProbeActivity& activity) {
   if (core::prefix_trial_is_warm(planned.repeat)) {
     ++activity.primes_sent;
     if (!answered_2xx(transport.perform(priming_request(target, config)))) ++activity.primes_failed;
-    return;
+    return std::nullopt;
   }
   if (has_per_request_cold_mode(target.dialect)) {
     activity.cold_per_request = true;
-    return;
+    return std::nullopt;
   }
+  bool flushed = false;
   if (!activity.flush_looked_up) {
     activity.flush_looked_up = true;
     for (const char* route : k_flush_routes) {
       ++activity.flushes_sent;
       if (flush_answered(transport.perform(post_request(target, config, route, "{}")))) {
         activity.flush_route = route;
-        return;
+        flushed = true;
+        break;
       }
       ++activity.flushes_failed;
     }
-    return;
+  } else if (!activity.flush_route.empty()) {
+    ++activity.flushes_sent;
+    flushed =
+        flush_answered(transport.perform(post_request(target, config, activity.flush_route, "{}")));
+    if (!flushed) ++activity.flushes_failed;
   }
-  if (activity.flush_route.empty()) return;
-  ++activity.flushes_sent;
-  if (!flush_answered(transport.perform(post_request(target, config, activity.flush_route, "{}"))))
-    ++activity.flushes_failed;
+  if (!flushed || activity.flush_route != k_vllm_flush_route) return std::nullopt;
+  return read_prefix_cache_hits(transport, target, config);
 }
 
 } // namespace llmrepro::probes::detail

@@ -17,20 +17,26 @@ GenerationParams params_for(const EndpointTarget& target, const SchedulerConfig&
   return params;
 }
 
-HttpRequest post_request(const EndpointTarget& target, const SchedulerConfig& config,
-                         const std::string& path, std::string body) {
+HttpRequest get_request(const EndpointTarget& target, const SchedulerConfig& config,
+                        const std::string& path) {
   HttpRequest request;
-  request.method = HttpRequest::Method::post;
+  request.method = HttpRequest::Method::get;
   request.url = join_url(target.base_url, path);
-  request.body = std::move(body);
-  request.headers.push_back("Content-Type: application/json");
-  for (std::string& line : with_dialect_headers(target.dialect, target.headers))
-    request.headers.push_back(std::move(line));
+  request.headers = with_dialect_headers(target.dialect, target.headers);
   request.api_key = target.api_key;
   request.api_key_header = api_key_header(target.dialect);
   request.timeout_s = config.timeout_s;
   request.max_response_bytes = config.max_response_bytes;
   request.insecure = target.insecure;
+  return request;
+}
+
+HttpRequest post_request(const EndpointTarget& target, const SchedulerConfig& config,
+                         const std::string& path, std::string body) {
+  HttpRequest request = get_request(target, config, path);
+  request.method = HttpRequest::Method::post;
+  request.body = std::move(body);
+  request.headers.insert(request.headers.begin(), "Content-Type: application/json");
   return request;
 }
 

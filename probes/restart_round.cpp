@@ -53,11 +53,7 @@ std::optional<std::string> restart_endpoint(HttpTransport& transport, const Endp
     ++activity.restarts_failed;
     return describe_failure(outcome, settings.timeout_s);
   }
-  HttpRequest probe = post_request(target, config, readiness_route(target.dialect), "");
-  probe.method = HttpRequest::Method::get;
-  probe.headers.erase(std::remove(probe.headers.begin(), probe.headers.end(),
-                                  std::string("Content-Type: application/json")),
-                      probe.headers.end());
+  HttpRequest probe = get_request(target, config, readiness_route(target.dialect));
   for (;;) {
     const double left =
         settings.timeout_s - std::chrono::duration<double>(Steady::now() - start).count();

@@ -119,6 +119,9 @@ struct Slot {
   int last_status = 0;
   std::string last_reason;
   std::optional<int> long_context_words; // the long context was cut to this many words to fit
+  // A cold prefix trial after vLLM's reset: its prefix-cache counter before the trial
+  // (detail::prepare_prefix_trial).
+  std::optional<long> cache_hits_before;
 };
 
 // One wave as it runs: its requests still to start and the slots of those started.
@@ -249,8 +252,8 @@ private:
       // priming request and the trial are charged durably first.
       if (state.serial_prefix) LLMREPRO_TRY(write_budget_journal());
       if (state.serial_prefix)
-        detail::prepare_prefix_trial(m_transport, state.target, m_config, *state.queue.front(),
-                                     state.activity);
+        slot.cache_hits_before = detail::prepare_prefix_trial(m_transport, state.target, m_config,
+                                                              *state.queue.front(), state.activity);
       // The priming request is never parsed: it spends its bound.
       if (prime_ticket) m_budget->settle(*prime_ticket, std::nullopt);
       state.queue.pop_front();
@@ -363,7 +366,7 @@ private:
     bool finished_for_good = true;
     core::Result<void> recorded;
     if (judgement.verdict == Judgement::Verdict::success) {
-      recorded = record_success(slot, std::move(judgement.completion));
+      recorded = record_success(slot, state.target, std::move(judgement.completion));
     } else if (judgement.verdict == Judgement::Verdict::fail || attempts_spent || unreachable) {
       recorded = record_failure(slot);
     } else if (stopping()) {
@@ -444,7 +447,14 @@ private:
       m_next_start = std::max(m_next_start, now) + seconds(1.0 / m_config.rate_limit);
   }
 
-  core::Result<void> record_success(const Slot& slot, core::Completion completion) {
+  core::Result<void> record_success(const Slot& slot, const EndpointTarget& target,
+                                    core::Completion completion) {
+    // A cold trial after vLLM's reset, whose answer does not say what its cache served: the
+    // counter's growth across the trial does (the prefix probe is serial, so nothing of ours
+    // ran beside it; another client's hits would count against it).
+    if (slot.cache_hits_before && !completion.usage.cached_prompt)
+      if (const auto after = detail::read_prefix_cache_hits(m_transport, target, m_config))
+        completion.usage.cached_prompt = std::max(0L, *after - *slot.cache_hits_before);
     core::RequestRecord record;
     record.planned = *slot.planned;
     record.outcome.ok = true;

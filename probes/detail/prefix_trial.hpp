@@ -2,6 +2,9 @@
 // trial finds its shared prefix cached and a cold one finds the cache empty.
 #pragma once
 
+#include <optional>
+#include <string_view>
+
 #include "core/audit.hpp"
 #include "core/plan.hpp"
 #include "probes/http_transport.hpp"
@@ -21,15 +24,33 @@ bool has_per_request_cold_mode(Dialect dialect);
 // cache was not reset, e.g. requests were running), which is a refusal.
 bool flush_answered(const HttpResponse& response);
 
+// vLLM's count of the prompt tokens its prefix cache served (the counter
+// `vllm:prefix_cache_hits_total` of its Prometheus `/metrics`, vllm/v1/metrics/loggers.py),
+// summed over its label sets; empty where the text holds no sample of it.
+std::optional<long> parse_prefix_cache_hits(std::string_view metrics);
+
+// GET /metrics on the target and parse_prefix_cache_hits of its answer; empty where it does not
+// answer 2xx or holds no such counter.
+std::optional<long> read_prefix_cache_hits(HttpTransport& transport, const EndpointTarget& target,
+                                           const SchedulerConfig& config);
+
+// The route of vLLM's prefix-cache reset, after which a cold trial is confirmed by its counter.
+inline constexpr const char* k_vllm_flush_route = "/reset_prefix_cache";
+
 // Prepares the prefix trial `planned`, blocking until its side traffic has answered (the prefix
 // probe runs one request at a time, so nothing else is in flight). A warm trial
 // (core::prefix_trial_is_warm) is preceded by a priming request; a cold one, where the dialect
 // has a per-request cold mode, by nothing (the trial itself asks for it; activity says so), else
 // by a cache flush, by the first of k_flush_routes that flush_answered, looked up once per
 // endpoint and remembered in `activity`; when none does, cold trials run without a flush and the
-// determinism check leaves them untested. Counts everything in `activity`.
-void prepare_prefix_trial(HttpTransport& transport, const EndpointTarget& target,
-                          const SchedulerConfig& config, const core::PlannedRequest& planned,
-                          core::ProbeActivity& activity);
+// determinism check leaves them untested. Counts everything in `activity`. Returns, for a cold
+// trial after vLLM's reset answered, its prefix-cache counter read after the reset (empty
+// elsewhere): the scheduler reads it again when the trial has answered, and the difference is the
+// trial's cached prompt tokens where the answer does not give them (core::TokenUsage::
+// cached_prompt), which confirms the cold trial or not.
+std::optional<long> prepare_prefix_trial(HttpTransport& transport, const EndpointTarget& target,
+                                         const SchedulerConfig& config,
+                                         const core::PlannedRequest& planned,
+                                         core::ProbeActivity& activity);
 
 } // namespace llmrepro::probes::detail

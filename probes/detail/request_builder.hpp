@@ -19,6 +19,10 @@ GenerationParams params_for(const EndpointTarget& target, const SchedulerConfig&
 HttpRequest post_request(const EndpointTarget& target, const SchedulerConfig& config,
                          const std::string& path, std::string body);
 
+// A GET of `path` joined onto the target's base URL, with the target's key and headers.
+HttpRequest get_request(const EndpointTarget& target, const SchedulerConfig& config,
+                        const std::string& path);
+
 // The generation request for `prompt` in the target's dialect, with `params`.
 HttpRequest generation_request(const EndpointTarget& target, const SchedulerConfig& config,
                                const core::Prompt& prompt, const GenerationParams& params);

@@ -73,6 +73,15 @@ Script:
                                                                     a proxy without a model list)
    "reasoning_shape": "sglang"|"vllm"|"openai",                    (openai-chat, vllm: how entries'
                                                                     "reasoning" come; see below)
+   "metrics_hits": {"cold": 0, "warm": 160},                      (vllm: GET /metrics answers
+                                                                    Prometheus text whose counter
+                                                                    vllm:prefix_cache_hits_total,
+                                                                    split over two engines, grows
+                                                                    by "cold" for the first
+                                                                    completion request after a
+                                                                    flush and by "warm" for every
+                                                                    other: a cache the flush
+                                                                    empties, or one it does not)
    "fallback": [entry, ...],                                       (optional: any other prompt)
    "prompts": {"<prompt text or last user message>": [entry, ...] or variants}}
   A prompt key matches a request whose prompt equals it, else the longest key the prompt
@@ -527,6 +536,7 @@ def load_script(path):
             "no_logprobs_model": raw.get("no_logprobs_model"),
             "method_not_allowed": bool(raw.get("method_not_allowed", False)),
             "models_route": bool(raw.get("models_route", True)),
+            "metrics_hits": metrics_hits_of(raw.get("metrics_hits")),
             "embeddings": bool(raw.get("embeddings", False)),
             "echo_headers_get": bool(raw.get("echo_headers_get", False)),
             "props_echo_auth": bool(raw.get("props_echo_auth", False)),
@@ -542,6 +552,29 @@ def message_text(content):
     if isinstance(content, list):  # OpenAI content parts
         return "".join(p.get("text", "") for p in content if isinstance(p, dict))
     return None
+
+
+def metrics_hits_of(raw):
+    if raw is None:
+        return None
+    if (not isinstance(raw, dict) or set(raw) != {"cold", "warm"}
+            or not all(isinstance(v, int) and v >= 0 for v in raw.values())):
+        raise ScriptError("script: 'metrics_hits' must be {\"cold\": N, \"warm\": N}")
+    return raw
+
+
+def metrics_text(hits, model):
+    """vLLM's /metrics as its PrometheusStatLogger writes it (vllm/v1/metrics/loggers.py): the
+    counter per engine, beside its _created sample and another counter of a similar name."""
+    first, second = hits - hits // 2, hits // 2
+    return (f"# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of "
+            f"queried tokens.\n# TYPE vllm:prefix_cache_queries_total counter\n"
+            f'vllm:prefix_cache_queries_total{{engine="0",model_name="{model}"}} {hits * 2}.0\n'
+            f"# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached "
+            f"tokens.\n# TYPE vllm:prefix_cache_hits_total counter\n"
+            f'vllm:prefix_cache_hits_total{{engine="0",model_name="{model}"}} {first}.0\n'
+            f'vllm:prefix_cache_hits_total{{engine="1",model_name="{model}"}} {second}.0\n'
+            f'vllm:prefix_cache_hits_created{{engine="0",model_name="{model}"}} 1.7e+09\n')
 
 
 def prompt_of(body):
@@ -599,6 +632,7 @@ class State:
         self.open = []
         self.flushes = 0
         self.flushed = False  # a flush came after the last completion request
+        self.cache_hits = 0  # the "metrics_hits" counter
         self.log = open(log_path, "a", encoding="utf-8") if log_path else None
 
     def match(self, prompt):
@@ -1660,6 +1694,16 @@ class Handler(BaseHTTPRequestHandler):
                                                                       script)
         if path == "/v1/models" and not script["models_route"]:
             status = 404
+        if path == "/metrics" and script["metrics_hits"] is not None:
+            with self.state.lock:
+                hits = self.state.cache_hits
+            data = metrics_text(hits, script["model"]).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         if path == "/props" and status == 200 and script["props_echo_auth"]:
             # A hostile server repeating the key it was sent in what it says of itself.
             obj = dict(obj, build_info="b1-" + (self.headers.get("Authorization") or ""))
@@ -1747,6 +1791,10 @@ class Handler(BaseHTTPRequestHandler):
         if dialect in ("llamacpp", "llamacpp-old") and body.get("cache_prompt") is False:
             # llama-server leaves its prompt cache out of this request: as cold as after a flush.
             self.after_flush = True
+        hits = self.state.script["metrics_hits"]
+        if hits is not None and completion_route(dialect, path) is not None:
+            with self.state.lock:
+                self.state.cache_hits += hits["cold"] if self.after_flush else hits["warm"]
         if path == "/v1/embeddings" and self.state.script["embeddings"]:
             inputs = body.get("input")
             inputs = inputs if isinstance(inputs, list) else [inputs]

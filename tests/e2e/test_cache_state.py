@@ -10,7 +10,11 @@
 - Cold trials that carry "cache_prompt": false and still report cache_n > 0 (a server ignoring
   the switch) are no confirmed cold trials: --profile deterministic reports the cold cell "not
   checked ... cold mode not confirmed: 4 of 4 cold trials reused the cache", and the verdict is an
-  error (exit 3), never a pass or a failure of the claim."""
+  error (exit 3), never a pass or a failure of the claim.
+- vLLM, whose answers say nothing of its cache: after its /reset_prefix_cache answers, each cold
+  trial's cached prompt tokens are the growth of vllm:prefix_cache_hits_total on /metrics across
+  it (summed over the engines' label sets). A reset that empties the cache gives 0 for every cold
+  trial and a tested cold cell; one that does not gives 160 and "cold mode not confirmed"."""
 
 import html
 import json
@@ -91,6 +95,46 @@ class CacheState(h.E2ETestCase):
         self.assertEqual(verdict["headline"],
                          "ERROR: the audit could not be judged: " + line +
                          " (--profile deterministic)")
+        self.assert_exit(run, 3)
+
+    def vllm_audit(self, hits, tag):
+        endpoint = self.start_endpoint(
+            {"flush_routes": ["/reset_prefix_cache"], "metrics_hits": hits,
+             "fallback": [{"tokens": [tok(" ok")]}],
+             "prompts": {p["prompt"]: [{"tokens": ANSWER}] for p in PROMPTS}},
+            dialect="vllm", name=tag)
+        suite = self.write_suite(f"{tag}.jsonl", PROMPTS)
+        run, report, paths = self.audit_reports(
+            suite, ["--endpoint", endpoint.url], api="openai-chat", tag=tag,
+            extra=["--profile", "deterministic", "--max-concurrency", "1", "--runs", "2",
+                   "--max-tokens", "8"])
+        conn = h.open_db(paths["db"])
+        try:
+            trials = [row for row in conn.execute(
+                "SELECT repeat, usage_cached_prompt_tokens FROM requests WHERE probe = 'prefix' "
+                "ORDER BY repeat, prompt_index")]
+        finally:
+            conn.close()
+        cold = [cached for repeat, cached in trials if repeat % 2 == 0]
+        warm = [cached for repeat, cached in trials if repeat % 2 == 1]
+        gets = [r["path"] for r in endpoint.requests("GET")]
+        return run, report, cold, warm, gets
+
+    def test_vllm_cold_trials_confirmed_by_its_metrics(self):
+        run, report, cold, warm, gets = self.vllm_audit({"cold": 0, "warm": 160}, "vllm-cold")
+        self.assertEqual(cold, [0, 0, 0, 0])
+        self.assertEqual(warm, [None] * 4, "warm trials are not read")
+        self.assertEqual(gets.count("/metrics"), 8, "before and after each cold trial")
+        cell = next(c for c in report["summary"]["determinism"]["cells"] if c["shape"] == "cold")
+        self.assertEqual((cell["tested"], cell["held"]), (True, True))
+        self.assert_exit(run, 0)
+
+    def test_vllm_reset_that_keeps_the_cache_is_not_confirmed(self):
+        run, report, cold, _, _ = self.vllm_audit({"cold": 160, "warm": 160}, "vllm-warm")
+        self.assertEqual(cold, [160, 160, 160, 160])
+        cell = next(c for c in report["summary"]["determinism"]["cells"] if c["shape"] == "cold")
+        self.assertEqual((cell["tested"], cell["untested_reason"]),
+                         (False, "cold mode not confirmed: 4 of 4 cold trials reused the cache"))
         self.assert_exit(run, 3)
 
 

@@ -215,6 +215,27 @@ TEST_CASE("flush_answered: a 2xx flushed, except vLLM's explicit refusal in JSON
   CHECK_FALSE(flush_answered(answer(400, "Cannot flush: requests are running")));
 }
 
+TEST_CASE("parse_prefix_cache_hits: vLLM's counter, summed over its label sets") {
+  using llmrepro::probes::detail::parse_prefix_cache_hits;
+  // As vLLM's PrometheusStatLogger writes it (vllm/v1/metrics/loggers.py), two engines.
+  const std::string metrics =
+      "# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached "
+      "tokens.\n"
+      "# TYPE vllm:prefix_cache_hits_total counter\n"
+      "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} 900.0\n"
+      "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 320.0\n"
+      "vllm:prefix_cache_hits_total{engine=\"1\",model_name=\"m\"} 160.0 1700000000000\n"
+      "vllm:prefix_cache_hits_created{engine=\"0\",model_name=\"m\"} 1.7e+09\n";
+  CHECK(parse_prefix_cache_hits(metrics) == 480);
+  CHECK(parse_prefix_cache_hits("vllm:prefix_cache_hits_total 7\n") == 7);
+  CHECK(parse_prefix_cache_hits("vllm:prefix_cache_hits_total{engine=\"0\"} 0\n") == 0);
+  // No sample of it: nothing to read (another server, or a vLLM without the counter).
+  CHECK_FALSE(parse_prefix_cache_hits("# TYPE vllm:prefix_cache_hits_total counter\n"));
+  CHECK_FALSE(parse_prefix_cache_hits("vllm:gpu_prefix_cache_hit_rate 0.5\n"));
+  CHECK_FALSE(parse_prefix_cache_hits("vllm:prefix_cache_hits_total NaN\n"));
+  CHECK_FALSE(parse_prefix_cache_hits(""));
+}
+
 TEST_CASE("the per-request cold mode: llamacpp's cold trials leave the prompt cache out") {
   using llmrepro::probes::build_request;
   using llmrepro::probes::Dialect;
