@@ -142,6 +142,7 @@ core::Result<void> run_requests(AuditRun& run) {
   // it is drained before anything reads the records back or marks the audit partial or
   // complete; its error counts when the run itself succeeded.
   const probes::RestartSettings restart{options.restart_cmd, options.restart_timeout_s};
+  run.activity = core::earlier_prefix_sizing(run.header.probe_activity);
   const SendPlan send = [&](const core::Plan& plan) -> core::Result<void> {
     store::DatabaseSink database_sink(*run.database);
     // Every record is redacted on its way into the database (docs/design.md "Secrets").

@@ -1,5 +1,7 @@
 #include "core/audit.hpp"
 
+#include "core/probe_text.hpp"
+
 namespace llmrepro::core {
 
 const char* to_string(FailOn fail_on) {
@@ -89,6 +91,24 @@ std::string cold_mode_text(const ProbeActivity& activity) {
     return "with the prompt cache off per request (cache_prompt: false)";
   if (!activity.flush_route.empty()) return "after a flush through " + activity.flush_route;
   return {};
+}
+
+std::vector<ProbeActivity> earlier_prefix_sizing(const std::vector<ProbeActivity>& before) {
+  std::vector<ProbeActivity> now(before.size());
+  for (std::size_t e = 0; e < before.size(); ++e) {
+    now[e].prefix_shortened = before[e].prefix_shortened;
+    now[e].prefix_words = before[e].prefix_words;
+  }
+  return now;
+}
+
+std::string prefix_sizing_text(const ProbeActivity& activity) {
+  if (!activity.prefix_shortened) return {};
+  if (activity.prefix_words == 0)
+    return "not one word of the shared prefix fits the server's context per slot beside the "
+           "longest prompt, so the trials share no prefix";
+  return "shared prefix cut to " + std::to_string(activity.prefix_words) + " of " +
+         std::to_string(k_prefix_words) + " words to fit the server's context per slot";
 }
 
 FillerLevel& filler_level(ProbeActivity& activity, int level, bool sampled) {

@@ -220,6 +220,10 @@ struct ProbeActivity {
   // fewest words of context one of them kept (0 where none was cut).
   int long_shortened = 0;
   int long_context_words_min = 0;
+  // The prefix probe's shared prefix was cut to `prefix_words` of core::k_prefix_words words to
+  // fit the endpoint's context per slot beside every prompt (0: not one word fit).
+  bool prefix_shortened = false;
+  int prefix_words = 0;
   // The restart probe's rounds: restart commands run, those that failed (non-zero exit, past
   // --restart-timeout, or the endpoint never ready within it), and the longest a successful one
   // took from the command's start until the endpoint answered its readiness route.
@@ -234,6 +238,14 @@ FillerLevel& filler_level(ProbeActivity& activity, int level, bool sampled = fal
 // That entry, or null where no such filler ran at `level`.
 const FillerLevel* find_filler_level(const ProbeActivity& activity, int level,
                                      bool sampled = false);
+// The activity a resumed run starts from, per endpoint: only the earlier runs' sizing of the
+// shared prefix (every count starts afresh), so that it sends the prefix their trials had.
+std::vector<ProbeActivity> earlier_prefix_sizing(const std::vector<ProbeActivity>& before);
+// The sizing of the shared prefix in words, for every report: "shared prefix cut to 52 of 160
+// words to fit the server's context per slot", or why the prefix cells are not tested; empty
+// where it was not cut.
+std::string prefix_sizing_text(const ProbeActivity& activity);
+
 // The fillers of `probe` sent and failed: the mixed probe's greedy ones, the mixed-sampling
 // probe's sampled ones; 0 for a probe without fillers.
 int fillers_sent(const ProbeActivity& activity, ProbeKind probe);

@@ -189,6 +189,10 @@ void add_activity(ProbeActivity& into, const ProbeActivity& from) {
         into.long_shortened > 0 ? std::min(into.long_context_words_min, from.long_context_words_min)
                                 : from.long_context_words_min;
   into.long_shortened += from.long_shortened;
+  if (from.prefix_shortened)
+    into.prefix_words =
+        into.prefix_shortened ? std::min(into.prefix_words, from.prefix_words) : from.prefix_words;
+  into.prefix_shortened = into.prefix_shortened || from.prefix_shortened;
   into.restarts_run += from.restarts_run;
   into.restarts_failed += from.restarts_failed;
   into.restart_ready_ms_max = std::max(into.restart_ready_ms_max, from.restart_ready_ms_max);

@@ -133,6 +133,19 @@ constexpr const char* k_no_cold_mode =
     "the endpoint offered no cold mode (no cache flush route answered, no per-request cache "
     "switch), so its cold trials ran on whatever the cache held";
 
+// What the shared prefix's sizing makes of a prefix cell: a prefix cut to fit is noted; none at
+// all (not one word fit) leaves the cell untested, since a warm trial then found nothing of its
+// own cached and a cold one had nothing to miss.
+void prefix_sizing(DeterminismCell& cell, const ProbeActivity* activity) {
+  if (activity == nullptr || !activity->prefix_shortened) return;
+  if (activity->prefix_words > 0) {
+    cell.note = prefix_sizing_text(*activity);
+    return;
+  }
+  cell.tested = false;
+  cell.untested_reason = prefix_sizing_text(*activity);
+}
+
 // What the side traffic of `cell`'s level makes of it: a mixed or mixed-sampling level whose
 // fillers the server refused, or none of which fit, is not tested; shortened fillers and long
 // contexts are noted. Each filler probe is judged by its own fillers (FillerLevel::sampled).
@@ -236,6 +249,8 @@ DeterminismCheck check_determinism(const std::vector<DeterminismInput>& inputs) 
               .add(prompt.id, prompt.warm_drift_from_reference,
                    prompt.warm_divergence_from_reference);
       }
+      for (auto& builder : builders)
+        if (builder.cell.probe == input.probe) prefix_sizing(builder.cell, input.activity);
       continue;
     }
     if (input.analysis == nullptr) continue;

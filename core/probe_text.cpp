@@ -33,8 +33,8 @@ Prompt with_preamble(const Prompt& prompt, const std::string& preamble) {
 
 std::string long_context(int words) { return "Context: " + filler_words(words, k_long_seed); }
 
-std::string prefix_text() {
-  return "Read the following notes. " + filler_words(k_prefix_words, k_prefix_seed);
+std::string prefix_text(int words) {
+  return "Read the following notes. " + filler_words(words, k_prefix_seed);
 }
 
 } // namespace
@@ -55,7 +55,7 @@ Prompt probe_prompt(const Prompt& prompt, ProbeKind probe) {
   case ProbeKind::mixed:
   case ProbeKind::mixed_sampling:
   case ProbeKind::restart: return prompt;
-  case ProbeKind::prefix: return with_preamble(prompt, prefix_text());
+  case ProbeKind::prefix: return prefix_probe_prompt(prompt, k_prefix_words);
   case ProbeKind::long_prompt: return with_preamble(prompt, long_context(k_long_context_words));
   }
   return prompt;
@@ -63,11 +63,15 @@ Prompt probe_prompt(const Prompt& prompt, ProbeKind probe) {
 
 bool prefix_trial_is_warm(int repeat) { return repeat % 2 == 1; }
 
-Prompt prefix_priming_prompt() {
+Prompt prefix_priming_prompt(int words) {
   Prompt prompt;
   prompt.id = "prefix-priming";
-  prompt.text = prefix_text() + "\n\nSay ok.";
+  prompt.text = prefix_text(words) + "\n\nSay ok.";
   return prompt;
+}
+
+Prompt prefix_probe_prompt(const Prompt& prompt, int words) {
+  return with_preamble(prompt, prefix_text(words));
 }
 
 namespace {
@@ -116,14 +120,13 @@ bool fits_context(const Prompt& prompt, int max_tokens, int context) {
   return prompt_token_bound(prompt) + max_tokens <= context;
 }
 
-// The most leading words of `words_total` that `make(n)` can keep and still fit with
-// `max_tokens`; 0 where not even one does. The bound grows with the words, so a binary search.
-template <typename Make>
-int most_words_fitting(int words_total, int max_tokens, int context, const Make& make) {
+// The most of `words_total` words with which `fits(n)` holds, 0 where not even one does. Every
+// bound grows with the words, so a binary search.
+template <typename Fits> int most_words_fitting(int words_total, const Fits& fits) {
   int low = 0, high = words_total;
   while (low < high) {
     const int mid = low + (high - low + 1) / 2;
-    if (fits_context(make(mid), max_tokens, context))
+    if (fits(mid))
       low = mid;
     else
       high = mid - 1;
@@ -150,7 +153,8 @@ SizedPrompt sized_filler(std::uint64_t index, const FillerShape& shape, int max_
     return prompt;
   };
   sized.shortened = true;
-  sized.words = most_words_fitting(sized.words, max_tokens, *context, make);
+  sized.words = most_words_fitting(
+      sized.words, [&](int words) { return fits_context(make(words), max_tokens, *context); });
   if (sized.words > 0) {
     sized.prompt = make(sized.words);
     return sized;
@@ -162,6 +166,20 @@ SizedPrompt sized_filler(std::uint64_t index, const FillerShape& shape, int max_
   return sized;
 }
 
+int prefix_words_fitting(const std::vector<Prompt>& prompts, int max_tokens,
+                         std::optional<int> context) {
+  if (!context) return k_prefix_words;
+  const auto fits_all = [&](int words) {
+    if (!fits_context(prefix_priming_prompt(words), 1, *context)) return false;
+    for (const Prompt& prompt : prompts)
+      if (!fits_context(prefix_probe_prompt(prompt, words), prompt.max_tokens.value_or(max_tokens),
+                        *context))
+        return false;
+    return true;
+  };
+  return most_words_fitting(k_prefix_words, fits_all);
+}
+
 SizedPrompt sized_long_prompt(const Prompt& prompt, int max_tokens, std::optional<int> context) {
   SizedPrompt sized;
   sized.prompt = probe_prompt(prompt, ProbeKind::long_prompt);
@@ -170,7 +188,9 @@ SizedPrompt sized_long_prompt(const Prompt& prompt, int max_tokens, std::optiona
   if (!context || fits_context(sized.prompt, max_tokens, *context)) return sized;
   const auto make = [&](int words) { return with_preamble(prompt, long_context(words)); };
   sized.shortened = true;
-  sized.words = most_words_fitting(k_long_context_words, max_tokens, *context, make);
+  sized.words = most_words_fitting(k_long_context_words, [&](int words) {
+    return fits_context(make(words), max_tokens, *context);
+  });
   sized.prompt = make(sized.words);
   sized.fits = fits_context(sized.prompt, max_tokens, *context);
   return sized;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/plan.hpp"
 #include "core/suite.hpp"
@@ -29,9 +30,20 @@ Prompt probe_prompt(const Prompt& prompt, ProbeKind probe);
 // priming request with the same prefix).
 bool prefix_trial_is_warm(int repeat);
 
-// The priming request of a warm prefix trial: the shared prefix and a short tail of its own, so
-// the audited request finds the prefix cached but not its own text.
-Prompt prefix_priming_prompt();
+// The priming request of a warm prefix trial: the shared prefix (its first `words` words) and a
+// short tail of its own, so the audited request finds the prefix cached but not its own text.
+Prompt prefix_priming_prompt(int words = k_prefix_words);
+
+// The prefix probe's prompt with only the first `words` words of the shared prefix
+// (probe_prompt(prompt, ProbeKind::prefix) is this with k_prefix_words).
+Prompt prefix_probe_prompt(const Prompt& prompt, int words);
+
+// The words of shared prefix that fit `context` tokens per slot beside every prompt of `prompts`
+// (each with its max_tokens, or `max_tokens` where it has none) and in the priming request (one
+// token): one count for all, so the prefix stays shared. k_prefix_words where there is no context
+// or it all fits; 0 where not even one word fits beside the longest prompt.
+int prefix_words_fitting(const std::vector<Prompt>& prompts, int max_tokens,
+                         std::optional<int> context);
 
 // How long the mixed probe's fillers are. `standard`: 8 to 200 words. `across_256`
 // (--profile deterministic): even-numbered fillers 16 to 200 words, odd-numbered 300 to 480, so

@@ -32,11 +32,12 @@ bool flush_answered(const HttpResponse& response) {
   return success == body.end() || !success->is_boolean() || success->get<bool>();
 }
 
-HttpRequest priming_request(const EndpointTarget& target, const SchedulerConfig& config) {
+HttpRequest priming_request(const EndpointTarget& target, const SchedulerConfig& config,
+                            int prefix_words) {
   GenerationParams params = params_for(target, config);
   params.max_tokens = 1;
   params.stream = false;
-  return generation_request(target, config, core::prefix_priming_prompt(), params);
+  return generation_request(target, config, core::prefix_priming_prompt(prefix_words), params);
 }
 
 std::optional<long> parse_prefix_cache_hits(std::string_view metrics) {
@@ -74,11 +75,12 @@ std::optional<long> read_prefix_cache_hits(HttpTransport& transport, const Endpo
 
 std::optional<long> prepare_prefix_trial(HttpTransport& transport, const EndpointTarget& target,
                                          const SchedulerConfig& config,
-                                         const core::PlannedRequest& planned,
+                                         const core::PlannedRequest& planned, int prefix_words,
                                          core::ProbeActivity& activity) {
   if (core::prefix_trial_is_warm(planned.repeat)) {
     ++activity.primes_sent;
-    if (!answered_2xx(transport.perform(priming_request(target, config)))) ++activity.primes_failed;
+    if (!answered_2xx(transport.perform(priming_request(target, config, prefix_words))))
+      ++activity.primes_failed;
     return std::nullopt;
   }
   if (has_per_request_cold_mode(target.dialect)) {

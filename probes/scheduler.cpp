@@ -130,9 +130,10 @@ struct WaveState {
   const EndpointTarget& target;
   core::ProbeActivity& activity;
   std::deque<const core::PlannedRequest*> queue;
-  bool serial_prefix = false;   // the prefix probe: one request at a time, with its side traffic
-  int restarted_round = -1;     // the restart probe: the round whose restart ran last
-  std::size_t concurrency = 1;  // slots
+  bool serial_prefix = false; // the prefix probe: one request at a time, with its side traffic
+  int prefix_words = core::k_prefix_words; // the shared prefix's words it sends (prefix_words_for)
+  int restarted_round = -1;                // the restart probe: the round whose restart ran last
+  std::size_t concurrency = 1;             // slots
   std::size_t filler_count = 0; // fillers kept in flight (the mixed and mixed-sampling probes)
   std::vector<Slot> slots;
 };
@@ -161,6 +162,7 @@ public:
     const auto endpoint = static_cast<std::size_t>(wave.endpoint_index);
     WaveState state{wave, m_targets[endpoint], m_activity[endpoint], std::move(queue)};
     state.serial_prefix = wave.probe == core::ProbeKind::prefix;
+    if (state.serial_prefix) state.prefix_words = prefix_words_for(state.target, state.activity);
     if (wave.probe == core::ProbeKind::restart && m_restart == nullptr)
       return core::make_error(core::ErrorCode::usage,
                               "the plan holds the restart probe: give --restart-cmd");
@@ -208,6 +210,25 @@ public:
   }
 
 private:
+  // The words of shared prefix the prefix probe sends to `target`: as many as fit its context per
+  // slot beside every suite prompt (core::prefix_words_fitting), one count for the whole audit so
+  // the prefix stays shared, and never more than an earlier run of the audit sent (a resumed run
+  // must send the prompts its trials are compared with). A cut is counted in `activity`.
+  int prefix_words_for(const EndpointTarget& target, core::ProbeActivity& activity) const {
+    std::vector<core::Prompt> prompts = m_suite.prompts;
+    for (core::Prompt& prompt : prompts)
+      if (prompt.max_tokens)
+        prompt.max_tokens = core::capped_max_tokens(*prompt.max_tokens, m_config.stop_after);
+    int words =
+        core::prefix_words_fitting(prompts, m_config.params.max_tokens, target.context_per_slot);
+    if (activity.prefix_shortened) words = std::min(words, activity.prefix_words);
+    if (words < core::k_prefix_words) {
+      activity.prefix_shortened = true;
+      activity.prefix_words = words;
+    }
+    return words;
+  }
+
   core::Result<void> write_budget_journal() {
     return m_budget != nullptr ? m_budget->write_journal() : core::Result<void>{};
   }
@@ -252,8 +273,9 @@ private:
       // priming request and the trial are charged durably first.
       if (state.serial_prefix) LLMREPRO_TRY(write_budget_journal());
       if (state.serial_prefix)
-        slot.cache_hits_before = detail::prepare_prefix_trial(m_transport, state.target, m_config,
-                                                              *state.queue.front(), state.activity);
+        slot.cache_hits_before =
+            detail::prepare_prefix_trial(m_transport, state.target, m_config, *state.queue.front(),
+                                         state.prefix_words, state.activity);
       // The priming request is never parsed: it spends its bound.
       if (prime_ticket) m_budget->settle(*prime_ticket, std::nullopt);
       state.queue.pop_front();
@@ -410,7 +432,9 @@ private:
                                   " but the suite has " + std::to_string(m_suite.prompts.size()));
     const core::Prompt& suite_prompt =
         m_suite.prompts[static_cast<std::size_t>(planned.prompt_index)];
-    core::Prompt prompt = core::probe_prompt(suite_prompt, state.wave.probe);
+    core::Prompt prompt = state.serial_prefix
+                              ? core::prefix_probe_prompt(suite_prompt, state.prefix_words)
+                              : core::probe_prompt(suite_prompt, state.wave.probe);
     if (prompt.max_tokens)
       prompt.max_tokens = core::capped_max_tokens(*prompt.max_tokens, m_config.stop_after);
     if (state.wave.probe == core::ProbeKind::long_prompt && state.target.context_per_slot) {

@@ -61,9 +61,11 @@ std::string activity_line(const core::AuditData* data, core::ProbeKind probe) {
                         html_escape(a.flush_route))
           : std::string("no cold mode (no cache flush available): cold trials ran on whatever "
                         "the cache held, so the cold cell is not tested");
+  const std::string sizing = core::prefix_sizing_text(a);
   return fmt::format("<p class=\"muted activity\">Priming requests: {} sent, {} failed \u00b7 {} "
-                     "\u00b7 flush requests: {} sent, {} failed.</p>",
-                     a.primes_sent, a.primes_failed, flush, a.flushes_sent, a.flushes_failed);
+                     "\u00b7 flush requests: {} sent, {} failed{}.</p>",
+                     a.primes_sent, a.primes_failed, flush, a.flushes_sent, a.flushes_failed,
+                     sizing.empty() ? std::string() : " \u00b7 " + html_escape(sizing));
 }
 
 std::string prefix_table(const core::ProbeAnalysis& probe) {

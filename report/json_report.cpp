@@ -7,8 +7,9 @@
 #include <string_view>
 #include <nlohmann/json.hpp>
 
-#include "core/cache_state.hpp"
 #include "core/adaptive.hpp"
+#include "core/cache_state.hpp"
+#include "core/probe_text.hpp"
 #include "core/statistics.hpp"
 #include "report/detail/iso_time.hpp"
 #include "report/detail/server_json.hpp"
@@ -487,7 +488,9 @@ Json activity_json(const core::AuditData& data, core::ProbeKind probe) {
             {"flush_route", activity.flush_looked_up && !activity.flush_route.empty()
                                 ? Json(activity.flush_route)
                                 : Json(nullptr)},
-            {"cold_mode", cold_mode_json(activity)}};
+            {"cold_mode", cold_mode_json(activity)},
+            {"prefix_words",
+             activity.prefix_shortened ? Json(activity.prefix_words) : Json(core::k_prefix_words)}};
   case core::ProbeKind::restart:
     return {{"restarts_run", activity.restarts_run},
             {"restarts_failed", activity.restarts_failed},

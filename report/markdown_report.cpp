@@ -153,6 +153,8 @@ std::string probes_markdown(const core::AuditReport& report) {
                                  "whatever the cache held, so the cold cell is not tested")
                    : fmt::format("; {} flushes through {}", a.flushes_sent - a.flushes_failed,
                                  markdown_escape(a.flush_route, 40));
+      if (const std::string sizing = core::prefix_sizing_text(a); !sizing.empty())
+        out += "; " + sizing;
     }
     out += ".\n";
     std::size_t shown = 0;

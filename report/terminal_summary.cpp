@@ -370,6 +370,8 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
           extra += data.probe_activity.front().flush_route.empty()
                        ? "   (no cold mode: no cache flush available)"
                        : "   (flushed via " + data.probe_activity.front().flush_route + ")";
+        if (!data.probe_activity.empty() && data.probe_activity.front().prefix_shortened)
+          extra += "   (" + core::prefix_sizing_text(data.probe_activity.front()) + ")";
       } else if (probe.probe == core::ProbeKind::restart) {
         extra = fmt::format("   later vs first after restart drift {} of {}",
                             probe.prefix_drift_prompts, probe.prefix.size());

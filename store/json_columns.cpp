@@ -486,6 +486,8 @@ std::string encode_probe_activity(const std::vector<core::ProbeActivity>& activi
                    {"filler_levels", filler_levels_json(a.filler_levels)},
                    {"long_shortened", a.long_shortened},
                    {"long_context_words_min", a.long_context_words_min},
+                   {"prefix_shortened", a.prefix_shortened},
+                   {"prefix_words", a.prefix_words},
                    {"restarts_run", a.restarts_run},
                    {"restarts_failed", a.restarts_failed},
                    {"restart_ready_ms_max", a.restart_ready_ms_max}});
@@ -534,16 +536,24 @@ Result<std::vector<core::ProbeActivity>> decode_probe_activity(const std::string
     // older audits, which counted none.
     if (const auto levels = item.find("filler_levels"); levels != item.end())
       LLMREPRO_TRY_ASSIGN(a.filler_levels, decode_filler_levels(*levels, where));
+    // Stored since the shared prefix was sized; absent in older audits, which never cut it.
+    if (const auto cut = item.find("prefix_shortened"); cut != item.end()) {
+      if (!cut->is_boolean())
+        return core::make_error(ErrorCode::input,
+                                where + ": field 'prefix_shortened' must be a boolean");
+      a.prefix_shortened = cut->get<bool>();
+    }
     // The sampled fillers' counts are stored since the mixed-sampling probe, the long probe's
-    // since it was sized, the restarts since the restart probe; absent in older audits, which
-    // sent none.
+    // since it was sized, the restarts since the restart probe, the prefix's words since it was
+    // sized; absent in older audits, which sent none.
     for (auto [name, field] : {std::pair{"long_shortened", &a.long_shortened},
                                {"long_context_words_min", &a.long_context_words_min},
                                {"sampled_filler_sent", &a.sampled_filler_sent},
                                {"sampled_filler_failed", &a.sampled_filler_failed},
                                {"restarts_run", &a.restarts_run},
                                {"restarts_failed", &a.restarts_failed},
-                               {"restart_ready_ms_max", &a.restart_ready_ms_max}})
+                               {"restart_ready_ms_max", &a.restart_ready_ms_max},
+                               {"prefix_words", &a.prefix_words}})
       if (item.contains(name)) LLMREPRO_TRY(integer(name, *field));
     activity.push_back(std::move(a));
   }

@@ -12,8 +12,10 @@
 
 namespace llmrepro::probes::detail {
 
-// The priming request of a warm trial: core::prefix_priming_prompt, one token, not streamed.
-HttpRequest priming_request(const EndpointTarget& target, const SchedulerConfig& config);
+// The priming request of a warm trial: core::prefix_priming_prompt with `prefix_words` words of
+// shared prefix, one token, not streamed.
+HttpRequest priming_request(const EndpointTarget& target, const SchedulerConfig& config,
+                            int prefix_words);
 
 // Whether the dialect can leave the prompt cache out of one request (llamacpp's
 // `"cache_prompt": false`, GenerationParams::bypass_prompt_cache): its cold trials then need no
@@ -39,7 +41,8 @@ inline constexpr const char* k_vllm_flush_route = "/reset_prefix_cache";
 
 // Prepares the prefix trial `planned`, blocking until its side traffic has answered (the prefix
 // probe runs one request at a time, so nothing else is in flight). A warm trial
-// (core::prefix_trial_is_warm) is preceded by a priming request; a cold one, where the dialect
+// (core::prefix_trial_is_warm) is preceded by a priming request (with `prefix_words` words of
+// shared prefix, as the trial has); a cold one, where the dialect
 // has a per-request cold mode, by nothing (the trial itself asks for it; activity says so), else
 // by a cache flush, by the first of k_flush_routes that flush_answered, looked up once per
 // endpoint and remembered in `activity`; when none does, cold trials run without a flush and the
@@ -50,7 +53,7 @@ inline constexpr const char* k_vllm_flush_route = "/reset_prefix_cache";
 // cached_prompt), which confirms the cold trial or not.
 std::optional<long> prepare_prefix_trial(HttpTransport& transport, const EndpointTarget& target,
                                          const SchedulerConfig& config,
-                                         const core::PlannedRequest& planned,
+                                         const core::PlannedRequest& planned, int prefix_words,
                                          core::ProbeActivity& activity);
 
 } // namespace llmrepro::probes::detail

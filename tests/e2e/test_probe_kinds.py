@@ -39,7 +39,7 @@ class ProbeKinds(h.E2ETestCase):
         self.assertEqual(prefix["activity"], {"primes_sent": 4, "primes_failed": 0,
                                               "flushes_sent": 4, "flushes_failed": 0,
                                               "flush_route": "/flush_cache",
-                                              "cold_mode": "flush"})
+                                              "cold_mode": "flush", "prefix_words": 160})
         self.assertEqual([(p["id"], p["cold_runs"], p["warm_runs"]) for p in prefix["prefix"]["prompts"]],
                          [("capital", 2, 2), ("story", 2, 2)])
         self.assertEqual(prefix["prefix"]["drift_prompts"],

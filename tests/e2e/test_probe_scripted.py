@@ -73,7 +73,7 @@ class ProbeScripted(h.E2ETestCase):
         self.assertEqual(by_probe["prefix"]["activity"],
                          {"primes_sent": 4, "primes_failed": 0, "flushes_sent": 5,
                           "flushes_failed": 1, "flush_route": "/reset_prefix_cache",
-                          "cold_mode": "flush"})
+                          "cold_mode": "flush", "prefix_words": 160})
         self.assertEqual(len(flushes(endpoint)), 4)
         self.assertEqual([r["path"] for r in endpoint.posts() if r.get("outcome") == "not_found"],
                          ["/flush_cache"])

@@ -7,7 +7,9 @@ tokens) exceeds the available context size (256 tokens), try increasing it"
 - Its /props names 256 tokens per slot (8 slots): --profile deterministic cuts every filler to
   fit (its prompt's bound, one token per byte plus the template margins, and its max_tokens at
   most 256), the server refuses none, the claim holds, and the coverage line lists every cell
-  that ran with the fillers it shortened. The long probe's 480-word context is cut to fit too.
+  that ran with the fillers it shortened. The long probe's 480-word context is cut to fit too,
+  and the prefix probe's 160-word shared prefix is cut to one length that fits beside every
+  prompt, noted on both prefix cells.
 - Its /props names 4096 tokens per slot while it refuses at 256: the fillers above 256 words are
   refused, and the mixed and mixed-sampling cells are "not tested" (each counting its own
   fillers), naming how many fillers of how many were
@@ -88,6 +90,24 @@ class ServerLimits(h.E2ETestCase):
             notes += [f"{shape} c={lvl}: {levels[lvl]['shortened']} of {levels[lvl]['sent']} "
                       "fillers shortened to fit the server's context per slot"
                       for lvl in (1, 2) if levels[lvl]["shortened"] > 0]
+        # The prefix probe: its 160-word shared prefix cut to one count of words that fits the
+        # slot beside every prompt and the priming request (the unit test of
+        # prefix_words_fitting checks it is the most that does).
+        prefixed = [json.loads(item["body"]) for item in endpoint.posts()
+                    if json.loads(item["body"])["prompt"].startswith("Read the following notes.")]
+        self.assertGreaterEqual(len(prefixed), 4 * len(PROMPTS))
+        words = {len(body["prompt"].split("\n\n")[0].split()) - 4 for body in prefixed}
+        self.assertEqual(len(words), 1, words)
+        (prefix_words,) = words
+        self.assertTrue(0 < prefix_words < 160, prefix_words)
+        for body in prefixed:
+            self.assertLessEqual(128 + len(body["prompt"].encode()) + body["n_predict"], 256)
+        prefix_activity = {p["probe"]: p for p in report["probes"]}["prefix"]["activity"]
+        self.assertEqual(prefix_activity["prefix_words"], prefix_words)
+        self.assertEqual(prefix_activity["primes_failed"], 0)
+        cut = (f"shared prefix cut to {prefix_words} of 160 words to fit the server's context "
+               "per slot")
+        notes = [f"cold prefix cache: {cut}", f"warm prefix cache: {cut}"] + notes
         coverage = ("determinism coverage: ran sweep c=1,2; cold prefix cache; warm prefix cache; "
                     "with filler traffic c=1,2; with sampled filler traffic c=1,2. Sized to fit: "
                     + "; ".join(notes) + ". Not tested: restart (no --restart-cmd)")

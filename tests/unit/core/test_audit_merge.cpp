@@ -207,6 +207,8 @@ TEST_CASE("merge_shards: the shards' probe activity adds up, their cold mode agr
                      FillerLevel{.level = 1, .sampled = true, .sent = 3, .shortened = 1}};
   a.long_shortened = 2;
   a.long_context_words_min = 300;
+  a.prefix_shortened = true;
+  a.prefix_words = 90;
   ProbeActivity b;
   b.filler_sent = 5;
   b.primes_sent = 1;
@@ -218,6 +220,8 @@ TEST_CASE("merge_shards: the shards' probe activity adds up, their cold mode agr
                      FillerLevel{.level = 1, .sent = 3, .unfit = true}};
   b.long_shortened = 1;
   b.long_context_words_min = 120;
+  b.prefix_shortened = true;
+  b.prefix_words = 40;
   first.probe_activity = {a};
   second.probe_activity = {b};
   // The third shard ran no prefix trial (no flush looked up): it agrees with any cold mode.
@@ -249,6 +253,9 @@ TEST_CASE("merge_shards: the shards' probe activity adds up, their cold mode agr
               FillerLevel{.level = 2, .sent = 2, .refused = 1, .refusal = "HTTP 400: no"}});
     CHECK(joined.long_shortened == 3);
     CHECK(joined.long_context_words_min == 120);
+    // The shortest prefix a shard sent; the third (no prefix trial) cut nothing.
+    CHECK(joined.prefix_shortened);
+    CHECK(joined.prefix_words == 40);
   }
   SUBCASE("a shard stored without activity adds nothing") {
     second.probe_activity.clear();
@@ -257,6 +264,7 @@ TEST_CASE("merge_shards: the shards' probe activity adds up, their cold mode agr
     REQUIRE(merged->probe_activity.size() == 1);
     CHECK(merged->probe_activity[0].filler_sent == 7);
     CHECK(merged->probe_activity[0].long_context_words_min == 300);
+    CHECK(merged->probe_activity[0].prefix_words == 90);
     CHECK(cold_mode_text(merged->probe_activity[0]) == "after a flush through /flush_cache");
   }
   SUBCASE("the per-request cold mode carries over from the one shard that ran cold trials") {

@@ -79,6 +79,35 @@ TEST_CASE("check_determinism") {
     CHECK(determinism_line(check) == "determinism claim held on every level and probe");
   }
 
+  SUBCASE("a shared prefix cut to fit is noted on both prefix cells; none at all leaves them "
+          "untested") {
+    ProbeActivity activity;
+    activity.prefix_shortened = true;
+    activity.prefix_words = 52;
+    const std::string flushed = "after a flush through /flush_cache";
+    const DeterminismCheck cut =
+        check_determinism({{ProbeKind::prefix, nullptr, &prefix, flushed, &activity}});
+    REQUIRE(cut.cells.size() == 2);
+    CHECK(cut.held);
+    for (const auto& cell : cut.cells) {
+      CHECK(cell.tested);
+      CHECK(cell.note ==
+            "shared prefix cut to 52 of 160 words to fit the server's context per slot");
+    }
+    CHECK(determinism_coverage_line(cut).find(
+              "Sized to fit: cold prefix cache: shared prefix cut to 52 of 160 words") !=
+          std::string::npos);
+
+    activity.prefix_words = 0;
+    const DeterminismCheck none =
+        check_determinism({{ProbeKind::prefix, nullptr, &prefix, flushed, &activity}});
+    CHECK_FALSE(none.held);
+    CHECK(none.untested_cells() == 2);
+    CHECK(none.cells[0].untested_reason ==
+          "not one word of the shared prefix fits the server's context per slot beside the "
+          "longest prompt, so the trials share no prefix");
+  }
+
   SUBCASE("no cold mode: the cold cell is not tested, never held, and nothing breaks there") {
     sweep.prompts = {prompt_of("a", {level_of(1)}), prompt_of("b", {level_of(1)})};
     // The cold trials moved: without a flush they ran on a warm cache, which says nothing.

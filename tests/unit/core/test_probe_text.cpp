@@ -156,3 +156,39 @@ TEST_CASE("sized_long_prompt") {
     CHECK_FALSE(sized.fits);
   }
 }
+
+TEST_CASE("prefix_words_fitting") {
+  Prompt short_prompt;
+  short_prompt.id = "s";
+  short_prompt.text = "What is two plus two?";
+  Prompt long_prompt;
+  long_prompt.id = "l";
+  long_prompt.text = filler_words(20, 7);
+  long_prompt.max_tokens = 64;
+  const std::vector<Prompt> prompts{short_prompt, long_prompt};
+  SUBCASE("no context or room enough: the whole prefix") {
+    CHECK(prefix_words_fitting(prompts, 16, std::nullopt) == k_prefix_words);
+    CHECK(prefix_words_fitting(prompts, 16, 8192) == k_prefix_words);
+  }
+  SUBCASE("a 1024-token slot: one count that fits the longest prompt with its own max_tokens") {
+    const int words = prefix_words_fitting(prompts, 16, 1024);
+    CHECK(words > 0);
+    CHECK(words < k_prefix_words);
+    // The long prompt (its 64 tokens, not the default 16) decides, and one word more does not fit.
+    CHECK(prompt_token_bound(prefix_probe_prompt(long_prompt, words)) + 64 <= 1024);
+    CHECK(prompt_token_bound(prefix_probe_prompt(long_prompt, words + 1)) + 64 > 1024);
+    CHECK(prompt_token_bound(prefix_probe_prompt(short_prompt, words + 1)) + 16 <= 1024);
+    CHECK(prefix_words_fitting({short_prompt}, 16, 1024) > words);
+    // The cut prefix is the full one's first words, before the prompt, in the priming request too.
+    const std::string cut = *prefix_probe_prompt(short_prompt, words).text;
+    const std::string whole = *probe_prompt(short_prompt, ProbeKind::prefix).text;
+    const std::string shared = cut.substr(0, cut.size() - 23);
+    CHECK(whole.compare(0, shared.size(), shared) == 0);
+    CHECK(prefix_priming_prompt(words).text->rfind(shared + "\n\n", 0) == 0);
+  }
+  SUBCASE("not even one word fits beside the longest prompt: 0") {
+    const int one_word = static_cast<int>(prompt_token_bound(prefix_probe_prompt(long_prompt, 1)));
+    CHECK(prefix_words_fitting(prompts, 16, one_word + 64) == 1);
+    CHECK(prefix_words_fitting(prompts, 16, one_word + 63) == 0);
+  }
+}

@@ -138,9 +138,16 @@ TEST_CASE("side traffic requests") {
     CHECK(sampled.body.find(*llmrepro::core::filler_prompt(3, {}).text) != std::string::npos);
     CHECK(sampled.body.find("\"stream\":true") == std::string::npos);
   }
-  SUBCASE("priming_request: the shared prefix, one token") {
-    const HttpRequest request = priming_request(test_target(), test_config());
+  SUBCASE("priming_request: the shared prefix (as many words as asked), one token") {
+    const HttpRequest request =
+        priming_request(test_target(), test_config(), llmrepro::core::k_prefix_words);
     CHECK(request.body.find("\"max_tokens\":1,") != std::string::npos);
+    const std::string full = *llmrepro::core::prefix_priming_prompt().text;
+    CHECK(request.body.find(full.substr(0, full.size() - 9)) != std::string::npos);
+    const HttpRequest cut = priming_request(test_target(), test_config(), 3);
+    const std::string three = *llmrepro::core::prefix_priming_prompt(3).text;
+    CHECK(cut.body.find(three.substr(0, three.size() - 9)) != std::string::npos);
+    CHECK(cut.body.find(full.substr(0, full.size() - 9)) == std::string::npos);
     CHECK(request.body.find("\"stream\":true") == std::string::npos);
     CHECK(request.headers.size() == 2);
   }

@@ -384,6 +384,8 @@ TEST_CASE("AuditDatabase::store_probe_activity keeps the fillers per level and c
   sampled.refusal = "HTTP 400: 'temperature' must be 0";
   activity.long_shortened = 5;
   activity.long_context_words_min = 17;
+  activity.prefix_shortened = true;
+  activity.prefix_words = 0; // cut to nothing: stored as such, not as "not cut"
   REQUIRE(database.store_probe_activity({activity}));
   const auto loaded = load_or_fail(database).probe_activity;
   REQUIRE(loaded.size() == 1);
@@ -404,6 +406,8 @@ TEST_CASE("AuditDatabase::store_probe_activity keeps the fillers per level and c
   CHECK(core::fillers_sent(loaded[0], core::ProbeKind::sweep) == 0);
   CHECK(loaded[0].long_shortened == 5);
   CHECK(loaded[0].long_context_words_min == 17);
+  CHECK(loaded[0].prefix_shortened);
+  CHECK(loaded[0].prefix_words == 0);
 }
 
 TEST_CASE("AuditDatabase::update_endpoint") {
