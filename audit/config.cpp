@@ -167,6 +167,7 @@ core::Result<core::AuditConfig> config_from(const AuditRequest& options) {
   config.plan.api = options.api;
   config.plan.model = options.model;
   config.plan.logprobs_form = options.logprobs_form;
+  LLMREPRO_TRY_ASSIGN(config.plan.temperature, core::parse_temperature_mode(options.temperature));
   // Only openai-chat requests carry the form; told another dialect, the flag would do nothing.
   if (options.logprobs_form != "auto" && options.api != "auto" && options.api != "openai-chat")
     return core::make_error(core::ErrorCode::usage,

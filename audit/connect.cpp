@@ -8,13 +8,15 @@
 #include <string>
 #include <utility>
 
+#include "audit/budget.hpp"
 #include "audit/config.hpp"
+#include "core/bidi_controls.hpp"
 #include "audit/keys.hpp"
 #include "core/prompt_form.hpp"
 #include "core/redaction.hpp"
 #include "probes/endpoint_detector.hpp"
 #include "probes/endpoint_url.hpp"
-#include "probes/logprob_check.hpp"
+#include "probes/capability_preflight.hpp"
 #include "probes/proxy_rule.hpp"
 
 namespace llmrepro::audit {
@@ -99,28 +101,70 @@ core::Result<Target> connect(const AuditRequest& options, const core::AuditConfi
   return result;
 }
 
-// A model on OpenAI's own API that returns no logprobs (a reasoning model) is named before the
-// plan runs, so that an audit compared on text alone is never mistaken for a parse failure.
-// One that rejects the parameter is then asked without it.
-// Returns whether it sent a request.
-bool check_logprobs_up_front(const AuditRequest& options, const core::AuditConfig& config,
-                             const core::Suite& suite, Target& target) {
-  if (target.embedded || suite.prompts.empty() || !probes::logprob_check_applies(target.target))
-    return false;
+// The capability preflight (probes/capability_preflight.hpp) against `target`, its findings
+// applied to what the audit will send and said before the plan runs; on --resume what the stored
+// audit found (`stored`) is applied instead, so that every run of one audit sends alike.
+// Returns the requests it sent.
+int preflight(const AuditRequest& options, const core::AuditConfig& config,
+              const core::Suite& suite, const core::EndpointInfo* stored,
+              std::optional<core::BudgetLedger>& budget, Target& target) {
+  if (config.plan.temperature == core::TemperatureMode::provider_default)
+    target.target.provider_temperature = true;
+  if (stored != nullptr) {
+    target.info.capabilities = stored->capabilities;
+    probes::apply_capabilities(target.target, target.info.capabilities);
+    return 0;
+  }
+  if (target.embedded || options.no_preflight || suite.prompts.empty()) return 0;
+  // A budget holds before the plan too: the preflight runs only where its most requests, each
+  // at its bound, fit what the budgets leave (the earlier endpoints' preflights reserved).
+  if (budget) {
+    const core::Prompt prompt = probes::preflight_prompt(suite.prompts.front().is_chat());
+    const core::TokenBound bound{core::prompt_token_bound(prompt), probes::k_preflight_max_tokens};
+    for (int i = 0; i < probes::k_preflight_max_requests; ++i)
+      if (!budget->try_start(bound)) {
+        note(options, fmt::format("llmrepro: no capability preflight at {}: its {} requests at "
+                                  "most do not fit the budget\n",
+                                  target.info.url, probes::k_preflight_max_requests));
+        return 0;
+      }
+  }
   const probes::SchedulerConfig scheduler =
       probes::scheduler_config_of(config, target.info.model, options.max_response_bytes);
-  probes::LogprobSupport support =
-      probes::check_logprob_support(target.target, scheduler, suite.prompts.front());
-  if (support.returns_logprobs) return true;
-  target.target.rejects_logprobs = support.rejects_logprobs;
-  if (!options.quiet)
-    note(options,
-         fmt::format(
-             "llmrepro: model '{}' at {} returns no logprobs: {}; its completions are compared by "
-             "text alone, with no top-2 gap{}\n",
-             support.model.empty() ? "(unnamed)" : support.model, target.info.url, support.reason,
-             support.rejects_logprobs ? " (requests are sent without logprobs)" : ""));
-  return true;
+  core::EndpointCapabilities& found = target.info.capabilities;
+  found = probes::run_preflight(target.target, scheduler, suite.prompts.front().is_chat(),
+                                config.plan.temperature);
+  probes::apply_capabilities(target.target, found);
+  if (options.quiet) return found.requests;
+  // The findings quote the server (its model name, its refusals): never a bidirectional control
+  // on stderr, as in every report.
+  note(options, core::mark_bidi_controls(fmt::format("llmrepro: {} {}\n", target.info.url,
+                                                     core::capabilities_line(found))));
+  const bool no_logprobs = found.logprobs.outcome == core::CapabilityOutcome::ignored ||
+                           found.logprobs.outcome == core::CapabilityOutcome::refused;
+  // Named before the plan runs, so that an audit compared on text alone is never mistaken for a
+  // parse failure.
+  if (no_logprobs)
+    note(options, core::mark_bidi_controls(fmt::format(
+                      "llmrepro: model '{}' at {} returns no logprobs: {}; its completions are "
+                      "compared by text alone, with no top-2 gap{}\n",
+                      found.model.empty() ? target.info.model : found.model, target.info.url,
+                      found.logprobs.outcome == core::CapabilityOutcome::refused
+                          ? "it rejects the `logprobs` parameter (" + found.logprobs.detail + ")"
+                          : std::string("it answered without `logprobs`"),
+                      found.logprobs.outcome == core::CapabilityOutcome::refused
+                          ? " (requests are sent without logprobs)"
+                          : "")));
+  if (const std::string effect = core::temperature_effect_line(found); !effect.empty()) {
+    note(options, core::mark_bidi_controls(fmt::format("llmrepro: {} at {}: {}\n", effect,
+                                                       target.info.url, found.temperature.detail)));
+    // Sampling makes distinct completions by design: say which gate judges what it can.
+    if (config.gates.fail_on.unstable)
+      note(options, "llmrepro: --fail-on unstable fails on any two distinct completions, which "
+                    "sampling gives by design; --fail-on shift and --min-modal-share judge the "
+                    "answers' distribution\n");
+  }
+  return found.requests;
 }
 
 } // namespace
@@ -128,6 +172,11 @@ bool check_logprobs_up_front(const AuditRequest& options, const core::AuditConfi
 core::Result<void> connect_endpoints(AuditRun& run) {
   const AuditRequest& options = run.request;
   const core::AuditConfig& config = run.config();
+  // What the budgets leave for the preflights, each reserving its most (run_requests charges
+  // what they sent). A resumed audit sends none.
+  std::optional<core::BudgetLedger> preflight_budget;
+  if (const core::BudgetLimits limits = budget_limits_of(config); limits.any() && !options.resume)
+    preflight_budget.emplace(limits);
   for (std::size_t i = 0; i < run.urls.size(); ++i) {
     const std::string& url = run.urls[i];
     auto target_or = connect(options, config, run.header.suite, url, run.keys[i]);
@@ -152,8 +201,10 @@ core::Result<void> connect_endpoints(AuditRun& run) {
       }
     }
     target.target.model = target.info.model;
-    if (check_logprobs_up_front(options, config, run.header.suite, target))
-      ++run.preflight_requests;
+    const core::EndpointInfo* stored =
+        options.resume && i < run.header.endpoints.size() ? &run.header.endpoints[i] : nullptr;
+    run.preflight_requests +=
+        preflight(options, config, run.header.suite, stored, preflight_budget, target);
     run.targets.push_back(std::move(target));
   }
   return {};

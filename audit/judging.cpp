@@ -48,6 +48,8 @@ core::Result<void> apply_judging(const Judging& judging, core::AuditConfig& conf
         !valid)
       return valid;
   if (judging.min_tara) LLMREPRO_TRY(check_finite_in("--min-tara", *judging.min_tara, 0.0, 1.0));
+  if (judging.min_modal_share)
+    LLMREPRO_TRY(check_finite_in("--min-modal-share", *judging.min_modal_share, 0.0, 1.0));
   if (judging.max_logprob_drift)
     LLMREPRO_TRY(check_finite_at_least("--max-logprob-drift", *judging.max_logprob_drift, 0.0,
                                        "a finite number of nats"));
@@ -74,6 +76,7 @@ core::Result<void> apply_judging(const Judging& judging, core::AuditConfig& conf
   if (take(o.max_unique)) config.gates.max_unique = judging.max_unique;
   if (take(o.max_unstable_rate)) config.gates.max_unstable_rate = judging.max_unstable_rate;
   if (take(o.min_tara)) config.gates.min_tara = judging.min_tara;
+  if (take(o.min_modal_share)) config.gates.min_modal_share = judging.min_modal_share;
   if (take(o.max_logprob_drift)) config.gates.max_logprob_drift = judging.max_logprob_drift;
   if (take(o.max_failed_rate)) config.gates.max_failed_rate = judging.max_failed_rate;
   if (take(o.fragile_gap)) config.analysis.fragile_gap = judging.fragile_gap;

@@ -18,6 +18,7 @@
 #include "audit/rounds.hpp"
 #include "audit/session.hpp"
 #include "core/redaction.hpp"
+#include "probes/capability_preflight.hpp"
 #include "probes/embeddings_client.hpp"
 #include "probes/proxy_rule.hpp"
 #include "store/database_sink.hpp"
@@ -121,10 +122,11 @@ core::Result<void> run_requests(AuditRun& run) {
   if (!ledger) return ledger.error();
   run.budget = std::move(*ledger);
   if (run.budget && !run.header.suite.prompts.empty()) {
-    const core::Prompt& first = run.header.suite.prompts.front();
+    const core::Prompt preflight =
+        probes::preflight_prompt(run.header.suite.prompts.front().is_chat());
     run.budget->add_spent(run.preflight_requests,
-                          run.preflight_requests * core::prompt_token_bound(first),
-                          run.preflight_requests * scheduler.params.max_tokens);
+                          run.preflight_requests * core::prompt_token_bound(preflight),
+                          run.preflight_requests * probes::k_preflight_max_tokens);
   }
   // Every attempt is charged before it is sent (kill -9 then --resume stays within the budget):
   // live in the lock file, one pwrite per batch of starts; settled into the database when the

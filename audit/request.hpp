@@ -33,6 +33,7 @@ struct Judging {
   std::optional<int> max_unique;
   std::optional<double> max_unstable_rate;
   std::optional<double> min_tara;
+  std::optional<double> min_modal_share;
   std::optional<double> max_logprob_drift;
   double max_failed_rate = core::GateConfig{}.max_failed_rate;
   double fragile_gap = core::k_default_fragile_gap;
@@ -45,6 +46,7 @@ struct Judging {
     bool max_unique = false;
     bool max_unstable_rate = false;
     bool min_tara = false;
+    bool min_modal_share = false;
     bool max_logprob_drift = false;
     bool max_failed_rate = false;
     bool fragile_gap = false;
@@ -52,8 +54,9 @@ struct Judging {
     bool fragile_p = false;
     bool compare_on = false;
     bool any() const {
-      return fail_on || max_unique || max_unstable_rate || min_tara || max_logprob_drift ||
-             max_failed_rate || fragile_gap || fragile_window || fragile_p || compare_on;
+      return fail_on || max_unique || max_unstable_rate || min_tara || min_modal_share ||
+             max_logprob_drift || max_failed_rate || fragile_gap || fragile_window || fragile_p ||
+             compare_on;
     }
   } given;
 };
@@ -93,6 +96,9 @@ struct AuditRequest {
   int top_logprobs = core::PlanSettings{}.top_logprobs;
   bool stream = core::PlanSettings{}.stream;
   std::string logprobs_form = core::PlanSettings{}.logprobs_form; // auto|openai|together
+  std::string temperature = core::to_string(core::PlanSettings{}.temperature); // 0|default
+  // --no-preflight: no capability preflight before the plan (probes/capability_preflight.hpp).
+  bool no_preflight = false;
   double timeout_s = core::RequestSettings{}.timeout_s;
   int retries = core::RequestSettings{}.retries;
   std::size_t max_response_bytes = 16u << 20;

@@ -69,7 +69,7 @@ struct AuditRun {
   bool interrupted = false;
   std::vector<core::ProbeActivity> activity;
   // The budgets' ledger (empty: no budget), and the requests connect_endpoints sent before the
-  // run (the logprob check), which it counts as spent.
+  // run (the capability preflight), which it counts as spent.
   std::optional<core::BudgetLedger> budget;
   int preflight_requests = 0;
   // An adaptive audit's decisions as its last look left them: stored after every look, and the

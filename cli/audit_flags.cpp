@@ -51,6 +51,18 @@ void add_endpoint_flags(CLI::App& audit, AuditOptions& options) {
                       "together on api.together.xyz and api.together.ai, openai elsewhere")
           ->check(value_choices({"auto", "openai", "together"}))
           ->capture_default_str();
+  flags.temperature =
+      audit
+          .add_option("--temperature", options.request.temperature,
+                      "0: greedy decoding; default: no temperature sent, the provider's own "
+                      "sampling, judged by whether each prompt's answer distribution holds "
+                      "(chosen by the preflight where temperature 0 is refused or ignored)")
+          ->check(value_choices({"0", "default"}))
+          ->capture_default_str();
+  audit.add_flag("--no-preflight", options.request.no_preflight,
+                 "Skip the capability preflight: the few counted requests per endpoint, before "
+                 "the plan, that find whether temperature 0 is accepted, refused or ignored, "
+                 "whether logprobs come back, whether a seed is honoured, and which model answers");
   audit.add_option(
       "--api-key-env", options.request.api_key_env,
       "Environment variable holding the --endpoint's API key (sent as a bearer token; in "

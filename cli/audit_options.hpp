@@ -36,6 +36,7 @@ struct AuditOptions {
     CLI::Option* shard = nullptr;
     CLI::Option* stream = nullptr;
     CLI::Option* logprobs_form = nullptr;
+    CLI::Option* temperature = nullptr;
     CLI::Option* profile = nullptr;
     CLI::Option* max_concurrency = nullptr;
     CLI::Option* engine_max_num_seqs = nullptr;

@@ -23,6 +23,7 @@ audit::AuditRequest request_of(const AuditOptions& options) {
                         .shard = given(plan.shard),
                         .stream = given(plan.stream),
                         .logprobs_form = given(plan.logprobs_form),
+                        .temperature = given(plan.temperature),
                         .profile = given(plan.profile),
                         .max_concurrency = given(plan.max_concurrency),
                         .engine_max_num_seqs = given(plan.engine_max_num_seqs),

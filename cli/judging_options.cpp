@@ -18,10 +18,12 @@ void add_judging_options(CLI::App& command, JudgingOptions& options) {
   audit::Judging& judging = options.values;
   given.fail_on = command
                       .add_option("--fail-on", judging.fail_on,
-                                  "none, or a comma list of unstable, fragile, disagree: fail when "
-                                  "any prompt is unstable, any prompt is fragile (or its fragility "
-                                  "unknown), or the endpoints' answers differ")
-                      ->check(value_choices({"none", "unstable", "fragile", "disagree"}))
+                                  "none, or a comma list of unstable, fragile, disagree, shift: "
+                                  "fail when any prompt is unstable, any prompt is fragile (or its "
+                                  "fragility unknown), the endpoints' answers differ, or a "
+                                  "prompt's answer distribution shifts between levels beyond "
+                                  "chance (family-wise 0.05)")
+                      ->check(value_choices({"none", "unstable", "fragile", "disagree", "shift"}))
                       ->capture_default_str();
   given.max_unique = command.add_option("--max-unique", judging.max_unique,
                                         "Fail when a prompt has more distinct completions (>= 1)");
@@ -30,6 +32,10 @@ void add_judging_options(CLI::App& command, JudgingOptions& options) {
                          "Fail when the unstable share of the judged prompts exceeds it (0..1)");
   given.min_tara =
       command.add_option("--min-tara", judging.min_tara, "Fail when TARa@N is below it (0..1)");
+  given.min_modal_share = command.add_option(
+      "--min-modal-share", judging.min_modal_share,
+      "Fail when a prompt's most frequent answer holds less than this share of its runs, "
+      "failures counted against it (0..1)");
   given.max_logprob_drift =
       command.add_option("--max-logprob-drift", judging.max_logprob_drift,
                          "Fail when a logprob moves by more between runs whose tokens agree (nats, "
@@ -74,6 +80,7 @@ audit::Judging judging_of(const JudgingOptions& judging) {
                   .max_unique = given(o.max_unique),
                   .max_unstable_rate = given(o.max_unstable_rate),
                   .min_tara = given(o.min_tara),
+                  .min_modal_share = given(o.min_modal_share),
                   .max_logprob_drift = given(o.max_logprob_drift),
                   .max_failed_rate = given(o.max_failed_rate),
                   .fragile_gap = given(o.fragile_gap),

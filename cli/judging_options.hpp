@@ -25,6 +25,7 @@ struct JudgingOptions {
     CLI::Option* max_unique = nullptr;
     CLI::Option* max_unstable_rate = nullptr;
     CLI::Option* min_tara = nullptr;
+    CLI::Option* min_modal_share = nullptr;
     CLI::Option* max_logprob_drift = nullptr;
     CLI::Option* max_failed_rate = nullptr;
     CLI::Option* fragile_gap = nullptr;

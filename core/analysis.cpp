@@ -427,14 +427,18 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
   std::map<std::string, int> answer_counts;
   const bool has_checker = prompt.expect.kind != Expectation::Kind::none;
   int passes = 0;
+  std::vector<RunAnswer> run_answers; // every run: distribution mode
   for (const auto* record : by_level(answers)) {
     if (has_checker) ++result.checked_runs;
+    run_answers.push_back({record->planned.concurrency, std::nullopt});
     if (!record->outcome.ok) continue;
     const std::string& text = record->outcome.completion.text;
-    if (const auto answer = extract_answer(prompt.extract, text))
+    if (const auto answer = extract_answer(prompt.extract, text)) {
       ++answer_counts[*answer];
-    else
+      run_answers.back().answer = *answer;
+    } else {
       ++result.answer_failures;
+    }
     if (has_checker && check_answer(prompt.expect, text).value_or(false)) ++passes;
   }
   for (const auto& entry : answer_counts) result.answers.push_back(entry);
@@ -442,6 +446,7 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   result.answers_agree =
       result.failed == 0 && result.answer_failures == 0 && result.answers.size() == 1;
+  judge_answer_distribution(result, run_answers); // Holm-adjusted once every prompt is in
   if (has_checker) result.passes = passes;
 
   // Reference first, then the most frequent, then the earliest seen.
@@ -694,6 +699,7 @@ AuditAnalysis AnalysisBuilder::finish() {
   std::vector<const NoiseDistribution*> levels_noise;
   for (const auto& [concurrency, samples] : totals.noise)
     levels_noise.push_back(&noise.emplace(concurrency, samples.distribution()).first->second);
+  judge_shifts(analysis);
   ConfusionMatrix& m = summary.predictor;
   std::vector<double> predicted;
   std::vector<double> gap_rule;

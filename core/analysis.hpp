@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/analysis_config.hpp"
+#include "core/answer_distribution.hpp"
 #include "core/audit.hpp"
 #include "core/completion.hpp"
 #include "core/cost.hpp"
@@ -80,6 +81,16 @@ struct LevelAnalysis {
   std::optional<int> divergence_from_reference;
   // Successful runs of this level that chose a token below its runner-up (chose_below_runner_up).
   int below_runner_up_runs = 0;
+  // Distribution mode (core/answer_distribution.hpp): this level's answers with their counts,
+  // their modal share over every run of the level, and against the lowest level the shift test,
+  // its p Holm-adjusted over every test of the audit; `shifted` where that falls below
+  // k_shift_alpha. No test at the lowest level.
+  std::map<std::string, int> answers;
+  ModalShare modal;
+  std::optional<ShiftTest> shift;
+  std::optional<double> shift_p_adjusted;
+  double answer_distance_from_serial = 0.0;
+  bool shifted = false;
   // This prompt's own noise samples at this level (its share of the level's noise), at most
   // k_own_noise_capacity of them: what --adaptive compares with the level's pool.
   NoiseDistribution own_noise;
@@ -146,6 +157,10 @@ struct PromptAnalysis {
   int answer_failures = 0;
   // All runs succeeded, parsed, and gave one answer: what TARa@N counts.
   bool answers_agree = false;
+  // The modal answer's share over every run of the prompt (failures and answers that could not
+  // be extracted count against it), and whether any level's answers shifted from the lowest's.
+  ModalShare modal;
+  bool shifted = false;
   // The checker (`expect`): k passing runs of n; empty when the prompt has no checker.
   // A failed request counts as a run that did not pass.
   std::optional<int> passes;
@@ -233,6 +248,11 @@ struct AuditSummary {
   std::optional<double> max_logprob_drift;
   int prompts_with_two_completions = 0; // prompts with at least two successful completions
   int fragile_prompts = 0;
+  // Distribution mode: prompts with a level whose answers shifted from the lowest level's (Holm
+  // over `shift_tests` tests), and the lowest modal share of any prompt with a run.
+  int shifted_prompts = 0;
+  int shift_tests = 0;
+  std::optional<double> min_modal_share;
   int fragility_unknown_prompts = 0;
   int prompts_without_logprobs = 0;
   int non_greedy_prompts = 0;

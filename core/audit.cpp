@@ -9,6 +9,7 @@ const char* to_string(FailOn fail_on) {
   case FailOn::unstable: return "unstable";
   case FailOn::fragile: return "fragile";
   case FailOn::disagree: return "disagree";
+  case FailOn::shift: return "shift";
   }
   return "unstable";
 }
@@ -23,6 +24,16 @@ std::string header_name(const std::string& line) {
   return line.substr(begin, end - begin);
 }
 
+TemperatureMode temperature_in_effect(const AuditData& data) {
+  if (data.config.plan.temperature == TemperatureMode::provider_default)
+    return TemperatureMode::provider_default;
+  for (const EndpointInfo& endpoint : data.endpoints)
+    if (endpoint.capabilities.checked() &&
+        endpoint.capabilities.in_effect == TemperatureMode::provider_default)
+      return TemperatureMode::provider_default;
+  return TemperatureMode::zero;
+}
+
 std::string to_string(const FailOnSet& fail_on) {
   std::string out;
   const auto add = [&out](bool on, const char* name) {
@@ -33,6 +44,7 @@ std::string to_string(const FailOnSet& fail_on) {
   add(fail_on.unstable, "unstable");
   add(fail_on.fragile, "fragile");
   add(fail_on.disagree, "disagree");
+  add(fail_on.shift, "shift");
   return out.empty() ? "none" : out;
 }
 
@@ -47,11 +59,13 @@ Result<FailOnSet> parse_fail_on(const std::string& text) {
     bool* slot = item == "unstable"   ? &set.unstable
                  : item == "fragile"  ? &set.fragile
                  : item == "disagree" ? &set.disagree
+                 : item == "shift"    ? &set.shift
                                       : nullptr;
     if (slot == nullptr)
-      return make_error(ErrorCode::usage,
-                        "unknown --fail-on value '" + item +
-                            "' (expected none, or a comma list of unstable, fragile, disagree)");
+      return make_error(
+          ErrorCode::usage,
+          "unknown --fail-on value '" + item +
+              "' (expected none, or a comma list of unstable, fragile, disagree, shift)");
     if (*slot) return make_error(ErrorCode::usage, "--fail-on names '" + item + "' twice");
     *slot = true;
     if (comma == std::string::npos) break;

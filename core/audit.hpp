@@ -15,25 +15,29 @@
 #include "core/reasoning.hpp"
 #include "core/request_record.hpp"
 #include "core/semantic_agreement.hpp"
+#include "core/capabilities.hpp"
 #include "core/server_description.hpp"
 #include "core/suite.hpp"
 
 namespace llmrepro::core {
 
 // What `--fail-on` fails on: a list, each judged in every scope (endpoint and probe kind).
-enum class FailOn { unstable, fragile, disagree };
+enum class FailOn { unstable, fragile, disagree, shift };
 const char* to_string(FailOn fail_on);
 
 struct FailOnSet {
   bool unstable = false; // any prompt unstable
   bool fragile = false;  // any prompt fragile, or its fragility unknown
   bool disagree = false; // endpoints' reference completions differ (--compare)
-  bool any() const { return unstable || fragile || disagree; }
+  // Any prompt's answer distribution shifted between levels beyond the shift test
+  // (core/answer_distribution.hpp): distribution mode's stability gate.
+  bool shift = false;
+  bool any() const { return unstable || fragile || disagree || shift; }
   friend bool operator==(const FailOnSet&, const FailOnSet&) = default;
 };
 // "none" or the comma list ("unstable,fragile"), in a fixed order.
 std::string to_string(const FailOnSet& fail_on);
-// "none", or a comma list of unstable, fragile and disagree.
+// "none", or a comma list of unstable, fragile, disagree and shift.
 Result<FailOnSet> parse_fail_on(const std::string& text);
 
 // The gates that decide the verdict of an audit. Judging flags: they may change on --resume and
@@ -49,10 +53,14 @@ struct GateConfig {
   // Fail when failed requests / recorded requests exceeds it. Always judged: by default any
   // request that failed after its retries fails the audit.
   double max_failed_rate = 0.0;
+  // --min-modal-share: fail when any prompt's modal answer holds less than this share of its
+  // runs (distribution mode; failures count against it).
+  std::optional<double> min_modal_share;
 
   // Whether any gate judges stability (the headline says so when none does).
   bool stability_gated() const {
-    return fail_on.unstable || max_unique || max_unstable_rate || max_logprob_drift;
+    return fail_on.unstable || fail_on.shift || max_unique || max_unstable_rate ||
+           max_logprob_drift || min_modal_share;
   }
   friend bool operator==(const GateConfig&, const GateConfig&) = default;
 };
@@ -91,6 +99,9 @@ struct PlanSettings {
   // --logprobs-form: "auto" (by host), "openai" or "together" (probes/dialect.hpp); it changes
   // what every openai-chat request asks for. "auto" in audits stored before it was.
   std::string logprobs_form = "auto";
+  // --temperature: what was requested (each endpoint's capabilities say what was in effect).
+  // 0 in audits stored before it was.
+  TemperatureMode temperature = TemperatureMode::zero;
   // --stop-after: every request's max_tokens capped at this (a cheap first pass).
   std::optional<int> stop_after;
   int shard_index = 0;
@@ -168,6 +179,9 @@ struct EndpointInfo {
   // What the server said about itself when the run that last connected to it started (empty
   // for the embedded engine, servers without such a route, and audits stored before it was).
   ServerDescription server;
+  // What the capability preflight found before the plan ran (core/capabilities.hpp); unchecked
+  // where none ran.
+  EndpointCapabilities capabilities;
 };
 
 struct AuditInfo {
@@ -275,6 +289,11 @@ struct AuditData {
   // that `report` names the budget; empty otherwise.
   std::string budget_stop;
 };
+
+// The temperature an audit ran at: the provider's default where it was requested, or where the
+// preflight found temperature 0 refused or ignored at any endpoint (distribution mode,
+// docs/design.md); else 0.
+TemperatureMode temperature_in_effect(const AuditData& data);
 
 // The plan an audit configuration implies for `endpoints` endpoints.
 PlanConfig plan_config_of(const AuditConfig& config, int endpoints);

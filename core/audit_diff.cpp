@@ -33,6 +33,8 @@ PromptSide side_of(const AuditReport& report, const PromptAnalysis& prompt,
   side.first_divergence = prompt.first_divergence;
   side.min_gap = prompt.min_gap;
   if (pass_counts) side.pass = pass_counts(report, prompt);
+  for (const auto& [answer, count] : prompt.answers) side.answers[answer] = count;
+  side.modal = prompt.modal;
   return side;
 }
 
@@ -299,6 +301,7 @@ std::vector<DiffPlanDifference> diff_plan_differences(const AuditConfig& a, cons
   add("--top-logprobs", std::to_string(a.plan.top_logprobs), std::to_string(b.plan.top_logprobs));
   add("--stream", on_off(a.plan.stream), on_off(b.plan.stream));
   add("--logprobs-form", a.plan.logprobs_form, b.plan.logprobs_form);
+  add("--temperature", to_string(a.plan.temperature), to_string(b.plan.temperature));
   add("--stop-after", optional_text(a.plan.stop_after), optional_text(b.plan.stop_after));
   add("--shard", std::to_string(a.plan.shard_index) + "/" + std::to_string(a.plan.shard_count),
       std::to_string(b.plan.shard_index) + "/" + std::to_string(b.plan.shard_count));
@@ -426,6 +429,37 @@ AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConf
     p.beyond_noise = worse || better;
     p.regression = worse;
     p.improvement = better;
+  }
+
+  // Distribution mode: each prompt's answers in A against B's, one family (Holm) over the tests
+  // that can reject at all.
+  const auto sampled_audit = [](const AuditReport& report) {
+    return report.data != nullptr &&
+           temperature_in_effect(*report.data) == TemperatureMode::provider_default;
+  };
+  const bool sampled = sampled_audit(a) || sampled_audit(b);
+  std::vector<PromptDiff*> shift_tested;
+  std::vector<double> shift_p;
+  for (PromptDiff& p : diff.prompts) {
+    ShiftTest shift = shift_test(p.a.answers, p.b.answers);
+    if (shift.a_answers == 0 || shift.b_answers == 0) continue;
+    const bool can_reject = shift.a_count + shift.b_count < shift.a_answers + shift.b_answers;
+    p.answer_shift = shift;
+    if (!can_reject) continue;
+    shift_tested.push_back(&p);
+    shift_p.push_back(shift.p);
+  }
+  const std::vector<double> shift_adjusted = holm_adjust(shift_p);
+  for (std::size_t i = 0; i < shift_tested.size(); ++i) {
+    shift_tested[i]->answer_shift_p_adjusted = shift_adjusted[i];
+    shift_tested[i]->answers_shifted = shift_adjusted[i] < config.alpha;
+    // Where either audit sampled (distribution mode), answers that changed beyond chance are
+    // what a regression gate exists to catch, whichever way the modal share moved; under greedy
+    // decoding the agreement tests above judge the change and the shift only informs.
+    if (shift_tested[i]->answers_shifted && sampled) {
+      shift_tested[i]->beyond_noise = true;
+      shift_tested[i]->regression = true;
+    }
   }
 
   // Overall, over the prompts with completions on both sides.

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/answer_distribution.hpp"
 #include "core/audit_report.hpp"
 #include "core/server_description.hpp"
 #include "core/statistics.hpp"
@@ -54,6 +56,10 @@ struct PromptSide {
   std::optional<int> first_divergence;
   std::optional<double> min_gap;
   std::optional<PassCount> pass;
+  // Its answers with their counts (the suite's `extract`, else the whitespace-collapsed text) and
+  // the modal answer's share of every run: distribution mode's figures.
+  std::map<std::string, int> answers;
+  ModalShare modal;
 
   // Share of runs that returned the modal completion; 0 without runs.
   double agreement() const;
@@ -80,6 +86,13 @@ struct PromptDiff {
   // The same for pass counts, where the pass-count source gave both sides.
   std::optional<double> pass_p;
   std::optional<double> pass_p_adjusted;
+  // Distribution mode: the two audits' answer distributions compared (shift_test, Holm over the
+  // prompts whose pooled answers are not all one answer); `answers_shifted` where the adjusted p
+  // is below alpha; where either audit ran in distribution mode it is also a regression. Empty
+  // where either side has no answer.
+  std::optional<ShiftTest> answer_shift;
+  std::optional<double> answer_shift_p_adjusted;
+  bool answers_shifted = false;
   bool beyond_noise = false; // an adjusted p below alpha
   bool regression = false;   // beyond noise and worse in B (lower agreement or pass rate)
   bool improvement = false;  // beyond noise and better in B

@@ -40,6 +40,7 @@ std::string text_of(const std::vector<ProbeKind>& probes) {
 std::string text_of(const Price& price) { return to_string(price); }
 std::string text_of(CompareOn compare_on) { return to_string(compare_on); }
 std::string text_of(AuditProfile profile) { return to_string(profile); }
+std::string text_of(TemperatureMode mode) { return to_string(mode); }
 std::string text_of(AdaptiveAssumption assumption) { return to_string(assumption); }
 std::string text_of(const FailOnSet& fail_on) { return to_string(fail_on); }
 std::string text_of(const EngineSettings& engine) {
@@ -95,6 +96,7 @@ std::optional<ConfigDifference> config_difference(const AuditConfig& a, const Au
   check("--seed", p.seed, q.seed);
   check("--stream", p.stream, q.stream);
   check("--logprobs-form", p.logprobs_form, q.logprobs_form);
+  check("--temperature", p.temperature, q.temperature);
   check("--profile", p.profile, q.profile);
   check("--adaptive", a.adaptive.enabled, b.adaptive.enabled);
   check("--adaptive-initial", a.adaptive.initial, b.adaptive.initial);
@@ -114,6 +116,7 @@ std::optional<ConfigDifference> config_difference(const AuditConfig& a, const Au
   check("--max-unique", a.gates.max_unique, b.gates.max_unique);
   check("--max-unstable-rate", a.gates.max_unstable_rate, b.gates.max_unstable_rate);
   check("--min-tara", a.gates.min_tara, b.gates.min_tara);
+  check("--min-modal-share", a.gates.min_modal_share, b.gates.min_modal_share);
   check("--max-logprob-drift", a.gates.max_logprob_drift, b.gates.max_logprob_drift);
   check("--max-failed-rate", a.gates.max_failed_rate, b.gates.max_failed_rate);
   // `==` decides: a setting the walk above does not name still keeps the shards apart.

@@ -198,6 +198,7 @@ RunFacts stored_run_facts(const AuditReport& report) {
   facts.recorded_requests = report.data != nullptr ? report.data->records.size() : 0;
   if (report.data != nullptr) {
     facts.budget_stop = report.data->budget_stop;
+    facts.distribution = temperature_in_effect(*report.data) == TemperatureMode::provider_default;
     facts.adaptive_unfinished = adaptive_unfinished_message(report.data->adaptive);
     // Re-judged with gates the adaptive stops did not wait for, those gates cannot pass.
     if (report.data->adaptive)

@@ -140,6 +140,7 @@ PlanSettings resume_plan_wanted(const PlanSettings& stored, const ResumeRequest&
   }
   if (given.stream) plan.stream = now.stream;
   if (given.logprobs_form) plan.logprobs_form = now.logprobs_form;
+  if (given.temperature) plan.temperature = now.temperature;
   if (given.profile) plan.profile = now.profile;
   // A flag not given runs the engine as stored (cli connect), so only given ones can differ.
   if (plan.engine) {
@@ -183,6 +184,7 @@ std::vector<PlanDifference> resume_plan_differences(const AuditData& stored,
   compare("--shard", shard_text(was), shard_text(now));
   compare("--stream", on_off(was.stream), on_off(now.stream));
   compare("--logprobs-form", was.logprobs_form, now.logprobs_form);
+  compare("--temperature", to_string(was.temperature), to_string(now.temperature));
   compare("--profile", to_string(was.profile), to_string(now.profile));
   if (!given.concurrency)
     compare("--max-concurrency", levels_text(was.levels), levels_text(now.levels));

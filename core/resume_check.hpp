@@ -36,6 +36,7 @@ struct PlanFlagsGiven {
   bool shard = false;
   bool stream = false;
   bool logprobs_form = false;
+  bool temperature = false;
   bool profile = false;
   bool max_concurrency = false; // compared as the levels it implies
   // The embedded engine's flags; compared only where the stored audit holds its settings.

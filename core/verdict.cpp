@@ -126,6 +126,62 @@ public:
         s.fragile_prompts == 0 && s.fragility_unknown_prompts == 0);
   }
 
+  // Distribution mode: each level's answers against the lowest level's, every test of the audit
+  // in one family (Holm), so that the gate fails only beyond chance at k_shift_alpha.
+  void shift(const JudgedScope& scope) {
+    const AuditSummary& s = scope.analysis->summary;
+    std::string message = prefix(scope) + count_of(s.shifted_prompts, s.prompts, "prompts") +
+                          " with an answer distribution that shifted between levels (" +
+                          std::to_string(s.shift_tests) + " tests, family-wise " +
+                          format_rate(k_shift_alpha) + ")";
+    std::string worst_id;
+    double worst_p = 1.0;
+    for (const auto& prompt : scope.analysis->prompts)
+      for (const auto& level : prompt.by_concurrency)
+        if (level.shifted && level.shift_p_adjusted && *level.shift_p_adjusted < worst_p) {
+          worst_p = *level.shift_p_adjusted;
+          worst_id = prompt.id + " at c=" + std::to_string(level.concurrency);
+        }
+    if (!worst_id.empty()) message += ", most of all " + worst_id;
+    message += " (--fail-on shift)";
+    // No level to compare is no evidence that the distribution held.
+    const bool compared = std::any_of(
+        scope.analysis->prompts.begin(), scope.analysis->prompts.end(), [](const auto& prompt) {
+          return std::any_of(
+              prompt.by_concurrency.begin(), prompt.by_concurrency.end(), [](const auto& level) {
+                return level.shift && level.shift->b_answers > 0 && level.shift->a_answers > 0;
+              });
+        });
+    if (!compared)
+      message = prefix(scope) + "no prompt had answers at two levels to compare (--fail-on shift)";
+    add("fail_on_shift", "--fail-on shift", scope_of(scope), s.shifted_prompts, 0, message,
+        s.shifted_prompts == 0 && compared);
+  }
+
+  void min_modal_share(const JudgedScope& scope, double limit) {
+    const AuditSummary& s = scope.analysis->summary;
+    if (!s.min_modal_share) {
+      add("min_modal_share", "--min-modal-share", scope_of(scope), std::nullopt, limit,
+          prefix(scope) + "no prompt had a run, minimum modal share " + format_rate(limit) +
+              " (--min-modal-share)",
+          false);
+      return;
+    }
+    int below = 0;
+    std::string worst_id;
+    for (const auto& prompt : scope.analysis->prompts)
+      if (prompt.modal.runs > 0 && prompt.modal.share < limit) {
+        ++below;
+        if (worst_id.empty() && prompt.modal.share == *s.min_modal_share) worst_id = prompt.id;
+      }
+    std::string message = prefix(scope) + count_of(below, s.prompts, "prompts") +
+                          " below modal share " + format_rate(limit) + ", lowest " +
+                          format_rate(*s.min_modal_share);
+    if (!worst_id.empty()) message += " (prompt " + worst_id + ")";
+    add("min_modal_share", "--min-modal-share", scope_of(scope), *s.min_modal_share, limit,
+        message + " (--min-modal-share)", below == 0);
+  }
+
   // One gate per compared endpoint: its reference completions against endpoint 0's.
   void disagree(const std::optional<EndpointComparison>& comparison, ProbeKind probe) {
     if (!comparison || comparison->prompts.empty()) {
@@ -303,7 +359,8 @@ public:
     }
   }
 
-  Verdict finish(const std::vector<JudgedScope>& scopes) {
+  // `distribution`: RunFacts::distribution, which words the headline without a stability gate.
+  Verdict finish(const std::vector<JudgedScope>& scopes, bool distribution) {
     Verdict verdict = std::move(m_verdict);
     verdict.stability_gated = m_gates.stability_gated();
     int failed = 0;
@@ -327,6 +384,14 @@ public:
       verdict.status = VerdictStatus::pass;
       if (verdict.stability_gated) {
         verdict.headline = "PASS: " + std::to_string(verdict.gates.size()) + " gates passed";
+      } else if (distribution) {
+        // Sampling by design: what the answers did, not how many completions differed.
+        const AuditSummary& s = scopes.front().analysis->summary;
+        verdict.headline =
+            "NO STABILITY GATE: " + count_of(s.shifted_prompts, s.prompts, "prompts") +
+            " with answers that shifted between levels";
+        if (s.min_modal_share)
+          verdict.headline += ", lowest modal share " + format_rate(*s.min_modal_share);
       } else {
         // No gate asked about stability: say what the audit saw instead of a bare PASS.
         const AuditSummary& s = scopes.front().analysis->summary;
@@ -368,6 +433,8 @@ Verdict judge(const std::vector<JudgedScope>& scopes,
   for (const auto& scope : scopes) {
     if (gates.fail_on.unstable) judge.unstable(scope);
     if (gates.fail_on.fragile) judge.fragile(scope);
+    if (gates.fail_on.shift) judge.shift(scope);
+    if (gates.min_modal_share) judge.min_modal_share(scope, *gates.min_modal_share);
     if (gates.max_unique) judge.max_unique(scope, *gates.max_unique);
     if (gates.max_unstable_rate) judge.max_unstable_rate(scope, *gates.max_unstable_rate);
     if (gates.min_tara) judge.min_tara(scope, *gates.min_tara);
@@ -375,7 +442,7 @@ Verdict judge(const std::vector<JudgedScope>& scopes,
   }
   if (gates.fail_on.disagree) judge.disagree(comparison, scopes.front().probe);
   judge.unsampled(facts);
-  return judge.finish(scopes);
+  return judge.finish(scopes, facts.distribution);
 }
 
 } // namespace llmrepro::core

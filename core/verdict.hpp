@@ -31,6 +31,7 @@ struct GateScope {
 struct GateResult {
   std::string name; // fail_on_unstable, fail_on_fragile, fail_on_disagree, max_unique,
                     // max_unstable_rate, min_tara, max_logprob_drift, max_failed_rate,
+                    // fail_on_shift, min_modal_share,
                     // determinism
   std::string flag; // the flag that asked for it: "--fail-on unstable", "--max-unique"
   GateScope scope;
@@ -80,6 +81,10 @@ struct RunFacts {
   // is not judged (it fails, and its line is an error); one that fails on it still fails, since
   // the runs not sent could only add evidence against it.
   std::vector<UnsampledGate> unsampled_gates;
+  // Some endpoint sampled at the provider's default (core::temperature_in_effect): distinct
+  // completions are expected, and a headline without a stability gate speaks of the answers'
+  // distributions instead.
+  bool distribution = false;
 };
 
 // Applies every configured gate to every scope (scopes[0] is endpoint 0's primary probe kind,

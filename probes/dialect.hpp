@@ -68,9 +68,15 @@ struct GenerationParams {
   // llamacpp only: /completion also names `model` (a router, or a --model given).
   bool native_model = false;
   ChatRequestForm chat_form = ChatRequestForm::common; // openai-chat requests only
-  // openai-chat only: false leaves `logprobs` and `top_logprobs` out, for a model that rejects
-  // them (logprob_check.hpp); its completions are then compared by text alone.
+  // openai-chat, openai-responses and gemini: false leaves the logprobs parameters out, for a
+  // model that refuses them (capability_preflight.hpp); its completions are then compared by
+  // text alone.
   bool logprobs = true;
+  // No temperature at all: the provider's default sampling (--temperature default, or a model
+  // that refuses temperature 0). Sampled requests still send theirs.
+  bool provider_temperature = false;
+  // False leaves the seed out, for an endpoint that refuses it.
+  bool send_seed = true;
   // llamacpp only: `"cache_prompt": false`, the prompt cache left out of this request (the
   // prefix probe's cold trials: llama.cpp has no cache flush route).
   bool bypass_prompt_cache = false;
@@ -85,7 +91,8 @@ struct DialectRequest {
   std::string body;
 };
 
-// Builds the request for one prompt: temperature 0 (1, with top_p 1, where params.sampled),
+// Builds the request for one prompt: temperature 0 (1, with top_p 1, where params.sampled; none
+// where params.provider_temperature),
 // logprobs with top_logprobs candidates where the API has them, the seed where accepted, max_tokens
 // (from the prompt when it sets one, else params).
 DialectRequest build_request(Dialect dialect, const core::Prompt& prompt,

@@ -141,7 +141,7 @@ DialectRequest build_anthropic_request(const core::Prompt& prompt, const Generat
   body["max_tokens"] = effective_max_tokens(prompt, params);
   // Sampled requests send temperature 1 alone: newer Claude models refuse temperature and top_p
   // together, and top_p 1 is the default anyway.
-  body["temperature"] = params.sampled ? 1.0 : 0.0;
+  put_temperature(body, params, nullptr);
   if (params.stream) body["stream"] = true;
   return {"/v1/messages", dump_body(body)};
 }

@@ -12,6 +12,19 @@ int effective_max_tokens(const core::Prompt& prompt, const GenerationParams& par
   return prompt.max_tokens ? *prompt.max_tokens : params.max_tokens;
 }
 
+void put_temperature(Json& place, const GenerationParams& params, const char* top_p_key) {
+  if (params.sampled) {
+    place["temperature"] = 1.0;
+    if (top_p_key != nullptr) place[top_p_key] = 1.0;
+  } else if (!params.provider_temperature) {
+    place["temperature"] = 0.0;
+  }
+}
+
+void put_seed(Json& place, const GenerationParams& params) {
+  if (params.send_seed) place["seed"] = params.seed;
+}
+
 Json response_format(const core::Prompt& prompt) {
   Json parsed = Json::parse(prompt.response_format_json, nullptr, false);
   if (parsed.is_discarded()) return Json(prompt.response_format_json);

@@ -203,12 +203,13 @@ DialectRequest build_gemini_request(const core::Prompt& prompt, const Generation
   }
   body["contents"] = std::move(contents);
   Json config;
-  config["temperature"] = params.sampled ? 1.0 : 0.0;
-  if (params.sampled) config["topP"] = 1.0;
+  put_temperature(config, params, "topP");
   config["maxOutputTokens"] = effective_max_tokens(prompt, params);
-  config["responseLogprobs"] = true;
-  config["logprobs"] = params.top_logprobs;
-  config["seed"] = params.seed;
+  if (params.logprobs) {
+    config["responseLogprobs"] = true;
+    config["logprobs"] = params.top_logprobs;
+  }
+  put_seed(config, params);
   add_response_format(prompt, config);
   body["generationConfig"] = std::move(config);
   // The version segment is dropped where the base URL already names one (join_url).

@@ -188,9 +188,8 @@ DialectRequest build_llamacpp_request(const core::Prompt& prompt, const Generati
   body["prompt"] = prompt_as_text(prompt);
   body["n_predict"] = effective_max_tokens(prompt, params);
   body["n_probs"] = params.top_logprobs;
-  body["temperature"] = params.sampled ? 1.0 : 0.0;
-  if (params.sampled) body["top_p"] = 1.0;
-  body["seed"] = params.seed;
+  put_temperature(body, params);
+  put_seed(body, params);
   body["stream"] = params.stream;
   // A router (llama-server without -m) proxies /completion to the child serving `model` and
   // answers 400 "model name is missing from the request" without it; a single-model server

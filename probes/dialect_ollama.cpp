@@ -114,10 +114,10 @@ DialectRequest build_ollama_request(const core::Prompt& prompt, const Generation
     body["prompt"] = *prompt.text;
     path = "/api/generate";
   }
-  body["options"] = Json{{"temperature", params.sampled ? 1.0 : 0.0},
-                         {"seed", params.seed},
-                         {"num_predict", effective_max_tokens(prompt, params)}};
-  if (params.sampled) body["options"]["top_p"] = 1.0;
+  Json options{{"num_predict", effective_max_tokens(prompt, params)}};
+  put_temperature(options, params);
+  put_seed(options, params);
+  body["options"] = std::move(options);
   body["logprobs"] = true;
   body["top_logprobs"] = params.top_logprobs;
   body["stream"] = params.stream;

@@ -37,10 +37,9 @@ namespace {
 void add_common_fields(Json& body, const core::Prompt& prompt, const GenerationParams& params,
                        const char* max_tokens_key = "max_tokens") {
   if (!params.model.empty()) body["model"] = params.model;
-  body["temperature"] = params.sampled ? 1.0 : 0.0;
-  if (params.sampled) body["top_p"] = 1.0;
+  put_temperature(body, params);
   body[max_tokens_key] = effective_max_tokens(prompt, params);
-  body["seed"] = params.seed;
+  put_seed(body, params);
   body["stream"] = params.stream;
   // Without include_usage a stream never says how many tokens it produced.
   if (params.stream) body["stream_options"] = Json{{"include_usage", true}};

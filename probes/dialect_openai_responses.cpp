@@ -197,11 +197,12 @@ DialectRequest build_openai_responses_request(const core::Prompt& prompt,
       input.push_back(Json{{"role", message.role}, {"content", message.content}});
     body["input"] = std::move(input);
   }
-  body["temperature"] = params.sampled ? 1.0 : 0.0;
-  if (params.sampled) body["top_p"] = 1.0;
+  put_temperature(body, params);
   body["max_output_tokens"] = effective_max_tokens(prompt, params);
-  body["top_logprobs"] = params.top_logprobs;
-  body["include"] = Json::array({"message.output_text.logprobs"});
+  if (params.logprobs) {
+    body["top_logprobs"] = params.top_logprobs;
+    body["include"] = Json::array({"message.output_text.logprobs"});
+  }
   body["stream"] = params.stream;
   // OpenAI keeps every response unless told not to; an audit's thousands are of no use there.
   body["store"] = false;

@@ -139,10 +139,10 @@ core::Completion parse_sglang_stream(std::string_view body) {
 DialectRequest build_sglang_request(const core::Prompt& prompt, const GenerationParams& params) {
   Json body;
   body["text"] = prompt_as_text(prompt);
-  body["sampling_params"] = Json{{"temperature", params.sampled ? 1.0 : 0.0},
-                                 {"max_new_tokens", effective_max_tokens(prompt, params)}};
+  Json sampling{{"max_new_tokens", effective_max_tokens(prompt, params)}};
   // No seed, as for every request of this dialect; top_p 1 is SGLang's default, said anyway.
-  if (params.sampled) body["sampling_params"]["top_p"] = 1.0;
+  put_temperature(sampling, params);
+  body["sampling_params"] = std::move(sampling);
   body["return_logprob"] = true;
   body["top_logprobs_num"] = params.top_logprobs;
   body["return_text_in_logprobs"] = true;

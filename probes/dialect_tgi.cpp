@@ -98,8 +98,8 @@ DialectRequest build_tgi_request(const core::Prompt& prompt, const GenerationPar
   Json parameters{{"details", true},
                   {"top_n_tokens", params.top_logprobs},
                   {"do_sample", params.sampled},
-                  {"max_new_tokens", effective_max_tokens(prompt, params)},
-                  {"seed", params.seed}};
+                  {"max_new_tokens", effective_max_tokens(prompt, params)}};
+  put_seed(parameters, params);
   // Sampled: do_sample with temperature 1; TGI refuses top_p 1 (it must lie below 1), and
   // leaving it out is top_p 1.
   if (params.sampled) parameters["temperature"] = 1.0;

@@ -14,6 +14,8 @@ GenerationParams params_for(const EndpointTarget& target, const SchedulerConfig&
   if (target.llamacpp_router || target.model_given) params.native_model = true;
   params.chat_form = chat_request_form_of(target.base_url, target.logprobs_form);
   if (target.rejects_logprobs) params.logprobs = false;
+  if (target.provider_temperature) params.provider_temperature = true;
+  if (target.omit_seed) params.send_seed = false;
   return params;
 }
 

@@ -28,10 +28,14 @@ struct EndpointTarget {
   std::vector<std::string> headers; // extra "Name: value" lines
   std::string api_key;              // sent as the dialect's key header; never recorded
   bool insecure = false;
-  std::string model;             // the model requested here; empty: SchedulerConfig::params.model
-  bool llamacpp_router = false;  // llama.cpp without -m: native requests name the model
-  bool model_given = false;      // --model named `model`: native llama.cpp requests name it too
-  bool rejects_logprobs = false; // the model refuses `logprobs` (logprob_check.hpp): omit it
+  std::string model;            // the model requested here; empty: SchedulerConfig::params.model
+  bool llamacpp_router = false; // llama.cpp without -m: native requests name the model
+  bool model_given = false;     // --model named `model`: native llama.cpp requests name it too
+  // What the capability preflight found refused (capability_preflight.hpp), left out of every
+  // request: logprobs, the temperature (also where the provider's default was asked for), the seed.
+  bool rejects_logprobs = false;
+  bool provider_temperature = false;
+  bool omit_seed = false;
   LogprobsForm logprobs_form = LogprobsForm::by_host; // --logprobs-form (openai-chat only)
   // The tokens one request may hold at this server (its context per slot, context_per_slot of
   // its description); empty where it said nothing. The mixed probe's fillers and the long probe's

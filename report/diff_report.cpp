@@ -239,6 +239,10 @@ std::string render_diff_json(const core::AuditDiff& diff) {
     j["agreement_p_adjusted"] = number_or_null(p.agreement_p_adjusted);
     j["pass_p"] = optional_json(p.pass_p);
     j["pass_p_adjusted"] = optional_json(p.pass_p_adjusted);
+    j["answer_shift_p"] =
+        p.answer_shift ? number_or_null(p.answer_shift->p) : ordered_json(nullptr);
+    j["answer_shift_p_adjusted"] = optional_json(p.answer_shift_p_adjusted);
+    j["answers_shifted"] = p.answers_shifted;
     j["beyond_noise"] = p.beyond_noise;
     j["regression"] = p.regression;
     j["improvement"] = p.improvement;
@@ -283,6 +287,13 @@ std::string render_diff_markdown(const core::AuditDiff& diff) {
   if (const std::string tiers = worsened_tiers(diff, true); !tiers.empty()) {
     out += "**Tiers worsened:** " + tiers + "\n\n";
   }
+  // Distribution mode: the prompts whose answers changed beyond chance between the audits.
+  std::string shifted;
+  for (const core::PromptDiff& p : diff.prompts)
+    if (p.answers_shifted && p.answer_shift_p_adjusted)
+      shifted += fmt::format("{}{} (p {:.2g})", shifted.empty() ? "" : ", ",
+                             markdown_escape(p.id, 60), *p.answer_shift_p_adjusted);
+  if (!shifted.empty()) out += "**Answers shifted:** " + shifted + "\n\n";
   if (!diff.only_in_a.empty() || !diff.only_in_b.empty()) {
     out += fmt::format("{} prompts only in A, {} only in B (not compared).\n\n",
                        diff.only_in_a.size(), diff.only_in_b.size());

@@ -1,3 +1,4 @@
+#include "report/detail/distribution_text.hpp"
 #include "report/detail/html_audit_sections.hpp"
 
 #include <fmt/format.h>
@@ -239,6 +240,26 @@ std::string render_semantic_section(const core::AuditReport& report) {
                        prompt.mean, prompt.std, prompt.min,
                        prompt.agrees ? "<span class=\"tag pass\">yes</span>"
                                      : "<span class=\"tag fail\">no</span>");
+  return out + "</tbody></table></section>\n";
+}
+
+std::string render_distribution_section(const core::AuditReport& report) {
+  if (!distribution_shown(report)) return {};
+  std::string out =
+      "<section class=\"panel\" id=\"distribution\"><h2>Answer distributions</h2><p>" +
+      html_escape(distribution_summary_line(report.analysis)) + "</p>";
+  out += "<table class=\"distribution\"><thead><tr><th>prompt</th><th class=\"num\">distinct "
+         "answers</th><th>modal answer</th><th>modal share [95%]</th><th>shifted at</th></tr>"
+         "</thead><tbody>";
+  for (const core::PromptAnalysis* p :
+       distribution_rows(report.analysis, report.analysis.prompts.size()))
+    out += fmt::format("<tr><td><code>{}</code></td><td class=\"num\">{}</td><td><code>{}</code>"
+                       "</td><td>{}</td><td>{}</td></tr>",
+                       html_escape(p->id), p->answers.size(), html_escape(p->modal.answer),
+                       modal_share_text(p->modal),
+                       p->shifted ? "<span class=\"tag fail\">" +
+                                        html_escape(shifted_levels_text(*p)) + "</span>"
+                                  : std::string("\u2013"));
   return out + "</tbody></table></section>\n";
 }
 

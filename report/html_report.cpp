@@ -227,6 +227,7 @@ std::string render_cards(const core::AuditReport& report) {
   std::string fingerprints = "\u2013";
   std::size_t fingerprint_count = 0;
   const core::ServerDescription* server = nullptr;
+  const core::EndpointCapabilities* capabilities = nullptr;
   const auto index = static_cast<std::size_t>(report.analysis.endpoint_index);
   if (report.data != nullptr && index < report.data->endpoints.size()) {
     const core::EndpointInfo& e = report.data->endpoints[index];
@@ -234,6 +235,7 @@ std::string render_cards(const core::AuditReport& report) {
     dialect = html_escape(e.dialect);
     if (!e.model.empty()) model = html_escape(e.model);
     if (e.server.known()) server = &e.server;
+    if (e.capabilities.checked()) capabilities = &e.capabilities;
     fingerprint_count = e.fingerprints.size();
     if (!e.fingerprints.empty()) {
       fingerprints.clear();
@@ -251,6 +253,17 @@ std::string render_cards(const core::AuditReport& report) {
     const std::string summary = html_escape(server->summary);
     out += card("serving stack", "<span title=\"" + summary + "\">" + head + "</span>", summary,
                 "wide text");
+  }
+  // What the preflight found (server text in it escaped like every other): the temperature in
+  // effect as the card's value, the findings beneath.
+  if (capabilities != nullptr) {
+    const std::string effect = core::temperature_effect_line(*capabilities);
+    const std::string findings = html_escape(core::capabilities_line(*capabilities));
+    out += card("temperature",
+                capabilities->in_effect == core::TemperatureMode::zero ? "0" : "provider default",
+                "<span title=\"" + findings + "\">" +
+                    (effect.empty() ? findings : html_escape(effect)) + "</span>",
+                effect.empty() ? "wide text" : "wide text warn");
   }
   out += card("fingerprints", std::to_string(fingerprint_count),
               "<span title=\"" + fingerprints + "\">" + fingerprints + "</span>",
@@ -663,6 +676,7 @@ std::string render_html(const core::AuditReport& report) {
   out += render_probe_sections(report);
   out += render_comparison_section(report);
   out += render_semantic_section(report);
+  out += render_distribution_section(report);
   out += render_table(report);
   out += render_details(report);
   out += "<footer>Written by llmrepro";

@@ -12,6 +12,7 @@
 #include "core/probe_text.hpp"
 #include "core/statistics.hpp"
 #include "report/detail/iso_time.hpp"
+#include "report/detail/capabilities_json.hpp"
 #include "report/detail/server_json.hpp"
 
 namespace llmrepro::report {
@@ -94,7 +95,8 @@ Json endpoints_json(const core::AuditReport& report, const core::AuditData& data
                     {"fingerprints", endpoint.fingerprints},
                     {"models_seen", counts_json(seen.models)},
                     {"fingerprints_seen", counts_json(seen.fingerprints)},
-                    {"server", detail::server_json<Json>(endpoint.server)}});
+                    {"server", detail::server_json<Json>(endpoint.server)},
+                    {"capabilities", detail::capabilities_json<Json>(endpoint.capabilities)}});
   }
   return json;
 }
@@ -111,6 +113,7 @@ Json config_json(const core::AuditConfig& config) {
           {"top_logprobs", config.plan.top_logprobs},
           {"seed", config.plan.seed},
           {"stream", config.plan.stream},
+          {"temperature", core::to_string(config.plan.temperature)},
           {"timeout_s", number(config.requests.timeout_s)},
           {"retries", config.requests.retries},
           {"fragile_gap", number(config.analysis.fragile_gap)},
@@ -139,6 +142,7 @@ Json config_json(const core::AuditConfig& config) {
             {"max_unique", optional_int(config.gates.max_unique)},
             {"max_unstable_rate", optional_number(config.gates.max_unstable_rate)},
             {"min_tara", optional_number(config.gates.min_tara)},
+            {"min_modal_share", optional_number(config.gates.min_modal_share)},
             {"max_logprob_drift", optional_number(config.gates.max_logprob_drift)},
             {"max_failed_rate", number(config.gates.max_failed_rate)}}}};
 }
@@ -307,6 +311,42 @@ Json unstable_rate_json(const core::AuditSummary& summary) {
           {"high", number(interval.high)}};
 }
 
+// Distribution mode's figures (core/answer_distribution.hpp): a modal share with its interval.
+Json modal_json(const core::ModalShare& modal) {
+  return {{"answer", modal.runs > 0 && modal.count > 0 ? Json(modal.answer) : Json(nullptr)},
+          {"count", modal.count},
+          {"runs", modal.runs},
+          {"share", number(modal.share)},
+          {"low", number(modal.interval.low)},
+          {"high", number(modal.interval.high)}};
+}
+
+Json level_distribution_json(const core::LevelAnalysis& level) {
+  Json shift = nullptr;
+  if (level.shift)
+    shift = {{"answer", level.shift->a_answers > 0 && level.shift->b_answers > 0
+                            ? Json(level.shift->answer)
+                            : Json(nullptr)},
+             {"serial_count", level.shift->a_count},
+             {"serial_answers", level.shift->a_answers},
+             {"count", level.shift->b_count},
+             {"answers", level.shift->b_answers},
+             {"p", number(level.shift->p)},
+             {"p_adjusted", optional_number(level.shift_p_adjusted)},
+             {"distance", number(level.answer_distance_from_serial)},
+             {"shifted", level.shifted}};
+  return {{"modal", modal_json(level.modal)},
+          {"distinct_answers", level.answers.size()},
+          {"shift", shift}};
+}
+
+Json summary_distribution_json(const core::AuditSummary& summary) {
+  return {{"shifted_prompts", summary.shifted_prompts},
+          {"shift_tests", summary.shift_tests},
+          {"alpha", number(core::k_shift_alpha)},
+          {"min_modal_share", optional_number(summary.min_modal_share)}};
+}
+
 Json summary_json(const core::AuditReport& report) {
   const auto& summary = report.analysis.summary;
   const auto& predictor = summary.predictor;
@@ -344,6 +384,7 @@ Json summary_json(const core::AuditReport& report) {
             {"recall", optional_number(predictor.recall)}}},
           {"flip_calibration", calibration_json(summary.flip_calibration)},
           {"checks", checks_json(summary.checks)},
+          {"distribution", summary_distribution_json(summary)},
           {"by_concurrency", levels},
           {"cache_state", cache_state.empty() ? Json(nullptr) : Json(cache_state)},
           {"determinism", determinism_json(report)},
@@ -382,7 +423,8 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
                       {"first_divergence", optional_int(level.first_divergence)},
                       {"differs_from_serial", level.differs_from_serial},
                       {"logprob_drift", drift_json(level.logprob_drift)},
-                      {"p_flip", optional_number(level.p_flip)}});
+                      {"p_flip", optional_number(level.p_flip)},
+                      {"distribution", level_distribution_json(level)}});
   Json completions = Json::array();
   for (const auto& completion : prompt.completions)
     completions.push_back(completion_json(completion));
@@ -423,6 +465,8 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
           {"answers", answers},
           {"answer_failures", prompt.answer_failures},
           {"answers_agree", prompt.answers_agree},
+          {"modal", modal_json(prompt.modal)},
+          {"shifted", prompt.shifted},
           {"passes", optional_int(prompt.passes)},
           {"checked_runs", prompt.checked_runs},
           {"by_concurrency", levels},

@@ -156,6 +156,16 @@ std::optional<Naming> naming_of(const core::GateResult& gate, const core::Judged
                     p.status == core::PromptStatus::unstable
                         ? failure_message(p, Outcome::unstable, tau)
                         : std::string("answers disagree (TARa)")};
+  } else if (name == "fail_on_shift") {
+    if (p.shifted)
+      return Naming{&gate, "answer_distribution_shifted",
+                    "its answer distribution shifted between levels (--fail-on shift)"};
+  } else if (name == "min_modal_share") {
+    if (gate.limit && p.modal.runs > 0 && p.modal.share < *gate.limit)
+      return Naming{
+          &gate, "modal_share_below",
+          fmt::format("its most frequent answer held {:.2f} of {} runs (--min-modal-share)",
+                      p.modal.share, p.modal.runs)};
   } else if (name == "fail_on_fragile") {
     if (p.fragile == true)
       return Naming{&gate, "fragile", failure_message(p, Outcome::fragile, tau)};
@@ -359,6 +369,11 @@ std::string render_junit(const core::AuditReport& report) {
     property("fingerprints", fingerprints);
     // Only where the server described itself: a CI dashboard shows the serving stack audited.
     if (e.server.known()) property("server", e.server.summary);
+    // What the preflight found, and what was requested against what was in effect.
+    if (e.capabilities.checked()) {
+      property("capabilities", core::capabilities_line(e.capabilities));
+      property("temperature_in_effect", core::to_string(e.capabilities.in_effect));
+    }
   }
   property("verdict", core::to_string(verdict.status));
   property("headline", verdict.headline);

@@ -10,6 +10,7 @@
 #include "core/budget.hpp"
 #include "core/prompt_ranking.hpp"
 #include "core/text_utf8.hpp"
+#include "report/detail/distribution_text.hpp"
 #include "report/detail/bidi_controls.hpp"
 #include "report/detail/drift_text.hpp"
 #include "report/detail/usage_text.hpp"
@@ -318,6 +319,18 @@ std::string render_markdown(const core::AuditReport& report) {
         out += fmt::format("Serving stack{} \u00b7 {}\n\n",
                            data->endpoints.size() > 1 ? fmt::format(" #{}", e) : std::string(),
                            markdown_escape(data->endpoints[e].server.summary, 300));
+  // What the preflight found: what was requested against what was in effect, first.
+  if (data != nullptr)
+    for (std::size_t e = 0; e < data->endpoints.size(); ++e) {
+      const core::EndpointCapabilities& found = data->endpoints[e].capabilities;
+      if (!found.checked()) continue;
+      const std::string effect = core::temperature_effect_line(found);
+      out += fmt::format("Capabilities{} \u00b7 {}{}\n\n",
+                         data->endpoints.size() > 1 ? fmt::format(" #{}", e) : std::string(),
+                         effect.empty() ? std::string()
+                                        : "**" + markdown_escape(effect, 200) + "** \u00b7 ",
+                         markdown_escape(core::capabilities_line(found), 1000));
+    }
   const auto opt = [](const std::optional<double>& v) {
     return v ? fmt::format("{:.2f}", *v) : std::string("\u2013");
   };
@@ -376,6 +389,16 @@ std::string render_markdown(const core::AuditReport& report) {
                          p->unique_completions, divergence,
                          gap ? fmt::format("{:.3g}", *gap) : std::string("\u2013"), candidates(*p));
     }
+  }
+  if (distribution_shown(report)) {
+    out += "\n### Answer distributions\n\n" +
+           markdown_escape(distribution_summary_line(report.analysis), 400) +
+           "\n\n| prompt | distinct answers | modal answer | modal share [95%] | shifted at |\n"
+           "|---|---:|---|---|---|\n";
+    for (const core::PromptAnalysis* p : distribution_rows(report.analysis, k_rows_shown))
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", markdown_escape(p->id, 60),
+                         p->answers.size(), markdown_escape(p->modal.answer, 80),
+                         modal_share_text(p->modal), shifted_levels_text(*p));
   }
   out += probes_markdown(report);
   out += comparison_markdown(report);

@@ -11,6 +11,7 @@
 #include "core/adaptive.hpp"
 #include "core/budget.hpp"
 #include "core/prompt_ranking.hpp"
+#include "report/detail/distribution_text.hpp"
 #include "report/detail/bidi_controls.hpp"
 #include "report/detail/drift_text.hpp"
 #include "report/detail/usage_text.hpp"
@@ -313,6 +314,15 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
       line(fmt::format("server     {}{}",
                        data.endpoints.size() > 1 ? fmt::format("#{} ", e) : std::string(),
                        escape_terminal_text(data.endpoints[e].server.summary, 0)));
+  // What the preflight found; what was requested against what was in effect, where they differ.
+  for (std::size_t e = 0; e < data.endpoints.size(); ++e) {
+    const core::EndpointCapabilities& found = data.endpoints[e].capabilities;
+    if (!found.checked()) continue;
+    const std::string prefix = data.endpoints.size() > 1 ? fmt::format("#{} ", e) : std::string();
+    if (const std::string effect = core::temperature_effect_line(found); !effect.empty())
+      line(paint.yellow("temperature " + prefix + escape_terminal_text(effect, 0)));
+    line(prefix + escape_terminal_text(core::capabilities_line(found), 0));
+  }
   line(fmt::format("prompts    {}   requests {}   failed {}", summary.prompts, summary.requests,
                    summary.failed_requests));
   stability_lines(summary, paint, line);
@@ -329,6 +339,15 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
       }
     line(label("") + fmt::format("fragility unknown: {} of {}{}", summary.fragility_unknown_prompts,
                                  summary.prompts, why));
+  }
+  // Sampling by design: how the answers spread, and the prompts that moved or spread most.
+  if (distribution_shown(report)) {
+    line(label("answers") + escape_terminal_text(distribution_summary_line(report.analysis), 0));
+    for (const core::PromptAnalysis* p : distribution_rows(report.analysis, 3))
+      if (p->shifted || p->modal.share < 1.0)
+        line(fmt::format("  {:<{}} {} distinct, modal {}, shifted {}",
+                         escape_terminal_text(p->id, k_id_width), k_id_width, p->answers.size(),
+                         modal_share_text(p->modal), shifted_levels_text(*p)));
   }
   if (summary.prompts_without_logprobs > 0)
     line(fmt::format("           prompts without logprobs: {} (judged on text alone)",

@@ -125,7 +125,7 @@ Result<AuditDatabase> AuditDatabase::create(const std::string& path,
     LLMREPRO_TRY(impl->writer.write_header(header));
     for (std::size_t e = 0; e < header.endpoints.size(); ++e)
       LLMREPRO_TRY(
-          detail::write_server(connection, static_cast<int>(e), header.endpoints[e].server));
+          detail::write_endpoint_meta(connection, static_cast<int>(e), header.endpoints[e]));
     return connection.exec("COMMIT");
   }();
   if (!written) {
@@ -219,11 +219,7 @@ Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit) c
       loaded = budget_stop.error();
   }
   for (std::size_t e = 0; loaded && e < data.endpoints.size(); ++e) {
-    auto server = detail::read_server(connection, static_cast<int>(e));
-    if (server)
-      data.endpoints[e].server = std::move(*server);
-    else
-      loaded = server.error();
+    loaded = detail::read_endpoint_meta(connection, static_cast<int>(e), data.endpoints[e]);
   }
   if (loaded) {
     auto adaptive = detail::read_adaptive(connection);
@@ -308,7 +304,7 @@ Result<void> AuditDatabase::update_endpoint(int index, const core::EndpointInfo&
   const std::lock_guard lock(m_impl->mutex);
   return m_impl->transaction([&]() -> Result<void> {
     LLMREPRO_TRY(m_impl->writer.write_endpoint(index, endpoint));
-    return detail::write_server(m_impl->connection, index, endpoint.server);
+    return detail::write_endpoint_meta(m_impl->connection, index, endpoint);
   });
 }
 

@@ -130,6 +130,7 @@ Json config_to_json(const core::AuditConfig& config) {
       {"max_unstable_rate",
        gates.max_unstable_rate ? Json(*gates.max_unstable_rate) : Json(nullptr)},
       {"min_tara", gates.min_tara ? Json(*gates.min_tara) : Json(nullptr)},
+      {"min_modal_share", gates.min_modal_share ? Json(*gates.min_modal_share) : Json(nullptr)},
       {"max_logprob_drift",
        gates.max_logprob_drift ? Json(*gates.max_logprob_drift) : Json(nullptr)},
       {"max_failed_rate", gates.max_failed_rate},
@@ -154,6 +155,7 @@ Json config_to_json(const core::AuditConfig& config) {
       {"seed", config.plan.seed},
       {"stream", config.plan.stream},
       {"logprobs_form", config.plan.logprobs_form},
+      {"temperature", core::to_string(config.plan.temperature)},
       {"timeout_s", config.requests.timeout_s},
       {"retries", config.requests.retries},
       {"fragile_gap", config.analysis.fragile_gap},
@@ -210,6 +212,14 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
   // Absent from audits stored before --logprobs-form existed: by host, as they were sent.
   if (read.find(json, "logprobs_form") != nullptr)
     LLMREPRO_TRY_ASSIGN(config.plan.logprobs_form, read.string(json, "logprobs_form"));
+  // Absent from audits stored before --temperature existed: greedy, as they were sent.
+  if (read.find(json, "temperature") != nullptr) {
+    std::string temperature;
+    LLMREPRO_TRY_ASSIGN(temperature, read.string(json, "temperature"));
+    auto mode = core::parse_temperature_mode(temperature);
+    if (!mode) return read.error("temperature", "\"0\" or \"default\"");
+    config.plan.temperature = *mode;
+  }
   LLMREPRO_TRY_ASSIGN(config.requests.timeout_s, read.number(json, "timeout_s"));
   LLMREPRO_TRY_ASSIGN(config.requests.retries, read.small_integer(json, "retries"));
   LLMREPRO_TRY_ASSIGN(config.analysis.fragile_gap, read.number(json, "fragile_gap"));
@@ -274,12 +284,17 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
   LLMREPRO_TRY_ASSIGN(fail_on, read_gates.string(*gates, "fail_on"));
   auto parsed_fail_on = core::parse_fail_on(fail_on);
   if (!parsed_fail_on)
-    return read_gates.error("fail_on", "none, or a comma list of unstable, fragile, disagree");
+    return read_gates.error("fail_on",
+                            "none, or a comma list of unstable, fragile, disagree, shift");
   config.gates.fail_on = *parsed_fail_on;
   LLMREPRO_TRY_ASSIGN(config.gates.max_unique, read_gates.optional_int(*gates, "max_unique"));
   LLMREPRO_TRY_ASSIGN(config.gates.max_unstable_rate,
                       read_gates.optional_number(*gates, "max_unstable_rate"));
   LLMREPRO_TRY_ASSIGN(config.gates.min_tara, read_gates.optional_number(*gates, "min_tara"));
+  // Absent from audits stored before it existed: no such gate.
+  if (read_gates.find(*gates, "min_modal_share") != nullptr)
+    LLMREPRO_TRY_ASSIGN(config.gates.min_modal_share,
+                        read_gates.optional_number(*gates, "min_modal_share"));
   // Absent from audits stored before the failure gate existed: its default, 0.
   std::optional<double> max_failed_rate;
   LLMREPRO_TRY_ASSIGN(max_failed_rate, read_gates.optional_number(*gates, "max_failed_rate"));

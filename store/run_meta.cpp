@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 namespace llmrepro::store::detail {
@@ -182,15 +183,23 @@ Result<std::optional<core::BudgetCharge>> read_budget_charge(const Connection& c
   }
 }
 
+namespace {
+
+// Removes meta row `key` (what it held, for the error: "a server description").
+Result<void> delete_meta(const Connection& connection, const std::string& key, const char* what) {
+  Statement statement;
+  LLMREPRO_TRY_ASSIGN(statement, connection.prepare("DELETE FROM meta WHERE key = ?1"));
+  bind_text(statement.get(), 1, key);
+  const std::string message = std::string("cannot clear ") + what;
+  return connection.step_done(statement.get(), message.c_str());
+}
+
+} // namespace
+
 Result<void> write_server(const Connection& connection, int index,
                           const core::ServerDescription& description) {
   const std::string key = "server:" + std::to_string(index);
-  if (!description.known()) {
-    Statement statement;
-    LLMREPRO_TRY_ASSIGN(statement, connection.prepare("DELETE FROM meta WHERE key = ?1"));
-    bind_text(statement.get(), 1, key);
-    return connection.step_done(statement.get(), "cannot clear a server description");
-  }
+  if (!description.known()) return delete_meta(connection, key, "a server description");
   Json facts = Json::array();
   for (const core::ServerFact& fact : description.facts) facts.push_back({fact.name, fact.value});
   const Json encoded{{"kind", description.kind},
@@ -218,6 +227,80 @@ Result<core::ServerDescription> read_server(const Connection& connection, int in
     return core::make_error(ErrorCode::input, connection.where() + ": meta '" + key +
                                                   "': unreadable (" + error.what() + ")");
   }
+}
+
+namespace {
+
+Json check_json(const core::CapabilityCheck& check) {
+  return Json::array({core::to_string(check.outcome), check.detail});
+}
+
+core::CapabilityCheck check_from_json(const Json& json) {
+  auto outcome = core::parse_capability_outcome(json.at(0).get<std::string>());
+  if (!outcome) throw std::invalid_argument(outcome.error().message);
+  return {*outcome, json.at(1).get<std::string>()};
+}
+
+} // namespace
+
+Result<void> write_capabilities(const Connection& connection, int index,
+                                const core::EndpointCapabilities& capabilities) {
+  const std::string key = "capabilities:" + std::to_string(index);
+  if (!capabilities.checked()) return delete_meta(connection, key, "a capability preflight");
+  const Json encoded{{"requests", capabilities.requests},
+                     {"model", capabilities.model},
+                     {"requested", core::to_string(capabilities.requested)},
+                     {"in_effect", core::to_string(capabilities.in_effect)},
+                     {"temperature", check_json(capabilities.temperature)},
+                     {"logprobs", check_json(capabilities.logprobs)},
+                     {"candidates", Json::array({capabilities.candidates_requested,
+                                                 capabilities.candidates_returned})},
+                     {"seed", check_json(capabilities.seed)},
+                     {"failure", capabilities.failure}};
+  return write_meta(connection, key, encoded.dump(), "a capability preflight");
+}
+
+Result<core::EndpointCapabilities> read_capabilities(const Connection& connection, int index) {
+  const std::string key = "capabilities:" + std::to_string(index);
+  std::optional<std::string> value;
+  LLMREPRO_TRY_ASSIGN(value, read_meta(connection, key));
+  if (!value) return core::EndpointCapabilities{};
+  const auto mode = [](const Json& json) {
+    auto parsed = core::parse_temperature_mode(json.get<std::string>());
+    if (!parsed) throw std::invalid_argument(parsed.error().message);
+    return *parsed;
+  };
+  try {
+    const Json json = Json::parse(*value);
+    core::EndpointCapabilities capabilities;
+    capabilities.requests = json.at("requests").get<int>();
+    capabilities.model = json.at("model").get<std::string>();
+    capabilities.requested = mode(json.at("requested"));
+    capabilities.in_effect = mode(json.at("in_effect"));
+    capabilities.temperature = check_from_json(json.at("temperature"));
+    capabilities.logprobs = check_from_json(json.at("logprobs"));
+    capabilities.candidates_requested = json.at("candidates").at(0).get<int>();
+    capabilities.candidates_returned = json.at("candidates").at(1).get<int>();
+    capabilities.seed = check_from_json(json.at("seed"));
+    capabilities.failure = json.at("failure").get<std::string>();
+    return capabilities;
+  } catch (const std::exception& error) {
+    return core::make_error(ErrorCode::input, connection.where() + ": meta '" + key +
+                                                  "': unreadable (" + error.what() + ")");
+  }
+}
+
+Result<void> write_endpoint_meta(const Connection& connection, int index,
+                                 const core::EndpointInfo& endpoint) {
+  LLMREPRO_TRY(write_server(connection, index, endpoint.server));
+  return write_capabilities(connection, index, endpoint.capabilities);
+}
+
+Result<void> read_endpoint_meta(const Connection& connection, int index,
+                                core::EndpointInfo& endpoint) {
+  LLMREPRO_TRY_ASSIGN(endpoint.server, read_server(connection, index));
+  LLMREPRO_TRY_ASSIGN(endpoint.capabilities, read_capabilities(connection, index));
+  return {};
 }
 
 } // namespace llmrepro::store::detail

@@ -1,7 +1,8 @@
 // The audit database's layout (AuditDatabase::k_schema_version 2; version 1 differed only in how
 // tokens were stored, see tokens below):
 //   meta       key/value: schema_version, format, probe_activity (JSON, written after each run),
-//              server:<index> (an endpoint's server description, JSON; absent: none)
+//              server:<index> (an endpoint's server description, JSON; absent: none),
+//              capabilities:<index> (its capability preflight, JSON; absent: none ran)
 //   audit      one row: id, times, status, the AuditConfig as JSON, the suite's source, errors
 //   endpoints  one row per endpoint, by index
 //   prompts    one row per suite prompt, by index, every Prompt field

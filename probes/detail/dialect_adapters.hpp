@@ -42,6 +42,14 @@ core::Completion parse_anthropic(std::string_view body, bool stream);
 // max_tokens from the prompt when it sets one, else from the parameters.
 int effective_max_tokens(const core::Prompt& prompt, const GenerationParams& params);
 
+// The temperature every builder writes into `place` (the body, or its options object): 1, with
+// top_p 1 under `top_p_key` (none where null), where params.sampled; 0 for greedy decoding;
+// nothing at all where params.provider_temperature (the provider's default sampling).
+void put_temperature(Json& place, const GenerationParams& params, const char* top_p_key = "top_p");
+
+// params.seed under "seed" in `place`, unless params.send_seed is false (a refused seed).
+void put_seed(Json& place, const GenerationParams& params);
+
 // The prompt's response_format as JSON. The suite loader only lets valid JSON through; text
 // that does not parse is sent as a JSON string, so the endpoint rejects it visibly.
 Json response_format(const core::Prompt& prompt);

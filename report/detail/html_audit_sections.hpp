@@ -35,4 +35,9 @@ std::string render_comparison_section(const core::AuditReport& report);
 // prompt's pairwise cosine statistics. Empty when semantic agreement was not measured.
 std::string render_semantic_section(const core::AuditReport& report);
 
+// Distribution mode (where distribution_shown): each prompt's distinct answers, modal answer and
+// share with its interval, and the levels its answers shifted at; every answer is model text,
+// escaped.
+std::string render_distribution_section(const core::AuditReport& report);
+
 } // namespace llmrepro::report

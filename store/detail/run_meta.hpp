@@ -51,4 +51,21 @@ core::Result<void> write_server(const Connection& connection, int index,
 // unreadable.
 core::Result<core::ServerDescription> read_server(const Connection& connection, int index);
 
+// Replaces endpoint `index`'s stored capability preflight (meta 'capabilities:<index>':
+// {"requests", "model", "requested", "in_effect", "temperature": [outcome, detail], "logprobs":
+// [...], "candidates": [requested, returned], "seed": [...], "failure"}); one that did not run
+// removes it.
+core::Result<void> write_capabilities(const Connection& connection, int index,
+                                      const core::EndpointCapabilities& capabilities);
+
+// Endpoint `index`'s stored preflight; unchecked when none is stored. ErrorCode::input when it
+// is unreadable.
+core::Result<core::EndpointCapabilities> read_capabilities(const Connection& connection, int index);
+
+// Both of endpoint `index`'s meta rows: its server description and its capabilities.
+core::Result<void> write_endpoint_meta(const Connection& connection, int index,
+                                       const core::EndpointInfo& endpoint);
+core::Result<void> read_endpoint_meta(const Connection& connection, int index,
+                                      core::EndpointInfo& endpoint);
+
 } // namespace llmrepro::store::detail

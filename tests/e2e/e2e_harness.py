@@ -74,8 +74,14 @@ class Endpoint:
             items = [json.loads(line) for line in f if line.strip()]
         return [i for i in items if method is None or i["method"] == method]
 
-    def posts(self):
-        return self.requests("POST")
+    def posts(self, preflight=False):
+        """The POSTs received, in arrival order: the audited requests (and the probes' side
+        traffic), without the capability preflight's unless `preflight`."""
+        return [i for i in self.requests("POST") if preflight or not i.get("preflight")]
+
+    def preflight_posts(self):
+        """The capability preflight's requests (probes/capability_preflight.cpp)."""
+        return [i for i in self.requests("POST") if i.get("preflight")]
 
 
 class Run:

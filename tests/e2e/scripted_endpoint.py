@@ -82,7 +82,31 @@ Script:
                                                                     flush and by "warm" for every
                                                                     other: a cache the flush
                                                                     empties, or one it does not)
+   "refuse_params": {"temperature": "anthropic_deprecated"        (every dialect: a completion
+                                    |"openai_default_only",         POST carrying the parameter
+                     "top_p": "anthropic_deprecated",               where its dialect puts it
+                     "seed": "unrecognized",                        answers 400 in the dialect's
+                     "logprobs": "unsupported"},                    error shape, as a provider
+                                                                    refuses it; each optional;
+                                                                    see "refusals" below)
+   "seeded": true,                                                 (a completion request carrying
+                                                                    a seed where its dialect puts
+                                                                    one, and sampling (no
+                                                                    temperature, or one above 0),
+                                                                    gets entries[seed % len] of
+                                                                    its prompt's "entries" and
+                                                                    moves no cursor: a server
+                                                                    that honours the seed. Without
+                                                                    it the seed is ignored and
+                                                                    entries cycle, as LM Studio
+                                                                    accepts `seed` and ignores it)
    "fallback": [entry, ...],                                       (optional: any other prompt)
+                                                                   (the capability preflight's
+                                                                    prompt, "Write one sentence
+                                                                    about the sea.", is answered
+                                                                    by PREFLIGHT_ENTRY unless the
+                                                                    script lists it; its log
+                                                                    items say "preflight": true)
    "prompts": {"<prompt text or last user message>": [entry, ...] or variants}}
   A prompt key matches a request whose prompt equals it, else the longest key the prompt
   contains (a chat prompt flattened for a text dialect, a probe's preamble before the prompt:
@@ -96,8 +120,16 @@ variants: {"entries": [entry, ...],       what the prompt gets otherwise
                                           answer: an engine whose sampler choice per batch
                                           moves the greedy rows beside it
            "cold": [entry, ...],          when it is the first completion request after a flush
+           "steps": [[entry, ...], ...],  a multi-step tool chain: the list of the request's
+                                          step (steps[0] for the first request, steps[i] for
+                                          one carrying i tool-calling assistant turns, the last
+                                          list for a step beyond them; see "tool chains" below);
+                                          "entries" may then be left out
            "hold_ms": N}                  how long it stays open before the choice is made
-  Each list has its own cursor; "cold" is chosen before "sampled_busy", and that before "busy". A flush route answers 200
+  Each list has its own cursor (a step's is keyed (prompt, "step", i)); "steps" is chosen before
+  everything else, for every step, "cold" before "sampled_busy", and that before "busy". Log
+  items name the list chosen in "variant" ("entries", "busy", "sampled_busy", "cold", "steps")
+  and, for "steps", its index in "steps_list". A flush route answers 200
   "Cache flushed." (as SGLang does), is counted and logged with outcome "flush", and is never
   counted as a request in flight.
 entry: {"tokens": [token, ...], "finish_reason": "length"|"stop",
@@ -120,11 +152,22 @@ entry: {"tokens": [token, ...], "finish_reason": "length"|"stop",
                                           served: llama.cpp's timings.cache_n, openai-chat's
                                           usage.prompt_tokens_details.cached_tokens (vllm: its
                                           details, null when absent), SGLang's
-                                          meta_info.cached_tokens (0 when absent)
+                                          meta_info.cached_tokens (0 when absent), anthropic's
+                                          usage.cache_read_input_tokens (0 when absent)
         "prompt_tokens": N,               the prompt's tokens the answer's usage reports (12
                                           when absent) in every dialect that reports them
                                           (usage.prompt_tokens, input_tokens, promptTokenCount,
                                           prompt_eval_count, meta_info.prompt_tokens)
+        "tool_calls": [{"name": "search", "arguments": {"term": "x"}}, ...],
+                                          the model calls these tools after its text:
+                                          openai-chat's message.tool_calls ({id, type:
+                                          "function", function: {name, arguments: the JSON
+                                          string}}, content null without text), finish_reason
+                                          "tool_calls", streamed as delta.tool_calls pieces (one
+                                          naming the call, then its arguments a few characters
+                                          at a time); anthropic's tool_use blocks, stop_reason
+                                          "tool_use" (see "anthropic" below); ids unique per
+                                          call (see "tool chains" below)
         "delay_ms": N,
         "echo_headers": true}             the request's headers ("Name: value; ...") come back:
                                           in a 500 or 401 entry's error message, or in a
@@ -151,7 +194,10 @@ token: ["tok", logprob, candidates] or ["tok", logprob, candidates, bytes]
 faults: 500 and 503 (Retry-After only when the entry gives "retry_after") are retried by the
   tool, 429 too (Retry-After: retry_after, 1 by default, none when null); 404 ("the model does
   not exist") and 401 (an invalid API key) are not. Each is answered with the dialect's error
-  body.
+  body; anthropic's are {"type": "error", "error": {type, message}, "request_id"} with the
+  type of the status (500 api_error, 429 rate_limit_error, 404 not_found_error "model: <model>",
+  401 authentication_error), and "503" answers 529 overloaded_error "Overloaded", as Anthropic's
+  API signals overload.
 reasoning: an entry's "reasoning" tokens (markers included: ["<think>", "Two", "</think>",
   "\n\n"]) come before its answer "tokens". The reasoning TEXT is theirs without a leading
   "<think>" token and without a closing "</think>" token (with any whitespace tokens after it);
@@ -174,6 +220,9 @@ reasoning: an entry's "reasoning" tokens (markers included: ["<think>", "Two", "
     only; streamed as response.reasoning_text.delta events (one per token inside the markers).
   - gemini: a part {"text": ..., "thought": true} before the answer's part, logprobsResult for
     the answer only; streamed as one thought chunk before the answer's chunks.
+  - anthropic: a {"type": "thinking", "thinking": ..., "signature": ...} block before the text
+    block, counted in output_tokens; streamed as thinking_delta events (one per token inside
+    the markers) and a signature_delta.
   - the others (openai-completions, llamacpp, sglang, tgi) parse no reasoning: their text and
     tokens are the raw generation, reasoning tokens then answer tokens.
   Without "reasoning" (or with []) nothing changes.
@@ -182,6 +231,80 @@ gemini: POST /v1beta/models/<script model>:generateContent, or :streamGenerateCo
   tokens, and "drop_logprobs_chunks" counts those chunks.
   GET /v1beta/models lists "models/embedding-001" (embedContent only) and then
   "models/<script model>" (generateContent), as the Gemini API's models.list does.
+anthropic: POST /v1/messages (Anthropic's Messages API, tests/data/formats/anthropic_*): the
+  prompt is the last user message with text: a user message whose content holds only
+  tool_result blocks is a tool-result turn and is skipped (`system` is not matched). The answer is {id "msg_...", type
+  "message", role, model, content, stop_reason, stop_sequence null, usage}: content holds one
+  text block of the entry's tokens' text (none when the entry has tool calls and no tokens),
+  then a tool_use block {type, id "toolu_...", name, input: the arguments} per tool call; no
+  logprobs anywhere (the API has none), whatever the request asks. stop_reason is "tool_use"
+  with tool calls, else "max_tokens" for finish_reason "length" (max_tokens cuts the tokens as
+  in every dialect) and "end_turn" for "stop". usage: input_tokens (the entry's
+  "prompt_tokens"), cache_creation_input_tokens 0, cache_read_input_tokens (its
+  "cached_tokens", 0 when absent), output_tokens (its tokens, reasoning included). With
+  "stream": true: event:/data: pairs, message_start (content [], stop_reason null, the input
+  usage, output_tokens 1), per block content_block_start (text "", or the tool_use block with
+  input {}) then ping after the first one, content_block_delta events (a text_delta per token;
+  input_json_delta partial_json pieces of the arguments' JSON, the first one ""),
+  content_block_stop, then message_delta (stop_reason, usage.output_tokens) and message_stop;
+  no [DONE]. A Messages request without an `anthropic-version` header answers 400
+  invalid_request_error "anthropic-version: header is required", and one without max_tokens
+  400 "max_tokens: Field required" (both logged with outcome "bad_request", no entry used).
+  GET /v1/models answers List Models' shape ({data: [{type "model", id, display_name,
+  created_at}], has_more false, first_id, last_id}), the script's model first and then
+  "claude-opus-4-1-20250805"; without the version header it answers the same 400. Every other
+  GET (/props, /health, /api/tags, ...) answers 404 not_found_error, so that detection takes it
+  for no other server.
+refusals ("refuse_params"): a completion POST carrying the parameter where its dialect puts it
+  (temperature, top_p and seed at the top level for OpenAI's routes, Anthropic's and
+  llama.cpp's; in Ollama's options, SGLang's sampling_params on /generate (seed:
+  sampling_seed), Gemini's generationConfig (top_p: topP), TGI's parameters on its native
+  routes; logprobs: `logprobs` or `top_logprobs` at the top level, Gemini's responseLogprobs or
+  logprobs, llama.cpp's n_probs, SGLang's return_logprob or top_logprobs_num, TGI's
+  top_n_tokens; a null is no value) answers 400 in the dialect's error shape (OpenAI's
+  envelope names the parameter in `param`, the reason in `code`):
+  - "anthropic_deprecated" (temperature, top_p): "`temperature` is deprecated for this model."
+    ("`top_p` ..."), invalid_request_error, param the parameter, code null, whatever the value
+    (tests/data/formats/anthropic_error_400_temperature_deprecated.json);
+  - "openai_default_only" (temperature): any value but 1 answers "Unsupported value:
+    'temperature' does not support <the value as sent> with this model. Only the default (1)
+    value is supported.", param "temperature", code "unsupported_value"
+    (openai_error_400_temperature_unsupported.json); temperature 1 passes;
+  - "unrecognized" (seed): "Unrecognized request argument supplied: seed", param null, code
+    null; in Anthropic's shape "seed: Extra inputs are not permitted";
+  - "unsupported" (logprobs): "Unsupported parameter: '<key>' is not supported with this
+    model.", param the key, code "unsupported_parameter"
+    (openai_error_400_logprobs_unsupported.json).
+  A refused request is logged with outcome "refused" and "refused": the key; it consumes no
+  entry, moves no cursor, marks nothing sampled and leaves a flush before it pending for the
+  next completion request. Where several are refused, the first of temperature, top_p, seed,
+  logprobs is the one named.
+seeded ("seeded": true): the request's log item carries "seeded": the seed, and its "entry" the
+  index chosen; a request without a seed, or a greedy one, is answered as without the option.
+  A prompt with "steps" answers a seeded request from its step's list, steps[i][seed % len].
+tool chains (openai-chat's shape on /v1/chat/completions in every dialect serving it, and
+  anthropic): an agent that got tool calls sends the conversation again with the assistant
+  turn and the tools' results, until the model answers without tool calls.
+  - The prompt stays the user's text across the steps: OpenAI's tool results have role "tool",
+    Anthropic's tool-result user turns are skipped (see "anthropic" above).
+  - A request's step is the number of assistant turns in it that called tools: OpenAI's
+    assistant messages with a non-empty tool_calls, Anthropic's assistant messages whose
+    content holds a tool_use block; 0 for the first request. A prompt's "steps" answers it.
+  - Its tool results are the tool-result turns it carries, in order: OpenAI's {"role": "tool",
+    "tool_call_id", "content"} messages, Anthropic's {"type": "tool_result", "tool_use_id",
+    "content"} blocks of user messages; content as text (a string, or its parts' text joined).
+  - Every id an answer carries is unique ("call_scripted<n>_<i>", "toolu_scripted<n>_<i>": n
+    the answer's number, i the call's) and is remembered once the answer is built (not for a
+    "malformed" fault, whose answer carries none); Together's shapes issue none. A request with
+    a tool result whose id was never issued answers 400 in the dialect's error shape, "unknown
+    tool call id "<id>": no tool call of this endpoint has it" (OpenAI's envelope: param
+    "messages", code null), logged with outcome "bad_request" and "unknown_tool_call_id": the
+    first such id; it consumes no entry and leaves a flush pending, as the refusals do. It is
+    checked after Anthropic's version and max_tokens checks and before "refuse_params".
+  - Every completion request's log item (a POST on a route its dialect completes on, refused or
+    not) carries "step": its step, "tool_results": [{"id", "content"}, ...] as above ([] for
+    none; always [] and step 0 on the other routes) and "tools": the request's top-level
+    "tools" list as sent (null when absent).
 
 A request in absolute form ("POST http://api.openai.com/v1/chat/completions", as a client
 sends it through an HTTP proxy) is served by its path, so that a test can give the tool a
@@ -205,7 +328,7 @@ import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DIALECTS = ("openai-chat", "openai-completions", "openai-responses", "vllm", "llamacpp",
-            "llamacpp-old", "sglang", "ollama", "tgi", "gemini")
+            "llamacpp-old", "sglang", "ollama", "tgi", "gemini", "anthropic")
 FAULTS = ("500", "503", "429", "404", "401", "close", "truncate", "malformed", "oversize",
           "no_logprobs", "302")
 # Log probabilities a script may give as strings, written raw (not as strings) into the JSON.
@@ -396,7 +519,8 @@ def parse_entry(raw, where):
         raise ScriptError(f"{where}: entry must be an object")
     known = {"tokens", "finish_reason", "fingerprint", "delay_ms", "fault", "retry_after",
              "oversize_bytes", "model", "bytes", "drop_logprobs_chunks", "logprob_shift",
-             "reasoning", "prompt_tokens", "echo_headers", "location", "cached_tokens"}
+             "reasoning", "prompt_tokens", "echo_headers", "location", "cached_tokens",
+             "tool_calls"}
     unknown = set(raw) - known
     if unknown:
         raise ScriptError(f"{where}: unknown fields {sorted(unknown)}")
@@ -428,6 +552,7 @@ def parse_entry(raw, where):
             or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in drops)):
         raise ScriptError(f"{where}: 'drop_logprobs_chunks' must be a list of chunk indices >= 0")
     entry["drop_logprobs_chunks"] = set(drops)
+    entry["tool_calls"] = parse_tool_calls(raw.get("tool_calls", []), where)
     entry["reasoning"] = (parse_tokens(raw["reasoning"], f"{where}: 'reasoning'")
                           if "reasoning" in raw else [])
     if "tokens" in raw:
@@ -456,6 +581,17 @@ def parse_entry(raw, where):
     return entry
 
 
+def parse_tool_calls(raw, where):
+    """An entry's tool calls: [{"name": str, "arguments": {...}}, ...] ([] for none)."""
+    if (not isinstance(raw, list)
+            or not all(isinstance(c, dict) and set(c) == {"name", "arguments"}
+                       and isinstance(c["name"], str) and c["name"]
+                       and isinstance(c["arguments"], dict) for c in raw)):
+        raise ScriptError(f"{where}: 'tool_calls' must be a list of "
+                          "{\"name\": \"...\", \"arguments\": {...}}")
+    return [{"name": c["name"], "arguments": c["arguments"]} for c in raw]
+
+
 def shifted(tok, shift):
     """The token with `shift` added to its logprob and to its own candidate's (numbers only)."""
     def move(lp):
@@ -473,27 +609,66 @@ def parse_entries(entries, where):
     return [parse_entry(e, f"{where} entry {i}") for i, e in enumerate(entries)]
 
 
+def parse_steps(raw, where):
+    """A prompt's "steps": a non-empty list of non-empty entry lists, one per chain step."""
+    if not isinstance(raw, list) or not raw:
+        raise ScriptError(f"script: {where}: 'steps' must be a non-empty list of entry lists")
+    return [parse_entries(step, f"{where} 'steps' {i}") for i, step in enumerate(raw)]
+
+
+def entry_lists(variants):
+    """Every entry list of a prompt's variants (None: none)."""
+    if variants is None:
+        return []
+    lists = [variants.get(name) for name in ("entries", "busy", "sampled_busy", "cold")]
+    return [l for l in lists + list(variants.get("steps") or []) if l]
+
+
 def parse_variants(raw, where):
     """A prompt's entries: a list, or an object of variants (see the module docstring)."""
     if isinstance(raw, list):
         return {"entries": parse_entries(raw, where), "busy": None, "sampled_busy": None,
-                "cold": None, "hold_ms": 0}
+                "cold": None, "steps": None, "hold_ms": 0}
     if not isinstance(raw, dict):
         raise ScriptError(f"script: {where} must be a list of entries or an object of variants")
-    unknown = set(raw) - {"entries", "busy", "sampled_busy", "cold", "hold_ms"}
+    unknown = set(raw) - {"entries", "busy", "sampled_busy", "cold", "steps", "hold_ms"}
     if unknown:
         raise ScriptError(f"script: {where}: unknown fields {sorted(unknown)}")
     hold = raw.get("hold_ms", 0)
     if not isinstance(hold, int) or hold < 0:
         raise ScriptError(f"script: {where}: 'hold_ms' must be a non-negative integer")
-    variants = {"entries": parse_entries(raw.get("entries"), f"{where} 'entries'"),
-                "hold_ms": hold}
+    steps = parse_steps(raw["steps"], where) if "steps" in raw else None
+    # With "steps" every request is answered by a step's list: "entries" may be left out, and
+    # is then the first step's list (with its own cursor, never chosen).
+    entries = (steps[0] if steps is not None and "entries" not in raw
+               else parse_entries(raw.get("entries"), f"{where} 'entries'"))
+    variants = {"entries": entries, "steps": steps, "hold_ms": hold}
     for name in ("busy", "sampled_busy", "cold"):
         variants[name] = parse_entries(raw[name], f"{where} {name!r}") if name in raw else None
     return variants
 
 
 REASONING_SHAPES = ("sglang", "vllm", "openai")
+# "refuse_params": the refusals each request parameter may be given (see the module docstring).
+REFUSALS = {"temperature": ("anthropic_deprecated", "openai_default_only"),
+            "top_p": ("anthropic_deprecated",),
+            "seed": ("unrecognized",),
+            "logprobs": ("unsupported",)}
+
+
+def refuse_params_of(raw):
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ScriptError("script: 'refuse_params' must be an object")
+    for param, how in raw.items():
+        if param not in REFUSALS:
+            raise ScriptError(f"script: 'refuse_params': unknown parameter {param!r} "
+                              f"(one of {sorted(REFUSALS)})")
+        if how not in REFUSALS[param]:
+            raise ScriptError(f"script: 'refuse_params': {param!r} must be one of "
+                              f"{list(REFUSALS[param])}")
+    return dict(raw)
 
 
 def reasoning_shape(raw):
@@ -501,6 +676,16 @@ def reasoning_shape(raw):
     if shape not in REASONING_SHAPES:
         raise ScriptError(f"script: 'reasoning_shape' must be one of {list(REASONING_SHAPES)}")
     return shape
+
+
+# The prompt of the tool's capability preflight (probes/capability_preflight.cpp), and what a
+# script that does not list it answers: the same greedy-looking answer every time, each token its
+# position's top candidate, so that the preflight finds temperature 0 accepted.
+PREFLIGHT_PROMPT = "Write one sentence about the sea."
+PREFLIGHT_ENTRY = {"finish_reason": "stop", "tokens": [
+    ["The", -0.1, [["The", -0.1], ["A", -2.0]]],
+    [" sea", -0.2, [[" sea", -0.2], [" ocean", -1.5]]],
+    [".", -0.05, [[".", -0.05], ["!", -3.0]]]]}
 
 
 def load_script(path):
@@ -511,13 +696,15 @@ def load_script(path):
     prompts = {}
     for key, entries in raw["prompts"].items():
         prompts[key] = parse_variants(entries, f"prompt {key!r}")
+    if PREFLIGHT_PROMPT not in prompts:
+        prompts[PREFLIGHT_PROMPT] = parse_variants([PREFLIGHT_ENTRY], "the preflight's prompt")
     flush_routes = raw.get("flush_routes", [])
     if not isinstance(flush_routes, list) or not all(isinstance(r, str) for r in flush_routes):
         raise ScriptError("script: 'flush_routes' must be a list of paths")
     fallback = parse_variants(raw["fallback"], "'fallback'") if "fallback" in raw else None
     if raw.get("together") and any(
-            e["reasoning"] for v in list(prompts.values()) + [fallback or {}]
-            for name in ("entries", "busy", "cold") for e in (v.get(name) or [])):
+            e["reasoning"] for v in list(prompts.values()) + [fallback]
+            for entries in entry_lists(v) for e in entries):
         raise ScriptError("script: Together's shapes carry no 'reasoning'")
     return {"model": raw.get("model", "scripted-model"),
             "fingerprint": raw.get("fingerprint"),
@@ -542,6 +729,8 @@ def load_script(path):
             "props_echo_auth": bool(raw.get("props_echo_auth", False)),
             "gemini_generates": bool(raw.get("gemini_generates", True)),
             "reasoning_shape": reasoning_shape(raw),
+            "refuse_params": refuse_params_of(raw.get("refuse_params")),
+            "seeded": bool(raw.get("seeded", False)),
             "fallback": fallback,
             "prompts": prompts}
 
@@ -577,8 +766,16 @@ def metrics_text(hits, model):
             f'vllm:prefix_cache_hits_created{{engine="0",model_name="{model}"}} 1.7e+09\n')
 
 
+def tool_results_only(content):
+    """Whether a user message's content is an Anthropic tool-result turn: a list holding only
+    tool_result blocks (no text of the user's)."""
+    return (isinstance(content, list) and bool(content)
+            and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content))
+
+
 def prompt_of(body):
-    """The prompt a request carries: the last user message, else the text field."""
+    """The prompt a request carries: the last user message (skipping Anthropic's tool-result
+    turns, user messages holding only tool_result blocks), else the text field."""
     messages = body.get("messages")
     if messages is None and isinstance(body.get("contents"), list):
         # Gemini: contents of {role, parts: [{text}]}, as chat messages.
@@ -588,7 +785,8 @@ def prompt_of(body):
         messages = body.get("input")  # Responses: input items, as chat messages
     if isinstance(messages, list):
         for message in reversed(messages):
-            if isinstance(message, dict) and message.get("role") == "user":
+            if (isinstance(message, dict) and message.get("role") == "user"
+                    and not tool_results_only(message.get("content"))):
                 return message_text(message.get("content"))
         return None
     for field in ("prompt", "text", "inputs", "input"):
@@ -618,6 +816,181 @@ def body_samples(body):
     return False
 
 
+NATIVE_PLACES = {"ollama": "options", "gemini": "generationConfig"}
+
+
+def sampling_place(dialect, path, body):
+    """The object holding a completion request's sampling parameters where its dialect puts
+    them (Ollama's options, Gemini's generationConfig, SGLang's sampling_params on /generate,
+    TGI's parameters on /generate and /generate_stream), else the body itself: OpenAI's and
+    Anthropic's routes, llama.cpp's /completion and the OpenAI chat route the native servers
+    serve beside their own. None where that object is absent."""
+    key = NATIVE_PLACES.get(dialect)
+    if dialect == "sglang" and path == "/generate":
+        key = "sampling_params"
+    if dialect == "tgi" and path in ("/generate", "/generate_stream"):
+        key = "parameters"
+    if key is None:
+        return body
+    place = body.get(key)
+    return place if isinstance(place, dict) else None
+
+
+def carried(dialect, path, body, name):
+    """(key, value) of the sampling parameter `name` ("temperature", "top_p" or "seed") where the
+    request carries it, else None. The key is the dialect's own (Gemini's topP, SGLang's
+    sampling_seed); a JSON null asks for the default, so it is not a value carried."""
+    place = sampling_place(dialect, path, body)
+    key = name
+    if dialect == "gemini" and name == "top_p":
+        key = "topP"
+    if dialect == "sglang" and path == "/generate" and name == "seed":
+        key = "sampling_seed"
+    if place is None or place.get(key) is None:
+        return None
+    return key, place[key]
+
+
+def logprobs_key(dialect, path, body):
+    """The key by which a completion request asks for logprobs, else None: `logprobs` or
+    `top_logprobs` at the top level (OpenAI's routes, Ollama's), Gemini's responseLogprobs or
+    logprobs in generationConfig, llama.cpp's n_probs on /completion, SGLang's return_logprob or
+    top_logprobs_num on /generate, TGI's top_n_tokens on its native routes (null: not asked)."""
+    wanted = [(body, "logprobs"), (body, "top_logprobs")]
+    if dialect == "gemini":
+        wanted = [(body.get("generationConfig"), "responseLogprobs"),
+                  (body.get("generationConfig"), "logprobs")]
+    elif dialect in ("llamacpp", "llamacpp-old") and path == "/completion":
+        wanted.append((body, "n_probs"))
+    elif dialect == "sglang" and path == "/generate":
+        wanted += [(body, "return_logprob"), (body, "top_logprobs_num")]
+    elif dialect == "tgi" and path in ("/generate", "/generate_stream"):
+        wanted.append((body.get("parameters"), "top_n_tokens"))
+    for place, key in wanted:
+        if isinstance(place, dict) and place.get(key) is not None:
+            return key
+    return None
+
+
+def refusal_body(dialect, message, param, code):
+    """A 400 refusal of a request parameter in the dialect's error shape; OpenAI's envelope
+    names the parameter in `param` and the reason in `code`, as OpenAI's API does."""
+    error = error_body(dialect, 400, message, "invalid_request_error")
+    if isinstance(error.get("error"), dict) and "param" in error["error"]:
+        error["error"].update(param=param, code=code)
+    return error
+
+
+def param_refusal(dialect, path, body, refuse):
+    """(key, error body) for the first parameter the script's "refuse_params" refuses that this
+    completion request carries, else None (see the module docstring for each wording)."""
+    for name in ("temperature", "top_p"):
+        found = carried(dialect, path, body, name)
+        how = refuse.get(name)
+        if found is None or how is None:
+            continue
+        key, value = found
+        if how == "anthropic_deprecated":
+            # Anthropic's newest models refuse the parameter whatever its value.
+            return key, refusal_body(dialect, f"`{key}` is deprecated for this model.", key, None)
+        if isinstance(value, bool) or value != 1:
+            # OpenAI's reasoning models take the default temperature alone and quote the value.
+            shown = value if isinstance(value, str) else json.dumps(value)
+            return key, refusal_body(dialect, f"Unsupported value: '{key}' does not support "
+                                              f"{shown} with this model. Only the default (1) "
+                                              "value is supported.", key, "unsupported_value")
+    found = carried(dialect, path, body, "seed")
+    if found is not None and refuse.get("seed"):
+        key = found[0]
+        # Anthropic's request validation refuses unknown fields; Azure OpenAI's older API
+        # versions refused `seed` as an unknown argument, naming no param and no code.
+        message = (f"{key}: Extra inputs are not permitted" if dialect == "anthropic"
+                   else f"Unrecognized request argument supplied: {key}")
+        return key, refusal_body(dialect, message, None, None)
+    key = logprobs_key(dialect, path, body)
+    if key is not None and refuse.get("logprobs"):
+        return key, refusal_body(dialect, f"Unsupported parameter: '{key}' is not supported "
+                                          "with this model.", key, "unsupported_parameter")
+    return None
+
+
+def seed_honoured(dialect, path, body):
+    """The integer seed a "seeded" server answers by, else None: one carried where the dialect
+    puts it, on a request that samples. Greedy decoding needs no seed, so a temperature of 0
+    leaves the cursor in charge; no temperature is the server's default, which samples, but on
+    TGI's native routes, whose default is greedy, only do_sample or a temperature above 0 does."""
+    found = carried(dialect, path, body, "seed")
+    if found is None or not isinstance(found[1], int) or isinstance(found[1], bool):
+        return None
+    if dialect == "tgi" and path in ("/generate", "/generate_stream"):
+        return found[1] if body_samples(body) else None
+    temperature = carried(dialect, path, body, "temperature")
+    if temperature is not None and not (isinstance(temperature[1], (int, float))
+                                        and not isinstance(temperature[1], bool)
+                                        and temperature[1] > 0):
+        return None
+    return found[1]
+
+
+def anthropic_refusal(headers, body):
+    """The 400 Anthropic's API answers a Messages request without its version header or
+    without the required max_tokens (tests/data/formats/anthropic_error_400.json), else None."""
+    if not headers.get("anthropic-version"):
+        message = "anthropic-version: header is required"
+    elif "max_tokens" not in body:
+        message = "max_tokens: Field required"
+    else:
+        return None
+    return error_body("anthropic", 400, message, "invalid_request_error")
+
+
+def chain_of(builder, body):
+    """(step, tool results) of a chat request in a multi-step tool chain: the step is the
+    number of assistant turns that called tools (OpenAI's chat shape: assistant messages with
+    a non-empty tool_calls; Anthropic's: assistant messages whose content holds a tool_use
+    block), 0 for the first request; the tool results are the tool-result turns it carries,
+    in order, as [{"id", "content"}] (OpenAI's role "tool" messages, by tool_call_id;
+    Anthropic's tool_result blocks in user messages, by tool_use_id), the content as text.
+    Other builders carry no chain: (0, [])."""
+    messages = body.get("messages")
+    if builder not in (openai_chat, anthropic) or not isinstance(messages, list):
+        return 0, []
+    step, results = 0, []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        role, content = message.get("role"), message.get("content")
+        if builder is anthropic:
+            blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+            if role == "assistant" and any(b.get("type") == "tool_use" for b in blocks):
+                step += 1
+            elif role == "user":
+                results += [{"id": b.get("tool_use_id"), "content": message_text(b.get("content"))}
+                            for b in blocks if b.get("type") == "tool_result"]
+        elif role == "assistant" and isinstance(message.get("tool_calls"), list) \
+                and message["tool_calls"]:
+            step += 1
+        elif role == "tool":
+            results.append({"id": message.get("tool_call_id"), "content": message_text(content)})
+    return step, results
+
+
+def issued_prefix(builder, script):
+    """The prefix of the tool call ids this builder's answers carry, None where its shape
+    carries no tool calls (Together's chat, the text and native dialects)."""
+    if builder is anthropic:
+        return "toolu_scripted"
+    if builder is openai_chat and not script["together"]:
+        return "call_scripted"
+    return None
+
+
+def unknown_tool_call(dialect, tool_id):
+    """The 400 answering a tool-result turn whose id no answer of this endpoint issued."""
+    message = f"unknown tool call id {json.dumps(tool_id)}: no tool call of this endpoint has it"
+    return refusal_body(dialect, message, "messages", None)
+
+
 class State:
     """The script, the per-prompt cursors and the request log, shared by handler threads."""
 
@@ -633,6 +1006,7 @@ class State:
         self.flushes = 0
         self.flushed = False  # a flush came after the last completion request
         self.cache_hits = 0  # the "metrics_hits" counter
+        self.issued = set()  # the tool call ids its answers carried, for tool-result turns
         self.log = open(log_path, "a", encoding="utf-8") if log_path else None
 
     def match(self, prompt):
@@ -650,14 +1024,31 @@ class State:
     def variants(self, key):
         return self.script["fallback"] if key is None else self.script["prompts"][key]
 
-    def next_entry(self, key, variant="entries"):
+    def entry_list(self, key, variant, listed=0):
+        """(entries, cursor key) of a variant: "steps" names the list steps[listed], whose
+        cursor is (prompt, "step", listed)."""
+        variants = self.variants(key)
+        if variant == "steps":
+            return variants["steps"][listed], (key, "step", listed)
+        return variants[variant], (key, variant)
+
+    def next_entry(self, key, variant="entries", listed=0):
         with self.lock:
-            entries = self.variants(key)[variant]
-            cursor = (key, variant)
+            entries, cursor = self.entry_list(key, variant, listed)
             index = self.cursors.get(cursor, 0)
             self.cursors[cursor] = index + 1
             self.counter += 1
             return index % len(entries), entries[index % len(entries)], self.counter
+
+    def entry_at(self, key, seed, variant="entries", listed=0):
+        """entries[seed % len(entries)] of the prompt's "entries" (or of its step's list): a
+        server that honours the seed answers it alike every time, so the cursor does not
+        move."""
+        with self.lock:
+            entries, _ = self.entry_list(key, variant, listed)
+            self.counter += 1
+            index = seed % len(entries)
+            return index, entries[index], self.counter
 
     def open_request(self):
         """Registers a completion POST as open; returns (its flight, whether it follows a flush)."""
@@ -681,6 +1072,16 @@ class State:
     def close_request(self, flight):
         with self.lock:
             self.open = [f for f in self.open if f is not flight]
+
+    def issue(self, ids):
+        """Records the tool call ids an answer carries."""
+        with self.lock:
+            self.issued.update(ids)
+
+    def unknown_ids(self, results):
+        """The ids of tool-result turns that no answer issued, in order."""
+        with self.lock:
+            return [r["id"] for r in results if r["id"] not in self.issued]
 
     def flush(self):
         with self.lock:
@@ -849,6 +1250,36 @@ def together_chat(gen, stream):
     return events
 
 
+def tool_call_id(n, i, prefix="call_scripted"):
+    return f"{prefix}{n}_{i}"
+
+
+def json_pieces(arguments, size=8):
+    """A tool call's JSON arguments in the pieces a stream sends them in (a few characters each,
+    cut anywhere, as a model generates them)."""
+    text = json.dumps(arguments)
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def openai_tool_calls(calls, n):
+    """message.tool_calls: the arguments as a JSON string, as OpenAI's chat API sends them."""
+    return [{"id": tool_call_id(n, i), "type": "function",
+             "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}
+            for i, call in enumerate(calls)]
+
+
+def openai_tool_call_deltas(calls, n):
+    """Streamed tool calls: per call, a delta with its id, type and name and empty arguments,
+    then deltas carrying only its index and a piece of the arguments."""
+    out = []
+    for i, call in enumerate(calls):
+        out.append({"index": i, "id": tool_call_id(n, i), "type": "function",
+                    "function": {"name": call["name"], "arguments": ""}})
+        out += [{"index": i, "function": {"arguments": piece}}
+                for piece in json_pieces(call["arguments"])]
+    return out
+
+
 def openai_chat(gen, stream):
     if gen["script"]["together"]:
         return together_chat(gen, stream)
@@ -856,6 +1287,15 @@ def openai_chat(gen, stream):
     vllm = d == "vllm"
     fp = fingerprint(entry, script, d)
     text = text_of(toks)
+    # An entry's tool calls: message.tool_calls (content null without text) and finish_reason
+    # "tool_calls"; without them no tool_calls key at all, as in the reference payloads.
+    calls = gen["tool_calls"]
+    finish = "tool_calls" if calls else gen["finish"]
+
+    def with_tools(message):
+        if calls:
+            message.update(content=text or None, tool_calls=openai_tool_calls(calls, gen["n"]))
+        return message
     drops = entry["drop_logprobs_chunks"]
     base = {"id": f"chatcmpl-scripted{gen['n']}", "object": "chat.completion", "created": CREATED,
             "model": model_of(gen)}
@@ -885,12 +1325,12 @@ def openai_chat(gen, stream):
         content = ([chat_logprob_entry(t, gen["k"], d, script) for t in listed]
                    if gen["logprobs"] else None)
         if vllm:
-            message = with_reasoning({"role": "assistant", "content": text, "refusal": None,
-                                      "annotations": None, "audio": None, "function_call": None,
-                                      "reasoning": None})
+            message = with_tools(with_reasoning({
+                "role": "assistant", "content": text, "refusal": None, "annotations": None,
+                "audio": None, "function_call": None, "reasoning": None}))
             logprobs = {"content": content} if content is not None else None
             choice = {"index": 0, "message": message, "logprobs": logprobs,
-                      "finish_reason": gen["finish"], "stop_reason": None, "token_ids": None,
+                      "finish_reason": finish, "stop_reason": None, "token_ids": None,
                       "routed_experts": None}
             return dict(base, choices=[choice], service_tier=None, system_fingerprint=fp,
                         usage=dict(usage(n_all, gen), prompt_tokens_details=None
@@ -898,11 +1338,11 @@ def openai_chat(gen, stream):
                                    {"cached_tokens": gen["entry"]["cached_tokens"]}),
                         prompt_logprobs=None, prompt_token_ids=None, prompt_text=None,
                         kv_transfer_params=None, ec_transfer_params=None, metrics=None)
-        message = with_reasoning({"role": "assistant", "content": text, "refusal": None,
-                                  "annotations": []})
+        message = with_tools(with_reasoning({"role": "assistant", "content": text,
+                                             "refusal": None, "annotations": []}))
         logprobs = {"content": content, "refusal": None} if content is not None else None
         choice = {"index": 0, "message": message, "logprobs": logprobs,
-                  "finish_reason": gen["finish"]}
+                  "finish_reason": finish}
         details = {"prompt_tokens_details": {"cached_tokens": cached_tokens(gen),
                                              "audio_tokens": 0},
                    "completion_tokens_details": {"reasoning_tokens": len(rtoks), "audio_tokens": 0,
@@ -920,20 +1360,23 @@ def openai_chat(gen, stream):
         events += reasoning_chunks({})
         groups = [list(range(i, min(i + 2, len(toks)))) for i in range(0, len(toks), 2)]
         for gi, group in enumerate(groups):
-            last = gi == len(groups) - 1
+            last = gi == len(groups) - 1 and not calls  # else a tool call chunk ends it
             lp = ({"content": [chat_logprob_entry(toks[i], gen["k"], d, script) for i in group]}
                   if gen["logprobs"] and gi not in drops else None)
             choice = {"index": 0, "delta": {"content": "".join(pieces[i] for i in group)},
-                      "logprobs": lp, "finish_reason": gen["finish"] if last else None,
+                      "logprobs": lp, "finish_reason": finish if last else None,
                       "token_ids": None}
             event = dict(chunk, choices=[choice])
             if last:
                 choice["stop_reason"] = None
                 event["system_fingerprint"] = fp
             events.append(event)
-        if not groups:
+        events += [dict(chunk, choices=[{"index": 0, "delta": {"tool_calls": [delta]},
+                                         "logprobs": None, "finish_reason": None}])
+                   for delta in openai_tool_call_deltas(calls, gen["n"])]
+        if not groups or calls:
             events.append(dict(chunk, choices=[{"index": 0, "delta": {}, "logprobs": None,
-                                                "finish_reason": gen["finish"],
+                                                "finish_reason": finish,
                                                 "stop_reason": None}], system_fingerprint=fp))
     else:
         chunk = dict(chunk, service_tier="default", system_fingerprint=fp)
@@ -948,8 +1391,12 @@ def openai_chat(gen, stream):
             events.append(dict(chunk, choices=[{"index": 0, "delta": {"content": pieces[i]},
                                                 "logprobs": lp, "finish_reason": None}],
                                obfuscation="x1"))
+        events += [dict(chunk, choices=[{"index": 0, "delta": {"tool_calls": [delta]},
+                                         "logprobs": None, "finish_reason": None}],
+                        obfuscation="t7")
+                   for delta in openai_tool_call_deltas(calls, gen["n"])]
         events.append(dict(chunk, choices=[{"index": 0, "delta": {}, "logprobs": None,
-                                            "finish_reason": gen["finish"]}], obfuscation="Ab3"))
+                                            "finish_reason": finish}], obfuscation="Ab3"))
     if gen["include_usage"]:
         events.append(dict(chunk, choices=[], usage=usage(n_all, gen)))
     return events
@@ -1354,6 +1801,74 @@ def tgi(gen, stream):
     return events
 
 
+ANTHROPIC_SIGNATURE = "EqQBCgIYAhIMscriptedSignature"
+
+
+def anthropic(gen, stream):
+    """POST /v1/messages as Anthropic's Messages API answers it (tests/data/formats/anthropic_*):
+    content blocks (a thinking block for an entry's reasoning, the answer's text block, one
+    tool_use block per tool call), stop_reason, usage with the cache's two input counts; no
+    logprobs, which the API has not. Streamed as typed events, one text_delta per token."""
+    toks, rtoks, calls, n = gen["tokens"], gen["reasoning"], gen["tool_calls"], gen["n"]
+    if calls:
+        stop = "tool_use"
+    else:
+        stop = "max_tokens" if gen["finish"] == "length" else "end_turn"
+    thinking = ({"type": "thinking", "thinking": reasoning_text(rtoks),
+                 "signature": ANTHROPIC_SIGNATURE} if rtoks else None)
+    # A tool call's answer holds its text block only where the model wrote some text first.
+    text = {"type": "text", "text": text_of(toks)} if toks or not calls else None
+    tools = [{"type": "tool_use", "id": tool_call_id(n, i, "toolu_scripted"),
+              "name": call["name"], "input": call["arguments"]} for i, call in enumerate(calls)]
+    content = [b for b in (thinking, text) if b is not None] + tools
+    n_out = len(rtoks) + len(toks)
+    usage_of = {"input_tokens": prompt_tokens(gen), "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": cached_tokens(gen), "output_tokens": n_out,
+                "service_tier": "standard"}
+    message = {"id": f"msg_scripted{n}", "type": "message", "role": "assistant",
+               "model": model_of(gen), "content": content, "stop_reason": stop,
+               "stop_sequence": None, "usage": usage_of}
+    if not stream:
+        return message
+    # message_start carries the input usage and an output count of 1, as Anthropic's does.
+    start_usage = {k: v for k, v in usage_of.items() if k != "service_tier"}
+    events = [{"type": "message_start",
+               "message": dict(message, content=[], stop_reason=None,
+                               usage=dict(start_usage, output_tokens=1))}]
+
+    def start(index, block):
+        events.append({"type": "content_block_start", "index": index, "content_block": block})
+        if index == 0:
+            events.append({"type": "ping"})  # where Anthropic's streams send theirs
+
+    def delta(index, **fields):
+        events.append({"type": "content_block_delta", "index": index, "delta": fields})
+
+    for index, block in enumerate(content):
+        if block["type"] == "thinking":
+            start(index, {"type": "thinking", "thinking": "", "signature": ""})
+            for piece in reasoning_pieces(rtoks):
+                if piece:
+                    delta(index, type="thinking_delta", thinking=piece)
+            delta(index, type="signature_delta", signature=ANTHROPIC_SIGNATURE)
+        elif block["type"] == "text":
+            start(index, {"type": "text", "text": ""})
+            for piece in pieces_of(toks):
+                delta(index, type="text_delta", text=piece)
+        else:
+            # tool_use: the block starts with an empty input; the JSON comes in pieces, the
+            # first one empty as Anthropic's streams send it.
+            start(index, dict(block, input={}))
+            for piece in [""] + json_pieces(block["input"]):
+                delta(index, type="input_json_delta", partial_json=piece)
+        events.append({"type": "content_block_stop", "index": index})
+    events.append({"type": "message_delta",
+                   "delta": {"stop_reason": stop, "stop_sequence": None},
+                   "usage": {"output_tokens": n_out}})
+    events.append({"type": "message_stop"})
+    return events
+
+
 # ----------------------------------------------------------------------------------------------
 # Request side: what each dialect asks for.
 
@@ -1382,6 +1897,10 @@ def request_params(dialect, path, body, together=False):
         want = isinstance(include, list) and "message.output_text.logprobs" in include
         max_tokens = as_int(body.get("max_output_tokens"), None)
         seed = body.get("seed")
+    elif dialect == "anthropic":
+        # No logprobs and no seed in the Messages API; max_tokens is required.
+        k, want, seed = 0, False, None
+        max_tokens = as_int(body.get("max_tokens"), None)
     elif dialect == "gemini":
         config = body.get("generationConfig") or {}
         k = as_int(config.get("logprobs"), 0)
@@ -1424,13 +1943,15 @@ def request_params(dialect, path, body, together=False):
 
 
 # The builders whose API carries a reasoning model's reasoning apart from its answer.
-PARSED_REASONING = (openai_chat, ollama, openai_responses, gemini)
+PARSED_REASONING = (openai_chat, ollama, openai_responses, gemini, anthropic)
 
 
 def completion_route(dialect, path):
     """The payload builder serving `path` in this dialect, or None (404)."""
     if dialect == "openai-responses":
         return openai_responses if path == "/v1/responses" else None
+    if dialect == "anthropic":
+        return anthropic if path == "/v1/messages" else None
     if dialect == "gemini":
         served = (":generateContent", ":streamGenerateContent")
         return gemini if path.startswith("/v1beta/models/") and path.endswith(served) else None
@@ -1531,6 +2052,16 @@ def detection_get(dialect, path, script):
         if path == "/v1/models":
             models["data"][0].update(owned_by="library")
             return 200, models
+    elif dialect == "anthropic":
+        if path == "/v1/models":
+            # List Models (tests/data/formats/anthropic_models_list.json): newest first, so the
+            # script's model heads it and an older one follows. No other GET is served: a
+            # detector finds no /props, /health or OpenAI-shaped list to mistake it by.
+            listed = [model] + [m for m in ("claude-opus-4-1-20250805",) if m != model]
+            return 200, {"data": [{"type": "model", "id": m, "display_name": m,
+                                   "created_at": "2025-09-29T00:00:00Z" if m == model
+                                   else "2025-08-05T00:00:00Z"} for m in listed],
+                         "has_more": False, "first_id": listed[0], "last_id": listed[-1]}
     elif dialect == "gemini":
         if path == "/v1beta/models":
             # models.list (tests/data/formats/gemini_models_list.json): an embedding-only model
@@ -1564,7 +2095,17 @@ GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUN
                  429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
 
 
+# Anthropic's error type is its status's (the API reference, "Errors"); 503 is not one of them.
+ANTHROPIC_ERRORS = {400: "invalid_request_error", 401: "authentication_error",
+                    403: "permission_error", 404: "not_found_error", 413: "request_too_large",
+                    429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
+
+
 def error_body(dialect, status, message, kind, code=None):
+    if dialect == "anthropic":
+        return {"type": "error", "error": {"type": ANTHROPIC_ERRORS.get(status, "api_error"),
+                                           "message": message},
+                "request_id": "req_011CScriptedEndpoint0000"}
     if dialect == "gemini":  # google.rpc.Status inside "error"
         return {"error": {"code": status, "message": message,
                           "status": GOOGLE_STATUS.get(status, "UNKNOWN")}}
@@ -1578,6 +2119,12 @@ def error_body(dialect, status, message, kind, code=None):
 
 def fault_error(dialect, fault, model):
     """(status, error body) of a scripted 404, 401 or 503, as each kind of server words it."""
+    if dialect == "anthropic":
+        # Anthropic's API: a model it does not serve is named after "model: "; overload is 529.
+        return {"404": (404, error_body(dialect, 404, f"model: {model}", "not_found_error")),
+                "401": (401, error_body(dialect, 401, "invalid x-api-key",
+                                        "authentication_error")),
+                "503": (529, error_body(dialect, 529, "Overloaded", "overloaded_error"))}[fault]
     if fault == "404":
         if dialect == "ollama":
             return 404, {"error": f"model '{model}' not found"}
@@ -1600,7 +2147,7 @@ def fault_error(dialect, fault, model):
 
 
 def encode_stream(dialect, events):
-    if dialect == "openai-responses":  # typed events, no [DONE]
+    if dialect in ("openai-responses", "anthropic"):  # typed events, no [DONE]
         return [b"event: " + e["type"].encode() + b"\ndata: " + dumps(e).encode() + b"\n\n"
                 for e in events]
     if dialect == "ollama":
@@ -1659,6 +2206,13 @@ class Handler(BaseHTTPRequestHandler):
                 "in_flight": getattr(self, "in_flight", 0),
                 "headers": [[k, v] for k, v in self.headers.items()],
                 "body": body.decode("utf-8", "replace")}
+        # The capability preflight's requests, which tests count apart from the audited ones.
+        try:
+            prompt = prompt_of(json.loads(item["body"]))
+        except (ValueError, AttributeError):
+            prompt = None
+        item["preflight"] = isinstance(prompt, str) and PREFLIGHT_PROMPT in prompt
+        item.update(getattr(self, "chain", None) or {})  # a completion POST's step and tools
         item.update(extra)
         self.state.record(item)
 
@@ -1681,6 +2235,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         self.origin_form()
         self.in_flight = 0
+        self.chain = None
         self.log_request_item(b"")
         path = local_path(self.state.script, self.state.dialect, self.path.split("?")[0])
         script = self.state.script
@@ -1694,6 +2249,12 @@ class Handler(BaseHTTPRequestHandler):
                                                                       script)
         if path == "/v1/models" and not script["models_route"]:
             status = 404
+        if (status == 200 and self.state.dialect == "anthropic"
+                and not self.headers.get("anthropic-version")):
+            # Anthropic's API refuses any request without its version, the model list too.
+            self.send_json(400, error_body("anthropic", 400, "anthropic-version: header is "
+                                                             "required", "invalid_request_error"))
+            return
         if path == "/metrics" and script["metrics_hits"] is not None:
             with self.state.lock:
                 hits = self.state.cache_hits
@@ -1718,6 +2279,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         self.origin_form()
+        self.chain = None  # set by answer_post once the body names a completion route
         if self.path.split("?")[0] in self.state.script["flush_routes"]:
             self.answer_flush()
             return
@@ -1757,19 +2319,23 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def choose_variant(self, key):
-        """Which of the prompt's entry lists answers this request (after its hold)."""
+    def choose_variant(self, key, step):
+        """(variant, step list) of the prompt's entry lists answering this request (after its
+        hold): "steps" (the list of its chain step, the last one beyond them) before the rest;
+        the step list is None for the others."""
         variants = self.state.variants(key)
         if variants["hold_ms"]:
             time.sleep(variants["hold_ms"] / 1000.0)
+        if variants["steps"]:
+            return "steps", min(step, len(variants["steps"]) - 1)
         if self.after_flush and variants["cold"]:
-            return "cold"
+            return "cold", None
         with self.state.lock:
             overlapped = self.flight["overlapped"]
             beside_sampled = self.flight["beside_sampled"]
         if beside_sampled and variants["sampled_busy"]:
-            return "sampled_busy"
-        return "busy" if overlapped and variants["busy"] else "entries"
+            return "sampled_busy", None
+        return ("busy" if overlapped and variants["busy"] else "entries"), None
 
     def answer_post(self):
         raw = self.read_body()
@@ -1785,6 +2351,27 @@ class Handler(BaseHTTPRequestHandler):
             self.log_request_item(raw, outcome="bad_request")
             self.send_json(400, error_body(dialect, 400, "request body is not a JSON object",
                                            "invalid_request_error"))
+            return
+        builder = completion_route(dialect, path)
+        step, tool_results = chain_of(builder, body)
+        if builder is not None:
+            self.chain = {"step": step, "tool_results": tool_results, "tools": body.get("tools")}
+        # Refusals at validation, before the request runs: no entry, no sampling, no cache.
+        if builder is not None and dialect == "anthropic":
+            refusal = anthropic_refusal(self.headers, body)
+            if refusal is not None:
+                self.refuse(raw, "bad_request", refusal)
+                return
+        unknown = self.state.unknown_ids(tool_results)
+        if unknown:
+            # A tool-result turn answering a call this endpoint never made.
+            self.refuse(raw, "bad_request", unknown_tool_call(dialect, unknown[0]),
+                        unknown_tool_call_id=unknown[0])
+            return
+        refused = (param_refusal(dialect, path, body, self.state.script["refuse_params"])
+                   if builder is not None else None)
+        if refused is not None:
+            self.refuse(raw, "refused", refused[1], refused=refused[0])
             return
         if body_samples(body):
             self.state.mark_sampled(self.flight)
@@ -1804,7 +2391,6 @@ class Handler(BaseHTTPRequestHandler):
                                            "embedding": [1.0, 0.0]}
                                           for i in range(len(inputs))]})
             return
-        builder = completion_route(dialect, path)
         if builder is not None and self.state.script["router"] and not isinstance(
                 body.get("model"), str):
             # tools/server/server-models.cpp: a router cannot tell which child to proxy to.
@@ -1841,11 +2427,19 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(404 if builder is None else 400,
                            error_body(dialect, 400, what, "invalid_request_error"))
             return
-        variant = self.choose_variant(key)
-        index, entry, n = self.state.next_entry(key, variant)
+        variant, listed = self.choose_variant(key, step)
+        seed = (seed_honoured(dialect, path, body) if self.state.script["seeded"] else None)
+        if seed is None:
+            index, entry, n = self.state.next_entry(key, variant, listed or 0)
+        else:
+            if variant != "steps":
+                variant = "entries"  # a seeded sampler answers by its seed alone
+            index, entry, n = self.state.entry_at(key, seed, variant, listed or 0)
         fault = entry["fault"]
         self.log_request_item(raw, prompt=key, entry=index, variant=variant,
-                              fallback=fallback, outcome=fault or "completion")
+                              fallback=fallback, outcome=fault or "completion",
+                              **({} if seed is None else {"seeded": seed}),
+                              **({} if listed is None else {"steps_list": listed}))
         if entry["delay_ms"]:
             time.sleep(entry["delay_ms"] / 1000.0)
         self.leave_flight()
@@ -1898,19 +2492,34 @@ class Handler(BaseHTTPRequestHandler):
         if reasoning and builder not in PARSED_REASONING:
             tokens, reasoning = reasoning + tokens, []  # raw text: the generation as it came
         gen = {"dialect": dialect, "script": self.state.script, "entry": entry, "tokens": tokens,
-               "reasoning": reasoning,
+               "reasoning": reasoning, "tool_calls": entry["tool_calls"],
                "finish": finish, "k": k,
                "logprobs": (want and fault != "no_logprobs"
                             and self.state.script["no_logprobs_model"] is None),
                "max_tokens": max_tokens, "seed": seed, "include_usage": include_usage,
                "prompt": prompt_of(body), "path": path, "n": n}
         payload = builder(gen, stream)
+        prefix = issued_prefix(builder, self.state.script)
+        if prefix is not None and entry["tool_calls"] and fault != "malformed":
+            # Before the answer leaves: the next step may arrive as soon as it is read.
+            self.state.issue(tool_call_id(n, i, prefix) for i in range(len(entry["tool_calls"])))
         if fault == "malformed":
             self.send_malformed(stream)
         elif stream:
             self.send_stream(encode_stream(dialect, payload), fault)
         else:
             self.send_whole(dumps(payload).encode(), fault)
+
+    def refuse(self, raw, outcome, error, **extra):
+        """Answers 400 `error` to a completion POST refused at validation: it consumes no entry
+        and, as a server that never ran it, leaves the cache as it was (a flush before it still
+        makes the next completion request the first one after the flush)."""
+        if self.after_flush:
+            self.after_flush = False
+            with self.state.lock:
+                self.state.flushed = True
+        self.log_request_item(raw, outcome=outcome, **extra)
+        self.send_json(400, error)
 
     def refuse_as_reasoning_model(self, raw, body):
         """OpenAI's reasoning models: 400 for a chat request naming max_tokens (the current
@@ -1962,7 +2571,10 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
     def send_malformed(self, stream):
-        if stream:
+        if stream and self.state.dialect == "anthropic":  # a typed event, never [DONE]
+            self.send_stream([b'event: message_start\ndata: {"type": "message_start", not json'
+                              b'\n\n'], None)
+        elif stream:
             line = b'{"choices": [ not json' + (b"\n" if self.state.dialect == "ollama" else b"")
             chunks = ([line] if self.state.dialect == "ollama"
                       else [b"data: " + line + b"\n\n", b"data: [DONE]\n\n"])

@@ -125,7 +125,9 @@ class Adaptive(h.E2ETestCase):
             # The scripts below are laid out for three initial runs (the default is two).
             args += ["--suite", suite or self.suite, "--runs", str(RUNS), "--concurrency",
                      ",".join(map(str, LEVELS)), "--seed", str(SEED), "--adaptive",
-                     "--adaptive-initial", "3", "--adaptive-epsilon", str(EPSILON)]
+                     "--adaptive-initial", "3", "--adaptive-epsilon", str(EPSILON),
+                     # The scripts count the plan's requests alone.
+                     "--no-preflight"]
             if assume:
                 args += ["--adaptive-assume", "greedy-shared-noise"]
         run = self.run_llmrepro(args)

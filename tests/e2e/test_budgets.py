@@ -38,8 +38,29 @@ class Budgets(h.E2ETestCase):
         else:
             args += ["--suite", self.suite, "--runs", str(runs), "--concurrency",
                      ",".join(map(str, levels)), "--seed", str(std.SEED)]
+            # The plan's arithmetic alone; test_the_preflight_is_charged counts the preflight.
+            if "--preflight" not in extra:
+                args.append("--no-preflight")
+            else:
+                args.remove("--preflight")
         run = self.run_llmrepro(args)
         return run, (self.load_report(report) if os.path.exists(report) else None)
+
+    def test_the_preflight_is_charged(self):
+        # Two preflight requests fit --max-requests 10 (its five at most are reserved first),
+        # and the plan gets what is left.
+        endpoint = self.start_endpoint(std.script(), name="charged")
+        run, report = self.audit(endpoint, "--preflight", "--max-requests", "10")
+        self.assertEqual(len(endpoint.preflight_posts()), 2, run.describe())
+        self.assertEqual(len(endpoint.posts()), 8, run.describe())
+        self.assertEqual(report["endpoints"][0]["capabilities"]["requests"], 2)
+        # Four do not leave room for five: no preflight, and the plan gets all four.
+        small = self.start_endpoint(std.script(), name="small")
+        run, _ = self.audit(small, "--preflight", "--max-requests", "4", db="small.db")
+        self.assertEqual(small.preflight_posts(), [])
+        self.assertEqual(len(small.posts()), 4, run.describe())
+        self.assertIn(f"llmrepro: no capability preflight at {small.url}: its 5 requests at most "
+                      "do not fit the budget", run.stderr)
 
     def setUp(self):
         super().setUp()

@@ -93,8 +93,9 @@ class HostedChatForms(h.E2ETestCase):
         std.check_report(self, self.load_report(report_path), "openai-chat")
         posts = endpoint.posts()
         self.assertEqual([p["outcome"] for p in posts].count("bad_request"), 0)
-        # The up-front logprob check plus the plan.
-        self.assertEqual(len(posts), 1 + 4 * std.RUNS * len(std.LEVELS))
+        # The plan, beside the capability preflight's two.
+        self.assertEqual(len(posts), 4 * std.RUNS * len(std.LEVELS))
+        self.assertEqual(len(endpoint.preflight_posts()), 2)
         self.check_bodies(posts, "api.openai.com",
                           {"max_completion_tokens": 128, "max_tokens": None, "logprobs": True,
                            "top_logprobs": 2})
@@ -116,11 +117,11 @@ class HostedChatForms(h.E2ETestCase):
                 self.assertLess(run.stderr.index("returns no logprobs"),
                                 run.stderr.index("llmrepro: auditing"))
                 posts = endpoint.posts()
-                self.assertEqual(len(posts), 1 + 4 * std.RUNS * len(std.LEVELS))
-                plan = posts[1:]
+                self.assertEqual(len(posts), 4 * std.RUNS * len(std.LEVELS))
+                plan = posts
                 self.assertEqual({p["outcome"] for p in plan}, {"completion"})
                 if mode == "reject":
-                    self.assertEqual(posts[0]["outcome"], "bad_request")
+                    self.assertEqual(endpoint.preflight_posts()[0]["outcome"], "bad_request")
                     self.check_bodies(plan, "api.openai.com",
                                       {"logprobs": None, "top_logprobs": None,
                                        "max_completion_tokens": 128})

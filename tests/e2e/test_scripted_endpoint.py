@@ -7,7 +7,11 @@ fault does what the tests that use it rely on. The extensions the verdict scenar
 401 and 503 faults with each dialect's error body, an entry's own model, NaN / Infinity /
 -Infinity / 1e400 / -1e400 / null log probabilities written raw in every dialect, byte-fragment
 tokens carrying their real bytes, null and empty candidate lists, stream chunks whose logprobs
-are dropped, an empty completion, and scripts that are rejected. Needs no llmrepro binary.
+are dropped, an empty completion, and scripts that are rejected. Anthropic's Messages API
+(bodies, typed stream events, the version header, its model list and error shapes, tool_use
+blocks), tool calls in OpenAI's chat shape, the provider refusals of "refuse_params" in each
+dialect's place and shape, and a server that honours the seed ("seeded"). Needs no llmrepro
+binary.
 """
 
 import http.client
@@ -19,7 +23,10 @@ import standard_audit as std
 from scripted_endpoint import token_id
 
 FIXTURES = h.os.path.join(h.HERE, "fixtures", "formats")
+# The reference payloads themselves, for the shapes that have no copy under FIXTURES.
+FORMATS = h.os.path.join(h.os.path.dirname(h.HERE), "data", "formats")
 PROMPT = "Where was Feynman born?"
+ANTHROPIC_HEADERS = {"x-api-key": "sk-ant-scripted", "anthropic-version": "2023-06-01"}
 
 
 def key_paths(obj, path=""):
@@ -42,6 +49,21 @@ def fixture(name):
         return json.load(f)
 
 
+def reference(name):
+    with open(h.os.path.join(FORMATS, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def typed_events(text):
+    """(event name, data JSON) of each event of a typed SSE body ("event: x\ndata: {...}")."""
+    out = []
+    for block in text.split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "data" in lines:
+            out.append((lines.get("event"), json.loads(lines["data"])))
+    return out
+
+
 def stream_paths(events):
     out = set()
     for event in events:
@@ -52,10 +74,18 @@ def stream_paths(events):
 class ScriptedEndpoint(h.E2ETestCase):
     needs_binary = False
 
-    def post(self, endpoint, path, body):
+    def post(self, endpoint, path, body, headers=None):
         conn = http.client.HTTPConnection("127.0.0.1", endpoint.port, timeout=30)
         self.addCleanup(conn.close)
-        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        conn.request("POST", path, json.dumps(body),
+                     dict({"Content-Type": "application/json"}, **(headers or {})))
+        response = conn.getresponse()
+        return response, response.read()
+
+    def get(self, endpoint, path, headers=None):
+        conn = http.client.HTTPConnection("127.0.0.1", endpoint.port, timeout=30)
+        self.addCleanup(conn.close)
+        conn.request("GET", path, headers=headers or {})
         response = conn.getresponse()
         return response, response.read()
 
@@ -503,6 +533,9 @@ class ScriptedEndpoint(h.E2ETestCase):
             "drop index": {"tokens": [], "drop_logprobs_chunks": [-1]},
             "token shape": {"tokens": [["a", -0.1, [], [97], "x"]]},
             "reasoning shape": {"tokens": [], "reasoning": "<think>"},
+            "tool call shape": {"tokens": [], "tool_calls": [{"name": "search"}]},
+            "tool call arguments": {"tokens": [], "tool_calls": [{"name": "search",
+                                                                  "arguments": "{}"}]},
         }
         for name, entry in bad.items():
             with self.subTest(case=name):
@@ -515,7 +548,10 @@ class ScriptedEndpoint(h.E2ETestCase):
                 self.assertIn("scripted_endpoint: ", done.stderr)
 
         for name, script in {"unknown reasoning_shape": {"reasoning_shape": "deepseek"},
-                             "together reasoning": {"together": True}}.items():
+                             "together reasoning": {"together": True},
+                             "refused unknown": {"refuse_params": {"top_k": "unsupported"}},
+                             "refusal kind": {"refuse_params": {"seed": "ignored"}},
+                             "refusal shape": {"refuse_params": ["seed"]}}.items():
             with self.subTest(case=name):
                 script = dict(script, prompts={PROMPT: [{"tokens": [], "reasoning": REASON}]})
                 path = self.write_json(f"bad-script-{len(name)}.json", script)
@@ -626,6 +662,472 @@ class ScriptedEndpoint(h.E2ETestCase):
         self.assertEqual(doc["content"], "<think>Two and two</think>\n\nFour.")
         self.assertEqual([p["token"] for p in doc["completion_probabilities"]],
                          [t[0] for t in REASON + ANSWER])
+
+    # ------------------------------------------------------------------------------------------
+    # Anthropic's Messages API.
+
+    def anthropic_endpoint(self, entries, name="anthropic", **script):
+        return self.start_endpoint(dict({"model": "claude-scripted", "prompts": {PROMPT: entries}},
+                                        **script), "anthropic", name=name)
+
+    def messages_body(self, stream=False, **extra):
+        return dict({"model": "claude-scripted", "max_tokens": 64, "stream": stream,
+                     "system": "Answer briefly.",
+                     "messages": [{"role": "user", "content": PROMPT}]}, **extra)
+
+    def test_anthropic_message(self):
+        endpoint = self.anthropic_endpoint([
+            {"tokens": std.FEYNMAN_X, "finish_reason": "stop", "prompt_tokens": 14,
+             "cached_tokens": 4},
+            {"tokens": std.FEYNMAN_X, "model": "claude-other"}])
+        response, data = self.post(endpoint, "/v1/messages", self.messages_body(),
+                                   ANTHROPIC_HEADERS)
+        self.assertEqual(response.status, 200, data)
+        doc = json.loads(data)
+        self.assertEqual(key_paths(doc), key_paths(reference("anthropic_message.json")))
+        self.assertEqual(doc["content"], [{"type": "text",
+                                           "text": "".join(t[0] for t in std.FEYNMAN_X)}])
+        self.assertEqual((doc["type"], doc["role"], doc["model"], doc["stop_reason"],
+                          doc["stop_sequence"]),
+                         ("message", "assistant", "claude-scripted", "end_turn", None))
+        self.assertTrue(doc["id"].startswith("msg_"))
+        self.assertEqual(doc["usage"], {"input_tokens": 14, "cache_creation_input_tokens": 0,
+                                        "cache_read_input_tokens": 4, "output_tokens": 5,
+                                        "service_tier": "standard"})
+        self.assertNotIn(b"logprob", data)  # the API has none, whatever is asked
+        # finish_reason "length" is max_tokens; the entry's model; max_tokens cuts the tokens.
+        _, data = self.post(endpoint, "/v1/messages", self.messages_body(max_tokens=2),
+                            ANTHROPIC_HEADERS)
+        doc = json.loads(data)
+        self.assertEqual((doc["stop_reason"], doc["model"], doc["content"][0]["text"],
+                          doc["usage"]["output_tokens"], doc["usage"]["input_tokens"],
+                          doc["usage"]["cache_read_input_tokens"]),
+                         ("max_tokens", "claude-other", " He was", 2, 12, 0))
+        self.assertEqual([(i["path"], i["outcome"], i["entry"]) for i in endpoint.posts()],
+                         [("/v1/messages", "completion", 0), ("/v1/messages", "completion", 1)])
+
+    def test_anthropic_stream(self):
+        endpoint = self.anthropic_endpoint([{"tokens": std.FEYNMAN_X, "finish_reason": "stop",
+                                             "prompt_tokens": 14, "cached_tokens": 4}])
+        response, data = self.post(endpoint, "/v1/messages", self.messages_body(stream=True),
+                                   ANTHROPIC_HEADERS)
+        self.assertEqual((response.status, response.getheader("Content-Type")),
+                         (200, "text/event-stream"))
+        self.assertNotIn(b"[DONE]", data)
+        events = typed_events(data.decode())
+        with open(h.os.path.join(FORMATS, "anthropic_stream_events.txt"), encoding="utf-8") as f:
+            want = typed_events(f.read())
+        self.assertEqual(stream_paths(e for _, e in events), stream_paths(e for _, e in want))
+        self.assertEqual([name for name, _ in events], [e["type"] for _, e in events])
+        self.assertEqual([name for name, _ in events],
+                         ["message_start", "content_block_start", "ping"]
+                         + ["content_block_delta"] * 5
+                         + ["content_block_stop", "message_delta", "message_stop"])
+        start = events[0][1]["message"]
+        self.assertEqual((start["content"], start["stop_reason"], start["usage"]),
+                         ([], None, {"input_tokens": 14, "cache_creation_input_tokens": 0,
+                                     "cache_read_input_tokens": 4, "output_tokens": 1}))
+        deltas = [e["delta"] for name, e in events if name == "content_block_delta"]
+        self.assertEqual([d["type"] for d in deltas], ["text_delta"] * 5)
+        self.assertEqual([d["text"] for d in deltas], [t[0] for t in std.FEYNMAN_X])
+        self.assertEqual(events[-2][1], {"type": "message_delta",
+                                         "delta": {"stop_reason": "end_turn",
+                                                   "stop_sequence": None},
+                                         "usage": {"output_tokens": 5}})
+        # A truncated stream ends before message_stop, as a cut connection would.
+        endpoint = self.anthropic_endpoint([{"fault": "truncate", "tokens": std.FEYNMAN_X}],
+                                           name="cut")
+        _, data = self.post(endpoint, "/v1/messages", self.messages_body(stream=True),
+                            ANTHROPIC_HEADERS)
+        self.assertNotIn(b"message_stop", data)
+
+    def test_anthropic_version_header_and_max_tokens(self):
+        endpoint = self.anthropic_endpoint([{"tokens": std.FEYNMAN_X}])
+        response, data = self.post(endpoint, "/v1/messages", self.messages_body(),
+                                   {"x-api-key": "sk-ant-scripted"})
+        self.assertEqual(response.status, 400)
+        error = json.loads(data)
+        self.assertEqual(key_paths(error), key_paths(reference("anthropic_error_400.json")))
+        self.assertEqual((error["type"], error["error"]),
+                         ("error", {"type": "invalid_request_error",
+                                    "message": "anthropic-version: header is required"}))
+        body = self.messages_body()
+        del body["max_tokens"]
+        response, data = self.post(endpoint, "/v1/messages", body, ANTHROPIC_HEADERS)
+        self.assertEqual((response.status, json.loads(data)["error"]["message"]),
+                         (400, "max_tokens: Field required"))
+        response, data = self.post(endpoint, "/v1/messages", self.messages_body(),
+                                   ANTHROPIC_HEADERS)
+        self.assertEqual(response.status, 200)
+        log = endpoint.posts()
+        self.assertEqual([i["outcome"] for i in log], ["bad_request", "bad_request", "completion"])
+        self.assertEqual(log[-1]["entry"], 0)  # the refused requests consumed none
+        self.assertIn(["anthropic-version", "2023-06-01"], log[-1]["headers"])
+
+    def test_anthropic_get_routes(self):
+        endpoint = self.anthropic_endpoint([{"tokens": std.FEYNMAN_X}])
+        response, data = self.get(endpoint, "/v1/models", ANTHROPIC_HEADERS)
+        self.assertEqual(response.status, 200)
+        listed = json.loads(data)
+        self.assertEqual(key_paths(listed), key_paths(reference("anthropic_models_list.json")))
+        self.assertEqual([m["id"] for m in listed["data"]],
+                         ["claude-scripted", "claude-opus-4-1-20250805"])
+        self.assertEqual((listed["first_id"], listed["last_id"], listed["has_more"]),
+                         ("claude-scripted", "claude-opus-4-1-20250805", False))
+        self.assertEqual({m["type"] for m in listed["data"]}, {"model"})
+        response, data = self.get(endpoint, "/v1/models")  # no version header
+        self.assertEqual((response.status, json.loads(data)["error"]["type"]),
+                         (400, "invalid_request_error"))
+        for path in ("/props", "/health", "/api/tags", "/info", "/get_model_info", "/version",
+                     "/v1beta/models", "/api/version"):
+            with self.subTest(path=path):
+                response, data = self.get(endpoint, path, ANTHROPIC_HEADERS)
+                self.assertEqual((response.status, json.loads(data)["error"]["type"]),
+                                 (404, "not_found_error"))
+        # Nothing but /v1/messages is served by POST.
+        response, _ = self.post(endpoint, "/v1/chat/completions", self.chat_body(),
+                                ANTHROPIC_HEADERS)
+        self.assertEqual(response.status, 404)
+
+    def test_anthropic_faults(self):
+        endpoint = self.anthropic_endpoint([{"fault": "500"}, {"fault": "429"}, {"fault": "404"},
+                                            {"fault": "401"}, {"fault": "503"},
+                                            {"fault": "503", "retry_after": 3}])
+        got = []
+        for _ in range(6):
+            response, data = self.post(endpoint, "/v1/messages", self.messages_body(),
+                                       ANTHROPIC_HEADERS)
+            error = json.loads(data)
+            self.assertEqual(key_paths(error), key_paths(reference("anthropic_error_400.json")))
+            got.append((response.status, response.getheader("Retry-After"),
+                        error["error"]["type"]))
+        self.assertEqual(got, [(500, None, "api_error"), (429, "1", "rate_limit_error"),
+                               (404, None, "not_found_error"), (401, None, "authentication_error"),
+                               (529, None, "overloaded_error"), (529, "3", "overloaded_error")])
+        self.assertEqual([i["outcome"] for i in endpoint.posts()],
+                         ["500", "429", "404", "401", "503", "503"])
+        _, data = self.post(endpoint, "/v1/messages", self.messages_body(), ANTHROPIC_HEADERS)
+        self.assertEqual(json.loads(data)["error"]["message"], "scripted internal error")
+        endpoint = self.anthropic_endpoint([{"fault": "404"}, {"fault": "503"}], name="shapes")
+        _, data = self.post(endpoint, "/v1/messages", self.messages_body(), ANTHROPIC_HEADERS)
+        self.assertEqual(json.loads(data)["error"]["message"], "model: claude-scripted")
+        _, data = self.post(endpoint, "/v1/messages", self.messages_body(), ANTHROPIC_HEADERS)
+        overloaded = reference("anthropic_error_529_overloaded.json")
+        self.assertEqual(json.loads(data)["error"], overloaded["error"])
+
+    def test_anthropic_tool_use(self):
+        search = {"name": "search", "arguments": {"term": "Feynman", "limit": 3}}
+        clock = {"name": "clock", "arguments": {}}
+        endpoint = self.anthropic_endpoint([
+            {"tokens": std.FEYNMAN_X[:2], "tool_calls": [search, clock]},
+            {"tokens": [], "tool_calls": [search]}])
+        _, data = self.post(endpoint, "/v1/messages", self.messages_body(), ANTHROPIC_HEADERS)
+        doc = json.loads(data)
+        self.assertEqual(doc["stop_reason"], "tool_use")
+        self.assertEqual([b["type"] for b in doc["content"]], ["text", "tool_use", "tool_use"])
+        self.assertEqual(doc["content"][0]["text"], " He was")
+        uses = doc["content"][1:]
+        self.assertEqual([(b["name"], b["input"]) for b in uses],
+                         [("search", search["arguments"]), ("clock", {})])
+        self.assertTrue(all(b["id"].startswith("toolu_") for b in uses))
+        self.assertEqual(len({b["id"] for b in uses}), 2)
+        # Without text, the tool_use block alone.
+        _, data = self.post(endpoint, "/v1/messages", self.messages_body(), ANTHROPIC_HEADERS)
+        self.assertEqual([b["type"] for b in json.loads(data)["content"]], ["tool_use"])
+        # Streamed: the text block, then per call a start with empty input, the arguments'
+        # JSON in input_json_delta pieces (the first empty) and a stop.
+        _, data = self.post(endpoint, "/v1/messages", self.messages_body(stream=True),
+                            ANTHROPIC_HEADERS)
+        events = [e for _, e in typed_events(data.decode())]
+        starts = [e for e in events if e["type"] == "content_block_start"]
+        self.assertEqual([(e["index"], e["content_block"]["type"]) for e in starts],
+                         [(0, "text"), (1, "tool_use"), (2, "tool_use")])
+        self.assertEqual([e["content_block"].get("input") for e in starts[1:]], [{}, {}])
+        self.assertEqual([e["content_block"]["name"] for e in starts[1:]], ["search", "clock"])
+        ids = [e["content_block"]["id"] for e in starts[1:]]
+        self.assertTrue(all(i.startswith("toolu_") for i in ids) and len(set(ids)) == 2, ids)
+        for index, call in ((1, search), (2, clock)):
+            pieces = [e["delta"]["partial_json"] for e in events
+                      if e["type"] == "content_block_delta" and e["index"] == index]
+            self.assertEqual({e["delta"]["type"] for e in events
+                              if e["type"] == "content_block_delta" and e["index"] == index},
+                             {"input_json_delta"})
+            self.assertEqual(pieces[0], "")
+            self.assertEqual(json.loads("".join(pieces)), call["arguments"])
+        self.assertEqual([e["index"] for e in events if e["type"] == "content_block_stop"],
+                         [0, 1, 2])
+        self.assertEqual(events[-2]["delta"]["stop_reason"], "tool_use")
+        self.assertEqual(events[-1], {"type": "message_stop"})
+
+    def test_anthropic_thinking(self):
+        endpoint = self.anthropic_endpoint([{"reasoning": REASON, "tokens": ANSWER,
+                                             "finish_reason": "stop"}])
+        _, data = self.post(endpoint, "/v1/messages", self.messages_body(), ANTHROPIC_HEADERS)
+        doc = json.loads(data)
+        self.assertEqual([(b["type"], b.get("thinking", b.get("text"))) for b in doc["content"]],
+                         [("thinking", "Two and two"), ("text", "Four.")])
+        self.assertEqual(doc["usage"]["output_tokens"], 8)
+        _, data = self.post(endpoint, "/v1/messages", self.messages_body(stream=True),
+                            ANTHROPIC_HEADERS)
+        deltas = [e["delta"] for _, e in typed_events(data.decode())
+                  if e["type"] == "content_block_delta"]
+        self.assertEqual("".join(d.get("thinking", "") for d in deltas), "Two and two")
+        self.assertEqual("".join(d.get("text", "") for d in deltas), "Four.")
+        self.assertIn("signature_delta", [d["type"] for d in deltas])
+
+    # ------------------------------------------------------------------------------------------
+    # Tool calls in OpenAI's chat shape.
+
+    def test_openai_chat_tool_calls(self):
+        search = {"name": "search", "arguments": {"term": "Feynman", "limit": 3}}
+        script = {"prompts": {PROMPT: [{"tokens": [], "tool_calls": [search]},
+                                       {"tokens": std.FEYNMAN_X[:2], "tool_calls": [search]}]}}
+        for dialect in ("openai-chat", "vllm"):
+            with self.subTest(dialect=dialect):
+                endpoint = self.start_endpoint(script, dialect, name=dialect)
+                _, data = self.post(endpoint, "/v1/chat/completions", self.chat_body())
+                choice = json.loads(data)["choices"][0]
+                self.assertEqual(choice["finish_reason"], "tool_calls")
+                self.assertIsNone(choice["message"]["content"])
+                calls = choice["message"]["tool_calls"]
+                self.assertEqual([(c["type"], c["function"]["name"]) for c in calls],
+                                 [("function", "search")])
+                self.assertTrue(calls[0]["id"].startswith("call_"))
+                self.assertIsInstance(calls[0]["function"]["arguments"], str)
+                self.assertEqual(json.loads(calls[0]["function"]["arguments"]),
+                                 search["arguments"])
+                _, data = self.post(endpoint, "/v1/chat/completions", self.chat_body())
+                message = json.loads(data)["choices"][0]["message"]
+                self.assertEqual(message["content"], " He was")
+                self.assertEqual(len(message["tool_calls"]), 1)
+                # Streamed: the content, then the call's pieces by index, then the finish.
+                _, data = self.post(endpoint, "/v1/chat/completions",
+                                    self.chat_body(stream=True))
+                choices = [e["choices"][0] for e in self.events(data) if e["choices"]]
+                pieces = [t for c in choices for t in c["delta"].get("tool_calls") or []]
+                self.assertEqual({t["index"] for t in pieces}, {0})
+                self.assertEqual((pieces[0]["type"], pieces[0]["function"]["name"],
+                                  pieces[0]["function"]["arguments"]), ("function", "search", ""))
+                self.assertTrue(pieces[0]["id"].startswith("call_"))
+                self.assertEqual(json.loads("".join(t["function"]["arguments"] for t in pieces)),
+                                 search["arguments"])
+                self.assertTrue(all("id" not in t for t in pieces[1:]))
+                self.assertEqual([c["finish_reason"] for c in choices if c["finish_reason"]],
+                                 ["tool_calls"])
+                self.assertEqual(choices[-1]["finish_reason"], "tool_calls")
+                self.assertEqual("".join(c["delta"].get("content") or "" for c in choices),
+                                 "")
+
+    # ------------------------------------------------------------------------------------------
+    # Provider refusals of request parameters ("refuse_params").
+
+    def refusing(self, dialect, refuse, name, prompts=None):
+        script = {"model": std.MODEL, "refuse_params": refuse,
+                  "prompts": prompts or {PROMPT: [{"tokens": std.FEYNMAN_X}]}}
+        return self.start_endpoint(script, dialect, name=name)
+
+    def test_refusals_openai_chat(self):
+        chat = self.chat_body()
+        cases = [
+            ({"temperature": "openai_default_only"}, dict(chat, temperature=0),
+             reference("openai_error_400_temperature_unsupported.json")),
+            ({"temperature": "openai_default_only"}, dict(chat, temperature=0.2),
+             {"error": {"message": "Unsupported value: 'temperature' does not support 0.2 with "
+                                   "this model. Only the default (1) value is supported.",
+                        "type": "invalid_request_error", "param": "temperature",
+                        "code": "unsupported_value"}}),
+            ({"temperature": "anthropic_deprecated"}, dict(chat, temperature=1),
+             {"error": {"message": "`temperature` is deprecated for this model.",
+                        "type": "invalid_request_error", "param": "temperature", "code": None}}),
+            ({"top_p": "anthropic_deprecated"}, dict(chat, top_p=1),
+             {"error": {"message": "`top_p` is deprecated for this model.",
+                        "type": "invalid_request_error", "param": "top_p", "code": None}}),
+            ({"seed": "unrecognized"}, dict(chat, seed=7),
+             {"error": {"message": "Unrecognized request argument supplied: seed",
+                        "type": "invalid_request_error", "param": None, "code": None}}),
+            ({"logprobs": "unsupported"}, chat,
+             reference("openai_error_400_logprobs_unsupported.json")),
+        ]
+        for i, (refuse, body, want) in enumerate(cases):
+            with self.subTest(refuse=refuse, body=body):
+                endpoint = self.refusing("openai-chat", refuse, f"chat-{i}")
+                response, data = self.post(endpoint, "/v1/chat/completions", body)
+                self.assertEqual((response.status, json.loads(data)), (400, want))
+                # Refused twice, then answered: the refusals consumed no entry.
+                self.post(endpoint, "/v1/chat/completions", body)
+                param = list(refuse)[0]
+                dropped = {param, "top_logprobs"} if param == "logprobs" else {param}
+                allowed = {k: v for k, v in body.items() if k not in dropped}
+                response, data = self.post(endpoint, "/v1/chat/completions", allowed)
+                self.assertEqual(response.status, 200, data)
+                log = endpoint.posts()
+                self.assertEqual([i["outcome"] for i in log], ["refused", "refused", "completion"])
+                self.assertEqual(log[0]["refused"], param)
+                self.assertEqual(log[-1]["entry"], 0)
+                self.assertNotIn("entry", log[0])
+        # The default temperature passes; a parameter not sent is never refused.
+        endpoint = self.refusing("openai-chat", {"temperature": "openai_default_only",
+                                                 "seed": "unrecognized"}, "passes")
+        for body in (dict(chat, temperature=1), dict(chat, temperature=1.0), chat,
+                     dict(chat, seed=None)):
+            response, data = self.post(endpoint, "/v1/chat/completions", body)
+            self.assertEqual(response.status, 200, (body, data))
+
+    def test_refusals_anthropic(self):
+        messages = self.messages_body()
+        deprecated = reference("anthropic_error_400_temperature_deprecated.json")
+        cases = [({"temperature": "anthropic_deprecated"}, dict(messages, temperature=0),
+                  deprecated["error"]["message"]),
+                 ({"temperature": "anthropic_deprecated"}, dict(messages, temperature=1),
+                  deprecated["error"]["message"]),
+                 ({"top_p": "anthropic_deprecated"}, dict(messages, top_p=0.9),
+                  "`top_p` is deprecated for this model."),
+                 ({"temperature": "openai_default_only"}, dict(messages, temperature=0),
+                  "Unsupported value: 'temperature' does not support 0 with this model. Only "
+                  "the default (1) value is supported."),
+                 ({"seed": "unrecognized"}, dict(messages, seed=7),
+                  "seed: Extra inputs are not permitted"),
+                 ({"logprobs": "unsupported"}, dict(messages, logprobs=True),
+                  "Unsupported parameter: 'logprobs' is not supported with this model.")]
+        for i, (refuse, body, message) in enumerate(cases):
+            with self.subTest(refuse=refuse, body=body):
+                endpoint = self.refusing("anthropic", refuse, f"anthropic-{i}")
+                response, data = self.post(endpoint, "/v1/messages", body, ANTHROPIC_HEADERS)
+                error = json.loads(data)
+                self.assertEqual(response.status, 400)
+                self.assertEqual(key_paths(error), key_paths(deprecated))
+                self.assertEqual(error["error"], {"type": "invalid_request_error",
+                                                  "message": message})
+                param = list(refuse)[0]
+                response, _ = self.post(endpoint, "/v1/messages",
+                                        {k: v for k, v in body.items() if k != param},
+                                        ANTHROPIC_HEADERS)
+                self.assertEqual(response.status, 200)
+                self.assertEqual([(i["outcome"], i.get("entry")) for i in endpoint.posts()],
+                                 [("refused", None), ("completion", 0)])
+
+    def test_refusals_in_each_dialects_place(self):
+        chat_msgs = [{"role": "user", "content": PROMPT}]
+        cases = [
+            # (dialect, path, refused, the same request with the parameter elsewhere or absent)
+            ("ollama", "/api/chat",
+             {"messages": chat_msgs, "stream": False, "options": {"temperature": 0}},
+             {"messages": chat_msgs, "stream": False, "temperature": 0}, "temperature",
+             {"temperature": "openai_default_only"}),
+            ("ollama", "/api/generate",
+             {"prompt": PROMPT, "stream": False, "options": {"seed": 7}},
+             {"prompt": PROMPT, "stream": False, "options": {}}, "seed",
+             {"seed": "unrecognized"}),
+            ("sglang", "/generate", {"text": PROMPT, "sampling_params": {"sampling_seed": 7}},
+             {"text": PROMPT, "sampling_params": {}}, "sampling_seed", {"seed": "unrecognized"}),
+            ("sglang", "/v1/chat/completions", dict(self.chat_body(), seed=7), self.chat_body(),
+             "seed", {"seed": "unrecognized"}),
+            ("gemini", f"/v1beta/models/{std.MODEL}:generateContent",
+             {"contents": [{"role": "user", "parts": [{"text": PROMPT}]}],
+              "generationConfig": {"topP": 0.9}},
+             {"contents": [{"role": "user", "parts": [{"text": PROMPT}]}],
+              "generationConfig": {}, "topP": 0.9}, "topP", {"top_p": "anthropic_deprecated"}),
+            ("gemini", f"/v1beta/models/{std.MODEL}:generateContent",
+             {"contents": [{"role": "user", "parts": [{"text": PROMPT}]}],
+              "generationConfig": {"responseLogprobs": True}},
+             {"contents": [{"role": "user", "parts": [{"text": PROMPT}]}]}, "responseLogprobs",
+             {"logprobs": "unsupported"}),
+            ("tgi", "/generate", {"inputs": PROMPT, "parameters": {"seed": 7}},
+             {"inputs": PROMPT, "seed": 7}, "seed", {"seed": "unrecognized"}),
+            ("llamacpp", "/completion", {"prompt": PROMPT, "n_probs": 2}, {"prompt": PROMPT},
+             "n_probs", {"logprobs": "unsupported"}),
+            ("openai-completions", "/v1/completions", {"prompt": PROMPT, "temperature": 0.5},
+             {"prompt": PROMPT}, "temperature", {"temperature": "anthropic_deprecated"}),
+            ("openai-responses", "/v1/responses", {"input": PROMPT, "top_logprobs": 2},
+             {"input": PROMPT}, "top_logprobs", {"logprobs": "unsupported"}),
+        ]
+        for i, (dialect, path, refused, passes, key, refuse) in enumerate(cases):
+            with self.subTest(dialect=dialect, path=path, key=key):
+                endpoint = self.refusing(dialect, refuse, f"place-{i}")
+                response, data = self.post(endpoint, path, refused)
+                self.assertEqual(response.status, 400, data)
+                error = json.loads(data)
+                text = json.dumps(error)
+                self.assertIn(key, text)
+                if dialect == "ollama":
+                    self.assertEqual(list(error), ["error"])
+                elif dialect == "tgi":
+                    self.assertEqual(sorted(error), ["error", "error_type"])
+                elif dialect == "gemini":
+                    self.assertEqual((error["error"]["code"], error["error"]["status"]),
+                                     (400, "INVALID_ARGUMENT"))
+                else:
+                    self.assertEqual(error["error"]["type"], "invalid_request_error")
+                    self.assertEqual(error["error"]["param"],
+                                     None if refuse.get("seed") else key)
+                response, data = self.post(endpoint, path, passes)
+                self.assertEqual(response.status, 200, data)
+                self.assertEqual([(i["outcome"], i.get("refused")) for i in endpoint.posts()],
+                                 [("refused", key), ("completion", None)])
+
+    def test_refusal_leaves_a_flush_pending(self):
+        script = {"flush_routes": ["/flush_cache"], "refuse_params": {"seed": "unrecognized"},
+                  "prompts": {PROMPT: {"entries": [{"tokens": std.FEYNMAN_X}],
+                                       "cold": [{"tokens": std.FEYNMAN_X[:1]}]}}}
+        endpoint = self.start_endpoint(script, "openai-chat")
+        self.post(endpoint, "/flush_cache", {})
+        response, _ = self.post(endpoint, "/v1/chat/completions", dict(self.chat_body(), seed=1))
+        self.assertEqual(response.status, 400)
+        _, data = self.post(endpoint, "/v1/chat/completions", self.chat_body())
+        self.assertEqual(json.loads(data)["choices"][0]["message"]["content"], " He")
+        self.assertEqual([(i["outcome"], i.get("variant")) for i in endpoint.posts()],
+                         [("flush", None), ("refused", None), ("completion", "cold")])
+
+    # ------------------------------------------------------------------------------------------
+    # "seeded": a server that honours the seed.
+
+    def test_seeded(self):
+        entries = [{"tokens": [[word, -0.1, []]]} for word in ("A", "B", "C")]
+        prompts = {PROMPT: entries}
+        endpoint = self.start_endpoint({"seeded": True, "prompts": prompts}, "openai-chat")
+
+        def answer(**params):
+            body = dict({"messages": [{"role": "user", "content": PROMPT}]}, **params)
+            _, data = self.post(endpoint, "/v1/chat/completions", body)
+            return json.loads(data)["choices"][0]["message"]["content"]
+
+        got = [answer(seed=4, temperature=1), answer(seed=4, temperature=0.7), answer(seed=5),
+               answer(temperature=0, seed=4), answer(temperature=0, seed=4),
+               answer(seed=4, temperature=1), answer(temperature=1), answer(seed=None)]
+        # Seeded sampled requests by their seed (4 % 3, 5 % 3); greedy or unseeded ones by the
+        # cursor, which the seeded ones never moved.
+        self.assertEqual(got, ["B", "B", "C", "A", "B", "B", "C", "A"])
+        log = endpoint.posts()
+        self.assertEqual([i.get("seeded") for i in log], [4, 4, 5, None, None, 4, None, None])
+        self.assertEqual([i["entry"] for i in log], [1, 1, 2, 0, 1, 1, 2, 0])
+        # Without the option the seed is ignored: entries cycle, as LM Studio answers.
+        endpoint = self.start_endpoint({"prompts": prompts}, "openai-chat", name="ignored")
+        got = [answer(seed=4, temperature=1) for _ in range(4)]
+        self.assertEqual(got, ["A", "B", "C", "A"])
+        self.assertEqual({i.get("seeded") for i in endpoint.posts()}, {None})
+        # In each dialect's place: Ollama's options, SGLang's sampling_seed, TGI sampling only
+        # with do_sample.
+        for i, (dialect, path, body, want) in enumerate([
+                ("ollama", "/api/generate", {"prompt": PROMPT, "stream": False,
+                                             "options": {"seed": 2, "temperature": 0.8}}, 2),
+                ("ollama", "/api/generate", {"prompt": PROMPT, "stream": False, "seed": 2},
+                 None),
+                ("sglang", "/generate", {"text": PROMPT,
+                                         "sampling_params": {"sampling_seed": 7}}, 1),
+                ("tgi", "/generate", {"inputs": PROMPT, "parameters": {"seed": 2}}, None),
+                ("tgi", "/generate", {"inputs": PROMPT, "parameters": {"seed": 2,
+                                                                       "do_sample": True}}, 2),
+                ("anthropic", "/v1/messages", dict(self.messages_body(), seed=8,
+                                                   temperature=1), 2)]):
+            with self.subTest(dialect=dialect, body=body):
+                endpoint = self.start_endpoint({"seeded": True, "prompts": prompts}, dialect,
+                                               name=f"seeded-{i}")
+                for _ in range(2):
+                    response, data = self.post(endpoint, path, body, ANTHROPIC_HEADERS)
+                    self.assertEqual(response.status, 200, data)
+                # None: the seed is not honoured there, and the cursor answers.
+                self.assertEqual([i["entry"] for i in endpoint.posts()],
+                                 [0, 1] if want is None else [want, want])
 
 
 # A reasoning model thinking "Two and two" between its markers, then answering "Four.".

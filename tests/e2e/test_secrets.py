@@ -109,7 +109,8 @@ class Secrets(h.E2ETestCase):
         self.assert_exit(run, 0)
         self.load_report(report)
         log = endpoint.requests()
-        self.assertEqual(len(log), 2 * 2 * 2)  # two prompts, two runs, two levels
+        # Two prompts, two runs, two levels, and the capability preflight's two.
+        self.assertEqual(len(log), 2 * 2 * 2 + 2)
         for item in log:
             where = f"{item['method']} {item['path']}"
             keys = [v for k, v in item["headers"] if k.lower() == "x-goog-api-key"]

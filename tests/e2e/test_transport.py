@@ -165,7 +165,8 @@ class Transport(h.E2ETestCase):
                       run.stderr.splitlines(), run.describe())
         self.assertNotIn("secret", run.stdout + run.stderr)
         posts = [r for r in proxy.seen if r["method"] == "POST"]
-        self.assertEqual([r["target"] for r in posts], [f"{url}/v1/chat/completions"] * 2)
+        # The capability preflight's two, then the plan's two.
+        self.assertEqual([r["target"] for r in posts], [f"{url}/v1/chat/completions"] * 4)
         self.assertEqual({r["auth"] for r in proxy.seen}, {"Basic dXNlcjpzZWNyZXQ="})
         self.assertEqual(len(endpoint.posts()), 2)
         report = self.load_report(self.path("proxied.json"))
@@ -179,7 +180,8 @@ class Transport(h.E2ETestCase):
         self.assertNotIn("go through the proxy", run.stderr)
         self.assertIn(f"(address llmrepro-test.invalid:{endpoint.port}, not resolved)", run.stderr,
                       run.describe())
-        self.assertEqual(len([r for r in proxy.seen if r["method"] == "POST"]), 2)
+        # Still the first run's four: the direct one reached nothing.
+        self.assertEqual(len([r for r in proxy.seen if r["method"] == "POST"]), 4)
 
     def test_a_proxy_echoing_its_credentials_leaves_them_nowhere(self):
         proxy = self.proxy(echo_auth=True)

@@ -155,6 +155,7 @@ TEST_CASE("render_json") {
                                                                "predictor",
                                                                "flip_calibration",
                                                                "checks",
+                                                               "distribution",
                                                                "by_concurrency",
                                                                "cache_state",
                                                                "determinism",
@@ -203,6 +204,8 @@ TEST_CASE("render_json") {
                                                                   "answers",
                                                                   "answer_failures",
                                                                   "answers_agree",
+                                                                  "modal",
+                                                                  "shifted",
                                                                   "passes",
                                                                   "checked_runs",
                                                                   "by_concurrency",
@@ -235,7 +238,8 @@ TEST_CASE("render_json") {
                       {"fingerprints", {"fp1", "fp2"}},
                       {"models_seen", {{"evil\x1b[2J", 1}, {"tiny-model", 16}}},
                       {"fingerprints_seen", {{"fp1", 9}, {"fp2", 8}}},
-                      {"server", nullptr}});
+                      {"server", nullptr},
+                      {"capabilities", nullptr}});
     CHECK(
         text.find("\"models_seen\": {\n        \"evil\\u001b[2J\": 1,\n        \"tiny-model\": 16\n"
                   "      },") != std::string::npos);
@@ -258,6 +262,7 @@ TEST_CASE("render_json") {
                                          {"max_unique", 2},
                                          {"max_unstable_rate", nullptr},
                                          {"min_tara", nullptr},
+                                         {"min_modal_share", nullptr},
                                          {"max_logprob_drift", nullptr},
                                          {"max_failed_rate", 0.1}});
     fixture->data.config.plan.shard_index = 1;
@@ -429,7 +434,17 @@ TEST_CASE("render_json") {
                       {"differs_from_serial", false},
                       {"logprob_drift",
                        {{"max_abs", 0.0}, {"max_abs_gap", 0.0}, {"positions_compared", 40}}},
-                      {"p_flip", 0.0}});
+                      {"p_flip", 0.0},
+                      {"distribution",
+                       {{"modal",
+                         {{"answer", nullptr},
+                          {"count", 0},
+                          {"runs", 0},
+                          {"share", 0.0},
+                          {"low", 0.0},
+                          {"high", 1.0}}},
+                        {"distinct_answers", 0},
+                        {"shift", nullptr}}}});
     CHECK(queens["by_concurrency"][1]["p_flip"] == 0.5);
     CHECK(queens["p_flip"] == 0.75);
     CHECK(queens["p_flip_reason"].is_null());

@@ -1,0 +1,60 @@
+#include "report/detail/distribution_text.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+namespace llmrepro::report {
+
+bool distribution_shown(const core::AuditReport& report) {
+  if (report.data == nullptr) return false;
+  const core::GateConfig& gates = report.data->config.gates;
+  return core::temperature_in_effect(*report.data) == core::TemperatureMode::provider_default ||
+         gates.fail_on.shift || gates.min_modal_share.has_value();
+}
+
+std::string distribution_summary_line(const core::AuditAnalysis& analysis) {
+  const core::AuditSummary& s = analysis.summary;
+  int one_answer = 0;
+  const core::PromptAnalysis* lowest = nullptr;
+  for (const auto& prompt : analysis.prompts) {
+    if (prompt.modal.runs == 0) continue;
+    if (prompt.answers.size() == 1 && prompt.modal.count == prompt.modal.runs) ++one_answer;
+    if (lowest == nullptr || prompt.modal.share < lowest->modal.share) lowest = &prompt;
+  }
+  std::string line = fmt::format("{} prompts: {} with one answer", s.prompts, one_answer);
+  if (lowest != nullptr)
+    line += fmt::format(", lowest modal share {:.2f} ({})", lowest->modal.share, lowest->id);
+  line += fmt::format("; {} shifted between levels (Holm over {} tests, family-wise {:g})",
+                      s.shifted_prompts, s.shift_tests, core::k_shift_alpha);
+  return line;
+}
+
+std::string modal_share_text(const core::ModalShare& modal) {
+  return fmt::format("{:.2f} [{:.2f}, {:.2f}] of {}", modal.share, modal.interval.low,
+                     modal.interval.high, modal.runs);
+}
+
+std::string shifted_levels_text(const core::PromptAnalysis& prompt) {
+  std::string text;
+  for (const auto& level : prompt.by_concurrency)
+    if (level.shifted && level.shift_p_adjusted)
+      text += fmt::format("{}c={} (p {:.2g})", text.empty() ? "" : ", ", level.concurrency,
+                          *level.shift_p_adjusted);
+  return text.empty() ? std::string("\u2013") : text;
+}
+
+std::vector<const core::PromptAnalysis*> distribution_rows(const core::AuditAnalysis& analysis,
+                                                           std::size_t count) {
+  std::vector<const core::PromptAnalysis*> rows;
+  for (const auto& prompt : analysis.prompts)
+    if (prompt.modal.runs > 0) rows.push_back(&prompt);
+  std::stable_sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) {
+    if (a->shifted != b->shifted) return a->shifted;
+    return a->modal.share < b->modal.share;
+  });
+  if (rows.size() > count) rows.resize(count);
+  return rows;
+}
+
+} // namespace llmrepro::report
