@@ -167,6 +167,25 @@ int preflight(const AuditRequest& options, const core::AuditConfig& config,
   return found.requests;
 }
 
+// Tools go only where the dialect has them and its answers' calls are read: a prompt with
+// `tools` sent elsewhere would be audited as if it had none. Said before any completion request.
+core::Result<void> check_tools_supported(const core::Suite& suite, const Target& target) {
+  const probes::Dialect dialect = target.target.dialect;
+  const bool takes_tools =
+      dialect == probes::Dialect::openai_chat || dialect == probes::Dialect::anthropic;
+  if (takes_tools && !target.embedded) return {};
+  for (const core::Prompt& prompt : suite.prompts)
+    if (!prompt.tools_json.empty())
+      return core::make_error(
+          core::ErrorCode::usage,
+          fmt::format("{}:{}: prompt '{}' has tools, which {} does not send: tools and agent "
+                      "chains go to --api openai-chat or anthropic endpoints",
+                      suite.source, prompt.source_line, prompt.id,
+                      target.embedded ? std::string("the embedded reference engine")
+                                      : "--api " + std::string(probes::to_string(dialect))));
+  return {};
+}
+
 } // namespace
 
 core::Result<void> connect_endpoints(AuditRun& run) {
@@ -182,6 +201,7 @@ core::Result<void> connect_endpoints(AuditRun& run) {
     auto target_or = connect(options, config, run.header.suite, url, run.keys[i]);
     if (!target_or) return target_or.error();
     Target& target = *target_or;
+    LLMREPRO_TRY(check_tools_supported(run.header.suite, target));
     if (target.info.model.empty() && !target.embedded) {
       const bool gemini = target.target.dialect == probes::Dialect::gemini;
       const bool anthropic = target.target.dialect == probes::Dialect::anthropic;

@@ -5,12 +5,29 @@
 #include <string>
 #include <vector>
 
+#include "core/tool_calls.hpp"
+
 namespace llmrepro::core {
 
 struct Message {
-  std::string role;
+  std::string role; // system, user, assistant; "tool" for a tool's result in an agent chain
   std::string content;
+  // An assistant turn of an agent chain: the tool calls the model made, each with its call id.
+  std::vector<ToolCall> tool_calls;
+  std::string tool_call_id; // a "tool" message: the id of the call it answers
 };
+
+// One scripted tool result of a suite line's `tool_results`, the stub registry an agent chain
+// answers its tool calls from: what tool `name` returns when called with `arguments`
+// (canonical JSON, compared as such).
+struct ToolResult {
+  std::string name;
+  std::string arguments = "null";
+  std::string result; // the text the tool returns (a JSON value other than a string, as JSON)
+};
+
+// The most requests one run of an agent chain may send (`max_steps`), by default.
+inline constexpr int k_default_max_steps = 8;
 
 // A checker from the suite's `expect` field: judges an answer rather than comparing strings.
 struct Expectation {
@@ -40,6 +57,18 @@ struct Prompt {
   Extraction extract;
   // `response_format`, kept as the JSON text the suite gave, passed through untouched.
   std::string response_format_json;
+  // `tools`: the function tools every request of this prompt offers, in OpenAI's shape
+  // ([{"type": "function", "function": {"name", "description", "parameters"}}]), as canonical
+  // JSON text; each dialect that takes tools maps them to its own. Empty: none.
+  std::string tools_json;
+  // `tool_results`: where given, each run is an agent chain. A completion that calls tools is
+  // answered from these (a call without a scripted result gets an error result) and the
+  // conversation sent again, until the model answers without a tool call or `max_steps`
+  // requests were sent; the run's completion is the last answer with every step's calls.
+  std::vector<ToolResult> tool_results;
+  int max_steps = k_default_max_steps;
+
+  bool is_chain() const { return !tool_results.empty(); }
   int source_line = 0;
 
   bool is_chat() const { return !text.has_value(); }

@@ -20,7 +20,12 @@ struct RequestRecord;
 struct ToolCall {
   std::string name;
   std::string arguments = "null";
-  friend bool operator==(const ToolCall&, const ToolCall&) = default;
+  // The id the endpoint gave the call (OpenAI's `tool_calls[].id`, Anthropic's `tool_use.id`),
+  // which an agent chain's tool result names; never compared, never stored.
+  std::string id;
+  friend bool operator==(const ToolCall& a, const ToolCall& b) {
+    return a.name == b.name && a.arguments == b.arguments;
+  }
 };
 
 // `value` written canonically: object members sorted by key (bytewise), no whitespace outside

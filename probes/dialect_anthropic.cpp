@@ -23,6 +23,8 @@
 //   error mid-stream. There is no `data: [DONE]`: a stream without message_stop was cut short.
 #include "probes/detail/dialect_adapters.hpp"
 
+#include <map>
+
 namespace llmrepro::probes::detail {
 
 namespace {
@@ -38,7 +40,20 @@ void read_block(const JsonView& block, core::Completion& completion) {
   const std::string type = block.optional_string("type");
   if (type == "text") completion.text += block.optional_string("text");
   if (type == "thinking") completion.reasoning_text += block.optional_string("thinking");
+  // A whole message's tool_use block: {id, name, input: the arguments as an object}.
+  if (type == "tool_use")
+    completion.tool_calls.push_back(tool_call_of(
+        block.at("name").string(), block.at("input").json_text(), block.optional_string("id")));
 }
+
+// A streamed tool_use block: content_block_start names it (its input {}), input_json_delta
+// events carry its arguments' text in `partial_json` pieces.
+struct StreamedTool {
+  std::string id;
+  std::string name;
+  std::string start_input;
+  std::string partial_json;
+};
 
 // input_tokens plus the cache's two parts, where `usage` says; output_tokens where it says.
 void read_usage(const JsonView& usage, core::Completion& completion) {
@@ -69,7 +84,8 @@ core::Completion parse_anthropic_whole(std::string_view body) {
 }
 
 // Reads one stream event into `completion`; returns true for message_stop.
-bool read_event(const JsonView& event, std::string_view data, core::Completion& completion) {
+bool read_event(const JsonView& event, std::string_view data, core::Completion& completion,
+                std::map<long, StreamedTool>& tools) {
   const std::string type = event.at("type").string();
   if (type == "error") fail_on_error_envelope(event, data);
   if (type == "message_start") {
@@ -79,12 +95,25 @@ bool read_event(const JsonView& event, std::string_view data, core::Completion& 
     return false;
   }
   if (type == "content_block_start") {
-    read_block(event.at("content_block"), completion);
+    JsonView block = event.at("content_block");
+    if (block.optional_string("type") == "tool_use") {
+      StreamedTool& tool = tools[event.at("index").integer()];
+      tool.id = block.optional_string("id");
+      tool.name = block.at("name").string();
+      if (auto input = block.find("input")) tool.start_input = input->json_text();
+      return false;
+    }
+    read_block(block, completion);
     return false;
   }
   if (type == "content_block_delta") {
     JsonView delta = event.at("delta");
     const std::string kind = delta.optional_string("type");
+    if (kind == "input_json_delta") {
+      const auto tool = tools.find(event.at("index").integer());
+      if (tool == tools.end()) fail(event.describe() + ": input_json_delta for no tool_use block");
+      tool->second.partial_json += delta.at("partial_json").string();
+    }
     if (kind == "text_delta") completion.text += delta.at("text").string();
     if (kind == "thinking_delta") completion.reasoning_text += delta.at("thinking").string();
     return false;
@@ -104,17 +133,47 @@ bool read_event(const JsonView& event, std::string_view data, core::Completion& 
 
 core::Completion parse_anthropic_stream(std::string_view body) {
   core::Completion completion;
+  std::map<long, StreamedTool> tools; // by content block index: the order they come in
   bool finished = false;
   std::vector<std::string> events = sse_events(body);
   for (std::size_t index = 0; index < events.size() && !finished; ++index) {
     const std::string& data = events[index];
     with_prefix(event_prefix(index), [&] {
       JsonDocument document = parse_document(data);
-      finished = read_event(JsonView(document), data, completion);
+      finished = read_event(JsonView(document), data, completion, tools);
     });
   }
   if (!finished) fail("stream ended without message_stop (truncated)");
+  for (auto& [index, tool] : tools)
+    completion.tool_calls.push_back(tool_call_of(
+        std::move(tool.name), tool.partial_json.empty() ? tool.start_input : tool.partial_json,
+        std::move(tool.id)));
   return completion;
+}
+
+} // namespace
+
+namespace {
+
+// One message of a chat prompt: an assistant turn of an agent chain carries its tool_use blocks
+// (after its text, where it had any), a tool's result goes back as a user turn holding a
+// tool_result block; the rest as {role, content}.
+Json anthropic_message(const core::Message& message) {
+  if (message.role == "tool")
+    return Json{{"role", "user"},
+                {"content", Json::array({Json{{"type", "tool_result"},
+                                              {"tool_use_id", message.tool_call_id},
+                                              {"content", message.content}}})}};
+  const char* role = message.role == "assistant" ? "assistant" : "user";
+  if (message.tool_calls.empty()) return Json{{"role", role}, {"content", message.content}};
+  Json blocks = Json::array();
+  if (!message.content.empty()) blocks.push_back(Json{{"type", "text"}, {"text", message.content}});
+  for (const core::ToolCall& call : message.tool_calls)
+    blocks.push_back(Json{{"type", "tool_use"},
+                          {"id", call.id},
+                          {"name", call.name},
+                          {"input", Json::parse(call.arguments)}});
+  return Json{{"role", role}, {"content", std::move(blocks)}};
 }
 
 } // namespace
@@ -132,12 +191,23 @@ DialectRequest build_anthropic_request(const core::Prompt& prompt, const Generat
         system += (system.empty() ? "" : "\n\n") + message.content;
         continue;
       }
-      const char* role = message.role == "assistant" ? "assistant" : "user";
-      messages.push_back(Json{{"role", role}, {"content", message.content}});
+      messages.push_back(anthropic_message(message));
     }
     if (!system.empty()) body["system"] = std::move(system);
   }
   body["messages"] = std::move(messages);
+  // OpenAI's function tools in Anthropic's shape: {name, description, input_schema}.
+  if (Json tools = prompt_tools(prompt); !tools.is_null()) {
+    Json mapped = Json::array();
+    for (const Json& tool : tools) {
+      const Json& function = tool.at("function");
+      Json item{{"name", function.at("name")},
+                {"input_schema", function.value("parameters", Json{{"type", "object"}})}};
+      if (function.contains("description")) item["description"] = function.at("description");
+      mapped.push_back(std::move(item));
+    }
+    body["tools"] = std::move(mapped);
+  }
   body["max_tokens"] = effective_max_tokens(prompt, params);
   // Sampled requests send temperature 1 alone: newer Claude models refuse temperature and top_p
   // together, and top_p 1 is the default anyway.

@@ -6,6 +6,9 @@
 #include "probes/detail/dialect_adapters.hpp"
 #include "probes/sse_parser.hpp"
 
+#include "core/json_value.hpp"
+#include "core/tool_calls.hpp"
+
 namespace llmrepro::probes::detail {
 
 int effective_max_tokens(const core::Prompt& prompt, const GenerationParams& params) {
@@ -23,6 +26,24 @@ void put_temperature(Json& place, const GenerationParams& params, const char* to
 
 void put_seed(Json& place, const GenerationParams& params) {
   if (params.send_seed) place["seed"] = params.seed;
+}
+
+core::ToolCall tool_call_of(std::string name, std::string_view arguments, std::string id) {
+  core::ToolCall call;
+  call.name = std::move(name);
+  call.id = std::move(id);
+  if (auto canonical = core::canonical_json(arguments.empty() ? "null" : arguments)) {
+    call.arguments = std::move(*canonical);
+  } else {
+    call.arguments.clear();
+    core::append_json_string(call.arguments, arguments);
+  }
+  return call;
+}
+
+Json prompt_tools(const core::Prompt& prompt) {
+  if (prompt.tools_json.empty()) return nullptr;
+  return Json::parse(prompt.tools_json);
 }
 
 Json response_format(const core::Prompt& prompt) {

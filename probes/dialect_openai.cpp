@@ -152,6 +152,46 @@ std::string read_text(const JsonView& choice, bool chat) {
   return content.is_null() ? std::string() : content.string();
 }
 
+// `message.tool_calls[]`: {id, type: "function", function: {name, arguments: JSON text}}.
+void read_tool_calls(const JsonView& message, core::Completion& completion) {
+  auto calls = message.find("tool_calls");
+  if (!calls || calls->is_null()) return;
+  for (std::size_t i = 0; i < calls->size(); ++i) {
+    JsonView call = calls->at(i);
+    JsonView function = call.at("function");
+    completion.tool_calls.push_back(tool_call_of(function.at("name").string(),
+                                                 function.optional_string("arguments"),
+                                                 call.optional_string("id")));
+  }
+}
+
+// A stream's `delta.tool_calls[]` pieces: each names its call by `index`; the first piece of a
+// call carries its id and name, every piece a part of its arguments' text.
+struct StreamedCall {
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
+void read_tool_call_deltas(const JsonView& delta, std::vector<StreamedCall>& calls) {
+  auto pieces = delta.find("tool_calls");
+  if (!pieces || pieces->is_null()) return;
+  for (std::size_t i = 0; i < pieces->size(); ++i) {
+    JsonView piece = pieces->at(i);
+    const long index = piece.at("index").integer();
+    if (index < 0 || index > 1024) fail(piece.describe() + " has an index out of range");
+    if (calls.size() <= static_cast<std::size_t>(index))
+      calls.resize(static_cast<std::size_t>(index) + 1);
+    StreamedCall& call = calls[static_cast<std::size_t>(index)];
+    if (std::string id = piece.optional_string("id"); !id.empty()) call.id = std::move(id);
+    if (auto function = piece.find("function")) {
+      if (std::string name = function->optional_string("name"); !name.empty())
+        call.name = std::move(name);
+      call.arguments += function->optional_string("arguments");
+    }
+  }
+}
+
 core::Completion parse_openai_whole(std::string_view body, bool chat) {
   JsonDocument document = parse_document(body);
   JsonView root(document);
@@ -162,6 +202,7 @@ core::Completion parse_openai_whole(std::string_view body, bool chat) {
   JsonView choice = choices.at(0);
   completion.text = read_text(choice, chat);
   if (chat) completion.reasoning_text = read_reasoning(choice.at("message"));
+  if (chat) read_tool_calls(choice.at("message"), completion);
   if (auto logprobs = choice.find("logprobs"))
     completion.has_logprobs = append_logprobs(*logprobs, completion);
   completion.finish_reason = choice.optional_string("finish_reason");
@@ -173,6 +214,7 @@ core::Completion parse_openai_whole(std::string_view body, bool chat) {
 
 core::Completion parse_openai_stream(std::string_view body, bool chat) {
   core::Completion completion;
+  std::vector<StreamedCall> calls;
   bool done = false;
   bool saw_usage = false;
   std::vector<std::string> events = sse_events(body);
@@ -195,6 +237,7 @@ core::Completion parse_openai_stream(std::string_view body, bool chat) {
         JsonView delta = choice.at("delta");
         completion.text += delta.optional_string("content");
         completion.reasoning_text += read_reasoning(delta);
+        read_tool_call_deltas(delta, calls);
       } else {
         completion.text += choice.at("text").string();
       }
@@ -208,6 +251,9 @@ core::Completion parse_openai_stream(std::string_view body, bool chat) {
     });
   }
   if (!done) fail("stream ended without data: [DONE] (truncated)");
+  for (StreamedCall& call : calls)
+    completion.tool_calls.push_back(
+        tool_call_of(std::move(call.name), call.arguments, std::move(call.id)));
   if (!saw_usage) completion.completion_tokens = static_cast<long>(completion.tokens.size());
   return completion;
 }
@@ -218,9 +264,22 @@ DialectRequest build_openai_chat_request(const core::Prompt& prompt,
                                          const GenerationParams& params) {
   Json body;
   Json messages = Json::array();
-  for (const auto& message : prompt_as_messages(prompt))
-    messages.push_back(Json{{"role", message.role}, {"content", message.content}});
+  for (const auto& message : prompt_as_messages(prompt)) {
+    Json item{{"role", message.role}, {"content", message.content}};
+    // An agent chain's earlier steps: the model's calls, and each tool's answer to one of them.
+    if (!message.tool_calls.empty()) {
+      Json calls = Json::array();
+      for (const core::ToolCall& call : message.tool_calls)
+        calls.push_back({{"id", call.id},
+                         {"type", "function"},
+                         {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+      item["tool_calls"] = std::move(calls);
+    }
+    if (!message.tool_call_id.empty()) item["tool_call_id"] = message.tool_call_id;
+    messages.push_back(std::move(item));
+  }
   body["messages"] = std::move(messages);
+  if (Json tools = prompt_tools(prompt); !tools.is_null()) body["tools"] = std::move(tools);
   const bool current = params.chat_form == ChatRequestForm::openai_current;
   add_common_fields(body, prompt, params, current ? "max_completion_tokens" : "max_tokens");
   // A model that refuses the parameter (an OpenAI reasoning model) is asked for text alone.

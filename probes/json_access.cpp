@@ -1,5 +1,7 @@
 #include "probes/detail/json_access.hpp"
 
+#include "core/json_value.hpp"
+
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
@@ -174,6 +176,30 @@ std::size_t JsonView::size() const {
 std::string JsonView::string() const {
   if (!is_string()) fail(describe() + " must be a string");
   return std::string(node().text);
+}
+
+std::string JsonView::json_text() const {
+  const JsonNode& self = node();
+  std::string out;
+  switch (self.type) {
+  case JsonType::null: return "null";
+  case JsonType::boolean: return self.flag ? "true" : "false";
+  case JsonType::number: return std::string(self.text);
+  case JsonType::string: core::append_json_string(out, self.text); return out;
+  case JsonType::array:
+    out = "[";
+    for (std::size_t i = 0; i < size(); ++i) out += (i ? "," : "") + at(i).json_text();
+    return out + "]";
+  case JsonType::object:
+    out = "{";
+    for (std::size_t i = 0; i < member_count(); ++i) {
+      if (i) out += ",";
+      core::append_json_string(out, member_key(i));
+      out += ":" + member(i).json_text();
+    }
+    return out + "}";
+  }
+  return "null";
 }
 
 double JsonView::number() const {

@@ -1,5 +1,7 @@
 #include "probes/scheduler.hpp"
 
+#include "core/agent_chain.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -122,6 +124,13 @@ struct Slot {
   // A cold prefix trial after vLLM's reset: its prefix-cache counter before the trial
   // (detail::prepare_prefix_trial).
   std::optional<long> cache_hits_before;
+  // An agent chain (core/agent_chain.hpp): the conversation as sent so far, the requests it
+  // sent, the attempts of the steps done, and the steps' answers joined; empty otherwise.
+  std::optional<core::Prompt> conversation;
+  GenerationParams params;
+  int chain_steps = 0;
+  int chain_attempts = 0;
+  std::optional<core::Completion> chain;
 };
 
 // One wave as it runs: its requests still to start and the slots of those started.
@@ -388,7 +397,15 @@ private:
     bool finished_for_good = true;
     core::Result<void> recorded;
     if (judgement.verdict == Judgement::Verdict::success) {
-      recorded = record_success(slot, state.target, std::move(judgement.completion));
+      if (continue_chain(slot, state.target, judgement.completion, now)) {
+        finished_for_good = false;
+      } else {
+        if (slot.conversation) {
+          core::join_chain_step(slot.chain, std::move(judgement.completion));
+          judgement.completion = std::move(*slot.chain);
+        }
+        recorded = record_success(slot, state.target, std::move(judgement.completion));
+      }
     } else if (judgement.verdict == Judgement::Verdict::fail || attempts_spent || unreachable) {
       recorded = record_failure(slot);
     } else if (stopping()) {
@@ -460,7 +477,35 @@ private:
                                  !core::prefix_trial_is_warm(planned.repeat) &&
                                  detail::has_per_request_cold_mode(state.target.dialect);
     slot.request = detail::generation_request(state.target, m_config, prompt, params);
+    if (suite_prompt.is_chain()) {
+      slot.conversation = prompt;
+      slot.params = params;
+    }
     return {};
+  }
+
+  // An agent chain whose step just answered with tool calls: the conversation grows by the
+  // model's turn and the tools' scripted results, and is sent again at once as a new request of
+  // the same slot, with its own attempts and its own bound (it holds more tokens). Returns
+  // false where the chain ends here.
+  bool continue_chain(Slot& slot, const EndpointTarget& target, core::Completion& step,
+                      Steady::time_point now) {
+    if (!slot.conversation) return false;
+    const core::Prompt& prompt =
+        m_suite.prompts[static_cast<std::size_t>(slot.planned->prompt_index)];
+    ++slot.chain_steps;
+    if (!core::chain_continues(prompt, step, slot.chain_steps)) return false;
+    core::append_chain_step(*slot.conversation, prompt, step);
+    core::join_chain_step(slot.chain, std::move(step));
+    slot.request = detail::generation_request(target, m_config, *slot.conversation, slot.params);
+    if (m_budget != nullptr)
+      slot.bound =
+          m_budget->bound_of(*slot.planned, *slot.conversation,
+                             slot.conversation->max_tokens.value_or(m_config.params.max_tokens));
+    slot.chain_attempts += slot.attempts;
+    slot.attempts = 0;
+    slot.retry_at = now;
+    return true;
   }
 
   void start(Slot& slot, Steady::time_point now) {
@@ -483,7 +528,7 @@ private:
     record.planned = *slot.planned;
     record.outcome.ok = true;
     record.outcome.http_status = slot.last_status;
-    record.outcome.attempts = slot.attempts;
+    record.outcome.attempts = slot.chain_attempts + slot.attempts;
     record.outcome.started_ms = slot.started_ms;
     record.outcome.finished_ms = m_clock.now_ms();
     record.outcome.completion = std::move(completion);
@@ -495,9 +540,13 @@ private:
     record.planned = *slot.planned;
     record.outcome.ok = false;
     record.outcome.http_status = slot.last_status;
-    record.outcome.attempts = slot.attempts;
-    record.outcome.error = slot.last_reason + " after " + std::to_string(slot.attempts) +
-                           (slot.attempts == 1 ? " attempt" : " attempts");
+    record.outcome.attempts = slot.chain_attempts + slot.attempts;
+    // An agent chain that failed after some steps says at which request it broke.
+    record.outcome.error =
+        (slot.chain_steps > 0 ? "chain step " + std::to_string(slot.chain_steps + 1) + ": "
+                              : std::string()) +
+        slot.last_reason + " after " + std::to_string(slot.attempts) +
+        (slot.attempts == 1 ? " attempt" : " attempts");
     record.outcome.started_ms = slot.started_ms;
     record.outcome.finished_ms = m_clock.now_ms();
     ++m_progress.failed;

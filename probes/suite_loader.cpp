@@ -1,5 +1,8 @@
 #include "probes/suite_loader.hpp"
 
+#include "core/tool_calls.hpp"
+
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -157,6 +160,77 @@ std::vector<core::Message> read_messages(const Json& value) {
   return messages;
 }
 
+// A JSON value as canonical JSON text (core::canonical_json).
+std::string canonical(const Json& value, const std::string& field) {
+  auto text = core::canonical_json(value.dump());
+  if (!text) line_error("field '" + field + "': " + text.error().message);
+  return *text;
+}
+
+// `tools`: OpenAI's function tools, each {"type": "function", "function": {"name", "description"?,
+// "parameters"?}}, names unique.
+std::string read_tools(const Json& tools) {
+  if (!tools.is_array() || tools.empty())
+    line_error("field 'tools' must be a non-empty array of function tools");
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < tools.size(); ++i) {
+    const std::string where = "tools[" + std::to_string(i) + "]";
+    const Json& tool = tools[i];
+    if (!tool.is_object()) line_error("field '" + where + "' must be an object");
+    reject_unknown_fields(tool, where + ".", {"type", "function"});
+    if (tool.value("type", "") != "function")
+      line_error("field '" + where + ".type' must be \"function\"");
+    const auto function = tool.find("function");
+    if (function == tool.end() || !function->is_object())
+      line_error("field '" + where + ".function' must be an object");
+    reject_unknown_fields(*function, where + ".function.", {"name", "description", "parameters"});
+    const auto name = function->find("name");
+    if (name == function->end() || !name->is_string() || name->get<std::string>().empty())
+      line_error("field '" + where + ".function.name' must be a non-empty string");
+    if (const auto description = function->find("description");
+        description != function->end() && !description->is_string())
+      line_error("field '" + where + ".function.description' must be a string");
+    if (const auto parameters = function->find("parameters");
+        parameters != function->end() && !parameters->is_object())
+      line_error("field '" + where + ".function.parameters' must be a JSON Schema object");
+    if (std::find(names.begin(), names.end(), name->get<std::string>()) != names.end())
+      line_error("field 'tools' names '" + name->get<std::string>() + "' twice");
+    names.push_back(name->get<std::string>());
+  }
+  return canonical(tools, "tools");
+}
+
+// `tool_results`: [{"name", "arguments", "result"}, ...], each call (name and canonical
+// arguments) at most once, each name one of `tools`.
+std::vector<core::ToolResult> read_tool_results(const Json& results, const Json& tools) {
+  if (!results.is_array() || results.empty())
+    line_error("field 'tool_results' must be a non-empty array of {name, arguments, result}");
+  std::vector<core::ToolResult> out;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const std::string where = "tool_results[" + std::to_string(i) + "]";
+    const Json& item = results[i];
+    if (!item.is_object()) line_error("field '" + where + "' must be an object");
+    reject_unknown_fields(item, where + ".", {"name", "arguments", "result"});
+    core::ToolResult result;
+    result.name = require_non_empty_string(require(item, "name", where + ".name"), where + ".name");
+    const bool offered = std::any_of(tools.begin(), tools.end(), [&](const Json& tool) {
+      return tool["function"]["name"] == result.name;
+    });
+    if (!offered)
+      line_error("field '" + where + ".name': '" + result.name + "' is not one of the 'tools'");
+    if (const auto arguments = item.find("arguments"); arguments != item.end())
+      result.arguments = canonical(*arguments, where + ".arguments");
+    const Json& value = require(item, "result", where + ".result");
+    result.result = value.is_string() ? value.get<std::string>() : value.dump();
+    for (const core::ToolResult& earlier : out)
+      if (earlier.name == result.name && earlier.arguments == result.arguments)
+        line_error("field '" + where + "': the call " + result.name + "(" + result.arguments +
+                   ") is scripted twice");
+    out.push_back(std::move(result));
+  }
+  return out;
+}
+
 core::Prompt read_json_prompt(std::string_view line) {
   Json object;
   try {
@@ -165,9 +239,9 @@ core::Prompt read_json_prompt(std::string_view line) {
     line_error("invalid JSON at column " + std::to_string(error.byte));
   }
   if (!object.is_object()) line_error("expected a JSON object");
-  reject_unknown_fields(
-      object, "",
-      {"id", "prompt", "messages", "max_tokens", "tags", "expect", "extract", "response_format"});
+  reject_unknown_fields(object, "",
+                        {"id", "prompt", "messages", "max_tokens", "tags", "expect", "extract",
+                         "response_format", "tools", "tool_results", "max_steps"});
   core::Prompt prompt;
   prompt.id = require_non_empty_string(require(object, "id", "id"), "id");
   bool has_prompt = object.contains("prompt");
@@ -198,6 +272,18 @@ core::Prompt read_json_prompt(std::string_view line) {
   if (auto it = object.find("response_format"); it != object.end()) {
     if (!it->is_object()) line_error("field 'response_format' must be an object");
     prompt.response_format_json = it->dump();
+  }
+  if (auto it = object.find("tools"); it != object.end()) prompt.tools_json = read_tools(*it);
+  if (auto it = object.find("tool_results"); it != object.end()) {
+    if (prompt.tools_json.empty()) line_error("field 'tool_results' needs 'tools'");
+    if (!prompt.is_chat()) line_error("field 'tool_results' needs 'messages': a chain is a chat");
+    prompt.tool_results = read_tool_results(*it, object["tools"]);
+  }
+  if (auto it = object.find("max_steps"); it != object.end()) {
+    if (prompt.tool_results.empty()) line_error("field 'max_steps' needs 'tool_results'");
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 1 || it->get<std::int64_t>() > 64)
+      line_error("field 'max_steps' must be an integer from 1 to 64");
+    prompt.max_steps = static_cast<int>(it->get<std::int64_t>());
   }
   return prompt;
 }

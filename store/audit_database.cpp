@@ -123,6 +123,7 @@ Result<AuditDatabase> AuditDatabase::create(const std::string& path,
     LLMREPRO_TRY(impl->prepare_cached());
     LLMREPRO_TRY(detail::write_schema_version(connection));
     LLMREPRO_TRY(impl->writer.write_header(header));
+    LLMREPRO_TRY(detail::write_agent_prompts(connection, header.suite));
     for (std::size_t e = 0; e < header.endpoints.size(); ++e)
       LLMREPRO_TRY(
           detail::write_endpoint_meta(connection, static_cast<int>(e), header.endpoints[e]));
@@ -208,6 +209,7 @@ Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit) c
   LLMREPRO_TRY(connection.exec("BEGIN"));
   core::AuditData data;
   auto loaded = reader.read_header(data);
+  if (loaded) loaded = detail::read_agent_prompts(connection, data.suite);
   if (loaded) loaded = visit ? reader.stream_records(data, visit) : reader.read_records(data);
   if (loaded && m_impl->plan_check) loaded = check_in_plan(connection, data, keys_of(data.records));
   if (loaded) loaded = reader.read_probe_activity(data);

@@ -303,4 +303,44 @@ Result<void> read_endpoint_meta(const Connection& connection, int index,
   return {};
 }
 
+Result<void> write_agent_prompts(const Connection& connection, const core::Suite& suite) {
+  Json prompts = Json::object();
+  for (std::size_t i = 0; i < suite.prompts.size(); ++i) {
+    const core::Prompt& prompt = suite.prompts[i];
+    if (prompt.tools_json.empty()) continue;
+    Json results = Json::array();
+    for (const core::ToolResult& result : prompt.tool_results)
+      results.push_back({result.name, result.arguments, result.result});
+    prompts[std::to_string(i)] = {
+        {"tools", prompt.tools_json}, {"tool_results", results}, {"max_steps", prompt.max_steps}};
+  }
+  if (prompts.empty()) return {};
+  return write_meta(connection, "agent_prompts", prompts.dump(), "the prompts' tools");
+}
+
+Result<void> read_agent_prompts(const Connection& connection, core::Suite& suite) {
+  std::optional<std::string> value;
+  LLMREPRO_TRY_ASSIGN(value, read_meta(connection, "agent_prompts"));
+  if (!value) return {};
+  try {
+    const Json json = Json::parse(*value);
+    for (const auto& [index, agent] : json.items()) {
+      const std::size_t i = std::stoul(index);
+      if (i >= suite.prompts.size()) throw std::out_of_range("prompt " + index);
+      core::Prompt& prompt = suite.prompts[i];
+      prompt.tools_json = agent.at("tools").get<std::string>();
+      prompt.max_steps = agent.at("max_steps").get<int>();
+      for (const Json& result : agent.at("tool_results"))
+        prompt.tool_results.push_back({result.at(0).get<std::string>(),
+                                       result.at(1).get<std::string>(),
+                                       result.at(2).get<std::string>()});
+    }
+    return {};
+  } catch (const std::exception& error) {
+    return core::make_error(ErrorCode::input, connection.where() +
+                                                  ": meta 'agent_prompts': unreadable (" +
+                                                  error.what() + ")");
+  }
+}
+
 } // namespace llmrepro::store::detail

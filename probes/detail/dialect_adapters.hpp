@@ -50,6 +50,15 @@ void put_temperature(Json& place, const GenerationParams& params, const char* to
 // params.seed under "seed" in `place`, unless params.send_seed is false (a refused seed).
 void put_seed(Json& place, const GenerationParams& params);
 
+// A tool call the endpoint made, its arguments (JSON text) canonical (core::canonical_json); text
+// that is no JSON document (a model writes what it writes) is kept as one JSON string, so that
+// two calls still compare by what they said.
+core::ToolCall tool_call_of(std::string name, std::string_view arguments, std::string id);
+
+// The prompt's `tools` (OpenAI's function shape, core::Prompt::tools_json) as parsed JSON; null
+// where it has none.
+Json prompt_tools(const core::Prompt& prompt);
+
 // The prompt's response_format as JSON. The suite loader only lets valid JSON through; text
 // that does not parse is sent as a JSON string, so the endpoint rejects it visibly.
 Json response_format(const core::Prompt& prompt);

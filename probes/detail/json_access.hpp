@@ -108,6 +108,10 @@ public:
   // "field <path>" for messages; "body" at the root.
   std::string describe() const;
 
+  // This value written back as compact JSON text: numbers as their literals, strings escaped
+  // (core::append_json_string), members in document order. What core::canonical_json reads.
+  std::string json_text() const;
+
 private:
   JsonView(const JsonDocument* document, std::uint32_t node, bool bracketed)
       : m_document(document), m_node(node), m_bracketed(bracketed) {}

@@ -62,6 +62,13 @@ core::Result<void> write_capabilities(const Connection& connection, int index,
 // is unreadable.
 core::Result<core::EndpointCapabilities> read_capabilities(const Connection& connection, int index);
 
+// The agent settings of the suite's prompts (meta 'agent_prompts': {"<prompt index>": {"tools":
+// canonical JSON text, "tool_results": [[name, arguments, result], ...], "max_steps"}} for each
+// prompt with tools); no row where none has them.
+core::Result<void> write_agent_prompts(const Connection& connection, const core::Suite& suite);
+// Puts them back into `suite`, whose prompts were read already. ErrorCode::input when unreadable.
+core::Result<void> read_agent_prompts(const Connection& connection, core::Suite& suite);
+
 // Both of endpoint `index`'s meta rows: its server description and its capabilities.
 core::Result<void> write_endpoint_meta(const Connection& connection, int index,
                                        const core::EndpointInfo& endpoint);

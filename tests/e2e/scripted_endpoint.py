@@ -232,14 +232,14 @@ gemini: POST /v1beta/models/<script model>:generateContent, or :streamGenerateCo
   GET /v1beta/models lists "models/embedding-001" (embedContent only) and then
   "models/<script model>" (generateContent), as the Gemini API's models.list does.
 anthropic: POST /v1/messages (Anthropic's Messages API, tests/data/formats/anthropic_*): the
-  prompt is the last user message with text: a user message whose content holds only
-  tool_result blocks is a tool-result turn and is skipped (`system` is not matched). The answer is {id "msg_...", type
-  "message", role, model, content, stop_reason, stop_sequence null, usage}: content holds one
-  text block of the entry's tokens' text (none when the entry has tool calls and no tokens),
-  then a tool_use block {type, id "toolu_...", name, input: the arguments} per tool call; no
-  logprobs anywhere (the API has none), whatever the request asks. stop_reason is "tool_use"
-  with tool calls, else "max_tokens" for finish_reason "length" (max_tokens cuts the tokens as
-  in every dialect) and "end_turn" for "stop". usage: input_tokens (the entry's
+  prompt is the last user message with text: a user message whose content holds only tool_result
+  blocks is a tool-result turn and is skipped (`system` is not matched). The answer is {id
+  "msg_...", type "message", role, model, content, stop_reason, stop_sequence null, usage}:
+  content holds one text block of the entry's tokens' text (none when the entry has tool calls
+  and no tokens), then a tool_use block {type, id "toolu_...", name, input: the arguments} per
+  tool call; no logprobs anywhere (the API has none), whatever the request asks. stop_reason is
+  "tool_use" with tool calls, else "max_tokens" for finish_reason "length" (max_tokens cuts the
+  tokens as in every dialect) and "end_turn" for "stop". usage: input_tokens (the entry's
   "prompt_tokens"), cache_creation_input_tokens 0, cache_read_input_tokens (its
   "cached_tokens", 0 when absent), output_tokens (its tokens, reasoning included). With
   "stream": true: event:/data: pairs, message_start (content [], stop_reason null, the input
@@ -961,7 +961,8 @@ def chain_of(builder, body):
             continue
         role, content = message.get("role"), message.get("content")
         if builder is anthropic:
-            blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+            blocks = ([b for b in content if isinstance(b, dict)]
+                      if isinstance(content, list) else [])
             if role == "assistant" and any(b.get("type") == "tool_use" for b in blocks):
                 step += 1
             elif role == "user":

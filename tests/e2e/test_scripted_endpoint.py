@@ -9,9 +9,11 @@ fault does what the tests that use it rely on. The extensions the verdict scenar
 tokens carrying their real bytes, null and empty candidate lists, stream chunks whose logprobs
 are dropped, an empty completion, and scripts that are rejected. Anthropic's Messages API
 (bodies, typed stream events, the version header, its model list and error shapes, tool_use
-blocks), tool calls in OpenAI's chat shape, the provider refusals of "refuse_params" in each
-dialect's place and shape, and a server that honours the seed ("seeded"). Needs no llmrepro
-binary.
+blocks), tool calls in OpenAI's chat shape, multi-step tool chains in both (a prompt's "steps",
+each request's step, tool results and tools in the log, a tool result for an id never issued
+refused, Anthropic's tool-result turns skipped as prompts), the provider refusals of
+"refuse_params" in each dialect's place and shape, and a server that honours the seed
+("seeded"). Needs no llmrepro binary.
 """
 
 import http.client
@@ -917,6 +919,225 @@ class ScriptedEndpoint(h.E2ETestCase):
                 self.assertEqual(choices[-1]["finish_reason"], "tool_calls")
                 self.assertEqual("".join(c["delta"].get("content") or "" for c in choices),
                                  "")
+
+    # ------------------------------------------------------------------------------------------
+    # Multi-step tool chains: "steps", the step and tool results of each request, issued ids.
+
+    def openai_step(self, calls, results, text=""):
+        """The chat messages after a tool-calling answer: the prompt, the assistant turn with
+        its tool calls as the server sent them, one role "tool" turn per (id, result)."""
+        return [{"role": "user", "content": PROMPT},
+                {"role": "assistant", "content": text, "tool_calls": calls}] + [
+                    {"role": "tool", "tool_call_id": tid, "content": result}
+                    for tid, result in results]
+
+    def test_openai_chat_tool_chain(self):
+        search = {"name": "search", "arguments": {"term": "Feynman"}}
+        tools = [{"type": "function", "function": {
+            "name": "search", "description": "Searches the web.",
+            "parameters": {"type": "object", "properties": {"term": {"type": "string"}}}}}]
+        script = {"prompts": {PROMPT: {"steps": [
+            [{"tokens": [], "tool_calls": [search]}],
+            [{"tokens": std.FEYNMAN_X, "finish_reason": "stop"},
+             {"tokens": std.FEYNMAN_X[:2], "finish_reason": "stop"}]]}}}
+        for dialect in ("openai-chat", "vllm"):
+            with self.subTest(dialect=dialect):
+                endpoint = self.start_endpoint(script, dialect, name=f"chain-{dialect}")
+                body = {"messages": [{"role": "user", "content": PROMPT}], "tools": tools}
+                response, data = self.post(endpoint, "/v1/chat/completions", body)
+                self.assertEqual(response.status, 200, data)
+                choice = json.loads(data)["choices"][0]
+                self.assertEqual(choice["finish_reason"], "tool_calls")
+                calls = choice["message"]["tool_calls"]
+                call_id = calls[0]["id"]
+                # Step 1: the assistant turn and the tool's result; the answer is text.
+                step1 = dict(body, messages=self.openai_step(calls, [(call_id, "Queens, NY")]))
+                response, data = self.post(endpoint, "/v1/chat/completions", step1)
+                self.assertEqual(response.status, 200, data)
+                choice = json.loads(data)["choices"][0]
+                self.assertEqual((choice["finish_reason"], choice["message"]["content"]),
+                                 ("stop", "".join(t[0] for t in std.FEYNMAN_X)))
+                self.assertNotIn("tool_calls", choice["message"])
+                # A tool result for an id never issued: 400 in OpenAI's envelope, no entry.
+                bogus = dict(body, messages=self.openai_step(calls, [("call_bogus", "x")]))
+                response, data = self.post(endpoint, "/v1/chat/completions", bogus)
+                self.assertEqual(response.status, 400, data)
+                error = json.loads(data)["error"]
+                self.assertTrue(error["message"].startswith('unknown tool call id "call_bogus"'),
+                                error)
+                self.assertEqual((error["type"], error["param"], error["code"]),
+                                 ("invalid_request_error", "messages", None))
+                # Another first request: a new id; a step beyond the list uses the last one,
+                # whose cursor the refused request did not move.
+                _, data = self.post(endpoint, "/v1/chat/completions", body)
+                again = json.loads(data)["choices"][0]["message"]["tool_calls"]
+                self.assertNotEqual(again[0]["id"], call_id)
+                step2 = dict(body, messages=self.openai_step(calls, [(call_id, "Queens, NY")])
+                             + [{"role": "assistant", "content": None, "tool_calls": again},
+                                {"role": "tool", "tool_call_id": again[0]["id"],
+                                 "content": [{"type": "text", "text": "1918"}]}])
+                _, data = self.post(endpoint, "/v1/chat/completions", step2)
+                self.assertEqual(json.loads(data)["choices"][0]["message"]["content"], " He was")
+                log = endpoint.posts()
+                self.assertEqual([(i["outcome"], i["step"], i.get("variant"), i.get("steps_list"),
+                                   i.get("entry"), i.get("prompt")) for i in log],
+                                 [("completion", 0, "steps", 0, 0, PROMPT),
+                                  ("completion", 1, "steps", 1, 0, PROMPT),
+                                  ("bad_request", 1, None, None, None, None),
+                                  ("completion", 0, "steps", 0, 0, PROMPT),
+                                  ("completion", 2, "steps", 1, 1, PROMPT)])
+                self.assertEqual([i["tool_results"] for i in log],
+                                 [[], [{"id": call_id, "content": "Queens, NY"}],
+                                  [{"id": "call_bogus", "content": "x"}], [],
+                                  [{"id": call_id, "content": "Queens, NY"},
+                                   {"id": again[0]["id"], "content": "1918"}]])
+                self.assertEqual([i["tools"] for i in log], [tools] * 5)
+                self.assertEqual(log[2]["unknown_tool_call_id"], "call_bogus")
+
+    def anthropic_step(self, content, results):
+        """The Messages conversation after a tool_use answer: the prompt, the assistant turn as
+        the server sent it, and one user turn holding a tool_result block per (id, result)."""
+        return [{"role": "user", "content": PROMPT},
+                {"role": "assistant", "content": content},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid,
+                                              "content": result} for tid, result in results]}]
+
+    def test_anthropic_tool_chain(self):
+        search = {"name": "search", "arguments": {"term": "Feynman"}}
+        clock = {"name": "clock", "arguments": {}}
+        tools = [{"name": "search", "description": "Searches the web.",
+                  "input_schema": {"type": "object",
+                                   "properties": {"term": {"type": "string"}}}},
+                 {"name": "clock", "description": "The time.", "input_schema": {"type": "object"}}]
+        endpoint = self.anthropic_endpoint({"steps": [
+            [{"tokens": std.FEYNMAN_X[:2], "tool_calls": [search, clock]}],
+            [{"tokens": std.FEYNMAN_X, "finish_reason": "stop"}]]})
+        body = self.messages_body(tools=tools)
+        response, data = self.post(endpoint, "/v1/messages", body, ANTHROPIC_HEADERS)
+        self.assertEqual(response.status, 200, data)
+        doc = json.loads(data)
+        self.assertEqual(doc["stop_reason"], "tool_use")
+        uses = [b for b in doc["content"] if b["type"] == "tool_use"]
+        ids = [b["id"] for b in uses]
+        self.assertEqual(len(set(ids)), 2)
+        step1 = dict(body, messages=self.anthropic_step(doc["content"], [
+            (ids[0], "Queens, NY"), (ids[1], [{"type": "text", "text": "12:00"}])]))
+        response, data = self.post(endpoint, "/v1/messages", step1, ANTHROPIC_HEADERS)
+        self.assertEqual(response.status, 200, data)
+        doc = json.loads(data)
+        self.assertEqual((doc["stop_reason"], [b["type"] for b in doc["content"]],
+                          doc["content"][0]["text"]),
+                         ("end_turn", ["text"], "".join(t[0] for t in std.FEYNMAN_X)))
+        # Streamed too: the same step, by its own cursor (one entry: it cycles).
+        response, data = self.post(endpoint, "/v1/messages", dict(step1, stream=True),
+                                   ANTHROPIC_HEADERS)
+        events = [e for _, e in typed_events(data.decode())]
+        self.assertEqual(events[-2]["delta"]["stop_reason"], "end_turn")
+        # An unknown tool_use_id: Anthropic's 400 error shape.
+        bogus = dict(body, messages=self.anthropic_step(uses, [("toolu_bogus", "x")]))
+        response, data = self.post(endpoint, "/v1/messages", bogus, ANTHROPIC_HEADERS)
+        self.assertEqual(response.status, 400, data)
+        error = json.loads(data)
+        self.assertEqual(key_paths(error), key_paths(reference("anthropic_error_400.json")))
+        self.assertEqual(error["error"]["type"], "invalid_request_error")
+        self.assertTrue(error["error"]["message"].startswith(
+            'unknown tool call id "toolu_bogus"'), error)
+        log = endpoint.posts()
+        self.assertEqual([(i["outcome"], i["step"], i.get("steps_list"), i.get("prompt"))
+                          for i in log],
+                         [("completion", 0, 0, PROMPT), ("completion", 1, 1, PROMPT),
+                          ("completion", 1, 1, PROMPT), ("bad_request", 1, None, None)])
+        want = [{"id": ids[0], "content": "Queens, NY"}, {"id": ids[1], "content": "12:00"}]
+        self.assertEqual([i["tool_results"] for i in log],
+                         [[], want, want, [{"id": "toolu_bogus", "content": "x"}]])
+        self.assertEqual([i["tools"] for i in log], [tools] * 4)
+        self.assertEqual(log[3]["unknown_tool_call_id"], "toolu_bogus")
+
+    def test_tool_chain_prompt_and_step(self):
+        from scripted_endpoint import anthropic, chain_of, openai_chat, prompt_of, tgi
+        results = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Queens"}]
+        use = {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {}}
+        anthropic_chain = {"messages": [
+            {"role": "user", "content": PROMPT},
+            {"role": "assistant", "content": [{"type": "text", "text": "Looking."}, use]},
+            {"role": "user", "content": results}]}
+        # Anthropic: a user turn holding only tool_result blocks is no prompt; one with text is.
+        self.assertEqual(prompt_of(anthropic_chain), PROMPT)
+        with_text = {"messages": anthropic_chain["messages"][:2] + [
+            {"role": "user", "content": results + [{"type": "text", "text": "And then?"}]}]}
+        self.assertEqual(prompt_of(with_text), "And then?")
+        self.assertEqual(prompt_of({"messages": [{"role": "user", "content": results}]}), None)
+        self.assertEqual(chain_of(anthropic, anthropic_chain),
+                         (1, [{"id": "toolu_1", "content": "Queens"}]))
+        # OpenAI: tool results have role "tool"; the step counts tool-calling assistant turns.
+        call = {"id": "call_1", "type": "function",
+                "function": {"name": "search", "arguments": "{}"}}
+        openai_chain = {"messages": [
+            {"role": "system", "content": "Be brief."}, {"role": "user", "content": PROMPT},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "Queens"},
+            {"role": "assistant", "content": "Queens.", "tool_calls": []}]}
+        self.assertEqual(prompt_of(openai_chain), PROMPT)
+        self.assertEqual(chain_of(openai_chat, openai_chain),
+                         (1, [{"id": "call_1", "content": "Queens"}]))
+        self.assertEqual(chain_of(openai_chat, {"messages": [{"role": "user", "content": PROMPT}]}),
+                         (0, []))
+        self.assertEqual(chain_of(tgi, {"inputs": PROMPT}), (0, []))
+        # The other dialects' prompts are as before.
+        for body in ({"prompt": PROMPT}, {"text": PROMPT}, {"inputs": PROMPT},
+                     {"contents": [{"role": "user", "parts": [{"text": PROMPT}]}]},
+                     {"input": [{"role": "user", "content": [{"type": "input_text",
+                                                              "text": PROMPT}]}]},
+                     {"messages": [{"role": "user",
+                                    "content": [{"type": "text", "text": PROMPT}]}]}):
+            with self.subTest(body=body):
+                self.assertEqual(prompt_of(body), PROMPT)
+        # Log items: step 0, no tool results and the tools on other routes; none on GETs.
+        endpoint = self.start_endpoint(std.script(), "llamacpp", name="chain-llamacpp")
+        self.get(endpoint, "/health")
+        self.post(endpoint, "/completion", {"prompt": PROMPT, "n_probs": 2})
+        get, post = endpoint.requests()
+        self.assertNotIn("step", get)
+        self.assertEqual((post["step"], post["tool_results"], post["tools"]), (0, [], None))
+
+    def test_tool_chain_steps_seeded_and_bad_scripts(self):
+        import subprocess
+        search = {"name": "search", "arguments": {}}
+        words = [{"tokens": [[w, -0.1, []]], "finish_reason": "stop"} for w in ("B", "C")]
+        script = {"seeded": True, "prompts": {PROMPT: {
+            "entries": [{"tokens": [[w, -0.1, []]]} for w in ("X", "Y")],
+            "cold": [{"tokens": [["Z", -0.1, []]]}],
+            "steps": [[{"tokens": [], "tool_calls": [search]}], words]}}}
+        endpoint = self.start_endpoint(script, "openai-chat", name="chain-seeded")
+        first = {"messages": [{"role": "user", "content": PROMPT}]}
+        _, data = self.post(endpoint, "/v1/chat/completions", dict(first, seed=3, temperature=1))
+        calls = json.loads(data)["choices"][0]["message"]["tool_calls"]  # steps[0], not entries
+        got = []
+        for seed in (5, 4, 5):
+            body = dict(first, seed=seed, temperature=1,
+                        messages=self.openai_step(calls, [(calls[0]["id"], "r")]))
+            _, data = self.post(endpoint, "/v1/chat/completions", body)
+            got.append(json.loads(data)["choices"][0]["message"]["content"])
+        self.assertEqual(got, ["C", "B", "C"])  # steps[1][seed % 2], by the seed alone
+        self.assertEqual([(i["variant"], i["steps_list"], i["entry"], i["seeded"])
+                          for i in endpoint.posts()],
+                         [("steps", 0, 0, 3), ("steps", 1, 1, 5), ("steps", 1, 0, 4),
+                          ("steps", 1, 1, 5)])
+        for name, variants in {"steps empty": {"steps": []},
+                               "step empty": {"steps": [[]]},
+                               "steps shape": {"steps": [{"tokens": []}]},
+                               "step entry": {"steps": [[{"tokens": [], "fault": "418"}]]},
+                               "unknown variant": {"entries": [{"tokens": []}], "stepz": []},
+                               "no entries": {"busy": [{"tokens": []}]}}.items():
+            with self.subTest(case=name):
+                path = self.write_json(f"bad-steps-{len(name)}.json",
+                                       {"prompts": {PROMPT: variants}})
+                done = subprocess.run([h.PYTHON, h.os.path.join(h.HERE, "scripted_endpoint.py"),
+                                       "--script", path, "--port-file", self.path("never.port")],
+                                      capture_output=True, text=True, timeout=30)
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertIn("scripted_endpoint: ", done.stderr)
+                self.assertIn(PROMPT, done.stderr)
 
     # ------------------------------------------------------------------------------------------
     # Provider refusals of request parameters ("refuse_params").

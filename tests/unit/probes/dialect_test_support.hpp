@@ -6,12 +6,14 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
 #include "core/completion.hpp"
 #include "core/result.hpp"
+#include "core/suite.hpp"
 #include "probes/dialect.hpp"
 
 namespace llmrepro::probes::test {
@@ -25,6 +27,17 @@ inline std::string read_format(const std::string& name) {
   std::ostringstream text;
   text << file.rdbuf();
   return text.str();
+}
+
+// An agent chain's conversation after one step: the user's prompt, the model's call
+// search({"q":"Rome"}) with id `call_id`, and the tool's answer "Colosseum" to it.
+inline core::Prompt chain_after_one_step(const std::string& call_id, std::string tools_json) {
+  core::Prompt prompt;
+  prompt.messages.push_back({"user", "Plan.", {}, {}});
+  prompt.messages.push_back({"assistant", "", {{"search", R"({"q":"Rome"})", call_id}}, {}});
+  prompt.messages.push_back({"tool", "Colosseum", {}, call_id});
+  prompt.tools_json = std::move(tools_json);
+  return prompt;
 }
 
 // The completion `dialect` parses from `body`; the test case stops (REQUIRE), showing the

@@ -170,3 +170,50 @@ TEST_CASE("build_request anthropic") {
     CHECK(probes::parse_dialect("anthropic").value() == k_anthropic);
   }
 }
+
+TEST_CASE("anthropic tool calls: tool_use blocks, whole and streamed; tools and turns sent") {
+  // Shapes: anthropic-sdk-python types/tool_use_block.py, raw_content_block_delta
+  // (input_json_delta.partial_json), tool_result_block_param.py; tests/data/formats/README.md.
+  const std::string whole = R"({"id":"msg_1","type":"message","role":"assistant",
+    "model":"m","content":[{"type":"text","text":"Looking."},
+    {"type":"tool_use","id":"toolu_1","name":"search","input":{"q":"Rome","n":2}}],
+    "stop_reason":"tool_use","usage":{"input_tokens":5,"output_tokens":7}})";
+  const auto completion = parse_ok(Dialect::anthropic, whole);
+  CHECK(completion.text == "Looking.");
+  CHECK(completion.finish_reason == "tool_use");
+  REQUIRE(completion.tool_calls.size() == 1);
+  CHECK(completion.tool_calls[0].name == "search");
+  CHECK(completion.tool_calls[0].arguments == R"({"n":2,"q":"Rome"})");
+  CHECK(completion.tool_calls[0].id == "toolu_1");
+
+  const std::string stream =
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\","
+      "\"content\":[],\"usage\":{\"input_tokens\":5}}}\n\n"
+      "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+      "\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_2\",\"name\":\"search\","
+      "\"input\":{}}}\n\n"
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+      "\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"q\\\": \"}}\n\n"
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+      "\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\\\"Rome\\\"}\"}}\n\n"
+      "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+      "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+  const auto streamed = parse_ok(Dialect::anthropic, stream, true);
+  REQUIRE(streamed.tool_calls.size() == 1);
+  CHECK(streamed.tool_calls[0].arguments == R"({"q":"Rome"})");
+  CHECK(streamed.tool_calls[0].id == "toolu_2");
+
+  const core::Prompt prompt = probes::test::chain_after_one_step(
+      "toolu_1", R"([{"function":{"description":"Web.","name":"search",)"
+                 R"("parameters":{"type":"object"}},"type":"function"}])");
+  probes::GenerationParams params;
+  params.model = "m";
+  const Json body = Json::parse(probes::build_request(Dialect::anthropic, prompt, params).body);
+  CHECK(
+      body["tools"] ==
+      Json::parse(R"([{"name":"search","input_schema":{"type":"object"},"description":"Web."}])"));
+  CHECK(body["messages"][1] == Json::parse(R"({"role":"assistant","content":[{"type":"tool_use",
+    "id":"toolu_1","name":"search","input":{"q":"Rome"}}]})"));
+  CHECK(body["messages"][2] == Json::parse(R"({"role":"user","content":[{"type":"tool_result",
+    "tool_use_id":"toolu_1","content":"Colosseum"}]})"));
+}

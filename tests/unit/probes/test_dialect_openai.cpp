@@ -466,3 +466,48 @@ TEST_CASE("parse_response openai-chat: a reasoning model's answer without logpro
   // Reasoning tokens count in completion_tokens though the text is one word.
   CHECK(completion.completion_tokens == 146);
 }
+
+TEST_CASE("openai-chat tool calls: message.tool_calls, streamed pieces, and the turns sent") {
+  // Spec: ChatCompletionMessageToolCall {id, type: function, function: {name, arguments}} and
+  // ChatCompletionMessageToolCallChunk {index, id?, function: {name?, arguments?}}
+  // (openai-openapi).
+  const std::string whole = R"({"id":"c","object":"chat.completion","model":"m","choices":[
+    {"index":0,"message":{"role":"assistant","content":null,"tool_calls":[
+      {"id":"call_1","type":"function","function":{"name":"search","arguments":"{\"q\": \"Rome\"}"}},
+      {"id":"call_2","type":"function","function":{"name":"search","arguments":"not json"}}]},
+     "finish_reason":"tool_calls"}]})";
+  const auto completion = parse_ok(Dialect::openai_chat, whole);
+  CHECK(completion.text.empty());
+  REQUIRE(completion.tool_calls.size() == 2);
+  CHECK(completion.tool_calls[0].arguments == R"({"q":"Rome"})");
+  CHECK(completion.tool_calls[0].id == "call_1");
+  // What a model wrote that is no JSON still compares: as one JSON string.
+  CHECK(completion.tool_calls[1].arguments == R"("not json")");
+
+  const std::string stream =
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{"
+      "\"index\":0,\"id\":\"call_9\",\"type\":\"function\",\"function\":{\"name\":\"search\","
+      "\"arguments\":\"\"}}]}}]}\n\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{"
+      "\"arguments\":\"{\\\"q\\\":\"}}]}}]}\n\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{"
+      "\"arguments\":\"\\\"Rome\\\"}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n"
+      "data: [DONE]\n\n";
+  const auto streamed = parse_ok(Dialect::openai_chat, stream, true);
+  REQUIRE(streamed.tool_calls.size() == 1);
+  CHECK(streamed.tool_calls[0].name == "search");
+  CHECK(streamed.tool_calls[0].arguments == R"({"q":"Rome"})");
+  CHECK(streamed.tool_calls[0].id == "call_9");
+
+  const core::Prompt prompt = probes::test::chain_after_one_step(
+      "call_1", R"([{"function":{"name":"search"},"type":"function"}])");
+  const auto body = nlohmann::json::parse(
+      probes::build_request(Dialect::openai_chat, prompt, probes::GenerationParams{}).body);
+  CHECK(body["tools"] == nlohmann::json::parse(prompt.tools_json));
+  CHECK(
+      body["messages"][1]["tool_calls"] ==
+      nlohmann::json::parse(
+          R"([{"id":"call_1","type":"function","function":{"name":"search","arguments":"{\"q\":\"Rome\"}"}}])"));
+  CHECK(body["messages"][2] ==
+        nlohmann::json::parse(R"({"role":"tool","content":"Colosseum","tool_call_id":"call_1"})"));
+}

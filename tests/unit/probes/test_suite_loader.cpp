@@ -197,3 +197,52 @@ TEST_CASE("load_suite files") {
     CHECK(suite.error().message == "suite '" + dir.file("empty.jsonl") + "' has no prompts");
   }
 }
+
+TEST_CASE("parse_suite tools and tool_results: an agent chain's stub registry") {
+  const std::string tools =
+      R"("tools":[{"type":"function","function":{"name":"search","parameters":{"type":"object"}}}])";
+  const core::Suite suite = parse_ok(
+      R"({"id":"a","messages":[{"role":"user","content":"Go"}],)" + tools +
+      R"(,"tool_results":[{"name":"search","arguments":{"q":"x","n":1},"result":{"hits":[]}},)"
+      R"({"name":"search","arguments":{"q":"y"},"result":"none"}],"max_steps":3})"
+      "\n");
+  REQUIRE(suite.prompts.size() == 1);
+  const core::Prompt& prompt = suite.prompts[0];
+  CHECK(prompt.tools_json ==
+        R"([{"function":{"name":"search","parameters":{"type":"object"}},"type":"function"}])");
+  REQUIRE(prompt.tool_results.size() == 2);
+  CHECK(prompt.tool_results[0].arguments == R"({"n":1,"q":"x"})"); // canonical: keys sorted
+  CHECK(prompt.tool_results[0].result == R"({"hits":[]})");
+  CHECK(prompt.tool_results[1].result == "none");
+  CHECK(prompt.max_steps == 3);
+  CHECK(prompt.is_chain());
+  // Tools alone: one request a run, the calls compared as they come.
+  const core::Prompt alone =
+      parse_ok(R"({"id":"b","messages":[{"role":"user","content":"Go"}],)" + tools + "}\n")
+          .prompts[0];
+  CHECK_FALSE(alone.is_chain());
+  CHECK(alone.max_steps == core::k_default_max_steps);
+
+  const std::string chat = R"({"id":"a","messages":[{"role":"user","content":"Go"}],)";
+  CHECK(parse_error(second_line(chat + R"("tools":[]})")) ==
+        "suite.jsonl:2: field 'tools' must be a non-empty array of function tools");
+  CHECK(parse_error(second_line(chat + R"("tools":[{"type":"retrieval"}]})")) ==
+        "suite.jsonl:2: field 'tools[0].type' must be \"function\"");
+  CHECK(parse_error(second_line(chat + R"("tools":[{"type":"function","function":{}}]})")) ==
+        "suite.jsonl:2: field 'tools[0].function.name' must be a non-empty string");
+  CHECK(parse_error(second_line(chat + R"("tool_results":[{"name":"s","result":1}]})")) ==
+        "suite.jsonl:2: field 'tool_results' needs 'tools'");
+  CHECK(parse_error(
+            second_line(chat + tools + R"(,"tool_results":[{"name":"fetch","result":1}]})")) ==
+        "suite.jsonl:2: field 'tool_results[0].name': 'fetch' is not one of the 'tools'");
+  CHECK(parse_error(
+            second_line(chat + tools +
+                        R"(,"tool_results":[{"name":"search","arguments":{"q":1},"result":1},)"
+                        R"({"name":"search","arguments":{"q":1},"result":2}]})")) ==
+        "suite.jsonl:2: field 'tool_results[1]': the call search({\"q\":1}) is scripted twice");
+  CHECK(parse_error(second_line(chat + tools + R"(,"max_steps":2})")) ==
+        "suite.jsonl:2: field 'max_steps' needs 'tool_results'");
+  CHECK(parse_error(second_line(R"({"id":"t","prompt":"Go",)" + tools +
+                                R"(,"tool_results":[{"name":"search","result":1}]})")) ==
+        "suite.jsonl:2: field 'tool_results' needs 'messages': a chain is a chat");
+}

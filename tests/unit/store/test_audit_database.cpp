@@ -599,3 +599,30 @@ TEST_CASE("AuditDatabase::record survives kill -9") {
   // And the file itself is sound.
   CHECK(query_text(path, "PRAGMA integrity_check") == "ok");
 }
+
+TEST_CASE("AuditDatabase: a prompt's tools and stub registry, and an endpoint's preflight") {
+  TempDir dir;
+  auto header = make_header();
+  core::Prompt& prompt = header.suite.prompts.at(1);
+  prompt.tools_json = R"([{"function":{"name":"search"},"type":"function"}])";
+  prompt.tool_results = {{"search", R"({"q":"Rome"})", "Colosseum"}};
+  prompt.max_steps = 3;
+  core::EndpointCapabilities& found = header.endpoints.at(0).capabilities;
+  found.requests = 3;
+  found.model = "claude-x";
+  found.in_effect = core::TemperatureMode::provider_default;
+  found.temperature = {core::CapabilityOutcome::refused, "HTTP 400: no"};
+  found.logprobs = {core::CapabilityOutcome::not_sent, "the API has none"};
+  found.candidates_requested = 2;
+  found.seed = {core::CapabilityOutcome::not_honoured, "differed"};
+  auto database = create_or_fail(dir.file("audit.db"), header);
+  const auto loaded = load_or_fail(database);
+  const core::Prompt& back = loaded.suite.prompts.at(1);
+  CHECK(back.tools_json == prompt.tools_json);
+  REQUIRE(back.tool_results.size() == 1);
+  CHECK(back.tool_results[0].arguments == R"({"q":"Rome"})");
+  CHECK(back.tool_results[0].result == "Colosseum");
+  CHECK(back.max_steps == 3);
+  CHECK(loaded.suite.prompts.at(0).tools_json.empty());
+  CHECK(loaded.endpoints.at(0).capabilities == found);
+}
