@@ -168,6 +168,13 @@ core::Result<core::AuditConfig> config_from(const AuditRequest& options) {
   config.plan.model = options.model;
   config.plan.logprobs_form = options.logprobs_form;
   LLMREPRO_TRY_ASSIGN(config.plan.temperature, core::parse_temperature_mode(options.temperature));
+  // The determinism check demands bit-identical greedy completions: under sampling it would
+  // fail by design and say nothing about the server.
+  if (config.plan.temperature == core::TemperatureMode::provider_default &&
+      options.profile == core::to_string(core::AuditProfile::deterministic))
+    return core::make_error(core::ErrorCode::usage,
+                            "--profile deterministic checks greedy decoding: it cannot run with "
+                            "--temperature default");
   // Only openai-chat requests carry the form; told another dialect, the flag would do nothing.
   if (options.logprobs_form != "auto" && options.api != "auto" && options.api != "openai-chat")
     return core::make_error(core::ErrorCode::usage,

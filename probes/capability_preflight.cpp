@@ -207,13 +207,17 @@ core::EndpointCapabilities run_preflight(const EndpointTarget& given, const Sche
 
   EndpointTarget target = given;
   apply_capabilities(target, found);
+  // Five requests at the audit's own timeout could hold the plan back for ten minutes on an
+  // endpoint that hangs: a preflight request gets at most a minute.
+  SchedulerConfig preflight_config = config;
+  preflight_config.timeout_s = std::min(config.timeout_s, k_preflight_timeout_s);
   const core::Prompt prompt = preflight_prompt(chat);
   HttpTransport transport;
   const auto send = [&]() {
     GenerationParams params = detail::params_for(target, config);
     params.stream = false;
     ++found.requests;
-    return send_once(transport, target, config, prompt, params);
+    return send_once(transport, target, preflight_config, prompt, params);
   };
 
   Sent first = send();

@@ -25,6 +25,8 @@ inline constexpr int k_preflight_max_tokens = 32;
 // The most requests run_preflight sends: two, one more per refused parameter (three at most),
 // none of them tried again.
 inline constexpr int k_preflight_max_requests = 5;
+// The longest one preflight request may take (seconds), or --timeout where that is shorter.
+inline constexpr double k_preflight_timeout_s = 60;
 
 // The parameter a refusal names, where `http_status` is 400 or 422 and the body's reason (or its
 // `param` field) names one of the audit's parameters in refusing words ("not supported",

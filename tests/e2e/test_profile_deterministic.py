@@ -151,6 +151,10 @@ class ProfileDeterministic(h.E2ETestCase):
             (["--profile", "deterministic", "--probe", "sweep"],
              "--probe conflicts with --profile deterministic"),
             (["--max-concurrency", "16"], "--max-concurrency caps the levels of --profile"),
+            (["--profile", "deterministic", "--temperature", "default"],
+             "--profile deterministic checks greedy decoding: it cannot run with --temperature "
+             "default"),
+            (["--temperature", "0.7"], "--temperature must be 0 or default (got '0.7')"),
         ]
         for flags, message in cases:
             with self.subTest(flags=flags):

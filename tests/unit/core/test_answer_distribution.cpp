@@ -23,17 +23,17 @@ using llmrepro::testing::ok_record;
 
 namespace {
 
-Completion text(const std::string& answer) {
+Completion answer_completion(const std::string& answer) {
   Completion completion;
   completion.text = answer;
   return completion;
 }
 
 // Records of prompt `prompt` at `level`: one run per answer, repeats numbered from 0.
-void add_runs(std::vector<RequestRecord>& records, int prompt, int level,
-              const std::vector<std::string>& answers) {
+void add_answer_runs(std::vector<RequestRecord>& records, int prompt, int level,
+                     const std::vector<std::string>& answers) {
   for (std::size_t r = 0; r < answers.size(); ++r)
-    records.push_back(ok_record(prompt, level, static_cast<int>(r), text(answers[r])));
+    records.push_back(ok_record(prompt, level, static_cast<int>(r), answer_completion(answers[r])));
 }
 
 } // namespace
@@ -70,15 +70,15 @@ TEST_CASE("shift_test: Fisher's exact test of the pooled modal answer's share") 
 
 TEST_CASE("analyse: each level against the lowest, Holm over the tests that can reject") {
   std::vector<RequestRecord> records;
-  add_runs(records, 0, 1, {"A", "A", "A", "A", "A"});
-  add_runs(records, 0, 8, {"B", "B", "B", "B", "B"});
+  add_answer_runs(records, 0, 1, {"A", "A", "A", "A", "A"});
+  add_answer_runs(records, 0, 8, {"B", "B", "B", "B", "B"});
   // One answer at both levels: the test can never reject and stays out of the family.
-  add_runs(records, 1, 1, {"A", "A", "A"});
-  add_runs(records, 1, 8, {"A", "A", "A"});
+  add_answer_runs(records, 1, 1, {"A", "A", "A"});
+  add_answer_runs(records, 1, 8, {"A", "A", "A"});
   // A failure counts against the modal share, never for it.
-  add_runs(records, 2, 1, {"X", "Y"});
+  add_answer_runs(records, 2, 1, {"X", "Y"});
   records.push_back(failed_record(2, 1, 2, "HTTP 500 after 4 attempts", 4));
-  add_runs(records, 2, 8, {"X", "X", "Y"});
+  add_answer_runs(records, 2, 8, {"X", "X", "Y"});
   const AuditAnalysis analysis = analyse(numbered_suite(3), records, AnalysisConfig{});
   REQUIRE(analysis.prompts.size() == 3);
 
@@ -160,8 +160,9 @@ bool simulated_audit_flags_a_shift(SplitMix64& random, int prompts, int runs,
     const auto draw = [&]() {
       double u = random.uniform() * total;
       for (int k = 0; k < kinds; ++k) {
-        if (u < weights[k]) return std::string(1, static_cast<char>('A' + k));
-        u -= weights[k];
+        const double weight = weights[static_cast<std::size_t>(k)];
+        if (u < weight) return std::string(1, static_cast<char>('A' + k));
+        u -= weight;
       }
       return std::string(1, static_cast<char>('A' + kinds - 1));
     };
@@ -169,7 +170,7 @@ bool simulated_audit_flags_a_shift(SplitMix64& random, int prompts, int runs,
       std::string previous;
       for (int r = 0; r < runs; ++r) {
         const std::string answer = r > 0 && random.uniform() < repeat_previous ? previous : draw();
-        records.push_back(ok_record(p, level, r, text(answer)));
+        records.push_back(ok_record(p, level, r, answer_completion(answer)));
         previous = answer;
       }
     }

@@ -17,13 +17,13 @@ using llmrepro::testing::ok_record;
 namespace {
 
 // One position: the chosen token is the top-1 candidate, "alt" the top-2.
-struct Position {
+struct DriftPosition {
   const char* token;
   double logprob;
   double alt;
 };
 
-Completion completion_of(std::vector<Position> positions) {
+Completion drift_completion_of(std::vector<DriftPosition> positions) {
   Completion completion;
   completion.has_logprobs = true;
   for (const auto& p : positions) {
@@ -38,18 +38,18 @@ Completion completion_of(std::vector<Position> positions) {
 }
 
 // "The sky is blue" with the chosen logprobs 0, -0.1, -0.2, -0.3 and every top-2 at -1.
-std::vector<Position> sky() {
+std::vector<DriftPosition> sky() {
   return {{"The", 0.0, -1.0}, {" sky", -0.1, -1.0}, {" is", -0.2, -1.0}, {" blue", -0.3, -1.0}};
 }
 
 } // namespace
 
 TEST_CASE("add_logprob_drift") {
-  const Completion reference = completion_of(sky());
+  const Completion reference = drift_completion_of(sky());
   LogprobDrift drift;
 
   SUBCASE("bit-identical runs: no drift, every position compared") {
-    add_logprob_drift(drift, reference, completion_of(sky()));
+    add_logprob_drift(drift, reference, drift_completion_of(sky()));
     CHECK_MESSAGE(drift.max_abs == 0.0, "identical logprobs differ by nothing");
     CHECK(drift.max_abs_gap == 0.0);
     CHECK(drift.positions_compared == 4);
@@ -58,7 +58,7 @@ TEST_CASE("add_logprob_drift") {
   SUBCASE("the same tokens, one logprob 0.001 lower") {
     auto positions = sky();
     positions[0].logprob = -0.001; // against 0.0: |0 - (-0.001)| is 0.001 exactly
-    add_logprob_drift(drift, reference, completion_of(positions));
+    add_logprob_drift(drift, reference, drift_completion_of(positions));
     CHECK_MESSAGE(drift.max_abs == 0.001, "the drift is the scripted change, bit for bit");
     // Gaps 1.0 and 0.999 (rounded): 0.001 up to the rounding of the subtraction.
     CHECK(drift.max_abs_gap == doctest::Approx(0.001).epsilon(1e-12));
@@ -69,7 +69,7 @@ TEST_CASE("add_logprob_drift") {
     auto positions = sky();
     positions[2].logprob = -0.25; // 0.05 from the reference's -0.2, before the divergence
     positions[3] = {" grey", -5.0, -6.0};
-    add_logprob_drift(drift, reference, completion_of(positions));
+    add_logprob_drift(drift, reference, drift_completion_of(positions));
     CHECK(drift.positions_compared == 3);
     CHECK(drift.max_abs == doctest::Approx(0.05).epsilon(1e-12));
     CHECK(drift.max_abs_gap == doctest::Approx(0.05).epsilon(1e-12));
@@ -78,21 +78,21 @@ TEST_CASE("add_logprob_drift") {
     auto positions = sky();
     positions[1].token = " sea";
     positions[3].logprob = -3.0; // " blue" again, but in another context
-    add_logprob_drift(drift, reference, completion_of(positions));
+    add_logprob_drift(drift, reference, drift_completion_of(positions));
     CHECK(drift.positions_compared == 1);
     CHECK(drift.max_abs == 0.0);
   }
   SUBCASE("a shorter run: positions up to its end") {
     auto positions = sky();
     positions.resize(2);
-    add_logprob_drift(drift, reference, completion_of(positions));
+    add_logprob_drift(drift, reference, drift_completion_of(positions));
     CHECK(drift.positions_compared == 2);
   }
   SUBCASE("unknown logprobs are skipped and not counted") {
     auto positions = sky();
     positions[1].logprob = k_unknown_logprob; // the chosen token's logprob and so its gap
     positions[2].alt = k_unknown_logprob;     // the gap only
-    Completion other = completion_of(positions);
+    Completion other = drift_completion_of(positions);
     add_logprob_drift(drift, reference, other);
     CHECK_MESSAGE(drift.positions_compared == 3, "position 1 is skipped, position 2 counts");
     CHECK_FALSE(std::isnan(drift.max_abs));
@@ -111,8 +111,8 @@ TEST_CASE("add_logprob_drift") {
     small[1].logprob = -0.125; // 0.025 from -0.1
     auto large = sky();
     large[3].logprob = -0.5; // 0.2 from -0.3
-    add_logprob_drift(drift, reference, completion_of(large));
-    add_logprob_drift(drift, reference, completion_of(small));
+    add_logprob_drift(drift, reference, drift_completion_of(large));
+    add_logprob_drift(drift, reference, drift_completion_of(small));
     CHECK(drift.positions_compared == 8);
     CHECK(drift.max_abs == doctest::Approx(0.2).epsilon(1e-12));
   }
@@ -152,21 +152,21 @@ TEST_CASE("analyse: logprob drift and the stability tier") {
 
   std::vector<RequestRecord> records;
   // p0: bit-identical at two levels.
-  records.push_back(ok_record(0, 1, 0, completion_of(sky())));
-  records.push_back(ok_record(0, 1, 1, completion_of(sky())));
-  records.push_back(ok_record(0, 8, 0, completion_of(sky())));
+  records.push_back(ok_record(0, 1, 0, drift_completion_of(sky())));
+  records.push_back(ok_record(0, 1, 1, drift_completion_of(sky())));
+  records.push_back(ok_record(0, 8, 0, drift_completion_of(sky())));
   // p1: each level agrees with itself bit for bit; level 8 is 0.001 from level 1. The level-8
   // records come first: the overall reference is still the lowest level's first run.
-  records.push_back(ok_record(1, 8, 0, completion_of(nudged)));
-  records.push_back(ok_record(1, 8, 1, completion_of(nudged)));
-  records.push_back(ok_record(1, 1, 0, completion_of(sky())));
-  records.push_back(ok_record(1, 1, 1, completion_of(sky())));
+  records.push_back(ok_record(1, 8, 0, drift_completion_of(nudged)));
+  records.push_back(ok_record(1, 8, 1, drift_completion_of(nudged)));
+  records.push_back(ok_record(1, 1, 0, drift_completion_of(sky())));
+  records.push_back(ok_record(1, 1, 1, drift_completion_of(sky())));
   // p2: unstable, diverging at token 2; identical logprobs before it.
-  records.push_back(ok_record(2, 1, 0, completion_of(sky())));
-  records.push_back(ok_record(2, 8, 0, completion_of(diverged)));
+  records.push_back(ok_record(2, 1, 0, drift_completion_of(sky())));
+  records.push_back(ok_record(2, 8, 0, drift_completion_of(diverged)));
   // p3: inconclusive (a failed request) with a drift of 0.5 the summary leaves out.
-  records.push_back(ok_record(3, 1, 0, completion_of(sky())));
-  records.push_back(ok_record(3, 1, 1, completion_of(far)));
+  records.push_back(ok_record(3, 1, 0, drift_completion_of(sky())));
+  records.push_back(ok_record(3, 1, 1, drift_completion_of(far)));
   records.push_back(failed_record(3, 8, 0));
   // p4: stable by text, without logprobs: nothing compared.
   Completion text_only;
@@ -255,10 +255,10 @@ TEST_CASE("analyse: no logprobs, no logprob drift") {
 
 TEST_CASE("logprob_drift_of: the runner-up's logprob is drift too") {
   // Only the runner-up moves, by 2^-10: the chosen logprobs are identical, the gap moves.
-  const Completion reference = completion_of(sky());
+  const Completion reference = drift_completion_of(sky());
   auto positions = sky();
   positions[1].alt = -1.0 - 0.0009765625;
-  const Completion moved_rival = completion_of(positions);
+  const Completion moved_rival = drift_completion_of(positions);
   const LogprobDrift drift = logprob_drift_of({&reference, &reference, &moved_rival});
   CHECK(drift.max_abs == 0.0009765625);
   CHECK(drift.max_abs_gap == 0.0009765625);
@@ -278,13 +278,13 @@ TEST_CASE("logprob_drift_of: the runner-up's logprob is drift too") {
 TEST_CASE("logprob_drift_of: every pair of agreeing runs, not the reference alone") {
   // The reference at -0.2, one run 2^-8 above it, one 2^-8 below: against the reference each
   // differs by 2^-8, from each other by 2^-7.
-  const Completion reference = completion_of(sky());
+  const Completion reference = drift_completion_of(sky());
   auto up = sky();
   up[2].logprob = -0.2 + 0.00390625;
   auto down = sky();
   down[2].logprob = -0.2 - 0.00390625;
-  const Completion above = completion_of(up);
-  const Completion below = completion_of(down);
+  const Completion above = drift_completion_of(up);
+  const Completion below = drift_completion_of(down);
   LogprobDrift against_reference;
   add_logprob_drift(against_reference, reference, above);
   add_logprob_drift(against_reference, reference, below);
@@ -301,11 +301,11 @@ TEST_CASE("logprob_drift_of: every pair of agreeing runs, not the reference alon
     // ± 2^-8 at position 2 are still compared, in their shared context.
     up[1].token = " sea";
     down[1].token = " sea";
-    const Completion sea_above = completion_of(up);
-    const Completion sea_below = completion_of(down);
+    const Completion sea_above = drift_completion_of(up);
+    const Completion sea_below = drift_completion_of(down);
     const LogprobDrift parted = logprob_drift_of({&reference, &sea_above, &sea_below});
     CHECK(parted.max_abs == doctest::Approx(0.0078125).epsilon(1e-12));
-    // Position 0: 2 of 3; position 1: the two " sea" runs; 2 and 3: the same two.
+    // DriftPosition 0: 2 of 3; position 1: the two " sea" runs; 2 and 3: the same two.
     CHECK(parted.positions_compared == 5);
   }
   SUBCASE("no runs, one run, a null run: nothing compared") {
@@ -322,9 +322,10 @@ TEST_CASE("analysis: a prompt's drift spans every pair of its runs") {
   up[2].logprob = -0.2 + 0.00390625;
   auto down = sky();
   down[2].logprob = -0.2 - 0.00390625;
-  const std::vector<RequestRecord> records = {
-      ok_record(0, 1, 0, completion_of(sky())), ok_record(0, 1, 1, completion_of(sky())),
-      ok_record(0, 4, 0, completion_of(up)), ok_record(0, 4, 1, completion_of(down))};
+  const std::vector<RequestRecord> records = {ok_record(0, 1, 0, drift_completion_of(sky())),
+                                              ok_record(0, 1, 1, drift_completion_of(sky())),
+                                              ok_record(0, 4, 0, drift_completion_of(up)),
+                                              ok_record(0, 4, 1, drift_completion_of(down))};
   const AuditAnalysis analysis = analyse(numbered_suite(1), records, AnalysisConfig{});
   const PromptAnalysis& prompt = analysis.prompts.front();
   CHECK(prompt.logprob_drift.max_abs == doctest::Approx(0.0078125).epsilon(1e-12));

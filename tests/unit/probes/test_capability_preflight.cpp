@@ -21,10 +21,10 @@ using llmrepro::core::TemperatureMode;
 using llmrepro::core::TokenLogprob;
 using llmrepro::probes::Dialect;
 using llmrepro::probes::test::read_format;
-using Json = nlohmann::json;
 
 // A completion of `tokens`, each with its chosen logprob and two candidates.
-Completion answer(const std::vector<std::tuple<std::string, double, std::string, double>>& tokens) {
+Completion
+preflight_answer(const std::vector<std::tuple<std::string, double, std::string, double>>& tokens) {
   Completion c;
   c.has_logprobs = true;
   for (const auto& [token, logprob, other, other_logprob] : tokens) {
@@ -66,11 +66,12 @@ TEST_CASE("refused_parameter: the refusals providers send, and what is no refusa
 
 TEST_CASE("judge_greedy: alike, sampled, parted at a near tie or far from one, text alone") {
   using llmrepro::probes::judge_greedy;
-  const Completion a = answer({{"The", -0.01, "A", -4.0}, {" sea", -0.2, " ocean", -1.9}});
+  const Completion a =
+      preflight_answer({{"The", -0.01, "A", -4.0}, {" sea", -0.2, " ocean", -1.9}});
   CHECK(judge_greedy(a, a).outcome == CapabilityOutcome::accepted);
 
   // A token 2.5 nats below the top candidate: no greedy decoder picks it.
-  const Completion sampled = answer({{"A", -4.0, "The", -1.5}});
+  const Completion sampled = preflight_answer({{"A", -4.0, "The", -1.5}});
   const auto ignored = judge_greedy(a, sampled);
   CHECK(ignored.outcome == CapabilityOutcome::ignored);
   CHECK(ignored.detail == "an answer's token 1 chose a token 2.50 nats below the top candidate: "
@@ -78,14 +79,17 @@ TEST_CASE("judge_greedy: alike, sampled, parted at a near tie or far from one, t
 
   // Parted at token 2, where the first answer's top two were 0.05 nats apart: batch noise can do
   // that under greedy decoding.
-  const Completion near = answer({{"The", -0.01, "A", -4.0}, {" sea", -0.70, " ocean", -0.75}});
-  const Completion other = answer({{"The", -0.01, "A", -4.0}, {" ocean", -0.69, " sea", -0.72}});
+  const Completion near =
+      preflight_answer({{"The", -0.01, "A", -4.0}, {" sea", -0.70, " ocean", -0.75}});
+  const Completion other =
+      preflight_answer({{"The", -0.01, "A", -4.0}, {" ocean", -0.69, " sea", -0.72}});
   const auto tie = judge_greedy(near, other);
   CHECK(tie.outcome == CapabilityOutcome::accepted);
   CHECK(tie.detail == "two identical requests parted at token 2, at a near tie (0.050 nats)");
 
   // Parted where the top candidate led by 1.7 nats, each answer choosing its own top token.
-  const Completion far = answer({{"The", -0.01, "A", -4.0}, {" wave", -0.1, " sea", -1.8}});
+  const Completion far =
+      preflight_answer({{"The", -0.01, "A", -4.0}, {" wave", -0.1, " sea", -1.8}});
   const auto parted = judge_greedy(a, far);
   CHECK(parted.outcome == CapabilityOutcome::ignored);
   CHECK(parted.detail == "two identical requests parted at token 2, where the top candidate led "
@@ -121,7 +125,7 @@ public:
       : m_answers(answers.begin(), answers.end()), m_server([this](httplib::Server& server) {
           const auto handle = [this](const httplib::Request& request, httplib::Response& response) {
             const std::lock_guard lock(m_mutex);
-            m_bodies.push_back(Json::parse(request.body));
+            m_bodies.push_back(nlohmann::json::parse(request.body));
             const auto [status, body] = m_answers.front();
             if (m_answers.size() > 1) m_answers.pop_front();
             response.status = status;
@@ -132,7 +136,7 @@ public:
         }) {}
 
   std::string url() const { return m_server.url(); }
-  std::vector<Json> bodies() {
+  std::vector<nlohmann::json> bodies() {
     const std::lock_guard lock(m_mutex);
     return m_bodies;
   }
@@ -140,11 +144,11 @@ public:
 private:
   std::mutex m_mutex;
   std::deque<std::pair<int, std::string>> m_answers;
-  std::vector<Json> m_bodies;
+  std::vector<nlohmann::json> m_bodies;
   llmrepro::probes::testing::LoopbackServer m_server;
 };
 
-llmrepro::probes::SchedulerConfig config() {
+llmrepro::probes::SchedulerConfig preflight_config() {
   llmrepro::probes::SchedulerConfig c;
   c.params.model = "m";
   c.params.seed = 7;
@@ -152,7 +156,7 @@ llmrepro::probes::SchedulerConfig config() {
   return c;
 }
 
-llmrepro::probes::EndpointTarget target_at(const std::string& url, Dialect dialect) {
+llmrepro::probes::EndpointTarget preflight_target(const std::string& url, Dialect dialect) {
   llmrepro::probes::EndpointTarget t;
   t.base_url = url;
   t.dialect = dialect;
@@ -163,8 +167,9 @@ llmrepro::probes::EndpointTarget target_at(const std::string& url, Dialect diale
 
 TEST_CASE("run_preflight: an endpoint that answers alike at temperature 0 costs two requests") {
   QueueServer server({{200, read_format("openai_chat_completion_logprobs.json")}});
-  const auto found = llmrepro::probes::run_preflight(target_at(server.url(), Dialect::openai_chat),
-                                                     config(), true, TemperatureMode::zero);
+  const auto found =
+      llmrepro::probes::run_preflight(preflight_target(server.url(), Dialect::openai_chat),
+                                      preflight_config(), true, TemperatureMode::zero);
   CHECK(found.requests == 2);
   CHECK(found.failure.empty());
   CHECK(found.temperature.outcome == CapabilityOutcome::accepted);
@@ -190,8 +195,9 @@ TEST_CASE("run_preflight: an endpoint that answers alike at temperature 0 costs 
 TEST_CASE("run_preflight: a model that refuses temperature is asked without it, at its default") {
   QueueServer server({{400, read_format("anthropic_error_400_temperature_deprecated.json")},
                       {200, read_format("anthropic_message.json")}});
-  const auto found = llmrepro::probes::run_preflight(target_at(server.url(), Dialect::anthropic),
-                                                     config(), true, TemperatureMode::zero);
+  const auto found =
+      llmrepro::probes::run_preflight(preflight_target(server.url(), Dialect::anthropic),
+                                      preflight_config(), true, TemperatureMode::zero);
   CHECK(found.requests == 3);
   CHECK(found.temperature.outcome == CapabilityOutcome::refused);
   CHECK(found.temperature.detail == "HTTP 400: `temperature` is deprecated for this model.");
@@ -206,7 +212,7 @@ TEST_CASE("run_preflight: a model that refuses temperature is asked without it, 
   CHECK(llmrepro::core::temperature_effect_line(found) ==
         "temperature 0 refused: audited at the provider's default");
 
-  llmrepro::probes::EndpointTarget resumed = target_at(server.url(), Dialect::anthropic);
+  llmrepro::probes::EndpointTarget resumed = preflight_target(server.url(), Dialect::anthropic);
   llmrepro::probes::apply_capabilities(resumed, found);
   CHECK(resumed.provider_temperature);
   CHECK_FALSE(resumed.omit_seed);
@@ -217,8 +223,9 @@ TEST_CASE("run_preflight: a refused seed and refused logprobs are each dropped i
                  "type": "invalid_request_error", "param": null, "code": null}})"},
                       {400, read_format("openai_error_400_logprobs_unsupported.json")},
                       {200, read_format("openai_chat_completion_reasoning_no_logprobs.json")}});
-  const auto found = llmrepro::probes::run_preflight(target_at(server.url(), Dialect::openai_chat),
-                                                     config(), true, TemperatureMode::zero);
+  const auto found =
+      llmrepro::probes::run_preflight(preflight_target(server.url(), Dialect::openai_chat),
+                                      preflight_config(), true, TemperatureMode::zero);
   CHECK(found.requests == 4);
   CHECK(found.seed.outcome == CapabilityOutcome::refused);
   CHECK(found.logprobs.outcome == CapabilityOutcome::refused);
@@ -232,18 +239,18 @@ TEST_CASE("run_preflight: a refused seed and refused logprobs are each dropped i
 }
 
 TEST_CASE("run_preflight: at the provider's default the same seed twice tests the seed") {
-  Json first = Json::parse(read_format("openai_chat_completion_logprobs.json"));
-  Json second = first;
+  nlohmann::json first = nlohmann::json::parse(read_format("openai_chat_completion_logprobs.json"));
+  nlohmann::json second = first;
   second["choices"][0]["message"]["content"] = "Waves.";
   QueueServer server({{200, first.dump()}, {200, second.dump()}});
   const auto found =
-      llmrepro::probes::run_preflight(target_at(server.url(), Dialect::openai_chat), config(), true,
-                                      TemperatureMode::provider_default);
+      llmrepro::probes::run_preflight(preflight_target(server.url(), Dialect::openai_chat),
+                                      preflight_config(), true, TemperatureMode::provider_default);
   CHECK(found.requests == 2);
   CHECK(found.temperature.outcome == CapabilityOutcome::not_sent);
   CHECK(found.seed.outcome == CapabilityOutcome::not_honoured);
   CHECK(found.seed.detail == "two sampled requests with seed 7 answered differently");
-  for (const Json& body : server.bodies()) {
+  for (const nlohmann::json& body : server.bodies()) {
     CHECK_FALSE(body.contains("temperature"));
     CHECK(body["seed"] == 7);
   }
@@ -251,8 +258,9 @@ TEST_CASE("run_preflight: at the provider's default the same seed twice tests th
 
 TEST_CASE("run_preflight: a request that fails otherwise leaves the rest unchecked") {
   QueueServer server({{404, R"({"error": {"message": "The model `m` does not exist"}})"}});
-  const auto found = llmrepro::probes::run_preflight(target_at(server.url(), Dialect::openai_chat),
-                                                     config(), true, TemperatureMode::zero);
+  const auto found =
+      llmrepro::probes::run_preflight(preflight_target(server.url(), Dialect::openai_chat),
+                                      preflight_config(), true, TemperatureMode::zero);
   CHECK(found.requests == 1);
   CHECK(found.failure == "HTTP 404: The model `m` does not exist");
   CHECK(found.temperature.outcome == CapabilityOutcome::unchecked);
