@@ -52,10 +52,46 @@ core::Result<std::pair<int, int>> parse_shard(const std::string& text) {
   return std::pair<int, int>{index - 1, count};
 }
 
+// --serial-spacing: a finite number of seconds, 0 (none) to a day.
+core::Result<void> check_serial_spacing(double seconds) {
+  if (std::isfinite(seconds) && seconds >= 0.0 && seconds <= 86400.0) return {};
+  return core::make_error(
+      core::ErrorCode::usage,
+      fmt::format("--serial-spacing must be a number of seconds from 0 to 86400 (got {})",
+                  seconds));
+}
+
+// --profile adi runs the leaderboard's protocol as it is: its levels, runs and probe are the
+// protocol, so a flag that would change them is an error naming the conflict; --serial-spacing
+// may shorten the wait between serial requests (every output then says so).
+core::Result<void> apply_adi_profile(const AuditRequest& options, core::AuditConfig& config) {
+  const core::PlanFlagsGiven& flags = options.given.plan;
+  for (const auto& [given, flag] :
+       {std::pair{flags.concurrency, "--concurrency"}, std::pair{flags.probe, "--probe"},
+        std::pair{flags.runs, "--runs"}, std::pair{flags.max_concurrency, "--max-concurrency"},
+        std::pair{options.adaptive, "--adaptive"},
+        std::pair{!options.restart_cmd.empty(), "--restart-cmd"}})
+    if (given)
+      return core::make_error(
+          core::ErrorCode::usage,
+          fmt::format("{} conflicts with --profile adi, which runs the leaderboard's protocol "
+                      "as it is (per prompt a burst of {} concurrent requests and {} serial ones "
+                      "{:g} s apart); drop {} or use --profile standard",
+                      flag, core::k_adi_burst, core::k_adi_serial_runs,
+                      core::k_adi_serial_spacing_s, flag));
+  config.plan.levels = core::adi_levels();
+  config.plan.runs = core::k_adi_burst;
+  config.plan.serial_runs = core::k_adi_serial_runs;
+  config.plan.probes = {core::ProbeKind::sweep};
+  if (!options.given.serial_spacing)
+    config.requests.serial_spacing_s = core::k_adi_serial_spacing_s;
+  return {};
+}
+
 // --profile deterministic sets the levels, the probe kinds and the stability gates itself. An
 // explicit --concurrency or --probe would quietly test less than the profile promises, so it is
 // an error naming the conflict; explicit gates win (they can only be as strict or looser, and the
-// profile's own determinism gate still judges the claim).
+// profile's own determinism gate still judges the claim). --profile adi: apply_adi_profile.
 core::Result<void> apply_profile(const AuditRequest& options, core::AuditConfig& config) {
   const core::PlanFlagsGiven& flags = options.given.plan;
   LLMREPRO_TRY_ASSIGN(config.plan.profile, core::parse_audit_profile(options.profile));
@@ -63,6 +99,10 @@ core::Result<void> apply_profile(const AuditRequest& options, core::AuditConfig&
     return core::make_error(
         core::ErrorCode::usage,
         fmt::format("--max-concurrency must be at least 1 (got {})", options.max_concurrency));
+  if (options.given.serial_spacing) {
+    LLMREPRO_TRY(check_serial_spacing(options.serial_spacing_s));
+    config.requests.serial_spacing_s = options.serial_spacing_s;
+  }
   // --resume without --profile runs the stored profile: --max-concurrency then stands for the
   // levels it implies, which the resume check compares with the stored ones.
   if (options.resume && !flags.profile) {
@@ -70,6 +110,11 @@ core::Result<void> apply_profile(const AuditRequest& options, core::AuditConfig&
       config.plan.levels = core::deterministic_levels(options.max_concurrency);
     return {};
   }
+  if (options.given.serial_spacing && config.plan.profile != core::AuditProfile::adi)
+    return core::make_error(core::ErrorCode::usage,
+                            "--serial-spacing spaces the serial requests of --profile adi; "
+                            "give --profile adi or drop it");
+  if (config.plan.profile == core::AuditProfile::adi) return apply_adi_profile(options, config);
   if (config.plan.profile == core::AuditProfile::standard) {
     if (flags.max_concurrency)
       return core::make_error(core::ErrorCode::usage,

@@ -124,6 +124,15 @@ core::Result<void> resume_stored(AuditRun& run, const core::AuditConfig& wanted,
       !fits)
     return fits;
   LLMREPRO_TRY(resume_budgets(options, wanted, run.header.config));
+  // How long the serial requests wait is the run's own, as the timeout is.
+  if (options.given.serial_spacing) {
+    if (run.header.config.plan.profile != core::AuditProfile::adi)
+      return core::make_error(core::ErrorCode::usage,
+                              fmt::format("--resume: the audit in '{}' does not run --profile "
+                                          "adi, whose serial requests --serial-spacing spaces",
+                                          options.db));
+    run.header.config.requests.serial_spacing_s = wanted.requests.serial_spacing_s;
+  }
   LLMREPRO_TRY(check_adaptive_resume(options, wanted, run.header.config));
   // Stored too, so that a later `report` shows the budgets the audit last ran under.
   const core::AuditConfig& after = run.header.config;

@@ -75,6 +75,7 @@ struct GivenValues {
   bool adaptive_epsilon = false;
   bool adaptive_initial = false;
   bool adaptive_assume = false;
+  bool serial_spacing = false; // --serial-spacing (--profile adi)
 };
 
 // Where the passes say what they do (a line each, ending in '\n'): the CLI prints it on stderr
@@ -90,7 +91,7 @@ struct AuditRequest {
   std::string model;
   int runs = core::PlanSettings{}.runs;
   std::vector<int> levels = core::PlanSettings{}.levels;
-  std::string profile = core::to_string(core::PlanSettings{}.profile); // standard|deterministic
+  std::string profile = core::to_string(core::PlanSettings{}.profile); // standard|deterministic|adi
   int max_concurrency = 128; // caps the levels of the deterministic profile
   int max_tokens = core::PlanSettings{}.max_tokens;
   int top_logprobs = core::PlanSettings{}.top_logprobs;
@@ -116,6 +117,8 @@ struct AuditRequest {
   std::uint64_t seed = core::PlanSettings{}.seed;
   std::string shard = "1/1";
   double rate = core::RequestSettings{}.rate_limit;
+  // --serial-spacing: the seconds between a prompt's serial requests under --profile adi.
+  double serial_spacing_s = core::k_adi_serial_spacing_s;
   // Budgets and the cheap first pass (core/budget.hpp); each read only when given.
   std::string price; // input=X,output=Y per million tokens
   long max_requests = 0;

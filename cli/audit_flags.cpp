@@ -109,15 +109,23 @@ void add_plan_flags(CLI::App& audit, AuditOptions& options) {
   flags.profile =
       audit
           .add_option("--profile", options.request.profile,
-                      "standard, or deterministic: try to break a determinism claim (levels "
+                      "standard; deterministic: try to break a determinism claim (levels "
                       "1,2,8,9,16,32,44,64,128, probes sweep,mixed,prefix, fillers across 256 "
-                      "tokens) and demand bit-identical tokens and logprobs everywhere")
-          ->check(value_choices({"standard", "deterministic"}))
+                      "tokens) and demand bit-identical tokens and logprobs everywhere; adi: the "
+                      "agent-determinism leaderboard's protocol (per prompt a burst of 10 "
+                      "concurrent requests and 3 serial ones 60 s apart)")
+          ->check(value_choices({"standard", "deterministic", "adi"}))
           ->capture_default_str();
   flags.max_concurrency =
       audit
           .add_option("--max-concurrency", options.request.max_concurrency,
                       "--profile deterministic: drop the levels above it (>= 1)")
+          ->capture_default_str();
+  flags.serial_spacing =
+      audit
+          .add_option("--serial-spacing", options.request.serial_spacing_s,
+                      "--profile adi: the fewest seconds between two serial requests of one "
+                      "prompt (0..86400)")
           ->capture_default_str();
   flags.max_tokens =
       audit.add_option("--max-tokens", options.request.max_tokens, "Default max_tokens")

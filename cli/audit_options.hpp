@@ -39,6 +39,7 @@ struct AuditOptions {
     CLI::Option* temperature = nullptr;
     CLI::Option* profile = nullptr;
     CLI::Option* max_concurrency = nullptr;
+    CLI::Option* serial_spacing = nullptr;
     CLI::Option* engine_max_num_seqs = nullptr;
     CLI::Option* engine_batch_invariant = nullptr;
     CLI::Option* engine_prefix_cache = nullptr;

@@ -38,6 +38,7 @@ audit::AuditRequest request_of(const AuditOptions& options) {
   request.given.adaptive_epsilon = given(options.adaptive_flags.epsilon);
   request.given.adaptive_initial = given(options.adaptive_flags.initial);
   request.given.adaptive_assume = given(options.adaptive_flags.assume);
+  request.given.serial_spacing = given(options.plan_flags.serial_spacing);
   request.judging = judging_of(options.judging);
   request.report_paths = named_outputs(options.outputs);
   request.progress = !request.quiet && isatty(STDERR_FILENO);

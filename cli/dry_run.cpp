@@ -36,6 +36,19 @@ bool print_dry_run(const core::AuditConfig& config, const core::Suite& suite,
     fillers = fillers || core::probe_uses_fillers(wave.probe);
     if (wave.probe == core::ProbeKind::restart) restarts += config.plan.runs;
   }
+  // The order the adi profile's waves keep, which the table's counts do not show.
+  for (const core::Wave& wave : plan.waves) {
+    if (wave.rounds)
+      fmt::print("endpoint {}: level {} in {} rounds, each prompt's requests at least {:g} s "
+                 "apart\n",
+                 wave.endpoint_index, wave.concurrency,
+                 core::planned_repeats(core::plan_config_of(config, 1), wave.probe, 1),
+                 config.requests.serial_spacing_s);
+    if (wave.burst)
+      fmt::print("endpoint {}: level {} in bursts: each prompt's {} requests at once, one prompt "
+                 "at a time\n",
+                 wave.endpoint_index, wave.concurrency, config.plan.runs);
+  }
   fmt::print("total: {} requests ({} audited, {} primes), at most {} tokens ({} prompt + {} "
              "completion)\n",
              total.requests + total.primes, total.requests, total.primes, total.tokens.total(),

@@ -23,12 +23,6 @@ const DistinctCompletion* reference_of(const PromptAnalysis& prompt) {
   return nullptr;
 }
 
-const LevelAnalysis* level_of(const PromptAnalysis& prompt, int concurrency) {
-  for (const auto& level : prompt.by_concurrency)
-    if (level.concurrency == concurrency) return &level;
-  return nullptr;
-}
-
 // The largest noise sample of the level, counted exactly (not only the kept ones).
 double largest_sample(const AuditAnalysis& analysis, int concurrency) {
   for (const auto& level : analysis.summary.by_concurrency)

@@ -610,7 +610,9 @@ void AnalysisBuilder::add_prompt(int prompt_index,
       analyse_prompt(suite_prompt, prompt_index, compared, mine, m_config, totals.noise);
   if (m_config.compare_on == CompareOn::tool_calls && !prompt.completions.empty())
     prompt.tool_call_divergence = first_tool_call_divergence(prompt.completions[0].text, mine);
+  judge_text_divergence(prompt);
   AuditSummary& summary = m_analysis.summary;
+  if (prompt.fingerprints > 1) ++summary.fingerprint_drift_prompts;
   ++summary.prompts;
   summary.requests += prompt.runs + prompt.failed;
   summary.failed_requests += prompt.failed;
@@ -774,27 +776,6 @@ AuditAnalysis AnalysisBuilder::finish() {
   summary.usage = summary.usage.priced(m_config.price);
   analysis.noise = std::move(noise);
   return analysis;
-}
-
-std::vector<std::vector<const RequestRecord*>>
-records_by_prompt(const Suite& suite, const std::vector<RequestRecord>& records) {
-  std::vector<std::vector<const RequestRecord*>> by_prompt(suite.prompts.size());
-  for (const auto& record : records) {
-    const auto index = static_cast<std::size_t>(record.planned.prompt_index);
-    if (record.planned.prompt_index < 0 || index >= by_prompt.size()) continue;
-    by_prompt[index].push_back(&record);
-  }
-  return by_prompt;
-}
-
-AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& records,
-                      const AnalysisConfig& config, int endpoint_index,
-                      std::optional<ProbeKind> probe) {
-  AnalysisBuilder builder(suite, config, endpoint_index, probe);
-  const auto by_prompt = records_by_prompt(suite, records);
-  for (std::size_t p = 0; p < by_prompt.size(); ++p)
-    builder.add_prompt(static_cast<int>(p), by_prompt[p]);
-  return builder.finish();
 }
 
 } // namespace llmrepro::core

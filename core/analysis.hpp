@@ -16,6 +16,7 @@
 #include "core/flip_probability.hpp"
 #include "core/logprob_drift.hpp"
 #include "core/reasoning.hpp"
+#include "core/text_divergence.hpp"
 #include "core/tool_calls.hpp"
 #include "core/usage_summary.hpp"
 
@@ -94,6 +95,8 @@ struct LevelAnalysis {
   // This prompt's own noise samples at this level (its share of the level's noise), at most
   // k_own_noise_capacity of them: what --adaptive compares with the level's pool.
   NoiseDistribution own_noise;
+  // Where this level's completions' texts part (core/text_divergence.hpp); empty: they do not.
+  std::optional<TextDivergence> text_divergence;
 };
 inline constexpr std::size_t k_own_noise_capacity = 256;
 
@@ -106,6 +109,12 @@ struct PromptAnalysis {
   std::optional<int> first_divergence;
   // Where the earliest divergence happens: between two tokens, or where one completion ends.
   std::optional<DivergenceKind> divergence_kind;
+  // Where the completions' texts part, in bytes and characters (core/text_divergence.hpp);
+  // empty where every successful run's text is the same.
+  std::optional<TextDivergence> text_divergence;
+  // Distinct non-empty system_fingerprint values over the successful runs: more than one is
+  // fingerprint drift (the server's configuration changed under the prompt).
+  int fingerprints = 0;
   // The gap of the reference at first_divergence; empty for a length divergence (the reference's
   // own candidates do not include the end of the other completion) and where unknown.
   std::optional<double> gap_at_divergence;
@@ -267,6 +276,7 @@ struct AuditSummary {
   // Who answered: model and system_fingerprint -> successful completions ("" where absent).
   std::map<std::string, int> models_seen;
   std::map<std::string, int> fingerprints_seen;
+  int fingerprint_drift_prompts = 0;    // prompts whose runs named more than one fingerprint
   double tarr = 0.0;                    // TARr@N
   double tara = 0.0;                    // TARa@N
   std::optional<CheckerSummary> checks; // empty when no prompt has a checker
@@ -321,6 +331,9 @@ AuditAnalysis analyse(const Suite& suite, const std::vector<RequestRecord>& reco
 // naming no prompt of the suite are left out.
 std::vector<std::vector<const RequestRecord*>>
 records_by_prompt(const Suite& suite, const std::vector<RequestRecord>& records);
+
+// The prompt's analysis at `concurrency`; null where it has none.
+const LevelAnalysis* level_of(const PromptAnalysis& prompt, int concurrency);
 
 // Leading tokens two completions share (token strings; texts' characters when either lacks tokens).
 int shared_prefix_length(const Completion& a, const Completion& b);

@@ -75,14 +75,20 @@ Result<FailOnSet> parse_fail_on(const std::string& text) {
 }
 
 const char* to_string(AuditProfile profile) {
-  return profile == AuditProfile::deterministic ? "deterministic" : "standard";
+  switch (profile) {
+  case AuditProfile::standard: return "standard";
+  case AuditProfile::deterministic: return "deterministic";
+  case AuditProfile::adi: return "adi";
+  }
+  return "standard";
 }
 
 Result<AuditProfile> parse_audit_profile(const std::string& text) {
   if (text == "standard") return AuditProfile::standard;
   if (text == "deterministic") return AuditProfile::deterministic;
+  if (text == "adi") return AuditProfile::adi;
   return make_error(ErrorCode::usage,
-                    "unknown --profile '" + text + "' (expected standard or deterministic)");
+                    "unknown --profile '" + text + "' (expected standard, deterministic or adi)");
 }
 
 bool judging_differs(const AuditConfig& a, const AuditConfig& b) {
@@ -156,6 +162,9 @@ PlanConfig plan_config_of(const AuditConfig& config, int endpoints) {
   plan.levels = config.plan.levels;
   plan.probes = config.plan.probes;
   plan.runs = config.plan.runs;
+  plan.serial_runs = config.plan.serial_runs;
+  // The leaderboard's protocol: each prompt's burst on its own, serial runs in rounds.
+  plan.bursts = plan.serial_rounds = config.plan.profile == AuditProfile::adi;
   plan.seed = config.plan.seed;
   plan.shard_index = config.plan.shard_index;
   plan.shard_count = config.plan.shard_count;

@@ -68,10 +68,13 @@ struct GateConfig {
 // What an audit sets out to show. `standard` runs the plan and gates the flags name;
 // `deterministic` tries to break a server's determinism claim: it plans the batch sizes where
 // kernels change, filler traffic across 256 prompt tokens and cold and warm prefix caches, and
-// demands bit-identical completions and logprobs everywhere (docs/design.md "Determinism check").
-enum class AuditProfile { standard, deterministic };
+// demands bit-identical completions and logprobs everywhere (docs/design.md "Determinism check");
+// `adi` runs the public agent-determinism leaderboard's protocol (core/adi_protocol.hpp): per
+// prompt a burst of 10 concurrent requests and 3 serial requests 60 s apart, judged by byte- and
+// character-level first divergence, modal share and fingerprint drift beside our own figures.
+enum class AuditProfile { standard, deterministic, adi };
 const char* to_string(AuditProfile profile);
-// "standard" or "deterministic", else a usage error naming --profile.
+// "standard", "deterministic" or "adi", else a usage error naming --profile.
 Result<AuditProfile> parse_audit_profile(const std::string& text);
 
 // The embedded reference engine's settings (--engine-*): they shape its completions as the plan
@@ -90,6 +93,9 @@ struct PlanSettings {
   std::string api = "auto"; // requested dialect; EndpointInfo::dialect is what was used
   std::string model;        // empty: whatever the endpoint serves
   int runs = 5;
+  // Runs at level 1 where they differ from `runs` (--profile adi: 3 serial runs beside bursts of
+  // 10); empty: `runs` at every level, as in audits stored before it was.
+  std::optional<int> serial_runs;
   std::vector<int> levels{1, 8, 32};
   std::vector<ProbeKind> probes{ProbeKind::sweep};
   int max_tokens = 128;
@@ -124,6 +130,9 @@ struct RequestSettings {
   double timeout_s = 120.0;
   int retries = 3;
   double rate_limit = 0.0; // requests per second, 0: unlimited
+  // --serial-spacing (--profile adi): the fewest seconds between two serial requests of one
+  // prompt; 0: none.
+  double serial_spacing_s = 0.0;
   friend bool operator==(const RequestSettings&, const RequestSettings&) = default;
 };
 

@@ -1,5 +1,7 @@
 #include "core/audit_report.hpp"
 
+#include "core/adi_protocol.hpp"
+
 #include <algorithm>
 
 #include "core/adaptive.hpp"
@@ -174,6 +176,9 @@ AuditReport AuditReportBuilder::finish_unjudged(const ToolInfo& tool, const Audi
   report.tara = report.analysis.summary.tara;
   report.warnings = audit_warnings(report, m_top_logprobs);
   if (m_determinism) report.determinism = determinism_checks(report);
+  if (data.config.plan.profile == AuditProfile::adi)
+    for (const AuditAnalysis& endpoint : report.endpoints)
+      report.adi.push_back(adi_summary(endpoint, data.config));
   return report;
 }
 

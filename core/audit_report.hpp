@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/adi_protocol.hpp"
 #include "core/analysis.hpp"
 #include "core/audit.hpp"
 #include "core/determinism_check.hpp"
@@ -43,6 +44,9 @@ struct AuditReport {
   // --profile deterministic: the determinism check of each endpoint ([0] is the top-level one);
   // empty under the standard profile.
   std::vector<DeterminismCheck> determinism;
+  // --profile adi: the leaderboard protocol's figures of each endpoint (core/adi_protocol.hpp);
+  // empty under the other profiles.
+  std::vector<AdiSummary> adi;
 };
 
 // Every scope the gates judge: endpoint 0's primary probe kind first, then endpoint 0's other

@@ -68,6 +68,8 @@ std::vector<int> deterministic_levels(int max_concurrency) {
   return levels;
 }
 
+std::vector<int> adi_levels() { return {1, k_adi_burst}; }
+
 std::vector<ProbeKind> deterministic_probes() {
   return {ProbeKind::sweep, ProbeKind::mixed, ProbeKind::mixed_sampling, ProbeKind::prefix};
 }
@@ -78,29 +80,51 @@ std::size_t Plan::size() const {
   return total;
 }
 
+int planned_repeats(const PlanConfig& config, ProbeKind probe, int level) {
+  if (probe_is_serial(probe)) return 2 * config.runs;
+  return level == 1 && config.serial_runs ? *config.serial_runs : config.runs;
+}
+
 Plan make_plan(const Suite& suite, const PlanConfig& config) {
   Plan plan;
   // One generator for the whole plan: the same seed and suite give the same order every time.
   SplitMix64 random(config.seed ^ 0x6C6C6D726570726FULL);
   const int shard_count = config.shard_count < 1 ? 1 : config.shard_count;
+  const auto in_shard = [&](std::size_t p) {
+    return static_cast<int>(p % static_cast<std::size_t>(shard_count)) == config.shard_index;
+  };
   for (int endpoint = 0; endpoint < config.endpoints; ++endpoint) {
     for (ProbeKind probe : config.probes) {
       const bool serial = probe_is_serial(probe);
       const std::vector<int> levels = serial ? std::vector<int>{1} : config.levels;
-      const int repeats = serial ? 2 * config.runs : config.runs;
-      const auto in_shard = [&](std::size_t p) {
-        return static_cast<int>(p % static_cast<std::size_t>(shard_count)) == config.shard_index;
-      };
       for (int level : levels) {
+        const int repeats = planned_repeats(config, probe, level);
         Wave wave{endpoint, level, probe, {}};
-        if (probe == ProbeKind::restart) {
-          // Repeat by repeat, each one's prompts shuffled: round k's firsts, then its laters.
-          for (int repeat = 0; repeat < repeats; ++repeat) {
-            const std::size_t begin = wave.requests.size();
-            for (std::size_t p = 0; p < suite.prompts.size(); ++p)
-              if (in_shard(p))
-                wave.requests.push_back({endpoint, static_cast<int>(p), level, probe, repeat});
-            shuffle_requests(wave.requests, begin, wave.requests.size(), random);
+        wave.rounds = !serial && level == 1 && config.serial_rounds;
+        wave.burst = !serial && level > 1 && config.bursts;
+        if (wave.rounds || wave.burst || probe == ProbeKind::restart) {
+          // The shard's prompts in one shuffled order.
+          std::vector<PlannedRequest> prompts;
+          for (std::size_t p = 0; p < suite.prompts.size(); ++p)
+            if (in_shard(p)) prompts.push_back({endpoint, static_cast<int>(p), level, probe, 0});
+          // The restart probe shuffles each round's prompts afresh; the serial rounds keep one
+          // order, so that a prompt's requests are a round apart.
+          if (probe != ProbeKind::restart) shuffle_requests(prompts, 0, prompts.size(), random);
+          const auto add = [&](const PlannedRequest& prompt, int repeat) {
+            PlannedRequest request = prompt;
+            request.repeat = repeat;
+            wave.requests.push_back(request);
+          };
+          if (wave.burst) {
+            for (const PlannedRequest& prompt : prompts)
+              for (int repeat = 0; repeat < repeats; ++repeat) add(prompt, repeat);
+          } else {
+            for (int repeat = 0; repeat < repeats; ++repeat) {
+              const std::size_t begin = wave.requests.size();
+              for (const PlannedRequest& prompt : prompts) add(prompt, repeat);
+              if (probe == ProbeKind::restart)
+                shuffle_requests(wave.requests, begin, wave.requests.size(), random);
+            }
           }
           plan.waves.push_back(std::move(wave));
           continue;
@@ -132,7 +156,7 @@ bool plan_contains(const PlanConfig& config, std::size_t prompt_count,
   const bool level_planned = serial ? request.concurrency == 1
                                     : std::find(config.levels.begin(), config.levels.end(),
                                                 request.concurrency) != config.levels.end();
-  const int repeats = serial ? 2 * config.runs : config.runs;
+  const int repeats = planned_repeats(config, request.probe, request.concurrency);
   return level_planned && request.repeat >= 0 && request.repeat < repeats;
 }
 

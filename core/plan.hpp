@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,14 @@ struct Wave {
   int concurrency = 1;
   ProbeKind probe = ProbeKind::sweep;
   std::vector<PlannedRequest> requests; // already shuffled
+  // Bursts (--profile adi, levels above 1): the requests come prompt by prompt, and a prompt's
+  // requests start only once the previous prompt's have all ended, so that each prompt's runs
+  // are in flight together and with nothing else.
+  bool burst = false;
+  // Rounds (--profile adi, level 1): every prompt's repeat 0, then every prompt's repeat 1, ...,
+  // the prompts in the same order in each round, so that a prompt's serial requests are spaced
+  // by a round (and by --serial-spacing at least, which the scheduler holds).
+  bool rounds = false;
 };
 
 // The concurrency levels of `--profile deterministic`: the batch sizes at which GPU kernels are
@@ -67,11 +76,22 @@ std::vector<int> deterministic_levels(int max_concurrency);
 // (sampled filler traffic) and prefix (cold after a flush, warm after priming).
 std::vector<ProbeKind> deterministic_probes();
 
+// The public agent-determinism leaderboard's protocol (--profile adi): per prompt a burst of
+// k_adi_burst concurrent requests and k_adi_serial_runs serial ones k_adi_serial_spacing_s apart.
+inline constexpr int k_adi_burst = 10;
+inline constexpr int k_adi_serial_runs = 3;
+inline constexpr double k_adi_serial_spacing_s = 60.0;
+// Its levels: 1 (the serial requests) and the burst.
+std::vector<int> adi_levels();
+
 struct PlanConfig {
   int endpoints = 1;
   std::vector<int> levels{1, 8, 32};
   std::vector<ProbeKind> probes{ProbeKind::sweep};
   int runs = 5;
+  std::optional<int> serial_runs; // runs at level 1 where they differ from `runs`
+  bool bursts = false;            // waves above level 1 are bursts (Wave::burst)
+  bool serial_rounds = false;     // level-1 waves run in rounds (Wave::rounds)
   std::uint64_t seed = 0;
   // Shard i of n (0-based i): only prompts whose index % n == i are planned.
   int shard_index = 0;
@@ -91,7 +111,15 @@ struct Plan {
 // The restart probe is serial too, but its wave keeps the rounds in order: round k's first
 // requests (repeat 2k, every prompt), then its later ones (2k + 1), each half shuffled, so that
 // the scheduler restarts once per round before the round's first request.
+// With `serial_runs`, level 1 plans that many repeats instead of `runs`; with `serial_rounds` its
+// wave keeps rounds (every prompt's repeat 0, then repeat 1, ..., one shuffled prompt order for
+// every round) and with `bursts` each wave above level 1 lists the prompts' repeats prompt by
+// prompt, in a shuffled prompt order (--profile adi, docs/design.md "The adi profile").
 Plan make_plan(const Suite& suite, const PlanConfig& config);
+
+// The repeats make_plan plans for each prompt in a wave of `probe` at `level`: 2 x runs for the
+// serial probes, serial_runs at level 1 where set, else runs.
+int planned_repeats(const PlanConfig& config, ProbeKind probe, int level);
 
 // Whether `request` is one of the requests make_plan builds for a suite of `prompt_count`
 // prompts under `config`: its endpoint, prompt (in the shard), probe kind, level and repeat all

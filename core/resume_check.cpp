@@ -141,7 +141,10 @@ PlanSettings resume_plan_wanted(const PlanSettings& stored, const ResumeRequest&
   if (given.stream) plan.stream = now.stream;
   if (given.logprobs_form) plan.logprobs_form = now.logprobs_form;
   if (given.temperature) plan.temperature = now.temperature;
-  if (given.profile) plan.profile = now.profile;
+  if (given.profile) {
+    plan.profile = now.profile;
+    plan.serial_runs = now.serial_runs; // --profile adi sets them with the levels
+  }
   // A flag not given runs the engine as stored (cli connect), so only given ones can differ.
   if (plan.engine) {
     const EngineSettings flags = now.engine.value_or(EngineSettings{});

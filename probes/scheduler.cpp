@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <optional>
 
 #include "core/probe_text.hpp"
@@ -142,7 +143,9 @@ struct WaveState {
   bool serial_prefix = false; // the prefix probe: one request at a time, with its side traffic
   int prefix_words = core::k_prefix_words; // the shared prefix's words it sends (prefix_words_for)
   int restarted_round = -1;                // the restart probe: the round whose restart ran last
-  std::size_t concurrency = 1;             // slots
+  // Rounds under --serial-spacing: when each prompt's last request started.
+  std::map<int, Steady::time_point> last_start;
+  std::size_t concurrency = 1;  // slots
   std::size_t filler_count = 0; // fillers kept in flight (the mixed and mixed-sampling probes)
   std::vector<Slot> slots;
 };
@@ -259,6 +262,7 @@ private:
         LLMREPRO_TRY(start_round(state));
         continue;
       }
+      if (!may_start_in_order(state, now)) break;
       Slot slot;
       core::Result<void> prepared = prepare(slot, *state.queue.front(), state);
       if (!prepared) return prepared;
@@ -297,10 +301,29 @@ private:
         ++activity.long_shortened;
       }
       slot.started_ms = m_clock.now_ms();
+      if (state.wave.rounds) state.last_start[slot.planned->prompt_index] = now;
       start(slot, now);
       state.slots.push_back(std::move(slot));
     }
     return {};
+  }
+
+  // Bursts: a prompt's requests start once the previous prompt's have all ended, so that each
+  // burst is in flight alone. Rounds: a prompt's next request waits until --serial-spacing has
+  // passed since its last one started (the poll wakes every k_max_idle_s to look again).
+  bool may_start_in_order(const WaveState& state, Steady::time_point now) const {
+    const core::PlannedRequest& next = *state.queue.front();
+    if (state.wave.burst && !state.slots.empty() &&
+        state.slots.front().planned->prompt_index != next.prompt_index)
+      return false;
+    if (state.wave.rounds && m_config.serial_spacing_s > 0) {
+      const auto last = state.last_start.find(next.prompt_index);
+      if (last != state.last_start.end() &&
+          now < last->second + std::chrono::duration_cast<Steady::duration>(
+                                   std::chrono::duration<double>(m_config.serial_spacing_s)))
+        return false;
+    }
+    return true;
   }
 
   // The restart probe's next round: the restart and the readiness wait (nothing else is in
@@ -608,6 +631,7 @@ SchedulerConfig scheduler_config_of(const core::AuditConfig& config, const std::
   scheduler.timeout_s = config.requests.timeout_s;
   scheduler.retries = config.requests.retries;
   scheduler.rate_limit = config.requests.rate_limit;
+  scheduler.serial_spacing_s = config.requests.serial_spacing_s;
   scheduler.max_response_bytes = max_response_bytes;
   scheduler.filler_shape.across_256 = config.plan.profile == core::AuditProfile::deterministic;
   scheduler.filler_shape.seed = config.plan.seed;

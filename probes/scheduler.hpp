@@ -50,6 +50,9 @@ struct SchedulerConfig {
   double backoff_initial_s = 0.5; // doubled per retry, capped at backoff_max_s, plus <10% jitter
   double backoff_max_s = 8;
   double rate_limit = 0; // attempt starts per second over the whole run; 0 = unlimited
+  // The fewest seconds between two requests of one prompt in a wave of rounds (Wave::rounds,
+  // --serial-spacing); 0: none.
+  double serial_spacing_s = 0;
   std::size_t max_response_bytes = 16u << 20;
   // The mixed probe's filler lengths: across 256 tokens under --profile deterministic.
   core::FillerShape filler_shape;
@@ -122,6 +125,12 @@ struct RunPlanInputs {
 // At level >= 8 that is one round trip; at level 1 it is one request's retries (about 3.5 s
 // with the default backoff), which also gives a server that is still starting a chance.
 // A server that answers anything, even an error status, is reachable: the rule is then off.
+//
+// Order (--profile adi): in a burst wave (Wave::burst) a prompt's requests start only once the
+// previous prompt's have all ended, so each burst is in flight alone; in a wave of rounds
+// (Wave::rounds) a prompt's next request starts only once config.serial_spacing_s have passed
+// since its previous one started. A resumed audit resends only what is missing, so a burst it
+// completes is smaller than the protocol's.
 //
 // Side traffic of the probe kinds, counted per endpoint into `activity`:
 // - each request is sent as core::probe_prompt(prompt, wave.probe) gives it;

@@ -155,6 +155,13 @@ std::string render_verdict(const core::AuditReport& report) {
                        check.held ? "true" : "false", html_escape(core::determinism_line(check)),
                        html_escape(core::determinism_coverage_line(check)));
   }
+  if (!report.adi.empty()) {
+    out += "<div id=\"adi\"><strong>--profile adi</strong> (the agent-determinism "
+           "leaderboard's protocol)<ul>";
+    for (const std::string& text : core::adi_lines(report.adi))
+      out += "<li>" + html_escape(text) + "</li>";
+    out += "</ul></div>";
+  }
   if (report.data != nullptr)
     if (const std::string capped = core::stop_after_line(report.data->config); !capped.empty())
       out += fmt::format("<div id=\"stop-after\">{}</div>", html_escape(capped));

@@ -12,6 +12,7 @@
 #include "core/probe_text.hpp"
 #include "core/statistics.hpp"
 #include "report/detail/iso_time.hpp"
+#include "report/detail/adi_json.hpp"
 #include "report/detail/capabilities_json.hpp"
 #include "report/detail/server_json.hpp"
 
@@ -137,6 +138,8 @@ Json config_json(const core::AuditConfig& config) {
           {"shard", std::to_string(config.plan.shard_index + 1) + "/" +
                         std::to_string(config.plan.shard_count)},
           {"profile", core::to_string(config.plan.profile)},
+          {"serial_runs", optional_int(config.plan.serial_runs)},
+          {"serial_spacing_s", number(config.requests.serial_spacing_s)},
           {"gates",
            {{"fail_on", core::to_string(config.gates.fail_on)},
             {"max_unique", optional_int(config.gates.max_unique)},
@@ -388,6 +391,7 @@ Json summary_json(const core::AuditReport& report) {
           {"by_concurrency", levels},
           {"cache_state", cache_state.empty() ? Json(nullptr) : Json(cache_state)},
           {"determinism", determinism_json(report)},
+          {"adi", detail::adi_json<Json>(report.adi)},
           {"verdict", verdict_json(report.verdict)}};
 }
 
@@ -415,16 +419,18 @@ Json completion_json(const core::DistinctCompletion& completion) {
 Json prompt_json(const core::PromptAnalysis& prompt) {
   Json levels = Json::array();
   for (const auto& level : prompt.by_concurrency)
-    levels.push_back({{"concurrency", level.concurrency},
-                      {"status", core::to_string(level.status)},
-                      {"runs", level.runs},
-                      {"failed", level.failed},
-                      {"unique_completions", level.unique_completions},
-                      {"first_divergence", optional_int(level.first_divergence)},
-                      {"differs_from_serial", level.differs_from_serial},
-                      {"logprob_drift", drift_json(level.logprob_drift)},
-                      {"p_flip", optional_number(level.p_flip)},
-                      {"distribution", level_distribution_json(level)}});
+    levels.push_back(
+        {{"concurrency", level.concurrency},
+         {"status", core::to_string(level.status)},
+         {"runs", level.runs},
+         {"failed", level.failed},
+         {"unique_completions", level.unique_completions},
+         {"first_divergence", optional_int(level.first_divergence)},
+         {"text_divergence", detail::text_divergence_json<Json>(level.text_divergence)},
+         {"differs_from_serial", level.differs_from_serial},
+         {"logprob_drift", drift_json(level.logprob_drift)},
+         {"p_flip", optional_number(level.p_flip)},
+         {"distribution", level_distribution_json(level)}});
   Json completions = Json::array();
   for (const auto& completion : prompt.completions)
     completions.push_back(completion_json(completion));
@@ -441,6 +447,9 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
           {"first_divergence", optional_int(prompt.first_divergence)},
           {"divergence_unit", prompt.text_mode ? "char" : "token"},
           {"divergence_kind", optional_kind(prompt.divergence_kind)},
+          {"text_divergence", detail::text_divergence_json<Json>(prompt.text_divergence)},
+          {"fingerprints", prompt.fingerprints},
+          {"modal_completion_share", optional_number(core::modal_completion_share(prompt))},
           {"gap_at_divergence", optional_number(prompt.gap_at_divergence)},
           {"min_gap", optional_number(prompt.min_gap)},
           {"min_gap_position", optional_int(prompt.min_gap_position)},

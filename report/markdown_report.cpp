@@ -284,6 +284,12 @@ std::string render_markdown(const core::AuditReport& report) {
     out +=
         markdown_escape(core::determinism_coverage_line(report.determinism.front()), 2000) + "\n\n";
   }
+  if (!report.adi.empty()) {
+    out += "**--profile adi** (the agent-determinism leaderboard's protocol):\n\n";
+    for (const std::string& text : core::adi_lines(report.adi))
+      out += "- " + markdown_escape(text, 1000) + "\n";
+    out += "\n";
+  }
   if (data != nullptr)
     if (const std::string capped = core::stop_after_line(data->config); !capped.empty())
       out += markdown_escape(capped, 1000) + "\n\n";

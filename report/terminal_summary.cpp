@@ -369,6 +369,9 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
   }
   if (const std::string cache = core::cache_state_line(summary.by_concurrency); !cache.empty())
     line(label("cache") + cache);
+  // --profile adi: the leaderboard protocol's figures, beside ours.
+  const std::vector<std::string> adi = core::adi_lines(report.adi);
+  for (std::size_t i = 0; i < adi.size(); ++i) line(label(i == 0 ? "adi" : "") + adi[i]);
 
   // Each probe kind on its own (only when more than the sweep ran), then the endpoints side by
   // side.

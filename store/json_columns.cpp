@@ -175,6 +175,8 @@ Json config_to_json(const core::AuditConfig& config) {
       {"adaptive_epsilon", config.adaptive.epsilon},
       {"adaptive_assume", core::to_string(config.adaptive.assume)},
       {"rate_limit", config.requests.rate_limit},
+      {"serial_runs", config.plan.serial_runs ? Json(*config.plan.serial_runs) : Json(nullptr)},
+      {"serial_spacing_s", config.requests.serial_spacing_s},
       {"shard_index", config.plan.shard_index},
       {"shard_count", config.plan.shard_count},
       {"profile", core::to_string(config.plan.profile)},
@@ -267,11 +269,17 @@ Result<core::AuditConfig> config_from_json(const Json& json, const std::string& 
     config.adaptive.assume = *parsed;
   }
   LLMREPRO_TRY_ASSIGN(config.requests.rate_limit, read.number(json, "rate_limit"));
+  // Absent from audits stored before --profile adi existed: the same runs at every level, and
+  // no spacing.
+  if (read.find(json, "serial_runs") != nullptr)
+    LLMREPRO_TRY_ASSIGN(config.plan.serial_runs, read.optional_int(json, "serial_runs"));
+  if (read.find(json, "serial_spacing_s") != nullptr)
+    LLMREPRO_TRY_ASSIGN(config.requests.serial_spacing_s, read.number(json, "serial_spacing_s"));
   LLMREPRO_TRY_ASSIGN(config.plan.shard_index, read.small_integer(json, "shard_index"));
   LLMREPRO_TRY_ASSIGN(config.plan.shard_count, read.small_integer(json, "shard_count"));
   // Absent from audits stored before --profile existed: the standard profile.
   if (const Json* profile = read.find(json, "profile"); profile != nullptr) {
-    const char* expected = "\"standard\" or \"deterministic\"";
+    const char* expected = "\"standard\", \"deterministic\" or \"adi\"";
     if (!profile->is_string()) return read.error("profile", expected);
     auto parsed = core::parse_audit_profile(profile->get<std::string>());
     if (!parsed) return read.error("profile", expected);

@@ -2618,6 +2618,9 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's listen backlog is 5: a burst of more new connections than that loses SYNs,
+    # and the kernel retries them a second later, so the burst would not arrive at once.
+    request_queue_size = 128
 
     def handle_error(self, request, client_address):
         # A client that hung up (timeouts, caps) is expected here; keep stderr quiet for it.

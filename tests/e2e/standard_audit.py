@@ -113,16 +113,28 @@ def text_of(tokens):
     return "".join(t[0] for t in tokens)
 
 
+def text_divergence(texts):
+    """Where texts first part: the leading bytes all share, and the whole UTF-8 characters in
+    them (docs/design.md "Text divergence and fingerprints"); None where they are one text."""
+    if len(set(texts)) < 2:
+        return None
+    raw = [t.encode("utf-8") for t in texts]
+    shared = 0
+    while all(shared < len(r) for r in raw) and len({r[shared] for r in raw}) == 1:
+        shared += 1
+    return {"bytes": shared, "characters": len(raw[0][:shared].decode("utf-8", "ignore"))}
+
+
 def expected_prompts(dialect):
     lp = wire(dialect)
 
     def gap(a, b):
         return lp(a) - lp(b)
 
-    def level(unique, divergence):
+    def level(unique, divergence, texts=()):
         # Every level sees the same mix, so no level's modal completion leaves the serial one.
         return [{"concurrency": c, "runs": RUNS, "failed": 0, "unique_completions": unique,
-                 "first_divergence": divergence,
+                 "first_divergence": divergence, "text_divergence": text_divergence(texts),
                  "status": "unstable" if unique > 1 else "stable",
                  "differs_from_serial": False} for c in LEVELS]
 
@@ -130,23 +142,31 @@ def expected_prompts(dialect):
         return {str(c): n for c in LEVELS}
 
     n = len(LEVELS)
+    feynman_texts = [text_of(FEYNMAN_X), text_of(FEYNMAN_Y)]
+    primes_texts = [text_of(PRIMES_P), text_of(PRIMES_Q)]
     return {
         "capital": {"tokens": CAPITAL, "runs": RUNS * n, "failed": 0, "unique_completions": 1,
                     "first_divergence": None, "gap_at_divergence": None,
                     "min_gap": gap(-0.3, -1.6), "min_gap_position": 4, "fragile": False,
                     "unstable": False, "has_logprobs": True, "by_concurrency": level(1, None),
+                  "text_divergence": None,
+                    "text_divergence": None,
                     "completions": [(text_of(CAPITAL), RUNS * n, True, None, per_level(RUNS))]},
         "feynman": {"runs": RUNS * n, "failed": 0, "unique_completions": 2,
                     "first_divergence": 3, "gap_at_divergence": gap(-0.68, -0.70),
                     "min_gap": gap(-0.68, -0.70), "min_gap_position": 3, "fragile": True,
-                    "unstable": True, "has_logprobs": True, "by_concurrency": level(2, 3),
+                    "unstable": True, "has_logprobs": True,
+                    "by_concurrency": level(2, 3, feynman_texts),
+                    "text_divergence": text_divergence(feynman_texts),
                     "candidates_at_divergence": [[" in", lp(-0.68)], [" on", lp(-0.70)]],
                     "completions": [(text_of(FEYNMAN_X), 4 * n, True, None, per_level(4)),
                                     (text_of(FEYNMAN_Y), 1 * n, False, 3, per_level(1))]},
         "primes": {"runs": RUNS * n, "failed": 0, "unique_completions": 2,
                    "first_divergence": 1, "gap_at_divergence": gap(-0.3, -0.9),
                    "min_gap": gap(-0.25, -0.75), "min_gap_position": 2, "fragile": False,
-                   "unstable": True, "has_logprobs": True, "by_concurrency": level(2, 1),
+                   "unstable": True, "has_logprobs": True,
+                   "by_concurrency": level(2, 1, primes_texts),
+                   "text_divergence": text_divergence(primes_texts),
                    "candidates_at_divergence": [[",", lp(-0.3)], [" and", lp(-0.9)]],
                    "completions": [(text_of(PRIMES_P), 3 * n, True, None, per_level(3)),
                                    (text_of(PRIMES_Q), 2 * n, False, 1, per_level(2))]},
@@ -154,6 +174,7 @@ def expected_prompts(dialect):
                   "first_divergence": None, "gap_at_divergence": None,
                   "min_gap": gap(-0.69, -0.70), "min_gap_position": 2, "fragile": True,
                   "unstable": False, "has_logprobs": True, "by_concurrency": level(1, None),
+                  "text_divergence": None,
                   "completions": [(text_of(HELLO), RUNS * n, True, None, per_level(RUNS))]},
     }
 
@@ -214,7 +235,7 @@ def check_report(test, report, dialect, token_view=None):
         test.assertEqual(prompt["status"], "unstable" if want_p["unstable"] else "stable", where)
         test.assertEqual(prompt["fragility_reason"], None, where)
         for key in ("runs", "failed", "unique_completions", "first_divergence",
-                    "gap_at_divergence", "min_gap", "min_gap_position", "fragile", "unstable",
+                    "text_divergence", "gap_at_divergence", "min_gap", "min_gap_position", "fragile", "unstable",
                     "has_logprobs"):
             test.assertEqual(prompt[key], want_p[key], f"{where}.{key}")
         # p_flip reads each level's noise, which the flips of other prompts feed in an order

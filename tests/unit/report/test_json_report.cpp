@@ -159,9 +159,11 @@ TEST_CASE("render_json") {
                                                                "by_concurrency",
                                                                "cache_state",
                                                                "determinism",
+                                                               "adi",
                                                                "verdict"});
-    // The standard profile runs no determinism check.
+    // The standard profile runs no determinism check, and reports no adi figures.
     CHECK(json["summary"]["determinism"].is_null());
+    CHECK(json["summary"]["adi"].is_null());
     CHECK(json["config"]["profile"] == "standard");
     CHECK(json["config"]["price"] == "input=2,output=8");
     CHECK(json["summary"]["usage"] == OrderedJson{{"requests", 17},
@@ -184,6 +186,9 @@ TEST_CASE("render_json") {
                                                                   "first_divergence",
                                                                   "divergence_unit",
                                                                   "divergence_kind",
+                                                                  "text_divergence",
+                                                                  "fingerprints",
+                                                                  "modal_completion_share",
                                                                   "gap_at_divergence",
                                                                   "min_gap",
                                                                   "min_gap_position",
@@ -431,6 +436,7 @@ TEST_CASE("render_json") {
                       {"failed", 0},
                       {"unique_completions", 1},
                       {"first_divergence", nullptr},
+                      {"text_divergence", nullptr},
                       {"differs_from_serial", false},
                       {"logprob_drift",
                        {{"max_abs", 0.0}, {"max_abs_gap", 0.0}, {"positions_compared", 40}}},
