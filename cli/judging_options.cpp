@@ -21,8 +21,8 @@ void add_judging_options(CLI::App& command, JudgingOptions& options) {
                                   "none, or a comma list of unstable, fragile, disagree, shift: "
                                   "fail when any prompt is unstable, any prompt is fragile (or its "
                                   "fragility unknown), the endpoints' answers differ, or a "
-                                  "prompt's answer distribution shifts between levels beyond "
-                                  "chance (family-wise 0.05)")
+                                  "prompt's answer distribution shifts between levels or from "
+                                  "endpoint 0's beyond chance (family-wise 0.05)")
                       ->check(value_choices({"none", "unstable", "fragile", "disagree", "shift"}))
                       ->capture_default_str();
   given.max_unique = command.add_option("--max-unique", judging.max_unique,

@@ -1,6 +1,7 @@
 #include "core/answer_distribution.hpp"
 
 #include "core/analysis.hpp"
+#include "core/probe_analysis.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -89,36 +90,78 @@ void judge_answer_distribution(PromptAnalysis& prompt, const std::vector<RunAnsw
   }
 }
 
-// Holm's adjustment over every shift test of the analysis (each level against the lowest, every
-// prompt): the family-wise error rate stays at k_shift_alpha however many prompts and levels
-// there are. A test whose pooled answers are all one answer can never reject (its p is 1 however
-// they split) and is left out of the family: the pooled counts are fixed under the hypothesis,
-// so leaving it out keeps the rate and spends nothing on it (Tarone's argument).
-void judge_shifts(AuditAnalysis& analysis) {
-  std::vector<LevelAnalysis*> tested;
+bool shift_can_reject(const ShiftTest& test) {
+  return test.a_answers > 0 && test.b_answers > 0 &&
+         test.a_count + test.b_count < test.a_answers + test.b_answers;
+}
+
+std::map<std::string, int> answer_counts(const PromptAnalysis& prompt) {
+  return {prompt.answers.begin(), prompt.answers.end()};
+}
+
+namespace {
+
+// One test of the family, and where its judgement goes.
+struct FamilyMember {
+  const ShiftTest* test = nullptr;
+  std::optional<double>* p_adjusted = nullptr;
+  bool* shifted = nullptr;
+};
+
+void enter(std::vector<FamilyMember>& family, const std::optional<ShiftTest>& test,
+           std::optional<double>& p_adjusted, bool& shifted) {
+  p_adjusted.reset();
+  shifted = false;
+  if (test && shift_can_reject(*test)) family.push_back({&*test, &p_adjusted, &shifted});
+}
+
+} // namespace
+
+// Holm's adjustment over the whole family: the family-wise error rate stays at k_shift_alpha
+// however many prompts, levels, probe kinds and endpoints there are, since `--fail-on shift`
+// fails on any of them. A test that can never reject is left out (shift_can_reject).
+void judge_shifts(const std::vector<AuditAnalysis*>& scopes, EndpointComparison* comparison) {
+  std::vector<FamilyMember> family;
+  for (AuditAnalysis* analysis : scopes)
+    for (PromptAnalysis& prompt : analysis->prompts)
+      for (LevelAnalysis& level : prompt.by_concurrency)
+        enter(family, level.shift, level.shift_p_adjusted, level.shifted);
+  if (comparison != nullptr)
+    for (PromptComparison& row : comparison->prompts)
+      for (EndpointDivergence& other : row.endpoints)
+        enter(family, other.shift, other.shift_p_adjusted, other.shifted);
   std::vector<double> p_values;
-  for (PromptAnalysis& prompt : analysis.prompts)
-    for (LevelAnalysis& level : prompt.by_concurrency) {
-      if (!level.shift || level.shift->a_answers == 0 || level.shift->b_answers == 0) continue;
-      if (level.shift->a_count + level.shift->b_count ==
-          level.shift->a_answers + level.shift->b_answers)
-        continue;
-      tested.push_back(&level);
-      p_values.push_back(level.shift->p);
-    }
+  for (const FamilyMember& member : family) p_values.push_back(member.test->p);
   const std::vector<double> adjusted = holm_adjust(p_values);
-  for (std::size_t i = 0; i < tested.size(); ++i) {
-    tested[i]->shift_p_adjusted = adjusted[i];
-    tested[i]->shifted = adjusted[i] < k_shift_alpha;
+  for (std::size_t i = 0; i < family.size(); ++i) {
+    *family[i].p_adjusted = adjusted[i];
+    *family[i].shifted = adjusted[i] < k_shift_alpha;
   }
-  AuditSummary& summary = analysis.summary;
-  summary.shift_tests = static_cast<int>(tested.size());
-  for (PromptAnalysis& prompt : analysis.prompts) {
-    for (const LevelAnalysis& level : prompt.by_concurrency) prompt.shifted |= level.shifted;
-    if (prompt.shifted) ++summary.shifted_prompts;
-    if (prompt.modal.runs > 0)
-      summary.min_modal_share = std::min(summary.min_modal_share.value_or(1.0), prompt.modal.share);
+  const int tests = static_cast<int>(family.size());
+  for (AuditAnalysis* analysis : scopes) {
+    AuditSummary& summary = analysis->summary;
+    summary.shift_tests = tests;
+    summary.shifted_prompts = 0;
+    summary.min_modal_share.reset();
+    for (PromptAnalysis& prompt : analysis->prompts) {
+      prompt.shifted = false;
+      for (const LevelAnalysis& level : prompt.by_concurrency) prompt.shifted |= level.shifted;
+      if (prompt.shifted) ++summary.shifted_prompts;
+      if (prompt.modal.runs > 0)
+        summary.min_modal_share =
+            std::min(summary.min_modal_share.value_or(1.0), prompt.modal.share);
+    }
+  }
+  if (comparison == nullptr) return;
+  comparison->shift_tests = tests;
+  comparison->shifted_prompts = 0;
+  for (PromptComparison& row : comparison->prompts) {
+    row.shifted = false;
+    for (const EndpointDivergence& other : row.endpoints) row.shifted |= other.shifted;
+    if (row.shifted) ++comparison->shifted_prompts;
   }
 }
+
+void judge_shifts(AuditAnalysis& analysis) { judge_shifts({&analysis}, nullptr); }
 
 } // namespace llmrepro::core

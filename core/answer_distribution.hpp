@@ -15,6 +15,7 @@
 namespace llmrepro::core {
 
 struct AuditAnalysis;
+struct EndpointComparison;
 struct PromptAnalysis;
 
 // One run of a prompt: its level and its answer (empty where the request failed or the answer
@@ -25,7 +26,8 @@ struct RunAnswer {
 };
 
 // The family-wise error rate the shift test holds over every test of one audit (Holm's
-// adjustment over every prompt and level), and what `--fail-on shift` fails beyond.
+// adjustment over every prompt, level, probe kind and endpoint), and what `--fail-on shift`
+// fails beyond.
 inline constexpr double k_shift_alpha = 0.05;
 
 // A prompt's (or a level's) most frequent answer and its share of the runs: failed requests
@@ -63,6 +65,15 @@ struct ShiftTest {
 
 ShiftTest shift_test(const std::map<std::string, int>& a, const std::map<std::string, int>& b);
 
+// Whether the test can reject at all: both sides have an answer and the pooled answers are not
+// all the modal one. One that cannot has p 1 however its answers split, and is left out of every
+// family (the pooled counts are fixed under the hypothesis, so leaving it out keeps the
+// family-wise rate and spends nothing on it: Tarone's argument).
+bool shift_can_reject(const ShiftTest& test);
+
+// A prompt's answers over every run of every level, answer -> count.
+std::map<std::string, int> answer_counts(const PromptAnalysis& prompt);
+
 // Total variation distance between two answer distributions (half the sum of the absolute
 // differences of their shares): 0 for equal distributions, 1 for disjoint ones; 0 where either
 // side has no answer.
@@ -73,10 +84,16 @@ double answer_distance(const std::map<std::string, int>& a, const std::map<std::
 // by_concurrency must list every level the runs name, lowest first).
 void judge_answer_distribution(PromptAnalysis& prompt, const std::vector<RunAnswer>& runs);
 
-// Holm's adjustment over every shift test of `analysis` (each level against the lowest, every
-// prompt): each level's shift_p_adjusted and shifted, each prompt's shifted, and the summary's
-// shifted_prompts, shift_tests and min_modal_share. A test whose pooled answers are all one
-// answer can never reject and is left out of the family.
+// Holm's adjustment over one family of shift tests: every level's test against the lowest level
+// in each of `scopes` (every endpoint and probe kind of an audit), and with `comparison` every
+// compared endpoint's test against endpoint 0 (EndpointDivergence::shift). Sets each test's
+// adjusted p and `shifted`, each prompt's `shifted` (its levels) and each comparison row's (its
+// endpoints), and each summary's shifted_prompts, shift_tests (the family's size: every test that
+// can reject, shift_can_reject) and min_modal_share; comparison's shifted_prompts and
+// shift_tests the same. Earlier judgements of the same analyses are replaced.
+void judge_shifts(const std::vector<AuditAnalysis*>& scopes, EndpointComparison* comparison);
+
+// One analysis on its own: its level tests are the whole family.
 void judge_shifts(AuditAnalysis& analysis);
 
 } // namespace llmrepro::core

@@ -29,8 +29,9 @@ struct FailOnSet {
   bool unstable = false; // any prompt unstable
   bool fragile = false;  // any prompt fragile, or its fragility unknown
   bool disagree = false; // endpoints' reference completions differ (--compare)
-  // Any prompt's answer distribution shifted between levels beyond the shift test
-  // (core/answer_distribution.hpp): distribution mode's stability gate.
+  // Any prompt's answer distribution shifted between levels, or on a --compare endpoint from
+  // endpoint 0's, beyond the shift test (core/answer_distribution.hpp): distribution mode's
+  // stability gate.
   bool shift = false;
   bool any() const { return unstable || fragile || disagree || shift; }
   friend bool operator==(const FailOnSet&, const FailOnSet&) = default;

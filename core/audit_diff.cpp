@@ -33,7 +33,7 @@ PromptSide side_of(const AuditReport& report, const PromptAnalysis& prompt,
   side.first_divergence = prompt.first_divergence;
   side.min_gap = prompt.min_gap;
   if (pass_counts) side.pass = pass_counts(report, prompt);
-  for (const auto& [answer, count] : prompt.answers) side.answers[answer] = count;
+  side.answers = answer_counts(prompt);
   side.modal = prompt.modal;
   return side;
 }
@@ -443,9 +443,8 @@ AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConf
   for (PromptDiff& p : diff.prompts) {
     ShiftTest shift = shift_test(p.a.answers, p.b.answers);
     if (shift.a_answers == 0 || shift.b_answers == 0) continue;
-    const bool can_reject = shift.a_count + shift.b_count < shift.a_answers + shift.b_answers;
     p.answer_shift = shift;
-    if (!can_reject) continue;
+    if (!shift_can_reject(shift)) continue;
     shift_tested.push_back(&p);
     shift_p.push_back(shift.p);
   }

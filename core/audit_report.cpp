@@ -148,11 +148,10 @@ AuditReport AuditReportBuilder::finish_unjudged(const ToolInfo& tool, const Audi
   report.tool = tool;
   report.primary_probe = m_primary_probe;
   for (auto& endpoint : m_endpoints) report.endpoints.push_back(endpoint.finish());
-  report.analysis = report.endpoints.front();
   for (auto& probe : m_probes) {
     ProbeAnalysis analysis;
     analysis.probe = probe.probe;
-    analysis.analysis = probe.analysis ? probe.analysis->finish() : report.analysis;
+    if (probe.analysis) analysis.analysis = probe.analysis->finish(); // the primary: below
     analysis.prefix = std::move(probe.prefix);
     analysis.prefix_drift_prompts = probe.prefix_drift_prompts;
     report.probes.push_back(std::move(analysis));
@@ -166,6 +165,16 @@ AuditReport AuditReportBuilder::finish_unjudged(const ToolInfo& tool, const Audi
     report.other_endpoint_indices.push_back(endpoint);
   }
   if (report.endpoints.size() > 1) report.comparison = compare_endpoints(report.endpoints);
+  // Every shift test the gates judge, levels and endpoints alike, is one Holm family.
+  std::vector<AuditAnalysis*> scopes;
+  for (auto& endpoint : report.endpoints) scopes.push_back(&endpoint);
+  for (auto& probe : report.probes)
+    if (probe.probe != m_primary_probe) scopes.push_back(&probe.analysis);
+  for (auto& probe : report.other_endpoint_probes) scopes.push_back(&probe.analysis);
+  judge_shifts(scopes, report.comparison ? &*report.comparison : nullptr);
+  report.analysis = report.endpoints.front();
+  for (auto& probe : report.probes)
+    if (probe.probe == m_primary_probe) probe.analysis = report.analysis;
   report.observed = std::move(m_observed);
   // An adaptive audit planned what its decisions asked for; a fixed one, its whole plan.
   report.planned_requests =

@@ -158,6 +158,15 @@ EndpointComparison compare_endpoints(const std::vector<AuditAnalysis>& per_endpo
       const DistinctCompletion* other =
           found == indexed[e].end() ? nullptr : reference_of(*found->second);
       divergence.has_reference = other != nullptr;
+      if (found != indexed[e].end()) {
+        const auto base_answers = answer_counts(prompt);
+        const auto other_answers = answer_counts(*found->second);
+        ShiftTest shift = shift_test(base_answers, other_answers);
+        if (shift.a_answers > 0 && shift.b_answers > 0) {
+          divergence.shift = std::move(shift);
+          divergence.answer_distance = answer_distance(base_answers, other_answers);
+        }
+      }
       if (base && other) {
         divergence.agrees = same_completion(*base, *other);
         if (!divergence.agrees)

@@ -71,6 +71,14 @@ struct EndpointDivergence {
   bool agrees = false;        // its reference equals endpoint 0's
   // Leading tokens shared with endpoint 0's reference; empty when they agree or either lacks one.
   std::optional<int> first_difference;
+  // Distribution mode: this endpoint's answers to the prompt against endpoint 0's, every level's
+  // runs pooled on each side (both ran the same plan), by the shift test; its p Holm-adjusted in
+  // the audit's one family (judge_shifts), `shifted` where that falls below k_shift_alpha, and
+  // the total variation distance between the two. No test where either side has no answer.
+  std::optional<ShiftTest> shift;
+  std::optional<double> shift_p_adjusted;
+  double answer_distance = 0.0;
+  bool shifted = false;
 };
 
 struct PromptComparison {
@@ -78,15 +86,21 @@ struct PromptComparison {
   int prompt_index = 0;
   bool all_agree = false; // every endpoint has a reference and all equal endpoint 0's
   std::vector<EndpointDivergence> endpoints; // endpoints 1..n-1
+  bool shifted = false;                      // some endpoint's answers shifted from endpoint 0's
 };
 
 struct EndpointComparison {
   std::vector<PromptComparison> prompts; // prompts analysed at endpoint 0, suite order
   int agreeing_prompts = 0;
+  // Prompts whose answers shifted on some endpoint, and the size of the Holm family the tests
+  // were judged in (every shift test of the audit that can reject: judge_shifts).
+  int shifted_prompts = 0;
+  int shift_tests = 0;
 };
 
 // Compares the reference completions of each endpoint's analysis (one per endpoint, index i at
-// position i, all of the same probe kind) prompt by prompt against endpoint 0's.
+// position i, all of the same probe kind) prompt by prompt against endpoint 0's, and their
+// answers by the shift test (its Holm adjustment is judge_shifts', over the whole audit).
 EndpointComparison compare_endpoints(const std::vector<AuditAnalysis>& per_endpoint);
 
 } // namespace llmrepro::core

@@ -158,6 +158,51 @@ public:
         s.shifted_prompts == 0 && compared);
   }
 
+  // Distribution mode between endpoints: one gate per compared endpoint, its answers against
+  // endpoint 0's prompt by prompt, the tests in the same Holm family as the level tests
+  // (judge_shifts), so that the gates together fail only beyond chance at k_shift_alpha.
+  void endpoint_shift(const std::optional<EndpointComparison>& comparison, ProbeKind probe) {
+    if (!comparison) return; // one endpoint: nothing to compare, the level gates judge it
+    if (comparison->prompts.empty()) {
+      add("fail_on_endpoint_shift", "--fail-on shift", GateScope{}, std::nullopt, 0,
+          "no prompt to compare between endpoints (--fail-on shift)", false);
+      return;
+    }
+    const std::size_t others = comparison->prompts.front().endpoints.size();
+    for (std::size_t k = 0; k < others; ++k) {
+      int shifted = 0;
+      int endpoint = 0;
+      bool compared = false;
+      std::string worst_id;
+      double worst_p = 1.0;
+      for (const auto& prompt : comparison->prompts) {
+        if (k >= prompt.endpoints.size()) continue;
+        const EndpointDivergence& other = prompt.endpoints[k];
+        endpoint = other.endpoint_index;
+        compared |= other.shift.has_value();
+        if (!other.shifted) continue;
+        ++shifted;
+        if (other.shift_p_adjusted && *other.shift_p_adjusted < worst_p) {
+          worst_p = *other.shift_p_adjusted;
+          worst_id = prompt.id;
+        }
+      }
+      const std::string name = "endpoint " + std::to_string(endpoint) + ": ";
+      std::string message =
+          name + count_of(shifted, static_cast<int>(comparison->prompts.size()), "prompts") +
+          " with an answer distribution that shifted from endpoint 0's (" +
+          std::to_string(comparison->shift_tests) + " tests, family-wise " +
+          format_rate(k_shift_alpha) + ")";
+      if (!worst_id.empty()) message += ", most of all " + worst_id;
+      message += " (--fail-on shift)";
+      // No prompt answered on both is no evidence that the distributions agree.
+      if (!compared)
+        message = name + "no prompt had answers on both endpoints to compare (--fail-on shift)";
+      add("fail_on_endpoint_shift", "--fail-on shift", GateScope{endpoint, probe, std::nullopt},
+          shifted, 0, message, shifted == 0 && compared);
+    }
+  }
+
   void min_modal_share(const JudgedScope& scope, double limit) {
     const AuditSummary& s = scope.analysis->summary;
     if (!s.min_modal_share) {
@@ -360,7 +405,8 @@ public:
   }
 
   // `distribution`: RunFacts::distribution, which words the headline without a stability gate.
-  Verdict finish(const std::vector<JudgedScope>& scopes, bool distribution) {
+  Verdict finish(const std::vector<JudgedScope>& scopes,
+                 const std::optional<EndpointComparison>& comparison, bool distribution) {
     Verdict verdict = std::move(m_verdict);
     verdict.stability_gated = m_gates.stability_gated();
     int failed = 0;
@@ -390,6 +436,11 @@ public:
         verdict.headline =
             "NO STABILITY GATE: " + count_of(s.shifted_prompts, s.prompts, "prompts") +
             " with answers that shifted between levels";
+        if (comparison && !comparison->prompts.empty())
+          verdict.headline += ", " +
+                              count_of(comparison->shifted_prompts,
+                                       static_cast<int>(comparison->prompts.size()), "") +
+                              "between endpoints";
         if (s.min_modal_share)
           verdict.headline += ", lowest modal share " + format_rate(*s.min_modal_share);
       } else {
@@ -440,9 +491,10 @@ Verdict judge(const std::vector<JudgedScope>& scopes,
     if (gates.min_tara) judge.min_tara(scope, *gates.min_tara);
     if (gates.max_logprob_drift) judge.max_logprob_drift(scope, *gates.max_logprob_drift);
   }
+  if (gates.fail_on.shift) judge.endpoint_shift(comparison, scopes.front().probe);
   if (gates.fail_on.disagree) judge.disagree(comparison, scopes.front().probe);
   judge.unsampled(facts);
-  return judge.finish(scopes, facts.distribution);
+  return judge.finish(scopes, comparison, facts.distribution);
 }
 
 } // namespace llmrepro::core

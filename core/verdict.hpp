@@ -31,7 +31,7 @@ struct GateScope {
 struct GateResult {
   std::string name; // fail_on_unstable, fail_on_fragile, fail_on_disagree, max_unique,
                     // max_unstable_rate, min_tara, max_logprob_drift, max_failed_rate,
-                    // fail_on_shift, min_modal_share,
+                    // fail_on_shift, fail_on_endpoint_shift, min_modal_share,
                     // determinism
   std::string flag; // the flag that asked for it: "--fail-on unstable", "--max-unique"
   GateScope scope;

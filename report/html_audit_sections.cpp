@@ -245,21 +245,24 @@ std::string render_semantic_section(const core::AuditReport& report) {
 
 std::string render_distribution_section(const core::AuditReport& report) {
   if (!distribution_shown(report)) return {};
+  const bool endpoints = report.comparison.has_value();
   std::string out =
       "<section class=\"panel\" id=\"distribution\"><h2>Answer distributions</h2><p>" +
-      html_escape(distribution_summary_line(report.analysis)) + "</p>";
+      html_escape(distribution_summary_line(report)) + "</p>";
   out += "<table class=\"distribution\"><thead><tr><th>prompt</th><th class=\"num\">distinct "
-         "answers</th><th>modal answer</th><th>modal share [95%]</th><th>shifted at</th></tr>"
-         "</thead><tbody>";
-  for (const core::PromptAnalysis* p :
-       distribution_rows(report.analysis, report.analysis.prompts.size()))
+         "answers</th><th>modal answer</th><th>modal share [95%]</th><th>shifted at</th>" +
+         std::string(endpoints ? "<th>shifted from endpoint 0</th>" : "") + "</tr></thead><tbody>";
+  // A shift beyond the test is tagged; "–" where none.
+  const auto shift_cell = [](const std::string& text) {
+    return text == "\u2013" ? text : "<span class=\"tag fail\">" + html_escape(text) + "</span>";
+  };
+  for (const core::PromptAnalysis* p : distribution_rows(report, report.analysis.prompts.size()))
     out += fmt::format("<tr><td><code>{}</code></td><td class=\"num\">{}</td><td><code>{}</code>"
-                       "</td><td>{}</td><td>{}</td></tr>",
+                       "</td><td>{}</td><td>{}</td>{}</tr>",
                        html_escape(p->id), p->answers.size(), html_escape(p->modal.answer),
-                       modal_share_text(p->modal),
-                       p->shifted ? "<span class=\"tag fail\">" +
-                                        html_escape(shifted_levels_text(*p)) + "</span>"
-                                  : std::string("\u2013"));
+                       modal_share_text(p->modal), shift_cell(shifted_levels_text(*p)),
+                       endpoints ? "<td>" + shift_cell(shifted_endpoints_text(report, *p)) + "</td>"
+                                 : std::string());
   return out + "</tbody></table></section>\n";
 }
 

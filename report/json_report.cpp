@@ -324,23 +324,28 @@ Json modal_json(const core::ModalShare& modal) {
           {"high", number(modal.interval.high)}};
 }
 
+// A shift test as judged in the audit's family: `base` names the side it was tested against
+// ("serial": the lowest level; "base": endpoint 0).
+Json shift_json(const std::optional<core::ShiftTest>& test, const std::optional<double>& adjusted,
+                double distance, bool shifted, const std::string& base) {
+  if (!test) return nullptr;
+  return {
+      {"answer", test->a_answers > 0 && test->b_answers > 0 ? Json(test->answer) : Json(nullptr)},
+      {base + "_count", test->a_count},
+      {base + "_answers", test->a_answers},
+      {"count", test->b_count},
+      {"answers", test->b_answers},
+      {"p", number(test->p)},
+      {"p_adjusted", optional_number(adjusted)},
+      {"distance", number(distance)},
+      {"shifted", shifted}};
+}
+
 Json level_distribution_json(const core::LevelAnalysis& level) {
-  Json shift = nullptr;
-  if (level.shift)
-    shift = {{"answer", level.shift->a_answers > 0 && level.shift->b_answers > 0
-                            ? Json(level.shift->answer)
-                            : Json(nullptr)},
-             {"serial_count", level.shift->a_count},
-             {"serial_answers", level.shift->a_answers},
-             {"count", level.shift->b_count},
-             {"answers", level.shift->b_answers},
-             {"p", number(level.shift->p)},
-             {"p_adjusted", optional_number(level.shift_p_adjusted)},
-             {"distance", number(level.answer_distance_from_serial)},
-             {"shifted", level.shifted}};
   return {{"modal", modal_json(level.modal)},
           {"distinct_answers", level.answers.size()},
-          {"shift", shift}};
+          {"shift", shift_json(level.shift, level.shift_p_adjusted,
+                               level.answer_distance_from_serial, level.shifted, "serial")}};
 }
 
 Json summary_distribution_json(const core::AuditSummary& summary) {
@@ -614,11 +619,18 @@ Json comparison_json(const core::AuditReport& report, const core::AuditData& dat
       others.push_back({{"endpoint", other.endpoint_index},
                         {"has_reference", other.has_reference},
                         {"agrees", other.agrees},
-                        {"first_difference", optional_int(other.first_difference)}});
-    prompts.push_back({{"id", prompt.id}, {"all_agree", prompt.all_agree}, {"endpoints", others}});
+                        {"first_difference", optional_int(other.first_difference)},
+                        {"shift", shift_json(other.shift, other.shift_p_adjusted,
+                                             other.answer_distance, other.shifted, "base")}});
+    prompts.push_back({{"id", prompt.id},
+                       {"all_agree", prompt.all_agree},
+                       {"shifted", prompt.shifted},
+                       {"endpoints", others}});
   }
   return {{"probe", core::to_string(report.primary_probe)},
           {"agreeing_prompts", report.comparison->agreeing_prompts},
+          {"shifted_prompts", report.comparison->shifted_prompts},
+          {"shift_tests", report.comparison->shift_tests},
           {"endpoints", endpoints},
           {"prompts", prompts}};
 }

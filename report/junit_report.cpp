@@ -135,13 +135,27 @@ bool covers(const core::GateScope& gate, const core::JudgedScope& scope) {
          (!gate.probe || *gate.probe == scope.probe);
 }
 
+// The comparison of prompt `p` on the scope's endpoint with endpoint 0; null where none.
+const core::EndpointDivergence* compared_with_endpoint_0(const core::AuditReport& report,
+                                                         const core::PromptAnalysis& p,
+                                                         const core::JudgedScope& scope) {
+  if (!report.comparison) return nullptr;
+  for (const core::PromptComparison& compared : report.comparison->prompts) {
+    if (compared.id != p.id) continue;
+    for (const core::EndpointDivergence& other : compared.endpoints)
+      if (other.endpoint_index == scope.endpoint) return &other;
+  }
+  return nullptr;
+}
+
 // The prompt a failing gate names in `scope`, with why; nothing where the gate says nothing of
 // it. A gate names what makes its figure exceed its limit: the unstable prompts for
 // --fail-on unstable and --max-unstable-rate, those whose answers disagree for --min-tara, the
 // fragile (and, as --fail-on fragile counts them, unknown) ones, those with more distinct
 // completions than --max-unique, more drift than --max-logprob-drift, failed requests for
-// --max-failed-rate, another reference than endpoint 0's for --fail-on disagree, and the
-// prompt where --profile deterministic first broke.
+// --max-failed-rate, another reference than endpoint 0's for --fail-on disagree, answers that
+// shifted between levels or from endpoint 0's for --fail-on shift, and the prompt where
+// --profile deterministic first broke.
 std::optional<Naming> naming_of(const core::GateResult& gate, const core::JudgedScope& scope,
                                 const core::PromptAnalysis& p, const core::AuditReport& report,
                                 double tau) {
@@ -189,17 +203,20 @@ std::optional<Naming> naming_of(const core::GateResult& gate, const core::Judged
     if (p.failed > 0)
       return Naming{&gate, "failed_requests",
                     fmt::format("{} of {} requests failed", p.failed, p.runs + p.failed)};
+  } else if (name == "fail_on_endpoint_shift") {
+    if (const core::EndpointDivergence* other = compared_with_endpoint_0(report, p, scope);
+        other != nullptr && other->shifted && other->shift_p_adjusted)
+      return Naming{&gate, "answer_distribution_shifted_from_endpoint_0",
+                    fmt::format("its answer distribution shifted from endpoint 0's (p {:.2g}) "
+                                "(--fail-on shift)",
+                                *other->shift_p_adjusted)};
   } else if (name == "fail_on_disagree") {
-    if (!report.comparison) return std::nullopt;
-    for (const core::PromptComparison& compared : report.comparison->prompts) {
-      if (compared.id != p.id) continue;
-      for (const core::EndpointDivergence& other : compared.endpoints)
-        if (other.endpoint_index == scope.endpoint && !other.agrees)
-          return Naming{&gate, "disagree",
-                        other.has_reference
-                            ? "reference completion differs from endpoint 0's"
-                            : std::string("no successful completion to compare with endpoint 0's")};
-    }
+    if (const core::EndpointDivergence* other = compared_with_endpoint_0(report, p, scope);
+        other != nullptr && !other->agrees)
+      return Naming{&gate, "disagree",
+                    other->has_reference
+                        ? "reference completion differs from endpoint 0's"
+                        : std::string("no successful completion to compare with endpoint 0's")};
   } else if (name == "determinism") {
     const auto e = static_cast<std::size_t>(scope.endpoint);
     if (e < report.determinism.size() && report.determinism[e].first_break &&
@@ -220,6 +237,11 @@ std::string finding_of(const core::PromptAnalysis& p, double tau) {
 // A test case's name for a gate: its flag, and where several scopes are judged, the scope.
 std::string gate_case_name(const core::GateResult& gate, bool several) {
   std::string name = gate.flag;
+  // Beside the same flag's gates of each endpoint's levels.
+  if (gate.name == "fail_on_endpoint_shift")
+    return name + (gate.scope.endpoint
+                       ? " (endpoint " + std::to_string(*gate.scope.endpoint) + " vs endpoint 0)"
+                       : std::string(" (between endpoints)"));
   if (!several) return name;
   std::string scope;
   if (gate.scope.endpoint) scope = "endpoint " + std::to_string(*gate.scope.endpoint);

@@ -397,14 +397,17 @@ std::string render_markdown(const core::AuditReport& report) {
     }
   }
   if (distribution_shown(report)) {
+    const bool endpoints = report.comparison.has_value();
     out += "\n### Answer distributions\n\n" +
-           markdown_escape(distribution_summary_line(report.analysis), 400) +
-           "\n\n| prompt | distinct answers | modal answer | modal share [95%] | shifted at |\n"
-           "|---|---:|---|---|---|\n";
-    for (const core::PromptAnalysis* p : distribution_rows(report.analysis, k_rows_shown))
-      out += fmt::format("| {} | {} | {} | {} | {} |\n", markdown_escape(p->id, 60),
+           markdown_escape(distribution_summary_line(report), 400) +
+           "\n\n| prompt | distinct answers | modal answer | modal share [95%] | shifted at |" +
+           (endpoints ? " shifted from endpoint 0 |\n|---|---:|---|---|---|---|\n"
+                      : "\n|---|---:|---|---|---|\n");
+    for (const core::PromptAnalysis* p : distribution_rows(report, k_rows_shown))
+      out += fmt::format("| {} | {} | {} | {} | {} |{}\n", markdown_escape(p->id, 60),
                          p->answers.size(), markdown_escape(p->modal.answer, 80),
-                         modal_share_text(p->modal), shifted_levels_text(*p));
+                         modal_share_text(p->modal), shifted_levels_text(*p),
+                         endpoints ? " " + shifted_endpoints_text(report, *p) + " |" : "");
   }
   out += probes_markdown(report);
   out += comparison_markdown(report);

@@ -342,12 +342,16 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
   }
   // Sampling by design: how the answers spread, and the prompts that moved or spread most.
   if (distribution_shown(report)) {
-    line(label("answers") + escape_terminal_text(distribution_summary_line(report.analysis), 0));
-    for (const core::PromptAnalysis* p : distribution_rows(report.analysis, 3))
-      if (p->shifted || p->modal.share < 1.0)
-        line(fmt::format("  {:<{}} {} distinct, modal {}, shifted {}",
+    line(label("answers") + escape_terminal_text(distribution_summary_line(report), 0));
+    for (const core::PromptAnalysis* p : distribution_rows(report, 3)) {
+      const std::string endpoints = shifted_endpoints_text(report, *p);
+      const bool endpoint_shift = endpoints != "\u2013";
+      if (p->shifted || endpoint_shift || p->modal.share < 1.0)
+        line(fmt::format("  {:<{}} {} distinct, modal {}, shifted {}{}",
                          escape_terminal_text(p->id, k_id_width), k_id_width, p->answers.size(),
-                         modal_share_text(p->modal), shifted_levels_text(*p)));
+                         modal_share_text(p->modal), shifted_levels_text(*p),
+                         report.comparison ? ", vs endpoint 0: " + endpoints : ""));
+    }
   }
   if (summary.prompts_without_logprobs > 0)
     line(fmt::format("           prompts without logprobs: {} (judged on text alone)",

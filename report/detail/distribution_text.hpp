@@ -16,8 +16,9 @@ namespace llmrepro::report {
 bool distribution_shown(const core::AuditReport& report);
 
 // "12 prompts: 7 with one answer, lowest modal share 0.40 (p-07); 1 shifted between levels
-// (Holm over 18 tests, family-wise 0.05)".
-std::string distribution_summary_line(const core::AuditAnalysis& analysis);
+// (Holm over 18 tests, family-wise 0.05)", of endpoint 0's prompts; with endpoints compared
+// "...; 1 shifted between levels, 2 between endpoints (Holm over 30 tests, family-wise 0.05)".
+std::string distribution_summary_line(const core::AuditReport& report);
 
 // "0.60 [0.23, 0.88] of 5": the modal share, its Wilson 95% interval and the runs.
 std::string modal_share_text(const core::ModalShare& modal);
@@ -26,9 +27,15 @@ std::string modal_share_text(const core::ModalShare& modal);
 // "–" where none did.
 std::string shifted_levels_text(const core::PromptAnalysis& prompt);
 
-// At most `count` prompts, those that shifted first, then the lowest modal shares (suite order
-// among equals); prompts without a run are left out.
-std::vector<const core::PromptAnalysis*> distribution_rows(const core::AuditAnalysis& analysis,
+// The compared endpoints whose answers to the prompt shifted from endpoint 0's, with the
+// adjusted p: "endpoint 1 (p 2.3e-08)"; "–" where none did or the prompt was not compared.
+std::string shifted_endpoints_text(const core::AuditReport& report,
+                                   const core::PromptAnalysis& prompt);
+
+// At most `count` of endpoint 0's prompts, those that shifted (between levels or endpoints)
+// first, then the lowest modal shares (suite order among equals); prompts without a run are left
+// out.
+std::vector<const core::PromptAnalysis*> distribution_rows(const core::AuditReport& report,
                                                            std::size_t count);
 
 } // namespace llmrepro::report

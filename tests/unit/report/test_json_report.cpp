@@ -556,6 +556,31 @@ TEST_CASE("llmrepro.audit.v1.schema.json") {
     broken["semantic"]["prompts"][0].erase("min");
     CHECK(violation(broken, schema, schema, "$") == "$.semantic: matches 0 of oneOf");
   }
+  SUBCASE("a comparison with a shift between endpoints validates, with every figure") {
+    test::add_audit_sections(*fixture);
+    core::EndpointComparison& comparison = *fixture->report.comparison;
+    core::EndpointDivergence& other = comparison.prompts[0].endpoints[0];
+    other.shift = core::ShiftTest{"Bye", 0, 16, 16, 16, 0.125};
+    other.shift_p_adjusted = 0.25;
+    other.answer_distance = 1.0;
+    other.shifted = true;
+    comparison.prompts[0].shifted = true;
+    comparison.shifted_prompts = 1;
+    comparison.shift_tests = 2;
+    const Json shifted = Json::parse(report::render_json(fixture->report));
+    CHECK(violation(shifted, schema, schema, "$") == "");
+    CHECK(shifted["comparison"]["shifted_prompts"] == 1);
+    CHECK(shifted["comparison"]["shift_tests"] == 2);
+    CHECK(shifted["comparison"]["prompts"][0]["shifted"] == true);
+    CHECK(shifted["comparison"]["prompts"][0]["endpoints"][0]["shift"] ==
+          Json::parse(R"({"answer": "Bye", "base_count": 0, "base_answers": 16, "count": 16,
+                          "answers": 16, "p": 0.125, "p_adjusted": 0.25, "distance": 1.0,
+                          "shifted": true})"));
+    CHECK(shifted["comparison"]["prompts"][1]["endpoints"][0]["shift"].is_null());
+    Json broken = shifted;
+    broken["comparison"]["prompts"][0]["endpoints"][0]["shift"].erase("base_count");
+    CHECK(violation(broken, schema, schema, "$") == "$.comparison: matches 0 of oneOf");
+  }
   SUBCASE("an error verdict with unknown fragility and an empty failure list validates") {
     fixture->report.verdict.status = core::VerdictStatus::error;
     fixture->report.verdict.errors = {"interrupted"};
