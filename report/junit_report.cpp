@@ -407,6 +407,8 @@ std::string render_junit(const core::AuditReport& report) {
   property("inconclusive_prompts", std::to_string(summary.inconclusive_prompts));
   if (summary.max_logprob_drift)
     property("max_logprob_drift", fmt::format("{:g}", *summary.max_logprob_drift));
+  // --profile adi: the leaderboard protocol's figures, a property a line.
+  for (const std::string& line : core::adi_lines(report.adi)) property("adi", line);
   if (!report.tool.version.empty()) property("llmrepro", report.tool.version);
   out += "    </properties>\n";
   out += cases;

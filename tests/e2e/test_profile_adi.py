@@ -11,6 +11,7 @@ the Markdown and the HTML. Flags that would change the protocol, and --serial-sp
 the profile, exit 2 before any request."""
 
 import html
+import xml.etree.ElementTree as ET
 
 import e2e_harness as h
 import standard_audit as std
@@ -118,6 +119,9 @@ class ProfileAdi(h.E2ETestCase):
             page = f.read()
         found, adi_text = h.ElementText.of(page, "adi")
         self.assertEqual(found, 1)
+        junit = ET.parse(paths["junit"]).getroot()
+        self.assertEqual([p.get("value") for p in junit.iter("property") if p.get("name") == "adi"],
+                         lines)
         for line in lines:
             self.assertIn(line, run.stdout)
             self.assertIn(line, html.unescape(markdown))
