@@ -171,18 +171,24 @@ int preflight(const AuditRequest& options, const core::AuditConfig& config,
 // `tools` sent elsewhere would be audited as if it had none. Said before any completion request.
 core::Result<void> check_tools_supported(const core::Suite& suite, const Target& target) {
   const probes::Dialect dialect = target.target.dialect;
-  const bool takes_tools =
-      dialect == probes::Dialect::openai_chat || dialect == probes::Dialect::anthropic;
-  if (takes_tools && !target.embedded) return {};
+  if (probes::takes_tools(dialect) && !target.embedded) return {};
+  // "openai-chat, ollama, ... or anthropic", in the order --api lists them.
+  std::vector<std::string> names;
+  for (probes::Dialect each : probes::all_dialects())
+    if (probes::takes_tools(each)) names.emplace_back(probes::to_string(each));
+  std::string listed;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    listed += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
   for (const core::Prompt& prompt : suite.prompts)
     if (!prompt.tools_json.empty())
       return core::make_error(
           core::ErrorCode::usage,
           fmt::format("{}:{}: prompt '{}' has tools, which {} does not send: tools and agent "
-                      "chains go to --api openai-chat or anthropic endpoints",
+                      "chains go to --api {} endpoints",
                       suite.source, prompt.source_line, prompt.id,
                       target.embedded ? std::string("the embedded reference engine")
-                                      : "--api " + std::string(probes::to_string(dialect))));
+                                      : "--api " + std::string(probes::to_string(dialect)),
+                      listed));
   return {};
 }
 

@@ -37,6 +37,7 @@ void append_chain_step(Prompt& conversation, const Prompt& prompt, const Complet
     Message tool;
     tool.role = "tool";
     tool.tool_call_id = call.id;
+    tool.tool_name = call.name;
     tool.content = scripted_tool_result(prompt, call);
     conversation.messages.push_back(std::move(tool));
   }

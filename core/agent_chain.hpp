@@ -22,8 +22,9 @@ std::string scripted_tool_result(const Prompt& prompt, const ToolCall& call);
 // tools and fewer than the prompt's max_steps requests were sent.
 bool chain_continues(const Prompt& prompt, const Completion& step, int steps_sent);
 
-// `conversation` after `step`: the assistant turn (its text and calls, with their ids), then
-// one "tool" message per call holding scripted_tool_result for it.
+// `conversation` after `step`: the assistant turn (its text and calls, with their ids and
+// signatures), then one "tool" message per call holding scripted_tool_result for it, with the
+// call's id and its tool's name.
 void append_chain_step(Prompt& conversation, const Prompt& prompt, const Completion& step);
 
 // `step` joined onto the chain's completion so far (`chain`, empty before the first step): the

@@ -15,6 +15,9 @@ struct Message {
   // An assistant turn of an agent chain: the tool calls the model made, each with its call id.
   std::vector<ToolCall> tool_calls;
   std::string tool_call_id; // a "tool" message: the id of the call it answers
+  // A "tool" message: the name of the tool whose result it is (Gemini's functionResponse and
+  // Ollama's tool turns name the tool rather than the call).
+  std::string tool_name;
 };
 
 // One scripted tool result of a suite line's `tool_results`, the stub registry an agent chain

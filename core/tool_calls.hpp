@@ -23,6 +23,10 @@ struct ToolCall {
   // The id the endpoint gave the call (OpenAI's `tool_calls[].id`, Anthropic's `tool_use.id`),
   // which an agent chain's tool result names; never compared, never stored.
   std::string id;
+  // What the endpoint attached to the call for the chain to send back with it unchanged
+  // (Gemini's `thoughtSignature` beside a `functionCall` part); likewise never compared, never
+  // stored.
+  std::string signature;
   friend bool operator==(const ToolCall& a, const ToolCall& b) {
     return a.name == b.name && a.arguments == b.arguments;
   }

@@ -32,6 +32,10 @@ const char* to_string(Dialect dialect);
 core::Result<Dialect> parse_dialect(const std::string& text);
 std::vector<Dialect> all_dialects();
 
+// Whether the dialect sends a prompt's `tools` and reads its answers' tool calls, so that agent
+// chains run through it: openai-chat, ollama, openai-responses, gemini and anthropic.
+bool takes_tools(Dialect dialect);
+
 // How a chat request names its token limit and its logprobs. OpenAI's current chat spec marks
 // `max_tokens` deprecated and incompatible with its reasoning models, while vLLM, SGLang,
 // llama.cpp, Ollama and TGI read `max_tokens`; Together takes `logprobs` as an integer count

@@ -172,7 +172,7 @@ Json anthropic_message(const core::Message& message) {
     blocks.push_back(Json{{"type", "tool_use"},
                           {"id", call.id},
                           {"name", call.name},
-                          {"input", Json::parse(call.arguments)}});
+                          {"input", call_arguments(call)}});
   return Json{{"role", role}, {"content", std::move(blocks)}};
 }
 
@@ -197,10 +197,9 @@ DialectRequest build_anthropic_request(const core::Prompt& prompt, const Generat
   }
   body["messages"] = std::move(messages);
   // OpenAI's function tools in Anthropic's shape: {name, description, input_schema}.
-  if (Json tools = prompt_tools(prompt); !tools.is_null()) {
+  if (const std::vector<Json> functions = prompt_functions(prompt); !functions.empty()) {
     Json mapped = Json::array();
-    for (const Json& tool : tools) {
-      const Json& function = tool.at("function");
+    for (const Json& function : functions) {
       Json item{{"name", function.at("name")},
                 {"input_schema", function.value("parameters", Json{{"type", "object"}})}};
       if (function.contains("description")) item["description"] = function.at("description");

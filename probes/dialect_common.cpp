@@ -46,6 +46,16 @@ Json prompt_tools(const core::Prompt& prompt) {
   return Json::parse(prompt.tools_json);
 }
 
+std::vector<Json> prompt_functions(const core::Prompt& prompt) {
+  std::vector<Json> functions;
+  for (const Json& tool : prompt_tools(prompt)) functions.push_back(tool.at("function"));
+  return functions;
+}
+
+Json call_arguments(const core::ToolCall& call) {
+  return Json::parse(call.arguments, nullptr, false);
+}
+
 Json response_format(const core::Prompt& prompt) {
   Json parsed = Json::parse(prompt.response_format_json, nullptr, false);
   if (parsed.is_discarded()) return Json(prompt.response_format_json);

@@ -23,6 +23,13 @@
 //   GenerateContentResponse holding the chunk's text and the logprobs of its tokens; the last
 //   carries `finishReason`. There is no `data: [DONE]`: a stream without a finish reason was
 //   cut short.
+// - Tools (googleapis/python-genai types.py Tool, FunctionDeclaration, FunctionCall,
+//   FunctionResponse; see tests/data/formats/README.md): the prompt's functions go as
+//   `tools: [{functionDeclarations: [{name, description, parameters}]}]`; a part holding
+//   `functionCall: {name, args, id?}` is a call (whole in one chunk when streamed), with the
+//   `thoughtSignature` Gemini 3 puts beside it, which a chain's next request must send back on
+//   that part. An earlier step goes back as a `model` turn of functionCall parts and a `user`
+//   turn of `functionResponse: {name, response, id?}` parts.
 #include <string_view>
 
 #include "probes/detail/dialect_adapters.hpp"
@@ -84,6 +91,17 @@ void read_logprobs_result(const JsonView& result, core::Completion& completion) 
   }
 }
 
+// A `functionCall` part: {name, args (an object; absent where the call has none), id?}, with
+// the thoughtSignature beside it in the part.
+core::ToolCall read_gemini_call(const JsonView& call, const JsonView& part) {
+  auto args = call.find("args");
+  core::ToolCall tool =
+      tool_call_of(call.at("name").string(), args ? args->json_text() : std::string(),
+                   call.optional_string("id"));
+  tool.signature = part.optional_string("thoughtSignature");
+  return tool;
+}
+
 // What a response or stream has read so far beyond the Completion itself.
 struct ReadState {
   bool saw_logprobs = false; // some candidate carried a logprobsResult
@@ -110,6 +128,10 @@ void read_response(const JsonView& root, std::string_view text, core::Completion
         std::size_t count = parts->size();
         for (std::size_t i = 0; i < count; ++i) {
           JsonView part = parts->at(i);
+          if (auto call = part.find("functionCall")) {
+            completion.tool_calls.push_back(read_gemini_call(*call, part));
+            continue;
+          }
           // Thought summaries of thinking models are their reasoning, no part of the answer.
           auto thought = part.find("thought");
           std::string& target =
@@ -180,6 +202,58 @@ core::Completion parse_gemini_stream(std::string_view body) {
   return completion;
 }
 
+// A call of an earlier step as the model turn gave it: its args (an object), id and signature.
+Json function_call_part(const core::ToolCall& call) {
+  Json function_call{{"name", call.name}};
+  if (Json args = call_arguments(call); args.is_object()) function_call["args"] = std::move(args);
+  if (!call.id.empty()) function_call["id"] = call.id;
+  Json part{{"functionCall", std::move(function_call)}};
+  if (!call.signature.empty()) part["thoughtSignature"] = call.signature;
+  return part;
+}
+
+// A tool's result. `response` must be a JSON object: a result that is one goes as it is (the
+// registry's {"error": ...} among them, the key the API reads a failed call's details from);
+// any other is wrapped as {"output": RESULT}, the key the API documents for a function's output
+// (the result as JSON where its text is JSON, else as a string).
+Json function_response_part(const core::Message& message) {
+  Json result = Json::parse(message.content, nullptr, false);
+  if (result.is_discarded()) result = message.content;
+  if (!result.is_object()) result = Json{{"output", std::move(result)}};
+  Json response{{"name", message.tool_name}, {"response", std::move(result)}};
+  if (!message.tool_call_id.empty()) response["id"] = message.tool_call_id;
+  return Json{{"functionResponse", std::move(response)}};
+}
+
+// The chat messages as `contents`, the system ones as `systemInstruction` parts. An agent
+// chain's assistant turn is a `model` turn: its text (where it wrote some), then its calls;
+// the tool results after it are one `user` turn (Content.role is "user" or "model").
+void add_gemini_contents(const core::Prompt& prompt, Json& body, Json& contents) {
+  Json system_parts = Json::array();
+  bool after_tool = false;
+  for (const auto& message : prompt.messages) {
+    const bool tool = message.role == "tool";
+    if (message.role == "system") {
+      system_parts.push_back(Json{{"text", message.content}});
+    } else if (tool && after_tool) {
+      contents.back()["parts"].push_back(function_response_part(message));
+    } else if (tool) {
+      contents.push_back(
+          Json{{"role", "user"}, {"parts", Json::array({function_response_part(message)})}});
+    } else {
+      Json parts = Json::array();
+      if (!message.content.empty() || message.tool_calls.empty())
+        parts.push_back(Json{{"text", message.content}});
+      for (const core::ToolCall& call : message.tool_calls)
+        parts.push_back(function_call_part(call));
+      const char* role = message.role == "assistant" ? "model" : "user";
+      contents.push_back(Json{{"role", role}, {"parts", std::move(parts)}});
+    }
+    after_tool = tool;
+  }
+  if (!system_parts.empty()) body["systemInstruction"] = Json{{"parts", std::move(system_parts)}};
+}
+
 } // namespace
 
 DialectRequest build_gemini_request(const core::Prompt& prompt, const GenerationParams& params) {
@@ -189,19 +263,11 @@ DialectRequest build_gemini_request(const core::Prompt& prompt, const Generation
     contents.push_back(
         Json{{"role", "user"}, {"parts", Json::array({Json{{"text", *prompt.text}}})}});
   } else {
-    Json system_parts = Json::array();
-    for (const auto& message : prompt.messages) {
-      Json part = Json{{"text", message.content}};
-      if (message.role == "system") {
-        system_parts.push_back(std::move(part));
-        continue;
-      }
-      const char* role = message.role == "assistant" ? "model" : "user";
-      contents.push_back(Json{{"role", role}, {"parts", Json::array({std::move(part)})}});
-    }
-    if (!system_parts.empty()) body["systemInstruction"] = Json{{"parts", std::move(system_parts)}};
+    add_gemini_contents(prompt, body, contents);
   }
   body["contents"] = std::move(contents);
+  if (const std::vector<Json> functions = prompt_functions(prompt); !functions.empty())
+    body["tools"] = Json::array({Json{{"functionDeclarations", functions}}});
   Json config;
   put_temperature(config, params, "topP");
   config["maxOutputTokens"] = effective_max_tokens(prompt, params);

@@ -42,6 +42,21 @@ std::vector<Dialect> all_dialects() {
           Dialect::anthropic};
 }
 
+bool takes_tools(Dialect dialect) {
+  switch (dialect) {
+  case Dialect::openai_chat:
+  case Dialect::ollama:
+  case Dialect::openai_responses:
+  case Dialect::gemini:
+  case Dialect::anthropic: return true;
+  case Dialect::openai_completions:
+  case Dialect::llamacpp:
+  case Dialect::sglang:
+  case Dialect::tgi: return false;
+  }
+  return false;
+}
+
 std::string api_key_header(Dialect dialect) {
   if (dialect == Dialect::gemini) return "x-goog-api-key";
   if (dialect == Dialect::anthropic) return "x-api-key";

@@ -9,7 +9,15 @@
 // (server/routes.go: each runner chunk's logprobs ride the chunk that carries its thinking or
 // content, and a whole answer concatenates them all), kept in arrival order for
 // core::separate_reasoning to cut.
+// Tools (docs.ollama.com/capabilities/tool-calling, docs/api.md "Chat request (with tools)"):
+// `tools` in OpenAI's function shape; the answer's `message.tool_calls: [{function: {name,
+// arguments: an object, index?}}]`, whole in the chunk that carries them when streamed. The calls
+// carry no id, so core::ToolCall::id stays empty (ids are never compared). An agent chain's
+// earlier steps go back as an assistant message with `tool_calls` and one `{role: "tool",
+// content, tool_name}` message per result. /api/generate takes no tools: a text prompt with tools
+// goes to /api/chat as one user message.
 #include "probes/detail/dialect_adapters.hpp"
+#include "probes/detail/prompt_text.hpp"
 
 namespace llmrepro::probes::detail {
 
@@ -43,11 +51,43 @@ std::string read_thinking(const JsonView& root) {
   return root.optional_string("thinking");
 }
 
+// The calls of /api/chat's `message.tool_calls` (absent or null: none).
+void read_ollama_tool_calls(const JsonView& root, core::Completion& completion) {
+  auto message = root.find("message");
+  if (!message) return;
+  auto calls = message->find("tool_calls");
+  if (!calls || calls->is_null()) return;
+  for (std::size_t i = 0; i < calls->size(); ++i) {
+    JsonView function = calls->at(i).at("function");
+    auto arguments = function.find("arguments");
+    completion.tool_calls.push_back(tool_call_of(
+        function.at("name").string(), arguments ? arguments->json_text() : std::string(), ""));
+  }
+}
+
+// An /api/chat message; an agent chain's assistant turn with its calls, a tool's result
+// naming its tool.
+Json ollama_message(const core::Message& message) {
+  Json item{{"role", message.role}, {"content", message.content}};
+  if (message.role == "tool") item["tool_name"] = message.tool_name;
+  if (message.tool_calls.empty()) return item;
+  Json calls = Json::array();
+  for (std::size_t i = 0; i < message.tool_calls.size(); ++i) {
+    const core::ToolCall& call = message.tool_calls[i];
+    calls.push_back(Json{
+        {"type", "function"},
+        {"function", {{"index", i}, {"name", call.name}, {"arguments", call_arguments(call)}}}});
+  }
+  item["tool_calls"] = std::move(calls);
+  return item;
+}
+
 // Reads one object into `completion`; returns its "done" flag.
 bool read_object(const JsonView& root, std::string_view text, core::Completion& completion) {
   fail_on_error_envelope(root, text);
   completion.text += read_text(root);
   completion.reasoning_text += read_thinking(root);
+  read_ollama_tool_calls(root, completion);
   if (auto logprobs = root.find("logprobs")) {
     completion.has_logprobs = true;
     std::size_t count = logprobs->size();
@@ -104,11 +144,13 @@ DialectRequest build_ollama_request(const core::Prompt& prompt, const Generation
   Json body;
   if (!params.model.empty()) body["model"] = params.model;
   std::string path;
-  if (prompt.is_chat()) {
+  Json tools = prompt_tools(prompt);
+  if (prompt.is_chat() || !tools.is_null()) {
     Json messages = Json::array();
-    for (const auto& message : prompt.messages)
-      messages.push_back(Json{{"role", message.role}, {"content", message.content}});
+    for (const auto& message : prompt_as_messages(prompt))
+      messages.push_back(ollama_message(message));
     body["messages"] = std::move(messages);
+    if (!tools.is_null()) body["tools"] = std::move(tools);
     path = "/api/chat";
   } else {
     body["prompt"] = *prompt.text;

@@ -5,8 +5,10 @@
 //   "message.output_text.logprobs" in `include`; they sit in each `output_text` part of each
 //   `message` item of `output[]`, as {token, logprob, bytes, top_logprobs: [{token, logprob,
 //   bytes}]}: the chat entry shape, read with read_openai_token().
-// - `output[]` may hold items that are no answer text (tool calls): skipped. A `refusal` part
-//   carries no answer text either. A `reasoning` item's `content[]` parts of type
+// - `output[]` may hold items that are no answer text: a `function_call` item {call_id, name,
+//   arguments: JSON text} is a tool call (openai-python types/responses
+//   response_function_tool_call.py), other tools' items are skipped. A `refusal` part carries no
+//   answer text either. A `reasoning` item's `content[]` parts of type
 //   `reasoning_text` (vLLM's Responses route) are the reasoning, read into reasoning_text; its
 //   `summary[]` (OpenAI's) is a summary, not the reasoning, and is ignored. Logprobs come only
 //   with output_text, so they stay the answer's.
@@ -20,7 +22,16 @@
 //   ends with `response.completed` (OpenAI sends `response.incomplete` when the token limit cut it;
 //   vLLM sends `response.completed` with status "incomplete"); `response.failed` and `error` events
 //   are endpoint errors. There is no `data: [DONE]`.
+//   A call streams as `response.output_item.added` (its function_call item, arguments ""),
+//   `response.function_call_arguments.delta` pieces and `.done` (the whole text), then
+//   `response.output_item.done` (the item whole), all keyed by `output_index`.
+// - Tools go flat, `{type: "function", name, description, parameters}` (function_tool_param.py);
+//   an agent chain's earlier steps go back as input items: the model's text as an assistant
+//   message, each call as `{type: "function_call", call_id, name, arguments}` and each result as
+//   `{type: "function_call_output", call_id, output}` (response_input_item_param.py).
 // - OpenAI's spec has no `seed` on this route (unknown parameters are rejected), so none is sent.
+#include <map>
+
 #include "probes/detail/dialect_adapters.hpp"
 
 namespace llmrepro::probes::detail {
@@ -39,10 +50,24 @@ Json text_format(const core::Prompt& prompt) {
   return flat;
 }
 
+// A streamed function call, by its output_index.
+struct StreamedFunctionCall {
+  std::string call_id;
+  std::string name;
+  std::string arguments;
+};
+
 // What a response or stream has read so far beyond the Completion itself.
 struct ReadState {
   bool saw_logprobs = false; // some output_text part or delta carried a logprobs array
+  std::map<long, StreamedFunctionCall> calls;
 };
+
+// A `function_call` item: {call_id, name, arguments: JSON text}.
+core::ToolCall read_function_call_item(const JsonView& item) {
+  return tool_call_of(item.at("name").string(), item.optional_string("arguments"),
+                      item.optional_string("call_id"));
+}
 
 // Appends the text of every `reasoning_text` part of a `reasoning` item to reasoning_text.
 void read_reasoning_item(const JsonView& item, core::Completion& completion) {
@@ -64,6 +89,7 @@ void read_output(const JsonView& output, core::Completion& completion, ReadState
     JsonView item = output.at(i);
     const std::string type = item.optional_string("type");
     if (type == "reasoning") read_reasoning_item(item, completion);
+    if (type == "function_call") completion.tool_calls.push_back(read_function_call_item(item));
     if (type != "message") continue;
     auto content = item.find("content");
     if (!content) continue;
@@ -136,6 +162,34 @@ core::Completion parse_responses_whole(std::string_view body) {
   return completion;
 }
 
+// A function call's stream event into `calls`; false for an event of no function call. The
+// item events and `.done` give the whole call, the deltas its arguments' text piece by piece.
+bool read_call_event(const JsonView& event, const std::string& type,
+                     std::map<long, StreamedFunctionCall>& calls) {
+  const bool item_event =
+      type == "response.output_item.added" || type == "response.output_item.done";
+  if (item_event) {
+    JsonView item = event.at("item");
+    if (item.optional_string("type") != "function_call") return false;
+    StreamedFunctionCall& streamed = calls[event.at("output_index").integer()];
+    streamed.call_id = item.optional_string("call_id");
+    streamed.name = item.at("name").string();
+    // The added item's arguments are "" (still to come); the done item's are whole.
+    if (type == "response.output_item.done" || streamed.arguments.empty())
+      streamed.arguments = item.optional_string("arguments");
+    return true;
+  }
+  const bool delta = type == "response.function_call_arguments.delta";
+  if (!delta && type != "response.function_call_arguments.done") return false;
+  const auto call = calls.find(event.at("output_index").integer());
+  if (call == calls.end()) fail(event.describe() + ": " + type + " for no function_call item");
+  if (delta)
+    call->second.arguments += event.at("delta").string();
+  else
+    call->second.arguments = event.at("arguments").string();
+  return true;
+}
+
 // Reads one stream event into `completion`; returns true for the terminal one.
 bool read_event(const JsonView& event, std::string_view data, core::Completion& completion,
                 ReadState& state) {
@@ -159,6 +213,7 @@ bool read_event(const JsonView& event, std::string_view data, core::Completion& 
     completion.reasoning_text += event.at("delta").string();
     return false;
   }
+  if (read_call_event(event, type, state.calls)) return false;
   if (type == "response.completed" || type == "response.incomplete" || type == "response.failed") {
     read_status(event.at("response"), completion);
     return true;
@@ -179,8 +234,33 @@ core::Completion parse_responses_stream(std::string_view body) {
     });
   }
   if (!finished) fail("stream ended without response.completed (truncated)");
+  for (auto& [index, call] : state.calls)
+    completion.tool_calls.push_back(
+        tool_call_of(std::move(call.name), call.arguments, std::move(call.call_id)));
   completion.has_logprobs = has_logprobs(completion, state);
   return completion;
+}
+
+// The chat messages as input items: an agent chain's assistant turn as its text (where it wrote
+// some) and a function_call item per call, a tool's result as a function_call_output item.
+Json input_items(const core::Prompt& prompt) {
+  Json input = Json::array();
+  for (const auto& message : prompt.messages) {
+    if (message.role == "tool") {
+      input.push_back(Json{{"type", "function_call_output"},
+                           {"call_id", message.tool_call_id},
+                           {"output", message.content}});
+      continue;
+    }
+    if (!message.content.empty() || message.tool_calls.empty())
+      input.push_back(Json{{"role", message.role}, {"content", message.content}});
+    for (const core::ToolCall& call : message.tool_calls)
+      input.push_back(Json{{"type", "function_call"},
+                           {"call_id", call.id},
+                           {"name", call.name},
+                           {"arguments", call.arguments}});
+  }
+  return input;
 }
 
 } // namespace
@@ -192,10 +272,16 @@ DialectRequest build_openai_responses_request(const core::Prompt& prompt,
   if (prompt.text) {
     body["input"] = *prompt.text;
   } else {
-    Json input = Json::array();
-    for (const auto& message : prompt.messages)
-      input.push_back(Json{{"role", message.role}, {"content", message.content}});
-    body["input"] = std::move(input);
+    body["input"] = input_items(prompt);
+  }
+  if (const std::vector<Json> functions = prompt_functions(prompt); !functions.empty()) {
+    Json tools = Json::array();
+    for (const Json& function : functions) {
+      Json tool{{"type", "function"}};
+      for (const auto& [key, value] : function.items()) tool[key] = value;
+      tools.push_back(std::move(tool));
+    }
+    body["tools"] = std::move(tools);
   }
   put_temperature(body, params);
   body["max_output_tokens"] = effective_max_tokens(prompt, params);

@@ -59,6 +59,16 @@ core::ToolCall tool_call_of(std::string name, std::string_view arguments, std::s
 // where it has none.
 Json prompt_tools(const core::Prompt& prompt);
 
+// The prompt's tools as the functions themselves, {name, description?, parameters?} each (the
+// `function` member of OpenAI's shape), in order: what the dialects with a flat tool shape
+// (Anthropic's, the Responses API's, Gemini's functionDeclarations) build theirs from. Empty
+// where it has none.
+std::vector<Json> prompt_functions(const core::Prompt& prompt);
+
+// A call's canonical arguments as JSON (core::ToolCall::arguments), for the dialects that send
+// them back as an object rather than as text.
+Json call_arguments(const core::ToolCall& call);
+
 // The prompt's response_format as JSON. The suite loader only lets valid JSON through; text
 // that does not parse is sent as a JSON string, so the endpoint rejects it visibly.
 Json response_format(const core::Prompt& prompt);

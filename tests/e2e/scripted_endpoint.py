@@ -166,8 +166,22 @@ entry: {"tokens": [token, ...], "finish_reason": "length"|"stop",
                                           "tool_calls", streamed as delta.tool_calls pieces (one
                                           naming the call, then its arguments a few characters
                                           at a time); anthropic's tool_use blocks, stop_reason
-                                          "tool_use" (see "anthropic" below); ids unique per
-                                          call (see "tool chains" below)
+                                          "tool_use" (see "anthropic" below); gemini's
+                                          functionCall parts {name, args} (no id), the first
+                                          with "thoughtSignature": "sig_scripted<n>", after the
+                                          text part (none without text), streamed whole in a
+                                          last chunk of their own with the finishReason;
+                                          openai-responses' function_call items {id
+                                          "fc_scripted<n>_<i>", call_id, name, arguments: the
+                                          JSON string} after the message (none without text),
+                                          streamed as response.output_item.added (arguments
+                                          ""), response.function_call_arguments.delta pieces,
+                                          .done and response.output_item.done; ollama's
+                                          message.tool_calls [{function: {index, name,
+                                          arguments: the object}}] (no id; /api/chat only),
+                                          streamed whole in a chunk of their own before the
+                                          final one; ids unique per call (see "tool chains"
+                                          below)
         "delay_ms": N,
         "echo_headers": true}             the request's headers ("Name: value; ...") come back:
                                           in a 500 or 401 entry's error message, or in a
@@ -282,25 +296,39 @@ refusals ("refuse_params"): a completion POST carrying the parameter where its d
 seeded ("seeded": true): the request's log item carries "seeded": the seed, and its "entry" the
   index chosen; a request without a seed, or a greedy one, is answered as without the option.
   A prompt with "steps" answers a seeded request from its step's list, steps[i][seed % len].
-tool chains (openai-chat's shape on /v1/chat/completions in every dialect serving it, and
-  anthropic): an agent that got tool calls sends the conversation again with the assistant
-  turn and the tools' results, until the model answers without tool calls.
-  - The prompt stays the user's text across the steps: OpenAI's tool results have role "tool",
-    Anthropic's tool-result user turns are skipped (see "anthropic" above).
-  - A request's step is the number of assistant turns in it that called tools: OpenAI's
-    assistant messages with a non-empty tool_calls, Anthropic's assistant messages whose
-    content holds a tool_use block; 0 for the first request. A prompt's "steps" answers it.
+tool chains (openai-chat's shape on /v1/chat/completions in every dialect serving it,
+  anthropic, gemini, openai-responses and ollama's /api/chat): an agent that got tool calls
+  sends the conversation again with the assistant turn and the tools' results, until the model
+  answers without tool calls.
+  - The prompt stays the user's text across the steps: OpenAI's and Ollama's tool results have
+    role "tool", the Responses API's are function_call_output items (no role), Anthropic's
+    tool-result user turns and Gemini's user turns of functionResponse parts are skipped.
+  - A request's step is the number of assistant turns in it that called tools: OpenAI's and
+    Ollama's assistant messages with a non-empty tool_calls, Anthropic's assistant messages whose
+    content holds a tool_use block, Gemini's model turns holding a functionCall part, the
+    Responses API's runs of consecutive function_call input items; 0 for the first request. A
+    prompt's "steps" answers it.
   - Its tool results are the tool-result turns it carries, in order: OpenAI's {"role": "tool",
     "tool_call_id", "content"} messages, Anthropic's {"type": "tool_result", "tool_use_id",
-    "content"} blocks of user messages; content as text (a string, or its parts' text joined).
+    "content"} blocks of user messages, the Responses API's {"type": "function_call_output",
+    "call_id", "output"} items, as {"id", "content"}; Ollama's {"role": "tool", "tool_name",
+    "content"} messages as {"id": null, "name", "content"}; Gemini's {"functionResponse": {"name",
+    "response", "id"?}} parts as {"id" (null without one), "name", "content": the response
+    object as compact JSON}; content as text (a string, or its parts' text joined).
   - Every id an answer carries is unique ("call_scripted<n>_<i>", "toolu_scripted<n>_<i>": n
-    the answer's number, i the call's) and is remembered once the answer is built (not for a
-    "malformed" fault, whose answer carries none); Together's shapes issue none. A request with
-    a tool result whose id was never issued answers 400 in the dialect's error shape, "unknown
-    tool call id "<id>": no tool call of this endpoint has it" (OpenAI's envelope: param
-    "messages", code null), logged with outcome "bad_request" and "unknown_tool_call_id": the
-    first such id; it consumes no entry and leaves a flush pending, as the refusals do. It is
-    checked after Anthropic's version and max_tokens checks and before "refuse_params".
+    the answer's number, i the call's; Gemini's thought signature "sig_scripted<n>") and is
+    remembered once the answer is built (not for a "malformed" fault, whose answer carries none);
+    Together's shapes and Ollama's issue none. A request with a tool result whose id was never
+    issued (Ollama's and Gemini's results without an id are not checked) answers 400 in the
+    dialect's error shape, "unknown tool call id "<id>": no tool call of this endpoint has it"
+    (OpenAI's envelope: param "messages", code null), logged with outcome "bad_request" and
+    "unknown_tool_call_id": the first such id; a Gemini model turn whose first functionCall part
+    lacks the signature its answer gave answers 400 "Function call is missing a thought_signature
+    in functionCall parts." (one with a signature never issued: "Corrupted thought signature."),
+    as Gemini 3 does, logged with outcome "bad_request" and "thought_signature": the signature
+    sent (null when absent). Either consumes no entry and leaves a flush pending, as the
+    refusals do. They are checked after Anthropic's version and max_tokens checks and before
+    "refuse_params".
   - Every completion request's log item (a POST on a route its dialect completes on, refused or
     not) carries "step": its step, "tool_results": [{"id", "content"}, ...] as above ([] for
     none; always [] and step 0 on the other routes) and "tools": the request's top-level
@@ -767,15 +795,17 @@ def metrics_text(hits, model):
 
 
 def tool_results_only(content):
-    """Whether a user message's content is an Anthropic tool-result turn: a list holding only
-    tool_result blocks (no text of the user's)."""
+    """Whether a user message's content is a tool-result turn: a list holding only Anthropic's
+    tool_result blocks, or only Gemini's functionResponse parts (no text of the user's)."""
     return (isinstance(content, list) and bool(content)
-            and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content))
+            and (all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+                 or all(isinstance(b, dict) and "functionResponse" in b for b in content)))
 
 
 def prompt_of(body):
-    """The prompt a request carries: the last user message (skipping Anthropic's tool-result
-    turns, user messages holding only tool_result blocks), else the text field."""
+    """The prompt a request carries: the last user message (skipping the tool-result turns:
+    Anthropic's user messages holding only tool_result blocks, Gemini's user turns holding only
+    functionResponse parts), else the text field."""
     messages = body.get("messages")
     if messages is None and isinstance(body.get("contents"), list):
         # Gemini: contents of {role, parts: [{text}]}, as chat messages.
@@ -944,16 +974,78 @@ def anthropic_refusal(headers, body):
     return error_body("anthropic", 400, message, "invalid_request_error")
 
 
+def compact(value):
+    """A JSON value as compact JSON text, its members in the order sent."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def gemini_chain(body):
+    """(step, tool results) of a Gemini request: its model turns holding a functionCall part,
+    and its user turns' functionResponse parts as [{"id", "name", "content"}], the content the
+    response object as compact JSON."""
+    step, results = 0, []
+    for content in body.get("contents") or []:
+        if not isinstance(content, dict):
+            continue
+        parts = [p for p in content.get("parts") or [] if isinstance(p, dict)]
+        if content.get("role") == "model" and any("functionCall" in p for p in parts):
+            step += 1
+        elif content.get("role") == "user":
+            results += [{"id": r.get("id"), "name": r.get("name"),
+                         "content": compact(r.get("response"))}
+                        for r in (p["functionResponse"] for p in parts
+                                  if isinstance(p.get("functionResponse"), dict))]
+    return step, results
+
+
+def gemini_signatures(body):
+    """The thoughtSignature of each model turn's first functionCall part, in order (None where
+    that part has none): what Gemini 3 wants back unchanged."""
+    out = []
+    for content in body.get("contents") or []:
+        if not isinstance(content, dict) or content.get("role") != "model":
+            continue
+        calls = [p for p in content.get("parts") or []
+                 if isinstance(p, dict) and "functionCall" in p]
+        if calls:
+            out.append(calls[0].get("thoughtSignature"))
+    return out
+
+
+def responses_chain(body):
+    """(step, tool results) of a Responses request: its runs of function_call input items (one
+    turn of the model's calls each), and its function_call_output items as [{"id" (the
+    call_id), "content"}]."""
+    items = body.get("input")
+    step, results, previous = 0, [], None
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "function_call" and previous != "function_call":
+            step += 1
+        elif kind == "function_call_output":
+            results.append({"id": item.get("call_id"), "content": message_text(item.get("output"))})
+        previous = kind
+    return step, results
+
+
 def chain_of(builder, body):
     """(step, tool results) of a chat request in a multi-step tool chain: the step is the
-    number of assistant turns that called tools (OpenAI's chat shape: assistant messages with
-    a non-empty tool_calls; Anthropic's: assistant messages whose content holds a tool_use
-    block), 0 for the first request; the tool results are the tool-result turns it carries,
-    in order, as [{"id", "content"}] (OpenAI's role "tool" messages, by tool_call_id;
-    Anthropic's tool_result blocks in user messages, by tool_use_id), the content as text.
-    Other builders carry no chain: (0, [])."""
+    number of assistant turns that called tools (OpenAI's chat shape and Ollama's: assistant
+    messages with a non-empty tool_calls; Anthropic's: assistant messages whose content holds a
+    tool_use block; Gemini's and the Responses API's: see gemini_chain and responses_chain), 0
+    for the first request; the tool results are the tool-result turns it carries, in order, as
+    [{"id", "content"}] (OpenAI's role "tool" messages, by tool_call_id; Anthropic's tool_result
+    blocks in user messages, by tool_use_id; Ollama's role "tool" messages, which name no call,
+    as {"id": null, "name": their tool_name, "content"}), the content as text. Other builders
+    carry no chain: (0, [])."""
+    if builder is gemini:
+        return gemini_chain(body)
+    if builder is openai_responses:
+        return responses_chain(body)
     messages = body.get("messages")
-    if builder not in (openai_chat, anthropic) or not isinstance(messages, list):
+    if builder not in (openai_chat, anthropic, ollama) or not isinstance(messages, list):
         return 0, []
     step, results = 0, []
     for message in messages:
@@ -971,6 +1063,9 @@ def chain_of(builder, body):
         elif role == "assistant" and isinstance(message.get("tool_calls"), list) \
                 and message["tool_calls"]:
             step += 1
+        elif role == "tool" and builder is ollama:
+            results.append({"id": message.get("tool_call_id"), "name": message.get("tool_name"),
+                            "content": message_text(content)})
         elif role == "tool":
             results.append({"id": message.get("tool_call_id"), "content": message_text(content)})
     return step, results
@@ -978,12 +1073,27 @@ def chain_of(builder, body):
 
 def issued_prefix(builder, script):
     """The prefix of the tool call ids this builder's answers carry, None where its shape
-    carries no tool calls (Together's chat, the text and native dialects)."""
+    carries no tool calls or none with an id (Together's chat, Ollama's and Gemini's calls, the
+    text and native dialects)."""
     if builder is anthropic:
         return "toolu_scripted"
-    if builder is openai_chat and not script["together"]:
+    if (builder is openai_chat and not script["together"]) or builder is openai_responses:
         return "call_scripted"
     return None
+
+
+def gemini_signature(n):
+    """The thoughtSignature on the first functionCall part of Gemini answer n."""
+    return f"sig_scripted{n}"
+
+
+def issued_for(builder, script, n, calls):
+    """What answer n carrying `calls` issues for the next steps to send back: its call ids, or
+    Gemini's thought signature."""
+    if builder is gemini:
+        return [gemini_signature(n)] if calls else []
+    prefix = issued_prefix(builder, script)
+    return [] if prefix is None else [tool_call_id(n, i, prefix) for i in range(len(calls))]
 
 
 def unknown_tool_call(dialect, tool_id):
@@ -1079,10 +1189,10 @@ class State:
         with self.lock:
             self.issued.update(ids)
 
-    def unknown_ids(self, results):
-        """The ids of tool-result turns that no answer issued, in order."""
+    def unknown_ids(self, ids):
+        """The ids (or thought signatures) of `ids` that no answer issued, in order."""
         with self.lock:
-            return [r["id"] for r in results if r["id"] not in self.issued]
+            return [i for i in ids if i not in self.issued]
 
     def flush(self):
         with self.lock:
@@ -1465,7 +1575,7 @@ def responses_logprob_entry(tok, k, with_bytes):
 def openai_responses(gen, stream):
     """POST /v1/responses as OpenAI answers it (tests/data/formats/openai_responses_*)."""
     toks, n = gen["tokens"], gen["n"]
-    length = gen["finish"] == "length"
+    length = gen["finish"] == "length" and not gen["tool_calls"]  # calls: completed
     status = "incomplete" if length else "completed"
     message_id = f"msg_scripted{n}"
     part = {"type": "output_text", "annotations": [],
@@ -1481,7 +1591,12 @@ def openai_responses(gen, stream):
     reasoning_item = ({"id": reasoning_id, "type": "reasoning", "summary": [],
                        "content": [{"type": "reasoning_text", "text": reasoning_text(rtoks)}],
                        "encrypted_content": None, "status": None} if rtoks else None)
-    output = [reasoning_item, message] if rtoks else [message]
+    # Tool calls: function_call items after the message (none without text).
+    calls = [{"id": f"fc_scripted{n}_{i}", "type": "function_call", "status": "completed",
+              "arguments": json.dumps(call["arguments"]), "call_id": tool_call_id(n, i),
+              "name": call["name"]} for i, call in enumerate(gen["tool_calls"])]
+    with_message = bool(toks) or not calls
+    output = ([reasoning_item] if rtoks else []) + ([message] if with_message else []) + calls
     n_all = len(rtoks) + len(toks)
     response = {"id": f"resp_scripted{n}", "object": "response", "created_at": CREATED,
                 "status": status, "background": False, "error": None,
@@ -1519,18 +1634,30 @@ def openai_responses(gen, stream):
                 event("response.reasoning_text.delta", **inside, delta=piece)
         event("response.reasoning_text.done", **inside, text=reasoning_text(rtoks))
         event("response.output_item.done", output_index=0, item=reasoning_item)
-    event("response.output_item.added", output_index=at,
-          item=dict(message, status="in_progress", content=[]))
-    event("response.content_part.added", **where, part=dict(part, logprobs=[], text=""))
-    drops = gen["entry"]["drop_logprobs_chunks"]
-    for i, (t, piece) in enumerate(zip(toks, pieces_of(toks))):
-        logprobs = ([responses_logprob_entry(t, gen["k"], False)]
-                    if gen["logprobs"] and i not in drops else [])
-        event("response.output_text.delta", **where, delta=piece, logprobs=logprobs,
-              obfuscation="k3Yb")
-    event("response.output_text.done", **where, text=part["text"], logprobs=part["logprobs"])
-    event("response.content_part.done", **where, part=part)
-    event("response.output_item.done", output_index=at, item=message)
+    if with_message:
+        event("response.output_item.added", output_index=at,
+              item=dict(message, status="in_progress", content=[]))
+        event("response.content_part.added", **where, part=dict(part, logprobs=[], text=""))
+        drops = gen["entry"]["drop_logprobs_chunks"]
+        for i, (t, piece) in enumerate(zip(toks, pieces_of(toks))):
+            logprobs = ([responses_logprob_entry(t, gen["k"], False)]
+                        if gen["logprobs"] and i not in drops else [])
+            event("response.output_text.delta", **where, delta=piece, logprobs=logprobs,
+                  obfuscation="k3Yb")
+        event("response.output_text.done", **where, text=part["text"],
+              logprobs=part["logprobs"])
+        event("response.content_part.done", **where, part=part)
+        event("response.output_item.done", output_index=at, item=message)
+    # Each call: its item added with empty arguments, the arguments in pieces, then whole.
+    for index, call in enumerate(calls, start=output.index(calls[0]) if calls else 0):
+        on = {"item_id": call["id"], "output_index": index}
+        event("response.output_item.added", output_index=index,
+              item=dict(call, status="in_progress", arguments=""))
+        for piece in json_pieces(json.loads(call["arguments"])):
+            event("response.function_call_arguments.delta", **on, delta=piece,
+                  obfuscation="f4Qz")
+        event("response.function_call_arguments.done", **on, arguments=call["arguments"])
+        event("response.output_item.done", output_index=index, item=call)
     # OpenAI ends a stream cut at the token limit with response.incomplete.
     event("response.incomplete" if length else "response.completed", response=response)
     return events
@@ -1560,7 +1687,9 @@ def gemini(gen, stream):
     """POST /v1beta/models/{model}:generateContent or :streamGenerateContent?alt=sse as the
     Gemini API answers it (tests/data/formats/gemini_*)."""
     toks, n = gen["tokens"], gen["n"]
-    finish = GEMINI_FINISH.get(gen["finish"], str(gen["finish"]).upper())
+    # An answer that calls tools stopped to let them run: STOP, as Gemini's do.
+    finish = ("STOP" if gen["tool_calls"] else
+              GEMINI_FINISH.get(gen["finish"], str(gen["finish"]).upper()))
     # A thinking model with includeThoughts: a thought part before the answer's, counted in
     # thoughtsTokenCount; logprobsResult covers the answer.
     rtoks = gen["reasoning"]
@@ -1572,10 +1701,19 @@ def gemini(gen, stream):
     if rtoks:
         usage_of["thoughtsTokenCount"] = len(rtoks)
 
-    def response(pieces, positions, last, thought_part=None):
-        parts = [{"text": "".join(pieces)}]
-        if thought_part is not None:
-            parts = [thought_part] + (parts if pieces else [])
+    # Tool calls: functionCall parts after the text (none without text), the first carrying
+    # the thoughtSignature Gemini 3 puts beside a call; no ids, as generateContent sends none.
+    calls = [{"functionCall": {"name": call["name"], "args": call["arguments"]}}
+             for call in gen["tool_calls"]]
+    if calls:
+        calls[0]["thoughtSignature"] = gemini_signature(n)
+
+    def response(pieces, positions, last, thought_part=None, call_parts=()):
+        text = "".join(pieces)
+        parts = [] if thought_part is None else [thought_part]
+        if (pieces or thought_part is None) and (text or not call_parts):
+            parts.append({"text": text})
+        parts += call_parts
         candidate = {"content": {"parts": parts, "role": "model"}, "index": 0}
         if gen["logprobs"] and pieces:  # a stream's thought-only chunk carries none
             candidate["logprobsResult"] = gemini_logprobs(positions, gen["k"])
@@ -1584,17 +1722,20 @@ def gemini(gen, stream):
         return {"candidates": [candidate], "usageMetadata": usage_of,
                 "modelVersion": model_of(gen), "responseId": f"scripted{n}"}
     if not stream:
-        return response([text_of(toks)], toks, True, thought)
-    # Google's server sends a few tokens a chunk; two a chunk here.
+        return response([text_of(toks)], toks, True, thought, calls)
+    # Google's server sends a few tokens a chunk; two a chunk here; the calls whole in a last
+    # chunk of their own.
     pieces = pieces_of(toks)
     drops = gen["entry"]["drop_logprobs_chunks"]
     chunks = [response([], [], False, thought)] if rtoks else []
-    for start in range(0, max(len(toks), 1), 2):
-        last = start + 2 >= len(toks)
+    for start in range(0, len(toks) if calls else max(len(toks), 1), 2):
+        last = not calls and start + 2 >= len(toks)
         chunk = response(pieces[start:start + 2], toks[start:start + 2], last)
         if len(chunks) - (1 if rtoks else 0) in drops:
             chunk["candidates"][0].pop("logprobsResult", None)
         chunks.append(chunk)
+    if calls:
+        chunks.append(response([], [], True, call_parts=calls))
     return chunks
 
 
@@ -1730,20 +1871,28 @@ def ollama(gen, stream):
     # A thinking model: `thinking` beside the answer, logprobs over both (server/routes.go).
     rtoks = gen["reasoning"]
 
-    def with_text(obj, text, thinking=""):
+    # Tool calls (/api/chat): message.tool_calls with the arguments as an object, no id.
+    calls = [{"function": {"index": i, "name": call["name"], "arguments": call["arguments"]}}
+             for i, call in enumerate(gen["tool_calls"])] if chat else []
+
+    def with_text(obj, text, thinking="", tool_calls=()):
         if chat:
             obj["message"] = {"role": "assistant", "content": text}
             if thinking:
                 obj["message"]["thinking"] = thinking
+            if tool_calls:
+                obj["message"]["tool_calls"] = list(tool_calls)
         else:
             obj["response"] = text
             if thinking:
                 obj["thinking"] = thinking
         return obj
 
-    def final(text, thinking=""):
-        obj = with_text({"model": model_of(gen), "created_at": CREATED_AT}, text, thinking)
-        obj.update(done=True, done_reason=gen["finish"], total_duration=398765432,
+    def final(text, thinking="", tool_calls=()):
+        obj = with_text({"model": model_of(gen), "created_at": CREATED_AT}, text, thinking,
+                        tool_calls)
+        obj.update(done=True, done_reason="stop" if calls else gen["finish"],
+                   total_duration=398765432,
                    load_duration=18765432, prompt_eval_count=prompt_tokens(gen), prompt_eval_duration=29876543,
                    eval_count=len(rtoks) + len(toks), eval_duration=88765432)
         if not chat:
@@ -1751,7 +1900,7 @@ def ollama(gen, stream):
         return obj
 
     if not stream:
-        obj = final(text_of(toks), reasoning_text(rtoks) if rtoks else "")
+        obj = final(text_of(toks), reasoning_text(rtoks) if rtoks else "", calls)
         if gen["logprobs"]:
             obj["logprobs"] = [ollama_entry(t, gen["k"]) for t in rtoks + toks]
         return obj
@@ -1764,6 +1913,9 @@ def ollama(gen, stream):
         if gen["logprobs"]:
             obj["logprobs"] = [ollama_entry(t, gen["k"])]
         events.append(obj)
+    if calls:  # whole, in a chunk of their own before the final one
+        events.append(dict(with_text({"model": model_of(gen), "created_at": CREATED_AT}, "",
+                                     tool_calls=calls), done=False))
     events.append(final(""))
     return events
 
@@ -2363,11 +2515,23 @@ class Handler(BaseHTTPRequestHandler):
             if refusal is not None:
                 self.refuse(raw, "bad_request", refusal)
                 return
-        unknown = self.state.unknown_ids(tool_results)
+        # Ollama's results name no call, Gemini's only a call that had an id (this endpoint's
+        # have none): an id they do name was never issued.
+        unnamed = builder in (gemini, ollama)
+        unknown = self.state.unknown_ids(r["id"] for r in tool_results
+                                         if not (unnamed and r["id"] is None))
         if unknown:
             # A tool-result turn answering a call this endpoint never made.
             self.refuse(raw, "bad_request", unknown_tool_call(dialect, unknown[0]),
                         unknown_tool_call_id=unknown[0])
+            return
+        unsigned = self.state.unknown_ids(gemini_signatures(body)) if builder is gemini else []
+        if unsigned:
+            # Gemini 3: a model turn's calls must carry the signature their answer gave them.
+            message = ("Function call is missing a thought_signature in functionCall parts."
+                       if unsigned[0] is None else "Corrupted thought signature.")
+            self.refuse(raw, "bad_request", error_body(dialect, 400, message, "invalid_argument"),
+                        thought_signature=unsigned[0])
             return
         refused = (param_refusal(dialect, path, body, self.state.script["refuse_params"])
                    if builder is not None else None)
@@ -2500,10 +2664,9 @@ class Handler(BaseHTTPRequestHandler):
                "max_tokens": max_tokens, "seed": seed, "include_usage": include_usage,
                "prompt": prompt_of(body), "path": path, "n": n}
         payload = builder(gen, stream)
-        prefix = issued_prefix(builder, self.state.script)
-        if prefix is not None and entry["tool_calls"] and fault != "malformed":
+        if fault != "malformed":
             # Before the answer leaves: the next step may arrive as soon as it is read.
-            self.state.issue(tool_call_id(n, i, prefix) for i in range(len(entry["tool_calls"])))
+            self.state.issue(issued_for(builder, self.state.script, n, entry["tool_calls"]))
         if fault == "malformed":
             self.send_malformed(stream)
         elif stream:

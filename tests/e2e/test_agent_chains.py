@@ -1,14 +1,20 @@
 #!/usr/bin/python3
-"""Scenario: agent chains against a scripted endpoint that calls tools (OpenAI's chat shape and
-Anthropic's Messages API, streamed and not). Suite lines carry `tools` (OpenAI's function
-schema) and `tool_results` (the stub registry); the tool answers each call from it, sends the
-conversation again, and compares the runs' tool-call sequences under --compare-on tool_calls:
+"""Scenario: agent chains against a scripted endpoint that calls tools, in every dialect that
+takes tools (OpenAI's chat shape, Anthropic's Messages API, Gemini's generateContent, OpenAI's
+Responses API and Ollama's /api/chat), streamed and not. Suite lines carry `tools` (OpenAI's
+function schema) and `tool_results` (the stub registry); the tool answers each call from it,
+sends the conversation again, and compares the runs' tool-call sequences under --compare-on
+tool_calls:
 - "weather" calls get_weather(Paris) at step 0, gets "18C, sunny" back and answers: one sequence
   over every run, stable;
 - "trip" calls search(Rome) in two runs of three and search(Milan) in the third, a call the
   registry does not hold: that run's tool answers with an error result, and the prompt's runs
-  part at step 0, field arguments.q;
-- a suite with tools sent to a dialect without them is refused before any completion request."""
+  part at call 0, field arguments.q;
+- "tour" calls search(Rome) in every run, then get_weather(Rome) in two runs and
+  get_weather(Florence) in the third: the runs part at call 1, field arguments.city, after a
+  three-request chain;
+- a suite with tools sent to a dialect without them is refused before any completion request,
+  naming the dialects that take tools."""
 
 import json
 
@@ -16,6 +22,7 @@ import e2e_harness as h
 
 WEATHER = "What is the weather in Paris?"
 TRIP = "Plan a trip to Italy."
+TOUR = "Plan a day in Rome."
 TOOLS = [
     {"type": "function", "function": {
         "name": "get_weather", "description": "The weather in a city.",
@@ -26,6 +33,8 @@ TOOLS = [
         "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}},
 ]
 RUNS = 3
+DIALECTS = ("openai-chat", "anthropic", "gemini", "openai-responses", "ollama")
+NO_RESULT = '{"error":"no scripted result for %s with these arguments"}'
 
 
 def call(name, **arguments):
@@ -44,6 +53,10 @@ def script():
         TRIP: {"steps": [[call("search", q="Rome"), call("search", q="Rome"),
                           call("search", q="Milan")],
                          [text(["Go to", " Rome."])]]},
+        TOUR: {"steps": [[call("search", q="Rome")],
+                         [call("get_weather", city="Rome"), call("get_weather", city="Rome"),
+                          call("get_weather", city="Florence")],
+                         [text(["Walk."])]]},
     }}
 
 
@@ -56,7 +69,26 @@ def suite():
          "tool_results": [{"name": "search", "arguments": {"q": "Rome"},
                            "result": {"hits": ["Colosseum"]}}],
          "max_steps": 3},
+        {"id": "tour", "messages": [{"role": "user", "content": TOUR}], "tools": TOOLS,
+         "tool_results": [{"name": "search", "arguments": {"q": "Rome"},
+                           "result": {"hits": ["Pantheon"]}},
+                          {"name": "get_weather", "arguments": {"city": "Rome"},
+                           "result": "21C, clear"}]},
     ]
+
+
+def as_sent(dialect, result):
+    """A tool result as the endpoint logs it: Gemini's functionResponse takes an object, so a
+    result that is none arrives wrapped as {"output": ...}."""
+    if dialect == "gemini" and not result.startswith("{"):
+        return json.dumps({"output": result}, separators=(",", ":"))
+    return result
+
+
+def calls_json(*calls):
+    """A run's tool calls as the database stores them (core::tool_calls_json)."""
+    return json.dumps([{"arguments": arguments, "name": name} for name, arguments in calls],
+                      separators=(",", ":"), sort_keys=True)
 
 
 class AgentChains(h.E2ETestCase):
@@ -66,48 +98,80 @@ class AgentChains(h.E2ETestCase):
         extra = ["--endpoint", endpoint.url, "--model", "agent-model", "--runs", str(RUNS),
                  "--concurrency", "1", "--compare-on", "tool_calls", "--fail-on", "unstable",
                  "--timeout", "20", "--retries", "0"] + (["--stream"] if stream else [])
-        run, report, _ = self.audit_reports(suite_path, extra, tag=tag, api=dialect)
-        return endpoint, run, report
+        run, report, paths = self.audit_reports(suite_path, extra, tag=tag, api=dialect)
+        return endpoint, run, report, paths["db"]
+
+    def recorded(self, db):
+        """Each prompt's runs' tool calls as stored, sorted."""
+        conn = h.open_db(db)
+        try:
+            rows = conn.execute("SELECT prompt_index, tool_calls FROM requests WHERE ok = 1 "
+                                "ORDER BY prompt_index, tool_calls").fetchall()
+        finally:
+            conn.close()
+        return [[calls for index, calls in rows if index == prompt] for prompt in range(3)]
 
     def test_chains(self):
-        for dialect, stream in (("openai-chat", False), ("openai-chat", True),
-                                ("anthropic", False), ("anthropic", True)):
-            with self.subTest(dialect=dialect, stream=stream):
-                endpoint, run, report = self.audit(dialect, f"{dialect}-{stream}", stream)
-                self.assert_exit(run, 1)  # trip's runs part: --fail-on unstable
-                posts = endpoint.posts()
-                # Two requests a run, each chain: the call, then the answer to its result.
-                self.assertEqual(len(posts), 2 * 2 * RUNS)
-                self.assertEqual(sorted(p["step"] for p in posts), [0] * 6 + [1] * 6)
-                for item in posts:
-                    self.assertIsNotNone(item["tools"], "every step offers the tools")
-                weather = [p for p in posts if p["prompt"] == WEATHER and p["step"] == 1]
-                self.assertEqual([r["content"] for p in weather for r in p["tool_results"]],
-                                 ["18C, sunny"] * RUNS)
-                trip = [p["tool_results"][0]["content"] for p in posts
-                        if p["prompt"] == TRIP and p["step"] == 1]
-                self.assertEqual(sorted(trip), sorted(
-                    ['{"hits":["Colosseum"]}'] * 2 +
-                    ['{"error":"no scripted result for search with these arguments"}']))
-                prompts = {p["id"]: p for p in report["prompts"]}
-                self.assertEqual(prompts["weather"]["status"], "stable")
-                self.assertEqual(prompts["weather"]["unique_completions"], 1)
-                self.assertEqual(prompts["trip"]["status"], "unstable")
-                self.assertEqual(prompts["trip"]["unique_completions"], 2)
-                self.assertEqual(prompts["trip"]["tool_call_divergence"],
-                                 {"step": 0, "field": "arguments.q"})
-                rate = report["summary"]["unstable_rate"]
-                self.assertEqual((rate["judged"], rate["rate"]), (2, 0.5))
+        for dialect in DIALECTS:
+            for stream in (False, True):
+                with self.subTest(dialect=dialect, stream=stream):
+                    self.check_chains(dialect, stream)
+
+    def check_chains(self, dialect, stream):
+        endpoint, run, report, db = self.audit(dialect, f"{dialect}-{stream}", stream)
+        self.assert_exit(run, 1)  # trip's and tour's runs part: --fail-on unstable
+        posts = endpoint.posts()
+        self.assertEqual({p["outcome"] for p in posts}, {"completion"})
+        # Two requests a run of weather and trip, three of tour: the calls, then the answer.
+        self.assertEqual(len(posts), (2 + 2 + 3) * RUNS)
+        self.assertEqual(sorted(p["step"] for p in posts), [0] * 9 + [1] * 9 + [2] * 3)
+        for item in posts:
+            self.assertIsNotNone(item["tools"], "every step offers the tools")
+
+        def results(prompt, step):
+            return sorted(r["content"] for p in posts
+                          if p["prompt"] == prompt and p["step"] == step for r in p["tool_results"])
+        self.assertEqual(results(WEATHER, 1), [as_sent(dialect, "18C, sunny")] * RUNS)
+        self.assertEqual(results(TRIP, 1), sorted(
+            ['{"hits":["Colosseum"]}'] * 2 + [NO_RESULT % "search"]))
+        # The tour's last step carries both steps' results.
+        self.assertEqual(results(TOUR, 2), sorted(
+            ['{"hits":["Pantheon"]}'] * 3 + [as_sent(dialect, "21C, clear")] * 2
+            + [NO_RESULT % "get_weather"]))
+        # What the database holds: every step's calls of each run, ids left out.
+        weather, trip, tour = self.recorded(db)
+        self.assertEqual(weather, [calls_json(("get_weather", {"city": "Paris"}))] * RUNS)
+        self.assertEqual(trip, [calls_json(("search", {"q": "Milan"}))]
+                         + [calls_json(("search", {"q": "Rome"}))] * 2)
+        rome = [("search", {"q": "Rome"})]
+        self.assertEqual(tour, [calls_json(*rome, ("get_weather", {"city": "Florence"}))]
+                         + [calls_json(*rome, ("get_weather", {"city": "Rome"}))] * 2)
+        prompts = {p["id"]: p for p in report["prompts"]}
+        self.assertEqual(prompts["weather"]["status"], "stable")
+        self.assertEqual(prompts["weather"]["unique_completions"], 1)
+        self.assertIsNone(prompts["weather"]["tool_call_divergence"])
+        self.assertEqual((prompts["trip"]["status"], prompts["trip"]["unique_completions"]),
+                         ("unstable", 2))
+        self.assertEqual(prompts["trip"]["tool_call_divergence"],
+                         {"step": 0, "field": "arguments.q"})
+        self.assertEqual((prompts["tour"]["status"], prompts["tour"]["unique_completions"]),
+                         ("unstable", 2))
+        self.assertEqual(prompts["tour"]["tool_call_divergence"],
+                         {"step": 1, "field": "arguments.city"})
+        rate = report["summary"]["unstable_rate"]
+        self.assertEqual(rate["judged"], 3)
+        self.assertAlmostEqual(rate["rate"], 2 / 3, places=6)
 
     def test_tools_to_a_dialect_without_them(self):
-        endpoint = self.start_endpoint(script(), "ollama", name="ollama")
-        suite_path = self.write_suite("ollama.jsonl", suite())
+        endpoint = self.start_endpoint(script(), "tgi", name="tgi")
+        suite_path = self.write_suite("tgi.jsonl", suite())
         run = self.run_llmrepro(["audit", "--suite", suite_path, "--endpoint", endpoint.url,
-                                 "--api", "ollama", "--model", "agent-model",
-                                 "--db", self.path("ollama.db")])
+                                 "--api", "tgi", "--model", "agent-model",
+                                 "--db", self.path("tgi.db")])
         self.assertEqual(run.returncode, 2, run.describe())
-        self.assertIn("ollama.jsonl:1: prompt 'weather' has tools, which --api ollama does not "
-                      "send", run.stderr)
+        self.assertIn("tgi.jsonl:1: prompt 'weather' has tools, which --api tgi does not send: "
+                      "tools and agent chains go to --api openai-chat, ollama, openai-responses, "
+                      "gemini or anthropic endpoints", run.stderr)
         self.assertEqual(endpoint.posts(preflight=True), [])
 
 

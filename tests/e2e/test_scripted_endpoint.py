@@ -9,9 +9,10 @@ fault does what the tests that use it rely on. The extensions the verdict scenar
 tokens carrying their real bytes, null and empty candidate lists, stream chunks whose logprobs
 are dropped, an empty completion, and scripts that are rejected. Anthropic's Messages API
 (bodies, typed stream events, the version header, its model list and error shapes, tool_use
-blocks), tool calls in OpenAI's chat shape, multi-step tool chains in both (a prompt's "steps",
-each request's step, tool results and tools in the log, a tool result for an id never issued
-refused, Anthropic's tool-result turns skipped as prompts), the provider refusals of
+blocks), tool calls in OpenAI's chat shape, multi-step tool chains in both and in Gemini's,
+the Responses API's and Ollama's shapes (a prompt's "steps", each request's step, tool results
+and tools in the log, a tool result for an id never issued refused, a Gemini model turn without
+its thought signature refused, Anthropic's tool-result turns skipped as prompts), the provider refusals of
 "refuse_params" in each dialect's place and shape, and a server that honours the seed
 ("seeded"). Needs no llmrepro binary.
 """
@@ -1052,6 +1053,157 @@ class ScriptedEndpoint(h.E2ETestCase):
                          [[], want, want, [{"id": "toolu_bogus", "content": "x"}]])
         self.assertEqual([i["tools"] for i in log], [tools] * 4)
         self.assertEqual(log[3]["unknown_tool_call_id"], "toolu_bogus")
+
+    # Tool chains in Gemini's, the Responses API's and Ollama's shapes.
+
+    def chain_script(self):
+        search = {"name": "search", "arguments": {"term": "Feynman"}}
+        clock = {"name": "clock", "arguments": {}}
+        return {"prompts": {PROMPT: {"steps": [
+            [{"tokens": std.FEYNMAN_X[:2], "tool_calls": [search, clock]}],
+            [{"tokens": std.FEYNMAN_X, "finish_reason": "stop"}]]}}}
+
+    def test_gemini_tool_chain(self):
+        endpoint = self.start_endpoint(self.chain_script(), "gemini", name="chain-gemini")
+        path = f"/v1beta/models/{std.MODEL}"
+        tools = [{"functionDeclarations": [{"name": "search"}, {"name": "clock"}]}]
+        body = {"contents": [{"role": "user", "parts": [{"text": PROMPT}]}], "tools": tools}
+        _, data = self.post(endpoint, path + ":generateContent", body)
+        candidate = json.loads(data)["candidates"][0]
+        self.assertEqual(candidate["finishReason"], "STOP")
+        parts = candidate["content"]["parts"]
+        signature = parts[1]["thoughtSignature"]
+        self.assertTrue(signature.startswith("sig_scripted"), signature)
+        self.assertEqual(parts, [
+            {"text": "".join(t[0] for t in std.FEYNMAN_X[:2])},
+            {"functionCall": {"name": "search", "args": {"term": "Feynman"}},
+             "thoughtSignature": signature},
+            {"functionCall": {"name": "clock", "args": {}}}])
+        # Streamed: the text, then the calls whole in a last chunk with the finish reason.
+        _, data = self.post(endpoint, path + ":streamGenerateContent?alt=sse", body)
+        chunks = [json.loads(block[5:])["candidates"][0]
+                  for block in data.decode().split("\r\n\r\n") if block.startswith("data:")]
+        self.assertEqual([c.get("finishReason") for c in chunks], [None, "STOP"])
+        streamed = chunks[-1]["content"]["parts"]
+        self.assertEqual([p["functionCall"]["name"] for p in streamed], ["search", "clock"])
+        self.assertNotEqual(streamed[0]["thoughtSignature"], signature)
+        # The next step: the model turn as given, the results as one user turn.
+        results = {"role": "user", "parts": [
+            {"functionResponse": {"name": "search", "response": {"output": "Queens"}}},
+            {"functionResponse": {"name": "clock", "response": {"output": "12:00"}}}]}
+        step1 = dict(body, contents=body["contents"] + [
+            {"role": "model", "parts": parts}, results])
+        response, data = self.post(endpoint, path + ":generateContent", step1)
+        self.assertEqual(response.status, 200, data)
+        self.assertEqual(json.loads(data)["candidates"][0]["content"]["parts"],
+                         [{"text": "".join(t[0] for t in std.FEYNMAN_X)}])
+        # Gemini 3's check: the signature must come back on the turn's first call.
+        unsigned = [dict(p) for p in parts]
+        unsigned[1].pop("thoughtSignature")
+        forged = [dict(p) for p in parts]
+        forged[1]["thoughtSignature"] = "sig_forged"
+        for turn, message in ((unsigned, "Function call is missing a thought_signature in "
+                                         "functionCall parts."),
+                              (forged, "Corrupted thought signature.")):
+            bad = dict(body, contents=body["contents"] + [
+                {"role": "model", "parts": turn}, results])
+            response, data = self.post(endpoint, path + ":generateContent", bad)
+            self.assertEqual(response.status, 400, data)
+            self.assertEqual(json.loads(data)["error"]["message"], message)
+        log = endpoint.posts()
+        self.assertEqual([(i["outcome"], i["step"], i.get("steps_list")) for i in log],
+                         [("completion", 0, 0), ("completion", 0, 0), ("completion", 1, 1),
+                          ("bad_request", 1, None), ("bad_request", 1, None)])
+        want = [{"id": None, "name": "search", "content": '{"output":"Queens"}'},
+                {"id": None, "name": "clock", "content": '{"output":"12:00"}'}]
+        self.assertEqual([i["tool_results"] for i in log], [[], [], want, want, want])
+        self.assertEqual([i.get("thought_signature", "-") for i in log[3:]],
+                         [None, "sig_forged"])
+        self.assertEqual([i["tools"] for i in log], [tools] * 5)
+
+    def test_openai_responses_tool_chain(self):
+        endpoint = self.start_endpoint(self.chain_script(), "openai-responses",
+                                       name="chain-responses")
+        tools = [{"type": "function", "name": "search"}, {"type": "function", "name": "clock"}]
+        body = {"input": [{"role": "user", "content": PROMPT}], "tools": tools}
+        _, data = self.post(endpoint, "/v1/responses", body)
+        doc = json.loads(data)
+        self.assertEqual(doc["status"], "completed")
+        self.assertEqual([i["type"] for i in doc["output"]],
+                         ["message", "function_call", "function_call"])
+        calls = doc["output"][1:]
+        self.assertEqual([(c["name"], json.loads(c["arguments"])) for c in calls],
+                         [("search", {"term": "Feynman"}), ("clock", {})])
+        self.assertTrue(all(c["call_id"].startswith("call_scripted") for c in calls))
+        # Streamed: per call, the item added, the argument pieces, .done, the item done.
+        _, data = self.post(endpoint, "/v1/responses", dict(body, stream=True))
+        events = [e for _, e in typed_events(data.decode())]
+        on_calls = [e for e in events if e.get("output_index") in (1, 2)]
+        self.assertEqual([e["type"] for e in on_calls if "delta" not in e["type"]],
+                         ["response.output_item.added", "response.function_call_arguments.done",
+                          "response.output_item.done"] * 2)
+        added = [e["item"] for e in on_calls if e["type"] == "response.output_item.added"]
+        self.assertEqual([(i["type"], i["name"], i["arguments"]) for i in added],
+                         [("function_call", "search", ""), ("function_call", "clock", "")])
+        pieces = "".join(e["delta"] for e in on_calls if e["output_index"] == 1
+                         and e["type"] == "response.function_call_arguments.delta")
+        self.assertEqual(json.loads(pieces), {"term": "Feynman"})
+        self.assertEqual(events[-1]["type"], "response.completed")
+        # The next step: the calls and their outputs as input items.
+        items = [{"type": "function_call", "call_id": c["call_id"], "name": c["name"],
+                  "arguments": c["arguments"]} for c in calls]
+        outputs = [{"type": "function_call_output", "call_id": c["call_id"], "output": out}
+                   for c, out in zip(calls, ("Queens", "12:00"))]
+        step1 = dict(body, input=body["input"] + items + outputs)
+        response, data = self.post(endpoint, "/v1/responses", step1)
+        self.assertEqual(response.status, 200, data)
+        self.assertEqual([i["type"] for i in json.loads(data)["output"]], ["message"])
+        bogus = dict(body, input=body["input"] + items[:1] + [dict(outputs[0], call_id="call_x")])
+        response, data = self.post(endpoint, "/v1/responses", bogus)
+        self.assertEqual(response.status, 400, data)
+        self.assertTrue(json.loads(data)["error"]["message"].startswith(
+            'unknown tool call id "call_x"'), data)
+        log = endpoint.posts()
+        self.assertEqual([(i["outcome"], i["step"]) for i in log],
+                         [("completion", 0), ("completion", 0), ("completion", 1),
+                          ("bad_request", 1)])
+        self.assertEqual(log[2]["tool_results"],
+                         [{"id": calls[0]["call_id"], "content": "Queens"},
+                          {"id": calls[1]["call_id"], "content": "12:00"}])
+        self.assertEqual(log[3]["unknown_tool_call_id"], "call_x")
+
+    def test_ollama_tool_chain(self):
+        endpoint = self.start_endpoint(self.chain_script(), "ollama", name="chain-ollama")
+        tools = [{"type": "function", "function": {"name": "search"}},
+                 {"type": "function", "function": {"name": "clock"}}]
+        body = {"messages": [{"role": "user", "content": PROMPT}], "tools": tools,
+                "stream": False}
+        _, data = self.post(endpoint, "/api/chat", body)
+        message = json.loads(data)["message"]
+        want = [{"function": {"index": 0, "name": "search", "arguments": {"term": "Feynman"}}},
+                {"function": {"index": 1, "name": "clock", "arguments": {}}}]
+        self.assertEqual((message["content"], message["tool_calls"]),
+                         ("".join(t[0] for t in std.FEYNMAN_X[:2]), want))
+        # Streamed: the calls whole in one chunk, just before the final one.
+        _, data = self.post(endpoint, "/api/chat", dict(body, stream=True))
+        lines = self.events(data, ndjson=True)
+        self.assertEqual([i for i, line in enumerate(lines) if "tool_calls" in line["message"]],
+                         [len(lines) - 2])
+        self.assertEqual(lines[-2]["message"]["tool_calls"], want)
+        self.assertTrue(lines[-1]["done"])
+        step1 = dict(body, messages=body["messages"] + [
+            {"role": "assistant", "content": "", "tool_calls": want},
+            {"role": "tool", "content": "Queens", "tool_name": "search"},
+            {"role": "tool", "content": "12:00", "tool_name": "clock"}])
+        response, data = self.post(endpoint, "/api/chat", step1)
+        self.assertEqual(response.status, 200, data)
+        self.assertNotIn("tool_calls", json.loads(data)["message"])
+        log = endpoint.posts()
+        self.assertEqual([(i["outcome"], i["step"]) for i in log],
+                         [("completion", 0), ("completion", 0), ("completion", 1)])
+        self.assertEqual(log[2]["tool_results"],
+                         [{"id": None, "name": "search", "content": "Queens"},
+                          {"id": None, "name": "clock", "content": "12:00"}])
 
     def test_tool_chain_prompt_and_step(self):
         from scripted_endpoint import anthropic, chain_of, openai_chat, prompt_of, tgi

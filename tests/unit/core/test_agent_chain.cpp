@@ -35,6 +35,7 @@ TEST_CASE("a chain: step by step, then one completion") {
   step.text = "Searching.";
   step.tool_calls = {{"search", R"({"q":"Rome"})", "call_1"},
                      {"search", R"({"q":"Pisa"})", "call_2"}};
+  step.tool_calls[0].signature = "sig_1";
   step.completion_tokens = 5;
   step.usage.prompt = 20;
   CHECK(chain_continues(prompt, step, 1));
@@ -51,8 +52,10 @@ TEST_CASE("a chain: step by step, then one completion") {
   CHECK(conversation.messages[1].content == "Searching.");
   CHECK(conversation.messages[1].tool_calls.size() == 2);
   CHECK(conversation.messages[1].tool_calls[1].id == "call_2");
+  CHECK(conversation.messages[1].tool_calls[0].signature == "sig_1"); // goes back unchanged
   CHECK(conversation.messages[2].role == "tool");
   CHECK(conversation.messages[2].tool_call_id == "call_1");
+  CHECK(conversation.messages[2].tool_name == "search");
   CHECK(conversation.messages[2].content == "Colosseum");
   CHECK(conversation.messages[3].tool_call_id == "call_2");
   CHECK(conversation.messages[3].content ==

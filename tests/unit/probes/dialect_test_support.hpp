@@ -33,11 +33,20 @@ inline std::string read_format(const std::string& name) {
 // search({"q":"Rome"}) with id `call_id`, and the tool's answer "Colosseum" to it.
 inline core::Prompt chain_after_one_step(const std::string& call_id, std::string tools_json) {
   core::Prompt prompt;
-  prompt.messages.push_back({"user", "Plan.", {}, {}});
-  prompt.messages.push_back({"assistant", "", {{"search", R"({"q":"Rome"})", call_id}}, {}});
-  prompt.messages.push_back({"tool", "Colosseum", {}, call_id});
+  prompt.messages.push_back({"user", "Plan.", {}, {}, {}});
+  prompt.messages.push_back(
+      {"assistant", "", {{"search", R"({"q":"Rome"})", call_id, {}}}, {}, {}});
+  prompt.messages.push_back({"tool", "Colosseum", {}, call_id, "search"});
   prompt.tools_json = std::move(tools_json);
   return prompt;
+}
+
+// CHECKs a parsed tool call: its name, canonical arguments and id.
+inline void check_tool_call(const core::ToolCall& call, const std::string& name,
+                            const std::string& arguments, const std::string& id) {
+  CHECK(call.name == name);
+  CHECK(call.arguments == arguments);
+  CHECK(call.id == id);
 }
 
 // The completion `dialect` parses from `body`; the test case stops (REQUIRE), showing the

@@ -250,3 +250,64 @@ TEST_CASE("build_request gemini") {
     CHECK(probes::api_key_header(Dialect::openai_responses).empty());
   }
 }
+
+TEST_CASE("gemini tool calls: functionCall parts, whole and streamed, and the turns sent") {
+  // Shapes: googleapis/python-genai types.py (Part.function_call, Part.thought_signature,
+  // FunctionCall {name, args, id}, FunctionResponse {name, response, id}); README of
+  // tests/data/formats.
+  const Json whole = Json::parse(R"({"candidates":[{"content":{"role":"model","parts":[
+    {"text":"Looking."},
+    {"functionCall":{"name":"search","args":{"q":"Rome","n":2}},"thoughtSignature":"c2ln"},
+    {"functionCall":{"name":"clock","id":"fc_2"}}]},"finishReason":"STOP","index":0}],
+    "usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":7},
+    "modelVersion":"gemini-3-flash"})");
+  const auto completion = parse_ok(k_gemini, whole.dump());
+  CHECK(completion.text == "Looking.");
+  CHECK(completion.finish_reason == "stop");
+  REQUIRE(completion.tool_calls.size() == 2);
+  probes::test::check_tool_call(completion.tool_calls[0], "search", R"({"n":2,"q":"Rome"})", "");
+  CHECK(completion.tool_calls[0].signature == "c2ln");
+  // A call without args.
+  probes::test::check_tool_call(completion.tool_calls[1], "clock", "null", "fc_2");
+  CHECK(completion.tool_calls[1].signature.empty());
+
+  // Streamed: the text, then the calls whole in the chunk that finishes.
+  Json text_chunk = whole;
+  text_chunk["candidates"][0]["content"]["parts"] = Json::array({Json{{"text", "Looking."}}});
+  text_chunk["candidates"][0].erase("finishReason");
+  Json call_chunk = whole;
+  call_chunk["candidates"][0]["content"]["parts"].erase(0);
+  const auto streamed = parse_ok(k_gemini, gemini_sse(Json::array({text_chunk, call_chunk})), true);
+  CHECK(streamed.text == "Looking.");
+  REQUIRE(streamed.tool_calls.size() == 2);
+  CHECK(streamed.tool_calls[0].arguments == R"({"n":2,"q":"Rome"})");
+  CHECK(streamed.tool_calls[0].signature == "c2ln");
+  CHECK(streamed.tool_calls[1].id == "fc_2");
+
+  // The next step: the model turn with its calls as given (args, id, signature), then the two
+  // results as one user turn; a result that is no JSON object is wrapped as {"output": ...}.
+  core::Prompt prompt = probes::test::chain_after_one_step(
+      "fc_1", R"([{"function":{"description":"Web.","name":"search",)"
+              R"("parameters":{"type":"object"}},"type":"function"}])");
+  prompt.messages[1].tool_calls[0].signature = "c2ln";
+  prompt.messages[1].tool_calls.push_back({"clock", "null", "", ""});
+  prompt.messages.push_back({"tool", "12", {}, "", "clock"});
+  probes::GenerationParams params;
+  params.model = "gemini-3-flash";
+  const Json body = Json::parse(probes::build_request(k_gemini, prompt, params).body);
+  CHECK(body["tools"] == Json::parse(R"([{"functionDeclarations":[{"description":"Web.",
+    "name":"search","parameters":{"type":"object"}}]}])"));
+  REQUIRE(body["contents"].size() == 3);
+  CHECK(body["contents"][0] == Json::parse(R"({"role":"user","parts":[{"text":"Plan."}]})"));
+  CHECK(body["contents"][1] == Json::parse(R"({"role":"model","parts":[
+    {"functionCall":{"name":"search","args":{"q":"Rome"},"id":"fc_1"},"thoughtSignature":"c2ln"},
+    {"functionCall":{"name":"clock"}}]})"));
+  CHECK(body["contents"][2] == Json::parse(R"({"role":"user","parts":[
+    {"functionResponse":{"name":"search","response":{"output":"Colosseum"},"id":"fc_1"}},
+    {"functionResponse":{"name":"clock","response":{"output":12}}}]})"));
+  // A result that is a JSON object goes as it is (the registry's error result among them).
+  prompt.messages[2].content = R"({"error":"no scripted result"})";
+  const Json error_body = Json::parse(probes::build_request(k_gemini, prompt, params).body);
+  CHECK(error_body["contents"][2]["parts"][0]["functionResponse"]["response"] ==
+        Json::parse(R"({"error":"no scripted result"})"));
+}

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "core/logprob_floor.hpp"
+#include "core/tool_calls.hpp"
 #include "probes/dialect.hpp"
 #include "tests/unit/probes/dialect_test_support.hpp"
 
@@ -386,4 +387,57 @@ TEST_CASE("parse_response tgi") {
     CHECK_FALSE(completion.has_logprobs);
     CHECK(completion.text == " Paris.");
   }
+}
+
+TEST_CASE("ollama tool calls: message.tool_calls with object arguments, and the turns sent") {
+  // Shapes: docs.ollama.com/capabilities/tool-calling (ollama docs/capabilities/tool-calling.mdx)
+  // and docs/api.md "Chat request (with tools)".
+  const Json whole = Json::parse(R"({"model":"qwen3","created_at":"2025-12-01T10:00:01Z",
+    "message":{"role":"assistant","content":"","tool_calls":[
+      {"function":{"index":0,"name":"search","arguments":{"q":"Rome","n":2}}},
+      {"function":{"index":1,"name":"clock","arguments":{}}}]},
+    "done":true,"done_reason":"stop","prompt_eval_count":30,"eval_count":9})");
+  const auto completion = parse_ok(Dialect::ollama, whole.dump());
+  REQUIRE(completion.tool_calls.size() == 2);
+  // Ollama's calls carry no id.
+  probes::test::check_tool_call(completion.tool_calls[0], "search", R"({"n":2,"q":"Rome"})", "");
+  probes::test::check_tool_call(completion.tool_calls[1], "clock", "{}", "");
+  // The canonical sequence --compare-on tool_calls compares holds no id.
+  CHECK(core::tool_calls_json(completion.tool_calls) ==
+        R"([{"arguments":{"n":2,"q":"Rome"},"name":"search"},{"arguments":{},"name":"clock"}])");
+
+  // Streamed NDJSON: the calls whole in one chunk, before the final one.
+  Json text = whole;
+  text["message"] = Json{{"role", "assistant"}, {"content", "Let me look."}};
+  text["done"] = false;
+  Json calls = whole;
+  calls["done"] = false;
+  Json last = whole;
+  last["message"] = Json{{"role", "assistant"}, {"content", ""}};
+  const std::string ndjson = text.dump() + "\n" + calls.dump() + "\n" + last.dump() + "\n";
+  const auto streamed = parse_ok(Dialect::ollama, ndjson, true);
+  CHECK(streamed.text == "Let me look.");
+  CHECK(streamed.tool_calls == completion.tool_calls);
+  CHECK(streamed.completion_tokens == 9);
+
+  // The next step: the assistant turn with its calls' object arguments, the result naming its
+  // tool; /api/chat even for a text prompt with tools.
+  const std::string tools = R"([{"function":{"name":"search"},"type":"function"}])";
+  const core::Prompt prompt = probes::test::chain_after_one_step("", tools);
+  const auto request = probes::build_request(Dialect::ollama, prompt, probes::GenerationParams{});
+  CHECK(request.path == "/api/chat");
+  const Json body = Json::parse(request.body);
+  CHECK(body["tools"] == Json::parse(tools));
+  CHECK(body["messages"][1] == Json::parse(R"({"role":"assistant","content":"","tool_calls":[
+    {"type":"function","function":{"index":0,"name":"search","arguments":{"q":"Rome"}}}]})"));
+  CHECK(body["messages"][2] ==
+        Json::parse(R"({"role":"tool","content":"Colosseum","tool_name":"search"})"));
+  core::Prompt text_prompt;
+  text_prompt.text = "Go";
+  text_prompt.tools_json = tools;
+  const auto text_request =
+      probes::build_request(Dialect::ollama, text_prompt, probes::GenerationParams{});
+  CHECK(text_request.path == "/api/chat");
+  CHECK(Json::parse(text_request.body)["messages"] ==
+        Json::parse(R"([{"role":"user","content":"Go"}])"));
 }

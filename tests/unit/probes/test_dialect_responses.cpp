@@ -261,3 +261,72 @@ TEST_CASE("build_request openai-responses") {
     CHECK(body["text"]["format"] == Json{{"type", "json_object"}});
   }
 }
+
+TEST_CASE("openai-responses tool calls: function_call items, streamed events, input items") {
+  // Shapes: openai-python types/responses response_function_tool_call.py, the
+  // response_function_call_arguments_{delta,done}_event.py and response_output_item_*_event.py
+  // events, function_tool_param.py and response_input_item_param.py (FunctionCallOutput).
+  const Json call = Json::parse(R"({"id":"fc_1","type":"function_call","status":"completed",
+    "call_id":"call_1","name":"search","arguments":"{\"q\": \"Rome\", \"n\": 2}"})");
+  Json whole = Json::parse(R"({"id":"resp_1","object":"response","status":"completed",
+    "model":"gpt-5","output":[{"id":"msg_1","type":"message","status":"completed",
+    "role":"assistant","content":[{"type":"output_text","text":"Looking.","annotations":[]}]}],
+    "usage":{"input_tokens":5,"output_tokens":7}})");
+  whole["output"].push_back(call);
+  const auto completion = parse_ok(k_responses, whole.dump());
+  CHECK(completion.text == "Looking.");
+  CHECK(completion.finish_reason == "stop");
+  REQUIRE(completion.tool_calls.size() == 1);
+  probes::test::check_tool_call(completion.tool_calls[0], "search", R"({"n":2,"q":"Rome"})",
+                                "call_1");
+
+  // Streamed: the item added with empty arguments, the deltas, .done and the item done; the
+  // calls in response.completed's output are not read twice.
+  Json added = call;
+  added["status"] = "in_progress";
+  added["arguments"] = "";
+  const Json where{{"item_id", "fc_1"}, {"output_index", 1}};
+  Json events = Json::array();
+  events.push_back({{"type", "response.output_item.added"}, {"output_index", 1}, {"item", added}});
+  for (const char* piece : {"{\"q\": ", "\"Rome\", ", "\"n\": 2}"}) {
+    Json delta = where;
+    delta["type"] = "response.function_call_arguments.delta";
+    delta["delta"] = piece;
+    events.push_back(std::move(delta));
+  }
+  const Json tail =
+      Json::array({Json{{"type", "response.function_call_arguments.done"},
+                        {"item_id", "fc_1"},
+                        {"output_index", 1},
+                        {"arguments", call["arguments"]}},
+                   Json{{"type", "response.output_item.done"}, {"output_index", 1}, {"item", call}},
+                   Json{{"type", "response.completed"}, {"response", whole}}});
+  Json full = events;
+  for (const Json& event : tail) full.push_back(event);
+  const auto streamed = parse_ok(k_responses, probes::test::sse_body(full, false), true);
+  REQUIRE(streamed.tool_calls.size() == 1);
+  probes::test::check_tool_call(streamed.tool_calls[0], "search", R"({"n":2,"q":"Rome"})",
+                                "call_1");
+  // The deltas alone make the arguments too.
+  events.push_back(tail.back());
+  const auto deltas = parse_ok(k_responses, probes::test::sse_body(events, false), true);
+  REQUIRE(deltas.tool_calls.size() == 1);
+  CHECK(deltas.tool_calls[0].arguments == R"({"n":2,"q":"Rome"})");
+  // A delta for an item that was never added.
+  const Json stray = Json::array({events[1], tail.back()});
+  CHECK(parse_error(k_responses, probes::test::sse_body(stray, false), true) ==
+        "openai-responses: stream event 1: body: response.function_call_arguments.delta for no "
+        "function_call item");
+
+  // The next step: flat function tools, the call and its output as input items.
+  const core::Prompt prompt = probes::test::chain_after_one_step(
+      "call_1", R"([{"function":{"description":"Web.","name":"search",)"
+                R"("parameters":{"type":"object"}},"type":"function"}])");
+  const Json body =
+      Json::parse(probes::build_request(k_responses, prompt, probes::GenerationParams{}).body);
+  CHECK(body["tools"] == Json::parse(R"([{"type":"function","description":"Web.",
+    "name":"search","parameters":{"type":"object"}}])"));
+  CHECK(body["input"] == Json::parse(R"([{"role":"user","content":"Plan."},
+    {"type":"function_call","call_id":"call_1","name":"search","arguments":"{\"q\":\"Rome\"}"},
+    {"type":"function_call_output","call_id":"call_1","output":"Colosseum"}])"));
+}
