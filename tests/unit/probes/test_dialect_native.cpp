@@ -391,7 +391,7 @@ TEST_CASE("parse_response tgi") {
 
 TEST_CASE("ollama tool calls: message.tool_calls with object arguments, and the turns sent") {
   // Shapes: docs.ollama.com/capabilities/tool-calling (ollama docs/capabilities/tool-calling.mdx)
-  // and docs/api.md "Chat request (with tools)".
+  // and ollama's own API reference, "Chat request (with tools)".
   const Json whole = Json::parse(R"({"model":"qwen3","created_at":"2025-12-01T10:00:01Z",
     "message":{"role":"assistant","content":"","tool_calls":[
       {"function":{"index":0,"name":"search","arguments":{"q":"Rome","n":2}}},
