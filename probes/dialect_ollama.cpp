@@ -9,10 +9,10 @@
 // (server/routes.go: each runner chunk's logprobs ride the chunk that carries its thinking or
 // content, and a whole answer concatenates them all), kept in arrival order for
 // core::separate_reasoning to cut.
-// Tools (docs.ollama.com/capabilities/tool-calling, docs/api.md "Chat request (with tools)"):
-// `tools` in OpenAI's function shape; the answer's `message.tool_calls: [{function: {name,
-// arguments: an object, index?}}]`, whole in the chunk that carries them when streamed. The calls
-// carry no id, so core::ToolCall::id stays empty (ids are never compared). An agent chain's
+// Tools (docs.ollama.com/capabilities/tool-calling; the API reference, "Chat request (with
+// tools)"): `tools` in OpenAI's function shape; the answer's `message.tool_calls: [{function:
+// {name, arguments: an object, index?}}]`, whole in the chunk that carries them when streamed. The
+// calls carry no id, so core::ToolCall::id stays empty (ids are never compared). An agent chain's
 // earlier steps go back as an assistant message with `tool_calls` and one `{role: "tool",
 // content, tool_name}` message per result. /api/generate takes no tools: a text prompt with tools
 // goes to /api/chat as one user message.
