@@ -768,6 +768,8 @@ AuditAnalysis AnalysisBuilder::finish() {
     if (const auto found = totals.levels.find(concurrency); found != totals.levels.end()) {
       level.tokens_per_second = found->second.tokens_per_second();
       level.mean_latency_ms = found->second.mean_latency_ms();
+      level.median_latency_ms = found->second.latency_quantile_ms(0.5);
+      level.p95_latency_ms = found->second.latency_quantile_ms(0.95);
       level.usage = found->second.usage.priced(m_config.price);
     }
     summary.by_concurrency.push_back(level);

@@ -199,6 +199,8 @@ struct LevelSummary {
   // and the mean request latency: the cost of each level beside its stability.
   double tokens_per_second = 0.0;
   double mean_latency_ms = 0.0;
+  double median_latency_ms = 0.0; // by nearest rank, as the 95th percentile
+  double p95_latency_ms = 0.0;
   // The tokens the level's successful requests used, priced by AnalysisConfig::price.
   UsageSummary usage;
   // Over the prompts whose state at this level is not inconclusive: the largest of their level

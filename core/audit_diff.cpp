@@ -349,11 +349,28 @@ bool AuditDiff::improvement() const {
   return false;
 }
 
+std::vector<LevelSpeed> level_speeds(const AuditSummary& a, const AuditSummary& b) {
+  const auto ratio = [](double over, double under) {
+    return under > 0.0 ? std::optional<double>(over / under) : std::nullopt;
+  };
+  std::vector<LevelSpeed> speeds;
+  for (const LevelSummary& in_a : a.by_concurrency)
+    for (const LevelSummary& in_b : b.by_concurrency) {
+      if (in_a.concurrency != in_b.concurrency || in_a.runs == 0 || in_b.runs == 0) continue;
+      speeds.push_back({in_a.concurrency, in_a.tokens_per_second, in_b.tokens_per_second,
+                        in_a.mean_latency_ms, in_b.mean_latency_ms, in_a.p95_latency_ms,
+                        in_b.p95_latency_ms, ratio(in_b.tokens_per_second, in_a.tokens_per_second),
+                        ratio(in_b.mean_latency_ms, in_a.mean_latency_ms)});
+    }
+  return speeds;
+}
+
 AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConfig& config) {
   AuditDiff diff;
   diff.a = audit_side(a);
   diff.b = audit_side(b);
   diff.server_changes = server_changes(diff.a.server, diff.b.server);
+  diff.speeds = level_speeds(a.analysis.summary, b.analysis.summary);
   diff.alpha = config.alpha;
   diff.bootstrap_resamples = config.bootstrap_resamples;
   diff.seed = config.seed;

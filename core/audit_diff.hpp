@@ -142,9 +142,26 @@ struct AuditSide {
   double max_failed_rate = 0.0; // the audit's own --max-failed-rate
 };
 
+// One concurrency level as both audits served it: what B's serving (a deterministic mode, another
+// build) cost against A's in throughput and latency. Figures, not tests: wall time depends on
+// the machine and on what else ran beside each audit.
+struct LevelSpeed {
+  int concurrency = 1;
+  double a_tokens_per_second = 0.0;
+  double b_tokens_per_second = 0.0;
+  double a_mean_latency_ms = 0.0;
+  double b_mean_latency_ms = 0.0;
+  double a_p95_latency_ms = 0.0;
+  double b_p95_latency_ms = 0.0;
+  std::optional<double> throughput_ratio; // B / A tokens per second; empty where A's is 0
+  std::optional<double> latency_ratio;    // B / A mean latency; empty where A's is 0
+};
+
 struct AuditDiff {
   AuditSide a;
   AuditSide b;
+  // Every level both audits' top-level analyses served a request at, lowest first.
+  std::vector<LevelSpeed> speeds;
   double alpha = 0.05;
   int bootstrap_resamples = 0;
   std::uint64_t seed = 0;
@@ -191,6 +208,10 @@ std::vector<DiffPlanDifference> diff_plan_differences(const AuditConfig& a, cons
 
 // "--runs 3 (A) vs 12 (B)".
 std::string to_string(const DiffPlanDifference& difference);
+
+// Each level both summaries served a successful request at (A's order), with B's speed against
+// A's.
+std::vector<LevelSpeed> level_speeds(const AuditSummary& a, const AuditSummary& b);
 
 // Compares B against A over the prompt ids present in both (A's order).
 AuditDiff diff_audits(const AuditReport& a, const AuditReport& b, const DiffConfig& config);

@@ -1,5 +1,7 @@
 #include "core/usage_summary.hpp"
 
+#include <cmath>
+
 #include <algorithm>
 
 namespace llmrepro::core {
@@ -49,6 +51,7 @@ void LevelAccount::add(const RequestRecord& record) {
   if (!record.outcome.ok) return;
   usage.add(record.outcome.completion);
   latency_sum_ms += static_cast<double>(record.outcome.finished_ms - record.outcome.started_ms);
+  latencies_ms.push_back(record.outcome.finished_ms - record.outcome.started_ms);
 }
 
 double LevelAccount::tokens_per_second() const {
@@ -59,6 +62,17 @@ double LevelAccount::tokens_per_second() const {
 
 double LevelAccount::mean_latency_ms() const {
   return usage.requests > 0 ? latency_sum_ms / usage.requests : 0.0;
+}
+
+double LevelAccount::latency_quantile_ms(double q) const {
+  if (latencies_ms.empty()) return 0.0;
+  std::vector<std::int64_t> sorted = latencies_ms;
+  const auto rank = static_cast<std::size_t>(
+      std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(sorted.size())));
+  const std::size_t index = rank == 0 ? 0 : rank - 1;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(index),
+                   sorted.end());
+  return static_cast<double>(sorted[index]);
 }
 
 } // namespace llmrepro::core

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <vector>
 
 #include "core/completion.hpp"
 #include "core/cost.hpp"
@@ -48,7 +49,8 @@ struct UsageSummary {
 struct LevelAccount {
   std::int64_t first_start = std::numeric_limits<std::int64_t>::max();
   std::int64_t last_finish = std::numeric_limits<std::int64_t>::min();
-  double latency_sum_ms = 0.0; // over successful requests
+  double latency_sum_ms = 0.0;            // over successful requests
+  std::vector<std::int64_t> latencies_ms; // each successful request's, for the quantiles
   UsageSummary usage;
 
   void add(const RequestRecord& record);
@@ -57,6 +59,9 @@ struct LevelAccount {
   double tokens_per_second() const;
   // The mean latency of the successful requests; 0 without any.
   double mean_latency_ms() const;
+  // The latency at quantile q (0..1) of the successful requests, by nearest rank (the smallest
+  // latency at least q of them do not exceed); 0 without any.
+  double latency_quantile_ms(double q) const;
 };
 
 } // namespace llmrepro::core

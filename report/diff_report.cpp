@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -177,6 +178,24 @@ std::string worsened_tiers(const core::AuditDiff& diff, bool markdown) {
 
 // Prompts a reviewer acts on come first: regressions, then improvements, then the rest, each
 // in A's suite order.
+// The speed table's cells of one level, in column order: level, A and B tokens/s, their ratio,
+// A's and B's latency (mean and p95), their ratio. Markdown and HTML print the same cells.
+std::vector<std::string> speed_cells(const core::LevelSpeed& s) {
+  const auto ratio = [](const std::optional<double>& r) {
+    return r ? fmt::format("{:.2f}", *r) : std::string("\u2013");
+  };
+  return {fmt::format("c={}", s.concurrency),
+          fmt::format("{:.1f}", s.a_tokens_per_second),
+          fmt::format("{:.1f}", s.b_tokens_per_second),
+          ratio(s.throughput_ratio),
+          fmt::format("{:.1f} ({:.0f})", s.a_mean_latency_ms, s.a_p95_latency_ms),
+          fmt::format("{:.1f} ({:.0f})", s.b_mean_latency_ms, s.b_p95_latency_ms),
+          ratio(s.latency_ratio)};
+}
+
+constexpr const char* k_speed_heads[] = {
+    "level", "A tok/s", "B tok/s", "B/A", "A latency ms (p95)", "B latency ms (p95)", "B/A"};
+
 std::vector<const core::PromptDiff*> prompts_by_concern(const core::AuditDiff& diff) {
   std::vector<const core::PromptDiff*> out;
   for (int rank = 0; rank < 3; ++rank) {
@@ -203,6 +222,17 @@ std::string render_diff_json(const core::AuditDiff& diff) {
   out["only_in_b"] = diff.only_in_b;
   out["lost_evidence"] = diff.lost_evidence;
   out["server_changes"] = diff.server_changes;
+  out["speeds"] = ordered_json::array();
+  for (const core::LevelSpeed& s : diff.speeds)
+    out["speeds"].push_back({{"concurrency", s.concurrency},
+                             {"a_tokens_per_second", number_or_null(s.a_tokens_per_second)},
+                             {"b_tokens_per_second", number_or_null(s.b_tokens_per_second)},
+                             {"throughput_ratio", optional_json(s.throughput_ratio)},
+                             {"a_mean_latency_ms", number_or_null(s.a_mean_latency_ms)},
+                             {"b_mean_latency_ms", number_or_null(s.b_mean_latency_ms)},
+                             {"latency_ratio", optional_json(s.latency_ratio)},
+                             {"a_p95_latency_ms", number_or_null(s.a_p95_latency_ms)},
+                             {"b_p95_latency_ms", number_or_null(s.b_p95_latency_ms)}});
   out["metrics"] = ordered_json::array();
   for (const core::MetricDiff& m : diff.metrics) {
     ordered_json j;
@@ -298,6 +328,14 @@ std::string render_diff_markdown(const core::AuditDiff& diff) {
     out += fmt::format("{} prompts only in A, {} only in B (not compared).\n\n",
                        diff.only_in_a.size(), diff.only_in_b.size());
   }
+  // What B's serving cost against A's, level by level (a deterministic mode's price).
+  if (!diff.speeds.empty()) {
+    out += "| " + fmt::format("{}", fmt::join(k_speed_heads, " | ")) +
+           " |\n|---|---:|---:|---:|---:|---:|---:|\n";
+    for (const core::LevelSpeed& s : diff.speeds)
+      out += "| " + fmt::format("{}", fmt::join(speed_cells(s), " | ")) + " |\n";
+    out += "\n";
+  }
   if (!diff.metrics.empty()) {
     out += "| metric | A | B | change | p | verdict |\n|---|---:|---:|---:|---:|---|\n";
     for (const core::MetricDiff& m : diff.metrics) {
@@ -392,6 +430,19 @@ std::string render_diff_html(const core::AuditDiff& diff) {
         metric_verdict(diff, m));
   }
   out += "</tbody></table></section>\n";
+  if (!diff.speeds.empty()) {
+    out += "<section class=\"panel\" id=\"speeds\"><h2>Serving speed per level</h2><table>"
+           "<thead><tr>";
+    for (const char* head : k_speed_heads) out += fmt::format("<th>{}</th>", html_escape(head));
+    out += "</tr></thead><tbody>";
+    for (const core::LevelSpeed& s : diff.speeds) {
+      out += "<tr>";
+      for (const std::string& cell : speed_cells(s))
+        out += fmt::format("<td class=\"num\">{}</td>", html_escape(cell));
+      out += "</tr>";
+    }
+    out += "</tbody></table></section>\n";
+  }
   out += "<section class=\"panel\" "
          "id=\"prompts\"><h2>Prompts</h2><table><thead><tr><th>prompt</th><th>stability</th>"
          "<th class=\"num\">distinct A \u2192 B</th><th class=\"num\">agreement A \u2192 B</th>"

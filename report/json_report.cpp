@@ -222,6 +222,8 @@ Json levels_json(const std::vector<core::LevelSummary>& by_concurrency) {
                       {"failed", level.failed},
                       {"tokens_per_second", number(level.tokens_per_second)},
                       {"mean_latency_ms", number(level.mean_latency_ms)},
+                      {"median_latency_ms", number(level.median_latency_ms)},
+                      {"p95_latency_ms", number(level.p95_latency_ms)},
                       {"usage", usage_json(level.usage)},
                       {"logprob_drift", drift_json(level.logprob_drift)},
                       {"noise", noise_json(level.noise)}});

@@ -219,6 +219,11 @@ void stability_lines(const core::AuditSummary& summary, const Painter& paint,
     text += "   drift " + level_drift_text(level.logprob_drift);
     line(text);
   }
+  // How fast each level served.
+  for (std::size_t i = 0; i < summary.by_concurrency.size(); ++i)
+    if (const std::string text = speed_text(summary.by_concurrency[i]); !text.empty())
+      line(label(i == 0 ? "speed" : "") +
+           "c=" + std::to_string(summary.by_concurrency[i].concurrency) + " " + text);
   // What the requests used, then each level's share where there are several.
   if (const std::string usage = usage_text(summary.usage); !usage.empty()) {
     line(label("usage") + usage);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace llmrepro::report {
 
 std::string cost_number(double cost) { return fmt::format("{:.6g}", cost); }
@@ -19,6 +21,18 @@ std::string usage_text(const core::UsageSummary& usage) {
     text += (usage.prompt_usage_complete() ? " \u00b7 cost " : " \u00b7 cost at least ") +
             cost_number(*usage.cost);
   return text;
+}
+
+std::string speed_text(const core::LevelSummary& level) {
+  if (level.runs == 0) return {};
+  // A level whose requests all started and ended within one millisecond has no measured rate.
+  const auto figure = [](const char* format, double value) {
+    return std::isfinite(value) ? fmt::format(fmt::runtime(format), value) : std::string("unknown");
+  };
+  return figure("{:.1f}", level.tokens_per_second) + " tok/s, latency mean " +
+         figure("{:.1f}", level.mean_latency_ms) + " ms, median " +
+         figure("{:.0f}", level.median_latency_ms) + " ms, p95 " +
+         figure("{:.0f}", level.p95_latency_ms) + " ms";
 }
 
 std::string level_usage_text(const std::vector<core::LevelSummary>& levels,

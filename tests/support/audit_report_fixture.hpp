@@ -90,8 +90,9 @@ inline std::unique_ptr<ReportFixture> make_report_fixture() {
   summary.max_logprob_drift = 1.0 / 3.0; // queens'; the inconclusive prompt's is not counted
   summary.predictor = {1, 1, 1, 0, 0.5, std::nullopt};
   // concurrency, runs, unique, unstable, inconclusive, differs from serial, failed, tok/s, ms
-  summary.by_concurrency = {{1, 9, 3, 0, 1, 0, 0, 812.5, 20.25},
-                            {8, 8, 5, 2, 1, 1, 1, std::numeric_limits<double>::infinity(), 95.0}};
+  summary.by_concurrency = {
+      {1, 9, 3, 0, 1, 0, 0, 812.5, 20.25, 18.0, 31.0},
+      {8, 8, 5, 2, 1, 1, 1, std::numeric_limits<double>::infinity(), 95.0, 90.0, 140.0}};
   // Usage, priced at 2 in and 8 out per million tokens: at c=1 all 9 successful requests
   // reported their prompt's tokens, at c=8 7 of 8 did (so its cost is a lower bound).
   data.config.analysis.price = core::Price{2.0, 8.0};

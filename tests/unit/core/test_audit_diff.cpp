@@ -540,3 +540,38 @@ TEST_CASE("diff_audits per prompt: a strong regression on a few prompts, false a
     CHECK(quiet_found >= regression_trials * 9 / 10);
   }
 }
+
+TEST_CASE("level_speeds: each level both audits served, B's speed over A's") {
+  AuditSummary a;
+  AuditSummary b;
+  const auto level = [](int concurrency, int runs, double tokens_per_second, double mean,
+                        double p95) {
+    LevelSummary out;
+    out.concurrency = concurrency;
+    out.runs = runs;
+    out.tokens_per_second = tokens_per_second;
+    out.mean_latency_ms = mean;
+    out.p95_latency_ms = p95;
+    return out;
+  };
+  a.by_concurrency = {level(1, 5, 200.0, 40.0, 50.0), level(8, 5, 800.0, 80.0, 120.0),
+                      level(16, 5, 0.0, 0.0, 0.0), level(32, 0, 0.0, 0.0, 0.0)};
+  b.by_concurrency = {level(1, 5, 150.0, 50.0, 60.0), level(8, 5, 600.0, 120.0, 200.0),
+                      level(16, 5, 900.0, 90.0, 99.0), level(32, 5, 1.0, 1.0, 1.0),
+                      level(64, 5, 1.0, 1.0, 1.0)};
+  const std::vector<LevelSpeed> speeds = level_speeds(a, b);
+  // Level 32 had no successful request in A and level 64 none in A at all: not compared.
+  REQUIRE(speeds.size() == 3);
+  CHECK(speeds[0].concurrency == 1);
+  CHECK(*speeds[0].throughput_ratio == doctest::Approx(0.75));
+  CHECK(*speeds[0].latency_ratio == doctest::Approx(1.25));
+  CHECK(speeds[1].concurrency == 8);
+  CHECK(*speeds[1].throughput_ratio == doctest::Approx(0.75));
+  CHECK(*speeds[1].latency_ratio == doctest::Approx(1.5));
+  CHECK(speeds[1].a_p95_latency_ms == 120.0);
+  CHECK(speeds[1].b_p95_latency_ms == 200.0);
+  // A's level 16 took no measurable time: no ratio rather than a division by zero.
+  CHECK(speeds[2].concurrency == 16);
+  CHECK_FALSE(speeds[2].throughput_ratio);
+  CHECK_FALSE(speeds[2].latency_ratio);
+}

@@ -131,3 +131,28 @@ TEST_CASE("analyse: usage per level and overall, failed requests left out") {
     CHECK(prefix.summary.usage.completion_tokens == 9);
   }
 }
+
+TEST_CASE("LevelAccount: throughput, mean and nearest-rank latency quantiles") {
+  // Five successful requests of 10, 20, 30, 40 and 100 ms and one failed one, all within the
+  // level's wall time of 1000 to 1400 ms; 10 tokens each.
+  LevelAccount account;
+  const int latencies[] = {30, 10, 100, 40, 20};
+  for (int i = 0; i < 5; ++i) {
+    RequestRecord record = ok_record(0, 4, i, used(10, 5, std::nullopt));
+    record.outcome.started_ms = 1000 + 50 * i;
+    record.outcome.finished_ms = record.outcome.started_ms + latencies[i];
+    account.add(record);
+  }
+  RequestRecord failed = failed_at(4, 5);
+  failed.outcome.started_ms = 1100;
+  failed.outcome.finished_ms = 1400;
+  account.add(failed);
+  CHECK(account.tokens_per_second() == doctest::Approx(50 * 1000.0 / 400.0));
+  CHECK(account.mean_latency_ms() == doctest::Approx(40.0));
+  CHECK(account.latency_quantile_ms(0.5) == 30.0);   // rank ceil(2.5) = 3
+  CHECK(account.latency_quantile_ms(0.95) == 100.0); // rank ceil(4.75) = 5
+  CHECK(account.latency_quantile_ms(0.0) == 10.0);
+  CHECK(account.latency_quantile_ms(0.2) == 10.0); // rank 1
+  CHECK(account.latency_quantile_ms(0.21) == 20.0);
+  CHECK(LevelAccount{}.latency_quantile_ms(0.5) == 0.0);
+}

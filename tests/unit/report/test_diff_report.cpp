@@ -136,3 +136,32 @@ TEST_CASE("render_diff_html puts regressed prompts first and names them") {
   const std::string md = report::render_diff_markdown(diff);
   CHECK(md.find("**Regressed:** 1 prompt (worse&#60;b&#62;)") != std::string::npos);
 }
+
+TEST_CASE("the diff's serving speed per level, in JSON, Markdown and HTML") {
+  core::AuditDiff diff = regression_diff();
+  diff.speeds = {{1, 200.0, 150.0, 40.0, 50.0, 50.0, 61.0, 0.75, 1.25},
+                 {8, 0.0, 900.0, 0.0, 90.0, 0.0, 99.0, std::nullopt, std::nullopt}};
+  const nlohmann::json j = nlohmann::json::parse(report::render_diff_json(diff));
+  REQUIRE(j.at("speeds").size() == 2);
+  CHECK(j.at("speeds").at(0) == nlohmann::json{{"concurrency", 1},
+                                               {"a_tokens_per_second", 200.0},
+                                               {"b_tokens_per_second", 150.0},
+                                               {"throughput_ratio", 0.75},
+                                               {"a_mean_latency_ms", 40.0},
+                                               {"b_mean_latency_ms", 50.0},
+                                               {"latency_ratio", 1.25},
+                                               {"a_p95_latency_ms", 50.0},
+                                               {"b_p95_latency_ms", 61.0}});
+  CHECK(j.at("speeds").at(1).at("throughput_ratio").is_null());
+  const std::string md = report::render_diff_markdown(diff);
+  CHECK(md.find("| level | A tok/s | B tok/s | B/A | A latency ms (p95) | B latency ms (p95) | "
+                "B/A |\n") != std::string::npos);
+  CHECK(md.find("| c=1 | 200.0 | 150.0 | 0.75 | 40.0 (50) | 50.0 (61) | 1.25 |\n") !=
+        std::string::npos);
+  CHECK(md.find("| c=8 | 0.0 | 900.0 | \u2013 | 0.0 (0) | 90.0 (99) | \u2013 |\n") !=
+        std::string::npos);
+  const std::string html = report::render_diff_html(diff);
+  CHECK(html.find("<section class=\"panel\" id=\"speeds\">") != std::string::npos);
+  CHECK(html.find("<td class=\"num\">50.0 (61)</td><td class=\"num\">1.25</td>") !=
+        std::string::npos);
+}

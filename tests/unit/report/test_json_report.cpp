@@ -305,6 +305,8 @@ TEST_CASE("render_json") {
               {"failed", 1},
               {"tokens_per_second", nullptr},
               {"mean_latency_ms", 95.0},
+              {"median_latency_ms", 90.0},
+              {"p95_latency_ms", 140.0},
               {"usage",
                {{"requests", 8},
                 {"requests_with_prompt_usage", 7},

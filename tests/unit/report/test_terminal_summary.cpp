@@ -52,7 +52,7 @@ TEST_CASE("render_terminal_summary") {
     const std::string text = report::render_terminal_summary(fixture->report, false);
     CHECK(text.find('\x1b') == std::string::npos);
     const auto lines = lines_of(text);
-    REQUIRE(lines.size() == 29);
+    REQUIRE(lines.size() == 31);
     CHECK(lines[0] == test::k_fixture_headline);
     CHECK(lines[1] == "  \u2714 1 of 18 requests failed after their retries (1 x HTTP 503: queue "
                       "full), limit 0.100 (--max-failed-rate)");
@@ -75,33 +75,36 @@ TEST_CASE("render_terminal_summary") {
           "  c=1      unstable 0   inconclusive 1   (serial)   drift 0 nats over 40 positions");
     CHECK(lines[12] == "  c=8      unstable 2   inconclusive 1   differs from serial 1   drift "
                        "0.333 nats over 100 positions");
-    CHECK(lines[13] ==
+    CHECK(lines[13] == "speed      c=1 812.5 tok/s, latency mean 20.2 ms, median 18 ms, p95 31 ms");
+    CHECK(lines[14] ==
+          "           c=8 unknown tok/s, latency mean 95.0 ms, median 90 ms, p95 140 ms");
+    CHECK(lines[15] ==
           "usage      tokens in 400 (16 of 17 requests reported theirs) \u00b7 out 170 "
           "(30 reasoning) \u00b7 cost at least 0.00216");
-    CHECK(lines[14] ==
+    CHECK(lines[16] ==
           "           c=1 tokens in 216 \u00b7 out 90 (18 reasoning) \u00b7 cost 0.001152");
-    CHECK(lines[15] ==
+    CHECK(lines[17] ==
           "           c=8 tokens in 184 (7 of 8 requests reported theirs) \u00b7 out 80 "
           "(12 reasoning) \u00b7 cost at least 0.001008");
-    CHECK(lines[16] == "fragile    2 of 3   (top-2 gap < 0.05 nats within the first 50 tokens)");
-    CHECK(lines[17] ==
+    CHECK(lines[18] == "fragile    2 of 3   (top-2 gap < 0.05 nats within the first 50 tokens)");
+    CHECK(lines[19] ==
           "           fragility unknown: 1 of 3 (first: hostile\\x1b[2J\\x1b]0;pw\u2026: "
           "text mode: a completion came back without tokens)");
-    CHECK(lines[18] == "           prompts without logprobs: 1 (judged on text alone)");
-    CHECK(lines[19] == "failures   1 x HTTP 503: queue full");
-    CHECK(lines[20] == "TARr       33.3%   TARa n/a");
-    CHECK(lines[21] == "predictor  precision 0.50  recall n/a  (tp 1 fp 1 fn 1 tn 0)");
-    CHECK(lines[22] == "flip model p_flip Brier 0.062 AUC n/a · gap rule (τ 0.05) Brier 0.000 "
+    CHECK(lines[20] == "           prompts without logprobs: 1 (judged on text alone)");
+    CHECK(lines[21] == "failures   1 x HTTP 503: queue full");
+    CHECK(lines[22] == "TARr       33.3%   TARa n/a");
+    CHECK(lines[23] == "predictor  precision 0.50  recall n/a  (tp 1 fp 1 fn 1 tn 0)");
+    CHECK(lines[24] == "flip model p_flip Brier 0.062 AUC n/a · gap rule (τ 0.05) Brier 0.000 "
                        "AUC n/a (1 prompt, 1 unstable) · noise implies τ 0.25");
-    CHECK(lines[23] == "noise      c=1 zero (40 positions)");
-    CHECK(lines[24] == "           c=8 median 0, p99 0.25, max 0.25 (100 positions, 10 moved)");
-    CHECK(lines[25] == "worst prompts");
-    CHECK(lines[26] == "  queens                   3 unique  diverges at token 102  gap 0.0123  "
+    CHECK(lines[25] == "noise      c=1 zero (40 positions)");
+    CHECK(lines[26] == "           c=8 median 0, p99 0.25, max 0.25 (100 positions, 10 moved)");
+    CHECK(lines[27] == "worst prompts");
+    CHECK(lines[28] == "  queens                   3 unique  diverges at token 102  gap 0.0123  "
                        "\" Queens\" (-0.6931) vs \" Manhattan\" (-0.7054)");
-    CHECK(lines[27] == "  hostile\\x1b[2J\\x1b]0;pw\u2026 2 unique  diverges at char 0 (one "
+    CHECK(lines[29] == "  hostile\\x1b[2J\\x1b]0;pw\u2026 2 unique  diverges at char 0 (one "
                        "completion ends there)  \"\\x1b[31mred\\r\\n\u2026\" (-1.0000) vs "
                        "\"\\u{202e}gnp.exe\" (-1.5000)  (no logprobs)");
-    CHECK(lines[28] == "  stable                   1 unique  inconclusive (5 successful, 1 failed)"
+    CHECK(lines[30] == "  stable                   1 unique  inconclusive (5 successful, 1 failed)"
                        "  min gap 0.0100 at token 7");
     CHECK(text.find("every prompt stable") == std::string::npos);
   }
@@ -110,7 +113,7 @@ TEST_CASE("render_terminal_summary") {
     summary.max_logprob_drift.reset();
     for (auto& level : summary.by_concurrency) level.logprob_drift = {};
     const auto lines = lines_of(report::render_terminal_summary(fixture->report, false));
-    REQUIRE(lines.size() == 29);
+    REQUIRE(lines.size() == 31);
     CHECK(lines[10] == "tiers      bitwise 0   token 0   unstable 2   inconclusive 1   max logprob "
                        "drift no logprobs compared");
     CHECK(lines[11] ==
