@@ -181,6 +181,37 @@ class DiffAudits(h.E2ETestCase):
                         run.stdout)
         self.assertNotIn("Prompts that changed", run.stdout)
 
+    def test_each_level_served_side_by_side(self):
+        """B answers every request 60 ms late (A 5 ms): diff puts each level's throughput and latency of
+        both audits side by side, B/A of each, in the JSON, the Markdown and the HTML."""
+        def delayed(ms):
+            script = std.script()
+            for entries in script["prompts"].values():
+                for entry in entries:
+                    entry["delay_ms"] = ms
+            return script
+
+        slow = delayed(60)
+        # A waits 5 ms, so that its latency is never below the clock's millisecond.
+        a = self.audit("fast", delayed(5), std.suite(), std.RUNS, std.LEVELS)
+        b = self.audit("slow", slow, std.suite(), std.RUNS, std.LEVELS)
+        run, result = self.diff(a, b, "speeds")
+        self.assert_exit(run, 0)
+        self.assertEqual([s["concurrency"] for s in result["speeds"]], std.LEVELS)
+        for s in result["speeds"]:
+            with self.subTest(level=s["concurrency"]):
+                # Every request of B took at least its 60 ms delay.
+                self.assertGreaterEqual(s["b_mean_latency_ms"], 60)
+                self.assertGreaterEqual(s["b_p95_latency_ms"], 60)
+                self.assertAlmostEqual(s["latency_ratio"],
+                                       s["b_mean_latency_ms"] / s["a_mean_latency_ms"])
+                self.assertAlmostEqual(s["throughput_ratio"],
+                                       s["b_tokens_per_second"] / s["a_tokens_per_second"])
+        self.assertIn("| level | A tok/s | B tok/s | B/A | A latency ms (p95) | B latency ms (p95) "
+                      "| B/A |", run.stdout)
+        with open(self.path("speeds.html"), encoding="utf-8") as f:
+            self.assertEqual(h.ElementText.of(f.read(), "speeds")[0], 1)
+
     def test_a_less_stable_b_is_a_regression(self):
         a = self.audit("a", script(False), suite(), RUNS, LEVELS)
         b = self.audit("b", script(True), suite(), RUNS, LEVELS)
