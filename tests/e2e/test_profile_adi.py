@@ -2,7 +2,7 @@
 """Scenario: `llmrepro audit --profile adi` runs the agent-determinism leaderboard's protocol
 against a scripted endpoint: per prompt 3 serial requests spaced by --serial-spacing (checked on
 the endpoint's own clock), then a burst of 10 concurrent requests per prompt with nothing else
-in flight (each answer takes 120 ms, so the endpoint sees all ten at once and the next prompt's
+in flight (each answer takes 250 ms, so the endpoint sees all ten at once and the next prompt's
 burst only after). The script makes one prompt's burst part from its serial answers at byte 13,
 another's serial answers part at byte 2 under a changed system_fingerprint, and keeps a third
 the same: every figure of the profile (divergence counts, byte and character first divergence,
@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 import e2e_harness as h
 import standard_audit as std
 
-DELAY_MS = 150
+DELAY_MS = 250
 SPACING_S = 0.8
 CAPITAL = "Name the capital of France."
 FEYNMAN = "Where was Feynman born?"
