@@ -3,9 +3,12 @@
 // measured is the client. Raw epoll with SO_REUSEPORT, one event loop per thread, keep-alive.
 //
 //   responder <port> [threads] [variants]
+//   responder --dump DIR
 //
 // `variants` > 1 serves that many bodies in turn, differing in their last tokens, so that an
 // audit built against it has some drift to analyse. Prints "ready <port>" once listening.
+// `--dump` writes the first variant's bodies to DIR/chat.json and DIR/chat.sse (what
+// bench/parse_bench.cpp parses) and exits.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -19,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -214,12 +218,25 @@ void serve(int port, Responses& responses) {
   }
 }
 
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  return static_cast<bool>(out);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: responder <port> [threads] [variants]\n");
+  if (argc < 2 || (std::string_view(argv[1]) == "--dump" && argc < 3)) {
+    std::fprintf(stderr, "usage: responder <port> [threads] [variants] | responder --dump DIR\n");
     return 2;
+  }
+  if (std::string_view(argv[1]) == "--dump") {
+    const std::string dir = argv[2];
+    return write_file(dir + "/chat.json", chat_body(0)) &&
+                   write_file(dir + "/chat.sse", stream_body(0))
+               ? 0
+               : 1;
   }
   const int port = std::atoi(argv[1]);
   const int threads = argc > 2 ? std::atoi(argv[2]) : 2;

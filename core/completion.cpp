@@ -34,16 +34,19 @@ ReasoningSplit parse_reasoning_split(const std::string& text) {
 namespace {
 
 void sort_candidates(std::vector<TokenLogprob>& tokens) {
+  // Unknown values (NaN) sort last, which keeps the ordering strict and weak.
+  const auto before = [](const TokenCandidate& a, const TokenCandidate& b) {
+    const bool a_known = is_known_logprob(a.logprob);
+    const bool b_known = is_known_logprob(b.logprob);
+    if (a_known != b_known) return a_known;
+    return a_known && a.logprob > b.logprob;
+  };
   for (auto& token : tokens) {
-    // Stable, so equal logprobs keep the endpoint's order and the result is deterministic;
-    // unknown values (NaN) sort last, which keeps the ordering strict and weak.
-    std::stable_sort(token.top.begin(), token.top.end(),
-                     [](const TokenCandidate& a, const TokenCandidate& b) {
-                       const bool a_known = is_known_logprob(a.logprob);
-                       const bool b_known = is_known_logprob(b.logprob);
-                       if (a_known != b_known) return a_known;
-                       return a_known && a.logprob > b.logprob;
-                     });
+    // Stable, so equal logprobs keep the endpoint's order and the result is deterministic.
+    // Most endpoints send them sorted already: a stable sort would leave them as they are, and
+    // allocate its buffer for nothing.
+    if (!std::is_sorted(token.top.begin(), token.top.end(), before))
+      std::stable_sort(token.top.begin(), token.top.end(), before);
   }
 }
 

@@ -66,6 +66,31 @@ std::string dump_body(const Json& body) {
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+std::optional<double> non_finite_logprob(JsonNumber kind, core::NumberAnomalies& numbers) {
+  switch (kind) {
+  case JsonNumber::finite: return std::nullopt;
+  case JsonNumber::nan: ++numbers.nan; return core::k_unknown_logprob;
+  case JsonNumber::infinity: ++numbers.infinity; return core::k_unknown_logprob;
+  case JsonNumber::negative_infinity: ++numbers.negative_infinity; return core::k_logprob_floor;
+  case JsonNumber::overflow: ++numbers.overflow; return core::k_unknown_logprob;
+  case JsonNumber::negative_overflow: ++numbers.overflow; return core::k_logprob_floor;
+  }
+  return core::k_unknown_logprob;
+}
+
+std::string spelled_token_bytes(std::string_view raw) {
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string spelled = "bytes:";
+  spelled.reserve(spelled.size() + 4 * raw.size());
+  for (char c : raw) {
+    auto byte = static_cast<unsigned char>(c);
+    spelled += "\\x";
+    spelled += k_hex[byte >> 4];
+    spelled += k_hex[byte & 0x0F];
+  }
+  return spelled;
+}
+
 namespace {
 
 // What a log probability (or probability) literal that is no finite number stands for, counted
@@ -75,15 +100,7 @@ std::optional<double> non_finite(const JsonView& value, core::NumberAnomalies& n
     ++numbers.null;
     return core::k_unknown_logprob;
   }
-  switch (value.number_kind()) {
-  case JsonNumber::finite: return std::nullopt;
-  case JsonNumber::nan: ++numbers.nan; return core::k_unknown_logprob;
-  case JsonNumber::infinity: ++numbers.infinity; return core::k_unknown_logprob;
-  case JsonNumber::negative_infinity: ++numbers.negative_infinity; return core::k_logprob_floor;
-  case JsonNumber::overflow: ++numbers.overflow; return core::k_unknown_logprob;
-  case JsonNumber::negative_overflow: ++numbers.overflow; return core::k_logprob_floor;
-  }
-  return core::k_unknown_logprob;
+  return non_finite_logprob(value.number_kind(), numbers);
 }
 
 } // namespace
@@ -112,16 +129,7 @@ std::string read_token_text(const JsonView& entry, std::string_view key) {
     raw.push_back(static_cast<char>(static_cast<unsigned char>(byte)));
   }
   if (raw == token) return token;
-  static constexpr char k_hex[] = "0123456789abcdef";
-  std::string spelled = "bytes:";
-  spelled.reserve(spelled.size() + 4 * raw.size());
-  for (char c : raw) {
-    auto byte = static_cast<unsigned char>(c);
-    spelled += "\\x";
-    spelled += k_hex[byte >> 4];
-    spelled += k_hex[byte & 0x0F];
-  }
-  return spelled;
+  return spelled_token_bytes(raw);
 }
 
 double read_probability_as_logprob(const JsonView& value, core::NumberAnomalies& numbers) {

@@ -192,7 +192,7 @@ core::Completion parse_gemini_stream(std::string_view body) {
   std::vector<std::string> events = sse_events(body);
   for (std::size_t index = 0; index < events.size(); ++index) {
     const std::string& data = events[index];
-    with_prefix(event_prefix(index), [&] {
+    with_event_prefix(index, [&] {
       JsonDocument document = parse_document(data);
       read_response(JsonView(document), data, completion, state);
     });

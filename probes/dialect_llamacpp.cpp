@@ -153,7 +153,7 @@ core::Completion parse_llamacpp_stream(std::string_view body) {
   std::vector<std::string> events = sse_events(body);
   for (std::size_t index = 0; index < events.size() && !done; ++index) {
     if (events[index] == "[DONE]") continue;
-    with_prefix(event_prefix(index), [&] {
+    with_event_prefix(index, [&] {
       JsonDocument document = parse_document(events[index]);
       JsonView event(document);
       fail_on_error_envelope(event, events[index]);

@@ -27,6 +27,7 @@
 #include <cctype>
 
 #include "probes/detail/dialect_adapters.hpp"
+#include "probes/detail/openai_token_reader.hpp"
 #include "probes/endpoint_url.hpp"
 #include "probes/detail/prompt_text.hpp"
 
@@ -46,12 +47,24 @@ void add_common_fields(Json& body, const core::Prompt& prompt, const GenerationP
   if (!prompt.response_format_json.empty()) body["response_format"] = response_format(prompt);
 }
 
+// The reader of the token list, for documents parsed on this thread's hot path.
+JsonValueReader* token_reader(OpenAiTokenReader& reader) {
+  reader.reset();
+  return openai_token_reader_on_thread() ? &reader : nullptr;
+}
+
 // Appends `logprobs.content[]` (chat shape) or the legacy parallel arrays to `completion`.
-// Returns false when `logprobs` carries neither (content null: a refusal, say).
-bool append_logprobs(const JsonView& logprobs, core::Completion& completion) {
+// Returns false when `logprobs` carries neither (content null: a refusal, say). A content list
+// `reader` took off the tape is its.
+bool append_logprobs(const JsonView& logprobs, core::Completion& completion,
+                     OpenAiTokenReader& reader) {
   if (logprobs.contains("content")) {
     auto content = logprobs.find("content");
     if (!content) return false;
+    if (content->taken()) {
+      reader.append_to(completion);
+      return true;
+    }
     std::size_t count = content->size();
     // No reserve(size() + count): called once a stream chunk, an exact reserve reallocates the
     // whole token list every chunk (quadratic in the tokens); push_back's growth is geometric.
@@ -193,7 +206,8 @@ void read_tool_call_deltas(const JsonView& delta, std::vector<StreamedCall>& cal
 }
 
 core::Completion parse_openai_whole(std::string_view body, bool chat) {
-  JsonDocument document = parse_document(body);
+  OpenAiTokenReader reader;
+  JsonDocument document = parse_document(body, token_reader(reader));
   JsonView root(document);
   fail_on_error_envelope(root, body);
   core::Completion completion;
@@ -204,7 +218,7 @@ core::Completion parse_openai_whole(std::string_view body, bool chat) {
   if (chat) completion.reasoning_text = read_reasoning(choice.at("message"));
   if (chat) read_tool_calls(choice.at("message"), completion);
   if (auto logprobs = choice.find("logprobs"))
-    completion.has_logprobs = append_logprobs(*logprobs, completion);
+    completion.has_logprobs = append_logprobs(*logprobs, completion, reader);
   completion.finish_reason = choice.optional_string("finish_reason");
   read_envelope(root, completion);
   if (!root.find("usage"))
@@ -217,6 +231,7 @@ core::Completion parse_openai_stream(std::string_view body, bool chat) {
   std::vector<StreamedCall> calls;
   bool done = false;
   bool saw_usage = false;
+  OpenAiTokenReader reader;
   std::vector<std::string> events = sse_events(body);
   for (std::size_t index = 0; index < events.size(); ++index) {
     const std::string& data = events[index];
@@ -224,8 +239,8 @@ core::Completion parse_openai_stream(std::string_view body, bool chat) {
       done = true;
       break;
     }
-    with_prefix(event_prefix(index), [&] {
-      JsonDocument document = parse_document(data);
+    with_event_prefix(index, [&] {
+      JsonDocument document = parse_document(data, token_reader(reader));
       JsonView chunk(document);
       fail_on_error_envelope(chunk, data);
       read_envelope(chunk, completion);
@@ -245,7 +260,8 @@ core::Completion parse_openai_stream(std::string_view body, bool chat) {
       if (chat && logprobs && logprobs->is_number())
         completion.has_logprobs = append_together_token(choice, *logprobs, completion);
       else if (logprobs)
-        completion.has_logprobs = append_logprobs(*logprobs, completion) || completion.has_logprobs;
+        completion.has_logprobs =
+            append_logprobs(*logprobs, completion, reader) || completion.has_logprobs;
       std::string finish = choice.optional_string("finish_reason");
       if (!finish.empty()) completion.finish_reason = std::move(finish);
     });

@@ -228,7 +228,7 @@ core::Completion parse_responses_stream(std::string_view body) {
   std::vector<std::string> events = sse_events(body);
   for (std::size_t index = 0; index < events.size() && !finished; ++index) {
     const std::string& data = events[index];
-    with_prefix(event_prefix(index), [&] {
+    with_event_prefix(index, [&] {
       JsonDocument document = parse_document(data);
       finished = read_event(JsonView(document), data, completion, state);
     });

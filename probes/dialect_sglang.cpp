@@ -105,7 +105,7 @@ core::Completion parse_sglang_stream(std::string_view body) {
       done = true;
       break;
     }
-    with_prefix(event_prefix(index), [&] {
+    with_event_prefix(index, [&] {
       JsonDocument document = parse_document(events[index]);
       JsonView event(document);
       fail_on_error_envelope(event, events[index]);

@@ -1,6 +1,7 @@
 #include "probes/detail/json_access.hpp"
 
 #include "core/json_value.hpp"
+#include "probes/detail/json_scanner.hpp"
 
 #include <charconv>
 #include <cstdint>
@@ -52,16 +53,6 @@ void append_path(const JsonDocument& document, std::uint32_t index, std::string&
   }
 }
 
-// The value of a number literal as strtod reads it (what the DOM parser did), correctly
-// rounded; from_chars refuses underflow, which strtod turns into a subnormal or zero.
-double to_double(std::string_view text) {
-  double value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error == std::errc()) return value;
-  std::string copy(text);
-  return std::strtod(copy.c_str(), nullptr);
-}
-
 } // namespace
 
 void fail(const std::string& message) { throw ParseFailure(message); }
@@ -83,8 +74,13 @@ std::size_t& lone_surrogates_on_thread() {
 }
 
 JsonDocument parse_document(std::string_view text, const std::string& what) {
+  return parse_document(text, nullptr, what);
+}
+
+JsonDocument parse_document(std::string_view text, JsonValueReader* reader,
+                            const std::string& what) {
   JsonDocument document;
-  if (document.parse(text, k_max_json_depth)) {
+  if (document.parse(text, k_max_json_depth, reader)) {
     lone_surrogates_on_thread() += document.lone_surrogates();
     return document;
   }
@@ -206,7 +202,7 @@ double JsonView::number() const {
   const JsonNode& self = node();
   if (self.type != JsonType::number) fail(describe() + " must be a number");
   if (self.number != JsonNumber::finite) fail(describe() + " must be a finite number");
-  return to_double(self.text);
+  return json_number_value(self.text);
 }
 
 JsonNumber JsonView::number_kind() const {

@@ -1,15 +1,16 @@
 #include "probes/detail/json_document.hpp"
 
+#include "probes/detail/json_scanner.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <unordered_map>
 
 namespace llmrepro::probes::detail {
 
 namespace {
-
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -66,17 +67,6 @@ char* put_utf8(char* out, std::uint32_t code) {
   return out;
 }
 
-// False when the number literal `text` overflows a double. Only literals with an exponent or
-// hundreds of digits can; an underflow to zero or a subnormal is a value, as strtod gives it.
-bool finite_number(std::string_view text) {
-  double value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error == std::errc()) return end == text.data() + text.size();
-  if (error != std::errc::result_out_of_range) return false;
-  std::string copy(text);
-  return std::isfinite(std::strtod(copy.c_str(), nullptr));
-}
-
 // Arrays a finished document left for the next one parsed on this thread; kept only up to a
 // bound, so one huge response does not pin its memory.
 constexpr std::size_t k_max_spare_nodes = 1U << 16;
@@ -101,38 +91,30 @@ template <typename T> void give_spare(std::vector<T>& from, std::vector<T>& spar
 // Recursive descent over the text, at most max_depth containers deep, appending one node per
 // value in document order. Each container's children are gathered on a scratch stack and copied
 // to the document's child list when the container closes, so every child list is contiguous.
+// The lexical work (strings, numbers, literals) is the scanner's, which a JsonValueReader shares.
 class JsonTapeBuilder {
 public:
-  JsonTapeBuilder(JsonDocument& document, std::string_view text, std::size_t max_depth)
-      : m_document(document), m_p(text.data()), m_end(text.data() + text.size()),
-        m_begin(text.data()), m_max_depth(max_depth) {}
+  JsonTapeBuilder(JsonDocument& document, std::string_view text, std::size_t max_depth,
+                  JsonValueReader* reader)
+      : m_document(document), m_scan(document, text), m_max_depth(max_depth), m_reader(reader) {}
 
   bool run() {
-    auto size = static_cast<std::size_t>(m_end - m_p);
+    const std::size_t size = m_scan.left();
     take_spare(m_document.m_nodes, t_spare_nodes);
     take_spare(m_document.m_children, t_spare_children);
-    m_document.m_nodes.reserve(size / 6 + 4);
-    m_document.m_children.reserve(size / 6 + 4);
+    // A reader takes the bulk of a response off the tape: its nodes are then far fewer.
+    const std::size_t expected = m_reader != nullptr ? size / 64 : size / 6;
+    m_document.m_nodes.reserve(expected + 4);
+    m_document.m_children.reserve(expected + 4);
     m_scratch.clear();
-    if (size >= 3 && m_p[0] == '\xEF' && m_p[1] == '\xBB' && m_p[2] == '\xBF') m_p += 3;
+    // A leading UTF-8 byte-order mark is skipped.
+    if (size >= 3) (void)m_scan.literal("\xEF\xBB\xBF");
     if (!value(JsonNode::k_no_parent, 0, {}, 0)) return false;
-    skip_whitespace();
-    return m_p == m_end;
+    m_scan.skip_whitespace();
+    return m_scan.at_end();
   }
 
 private:
-  void skip_whitespace() {
-    while (m_p < m_end && (*m_p == ' ' || *m_p == '\n' || *m_p == '\r' || *m_p == '\t')) ++m_p;
-  }
-
-  bool literal(std::string_view word) {
-    if (static_cast<std::size_t>(m_end - m_p) < word.size() ||
-        std::string_view(m_p, word.size()) != word)
-      return false;
-    m_p += word.size();
-    return true;
-  }
-
   std::uint32_t add_node(JsonType type, std::uint32_t parent, std::uint32_t index,
                          std::string_view key) {
     auto self = static_cast<std::uint32_t>(m_document.m_nodes.size());
@@ -146,57 +128,82 @@ private:
   }
 
   bool value(std::uint32_t parent, std::uint32_t index, std::string_view key, std::size_t depth) {
-    skip_whitespace();
-    if (m_p == m_end) return false;
-    switch (*m_p) {
+    m_scan.skip_whitespace();
+    if (m_scan.at_end()) return false;
+    switch (m_scan.peek()) {
     case '{': return object(add_node(JsonType::object, parent, index, key), depth + 1);
     case '[': return array(add_node(JsonType::array, parent, index, key), depth + 1);
     case '"': {
       std::uint32_t self = add_node(JsonType::string, parent, index, key);
       std::string_view text;
-      if (!string(text)) return false;
+      if (!m_scan.string(text)) return false;
       m_document.m_nodes[self].text = text;
       return true;
     }
     case 't':
     case 'f': {
       std::uint32_t self = add_node(JsonType::boolean, parent, index, key);
-      bool truth = *m_p == 't';
+      bool truth = m_scan.peek() == 't';
       m_document.m_nodes[self].flag = truth;
-      return literal(truth ? "true" : "false");
+      return m_scan.literal(truth ? "true" : "false");
     }
-    case 'n': add_node(JsonType::null, parent, index, key); return literal("null");
-    case 'N':
-      return named_number(add_node(JsonType::number, parent, index, key), "NaN", JsonNumber::nan);
-    case 'I':
-      return named_number(add_node(JsonType::number, parent, index, key), "Infinity",
-                          JsonNumber::infinity);
-    default: return number(add_node(JsonType::number, parent, index, key));
+    case 'n': add_node(JsonType::null, parent, index, key); return m_scan.literal("null");
+    default: {
+      std::uint32_t self = add_node(JsonType::number, parent, index, key);
+      JsonLiteral literal;
+      if (!m_scan.number(literal)) return false;
+      JsonNode& node = m_document.m_nodes[self];
+      node.text = literal.text;
+      node.flag = literal.integral;
+      node.number = literal.kind;
+      return true;
     }
+    }
+  }
+
+  // The member value at the scanner handed to the reader; false (the scanner where it was) when
+  // the reader declines it.
+  bool take(std::uint32_t parent, std::string_view key, std::size_t depth) {
+    m_scan.skip_whitespace();
+    if (m_scan.at_end()) return false;
+    JsonType type = JsonType::number;
+    switch (m_scan.peek()) {
+    case '{': type = JsonType::object; break;
+    case '[': type = JsonType::array; break;
+    case '"': type = JsonType::string; break;
+    case 't':
+    case 'f': type = JsonType::boolean; break;
+    case 'n': type = JsonType::null; break;
+    default: break;
+    }
+    const JsonScanner::Mark mark = m_scan.mark();
+    if (depth >= m_max_depth || !m_reader->read(m_scan, m_max_depth - depth)) {
+      m_scan.rewind(mark);
+      return false;
+    }
+    m_document.m_nodes[add_node(type, parent, 0, key)].taken = true;
+    return true;
   }
 
   bool object(std::uint32_t self, std::size_t depth) {
     if (depth > m_max_depth) return false;
-    ++m_p;
+    m_scan.advance(1);
     std::size_t mark = m_scratch.size();
-    skip_whitespace();
-    if (m_p < m_end && *m_p == '}') {
-      ++m_p;
-      return close(self, mark, false);
-    }
+    if (m_scan.consume('}')) return close(self, mark, false);
     while (true) {
-      skip_whitespace();
-      if (m_p == m_end || *m_p != '"') return false;
+      m_scan.skip_whitespace();
+      if (m_scan.at_end() || m_scan.peek() != '"') return false;
       std::string_view key;
-      if (!string(key)) return false;
-      skip_whitespace();
-      if (m_p == m_end || *m_p != ':') return false;
-      ++m_p;
+      if (!m_scan.string(key)) return false;
+      if (!m_scan.consume(':')) return false;
       m_scratch.push_back(static_cast<std::uint32_t>(m_document.m_nodes.size()));
-      if (!value(self, 0, key, depth)) return false;
-      skip_whitespace();
-      if (m_p == m_end) return false;
-      char c = *m_p++;
+      const bool taken =
+          m_reader != nullptr && m_reader->wants(m_document, self, key) && take(self, key, depth);
+      if (!taken && !value(self, 0, key, depth)) return false;
+      m_scan.skip_whitespace();
+      if (m_scan.at_end()) return false;
+      char c = m_scan.peek();
+      m_scan.advance(1);
       if (c == '}') return close(self, mark, true);
       if (c != ',') return false;
     }
@@ -204,19 +211,16 @@ private:
 
   bool array(std::uint32_t self, std::size_t depth) {
     if (depth > m_max_depth) return false;
-    ++m_p;
+    m_scan.advance(1);
     std::size_t mark = m_scratch.size();
-    skip_whitespace();
-    if (m_p < m_end && *m_p == ']') {
-      ++m_p;
-      return close(self, mark, false);
-    }
+    if (m_scan.consume(']')) return close(self, mark, false);
     for (std::uint32_t index = 0;; ++index) {
       m_scratch.push_back(static_cast<std::uint32_t>(m_document.m_nodes.size()));
       if (!value(self, index, {}, depth)) return false;
-      skip_whitespace();
-      if (m_p == m_end) return false;
-      char c = *m_p++;
+      m_scan.skip_whitespace();
+      if (m_scan.at_end()) return false;
+      char c = m_scan.peek();
+      m_scan.advance(1);
       if (c == ']') return close(self, mark, false);
       if (c != ',') return false;
     }
@@ -260,189 +264,161 @@ private:
     return kept;
   }
 
-  // Records the literal outside strict JSON that starts at `start` and ends at m_p.
-  void note_nonstandard(const char* start) {
-    m_document.m_nonstandard.push_back(
-        {static_cast<std::uint32_t>(start - m_begin), static_cast<std::uint32_t>(m_p - start)});
-  }
-
-  // NaN, Infinity or -Infinity (Python's json.dumps spelling) at m_p, as a number node.
-  bool named_number(std::uint32_t self, std::string_view word, JsonNumber kind) {
-    const char* start = m_p;
-    if (!literal(word)) return false;
-    JsonNode& node = m_document.m_nodes[self];
-    node.text = std::string_view(start, word.size());
-    node.number = kind;
-    note_nonstandard(start);
-    return true;
-  }
-
-  bool number(std::uint32_t self) {
-    const char* start = m_p;
-    if (m_p < m_end && *m_p == '-') {
-      if (m_end - m_p > 1 && m_p[1] == 'I')
-        return named_number(self, "-Infinity", JsonNumber::negative_infinity);
-      ++m_p;
-    }
-    if (m_p == m_end) return false;
-    if (*m_p == '0') {
-      ++m_p;
-    } else if (*m_p >= '1' && *m_p <= '9') {
-      while (m_p < m_end && is_digit(*m_p)) ++m_p;
-    } else {
-      return false;
-    }
-    bool integer = true;
-    bool exponent = false;
-    if (m_p < m_end && *m_p == '.') {
-      ++m_p;
-      if (m_p == m_end || !is_digit(*m_p)) return false;
-      while (m_p < m_end && is_digit(*m_p)) ++m_p;
-      integer = false;
-    }
-    if (m_p < m_end && (*m_p == 'e' || *m_p == 'E')) {
-      ++m_p;
-      if (m_p < m_end && (*m_p == '+' || *m_p == '-')) ++m_p;
-      if (m_p == m_end || !is_digit(*m_p)) return false;
-      while (m_p < m_end && is_digit(*m_p)) ++m_p;
-      integer = false;
-      exponent = true;
-    }
-    std::string_view text(start, static_cast<std::size_t>(m_p - start));
-    JsonNode& node = m_document.m_nodes[self];
-    node.text = text;
-    node.flag = integer;
-    if ((exponent || text.size() > 300) && !finite_number(text)) {
-      node.number = *start == '-' ? JsonNumber::negative_overflow : JsonNumber::overflow;
-      note_nonstandard(start);
-    }
-    return true;
-  }
-
-  // At the opening quote; leaves m_p past the closing one.
-  bool string(std::string_view& out) {
-    const char* start = ++m_p;
-    while (m_p < m_end) {
-      auto c = static_cast<unsigned char>(*m_p);
-      if (c == '"') {
-        out = std::string_view(start, static_cast<std::size_t>(m_p - start));
-        ++m_p;
-        return true;
-      }
-      if (c == '\\') return decode(start, out);
-      if (c < 0x20) return false;
-      if (c < 0x80) {
-        ++m_p;
-        continue;
-      }
-      std::size_t length = utf8_length(m_p, m_end);
-      if (length == 0) return false;
-      m_p += length;
-    }
-    return false;
-  }
-
-  // The rest of a string from its first escape, decoded into the arena.
-  bool decode(const char* start, std::string_view& out) {
-    if (!m_document.m_arena) {
-      m_document.m_arena = std::make_unique<char[]>(static_cast<std::size_t>(m_end - m_begin));
-      m_arena_at = m_document.m_arena.get();
-    }
-    char* first = m_arena_at;
-    char* at = first;
-    for (const char* p = start; p < m_p; ++p) *at++ = *p;
-    while (m_p < m_end) {
-      auto c = static_cast<unsigned char>(*m_p);
-      if (c == '"') {
-        ++m_p;
-        out = std::string_view(first, static_cast<std::size_t>(at - first));
-        m_arena_at = at;
-        return true;
-      }
-      if (c < 0x20) return false;
-      if (c >= 0x80) {
-        std::size_t length = utf8_length(m_p, m_end);
-        if (length == 0) return false;
-        for (std::size_t i = 0; i < length; ++i) *at++ = *m_p++;
-        continue;
-      }
-      if (c != '\\') {
-        *at++ = *m_p++;
-        continue;
-      }
-      if (++m_p == m_end) return false;
-      char escape = *m_p++;
-      switch (escape) {
-      case '"': *at++ = '"'; break;
-      case '\\': *at++ = '\\'; break;
-      case '/': *at++ = '/'; break;
-      case 'b': *at++ = '\b'; break;
-      case 'f': *at++ = '\f'; break;
-      case 'n': *at++ = '\n'; break;
-      case 'r': *at++ = '\r'; break;
-      case 't': *at++ = '\t'; break;
-      case 'u': {
-        std::uint32_t code = 0;
-        if (!hex4(code)) return false;
-        bool paired = false;
-        if (code >= 0xD800 && code <= 0xDBFF && m_end - m_p >= 2 && m_p[0] == '\\' &&
-            m_p[1] == 'u') {
-          const char* after_high = m_p;
-          m_p += 2;
-          std::uint32_t low = 0;
-          paired = hex4(low) && low >= 0xDC00 && low <= 0xDFFF;
-          if (paired)
-            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-          else
-            m_p = after_high; // the next escape is read on its own
-        }
-        if (!paired && code >= 0xD800 && code <= 0xDFFF) {
-          // A lone surrogate (a high one not followed by a low one, or a low one alone) is no
-          // character: it becomes U+FFFD, counted, instead of costing the whole response.
-          code = 0xFFFD;
-          ++m_document.m_lone_surrogates;
-        }
-        at = put_utf8(at, code);
-        break;
-      }
-      default: return false;
-      }
-    }
-    return false;
-  }
-
-  bool hex4(std::uint32_t& code) {
-    if (m_end - m_p < 4) return false;
-    for (int i = 0; i < 4; ++i) {
-      int digit = hex_value(*m_p++);
-      if (digit < 0) return false;
-      code = (code << 4) | static_cast<std::uint32_t>(digit);
-    }
-    return true;
-  }
-
   JsonDocument& m_document;
-  const char* m_p;
-  const char* m_end;
-  const char* m_begin;
+  JsonScanner m_scan;
   std::size_t m_max_depth;
-  char* m_arena_at = nullptr;
+  JsonValueReader* m_reader;
   // Children of the open containers; the thread's one, as parsing never nests.
   std::vector<std::uint32_t>& m_scratch = t_scratch;
 };
+
+double json_number_value(std::string_view literal) {
+  double value = 0;
+  if (exact_decimal(literal, value)) return value;
+  auto [end, error] = std::from_chars(literal.data(), literal.data() + literal.size(), value);
+  if (error == std::errc()) return value;
+  // from_chars refuses underflow, which strtod turns into a subnormal or zero.
+  std::string copy(literal);
+  return std::strtod(copy.c_str(), nullptr);
+}
+
+bool json_finite_number(std::string_view text) {
+  double value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error == std::errc()) return end == text.data() + text.size();
+  if (error != std::errc::result_out_of_range) return false;
+  std::string copy(text);
+  return std::isfinite(std::strtod(copy.c_str(), nullptr));
+}
+
+bool JsonScanner::string_rest(const char* start, std::string_view& out) {
+  while (m_p < m_end) {
+    auto c = static_cast<unsigned char>(*m_p);
+    if (c == '"') {
+      out = std::string_view(start, static_cast<std::size_t>(m_p - start));
+      ++m_p;
+      return true;
+    }
+    if (c == '\\') return decode(start, out);
+    if (c < 0x20) return false;
+    if (c < 0x80) {
+      ++m_p;
+      continue;
+    }
+    std::size_t length = utf8_length(m_p, m_end);
+    if (length == 0) return false;
+    m_p += length;
+  }
+  return false;
+}
+
+void JsonScanner::note_nonstandard(const char* start) {
+  m_document.m_nonstandard.push_back(
+      {static_cast<std::uint32_t>(start - m_begin), static_cast<std::uint32_t>(m_p - start)});
+}
+
+bool JsonScanner::named(JsonLiteral& out, std::string_view word, JsonNumber kind) {
+  const char* start = m_p;
+  if (!literal(word)) return false;
+  out.text = std::string_view(start, word.size());
+  out.integral = false;
+  out.kind = kind;
+  note_nonstandard(start);
+  return true;
+}
+
+bool JsonScanner::hex4(std::uint32_t& code) {
+  if (m_end - m_p < 4) return false;
+  for (int i = 0; i < 4; ++i) {
+    int digit = hex_value(*m_p++);
+    if (digit < 0) return false;
+    code = (code << 4) | static_cast<std::uint32_t>(digit);
+  }
+  return true;
+}
+
+// The rest of a string from its first escape, decoded into the arena. Decoding never makes a
+// string longer, so the arena, as long as the text, never runs out.
+bool JsonScanner::decode(const char* start, std::string_view& out) {
+  if (m_arena_at == nullptr) {
+    if (!m_document.m_arena)
+      m_document.m_arena = std::make_unique<char[]>(static_cast<std::size_t>(m_end - m_begin));
+    m_arena_at = m_document.m_arena.get();
+  }
+  char* first = m_arena_at;
+  char* at = first;
+  for (const char* p = start; p < m_p; ++p) *at++ = *p;
+  while (m_p < m_end) {
+    auto c = static_cast<unsigned char>(*m_p);
+    if (c == '"') {
+      ++m_p;
+      out = std::string_view(first, static_cast<std::size_t>(at - first));
+      m_arena_at = at;
+      return true;
+    }
+    if (c < 0x20) return false;
+    if (c >= 0x80) {
+      std::size_t length = utf8_length(m_p, m_end);
+      if (length == 0) return false;
+      for (std::size_t i = 0; i < length; ++i) *at++ = *m_p++;
+      continue;
+    }
+    if (c != '\\') {
+      *at++ = *m_p++;
+      continue;
+    }
+    if (++m_p == m_end) return false;
+    char escape = *m_p++;
+    switch (escape) {
+    case '"': *at++ = '"'; break;
+    case '\\': *at++ = '\\'; break;
+    case '/': *at++ = '/'; break;
+    case 'b': *at++ = '\b'; break;
+    case 'f': *at++ = '\f'; break;
+    case 'n': *at++ = '\n'; break;
+    case 'r': *at++ = '\r'; break;
+    case 't': *at++ = '\t'; break;
+    case 'u': {
+      std::uint32_t code = 0;
+      if (!hex4(code)) return false;
+      bool paired = false;
+      if (code >= 0xD800 && code <= 0xDBFF && m_end - m_p >= 2 && m_p[0] == '\\' && m_p[1] == 'u') {
+        const char* after_high = m_p;
+        m_p += 2;
+        std::uint32_t low = 0;
+        paired = hex4(low) && low >= 0xDC00 && low <= 0xDFFF;
+        if (paired)
+          code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+        else
+          m_p = after_high; // the next escape is read on its own
+      }
+      if (!paired && code >= 0xD800 && code <= 0xDFFF) {
+        // A lone surrogate (a high one not followed by a low one, or a low one alone) is no
+        // character: it becomes U+FFFD, counted, instead of costing the whole response.
+        code = 0xFFFD;
+        ++m_document.m_lone_surrogates;
+      }
+      at = put_utf8(at, code);
+      break;
+    }
+    default: return false;
+    }
+  }
+  return false;
+}
 
 JsonDocument::~JsonDocument() {
   give_spare(m_nodes, t_spare_nodes);
   give_spare(m_children, t_spare_children);
 }
 
-bool JsonDocument::parse(std::string_view text, std::size_t max_depth) {
+bool JsonDocument::parse(std::string_view text, std::size_t max_depth, JsonValueReader* reader) {
   m_arena.reset();
   m_nonstandard.clear();
   m_lone_surrogates = 0;
   // Node indices and child offsets are 32-bit.
   if (text.size() >= JsonNode::k_no_parent) return false;
-  JsonTapeBuilder builder(*this, text, max_depth);
+  JsonTapeBuilder builder(*this, text, max_depth, reader);
   return builder.run();
 }
 

@@ -1,17 +1,31 @@
 #include "probes/sse_parser.hpp"
 
+#include <cstring>
+
 namespace llmrepro::probes {
 
 namespace {
 
 constexpr std::string_view k_byte_order_mark = "\xEF\xBB\xBF";
 
+// Where the line from `at` ends: its first '\n' or '\r', or the chunk's end. memchr finds the
+// '\n' over the whole chunk, then a '\r' only within the line it ends (a lone '\r' is rare).
+std::size_t line_end(std::string_view chunk, std::size_t at) {
+  const char* begin = chunk.data() + at;
+  const std::size_t rest = chunk.size() - at;
+  const auto* newline = static_cast<const char*>(std::memchr(begin, '\n', rest));
+  const std::size_t length = newline != nullptr ? static_cast<std::size_t>(newline - begin) : rest;
+  const auto* carriage = static_cast<const char*>(std::memchr(begin, '\r', length));
+  return at + (carriage != nullptr ? static_cast<std::size_t>(carriage - begin) : length);
+}
+
 } // namespace
 
 std::vector<std::string> SseParser::feed(std::string_view chunk) {
   std::vector<std::string> events;
   std::size_t at = 0;
-  // Whole runs of line content are appended at once; only line breaks are looked at one by one.
+  // Lines wholly inside the chunk are read where they are; only a line the chunk cuts is
+  // gathered in m_line. Only line breaks are looked at one by one.
   while (at < chunk.size()) {
     if (m_after_cr) {
       m_after_cr = false;
@@ -21,14 +35,19 @@ std::vector<std::string> SseParser::feed(std::string_view chunk) {
         continue;
       }
     }
-    std::size_t end = chunk.find_first_of("\r\n", at);
-    if (end == std::string_view::npos) {
+    const std::size_t end = line_end(chunk, at);
+    if (end == chunk.size()) {
       m_line.append(chunk.substr(at));
       break;
     }
-    m_line.append(chunk.substr(at, end - at));
     m_after_cr = chunk[end] == '\r';
-    process_line(events);
+    if (m_line.empty()) {
+      process_line(chunk.substr(at, end - at), events);
+    } else {
+      m_line.append(chunk.substr(at, end - at));
+      process_line(m_line, events);
+      m_line.clear();
+    }
     at = end + 1;
   }
   return events;
@@ -36,7 +55,10 @@ std::vector<std::string> SseParser::feed(std::string_view chunk) {
 
 std::vector<std::string> SseParser::finish() {
   std::vector<std::string> events;
-  if (!m_line.empty()) process_line(events);
+  if (!m_line.empty()) {
+    process_line(m_line, events);
+    m_line.clear();
+  }
   if (m_has_data) events.push_back(std::move(m_data));
   m_data.clear();
   m_has_data = false;
@@ -44,8 +66,7 @@ std::vector<std::string> SseParser::finish() {
   return events;
 }
 
-void SseParser::process_line(std::vector<std::string>& events) {
-  std::string_view line = m_line;
+void SseParser::process_line(std::string_view line, std::vector<std::string>& events) {
   if (m_first_line) {
     m_first_line = false;
     if (line.substr(0, k_byte_order_mark.size()) == k_byte_order_mark)
@@ -70,7 +91,6 @@ void SseParser::process_line(std::vector<std::string>& events) {
       m_has_data = true;
     }
   }
-  m_line.clear();
 }
 
 } // namespace llmrepro::probes

@@ -28,7 +28,7 @@ public:
   std::size_t pending_bytes() const { return m_line.size() + m_data.size(); }
 
 private:
-  void process_line(std::vector<std::string>& events);
+  void process_line(std::string_view line, std::vector<std::string>& events);
 
   std::string m_line;
   std::string m_data;

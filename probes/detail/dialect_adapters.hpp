@@ -90,6 +90,14 @@ core::TokenLogprob read_openai_token(const JsonView& entry, core::NumberAnomalie
 // others. Absent, null or malformed bytes, or none, keep the string.
 std::string read_token_text(const JsonView& entry, std::string_view key);
 
+// OpenAI's spelling of a byte fragment's bytes, "bytes:\xe2\x80", which read_token_text()
+// gives a token whose `bytes` are not the UTF-8 of its string.
+std::string spelled_token_bytes(std::string_view raw);
+
+// What read_logprob() makes of a number literal of `kind`, counted in `numbers`; nullopt for a
+// finite one, whose value is its own.
+std::optional<double> non_finite_logprob(JsonNumber kind, core::NumberAnomalies& numbers);
+
 // A candidate or token logprob. Every -inf spelling maps to core::k_logprob_floor: -9999.0,
 // float lowest, -Infinity and a negative literal past a double's range. NaN, Infinity, a
 // positive overflowing literal and null (TGI's schema allows it) carry no usable number and
@@ -119,6 +127,16 @@ template <typename Step> void with_prefix(const std::string& prefix, Step&& step
 
 // "stream event <n>: " for the 0-based event index `index`.
 std::string event_prefix(std::size_t index);
+
+// Runs `step`, prefixing any ParseFailure it throws with event_prefix(`index`), which is only
+// written then.
+template <typename Step> void with_event_prefix(std::size_t index, Step&& step) {
+  try {
+    step();
+  } catch (const ParseFailure& failure) {
+    fail(event_prefix(index) + failure.what());
+  }
+}
 
 // The token count at `path` below `object` ({"usage", "prompt_tokens"}), or nullopt when a
 // member on the way is absent or null: usage counts are optional in every dialect. A present

@@ -55,6 +55,11 @@ Json parse_json(std::string_view text, const std::string& what = "");
 // rejects: in rejected input they are read as 0 for the verdict, so the message names the fault
 // they did not cause. `text` must outlive the document.
 JsonDocument parse_document(std::string_view text, const std::string& what = "");
+// The same, with `reader` taking the member values it wants off the tape (JsonValueReader). In
+// text the tape refuses, nothing the reader took counts: the document parse_document() then
+// returns, if any, has no value taken.
+JsonDocument parse_document(std::string_view text, JsonValueReader* reader,
+                            const std::string& what = "");
 
 // The lone surrogate escapes the documents parse_document() returned on this thread decoded as
 // U+FFFD (JsonDocument::lone_surrogates()), summed; parse_response() zeroes it before a
@@ -74,6 +79,8 @@ public:
   bool is_array() const { return node().type == JsonType::array; }
   bool is_string() const { return node().type == JsonType::string; }
   bool is_number() const { return node().type == JsonType::number; } // NaN and the like too
+  // Read by the parse's JsonValueReader instead of the tape: what it holds is the reader's.
+  bool taken() const { return node().taken; }
 
   // Member `key` of this object (may be null); throws when this is not an object or the key
   // is absent.

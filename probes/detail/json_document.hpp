@@ -45,12 +45,34 @@ struct JsonNode {
   bool flag = false;
   // number: what the literal stands for.
   JsonNumber number = JsonNumber::finite;
+  // The value was read by the parse's JsonValueReader, not put on the tape: a container taken so
+  // has no children here (count 0).
+  bool taken = false;
   std::uint32_t parent = k_no_parent; // node index of the enclosing container
   std::uint32_t index = 0;            // position in the enclosing array
   std::uint32_t first = 0;            // containers: offset of the first child in children()
   std::uint32_t count = 0;            // containers: number of elements or (distinct) members
   std::string_view text;              // string: decoded value; number: the literal
   std::string_view key;               // member name when the parent is an object
+};
+
+class JsonDocument;
+class JsonScanner;
+
+// Reads one member's value straight from the text instead of the tape: a dialect's hot array
+// (the tokens of a response) read into its own types, with no node per value. The tape builder
+// asks it about every object member before putting the member's value on the tape.
+class JsonValueReader {
+public:
+  virtual ~JsonValueReader() = default;
+  // Whether the value of member `key` of object node `object` is the reader's. The document
+  // holds the object and its ancestors (not yet their counts).
+  virtual bool wants(const JsonDocument& document, std::uint32_t object, std::string_view key) = 0;
+  // Reads the value at the scanner (whitespace before it skipped), nesting at most `depth_left`
+  // containers, itself included. True takes the value: its node is marked taken. False declines
+  // it, for any reason (a shape the reader does not know, malformed text): the scanner is rewound
+  // and the value goes on the tape, where it is accepted or refused as any other.
+  virtual bool read(JsonScanner& scanner, std::size_t depth_left) = 0;
 };
 
 // A parsed document. Node 0 is the root. Views into the parsed text: the text passed to
@@ -74,7 +96,8 @@ public:
   // names keep the first position and the last value. Returns false, leaving the document
   // unusable but for nonstandard_numbers(), on any input it does not accept: the caller then
   // decides how to report it.
-  bool parse(std::string_view text, std::size_t max_depth);
+  // `reader`, when given, may take member values off the tape (JsonValueReader).
+  bool parse(std::string_view text, std::size_t max_depth, JsonValueReader* reader = nullptr);
 
   // Parses a copy of `text` that the document keeps; for text that does not outlive it.
   bool parse_owned(std::string text, std::size_t max_depth);
@@ -93,6 +116,7 @@ public:
 
 private:
   friend class JsonTapeBuilder;
+  friend class JsonScanner;
 
   std::vector<JsonNode> m_nodes;
   std::vector<std::uint32_t> m_children;

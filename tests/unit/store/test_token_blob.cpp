@@ -6,8 +6,10 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -89,6 +91,37 @@ TEST_CASE("token blob: every log probability reads back bit for bit") {
       CHECK(same_bits(decoded[i].top[k].logprob, tokens[i].top[k].logprob));
     }
   }
+}
+
+TEST_CASE("token blob: short decimals are stored as decimals and read back exactly") {
+  // Values a response writes with a few digits (the decimal form's exact fast path, mantissa up
+  // to 2^53 and exponent within 22) and around its edges.
+  std::mt19937_64 random(7);
+  std::vector<core::TokenLogprob> tokens;
+  for (int i = 0; i < 2000; ++i) {
+    const int digits = 1 + static_cast<int>(random() % 17);
+    const int scale = static_cast<int>(random() % 30);
+    std::string text = "-" +
+                       std::to_string(random() % 1000000000000000000ULL)
+                           .substr(0, static_cast<std::size_t>(digits)) +
+                       "e-" + std::to_string(scale);
+    tokens.push_back({"t", std::strtod(text.c_str(), nullptr), {}});
+  }
+  for (const double value :
+       {-9007199254740992.0, -9007199254740993.0, -1e22, -1e23, -1e-22, -1e-23})
+    tokens.push_back({"t", value, {}});
+  Interned interned;
+  std::vector<core::TokenLogprob> decoded;
+  const auto result = decode_token_blob(encode(tokens, interned), interned.texts, decoded);
+  REQUIRE(result);
+  REQUIRE(decoded.size() == tokens.size());
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    CAPTURE(tokens[i].logprob);
+    CHECK(same_bits(decoded[i].logprob, tokens[i].logprob));
+  }
+  // -2.125 as a decimal: tag, varint mantissa 2125, exponent byte -3.
+  CHECK(encode({{"t", -2.125, {}}}, interned) ==
+        bytes({0x01, 0x01, 0x01, 0x05, 0xcd, 0x10, 0xfd, 0x00}));
 }
 
 TEST_CASE("token blob: the documented bytes of two tokens") {
