@@ -8,11 +8,12 @@
 #      slack and all, with where they go (dbstat), for two kinds of log probabilities: the
 #      responder's short decimals (-0.012, -2.125) and float32 values printed with 17 digits over
 #      a text of its own at every position, as vLLM and SGLang send them; and the driver CPU per
-#      request of those audits (user+sys of the whole process, best of three, alternating);
+#      request of those audits (user+sys of the whole process, best of five, alternating);
 #   2. on one audit of 200 prompts x 50 runs x 128 tokens with identical content in both schemas
 #      (recorded by the baseline from the responder and doubled twice in SQL, as bench/run.sh
 #      does; the new build's copy is that very file upgraded in place and VACUUMed), bytes per
-#      token, `report --json --html` seconds and peak RSS (best of three, alternating), and
+#      token, `report --json --html` seconds, CPU seconds (user+sys, steadier than the wall time
+#      on a loaded machine) and peak RSS (best of five, alternating), and
 #      whether both reports are identical byte for byte.
 # Prints one table of ratios (new/base) and targets.
 #   LLMREPRO_BENCH_BASELINE_REF  the baseline commit
@@ -62,10 +63,10 @@ make_suite 64 "$work/suite.jsonl"
 declare -A cpu_base cpu_new bpt_base bpt_new
 styles=(decimal float32)
 for style in "${styles[@]}"; do
-  log "driver ($style log probabilities): 64 prompts x $runs runs x $tokens tokens at c=64, three rounds alternating"
+  log "driver ($style log probabilities): 64 prompts x $runs runs x $tokens tokens at c=64, five rounds alternating"
   start_responder "$responder" 2 4 "$tokens" "$style"
   c1=(); c2=()
-  for _ in 1 2 3; do
+  for _ in 1 2 3 4 5; do
     c1+=("$(audit_cpu "$base" "$runs" "$work/$style-base.db" "$tokens")")
     c2+=("$(audit_cpu "$new" "$runs" "$work/$style-new.db" "$tokens")")
   done
@@ -98,19 +99,20 @@ analysis_tokens=$(stored_tokens "$work/base/audit.db")
 read -r abpt_base _ < <(bytes_per_token "$work/base/audit.db")
 read -r abpt_new _ < <(bytes_per_token "$work/new/audit.db")
 
-measure() { # command...: "<seconds> <peak MiB>"
-  /usr/bin/time -f '%e %M' -o "$work/m" "$@" >/dev/null || true
+measure() { # command...: "<seconds> <cpu seconds> <peak MiB>"
+  /usr/bin/time -f '%e %U %S %M' -o "$work/m" "$@" >/dev/null || true
   # GNU time writes "Command exited with non-zero status N" first when the verdict fails a gate.
-  tail -1 "$work/m" | awk '{printf "%.2f %.0f\n", $1, $2 / 1024}'
+  tail -1 "$work/m" | awk '{printf "%.2f %.2f %.0f\n", $1, $2 + $3, $4 / 1024}'
 }
-log "report --json --html, three times each, alternating"
-rep1=(); rep2=(); mib1=(); mib2=()
-for _ in 1 2 3; do
+log "report --json --html, five times each, alternating"
+rep1=(); rep2=(); cpu1=(); cpu2=(); mib1=(); mib2=()
+for _ in 1 2 3 4 5; do
   for side in base new; do
     binary=$base; [[ $side == new ]] && binary=$new
-    read -r s m < <(measure "$binary" report --db "$work/$side/audit.db" --json "$work/$side/report.json" \
+    read -r s c m < <(measure "$binary" report --db "$work/$side/audit.db" --json "$work/$side/report.json" \
       --html "$work/$side/report.html" --quiet)
-    if [[ $side == base ]]; then rep1+=("$s"); mib1+=("$m"); else rep2+=("$s"); mib2+=("$m"); fi
+    if [[ $side == base ]]; then rep1+=("$s"); cpu1+=("$c"); mib1+=("$m")
+    else rep2+=("$s"); cpu2+=("$c"); mib2+=("$m"); fi
   done
 done
 same_json=$(cmp -s "$work/base/report.json" "$work/new/report.json" && echo identical || echo DIFFERENT)
@@ -142,7 +144,10 @@ for style in "${styles[@]}"; do
 done
 r1=$(min "${rep1[@]}"); r2=$(min "${rep2[@]}")
 row "report --json --html s, analysis audit" "$r1" "$r2" "$(ratio "$r2" "$r1")" '<= 1.05'
+k1=$(min "${cpu1[@]}"); k2=$(min "${cpu2[@]}")
+row "report CPU s (user+sys)" "$k1" "$k2" "$(ratio "$k2" "$k1")" '<= 1.05'
 m1=$(min "${mib1[@]}"); m2=$(min "${mib2[@]}")
 row "report peak MiB" "$m1" "$m2" "$(ratio "$m2" "$m1")" '<= 1.05'
 echo "bytes: the file per token; its parts: pages per token (dbstat; free: freelist pages)"
-echo "driver CPU: best of three audits each; report: best of three (${rep1[*]} / ${rep2[*]} s)"
+echo "driver CPU: best of five audits each; report: best of five"
+echo "report s: ${rep1[*]} / ${rep2[*]}; CPU s: ${cpu1[*]} / ${cpu2[*]}"

@@ -55,8 +55,8 @@ public:
   std::string_view view() const { return {m_bytes.data(), m_size}; }
 
 private:
-  std::array<char, 16> m_bytes{};
-  std::size_t m_size = 0;
+  std::array<char, 15> m_bytes{};
+  std::uint8_t m_size = 0;
 };
 
 template <typename Out> void put_varint(Out& out, std::uint64_t value) {
@@ -189,7 +189,7 @@ Result<double> read_form(Cursor& cursor, Form form) {
 }
 
 // The shortest round-trip decimal of a finite `value` as sign, mantissa and exponent, when they
-// fit (the exponent in a signed byte) and read back as exactly `value`.
+// fit (the exponent in a signed byte); reads_back() proves it.
 struct Decimal {
   bool negative = false;
   std::uint64_t mantissa = 0;
@@ -222,11 +222,13 @@ std::optional<Decimal> decimal_of(double value) {
   if (parsed.ec != std::errc()) return std::nullopt;
   decimal.exponent -= digits_after_point;
   if (decimal.exponent < -128 || decimal.exponent > 127) return std::nullopt;
-  // Proven by decoding it, as the decoder will.
-  const auto read = decimal_value(decimal.negative, decimal.mantissa, decimal.exponent);
-  if (!read || std::bit_cast<std::uint64_t>(*read) != std::bit_cast<std::uint64_t>(value))
-    return std::nullopt;
   return decimal;
+}
+
+// Whether `decimal` reads back as exactly `value`, decoded as the decoder will.
+bool reads_back(const Decimal& decimal, double value) {
+  const auto read = decimal_value(decimal.negative, decimal.mantissa, decimal.exponent);
+  return read && std::bit_cast<std::uint64_t>(*read) == std::bit_cast<std::uint64_t>(value);
 }
 
 // One log probability in every form that holds it exactly: forms[k_form_tagged] (the shortest
@@ -259,6 +261,11 @@ Forms forms_of(double value) {
     Piece digits;
     put_varint(digits, decimal->mantissa);
     digits.push_back(static_cast<char>(static_cast<std::int8_t>(decimal->exponent)));
+    // A decimal longer than the binary form it would replace (binary32 where the value is a
+    // float32, binary64 otherwise) is not offered, nor parsed back (the costly part, for the
+    // decoder too): such as the 17 digits of a float32 printed as a double.
+    const std::size_t binary = forms[k_form_float32].empty() ? 8 : 4;
+    if (digits.size() > binary || !reads_back(*decimal, value)) return forms;
     if (decimal->negative) forms[k_form_decimal] = digits;
     if (1 + digits.size() < tagged.size()) {
       tagged = Piece();
@@ -298,6 +305,11 @@ std::uint64_t usual_candidate_count(const std::vector<core::TokenLogprob>& token
 // when the first candidate is the token itself (not written again).
 std::uint64_t shape_of(const core::TokenLogprob& token, bool first_same) {
   return (static_cast<std::uint64_t>(token.top.size()) << 1) | (first_same ? 1 : 0);
+}
+
+// Whether a token is written regular: it can be (`regular` bytes, not 0) and that is no longer.
+bool written_regular(std::size_t regular, std::size_t irregular) {
+  return regular != 0 && regular <= irregular;
 }
 
 // Reads the rest of a token with an explicit shape (every version 1 token, an irregular version 2
@@ -348,41 +360,39 @@ std::string encode_token_blob(const std::vector<core::TokenLogprob>& tokens,
   // The blob's shape: the usual candidate count, the first being the token itself; and its form,
   // whichever writes fewest bytes, each token written regular where that is shorter.
   const std::uint64_t usual = usual_candidate_count(tokens);
-  // The bytes of token `t`, whose values are values[at, end): regular in `form` (0 where it
-  // cannot be), and irregular.
+  // The bytes of each token written irregular, and regular in each form (0 where it cannot be).
   struct Sizes {
-    std::size_t regular = 0;
     std::size_t irregular = 0;
+    std::array<std::size_t, k_form_count> regular{};
   };
-  const auto sizes = [&](std::size_t t, std::size_t at, std::size_t end, std::size_t form) {
+  std::vector<Sizes> sizes(tokens.size());
+  std::vector<std::size_t> starts(tokens.size() + 1); // token t's values: [starts[t], starts[t+1])
+  std::array<std::size_t, k_form_count> cost{};
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    const std::size_t at = starts[t];
+    const std::size_t end = at + 1 + tokens[t].top.size() - first_same[t];
+    starts[t + 1] = end;
     std::size_t id_bytes = 0;
     std::size_t tagged_bytes = 0;
-    std::size_t form_bytes = 0;
-    bool regular = tokens[t].top.size() == usual && (usual == 0 || first_same[t] != 0);
+    std::array<std::size_t, k_form_count> form_bytes{};
+    std::array<bool, k_form_count> fits{};
+    fits.fill(tokens[t].top.size() == usual && (usual == 0 || first_same[t] != 0));
     for (std::size_t v = at; v < end; ++v) {
       id_bytes += v == at ? 0 : varint_size(ids[v]);
       tagged_bytes += values[v][k_form_tagged].size();
-      form_bytes += values[v][form].size();
-      regular = regular && !values[v][form].empty();
+      for (std::size_t f = 0; f < k_form_count; ++f) {
+        form_bytes[f] += values[v][f].size();
+        fits[f] = fits[f] && !values[v][f].empty();
+      }
     }
-    Sizes bytes;
+    Sizes& bytes = sizes[t];
     bytes.irregular = varint_size((ids[at] << 1) | 1) +
                       varint_size(shape_of(tokens[t], first_same[t] != 0)) + id_bytes +
                       tagged_bytes;
-    if (regular) bytes.regular = varint_size(ids[at] << 1) + id_bytes + form_bytes;
-    return bytes;
-  };
-  const auto written_regular = [](const Sizes& bytes) {
-    return bytes.regular != 0 && bytes.regular <= bytes.irregular;
-  };
-  const auto values_end = [&](std::size_t t, std::size_t at) {
-    return at + 1 + tokens[t].top.size() - first_same[t];
-  };
-  std::array<std::size_t, k_form_count> cost{};
-  for (std::size_t form = 0; form < k_form_count; ++form) {
-    for (std::size_t t = 0, at = 0; t < tokens.size(); at = values_end(t, at), ++t) {
-      const Sizes bytes = sizes(t, at, values_end(t, at), form);
-      cost[form] += written_regular(bytes) ? bytes.regular : bytes.irregular;
+    for (std::size_t f = 0; f < k_form_count; ++f) {
+      if (fits[f]) bytes.regular[f] = varint_size(ids[at] << 1) + id_bytes + form_bytes[f];
+      cost[f] +=
+          written_regular(bytes.regular[f], bytes.irregular) ? bytes.regular[f] : bytes.irregular;
     }
   }
   std::size_t form = k_form_tagged;
@@ -396,15 +406,15 @@ std::string encode_token_blob(const std::vector<core::TokenLogprob>& tokens,
   if (tokens.empty()) return out;
   put_varint(out, usual);
   out.push_back(static_cast<char>(form));
-  for (std::size_t t = 0, at = 0; t < tokens.size(); at = values_end(t, at), ++t) {
-    const std::size_t end = values_end(t, at);
-    const bool regular = written_regular(sizes(t, at, end, form));
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    const std::size_t at = starts[t];
+    const bool regular = written_regular(sizes[t].regular[form], sizes[t].irregular);
     const std::size_t written_form = regular ? form : std::size_t{k_form_tagged};
     // As version 1 wrote every token: the text, the log probability, the shape, the candidates.
     put_varint(out, (ids[at] << 1) | (regular ? 0 : 1));
     out += values[at][written_form].view();
     if (!regular) put_varint(out, shape_of(tokens[t], first_same[t] != 0));
-    for (std::size_t v = at + 1; v < end; ++v) {
+    for (std::size_t v = at + 1; v < starts[t + 1]; ++v) {
       put_varint(out, ids[v]);
       out += values[v][written_form].view();
     }
