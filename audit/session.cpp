@@ -18,9 +18,10 @@ core::Result<store::AuditDatabase> open_audit_database(const std::string& path,
   if (!older || !notify) return database;
   if (older->upgraded)
     notify(fmt::format("llmrepro: upgraded audit database '{}' in place from schema version {} to "
-                       "{} ({} token rows packed)\n",
+                       "{} ({} {})\n",
                        path, older->version, store::AuditDatabase::k_schema_version,
-                       older->token_rows_packed));
+                       older->token_rows_packed,
+                       older->version == 1 ? "token rows packed" : "tokens repacked"));
   else
     notify(fmt::format("llmrepro: reading audit database '{}' of schema version {} as it is (the "
                        "file is read-only, so it was not upgraded to version {})\n",

@@ -2,13 +2,19 @@
 // 256 tokens with top-2 logprobs (or a stream of the same tokens as SSE chunks), so that what is
 // measured is the client. Raw epoll with SO_REUSEPORT, one event loop per thread, keep-alive.
 //
-//   responder <port> [threads] [variants]
+//   responder <port> [threads] [variants] [tokens] [decimal|float32]
 //   responder --dump DIR
 //
 // `variants` > 1 serves that many bodies in turn, differing in their last tokens, so that an
-// audit built against it has some drift to analyse. Prints "ready <port>" once listening.
-// `--dump` writes the first variant's bodies to DIR/chat.json and DIR/chat.sse (what
-// bench/parse_bench.cpp parses) and exits.
+// audit built against it has some drift to analyse. `tokens` sets the completion's length
+// (default 256; the request's max_tokens is not read). The log probabilities are short decimals
+// (-0.012, -2.125: `decimal`, the default) over 110 distinct texts, or, with `float32`, float32
+// values printed as the shortest decimal of their double (-0.012000000104308128), as servers
+// computing in float32 and serialising Python floats (vLLM, SGLang) print them, with a text of its
+// own at every position of every variant, the candidates' too (about 1,000 texts for 4 variants
+// of 128 tokens: as in an audit of real prompts, most text ids take two bytes). Prints
+// "ready <port>" once listening. `--dump` writes the first variant's bodies (256 tokens, decimal)
+// to DIR/chat.json and DIR/chat.sse (what bench/parse_bench.cpp parses) and exits.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -18,6 +24,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -31,9 +38,17 @@
 
 namespace {
 
-constexpr int k_tokens = 256;
+// Set once by main() before any body is built.
+int k_tokens = 256;
+bool k_float32_logprobs = false;
+
+// With float32 log probabilities, what sets a variant's texts apart from the others'.
+std::string variant_suffix(int variant) {
+  return k_float32_logprobs && variant > 0 ? "'" + std::to_string(variant) : "";
+}
 
 std::string token_text(int position, int variant) {
+  if (k_float32_logprobs) return " w" + std::to_string(position) + variant_suffix(variant);
   if (variant > 0 && position >= k_tokens - 8) return " v" + std::to_string(variant);
   return " w" + std::to_string(position % 97);
 }
@@ -51,11 +66,26 @@ std::string token_entry(const std::string& text, const std::string& logprob) {
   return "{\"token\":\"" + text + "\",\"logprob\":" + logprob + ",\"bytes\":" + bytes_of(text);
 }
 
+// The float32 nearest to the decimal `text`, printed as the shortest decimal of its double.
+std::string float32_text(const std::string& text) {
+  const double value = static_cast<double>(std::strtof(text.c_str(), nullptr));
+  char out[64];
+  const auto written = std::to_chars(out, out + sizeof(out), value);
+  return std::string(out, written.ptr);
+}
+
 std::string logprob_entry(int position, int variant) {
   const std::string first = token_text(position, variant);
-  const std::string second = " alt" + std::to_string(position % 13);
-  const std::string lp1 = "-0.0" + std::to_string(10 + position % 80);
-  const std::string lp2 = "-" + std::to_string(2 + position % 5) + ".125";
+  const std::string second = k_float32_logprobs
+                                 ? " a" + std::to_string(position) + variant_suffix(variant)
+                                 : " alt" + std::to_string(position % 13);
+  std::string lp1 = "-0.0" + std::to_string(10 + position % 80);
+  std::string lp2 = "-" + std::to_string(2 + position % 5) + ".125";
+  if (k_float32_logprobs) { // -2.125 is a float32 already: the second candidate's varies more
+    lp1 = float32_text(lp1);
+    lp2 =
+        float32_text("-" + std::to_string(2 + position % 5) + ".1" + std::to_string(position % 97));
+  }
   return token_entry(first, lp1) + ",\"top_logprobs\":[" + token_entry(first, lp1) + "}," +
          token_entry(second, lp2) + "}]}";
 }
@@ -73,7 +103,8 @@ std::string chat_body(int variant) {
          "\"message\":{\"role\":\"assistant\",\"content\":\"" +
          content + "\",\"refusal\":null},\"logprobs\":{\"content\":[" + entries +
          "],\"refusal\":null},\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":8,"
-         "\"completion_tokens\":256,\"total_tokens\":264}}";
+         "\"completion_tokens\":" +
+         std::to_string(k_tokens) + ",\"total_tokens\":" + std::to_string(k_tokens + 8) + "}}";
 }
 
 std::string stream_body(int variant) {
@@ -228,7 +259,9 @@ bool write_file(const std::string& path, const std::string& text) {
 
 int main(int argc, char** argv) {
   if (argc < 2 || (std::string_view(argv[1]) == "--dump" && argc < 3)) {
-    std::fprintf(stderr, "usage: responder <port> [threads] [variants] | responder --dump DIR\n");
+    std::fprintf(stderr,
+                 "usage: responder <port> [threads] [variants] [tokens] [decimal|float32] | "
+                 "responder --dump DIR\n");
     return 2;
   }
   if (std::string_view(argv[1]) == "--dump") {
@@ -241,6 +274,12 @@ int main(int argc, char** argv) {
   const int port = std::atoi(argv[1]);
   const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
   const int variants = argc > 3 ? std::atoi(argv[3]) : 1;
+  if (argc > 4) k_tokens = std::atoi(argv[4]);
+  if (argc > 5) k_float32_logprobs = std::string_view(argv[5]) == "float32";
+  if (k_tokens < 8) {
+    std::fprintf(stderr, "responder: tokens must be at least 8\n");
+    return 2;
+  }
   Responses responses;
   for (int v = 0; v < variants; ++v) {
     responses.plain.push_back(http_response(chat_body(v), false));

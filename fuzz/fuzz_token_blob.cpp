@@ -1,4 +1,4 @@
-// libFuzzer target for the token blob decoder (schema version 2's packed tokens): any bytes must
+// libFuzzer target for the token blob decoder (blob versions 1 and 2): any bytes must
 // decode or fail with an error, never crash or read out of bounds; what decodes must encode back
 // to the same bytes when the input was the encoder's canonical form.
 #include <cstddef>

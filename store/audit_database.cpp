@@ -31,7 +31,8 @@ struct AuditDatabase::Impl {
   // False only where an older database lacks those columns and could not be given them (a
   // read-only file): its requests read with zero counts or no reasoning, written without them.
   detail::LaterColumns later_columns;
-  // 1 only for a version 1 file that could not be upgraded (read-only): read, never written.
+  // Older only for a file of an older version that could not be upgraded (read-only): read,
+  // never written.
   int schema_version = k_schema_version;
   std::optional<OlderSchema> older_schema;
   bool plan_check = false; // check_records_against_plan()
@@ -45,10 +46,11 @@ struct AuditDatabase::Impl {
     return detail::RecordReader(connection, later_columns, schema_version);
   }
 
-  // Records need the version 2 tables: a version 1 file left as it was is read only.
+  // Records need the current tables: an older file left as it was is read only.
   Result<void> check_writable() const {
     if (schema_version == k_schema_version) return {};
-    return connection.corrupt("is schema version 1 and read-only: records cannot be added");
+    return connection.corrupt("is schema version " + std::to_string(schema_version) +
+                              " and read-only: records cannot be added");
   }
 
   // Another process's lock is waited for up to 10 s. synchronous=NORMAL: in WAL mode a commit
@@ -148,17 +150,17 @@ Result<AuditDatabase> AuditDatabase::open(const std::string& path) {
   LLMREPRO_TRY_ASSIGN(version, detail::check_schema_version(impl->connection));
   LLMREPRO_TRY(impl->configure_connection());
   impl->later_columns = detail::add_later_columns(impl->connection, version);
-  if (version == 1) {
+  if (version < k_schema_version) {
     // Upgraded in place when the file can be written; otherwise read as it is.
     if (sqlite3_db_readonly(impl->connection.handle(), "main") == 1) {
-      impl->schema_version = 1;
-      impl->older_schema = OlderSchema{1, false, 0};
+      impl->schema_version = version;
+      impl->older_schema = OlderSchema{version, false, 0};
       LLMREPRO_TRY(impl->prepare_cached());
       return AuditDatabase(std::move(impl));
     }
     std::int64_t packed = 0;
-    LLMREPRO_TRY_ASSIGN(packed, detail::upgrade_to_version_2(impl->connection));
-    impl->older_schema = OlderSchema{1, true, packed};
+    LLMREPRO_TRY_ASSIGN(packed, detail::upgrade_schema(impl->connection));
+    impl->older_schema = OlderSchema{version, true, packed};
     // The upgraded file has every later column (add_later_columns ran before).
     impl->later_columns = detail::add_later_columns(impl->connection, k_schema_version);
   }

@@ -34,9 +34,10 @@ struct RunOutcome {
 
 class AuditDatabase {
 public:
-  // The version of the table layout this build writes and reads. open() also takes version 1
-  // (a row per token), upgrading it in place, and refuses any other.
-  static constexpr int k_schema_version = 2;
+  // The version of the table layout this build writes and reads. open() also takes versions 1
+  // (a row per token) and 2 (packed tokens in blob format 1, every completion text stored),
+  // upgrading them in place, and refuses any other.
+  static constexpr int k_schema_version = 3;
 
   // What open() did with a database of an older schema version.
   struct OlderSchema {
@@ -44,7 +45,9 @@ public:
     // True: upgraded in place to k_schema_version. False: the file is read-only, so it is read as
     // it is, and record() and record_batch() refuse.
     bool upgraded = false;
-    std::int64_t token_rows_packed = 0; // by the upgrade (0 when another process upgraded it)
+    // By the upgrade (0 when another process upgraded it): the token rows packed (from version 1)
+    // or the tokens repacked (from version 2).
+    std::int64_t token_rows_packed = 0;
   };
 
   // Creates a new audit database at `path` (the file may be absent or an empty SQLite file)
@@ -53,11 +56,11 @@ public:
   // ErrorCode::environment when the file cannot be created or written.
   static core::Result<AuditDatabase> create(const std::string& path, const core::AuditData& header);
 
-  // Opens an existing audit database for reading, recording and resuming. A version 1 database
-  // is upgraded in place first, in one transaction (older_schema() says so), or, when the file
-  // is read-only, read as it is. ErrorCode::input when the file is missing, not an SQLite
-  // database, not an audit, of another schema version, or holds unreadable token rows;
-  // ErrorCode::environment when a version 1 file cannot be upgraded (locked by another writer).
+  // Opens an existing audit database for reading, recording and resuming. A version 1 or 2
+  // database is upgraded in place first, in one transaction (older_schema() says so), or, when
+  // the file is read-only, read as it is. ErrorCode::input when the file is missing, not an
+  // SQLite database, not an audit, of another schema version, or holds unreadable tokens;
+  // ErrorCode::environment when an older file cannot be upgraded (locked by another writer).
   static core::Result<AuditDatabase> open(const std::string& path);
 
   AuditDatabase(AuditDatabase&& other) noexcept;

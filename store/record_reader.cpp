@@ -111,7 +111,8 @@ std::string RecordReader::requests_query(const char* order) const {
          (m_columns.tool_calls ? ", tool_calls" : ", NULL") + " FROM requests ORDER BY " + order;
 }
 
-Result<void> RecordReader::read_record(sqlite3_stmt* row, core::RequestRecord& record) const {
+Result<void> RecordReader::read_record(sqlite3_stmt* row, core::RequestRecord& record,
+                                       TextsFromTokens& from_tokens) const {
   record.planned.endpoint_index = column_int(row, 1);
   record.planned.prompt_index = column_int(row, 2);
   record.planned.concurrency = column_int(row, 3);
@@ -129,6 +130,7 @@ Result<void> RecordReader::read_record(sqlite3_stmt* row, core::RequestRecord& r
   outcome.finished_ms = column_int64(row, 11);
   auto& completion = outcome.completion;
   completion.text = column_text(row, 12);
+  from_tokens.text = column_is_null(row, 12);
   completion.has_logprobs = column_int(row, 13) != 0;
   completion.finish_reason = column_text(row, 14);
   completion.system_fingerprint = column_text(row, 15);
@@ -140,6 +142,7 @@ Result<void> RecordReader::read_record(sqlite3_stmt* row, core::RequestRecord& r
   completion.numbers.overflow = column_int(row, 21);
   completion.numbers.null = column_int(row, 22);
   completion.reasoning_text = column_text(row, 23);
+  from_tokens.reasoning_text = column_is_null(row, 23);
   completion.reasoning_split = core::parse_reasoning_split(column_text(row, 24));
   completion.usage.prompt = column_optional_count(row, 25);
   completion.usage.reasoning = column_optional_count(row, 26);
@@ -153,6 +156,12 @@ Result<void> RecordReader::read_record(sqlite3_stmt* row, core::RequestRecord& r
     completion.tool_calls = std::move(*calls);
   }
   return {};
+}
+
+void RecordReader::fill_texts(const TextsFromTokens& from_tokens, core::Completion& completion) {
+  if (from_tokens.text) completion.text = token_concatenation(completion.tokens);
+  if (from_tokens.reasoning_text)
+    completion.reasoning_text = token_concatenation(completion.reasoning_tokens);
 }
 
 Result<void> append_version_1_token(const Connection& connection, sqlite3_stmt* row,
@@ -184,33 +193,42 @@ Result<void> RecordReader::read_records(core::AuditData& data) const {
   Statement statement;
   LLMREPRO_TRY_ASSIGN(statement, db.prepare(requests_query("id").c_str(), ErrorCode::input));
   std::vector<std::int64_t> ids;
+  std::vector<TextsFromTokens> from_tokens;
   auto read = db.for_each_row(statement.get(), "cannot read the records",
                               [&](sqlite3_stmt* row) -> Result<void> {
                                 core::RequestRecord record;
                                 ids.push_back(column_int64(row, 0));
-                                LLMREPRO_TRY(read_record(row, record));
+                                LLMREPRO_TRY(read_record(row, record, from_tokens.emplace_back()));
                                 data.records.push_back(std::move(record));
                                 return Result<void>{};
                               });
   if (!read) return read;
-  if (m_schema_version >= 2) return read_packed_tokens(ids, data.records);
+  if (m_schema_version >= 2) {
+    LLMREPRO_TRY(read_packed_tokens(ids, data.records));
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      fill_texts(from_tokens[i], data.records[i].outcome.completion);
+    return {};
+  }
   LLMREPRO_TRY(read_token_table("tokens", ids, data.records, false));
   if (!m_columns.reasoning) return {};
   return read_token_table("reasoning_tokens", ids, data.records, true);
 }
 
-Result<void> RecordReader::decode_packed(sqlite3_stmt* row, int column, bool reasoning,
-                                         std::int64_t request_id, const TokenTexts& texts,
-                                         std::vector<core::TokenLogprob>& tokens) const {
-  if (column_is_null(row, column)) return {};
-  const auto* bytes = static_cast<const char*>(sqlite3_column_blob(row, column));
-  const auto size = static_cast<std::size_t>(sqlite3_column_bytes(row, column));
-  auto decoded =
-      decode_token_blob(std::string_view(bytes == nullptr ? "" : bytes, size), texts, tokens);
-  if (!decoded)
-    return m_connection.corrupt(std::string(reasoning ? "reasoning tokens" : "tokens") +
+Result<void> decode_packed_row(const Connection& connection, sqlite3_stmt* row, int first,
+                               std::int64_t request_id, const TokenTexts& texts,
+                               core::Completion& completion) {
+  for (const bool reasoning : {false, true}) {
+    const int column = first + (reasoning ? 1 : 0);
+    if (column_is_null(row, column)) continue;
+    const auto* bytes = static_cast<const char*>(sqlite3_column_blob(row, column));
+    const auto size = static_cast<std::size_t>(sqlite3_column_bytes(row, column));
+    auto decoded = decode_token_blob(std::string_view(bytes == nullptr ? "" : bytes, size), texts,
+                                     reasoning ? completion.reasoning_tokens : completion.tokens);
+    if (!decoded)
+      return connection.corrupt(std::string(reasoning ? "reasoning tokens" : "tokens") +
                                 " of request " + std::to_string(request_id) + ": " +
                                 decoded.error().message);
+  }
   return {};
 }
 
@@ -224,17 +242,16 @@ Result<void> RecordReader::read_packed_tokens(const std::vector<std::int64_t>& i
                                             "packed_tokens ORDER BY request_id",
                                             ErrorCode::input));
   std::size_t current = 0;
-  return db.for_each_row(
-      statement.get(), "cannot read the tokens", [&](sqlite3_stmt* row) -> Result<void> {
-        const std::int64_t request_id = column_int64(row, 0);
-        while (current < ids.size() && ids[current] < request_id) ++current;
-        if (current == ids.size() || ids[current] != request_id)
-          return Result<void>{
-              db.corrupt("tokens of a missing request " + std::to_string(request_id))};
-        core::Completion& completion = records[current].outcome.completion;
-        LLMREPRO_TRY(decode_packed(row, 1, false, request_id, texts, completion.tokens));
-        return decode_packed(row, 2, true, request_id, texts, completion.reasoning_tokens);
-      });
+  return db.for_each_row(statement.get(), "cannot read the tokens",
+                         [&](sqlite3_stmt* row) -> Result<void> {
+                           const std::int64_t request_id = column_int64(row, 0);
+                           while (current < ids.size() && ids[current] < request_id) ++current;
+                           if (current == ids.size() || ids[current] != request_id)
+                             return Result<void>{db.corrupt("tokens of a missing request " +
+                                                            std::to_string(request_id))};
+                           return decode_packed_row(db, row, 1, request_id, texts,
+                                                    records[current].outcome.completion);
+                         });
 }
 
 Result<void> RecordReader::read_token_table(const char* table, const std::vector<std::int64_t>& ids,
@@ -267,8 +284,8 @@ Result<void> RecordReader::stream_records(core::AuditData& data,
   Statement requests;
   LLMREPRO_TRY_ASSIGN(requests,
                       db.prepare(requests_query("prompt_index, id").c_str(), ErrorCode::input));
-  // Version 2: one key probe of packed_tokens per request. Version 1: the request's rows of the
-  // token tables, a primary-key range each.
+  // Versions 2 and 3: one key probe of packed_tokens per request. Version 1: the request's rows
+  // of the token tables, a primary-key range each.
   const bool packed = m_schema_version >= 2;
   TokenTexts texts;
   Statement tokens;
@@ -293,6 +310,7 @@ Result<void> RecordReader::stream_records(core::AuditData& data,
   std::vector<std::pair<std::int64_t, core::RequestRecord>> kept; // (id, trimmed record)
   std::vector<core::RequestRecord> group;
   std::vector<std::int64_t> group_ids;
+  std::vector<TextsFromTokens> group_from_tokens;
   int group_prompt = 0;
 
   const auto read_version_1 = [&](std::int64_t request_id,
@@ -316,11 +334,10 @@ Result<void> RecordReader::stream_records(core::AuditData& data,
   const auto read_packed = [&](std::int64_t request_id,
                                core::Completion& completion) -> Result<void> {
     sqlite3_bind_int64(tokens.get(), 1, request_id);
-    return db.for_each_row(
-        tokens.get(), "cannot read the tokens", [&](sqlite3_stmt* row) -> Result<void> {
-          LLMREPRO_TRY(decode_packed(row, 0, false, request_id, texts, completion.tokens));
-          return decode_packed(row, 1, false, request_id, texts, completion.reasoning_tokens);
-        });
+    return db.for_each_row(tokens.get(), "cannot read the tokens",
+                           [&](sqlite3_stmt* row) -> Result<void> {
+                             return decode_packed_row(db, row, 0, request_id, texts, completion);
+                           });
   };
 
   const auto flush = [&]() -> Result<void> {
@@ -329,6 +346,7 @@ Result<void> RecordReader::stream_records(core::AuditData& data,
       auto& completion = group[i].outcome.completion;
       LLMREPRO_TRY(packed ? read_packed(group_ids[i], completion)
                           : read_version_1(group_ids[i], completion));
+      fill_texts(group_from_tokens[i], completion);
     }
     LLMREPRO_TRY(visit(header, group_prompt, group));
     for (std::size_t i = 0; i < group.size(); ++i) {
@@ -342,17 +360,20 @@ Result<void> RecordReader::stream_records(core::AuditData& data,
     }
     group.clear();
     group_ids.clear();
+    group_from_tokens.clear();
     return {};
   };
 
   auto read = db.for_each_row(requests.get(), "cannot read the records",
                               [&](sqlite3_stmt* row) -> Result<void> {
                                 core::RequestRecord record;
-                                LLMREPRO_TRY(read_record(row, record));
+                                TextsFromTokens from_tokens;
+                                LLMREPRO_TRY(read_record(row, record, from_tokens));
                                 if (!group.empty() && record.planned.prompt_index != group_prompt)
                                   LLMREPRO_TRY(flush());
                                 group_prompt = record.planned.prompt_index;
                                 group_ids.push_back(column_int64(row, 0));
+                                group_from_tokens.push_back(from_tokens);
                                 group.push_back(std::move(record));
                                 return Result<void>{};
                               });

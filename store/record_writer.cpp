@@ -75,6 +75,15 @@ std::string insert_request_sql(LaterColumns columns) {
   return sql + ")";
 }
 
+// Binds `text`, or NULL where it is the texts of `tokens` one after another.
+void bind_text_or_tokens(sqlite3_stmt* statement, int index, const std::string& text,
+                         const std::vector<core::TokenLogprob>& tokens) {
+  if (is_token_concatenation(text, tokens))
+    sqlite3_bind_null(statement, index);
+  else
+    bind_text(statement, index, text);
+}
+
 // Binds a token blob, or NULL for an empty list; `blob` must live until the statement steps.
 void bind_blob(sqlite3_stmt* statement, int index, const std::vector<core::TokenLogprob>& tokens,
                const std::string& blob) {
@@ -145,7 +154,8 @@ Result<void> RecordWriter::write_record(const core::RequestRecord& record) {
   sqlite3_bind_int(statement, 9, outcome.attempts);
   sqlite3_bind_int64(statement, 10, outcome.started_ms);
   sqlite3_bind_int64(statement, 11, outcome.finished_ms);
-  bind_text(statement, 12, completion.text);
+  // NULL where the text is its tokens' texts one after another: read back from them.
+  bind_text_or_tokens(statement, 12, completion.text, completion.tokens);
   sqlite3_bind_int(statement, 13, completion.has_logprobs ? 1 : 0);
   bind_text(statement, 14, completion.finish_reason);
   bind_text(statement, 15, completion.system_fingerprint);
@@ -162,7 +172,7 @@ Result<void> RecordWriter::write_record(const core::RequestRecord& record) {
   }
   const std::string split = core::to_string(completion.reasoning_split);
   if (m_columns.reasoning) {
-    bind_text(statement, next++, completion.reasoning_text);
+    bind_text_or_tokens(statement, next++, completion.reasoning_text, completion.reasoning_tokens);
     bind_text(statement, next++, split);
   }
   if (m_columns.usage) {

@@ -1,38 +1,44 @@
-// The audit database's layout (AuditDatabase::k_schema_version 2; version 1 differed only in how
-// tokens were stored, see tokens below):
+// The audit database's layout (AuditDatabase::k_schema_version 3; version 1 differed in how
+// tokens were stored, see tokens below, and versions 1 and 2 stored every text):
 //   meta       key/value: schema_version, format, probe_activity (JSON, written after each run),
 //              server:<index> (an endpoint's server description, JSON; absent: none),
 //              capabilities:<index> (its capability preflight, JSON; absent: none ran)
 //   audit      one row: id, times, status, the AuditConfig as JSON, the suite's source, errors
 //   endpoints  one row per endpoint, by index
 //   prompts    one row per suite prompt, by index, every Prompt field
-//   requests   one row per logical request, unique on its plan key; rowid = recorded order;
-//              numbers_* count the log probabilities of its response that were no finite number
-//              (core::NumberAnomalies). Those five columns came after version 1 was released and
-//              are additive, so the version stayed: open() adds them to a database that lacks
+//   requests   one row per logical request, unique on its plan key; rowid = recorded order; `text`
+//              is NULL where it is its answer tokens' texts one after another, which the readers
+//              fill in from them (version 3; nearly every completion, and most of the row's bytes
+//              before). numbers_* count the log probabilities of its response that were no finite
+//              number (core::NumberAnomalies). Those five columns came after version 1 was released
+//              and are additive, so the version stayed: open() adds them to a database that lacks
 //              them (every count 0), and older builds, which name their columns, still read and
 //              write it. reasoning_text and reasoning_split (core::ReasoningSplit by name) hold a
-//              reasoning model's reasoning beside the answer in `text`; added later the same way
-//              ('' and 'none' in older rows). usage_prompt_tokens and usage_reasoning_tokens
+//              reasoning model's reasoning beside the answer in `text` (reasoning_text NULL, as
+//              `text`, where it is the reasoning tokens' texts); added later the same way ('' and
+//              'none' in older rows). usage_prompt_tokens and usage_reasoning_tokens
 //              (core::TokenUsage) are what the endpoint said the prompt and the hidden reasoning
-//              used, NULL where it did not say; added later the same way (NULL in older rows),
-//              as were lone_surrogates (0) and usage_cached_prompt_tokens (the prompt tokens
-//              the server said it served from its prompt cache, TokenUsage::cached_prompt; NULL).
+//              used, NULL where it did not say; added later the same way (NULL in older rows), as
+//              were lone_surrogates (0) and usage_cached_prompt_tokens (the prompt tokens the
+//              server said it served from its prompt cache, TokenUsage::cached_prompt; NULL).
 //              tool_calls holds core::Completion::tool_calls as core::tool_calls_json, NULL when
 //              the completion called no tool; added later the same way (NULL in older rows)
-//   token_texts  (version 2) each distinct token text of the audit once: id (1, 2, 3...) and its
-//              exact bytes as a BLOB (a token may hold part of a UTF-8 character)
-//   packed_tokens  (version 2) one row per request that has tokens: `answer` holds
+//   token_texts  (versions 2 and 3) each distinct token text of the audit once: id (1, 2, 3...)
+//              and its exact bytes as a BLOB (a token may hold part of a UTF-8 character)
+//   packed_tokens  (versions 2 and 3) one row per request that has tokens: `answer` holds
 //              core::Completion::tokens and `reasoning` core::Completion::reasoning_tokens, each a
-//              token blob (token_blob.cpp; the byte format is in docs/design.md, "Token blobs")
-//              or NULL when the list is empty
+//              token blob (token_blob.cpp; the byte format is in docs/design.md, "Token blobs":
+//              version 2 in schema version 3, version 1 in schema version 2) or NULL when the
+//              list is empty
 //   tokens, reasoning_tokens  (version 1 only) one row per token, keyed (request_id, position),
 //              with candidates 1 and 2 in columns and the rest as JSON in `more`;
-//              upgrade_to_version_2() (schema_upgrade.cpp) packs them and drops both tables
+//              upgrade_schema() (schema_upgrade.cpp) packs them and drops both tables
 //   semantic, semantic_prompts  (only once --embeddings measured them) the embedding model and
 //              threshold, and per prompt the pairwise similarity statistics (semantic_tables.cpp)
-// Version 1 stored a row per token (about 62 bytes a token); version 2 packs a completion's tokens
-// into one value (about a sixth of that), which is also what makes recording and `report` cheap.
+// Version 1 stored a row per token (about 62 bytes a token); version 2 packed a completion's tokens
+// into one value (about a sixth of that), which is also what makes recording and `report` cheap;
+// version 3 packs them tighter and stores no text its tokens already spell (bench/README.md has
+// the bytes).
 #include "store/detail/schema.hpp"
 
 #include <set>
@@ -63,23 +69,31 @@ CREATE TABLE prompts (
   idx INTEGER PRIMARY KEY, id TEXT NOT NULL, text TEXT, messages TEXT NOT NULL, max_tokens INTEGER,
   tags TEXT NOT NULL, expect TEXT NOT NULL, extract TEXT NOT NULL, response_format TEXT NOT NULL,
   source_line INTEGER NOT NULL);
+)sql";
+
+constexpr const char* k_token_texts_sql =
+    "CREATE TABLE token_texts (id INTEGER PRIMARY KEY, text BLOB NOT NULL UNIQUE)";
+constexpr const char* k_packed_tokens_sql =
+    "CREATE TABLE packed_tokens (request_id INTEGER PRIMARY KEY, answer BLOB, reasoning BLOB)";
+
+// Version 3: `text` and `reasoning_text` are NULL where they are their tokens' texts one after
+// another (read back from the tokens), which is nearly always.
+constexpr const char* k_requests_sql = R"sql(
 CREATE TABLE requests (
   id INTEGER PRIMARY KEY,
   endpoint_index INTEGER NOT NULL, prompt_index INTEGER NOT NULL, concurrency INTEGER NOT NULL,
   probe TEXT NOT NULL, repeat INTEGER NOT NULL,
   ok INTEGER NOT NULL, http_status INTEGER NOT NULL, error TEXT NOT NULL, attempts INTEGER NOT NULL,
   started_ms INTEGER NOT NULL, finished_ms INTEGER NOT NULL,
-  text TEXT NOT NULL, has_logprobs INTEGER NOT NULL, finish_reason TEXT NOT NULL,
+  text TEXT, has_logprobs INTEGER NOT NULL, finish_reason TEXT NOT NULL,
   system_fingerprint TEXT NOT NULL, model TEXT NOT NULL, completion_tokens INTEGER NOT NULL,
   numbers_nan INTEGER NOT NULL DEFAULT 0, numbers_infinity INTEGER NOT NULL DEFAULT 0,
   numbers_negative_infinity INTEGER NOT NULL DEFAULT 0, numbers_overflow INTEGER NOT NULL DEFAULT 0,
   numbers_null INTEGER NOT NULL DEFAULT 0,
-  reasoning_text TEXT NOT NULL DEFAULT '', reasoning_split TEXT NOT NULL DEFAULT 'none',
+  reasoning_text TEXT DEFAULT '', reasoning_split TEXT NOT NULL DEFAULT 'none',
   usage_prompt_tokens INTEGER, usage_reasoning_tokens INTEGER,
   lone_surrogates INTEGER NOT NULL DEFAULT 0, usage_cached_prompt_tokens INTEGER, tool_calls TEXT,
   UNIQUE (endpoint_index, prompt_index, concurrency, probe, repeat));
-CREATE TABLE token_texts (id INTEGER PRIMARY KEY, text BLOB NOT NULL UNIQUE);
-CREATE TABLE packed_tokens (request_id INTEGER PRIMARY KEY, answer BLOB, reasoning BLOB);
 )sql";
 
 // The requests columns that came after version 1 was released, with their definitions: the
@@ -156,7 +170,21 @@ Result<void> check_new_file(const Connection& connection) {
   return {};
 }
 
-Result<void> create_tables(const Connection& connection) { return connection.exec(k_schema_sql); }
+Result<void> create_tables(const Connection& connection) {
+  LLMREPRO_TRY(connection.exec(k_schema_sql));
+  for (const Table table : {Table::requests, Table::token_texts, Table::packed_tokens})
+    LLMREPRO_TRY(create_table(connection, table));
+  return {};
+}
+
+Result<void> create_table(const Connection& connection, Table table) {
+  switch (table) {
+  case Table::requests: return connection.exec(k_requests_sql);
+  case Table::token_texts: return connection.exec(k_token_texts_sql);
+  case Table::packed_tokens: return connection.exec(k_packed_tokens_sql);
+  }
+  return core::make_error(ErrorCode::internal, "no such table");
+}
 
 Result<void> write_schema_version(const Connection& connection) {
   Statement statement;
@@ -186,12 +214,10 @@ Result<int> check_schema_version(const Connection& connection) {
     return connection.failure(ErrorCode::input, "cannot read the schema version");
   }
   const std::string version = column_text(raw, 0);
-  if (version == "1") return 1;
-  if (version != std::to_string(AuditDatabase::k_schema_version))
-    return connection.corrupt("has schema version " + version +
-                              "; this build reads versions 1 and " +
-                              std::to_string(AuditDatabase::k_schema_version));
-  return AuditDatabase::k_schema_version;
+  for (int known = 1; known <= AuditDatabase::k_schema_version; ++known)
+    if (version == std::to_string(known)) return known;
+  return connection.corrupt("has schema version " + version + "; this build reads versions 1 to " +
+                            std::to_string(AuditDatabase::k_schema_version));
 }
 
 // In one transaction, because another process may be adding the columns too: the check is

@@ -1,15 +1,21 @@
 // The token blob's encoder and decoder (the format: docs/design.md, "Token blobs"). Log
-// probabilities are the bulk of a blob, so each is stored in the shortest of three exact forms:
+// probabilities are the bulk of a blob, so each is stored exactly in the shortest of three forms:
 // the shortest decimal that reads back as the same double (what a JSON response usually held,
-// e.g. -0.0123 in 3 to 6 bytes), a float32 when the double is one (what engines computing in
-// float32 send), or the 8 bytes of the double. The encoder proves each choice by decoding it.
+// e.g. -0.0123), a float32 when the double is one (what engines computing in float32 send), or
+// the 8 bytes of the double. Version 2, written now, names one form and one candidate count for
+// the whole blob: a token of that shape (the common one) is its text id with a flag bit and its
+// values in that form, with no tag or header byte; any other token says its shape and tags each
+// value, as every token of version 1 (schema version 2) did, which is still read. The encoder
+// proves each value's forms by decoding them, and picks the blob's form that writes fewest bytes.
 #include "store/detail/token_blob.hpp"
 
+#include <array>
 #include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 namespace llmrepro::store::detail {
 namespace {
@@ -17,7 +23,10 @@ namespace {
 using core::ErrorCode;
 using core::Result;
 
-// The tag byte before each log probability.
+// The blob format of schema version 2, read but no longer written.
+constexpr std::uint8_t k_token_blob_version_1 = 1;
+
+// The tag byte before a tagged log probability.
 enum Tag : std::uint8_t {
   k_unknown = 0,           // NaN: core::k_unknown_logprob; no payload
   k_positive_infinity = 1, // no payload
@@ -28,7 +37,29 @@ enum Tag : std::uint8_t {
   k_positive_decimal = 6,  // the same, positive
 };
 
-void put_varint(std::string& out, std::uint64_t value) {
+// How every log probability of a regular token is written (version 2): the blob's form byte.
+enum Form : std::uint8_t {
+  k_form_tagged = 0,  // a tag, then its payload, as above
+  k_form_float32 = 1, // the payload of k_float32 alone
+  k_form_decimal = 2, // the payload of k_negative_decimal alone (a negative value, or -0.0)
+  k_form_float64 = 3, // the payload of k_float64 alone
+};
+constexpr std::size_t k_form_count = 4;
+
+// A few bytes on the stack: one value in one form (at most a tag, a 10-byte varint and a byte).
+class Piece {
+public:
+  void push_back(char c) { m_bytes[m_size++] = c; }
+  std::size_t size() const { return m_size; }
+  bool empty() const { return m_size == 0; }
+  std::string_view view() const { return {m_bytes.data(), m_size}; }
+
+private:
+  std::array<char, 15> m_bytes{};
+  std::uint8_t m_size = 0;
+};
+
+template <typename Out> void put_varint(Out& out, std::uint64_t value) {
   while (value >= 0x80) {
     out.push_back(static_cast<char>((value & 0x7f) | 0x80));
     value >>= 7;
@@ -36,7 +67,13 @@ void put_varint(std::string& out, std::uint64_t value) {
   out.push_back(static_cast<char>(value));
 }
 
-template <typename Word> void put_little_endian(std::string& out, Word word) {
+std::size_t varint_size(std::uint64_t value) {
+  std::size_t size = 1;
+  for (; value >= 0x80; value >>= 7) ++size;
+  return size;
+}
+
+template <typename Out, typename Word> void put_little_endian(Out& out, Word word) {
   for (std::size_t i = 0; i < sizeof(Word); ++i)
     out.push_back(static_cast<char>((word >> (8 * i)) & 0xff));
 }
@@ -75,11 +112,17 @@ public:
     return word;
   }
 
-private:
   static core::Error truncated() { return core::make_error(ErrorCode::input, "truncated"); }
+
+private:
   std::string_view m_bytes;
   std::size_t m_at = 0;
 };
+
+// Every NaN reads back as the unknown value, whatever its bits.
+double known_or_unknown(double value) {
+  return std::isnan(value) ? core::k_unknown_logprob : value;
+}
 
 // The value of a decimal entry: `mantissa` x 10^`exponent`, negated when `negative`, read as
 // the nearest double (std::from_chars, round to nearest).
@@ -111,102 +154,139 @@ Result<double> decimal_value(bool negative, std::uint64_t mantissa, int exponent
   return value;
 }
 
-Result<double> read_value(Cursor& cursor) {
+Result<double> read_float32(Cursor& cursor) {
+  std::uint32_t bits = 0;
+  LLMREPRO_TRY_ASSIGN(bits, cursor.little_endian<std::uint32_t>());
+  return known_or_unknown(static_cast<double>(std::bit_cast<float>(bits)));
+}
+
+Result<double> read_float64(Cursor& cursor) {
+  std::uint64_t bits = 0;
+  LLMREPRO_TRY_ASSIGN(bits, cursor.little_endian<std::uint64_t>());
+  return known_or_unknown(std::bit_cast<double>(bits));
+}
+
+Result<double> read_decimal(Cursor& cursor, bool negative) {
+  std::uint64_t mantissa = 0;
+  LLMREPRO_TRY_ASSIGN(mantissa, cursor.varint());
+  std::uint8_t exponent = 0;
+  LLMREPRO_TRY_ASSIGN(exponent, cursor.byte());
+  return decimal_value(negative, mantissa, static_cast<int>(static_cast<std::int8_t>(exponent)));
+}
+
+Result<double> read_tagged(Cursor& cursor) {
   std::uint8_t tag = 0;
   LLMREPRO_TRY_ASSIGN(tag, cursor.byte());
   switch (tag) {
   case k_unknown: return core::k_unknown_logprob;
   case k_positive_infinity: return std::numeric_limits<double>::infinity();
   case k_negative_infinity: return -std::numeric_limits<double>::infinity();
-  case k_float64: {
-    std::uint64_t bits = 0;
-    LLMREPRO_TRY_ASSIGN(bits, cursor.little_endian<std::uint64_t>());
-    return std::bit_cast<double>(bits);
-  }
-  case k_float32: {
-    std::uint32_t bits = 0;
-    LLMREPRO_TRY_ASSIGN(bits, cursor.little_endian<std::uint32_t>());
-    return static_cast<double>(std::bit_cast<float>(bits));
-  }
+  case k_float64: return read_float64(cursor);
+  case k_float32: return read_float32(cursor);
   case k_negative_decimal:
-  case k_positive_decimal: {
-    std::uint64_t mantissa = 0;
-    LLMREPRO_TRY_ASSIGN(mantissa, cursor.varint());
-    std::uint8_t exponent = 0;
-    LLMREPRO_TRY_ASSIGN(exponent, cursor.byte());
-    return decimal_value(tag == k_negative_decimal, mantissa,
-                         static_cast<int>(static_cast<std::int8_t>(exponent)));
-  }
+  case k_positive_decimal: return read_decimal(cursor, tag == k_negative_decimal);
   default:
     return core::make_error(ErrorCode::input, "unknown log probability tag " + std::to_string(tag));
   }
 }
 
-// The decimal form of `value` (tag, mantissa, exponent byte), when its shortest round-trip
-// decimal has a mantissa and an exponent that fit; empty otherwise.
-std::string decimal_form(double value) {
+Result<double> read_form(Cursor& cursor, Form form) {
+  switch (form) {
+  case k_form_tagged: return read_tagged(cursor);
+  case k_form_float32: return read_float32(cursor);
+  case k_form_decimal: return read_decimal(cursor, true);
+  case k_form_float64: return read_float64(cursor);
+  }
+  return core::make_error(ErrorCode::internal, "no such log probability form");
+}
+
+// The shortest round-trip decimal of a finite `value` as sign, mantissa and exponent, when they
+// fit (the exponent in a signed byte); reads_back() proves it.
+struct Decimal {
+  bool negative = false;
+  std::uint64_t mantissa = 0;
+  int exponent = 0;
+};
+std::optional<Decimal> decimal_of(double value) {
   char text[64];
   const auto written =
       std::to_chars(text, text + sizeof(text), value, std::chars_format::scientific);
-  if (written.ec != std::errc()) return {};
+  if (written.ec != std::errc()) return std::nullopt;
   const std::string_view shortest(text, static_cast<std::size_t>(written.ptr - text));
   const std::size_t e = shortest.find('e');
-  if (e == std::string_view::npos) return {};
-  const bool negative = shortest.front() == '-';
-  std::uint64_t mantissa = 0;
+  if (e == std::string_view::npos) return std::nullopt;
+  Decimal decimal;
+  decimal.negative = shortest.front() == '-';
   int digits_after_point = 0;
   bool after_point = false;
-  for (std::size_t i = negative ? 1 : 0; i < e; ++i) {
+  for (std::size_t i = decimal.negative ? 1 : 0; i < e; ++i) {
     const char c = shortest[i];
     if (c == '.') {
       after_point = true;
       continue;
     }
-    if (mantissa > std::numeric_limits<std::uint64_t>::max() / 10) return {};
-    mantissa = mantissa * 10 + static_cast<std::uint64_t>(c - '0');
+    if (decimal.mantissa > std::numeric_limits<std::uint64_t>::max() / 10) return std::nullopt;
+    decimal.mantissa = decimal.mantissa * 10 + static_cast<std::uint64_t>(c - '0');
     if (after_point) ++digits_after_point;
   }
-  int exponent = 0;
   const auto parsed = std::from_chars(shortest.data() + e + 1 + (shortest[e + 1] == '+' ? 1 : 0),
-                                      shortest.data() + shortest.size(), exponent);
-  if (parsed.ec != std::errc()) return {};
-  exponent -= digits_after_point;
-  if (exponent < -128 || exponent > 127) return {};
-  std::string form(1, static_cast<char>(negative ? k_negative_decimal : k_positive_decimal));
-  put_varint(form, mantissa);
-  form.push_back(static_cast<char>(static_cast<std::int8_t>(exponent)));
-  return form;
+                                      shortest.data() + shortest.size(), decimal.exponent);
+  if (parsed.ec != std::errc()) return std::nullopt;
+  decimal.exponent -= digits_after_point;
+  if (decimal.exponent < -128 || decimal.exponent > 127) return std::nullopt;
+  return decimal;
 }
 
-// Whether `form` reads back as exactly `value` (bit for bit).
-bool reads_back(const std::string& form, double value) {
-  Cursor cursor(form);
-  auto read = read_value(cursor);
-  return read && cursor.left() == 0 &&
-         std::bit_cast<std::uint64_t>(*read) == std::bit_cast<std::uint64_t>(value);
+// Whether `decimal` reads back as exactly `value`, decoded as the decoder will.
+bool reads_back(const Decimal& decimal, double value) {
+  const auto read = decimal_value(decimal.negative, decimal.mantissa, decimal.exponent);
+  return read && std::bit_cast<std::uint64_t>(*read) == std::bit_cast<std::uint64_t>(value);
 }
 
-void put_value(std::string& out, double value) {
+// One log probability in every form that holds it exactly: forms[k_form_tagged] (the shortest
+// tagged value) always, each other form where it can (empty where it cannot).
+using Forms = std::array<Piece, k_form_count>;
+
+Forms forms_of(double value) {
+  Forms forms;
+  Piece& tagged = forms[k_form_tagged];
   if (std::isnan(value)) {
-    out.push_back(static_cast<char>(k_unknown));
-    return;
+    tagged.push_back(static_cast<char>(k_unknown));
+    return forms;
   }
   if (std::isinf(value)) {
-    out.push_back(static_cast<char>(value > 0 ? k_positive_infinity : k_negative_infinity));
-    return;
+    tagged.push_back(static_cast<char>(value > 0 ? k_positive_infinity : k_negative_infinity));
+    return forms;
   }
-  std::string best(1, static_cast<char>(k_float64));
-  put_little_endian(best, std::bit_cast<std::uint64_t>(value));
+  const auto bits = std::bit_cast<std::uint64_t>(value);
+  put_little_endian(forms[k_form_float64], bits);
+  tagged.push_back(static_cast<char>(k_float64));
+  put_little_endian(tagged, bits);
   const auto narrow = static_cast<float>(value);
-  if (static_cast<double>(narrow) == value && !(value == 0.0 && std::signbit(value))) {
-    std::string single(1, static_cast<char>(k_float32));
-    put_little_endian(single, std::bit_cast<std::uint32_t>(narrow));
-    best = std::move(single);
+  if (std::bit_cast<std::uint64_t>(static_cast<double>(narrow)) == bits) {
+    put_little_endian(forms[k_form_float32], std::bit_cast<std::uint32_t>(narrow));
+    tagged = Piece();
+    tagged.push_back(static_cast<char>(k_float32));
+    put_little_endian(tagged, std::bit_cast<std::uint32_t>(narrow));
   }
-  if (std::string decimal = decimal_form(value);
-      !decimal.empty() && decimal.size() < best.size() && reads_back(decimal, value))
-    best = std::move(decimal);
-  out += best;
+  if (const auto decimal = decimal_of(value)) {
+    Piece digits;
+    put_varint(digits, decimal->mantissa);
+    digits.push_back(static_cast<char>(static_cast<std::int8_t>(decimal->exponent)));
+    // A decimal longer than the binary form it would replace (binary32 where the value is a
+    // float32, binary64 otherwise) is not offered, nor parsed back (the costly part, for the
+    // decoder too): such as the 17 digits of a float32 printed as a double.
+    const std::size_t binary = forms[k_form_float32].empty() ? 8 : 4;
+    if (digits.size() > binary || !reads_back(*decimal, value)) return forms;
+    if (decimal->negative) forms[k_form_decimal] = digits;
+    if (1 + digits.size() < tagged.size()) {
+      tagged = Piece();
+      tagged.push_back(
+          static_cast<char>(decimal->negative ? k_negative_decimal : k_positive_decimal));
+      for (const char c : digits.view()) tagged.push_back(c);
+    }
+  }
+  return forms;
 }
 
 // Whether two log probabilities are stored the same: bit for bit, or both unknown.
@@ -215,25 +295,140 @@ bool same_stored(double a, double b) {
   return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
 }
 
+bool first_is_token(const core::TokenLogprob& token) {
+  return !token.top.empty() && token.top[0].token == token.token &&
+         same_stored(token.top[0].logprob, token.logprob);
+}
+
+// The candidate count of most tokens (the smallest of the most common).
+std::uint64_t usual_candidate_count(const std::vector<core::TokenLogprob>& tokens) {
+  std::array<std::size_t, 64> counts{};
+  std::uint64_t best = 0;
+  for (const auto& token : tokens) {
+    const std::size_t size = token.top.size();
+    if (size >= counts.size()) continue;
+    ++counts[size];
+    if (counts[size] > counts[best] || (counts[size] == counts[best] && size < best)) best = size;
+  }
+  return best;
+}
+
+// A token's header as version 1 wrote it: its candidate count shifted left once, the low bit set
+// when the first candidate is the token itself (not written again).
+std::uint64_t shape_of(const core::TokenLogprob& token, bool first_same) {
+  return (static_cast<std::uint64_t>(token.top.size()) << 1) | (first_same ? 1 : 0);
+}
+
+// Whether a token is written regular: it can be (`regular` bytes, not 0) and that is no longer.
+bool written_regular(std::size_t regular, std::size_t irregular) {
+  return regular != 0 && regular <= irregular;
+}
+
+// Reads the rest of a token with an explicit shape (every version 1 token, an irregular version 2
+// one) after its text and log probability: the candidates its shape counts, tagged.
+template <typename TextOf>
+Result<void> read_shaped_candidates(Cursor& cursor, std::uint64_t shape, const TextOf& text_of,
+                                    core::TokenLogprob& token) {
+  const std::uint64_t candidates = shape >> 1;
+  const bool first_same = (shape & 1) != 0;
+  if (first_same && candidates == 0)
+    return core::make_error(ErrorCode::input, "a token repeats a candidate it does not have");
+  const std::uint64_t written = candidates - (first_same ? 1 : 0);
+  if (written > cursor.left() / 2) return Cursor::truncated();
+  token.top.reserve(candidates);
+  if (first_same) token.top.push_back({token.token, token.logprob});
+  for (std::uint64_t k = 0; k < written; ++k) {
+    core::TokenCandidate candidate;
+    std::uint64_t id = 0;
+    LLMREPRO_TRY_ASSIGN(id, cursor.varint());
+    const std::string* text = nullptr;
+    LLMREPRO_TRY_ASSIGN(text, text_of(id));
+    candidate.token = *text;
+    LLMREPRO_TRY_ASSIGN(candidate.logprob, read_tagged(cursor));
+    token.top.push_back(std::move(candidate));
+  }
+  return {};
+}
+
 } // namespace
 
 std::string encode_token_blob(const std::vector<core::TokenLogprob>& tokens,
                               const std::function<std::uint64_t(const std::string&)>& text_id) {
+  // Each token's written values (its log probability, then its candidates but a first that is
+  // the token itself) with their text ids, in writing order.
+  std::vector<Forms> values;
+  std::vector<std::uint64_t> ids;
+  std::vector<std::uint8_t> first_same(tokens.size());
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    const auto& token = tokens[t];
+    first_same[t] = first_is_token(token) ? 1 : 0;
+    ids.push_back(text_id(token.token));
+    values.push_back(forms_of(token.logprob));
+    for (std::size_t k = first_same[t]; k < token.top.size(); ++k) {
+      ids.push_back(text_id(token.top[k].token));
+      values.push_back(forms_of(token.top[k].logprob));
+    }
+  }
+  // The blob's shape: the usual candidate count, the first being the token itself; and its form,
+  // whichever writes fewest bytes, each token written regular where that is shorter.
+  const std::uint64_t usual = usual_candidate_count(tokens);
+  // The bytes of each token written irregular, and regular in each form (0 where it cannot be).
+  struct Sizes {
+    std::size_t irregular = 0;
+    std::array<std::size_t, k_form_count> regular{};
+  };
+  std::vector<Sizes> sizes(tokens.size());
+  std::vector<std::size_t> starts(tokens.size() + 1); // token t's values: [starts[t], starts[t+1])
+  std::array<std::size_t, k_form_count> cost{};
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    const std::size_t at = starts[t];
+    const std::size_t end = at + 1 + tokens[t].top.size() - first_same[t];
+    starts[t + 1] = end;
+    std::size_t id_bytes = 0;
+    std::size_t tagged_bytes = 0;
+    std::array<std::size_t, k_form_count> form_bytes{};
+    std::array<bool, k_form_count> fits{};
+    fits.fill(tokens[t].top.size() == usual && (usual == 0 || first_same[t] != 0));
+    for (std::size_t v = at; v < end; ++v) {
+      id_bytes += v == at ? 0 : varint_size(ids[v]);
+      tagged_bytes += values[v][k_form_tagged].size();
+      for (std::size_t f = 0; f < k_form_count; ++f) {
+        form_bytes[f] += values[v][f].size();
+        fits[f] = fits[f] && !values[v][f].empty();
+      }
+    }
+    Sizes& bytes = sizes[t];
+    bytes.irregular = varint_size((ids[at] << 1) | 1) +
+                      varint_size(shape_of(tokens[t], first_same[t] != 0)) + id_bytes +
+                      tagged_bytes;
+    for (std::size_t f = 0; f < k_form_count; ++f) {
+      if (fits[f]) bytes.regular[f] = varint_size(ids[at] << 1) + id_bytes + form_bytes[f];
+      cost[f] +=
+          written_regular(bytes.regular[f], bytes.irregular) ? bytes.regular[f] : bytes.irregular;
+    }
+  }
+  std::size_t form = k_form_tagged;
+  for (std::size_t f = 1; f < k_form_count; ++f)
+    if (cost[f] < cost[form]) form = f;
+
   std::string out;
-  out.reserve(8 + tokens.size() * 16);
+  out.reserve(8 + cost[form]);
   out.push_back(static_cast<char>(k_token_blob_version));
   put_varint(out, tokens.size());
-  for (const auto& token : tokens) {
-    const std::uint64_t id = text_id(token.token);
-    put_varint(out, id);
-    put_value(out, token.logprob);
-    // The first candidate is most often the sampled token itself: then it is not written again.
-    const bool first_is_token = !token.top.empty() && token.top[0].token == token.token &&
-                                same_stored(token.top[0].logprob, token.logprob);
-    put_varint(out, (static_cast<std::uint64_t>(token.top.size()) << 1) | (first_is_token ? 1 : 0));
-    for (std::size_t k = first_is_token ? 1 : 0; k < token.top.size(); ++k) {
-      put_varint(out, text_id(token.top[k].token));
-      put_value(out, token.top[k].logprob);
+  if (tokens.empty()) return out;
+  put_varint(out, usual);
+  out.push_back(static_cast<char>(form));
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    const std::size_t at = starts[t];
+    const bool regular = written_regular(sizes[t].regular[form], sizes[t].irregular);
+    const std::size_t written_form = regular ? form : std::size_t{k_form_tagged};
+    // As version 1 wrote every token: the text, the log probability, the shape, the candidates.
+    put_varint(out, (ids[at] << 1) | (regular ? 0 : 1));
+    out += values[at][written_form].view();
+    if (!regular) put_varint(out, shape_of(tokens[t], first_same[t] != 0));
+    for (std::size_t v = at + 1; v < starts[t + 1]; ++v) {
+      put_varint(out, ids[v]);
+      out += values[v][written_form].view();
     }
   }
   return out;
@@ -244,15 +439,27 @@ Result<void> decode_token_blob(std::string_view blob, const TokenTexts& texts,
   Cursor cursor(blob);
   std::uint8_t version = 0;
   LLMREPRO_TRY_ASSIGN(version, cursor.byte());
-  if (version != k_token_blob_version)
+  if (version != k_token_blob_version && version != k_token_blob_version_1)
     return core::make_error(ErrorCode::input, "token blob version " + std::to_string(version) +
-                                                  " is not " +
+                                                  " is neither 1 nor " +
                                                   std::to_string(k_token_blob_version));
   std::uint64_t count = 0;
   LLMREPRO_TRY_ASSIGN(count, cursor.varint());
-  // Every token takes at least 3 bytes (id, tag, candidate count): a count beyond that is a
-  // corrupt blob, not a reason to allocate.
-  if (count > cursor.left() / 3) return core::make_error(ErrorCode::input, "truncated");
+  // Every token takes at least 2 bytes (version 1: 3), and version 2 writes the blob's shape
+  // first: a count beyond that is a corrupt blob, not a reason to allocate.
+  const bool version_1 = version == k_token_blob_version_1;
+  std::uint64_t usual = 0;
+  auto form = k_form_tagged;
+  if (!version_1 && count > 0) {
+    LLMREPRO_TRY_ASSIGN(usual, cursor.varint());
+    std::uint8_t form_byte = 0;
+    LLMREPRO_TRY_ASSIGN(form_byte, cursor.byte());
+    if (form_byte >= k_form_count)
+      return core::make_error(ErrorCode::input,
+                              "unknown log probability form " + std::to_string(form_byte));
+    form = static_cast<Form>(form_byte);
+  }
+  if (count > cursor.left() / (version_1 ? 3 : 2)) return Cursor::truncated();
   const auto text_of = [&](std::uint64_t id) -> Result<const std::string*> {
     if (!texts.has(id))
       return core::make_error(ErrorCode::input, "unknown token text id " + std::to_string(id));
@@ -261,29 +468,34 @@ Result<void> decode_token_blob(std::string_view blob, const TokenTexts& texts,
   tokens.reserve(tokens.size() + count);
   for (std::uint64_t i = 0; i < count; ++i) {
     core::TokenLogprob token;
-    std::uint64_t id = 0;
-    LLMREPRO_TRY_ASSIGN(id, cursor.varint());
+    std::uint64_t head = 0;
+    LLMREPRO_TRY_ASSIGN(head, cursor.varint());
+    // Version 1: the text id; version 2: the text id and, in the low bit, whether the token is
+    // irregular (says its shape and tags its values).
+    const bool regular = !version_1 && (head & 1) == 0;
     const std::string* text = nullptr;
-    LLMREPRO_TRY_ASSIGN(text, text_of(id));
+    LLMREPRO_TRY_ASSIGN(text, text_of(version_1 ? head : head >> 1));
     token.token = *text;
-    LLMREPRO_TRY_ASSIGN(token.logprob, read_value(cursor));
-    std::uint64_t header = 0;
-    LLMREPRO_TRY_ASSIGN(header, cursor.varint());
-    const std::uint64_t candidates = header >> 1;
-    const bool first_is_token = (header & 1) != 0;
-    if (first_is_token && candidates == 0)
-      return core::make_error(ErrorCode::input, "a token repeats a candidate it does not have");
-    const std::uint64_t written = candidates - (first_is_token ? 1 : 0);
-    if (written > cursor.left() / 2) return core::make_error(ErrorCode::input, "truncated");
-    token.top.reserve(candidates);
-    if (first_is_token) token.top.push_back({token.token, token.logprob});
-    for (std::uint64_t k = 0; k < written; ++k) {
-      core::TokenCandidate candidate;
-      LLMREPRO_TRY_ASSIGN(id, cursor.varint());
-      LLMREPRO_TRY_ASSIGN(text, text_of(id));
-      candidate.token = *text;
-      LLMREPRO_TRY_ASSIGN(candidate.logprob, read_value(cursor));
-      token.top.push_back(std::move(candidate));
+    LLMREPRO_TRY_ASSIGN(token.logprob, regular ? read_form(cursor, form) : read_tagged(cursor));
+    if (regular) {
+      if (usual > 0) {
+        if (usual - 1 > cursor.left() / 2) return Cursor::truncated();
+        token.top.reserve(usual);
+        token.top.push_back({token.token, token.logprob});
+      }
+      for (std::uint64_t k = 1; k < usual; ++k) {
+        core::TokenCandidate candidate;
+        std::uint64_t id = 0;
+        LLMREPRO_TRY_ASSIGN(id, cursor.varint());
+        LLMREPRO_TRY_ASSIGN(text, text_of(id));
+        candidate.token = *text;
+        LLMREPRO_TRY_ASSIGN(candidate.logprob, read_form(cursor, form));
+        token.top.push_back(std::move(candidate));
+      }
+    } else {
+      std::uint64_t shape = 0;
+      LLMREPRO_TRY_ASSIGN(shape, cursor.varint());
+      LLMREPRO_TRY(read_shaped_candidates(cursor, shape, text_of, token));
     }
     tokens.push_back(std::move(token));
   }
@@ -291,6 +503,24 @@ Result<void> decode_token_blob(std::string_view blob, const TokenTexts& texts,
     return core::make_error(ErrorCode::input,
                             std::to_string(cursor.left()) + " bytes after the last token");
   return {};
+}
+
+bool is_token_concatenation(std::string_view text, const std::vector<core::TokenLogprob>& tokens) {
+  std::size_t at = 0;
+  for (const auto& token : tokens) {
+    if (text.substr(at, token.token.size()) != token.token) return false;
+    at += token.token.size();
+  }
+  return at == text.size();
+}
+
+std::string token_concatenation(const std::vector<core::TokenLogprob>& tokens) {
+  std::size_t size = 0;
+  for (const auto& token : tokens) size += token.token.size();
+  std::string text;
+  text.reserve(size);
+  for (const auto& token : tokens) text += token.token;
+  return text;
 }
 
 } // namespace llmrepro::store::detail

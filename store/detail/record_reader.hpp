@@ -25,8 +25,9 @@ namespace llmrepro::store::detail {
 class RecordReader {
 public:
   // `columns`: which later columns the database has (see add_later_columns); what it lacks reads
-  // as zero counts and no reasoning. `schema_version`: 2 reads the packed tokens (token_texts and
-  // packed_tokens), 1 the token rows of a version 1 file that could not be upgraded (read-only).
+  // as zero counts and no reasoning. `schema_version`: 2 and 3 read the packed tokens
+  // (token_texts and packed_tokens), 1 the token rows of a version 1 file that could not be
+  // upgraded (read-only).
   // `connection` must outlive the reader.
   RecordReader(const Connection& connection, LaterColumns columns, int schema_version);
 
@@ -50,17 +51,22 @@ public:
   core::Result<std::vector<core::PlannedRequest>> read_successes() const;
 
 private:
+  // Which texts of a record its row stores as NULL (schema version 3): its tokens' texts one
+  // after another, filled in once the tokens are read (fill_texts).
+  struct TextsFromTokens {
+    bool text = false;
+    bool reasoning_text = false;
+  };
+
   // The requests query with columns read_record() reads, in `order`.
   std::string requests_query(const char* order) const;
-  // One row of requests_query(), without its tokens.
-  core::Result<void> read_record(sqlite3_stmt* row, core::RequestRecord& record) const;
-  // Appends the tokens packed in column `column` of `row` (NULL: none) to `tokens`; a corrupt
-  // blob is ErrorCode::input naming request `request_id` and whether they were the reasoning's.
-  core::Result<void> decode_packed(sqlite3_stmt* row, int column, bool reasoning,
-                                   std::int64_t request_id, const TokenTexts& texts,
-                                   std::vector<core::TokenLogprob>& tokens) const;
-  // Version 2: every packed_tokens row in one scan into the matching record of `records`, whose
-  // database ids are `ids` (ascending).
+  // One row of requests_query(), without its tokens; `from_tokens` says which texts wait for them.
+  core::Result<void> read_record(sqlite3_stmt* row, core::RequestRecord& record,
+                                 TextsFromTokens& from_tokens) const;
+  // Sets the texts `from_tokens` names from the tokens read into `completion`.
+  static void fill_texts(const TextsFromTokens& from_tokens, core::Completion& completion);
+  // Versions 2 and 3: every packed_tokens row in one scan into the matching record of `records`,
+  // whose database ids are `ids` (ascending).
   core::Result<void> read_packed_tokens(const std::vector<std::int64_t>& ids,
                                         std::vector<core::RequestRecord>& records) const;
 
@@ -82,6 +88,14 @@ private:
 core::Result<void> append_version_1_token(const Connection& connection, sqlite3_stmt* row,
                                           std::int64_t request_id,
                                           std::vector<core::TokenLogprob>& tokens);
+
+// Appends the tokens of a packed_tokens row's `answer` blob (column `first` of `row`) and its
+// `reasoning` blob (column `first` + 1), each NULL where its list is empty, to `completion`'s
+// tokens and reasoning_tokens. A corrupt blob is ErrorCode::input naming request `request_id` and
+// which list ("audit database 'X': reasoning tokens of request 7: truncated").
+core::Result<void> decode_packed_row(const Connection& connection, sqlite3_stmt* row, int first,
+                                     std::int64_t request_id, const TokenTexts& texts,
+                                     core::Completion& completion);
 
 // Sets each endpoint's fingerprints to the distinct non-empty system_fingerprint values of its
 // successful records, sorted.

@@ -20,22 +20,32 @@ core::Result<void> check_new_file(const Connection& connection);
 // caller's transaction.
 core::Result<void> create_tables(const Connection& connection);
 
+// The tables an upgrade creates or rebuilds.
+enum class Table { requests, token_texts, packed_tokens };
+
+// Creates `table` as the current version defines it. Inside the caller's transaction.
+core::Result<void> create_table(const Connection& connection, Table table);
+
 // Stores the schema version (AuditDatabase::k_schema_version) and the format name in `meta`.
 // Inside the caller's transaction, after create_tables().
 core::Result<void> write_schema_version(const Connection& connection);
 
-// The schema version of `connection`'s audit database: AuditDatabase::k_schema_version, or 1 (to
-// be upgraded, upgrade_to_version_2). ErrorCode::input when it is no SQLite database, not an
-// audit, or of another version.
+// The schema version of `connection`'s audit database: AuditDatabase::k_schema_version, or an
+// older one (1 or 2, to be upgraded, upgrade_schema). ErrorCode::input when it is no SQLite
+// database, not an audit, or of another version.
 core::Result<int> check_schema_version(const Connection& connection);
 
-// Upgrades a version 1 database in place, in one transaction: packs every row of the tokens and
-// reasoning_tokens tables into token_texts and packed_tokens, drops both tables and sets the
-// version to 2. Returns the number of token rows packed (0 when another process upgraded it
-// first). The freed pages stay in the file until a VACUUM. Call add_later_columns() first.
-// ErrorCode::input for an unreadable token row; ErrorCode::environment when the file cannot be
-// written (read-only, or locked past the busy timeout); nothing is changed then.
-core::Result<std::int64_t> upgrade_to_version_2(const Connection& connection);
+// Upgrades a version 1 or 2 database in place to AuditDatabase::k_schema_version, in one
+// transaction. From version 1: every row of the tokens and reasoning_tokens tables is packed into
+// token_texts and packed_tokens and both tables are dropped. From either: packed_tokens is
+// rebuilt with every blob in the current blob format, and requests with `text` and
+// `reasoning_text` NULL where they are their tokens' texts one after another. Returns the number
+// of token rows packed (version 1) or of tokens repacked (version 2); 0 when another process
+// upgraded it first. The freed pages stay in the file until a VACUUM. Call add_later_columns()
+// first. ErrorCode::input for an unreadable token row or blob, or tokens of a missing request;
+// ErrorCode::environment when the file cannot be written (read-only, or locked past the busy
+// timeout); nothing is changed then.
+core::Result<std::int64_t> upgrade_schema(const Connection& connection);
 
 // Which of the columns added after version 1 the database has: the numbers_* counts of
 // `requests`, and the reasoning (requests.reasoning_text and reasoning_split, and the

@@ -1,6 +1,6 @@
-// The packed form of one completion's tokens (schema version 2): every token of a token list,
-// with its log probability and all its candidates, in one BLOB whose token texts are ids of the
-// audit's token_texts table. The byte format is specified in docs/design.md ("Token blobs");
+// The packed form of one completion's tokens (schema versions 2 and 3): every token of a token
+// list, with its log probability and all its candidates, in one BLOB whose token texts are ids of
+// the audit's token_texts table. The byte format is specified in docs/design.md ("Token blobs");
 // tests/e2e/token_blob.py decodes the same format. Private to store.
 #pragma once
 
@@ -15,8 +15,9 @@
 
 namespace llmrepro::store::detail {
 
-// The first byte of every token blob: the version of the blob format (not the schema's).
-inline constexpr std::uint8_t k_token_blob_version = 1;
+// The first byte of every token blob: the version of the blob format (not the schema's). Version 2
+// is written (schema version 3); version 1 (schema version 2) is read too.
+inline constexpr std::uint8_t k_token_blob_version = 2;
 
 // The token texts of one audit by id (token_texts.id); ids never stored are absent.
 struct TokenTexts {
@@ -33,11 +34,18 @@ struct TokenTexts {
 std::string encode_token_blob(const std::vector<core::TokenLogprob>& tokens,
                               const std::function<std::uint64_t(const std::string&)>& text_id);
 
-// Appends the tokens packed in `blob` to `tokens`, their texts taken from `texts`. A blob of
-// another version, a truncated or overlong one, or an id absent from `texts` is ErrorCode::input
-// saying what is wrong ("truncated", "unknown token text id 7", ...); the caller names the
-// request. `tokens` may then hold part of the list.
+// Appends the tokens packed in `blob` (version 1 or 2) to `tokens`, their texts taken from
+// `texts`. A blob of another version, a truncated or overlong one, or an id absent from `texts` is
+// ErrorCode::input saying what is wrong ("truncated", "unknown token text id 7", ...); the caller
+// names the request. `tokens` may then hold part of the list.
 core::Result<void> decode_token_blob(std::string_view blob, const TokenTexts& texts,
                                      std::vector<core::TokenLogprob>& tokens);
+
+// Whether `text` is exactly the texts of `tokens` one after another: schema version 3 then stores
+// no text (NULL) and reads it back from the tokens.
+bool is_token_concatenation(std::string_view text, const std::vector<core::TokenLogprob>& tokens);
+
+// The texts of `tokens` one after another.
+std::string token_concatenation(const std::vector<core::TokenLogprob>& tokens);
 
 } // namespace llmrepro::store::detail

@@ -29,6 +29,7 @@ import os
 import sqlite3
 
 import e2e_harness as h
+import token_blob
 
 MODEL = "scripted-model"
 # Look 1 at c=2: flipper's swaps, 2 of its runs there, where the shared noise predicts 0.0423.
@@ -140,9 +141,13 @@ class Adaptive(h.E2ETestCase):
 
     def look_one_bounds(self, db):
         """Each stable prompt's bound at look 1, from the records of the initial runs."""
-        rows = sqlite3.connect(db).execute(
-            "SELECT p.id, r.concurrency, r.repeat, r.text FROM requests r JOIN prompts p "
-            "ON p.idx = r.prompt_index WHERE r.ok = 1 AND r.repeat < 3").fetchall()
+        conn = sqlite3.connect(db)
+        # A text that is its tokens' texts is stored as NULL and read back from them.
+        texts = token_blob.request_texts(conn)
+        rows = [(prompt, level, repeat, texts[request_id]) for prompt, level, repeat, request_id in
+                conn.execute("SELECT p.id, r.concurrency, r.repeat, r.id FROM requests r JOIN "
+                             "prompts p ON p.idx = r.prompt_index WHERE r.ok = 1 AND "
+                             "r.repeat < 3")]
         runs = {}
         for prompt, level, repeat, text in rows:
             runs.setdefault(prompt, {}).setdefault(level, {})[repeat] = TEXTS[text]

@@ -89,7 +89,7 @@ class ShardMerge(h.E2ETestCase):
             self.assertEqual(rows, 3 * (4 * len(std.FEYNMAN_X) + len(std.FEYNMAN_Y)))
             run, path = self.merge("merged-v1.db", shards[0], old, shards[2])
             self.assertIn(f"llmrepro: upgraded audit database '{old}' in place from schema "
-                          f"version 1 to 2 ({rows} token rows packed)\n", run.stderr)
+                          f"version 1 to 3 ({rows} token rows packed)\n", run.stderr)
             self.assertEqual(stable(self.load_report(path)), stable(merged))
 
         with self.subTest(case="missing shard: partial"):

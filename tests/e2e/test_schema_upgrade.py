@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Scenario: a database of schema version 1 (a row per token, as builds before the packed tokens
-wrote it; made here from a version 2 one by token_blob.downgrade_to_version_1) is upgraded in
-place by whichever command opens it (`report`, `diff`, `audit --resume`), which says so on stderr
-in one line naming the file and the number of token rows packed, and reports exactly what the
-audit reported before. Opened again, it is not upgraded twice."""
+wrote it) or 2 (token blob version 1, every completion text stored), made here from a current one
+by token_blob.downgrade_to_version_1 and _2, is upgraded in place by whichever command opens it
+(`report`, `diff`, `audit --resume`), which says so on stderr in one line naming the file and the
+number of token rows packed or tokens repacked, and reports exactly what the audit reported
+before, every byte of its JSON but the file names. Opened again, it is not upgraded twice."""
 
 import os
 import shutil
@@ -28,17 +29,29 @@ class SchemaUpgrade(h.E2ETestCase):
         self.assertNotIn("schema version", run.stderr)
         return self.load_report(report_path)
 
-    def version_1_copy(self, name, copy):
-        """COPY.db: NAME.db rewritten as version 1; returns its token row count."""
+    def older_copy(self, name, copy, version=1):
+        """COPY.db: NAME.db rewritten as schema version 1 or 2; returns its token row count
+        (version 1) or token count (version 2)."""
         shutil.copy(self.path(f"{name}.db"), self.path(f"{copy}.db"))
         for suffix in ("-wal", "-shm"):
             if os.path.exists(self.path(f"{name}.db{suffix}")):
                 shutil.copy(self.path(f"{name}.db{suffix}"), self.path(f"{copy}.db{suffix}"))
-        return token_blob.downgrade_to_version_1(self.path(f"{copy}.db"))
+        if version == 1:
+            return token_blob.downgrade_to_version_1(self.path(f"{copy}.db"))
+        return token_blob.downgrade_to_version_2(self.path(f"{copy}.db"))
 
-    def upgrade_line(self, copy, rows):
+    def version_1_copy(self, name, copy):
+        return self.older_copy(name, copy)
+
+    def upgrade_line(self, copy, rows, version=1):
+        what = "token rows packed" if version == 1 else "tokens repacked"
         return (f"llmrepro: upgraded audit database '{self.path(copy + '.db')}' in place from "
-                f"schema version 1 to 2 ({rows} token rows packed)\n")
+                f"schema version {version} to 3 ({rows} {what})\n")
+
+    def report_text(self, name):
+        """The JSON report NAME.json as text, its database's name replaced."""
+        with open(self.path(f"{name}.json"), encoding="utf-8") as f:
+            return f.read().replace(self.path(f"{name}.db"), "DB")
 
     def schema_version(self, copy):
         with h.open_db(self.path(f"{copy}.db")) as db:
@@ -64,7 +77,7 @@ class SchemaUpgrade(h.E2ETestCase):
                                  self.path("old.json"), "--quiet"])
         self.assert_exit(run, 0)
         self.assertEqual(run.stderr, self.upgrade_line("old", rows))
-        self.assertEqual(self.schema_version("old"), "2")
+        self.assertEqual(self.schema_version("old"), "3")
         again = self.load_report(self.path("old.json"))
         self.assertEqual(again["summary"], first["summary"])
         self.assertEqual(again["prompts"], first["prompts"])
@@ -73,6 +86,42 @@ class SchemaUpgrade(h.E2ETestCase):
             self.assertEqual(db.execute("SELECT count(*) FROM sqlite_master WHERE name IN "
                                         "('tokens', 'reasoning_tokens')").fetchone()[0], 0)
 
+        run = self.run_llmrepro(["report", "--db", self.path("old.db"), "--quiet"])
+        self.assert_exit(run, 0)
+        self.assertEqual(run.stderr, "")
+
+    def test_version_2_upgrades_in_place_and_reports_the_same_json(self):
+        self.audit("first")
+        self.assert_exit(self.run_llmrepro(["report", "--db", self.path("first.db"), "--json",
+                                            self.path("first.json"), "--quiet"]), 0)
+        with h.open_db(self.path("first.db")) as db:
+            tokens = token_blob.token_count(db) + token_blob.token_count(db, "reasoning")
+            texts = token_blob.request_texts(db)
+            stored_null = db.execute("SELECT count(*) FROM requests WHERE text IS NULL"
+                                     ).fetchone()[0]
+        # Every successful request's text is its tokens' texts here: stored as NULL.
+        self.assertEqual(stored_null, len(texts))
+        self.assertEqual(self.older_copy("first", "old", 2), tokens)
+        self.assertEqual(self.schema_version("old"), "2")
+        with h.open_db(self.path("old.db")) as db:
+            self.assertEqual(token_blob.request_texts(db), texts)
+            self.assertEqual(db.execute("SELECT count(*) FROM requests WHERE text IS NULL"
+                                        ).fetchone()[0], 0)
+            self.assertEqual({blob[0] for (blob,) in db.execute(
+                "SELECT answer FROM packed_tokens")}, {1})
+
+        run = self.run_llmrepro(["report", "--db", self.path("old.db"), "--json",
+                                 self.path("old.json"), "--quiet"])
+        self.assert_exit(run, 0)
+        self.assertEqual(run.stderr, self.upgrade_line("old", tokens, 2))
+        self.assertEqual(self.schema_version("old"), "3")
+        self.assertEqual(self.report_text("old"), self.report_text("first"))
+        with h.open_db(self.path("old.db")) as db:
+            self.assertEqual(token_blob.request_texts(db), texts)
+            self.assertEqual(db.execute("SELECT count(*) FROM requests WHERE text IS NULL"
+                                        ).fetchone()[0], stored_null)
+            self.assertEqual({blob[0] for (blob,) in db.execute(
+                "SELECT answer FROM packed_tokens")}, {2})
         run = self.run_llmrepro(["report", "--db", self.path("old.db"), "--quiet"])
         self.assert_exit(run, 0)
         self.assertEqual(run.stderr, "")
@@ -93,7 +142,7 @@ class SchemaUpgrade(h.E2ETestCase):
         # The line comes first, before the run's own progress lines, and once.
         self.assertEqual(run.stderr.splitlines(keepends=True)[0], self.upgrade_line("c", rows))
         self.assertEqual(run.stderr.count("schema version"), 1)
-        self.assertEqual(self.schema_version("c"), "2")
+        self.assertEqual(self.schema_version("c"), "3")
         resumed = self.load_report(self.path("c.json"))
         self.assertEqual(resumed["summary"]["unstable_prompts"], 2)
 

@@ -35,6 +35,7 @@ import threading
 
 import e2e_harness as h
 import standard_audit as std
+import token_blob
 
 X = std.variant(std.FEYNMAN_X)
 PROMPT = "Where was Feynman born?"
@@ -356,7 +357,9 @@ class Transport(h.E2ETestCase):
                 self.assertIn(warning, report["warnings"])
                 self.assertIn(f"warning: {warning}", run.stdout)
                 with h.open_db(self.path(f"{tag}.db")) as db:
-                    rows = db.execute("SELECT ok, text, lone_surrogates FROM requests").fetchall()
+                    texts = token_blob.request_texts(db)
+                    rows = [(ok, texts[request_id], surrogates) for request_id, ok, surrogates in
+                            db.execute("SELECT id, ok, lone_surrogates FROM requests")]
                 self.assertEqual(rows, [(1, " He was\ufffd born", 2)] * 2)
 
 

@@ -6,8 +6,11 @@
 
 #include <sqlite3.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -317,15 +320,54 @@ inline void insert_version_1_rows(sqlite3* db, const char* table, sqlite3_int64 
   sqlite3_finalize(statement);
 }
 
+// Rebuilds `requests` as schema versions 1 and 2 defined it (`text` and `reasoning_text` NOT
+// NULL) with every record's texts stored: version 3 leaves them NULL where they are their tokens'
+// texts. `records` as downgrade_to_version_1() takes them.
+inline void restore_request_texts(sqlite3* db, const std::vector<core::RequestRecord>& records) {
+  sqlite3_stmt* statement = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_master WHERE name = 'requests'", -1,
+                             &statement, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(statement) == SQLITE_ROW);
+  std::string create(reinterpret_cast<const char*>(sqlite3_column_text(statement, 0)));
+  sqlite3_finalize(statement);
+  const auto replace = [&](const std::string& from, const std::string& to) {
+    const std::size_t at = create.find(from);
+    REQUIRE(at != std::string::npos);
+    create.replace(at, from.size(), to);
+  };
+  replace("text TEXT,", "text TEXT NOT NULL,");
+  replace("reasoning_text TEXT DEFAULT ''", "reasoning_text TEXT NOT NULL DEFAULT ''");
+  const std::string rebuild = "ALTER TABLE requests RENAME TO requests_version_3; " + create +
+                              "; UPDATE requests_version_3 SET text = coalesce(text, ''), "
+                              "reasoning_text = coalesce(reasoning_text, ''); INSERT INTO "
+                              "requests SELECT * FROM requests_version_3; DROP TABLE "
+                              "requests_version_3;";
+  REQUIRE(sqlite3_exec(db, rebuild.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_prepare_v2(db, "UPDATE requests SET text = ?1, reasoning_text = ?2 WHERE id = ?3",
+                             -1, &statement, nullptr) == SQLITE_OK);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& completion = records[i].outcome.completion;
+    sqlite3_bind_text(statement, 1, completion.text.data(),
+                      static_cast<int>(completion.text.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(statement, 2, completion.reasoning_text.data(),
+                      static_cast<int>(completion.reasoning_text.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_int64(statement, 3, static_cast<sqlite3_int64>(i + 1));
+    REQUIRE(sqlite3_step(statement) == SQLITE_DONE);
+    sqlite3_reset(statement);
+  }
+  sqlite3_finalize(statement);
+}
+
 // Turns the database at `path`, which holds exactly `records` (recorded in that order, none
 // replaced, so that record i has id i + 1), into what schema version 1 stored: the token tables
-// with a row per token instead of token_texts and packed_tokens, and version 1 in meta. The
-// fixture for the upgrade, so that no old build is needed.
+// with a row per token instead of token_texts and packed_tokens, every text in `requests`, and
+// version 1 in meta. The fixture for the upgrade, so that no old build is needed.
 inline void downgrade_to_version_1(const std::string& path,
                                    const std::vector<core::RequestRecord>& records) {
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
   REQUIRE(sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) == SQLITE_OK);
+  restore_request_texts(db, records);
   REQUIRE(sqlite3_exec(db, k_version_1_token_tables, nullptr, nullptr, nullptr) == SQLITE_OK);
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& completion = records[i].outcome.completion;
@@ -340,6 +382,89 @@ inline void downgrade_to_version_1(const std::string& path,
   sqlite3_close(db);
 }
 
+// `tokens` as token blob version 1 (schema version 2) may hold them, every known log probability
+// as its binary64 (tag 3), which version 1 reads as well as its shorter forms; `ids` gives each
+// text's token_texts id.
+inline std::string version_1_blob(const std::vector<core::TokenLogprob>& tokens,
+                                  const std::map<std::string, std::uint64_t>& ids) {
+  std::string out;
+  const auto varint = [&](std::uint64_t value) {
+    for (; value >= 0x80; value >>= 7) out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    out.push_back(static_cast<char>(value));
+  };
+  const auto value = [&](double logprob) {
+    if (std::isnan(logprob)) {
+      out.push_back('\x00');
+      return;
+    }
+    out.push_back('\x03');
+    const auto bits = std::bit_cast<std::uint64_t>(logprob);
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+  };
+  out.push_back('\x01');
+  varint(tokens.size());
+  for (const auto& token : tokens) {
+    const bool first_same = !token.top.empty() && token.top[0].token == token.token &&
+                            (std::bit_cast<std::uint64_t>(token.top[0].logprob) ==
+                                 std::bit_cast<std::uint64_t>(token.logprob) ||
+                             (std::isnan(token.top[0].logprob) && std::isnan(token.logprob)));
+    varint(ids.at(token.token));
+    value(token.logprob);
+    varint((token.top.size() << 1) | (first_same ? 1 : 0));
+    for (std::size_t k = first_same ? 1 : 0; k < token.top.size(); ++k) {
+      varint(ids.at(token.top[k].token));
+      value(token.top[k].logprob);
+    }
+  }
+  return out;
+}
+
+// Turns the database at `path`, which holds exactly `records` (as downgrade_to_version_1() takes
+// them), into what schema version 2 stored: every text in `requests`, every token blob in blob
+// version 1, and version 2 in meta.
+inline void downgrade_to_version_2(const std::string& path,
+                                   const std::vector<core::RequestRecord>& records) {
+  std::map<std::string, std::uint64_t> ids;
+  {
+    auto connection = store::detail::Connection::open(path, SQLITE_OPEN_READONLY);
+    REQUIRE(connection);
+    auto texts = store::detail::read_token_texts(*connection);
+    REQUIRE(texts);
+    for (std::size_t id = 0; id < texts->text.size(); ++id)
+      if (texts->present[id]) ids[texts->text[id]] = id;
+  }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) == SQLITE_OK);
+  restore_request_texts(db, records);
+  sqlite3_stmt* statement = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db,
+                             "UPDATE packed_tokens SET answer = ?1, reasoning = ?2 WHERE "
+                             "request_id = ?3",
+                             -1, &statement, nullptr) == SQLITE_OK);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& completion = records[i].outcome.completion;
+    const std::string blobs[] = {version_1_blob(completion.tokens, ids),
+                                 version_1_blob(completion.reasoning_tokens, ids)};
+    for (int column = 1; column <= 2; ++column) {
+      const auto& listed = column == 1 ? completion.tokens : completion.reasoning_tokens;
+      const std::string& blob = blobs[column - 1];
+      if (listed.empty())
+        sqlite3_bind_null(statement, column);
+      else
+        sqlite3_bind_blob(statement, column, blob.data(), static_cast<int>(blob.size()),
+                          SQLITE_TRANSIENT);
+    }
+    sqlite3_bind_int64(statement, 3, static_cast<sqlite3_int64>(i + 1));
+    REQUIRE(sqlite3_step(statement) == SQLITE_DONE);
+    sqlite3_reset(statement);
+  }
+  sqlite3_finalize(statement);
+  REQUIRE(sqlite3_exec(db, "UPDATE meta SET value = '2' WHERE key = 'schema_version'; COMMIT;",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+}
+
 // A schema version 1 audit database at `path` holding `records`.
 inline void version_1_database(const std::string& path,
                                const std::vector<core::RequestRecord>& records) {
@@ -348,6 +473,16 @@ inline void version_1_database(const std::string& path,
     for (const auto& record : records) REQUIRE(database.record(record));
   }
   downgrade_to_version_1(path, records);
+}
+
+// A schema version 2 audit database at `path` holding `records`.
+inline void version_2_database(const std::string& path,
+                               const std::vector<core::RequestRecord>& records) {
+  {
+    auto database = create_or_fail(path, make_header());
+    for (const auto& record : records) REQUIRE(database.record(record));
+  }
+  downgrade_to_version_2(path, records);
 }
 
 // A schema version 1 audit database at `path` holding one successful record, then `sql` run on

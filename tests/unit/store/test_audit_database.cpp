@@ -291,8 +291,8 @@ TEST_CASE("AuditDatabase::open of a database created without the numbers columns
     REQUIRE(loaded.records.size() == 1);
     check_same(loaded.records[0], old_record);
     CHECK(loaded.records[0].outcome.completion.numbers.total() == 0);
-    // The columns came within version 1; the token rows were then packed (version 2).
-    CHECK(query_text(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "2");
+    // The columns came within version 1; the token rows were then packed (version 3).
+    CHECK(query_text(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "3");
   }
   SUBCASE("records and resumes with the counts, and opens again") {
     const auto wild = make_unknown_logprobs_record(1, 0);
@@ -457,7 +457,7 @@ TEST_CASE("AuditDatabase::create") {
     std::ofstream{path};
     create_or_fail(path, make_header());
     CHECK(query_text(path, "PRAGMA journal_mode") == "wal");
-    CHECK(query_text(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "2");
+    CHECK(query_text(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "3");
   }
 }
 
@@ -488,11 +488,11 @@ TEST_CASE("AuditDatabase::open") {
   }
   SUBCASE("another schema version") {
     { create_or_fail(path, make_header()); }
-    run_sql(path, "UPDATE meta SET value = '3' WHERE key = 'schema_version';");
+    run_sql(path, "UPDATE meta SET value = '4' WHERE key = 'schema_version';");
     const auto opened = AuditDatabase::open(path);
     REQUIRE_FALSE(opened);
     CHECK(opened.error().code == ErrorCode::input);
-    CHECK(opened.error().message.find("has schema version 3; this build reads versions 1 and 2") !=
+    CHECK(opened.error().message.find("has schema version 4; this build reads versions 1 to 3") !=
           std::string::npos);
   }
   SUBCASE("a database from before the logprob drift gate reads it as unset") {

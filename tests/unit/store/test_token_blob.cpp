@@ -1,6 +1,7 @@
-// The token blob of schema version 2 (docs/design.md, "Token blobs"): exact round trips of every
-// kind of log probability, the documented bytes of a small list, and errors, never undefined
-// behaviour, for every truncation and corruption.
+// The token blob (docs/design.md, "Token blobs"): version 2 as written, version 1 as still read.
+// Exact round trips of every kind of log probability, in every form and shape; the documented
+// bytes of scripted lists; and errors, never undefined behaviour, for every truncation and
+// corruption.
 #include <doctest/doctest.h>
 
 #include <bit>
@@ -54,48 +55,287 @@ std::string bytes(std::initializer_list<int> values) {
   return out;
 }
 
-} // namespace
-
-TEST_CASE("token blob: every log probability reads back bit for bit") {
-  const double values[] = {-0.0123,
-                           -0.1234567890123456789,
-                           -1e-300,
-                           -4.9406564584124654e-324, // the smallest denormal
-                           -std::numeric_limits<double>::max(),
-                           -0.0,
-                           0.0,
-                           -9999.0,
-                           -0.7000000000000001,
-                           static_cast<double>(-0.0123f), // a float32 sent as its double
-                           -1.5,
-                           1e300,
-                           std::numeric_limits<double>::infinity(),
-                           -std::numeric_limits<double>::infinity(),
-                           core::k_unknown_logprob};
-  std::vector<core::TokenLogprob> tokens;
-  for (const double value : values)
-    tokens.push_back({"t", value, {{"t", value}, {"u", -value}, {"\xff\xfe", value / 3}}});
-  Interned interned;
-  const std::string blob = encode(tokens, interned);
+// Decodes `blob` and checks that it holds exactly `tokens`: texts, values bit for bit (every NaN
+// as unknown), candidates in order.
+void check_decodes_to(const std::string& blob, const TokenTexts& texts,
+                      const std::vector<core::TokenLogprob>& tokens) {
   std::vector<core::TokenLogprob> decoded;
-  const auto result = decode_token_blob(blob, interned.texts, decoded);
+  const auto result = decode_token_blob(blob, texts, decoded);
   REQUIRE_MESSAGE(result, (result ? "" : result.error().message));
   REQUIRE(decoded.size() == tokens.size());
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     CAPTURE(i);
     CHECK(decoded[i].token == tokens[i].token);
     CHECK(same_bits(decoded[i].logprob, tokens[i].logprob));
-    REQUIRE(decoded[i].top.size() == 3);
-    for (std::size_t k = 0; k < 3; ++k) {
+    REQUIRE(decoded[i].top.size() == tokens[i].top.size());
+    for (std::size_t k = 0; k < tokens[i].top.size(); ++k) {
+      CAPTURE(k);
       CHECK(decoded[i].top[k].token == tokens[i].top[k].token);
       CHECK(same_bits(decoded[i].top[k].logprob, tokens[i].top[k].logprob));
     }
   }
 }
 
-TEST_CASE("token blob: short decimals are stored as decimals and read back exactly") {
-  // Values a response writes with a few digits (the decimal form's exact fast path, mantissa up
-  // to 2^53 and exponent within 22) and around its edges.
+// Every kind of double a log probability can be: signed zeros, denormals (binary64 and binary32),
+// NaNs of several bit patterns, infinities, float32 values and doubles that are none, the
+// extremes of the decimal exponent byte.
+std::vector<double> edge_values() {
+  return {-0.0123,
+          -0.1234567890123456789,
+          -1e-300,
+          -4.9406564584124654e-324, // the smallest binary64 denormal
+          -2.2250738585072009e-308, // the largest binary64 denormal
+          static_cast<double>(-std::numeric_limits<float>::denorm_min()),
+          static_cast<double>(-std::numeric_limits<float>::min()),
+          -std::numeric_limits<double>::max(),
+          static_cast<double>(-std::numeric_limits<float>::max()),
+          -0.0,
+          0.0,
+          -9999.0,
+          -0.7000000000000001,
+          static_cast<double>(-0.0123f), // a float32 sent as its double
+          static_cast<double>(-1.1f),
+          -1.5,
+          -2.125,
+          1e300,
+          -1e-128,
+          -1e127,
+          -1.0000000000000002e-129,
+          std::numeric_limits<double>::infinity(),
+          -std::numeric_limits<double>::infinity(),
+          core::k_unknown_logprob,
+          -std::numeric_limits<double>::quiet_NaN(),
+          std::numeric_limits<double>::signaling_NaN()};
+}
+
+} // namespace
+
+TEST_CASE("token blob: every log probability reads back bit for bit, in every shape") {
+  const std::vector<double> values = edge_values();
+  // Each value as a regular token (top-2, the first candidate the token itself) in a blob of its
+  // own, so that the blob's form is the value's best; then all of them in one blob, whatever
+  // form it picks; then in irregular shapes (no candidates, a first candidate that is not the
+  // token, five candidates).
+  for (const double value : values) {
+    CAPTURE(value);
+    const std::vector<core::TokenLogprob> alone = {
+        {"t", value, {{"t", value}, {"u", value}}},
+        {"v", value, {{"v", value}, {"t", value}}},
+    };
+    Interned interned;
+    check_decodes_to(encode(alone, interned), interned.texts, alone);
+  }
+  std::vector<core::TokenLogprob> tokens;
+  for (const double value : values) {
+    tokens.push_back({"t", value, {{"t", value}, {"u", -value}}});
+    tokens.push_back({"u", value, {}});
+    tokens.push_back({"w", value, {{"x", value}, {"w", value}}});
+    tokens.push_back({"\xff\xfe",
+                      value,
+                      {{"\xff\xfe", value},
+                       {"a", value / 3},
+                       {"b", -value},
+                       {"c", value * 2},
+                       {std::string(10000, 'z') + std::string(1, '\0'), value}}});
+  }
+  Interned interned;
+  check_decodes_to(encode(tokens, interned), interned.texts, tokens);
+}
+
+TEST_CASE("token blob: a regular token's first candidate is the token only bit for bit") {
+  // -0.0 and 0.0 compare equal but are different log probabilities: the candidate is written.
+  const std::vector<core::TokenLogprob> tokens = {{"t", -0.0, {{"t", 0.0}, {"u", -1.5}}},
+                                                  {"t", 0.0, {{"t", -0.0}, {"u", -1.5}}}};
+  Interned interned;
+  check_decodes_to(encode(tokens, interned), interned.texts, tokens);
+}
+
+TEST_CASE("token blob: the documented bytes of scripted lists") {
+  SUBCASE("short decimals: every value in the decimal form") {
+    Interned interned;
+    const std::vector<core::TokenLogprob> tokens = {
+        {"Hi", -0.0123, {{"Hi", -0.0123}, {"Hey", -4.5}}},
+        {"!", -0.25, {{"!", -0.25}, {"?", -1.5}}},
+    };
+    const std::string blob = encode(tokens, interned);
+    // version 2, 2 tokens, usually 2 candidates, form 2 (decimal);
+    // "Hi" id 1 << 1, -123e-4, "Hey" id 2, -45e-1;
+    // "!" id 3 << 1, -25e-2, "?" id 4, -15e-1.
+    CHECK(blob == bytes({0x02, 0x02, 0x02, 0x02,             //
+                         0x02, 0x7b, 0xfc, 0x02, 0x2d, 0xff, //
+                         0x06, 0x19, 0xfe, 0x04, 0x0f, 0xff}));
+    check_decodes_to(blob, interned.texts, tokens);
+  }
+  SUBCASE("float32 values: four bytes each, no tag") {
+    Interned interned;
+    const auto a = static_cast<double>(-0.0123f);
+    const auto b = static_cast<double>(-1.1f);
+    const std::vector<core::TokenLogprob> tokens = {{"a", a, {{"a", a}, {"b", b}}}};
+    const std::string blob = encode(tokens, interned);
+    // version 2, 1 token, usually 2 candidates, form 1 (binary32); "a" id 1 << 1, -0.0123f,
+    // "b" id 2, -1.1f.
+    CHECK(blob == bytes({0x02, 0x01, 0x02, 0x01,       //
+                         0x02, 0xf0, 0x85, 0x49, 0xbc, //
+                         0x02, 0xcd, 0xcc, 0x8c, 0xbf}));
+    check_decodes_to(blob, interned.texts, tokens);
+  }
+  SUBCASE("doubles that are no float32 and no short decimal: binary64") {
+    Interned interned;
+    const std::vector<core::TokenLogprob> tokens = {
+        {"x", -0.1234567890123456789, {{"x", -0.1234567890123456789}, {"y", -0.7000000000000001}}}};
+    const std::string blob = encode(tokens, interned);
+    CHECK(blob == bytes({0x02, 0x01, 0x02, 0x03,                               //
+                         0x02, 0x5f, 0xf6, 0x46, 0x37, 0xdd, 0x9a, 0xbf, 0xbf, //
+                         0x02, 0x67, 0x66, 0x66, 0x66, 0x66, 0x66, 0xe6, 0xbf}));
+    check_decodes_to(blob, interned.texts, tokens);
+  }
+  SUBCASE("irregular tokens say their shape and tag their values") {
+    Interned interned;
+    const std::vector<core::TokenLogprob> tokens = {
+        {"Hi", -0.0123, {{"Hi", -0.0123}, {"Hey", -4.5}}},
+        // No candidates and an unknown log probability.
+        {"!", core::k_unknown_logprob, {}},
+    };
+    const std::string blob = encode(tokens, interned);
+    // Two counts are as common: the smaller (0) is the usual one, and the form is tagged
+    // (a NaN has no other). "Hi" is irregular: id 1 << 1 | 1, tagged -123e-4, shape
+    // 2 << 1 | 1 (the first candidate is the token), "Hey" id 2, tagged -45e-1;
+    // "!" is regular: id 3 << 1, tagged unknown.
+    CHECK(blob == bytes({0x02, 0x02, 0x00, 0x00,                               //
+                         0x03, 0x05, 0x7b, 0xfc, 0x05, 0x02, 0x05, 0x2d, 0xff, //
+                         0x06, 0x00}));
+    check_decodes_to(blob, interned.texts, tokens);
+  }
+  SUBCASE("signed zeros") {
+    Interned interned;
+    const std::vector<core::TokenLogprob> tokens = {
+        {"z", -0.0, {{"z", -0.0}}}, {"p", 0.0, {{"p", 0.0}}}, {"z", -0.0, {{"z", -0.0}}}};
+    const std::string blob = encode(tokens, interned);
+    // Usually 1 candidate, form 2: -0.0 is the decimal -0e0; +0.0 is not negative, so its token
+    // is irregular: id 2 << 1 | 1, tagged +0e0 (tag 6), shape 1 << 1 | 1.
+    CHECK(blob == bytes({0x02, 0x03, 0x01, 0x02,       //
+                         0x02, 0x00, 0x00,             //
+                         0x05, 0x06, 0x00, 0x00, 0x03, //
+                         0x02, 0x00, 0x00}));
+    check_decodes_to(blob, interned.texts, tokens);
+  }
+  SUBCASE("an empty list is the version and a zero count") {
+    Interned interned;
+    CHECK(encode({}, interned) == bytes({0x02, 0x00}));
+    check_decodes_to(bytes({0x02, 0x00}), interned.texts, {});
+  }
+}
+
+TEST_CASE("token blob: version 1, as schema version 2 wrote it, still reads") {
+  Interned interned;
+  interned("Hi");
+  interned("Hey");
+  interned("!");
+  // version 1, 2 tokens; "Hi" id 1, tagged -123e-4, header 2 candidates << 1 | 1, "Hey" id 2,
+  // tagged -45e-1; "!" id 3, unknown, header 0.
+  check_decodes_to(
+      bytes({0x01, 0x02,                                           //
+             0x01, 0x05, 0x7b, 0xfc, 0x05, 0x02, 0x05, 0x2d, 0xff, //
+             0x03, 0x00, 0x00}),
+      interned.texts,
+      {{"Hi", -0.0123, {{"Hi", -0.0123}, {"Hey", -4.5}}}, {"!", core::k_unknown_logprob, {}}});
+  // A float32 that needs more than 4 decimal digits, as its 4 bytes.
+  check_decodes_to(bytes({0x01, 0x01, 0x01, 0x04, 0xf0, 0x85, 0x49, 0xbc, 0x00}), interned.texts,
+                   {{"Hi", static_cast<double>(-0.0123f), {}}});
+  std::vector<core::TokenLogprob> decoded;
+  const auto truncated =
+      decode_token_blob(bytes({0x01, 0x01, 0x01, 0x04, 0xf0}), interned.texts, decoded);
+  REQUIRE_FALSE(truncated);
+  CHECK(truncated.error().message == "truncated");
+}
+
+TEST_CASE("token blob: every truncation and corruption is an error") {
+  Interned interned;
+  std::vector<core::TokenLogprob> tokens;
+  for (int i = 0; i < 20; ++i)
+    tokens.push_back({"t" + std::to_string(i % 7),
+                      -0.001 * i,
+                      {{"t" + std::to_string(i % 7), -0.001 * i}, {"x", -1.0 / (i + 3)}}});
+  tokens.push_back({"y", core::k_unknown_logprob, {{"x", -1.0}}});
+  const std::string blob = encode(tokens, interned);
+  for (std::size_t size = 0; size < blob.size(); ++size) {
+    CAPTURE(size);
+    std::vector<core::TokenLogprob> decoded;
+    const auto result = decode_token_blob(blob.substr(0, size), interned.texts, decoded);
+    CHECK_FALSE(result);
+  }
+  std::vector<core::TokenLogprob> decoded;
+  SUBCASE("another blob version") {
+    auto other = blob;
+    other[0] = 3;
+    const auto result = decode_token_blob(other, interned.texts, decoded);
+    REQUIRE_FALSE(result);
+    CHECK(result.error().message == "token blob version 3 is neither 1 nor 2");
+  }
+  SUBCASE("bytes after the last token") {
+    const auto result = decode_token_blob(blob + std::string(1, '\0'), interned.texts, decoded);
+    REQUIRE_FALSE(result);
+    CHECK(result.error().message == "1 bytes after the last token");
+  }
+  SUBCASE("a text id that is not stored") {
+    TokenTexts fewer = interned.texts;
+    fewer.present[1] = false;
+    const auto result = decode_token_blob(blob, fewer, decoded);
+    REQUIRE_FALSE(result);
+    CHECK(result.error().message == "unknown token text id 1");
+  }
+  SUBCASE("a count far beyond the bytes") {
+    const auto result = decode_token_blob(bytes({0x02, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x02, 0x02}),
+                                          interned.texts, decoded);
+    REQUIRE_FALSE(result);
+    CHECK(result.error().message == "truncated");
+  }
+  SUBCASE("a usual candidate count far beyond the bytes") {
+    const auto result =
+        decode_token_blob(bytes({0x02, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x02, 0x02, 0x00, 0x00}),
+                          interned.texts, decoded);
+    REQUIRE_FALSE(result);
+    CHECK(result.error().message == "truncated");
+  }
+  SUBCASE("an unknown value form") {
+    const auto result =
+        decode_token_blob(bytes({0x02, 0x01, 0x00, 0x04, 0x02, 0x00}), interned.texts, decoded);
+    REQUIRE_FALSE(result);
+    CHECK(result.error().message == "unknown log probability form 4");
+  }
+  SUBCASE("an unknown log probability tag") {
+    const auto result = decode_token_blob(bytes({0x02, 0x01, 0x00, 0x00, 0x03, 0x09, 0x00}),
+                                          interned.texts, decoded);
+    REQUIRE_FALSE(result);
+    CHECK(result.error().message == "unknown log probability tag 9");
+  }
+  SUBCASE("a shape that repeats a candidate it does not have") {
+    const auto result = decode_token_blob(bytes({0x02, 0x01, 0x00, 0x00, 0x03, 0x00, 0x01}),
+                                          interned.texts, decoded);
+    REQUIRE_FALSE(result);
+    CHECK(result.error().message == "a token repeats a candidate it does not have");
+  }
+}
+
+TEST_CASE("token blob: a completion text is its tokens' texts one after another") {
+  using store::detail::is_token_concatenation;
+  using store::detail::token_concatenation;
+  const std::vector<core::TokenLogprob> tokens = {
+      {"The", -0.1, {}}, {"", -0.2, {}}, {" caf\xc3", -0.3, {}}, {"\xa9", -0.4, {}}};
+  CHECK(token_concatenation(tokens) == "The caf\xc3\xa9");
+  CHECK(is_token_concatenation("The caf\xc3\xa9", tokens));
+  CHECK_FALSE(is_token_concatenation("The caf\xc3\xa9!", tokens));
+  CHECK_FALSE(is_token_concatenation("The caf\xc3", tokens));
+  CHECK_FALSE(is_token_concatenation("The cafe", tokens));
+  CHECK_FALSE(is_token_concatenation("", tokens));
+  CHECK(is_token_concatenation("", {}));
+  CHECK_FALSE(is_token_concatenation("x", {}));
+  CHECK(token_concatenation({}).empty());
+}
+
+TEST_CASE("token blob: short decimals are read back exactly") {
+  // Values a response writes with a few digits (the decoder's exact fast path for a decimal:
+  // mantissa up to 2^53, exponent within 22) and around that path's edges.
   std::mt19937_64 random(7);
   std::vector<core::TokenLogprob> tokens;
   for (int i = 0; i < 2000; ++i) {
@@ -118,81 +358,5 @@ TEST_CASE("token blob: short decimals are stored as decimals and read back exact
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     CAPTURE(tokens[i].logprob);
     CHECK(same_bits(decoded[i].logprob, tokens[i].logprob));
-  }
-  // -2.125 as a decimal: tag, varint mantissa 2125, exponent byte -3.
-  CHECK(encode({{"t", -2.125, {}}}, interned) ==
-        bytes({0x01, 0x01, 0x01, 0x05, 0xcd, 0x10, 0xfd, 0x00}));
-}
-
-TEST_CASE("token blob: the documented bytes of two tokens") {
-  Interned interned;
-  const std::vector<core::TokenLogprob> tokens = {
-      // The first candidate is the token itself: flagged, not written again.
-      {"Hi", -0.0123, {{"Hi", -0.0123}, {"Hey", -4.5}}},
-      // No candidates, an unknown log probability.
-      {"!", core::k_unknown_logprob, {}},
-  };
-  const std::string blob = encode(tokens, interned);
-  // version 1, 2 tokens;
-  // "Hi" id 1, decimal -123e-4, header 2 candidates << 1 | 1, "Hey" id 2, decimal -45e-1;
-  // "!" id 3, unknown, header 0.
-  CHECK(blob == bytes({0x01, 0x02,                                           //
-                       0x01, 0x05, 0x7b, 0xfc, 0x05, 0x02, 0x05, 0x2d, 0xff, //
-                       0x03, 0x00, 0x00}));
-  // A float32 that needs more than 4 decimal digits is stored as the 4 bytes of the float.
-  const std::string single = encode({{"Hi", static_cast<double>(-0.0123f), {}}}, interned);
-  CHECK(single == bytes({0x01, 0x01, 0x01, 0x04, 0xf0, 0x85, 0x49, 0xbc, 0x00}));
-}
-
-TEST_CASE("token blob: an empty list is the version and a zero count") {
-  Interned interned;
-  CHECK(encode({}, interned) == bytes({0x01, 0x00}));
-}
-
-TEST_CASE("token blob: every truncation and corruption is an error") {
-  Interned interned;
-  std::vector<core::TokenLogprob> tokens;
-  for (int i = 0; i < 20; ++i)
-    tokens.push_back({"t" + std::to_string(i % 7),
-                      -0.001 * i,
-                      {{"t" + std::to_string(i % 7), -0.001 * i}, {"x", -1.0 / (i + 3)}}});
-  const std::string blob = encode(tokens, interned);
-  for (std::size_t size = 0; size < blob.size(); ++size) {
-    CAPTURE(size);
-    std::vector<core::TokenLogprob> decoded;
-    const auto result = decode_token_blob(blob.substr(0, size), interned.texts, decoded);
-    CHECK_FALSE(result);
-  }
-  std::vector<core::TokenLogprob> decoded;
-  SUBCASE("another blob version") {
-    auto other = blob;
-    other[0] = 2;
-    const auto result = decode_token_blob(other, interned.texts, decoded);
-    REQUIRE_FALSE(result);
-    CHECK(result.error().message == "token blob version 2 is not 1");
-  }
-  SUBCASE("bytes after the last token") {
-    const auto result = decode_token_blob(blob + std::string(1, '\0'), interned.texts, decoded);
-    REQUIRE_FALSE(result);
-    CHECK(result.error().message == "1 bytes after the last token");
-  }
-  SUBCASE("a text id that is not stored") {
-    TokenTexts fewer = interned.texts;
-    fewer.present[1] = false;
-    const auto result = decode_token_blob(blob, fewer, decoded);
-    REQUIRE_FALSE(result);
-    CHECK(result.error().message == "unknown token text id 1");
-  }
-  SUBCASE("a count far beyond the bytes") {
-    const auto result = decode_token_blob(bytes({0x01, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01}),
-                                          interned.texts, decoded);
-    REQUIRE_FALSE(result);
-    CHECK(result.error().message == "truncated");
-  }
-  SUBCASE("an unknown log probability tag") {
-    const auto result =
-        decode_token_blob(bytes({0x01, 0x01, 0x01, 0x09, 0x00}), interned.texts, decoded);
-    REQUIRE_FALSE(result);
-    CHECK(result.error().message == "unknown log probability tag 9");
   }
 }
