@@ -70,7 +70,9 @@ std::string failure_message(const core::PromptAnalysis& p, Outcome outcome, doub
 }
 
 // Details in the failure body: the per-level counts and each distinct completion.
-std::string failure_details(const core::PromptAnalysis& p) {
+std::string failure_details(const core::AuditReport& report, const core::PromptAnalysis& prompt) {
+  core::PromptAnalysis scratch;
+  const core::PromptAnalysis& p = core::detailed(report, prompt, scratch);
   std::string out;
   for (const core::LevelAnalysis& level : p.by_concurrency) {
     out += fmt::format("concurrency {}: {}, {} runs, {} distinct, {} failed{}\n", level.concurrency,
@@ -335,7 +337,8 @@ std::string render_junit(const core::AuditReport& report) {
         if (!flags.empty()) message += " (" + flags + ")";
         cases += fmt::format(
             ">\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>\n",
-            xml_escape(message, true), namings.front().type, xml_escape(failure_details(p), false));
+            xml_escape(message, true), namings.front().type,
+            xml_escape(failure_details(report, p), false));
         continue;
       }
       const std::string finding = finding_of(p, tau);
@@ -346,11 +349,12 @@ std::string render_junit(const core::AuditReport& report) {
         cases +=
             fmt::format(">\n      <skipped message=\"{}\"/>\n      <system-out>{}</system-out>\n"
                         "    </testcase>\n",
-                        xml_escape(finding, true), xml_escape(failure_details(p), false));
+                        xml_escape(finding, true), xml_escape(failure_details(report, p), false));
       } else {
-        cases += fmt::format(">\n      <system-out>finding, no gate failed on it: {}\n\n{}"
-                             "</system-out>\n    </testcase>\n",
-                             xml_escape(finding, false), xml_escape(failure_details(p), false));
+        cases +=
+            fmt::format(">\n      <system-out>finding, no gate failed on it: {}\n\n{}"
+                        "</system-out>\n    </testcase>\n",
+                        xml_escape(finding, false), xml_escape(failure_details(report, p), false));
       }
     }
   }
