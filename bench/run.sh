@@ -117,53 +117,12 @@ done
 stop_responder
 
 log "analysis: generating 200 prompts x 50 runs x 256 tokens (and 2x, 4x; 50 prompts when scale < 1)"
-start_responder 4
-# 50 prompts x 50 runs from the responder (four variants of the completion, so there is drift),
-# then doubled by copying prompts with their requests and packed tokens (the token texts are the
-# audit's, so the copies name the same ids), to 200, 400 and 800 prompts.
-audit_rate 64 50 50 "$work/base.db" >/dev/null
-stop_responder
-# The requests columns after `id`, copied as they are by double() and double_runs().
-columns="endpoint_index, prompt_index, concurrency, probe, repeat, ok, http_status, error, attempts,
-  started_ms, finished_ms, text, has_logprobs, finish_reason, system_fingerprint, model,
-  completion_tokens, numbers_nan, numbers_infinity, numbers_negative_infinity, numbers_overflow,
-  numbers_null, reasoning_text, reasoning_split, usage_prompt_tokens, usage_reasoning_tokens"
-double() { # db
-  sqlite3 "$1" <<SQL
-BEGIN;
-CREATE TEMP TABLE k AS SELECT (SELECT MAX(idx) + 1 FROM prompts) AS p, (SELECT MAX(id) FROM requests) AS r;
-INSERT INTO prompts SELECT idx + (SELECT p FROM k), id || '-' || (SELECT p FROM k), text, messages,
-  max_tokens, tags, expect, extract, response_format, source_line FROM prompts;
-INSERT INTO requests (id, $columns) SELECT id + (SELECT r FROM k),
-  ${columns/prompt_index/prompt_index + (SELECT p FROM k)} FROM requests;
-INSERT INTO packed_tokens SELECT request_id + (SELECT r FROM k), answer, reasoning FROM packed_tokens;
-COMMIT;
-SQL
-}
-# The same prompts run twice as often: every request copied under new repeat numbers.
-double_runs() { # db
-  sqlite3 "$1" <<SQL
-BEGIN;
-CREATE TEMP TABLE k AS SELECT (SELECT MAX(repeat) + 1 FROM requests) AS n, (SELECT MAX(id) FROM requests) AS r;
-INSERT INTO requests (id, $columns) SELECT id + (SELECT r FROM k),
-  ${columns/repeat,/repeat + (SELECT n FROM k),} FROM requests;
-INSERT INTO packed_tokens SELECT request_id + (SELECT r FROM k), answer, reasoning FROM packed_tokens;
-UPDATE audit SET config = json_set(config, '\$.runs', json_extract(config, '\$.runs') * 2);
-COMMIT;
-SQL
-}
-# A smoke run (scale < 1) starts from the 50 prompts themselves.
-if python3 -c "import sys; sys.exit(float(sys.argv[1]) < 1)" "$scale"; then
-  double "$work/base.db"; double "$work/base.db"
-fi
-# Grown two ways: more prompts (x2, x4: the report itself grows) and more runs of the same
-# prompts (r2, r4: the report keeps its size, so its memory should not grow).
-cp "$work/base.db" "$work/x1.db"
-cp "$work/base.db" "$work/r2.db"; double_runs "$work/r2.db"
-cp "$work/r2.db" "$work/r4.db"; double_runs "$work/r4.db"
-double "$work/base.db"
-cp "$work/base.db" "$work/x2.db"; double "$work/base.db"
-mv "$work/base.db" "$work/x4.db"
+# 50 prompts x 50 runs from the responder, grown in SQL to x1 (200 prompts), x2, x4 (more
+# prompts: the report itself grows) and r2, r4 (more runs of the same prompts: the report keeps
+# its size); bench/analysis_audits.sh, which bench/report_memory.sh shares.
+source bench/analysis_audits.sh
+analysis_audits "$llmrepro" "$build/bench/responder" "$work" \
+  "$(python3 -c "import sys; print(int(float(sys.argv[1]) < 1))" "$scale")"
 
 declare -A rep_s rep_cpu rep_mb cat_s tokens
 measure() { # name command...: "<seconds> <cpu seconds> <peak MiB>"

@@ -40,29 +40,19 @@ fi
 baseline=$(git rev-parse --verify "$ref^{commit}")
 head=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo "+changes")
 
-launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
-build() { # source_dir build_dir
-  # -O2 as the tested builds use (GCC 12 at -O3 raises false -Wrestrict warnings in report/).
-  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
-    -DLLMREPRO_CUDA=OFF -DLLMREPRO_TESTS=OFF "${launcher[@]}" >/dev/null
-  ninja -C "$2" -j "$jobs" llmrepro >/dev/null
-}
+source bench/release_builds.sh
 if [[ -n ${LLMREPRO_BENCH_BASELINE_BINARY:-} ]]; then
   v1=$(realpath "$LLMREPRO_BENCH_BASELINE_BINARY")
 else
   log "building version 1 at ${baseline:0:12} (Release) in build-bench-v1"
-  src=$root/build-bench-v1/src
-  if [[ -d $src ]]; then git -C "$src" checkout -q --detach "$baseline"
-  else mkdir -p build-bench-v1; git worktree add -q --detach "$src" "$baseline"; fi
-  build "$src" "$root/build-bench-v1/build"
+  release_build "$(baseline_source "$root/build-bench-v1" "$baseline")" "$root/build-bench-v1/build"
   v1=$root/build-bench-v1/build/cli/llmrepro
 fi
 if [[ -n ${LLMREPRO_BENCH_BINARY:-} ]]; then
   v2=$(realpath "$LLMREPRO_BENCH_BINARY")
 else
   log "building $head (Release) in build-bench"
-  build "$root" "$root/build-bench"
+  release_build "$root" "$root/build-bench"
   v2=$root/build-bench/cli/llmrepro
 fi
 mkdir -p build-bench/bench
