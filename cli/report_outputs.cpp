@@ -69,14 +69,14 @@ void write_rendered(const core::AuditReport& report, std::ostream& out) {
 
 core::Result<void> write_report_outputs(const core::AuditReport& report,
                                         const ReportOutputs& outputs) {
-  // The JSON and HTML reports grow with the prompts: they are streamed into their files a
+  // The JSON, HTML and JUnit reports grow with the prompts: they are streamed into their files a
   // prompt at a time, each prompt's detail read back from a lean report's file as it is written.
   const struct {
     const std::string& path;
     void (*write)(const core::AuditReport&, std::ostream&);
   } files[] = {{outputs.json, report::write_json},
                {outputs.html, report::write_html},
-               {outputs.junit, write_rendered<report::render_junit>},
+               {outputs.junit, report::write_junit},
                {outputs.markdown, write_rendered<report::render_markdown>}};
   for (const auto& file : files) {
     if (file.path.empty()) continue;
