@@ -79,19 +79,19 @@ core::Result<std::optional<core::BudgetLedger>> start_ledger(const core::AuditCo
 }
 
 std::string budget_stop_error(const core::BudgetLedger& ledger, const core::Plan& plan,
-                              const core::AuditData& data, const core::AuditReport& report) {
+                              const Session& session) {
+  const core::AuditData& data = *session.data;
+  const core::AuditReport& report = session.report;
   if (ledger.overrun())
     return "budget stopped: " + ledger.overrun_message() +
            "; nothing more was started, so that no budget could be exceeded";
   // A refusal after the last audited request was recorded (a filler at the wave's tail) stopped
   // nothing the verdict needs.
-  if (!ledger.exhausted() || data.records.size() >= plan.size()) return {};
+  if (!ledger.exhausted() || core::recorded_requests(data) >= plan.size()) return {};
   std::map<int, long> planned;
   for (const core::Wave& wave : plan.waves)
     for (const core::PlannedRequest& request : wave.requests) ++planned[request.prompt_index];
-  std::map<int, long> succeeded;
-  for (const core::RequestRecord& record : data.records)
-    if (record.outcome.ok) ++succeeded[record.planned.prompt_index];
+  const std::vector<long>& succeeded = session.successes;
   std::vector<bool> unstable(data.suite.prompts.size(), false);
   for (const core::JudgedScope& scope : core::judged_scopes(report))
     for (std::size_t i = 0; i < scope.analysis->prompts.size() && i < unstable.size(); ++i)
@@ -99,11 +99,11 @@ std::string budget_stop_error(const core::BudgetLedger& ledger, const core::Plan
   std::vector<std::string> undecided;
   for (std::size_t i = 0; i < data.suite.prompts.size(); ++i) {
     const int index = static_cast<int>(i);
-    if (!unstable[i] && succeeded[index] < planned[index])
+    if (!unstable[i] && (i < succeeded.size() ? succeeded[i] : 0) < planned[index])
       undecided.push_back(data.suite.prompts[i].id);
   }
-  return core::budget_stop_message(ledger.exhausted_by(), data.records.size(), plan.size(),
-                                   undecided);
+  return core::budget_stop_message(ledger.exhausted_by(), core::recorded_requests(data),
+                                   plan.size(), undecided);
 }
 
 } // namespace llmrepro::audit

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "audit/session.hpp"
 #include "core/audit.hpp"
 #include "core/audit_report.hpp"
 #include "core/budget.hpp"
@@ -30,6 +31,6 @@ core::Result<std::optional<core::BudgetLedger>> start_ledger(const core::AuditCo
 // Undecided: a prompt unstable in no judged scope with fewer successful records than the plan
 // holds for it.
 std::string budget_stop_error(const core::BudgetLedger& ledger, const core::Plan& plan,
-                              const core::AuditData& data, const core::AuditReport& report);
+                              const Session& session);
 
 } // namespace llmrepro::audit

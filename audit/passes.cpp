@@ -51,8 +51,14 @@ core::Result<core::SemanticAgreement> measure_semantics(const AuditRequest& opti
   target.timeout_s = options.timeout_s;
   target.api_key = key;
   warn_if_clear_text(options, options.embeddings, key);
-  return probes::measure_semantic_agreement(target, audit_report.analysis,
-                                            options.semantic_threshold);
+  if (!audit_report.details)
+    return probes::measure_semantic_agreement(target, audit_report.analysis,
+                                              options.semantic_threshold);
+  // A lean report's prompts are slim: their completions are read back to be embedded.
+  core::AuditAnalysis whole = audit_report.analysis;
+  for (core::PromptAnalysis& prompt : whole.prompts) audit_report.details->restore(prompt);
+  LLMREPRO_TRY(audit_report.details->error());
+  return probes::measure_semantic_agreement(target, whole, options.semantic_threshold);
 }
 
 } // namespace
@@ -185,6 +191,8 @@ core::Result<void> analyse_records(AuditRun& run) {
   options.tool = run.request.tool;
   // The run judges once, with what only it knows (judge_run).
   options.judge = false;
+  // Its reports are rendered as `report` renders them, from a lean report.
+  options.lean = true;
   // The adaptive decisions of the last look are saved with the outcome, after this analysis.
   if (run.adaptive)
     options.adjust = [&run](core::AuditData& data) -> core::Result<void> {
@@ -203,7 +211,7 @@ core::Result<void> judge_run(AuditRun& run) {
   store::RunOutcome outcome;
   // An adaptive audit is complete once its decisions are, too.
   const bool complete =
-      core::audit_complete(data.records.size(), run.plan.size(), run.interrupted) &&
+      core::audit_complete(core::recorded_requests(data), run.plan.size(), run.interrupted) &&
       (!data.adaptive || data.adaptive->finished);
   outcome.status = core::audit_status(complete);
   outcome.finished_ms = run.clock.now_ms();
@@ -213,7 +221,7 @@ core::Result<void> judge_run(AuditRun& run) {
   if (!run.ran) facts.run_error = core::redact(run.ran.error().message);
   // This run's own budget stop, not one an earlier run stored; stored for `report`.
   facts.budget_stop.clear();
-  if (run.budget) facts.budget_stop = budget_stop_error(*run.budget, run.plan, data, audit_report);
+  if (run.budget) facts.budget_stop = budget_stop_error(*run.budget, run.plan, *run.loaded);
   outcome.budget_stop = facts.budget_stop;
   core::Result<void> measured;
   if (!run.request.embeddings.empty() && run.ran && !run.interrupted) {

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -31,33 +32,49 @@ core::Result<store::AuditDatabase> open_audit_database(const std::string& path,
 
 core::Result<Session> load_session(const store::AuditDatabase& database,
                                    const SessionOptions& options) {
+  std::shared_ptr<core::PromptDetails> details;
+  if (options.lean) LLMREPRO_TRY_ASSIGN(details, core::PromptDetails::create());
   std::optional<core::AuditReportBuilder> builder;
+  const auto emplace = [&](const core::AuditData& header) {
+    builder.emplace(header);
+    if (details) builder->keep_details(details);
+  };
   const auto start = [&](const core::AuditData& stored) -> core::Result<void> {
     if (!options.adjust) {
-      builder.emplace(stored);
+      emplace(stored);
       return {};
     }
     core::AuditData header = stored; // no records: the configuration, endpoints and suite
     LLMREPRO_TRY(options.adjust(header));
-    builder.emplace(header);
+    emplace(header);
     return {};
   };
+  Session session;
   std::vector<const core::RequestRecord*> kept;
-  auto loaded =
-      database.load([&](const core::AuditData& stored, int prompt_index,
-                        const std::vector<core::RequestRecord>& records) -> core::Result<void> {
+  auto loaded = database.load(
+      [&](const core::AuditData& stored, int prompt_index,
+          const std::vector<core::RequestRecord>& records) -> core::Result<void> {
         if (!builder) LLMREPRO_TRY(start(stored));
         kept.clear();
-        for (const core::RequestRecord& record : records)
+        for (const core::RequestRecord& record : records) {
           if (!options.keep || options.keep(record)) kept.push_back(&record);
+          const auto prompt = static_cast<std::size_t>(record.planned.prompt_index);
+          if (!record.outcome.ok || record.planned.prompt_index < 0) continue;
+          if (prompt >= session.successes.size()) session.successes.resize(prompt + 1, 0);
+          ++session.successes[prompt];
+        }
         builder->add_prompt(prompt_index, kept);
         return {};
-      });
+      },
+      options.lean ? store::AuditDatabase::KeptRecords::failures
+                   : store::AuditDatabase::KeptRecords::all);
   if (!loaded) return loaded.error();
-  Session session;
+  if (details) LLMREPRO_TRY(details->error());
   session.data = std::make_unique<core::AuditData>(std::move(*loaded));
+  session.successes.resize(std::max(session.successes.size(), session.data->suite.prompts.size()),
+                           0);
   if (options.adjust) LLMREPRO_TRY(options.adjust(*session.data));
-  if (!builder) builder.emplace(*session.data); // an audit with no records yet
+  if (!builder) emplace(*session.data); // an audit with no records yet
   session.report = options.judge ? builder->finish(options.tool, *session.data)
                                  : builder->finish_unjudged(options.tool, *session.data);
   return session;

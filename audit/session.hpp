@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "audit/request.hpp"
 #include "core/audit.hpp"
@@ -23,10 +24,14 @@ core::Result<store::AuditDatabase> open_audit_database(const std::string& path,
                                                        const Notify& notify);
 
 // A stored audit and its report. `data` keeps every record's key and outcome but not the
-// completion text and tokens, which only the analysis needed; `report.data` points into it.
+// completion text and tokens, which only the analysis needed (a lean session: its failed records
+// alone); `report.data` points into it.
 struct Session {
   std::unique_ptr<core::AuditData> data;
   core::AuditReport report;
+  // Successful records of each prompt (index = prompt index), over every endpoint and probe
+  // kind, counted as they were read.
+  std::vector<long> successes;
 };
 
 struct SessionOptions {
@@ -41,6 +46,11 @@ struct SessionOptions {
   // Judged by the stored gates and the facts the stored audit gives; false leaves the verdict to
   // the caller, which judges once with facts of its own (core::rejudge).
   bool judge = true;
+  // A lean report, for rendering: each prompt's detail kept in a temporary file
+  // (core::AuditReportBuilder::keep_details) and only the failed records kept in `data`
+  // (store::AuditDatabase::KeptRecords::failures), so that memory stays flat however many
+  // prompts and runs the audit holds.
+  bool lean = false;
 };
 
 // Reads the audit in `database` in one snapshot and analyses it a prompt at a time, in bounded

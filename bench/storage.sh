@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# Packed tokens (schema version 2, and 3 since) against version 1 (a row per token), in one run on
-# one machine: builds the last commit before version 2 (or LLMREPRO_BENCH_BASELINE_REF) into
-# build-bench-v1 and the checkout (its "v2" column: whatever version it writes) into build-bench,
-# then measures for both
+# Schema version 2 (packed tokens) against version 1 (a row per token), in one run on one machine:
+# builds the last commit before version 2 (or LLMREPRO_BENCH_BASELINE_REF) into build-bench-v1 and
+# the checkout into build-bench, then measures for both
 #   1. driver CPU per request (user+sys of the whole audit) at concurrency 64 against
 #      bench/responder, and the bytes per token of the databases recorded;
 #   2. on one audit of 200 prompts x 50 runs x 256 tokens with identical content in both schemas:
@@ -20,18 +19,58 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-source bench/lib.sh
-bench_start storage
+scale=${LLMREPRO_BENCH_SCALE:-1}
+jobs=${LLMREPRO_JOBS:-$(nproc)}
+work=$(mktemp -d "${TMPDIR:-/tmp}/llmrepro-storage.XXXXXX")
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+log() { printf 'storage: %s\n' "$*" >&2; }
+count() { python3 -c "import sys; print(max(int(float(sys.argv[1]) * float(sys.argv[2])), 1))" "$1" "$scale"; }
 
-bench_baseline 'k_schema_version = 2'
+ref=${LLMREPRO_BENCH_BASELINE_REF:-}
+if [[ -z $ref ]]; then
+  introduced=$(git log --format=%H -S 'k_schema_version = 2' -- report/store/audit_database.hpp | tail -1)
+  [[ -n $introduced ]] || { log "no commit sets k_schema_version = 2: give LLMREPRO_BENCH_BASELINE_REF"; exit 2; }
+  ref=$introduced^
+fi
+baseline=$(git rev-parse --verify "$ref^{commit}")
+head=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo "+changes")
 
-bench_binaries "$baseline" build-bench-v1 "$head"
-v1=$bench_base
-v2=$bench_new
+source bench/release_builds.sh
+if [[ -n ${LLMREPRO_BENCH_BASELINE_BINARY:-} ]]; then
+  v1=$(realpath "$LLMREPRO_BENCH_BASELINE_BINARY")
+else
+  log "building version 1 at ${baseline:0:12} (Release) in build-bench-v1"
+  release_build "$(baseline_source "$root/build-bench-v1" "$baseline")" "$root/build-bench-v1/build"
+  v1=$root/build-bench-v1/build/cli/llmrepro
+fi
+if [[ -n ${LLMREPRO_BENCH_BINARY:-} ]]; then
+  v2=$(realpath "$LLMREPRO_BENCH_BINARY")
+else
+  log "building $head (Release) in build-bench"
+  release_build "$root" "$root/build-bench"
+  v2=$root/build-bench/cli/llmrepro
+fi
+mkdir -p build-bench/bench
+g++ -std=c++20 -O2 -pthread bench/responder.cpp -o build-bench/bench/responder
 
-bench_port
-start_responder "$root/build-bench/bench/responder" 2 4
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$root/build-bench/bench/responder" "$port" 2 4 >"$work/responder.out" &
+pids+=($!)
+for _ in $(seq 100); do
+  curl -sf -o /dev/null -X POST -d '{}' "http://127.0.0.1:$port/v1/chat/completions" && break
+  sleep 0.05
+done
+url="http://127.0.0.1:$port"
 
+make_suite() { python3 -c "
+import json, sys
+for i in range(int(sys.argv[1])):
+    print(json.dumps({'id': f'p{i}', 'prompt': f'Bench prompt {i}'}))" "$1" >"$2"; }
 # Bytes of a database (its WAL too, should one be left) per token.
 bytes_per_token() { # db tokens
   python3 -c "import os, sys; db = sys.argv[1]; size = sum(os.path.getsize(p) for p in (db, db + '-wal') if os.path.exists(p)); print(f'{size / int(sys.argv[2]):.1f}')" "$1" "$2"
@@ -39,14 +78,28 @@ bytes_per_token() { # db tokens
 v1_tokens() { sqlite3 "$1" 'SELECT COUNT(*) FROM tokens'; }
 v2_tokens() { PYTHONPATH=tests/e2e python3 -c "import sqlite3, sys, token_blob; print(token_blob.token_count(sqlite3.connect(sys.argv[1])))" "$1"; }
 
+# "<cpu ms per request>" of one audit at concurrency 64 into db.
+audit_cpu() { # binary prompts runs db
+  rm -f "$4"*
+  /usr/bin/time -f '%U %S' -o "$work/time" "$1" audit --suite "$work/suite.jsonl" \
+    --endpoint "$url" --api openai-chat --model bench-model --runs "$3" --concurrency 64 \
+    --max-tokens 256 --db "$4" --quiet || true # the verdict's exit code: drift fails a gate
+  python3 - "$4" "$work/time" <<'PY'
+import sqlite3, sys
+n = sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM requests WHERE ok = 1").fetchone()[0]
+user, system = map(float, open(sys.argv[2]).read().split()[-2:])
+print(f"{1000 * (user + system) / n:.3f}")
+PY
+}
+min() { printf '%s\n' "$@" | sort -g | head -1; }
 
 runs=$(count 40)
 make_suite 64 "$work/suite.jsonl"
 log "driver: 64 prompts x $runs runs at concurrency 64, three rounds alternating the builds"
 cpu1=(); cpu2=()
 for _ in 1 2 3; do
-  cpu1+=("$(audit_cpu "$v1" "$runs" "$work/drive-v1.db" 256)")
-  cpu2+=("$(audit_cpu "$v2" "$runs" "$work/drive-v2.db" 256)")
+  cpu1+=("$(audit_cpu "$v1" 64 "$runs" "$work/drive-v1.db")")
+  cpu2+=("$(audit_cpu "$v2" 64 "$runs" "$work/drive-v2.db")")
 done
 drive_bpt1=$(bytes_per_token "$work/drive-v1.db" "$(v1_tokens "$work/drive-v1.db")")
 drive_bpt2=$(bytes_per_token "$work/drive-v2.db" "$(v2_tokens "$work/drive-v2.db")")
@@ -56,8 +109,7 @@ make_suite 50 "$work/suite.jsonl"
 rm -f "$work/v1.db"*
 "$v1" audit --suite "$work/suite.jsonl" --endpoint "$url" --api openai-chat --model bench-model \
   --runs 50 --concurrency 64 --max-tokens 256 --db "$work/v1.db" --quiet || true
-# bench/lib.sh's double() for version 1's tables.
-double_version_1() { # db
+double() { # db
   sqlite3 "$1" <<'SQL'
 BEGIN;
 CREATE TEMP TABLE k AS SELECT (SELECT MAX(idx) + 1 FROM prompts) AS p, (SELECT MAX(id) FROM requests) AS r;
@@ -74,7 +126,7 @@ COMMIT;
 SQL
 }
 if python3 -c "import sys; sys.exit(float(sys.argv[1]) < 1)" "$scale"; then
-  double_version_1 "$work/v1.db"; double_version_1 "$work/v1.db"
+  double "$work/v1.db"; double "$work/v1.db"
 fi
 sqlite3 "$work/v1.db" 'VACUUM'
 cp "$work/v1.db" "$work/v2.db"
@@ -113,6 +165,7 @@ print("identical" if (a["summary"], a["prompts"]) == (b["summary"], b["prompts"]
 PY
 )
 
+ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'inf')" "$1" "$2"; }
 c1=$(min "${cpu1[@]}"); c2=$(min "${cpu2[@]}")
 r1=$(min "${rep1[@]}"); r2=$(min "${rep2[@]}")
 k1=$(min "${cat1[@]}"); k2=$(min "${cat2[@]}")
@@ -120,8 +173,7 @@ m1=$(min "${mib1[@]}"); m2=$(min "${mib2[@]}")
 prompts=$(sqlite3 "$work/v1.db" 'SELECT COUNT(*) FROM prompts')
 echo
 echo "llmrepro storage bench ($(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), scale $scale)"
-schema=$(grep -o 'k_schema_version = [0-9]*' store/audit_database.hpp | grep -o '[0-9]*$')
-echo "v1: ${baseline:0:12} (schema 1)   v2: $head (schema $schema)"
+echo "v1: ${baseline:0:12} (schema 1)   v2: $head (schema 2)"
 echo "analysis audit: $prompts prompts x 50 runs, $tokens tokens; v2 = v1's file upgraded in place ($upgrade_s), reports $same"
 echo
 printf '%-36s %10s %10s %8s %8s\n' metric v1 v2 v2/v1 target

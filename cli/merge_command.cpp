@@ -103,12 +103,12 @@ int run_merge(const MergeOptions& options) {
       return report_error(stored.error());
   }
   // Reloaded so that the report reads exactly what `llmrepro report --db OUT` will read.
-  auto session = audit::load_session(*created, {.tool = tool_info()});
+  auto session = audit::load_session(*created, {.tool = tool_info(), .lean = true});
   if (!session) return report_error(session.error());
   const core::AuditReport& audit_report = session->report;
   const std::string merged_note = fmt::format(
       "llmrepro: merged {} shard database(s) into '{}' ({} records, {})\n", shards.size(),
-      options.output, session->data->records.size(), session->data->info.status);
+      options.output, core::recorded_requests(*session->data), session->data->info.status);
   if (auto emitted = emit_reports(audit_report, options.outputs, options.quiet, merged_note);
       !emitted)
     return report_error(emitted.error());

@@ -60,6 +60,7 @@ int run_report(ReportOptions options) {
   // --fragile-gap, --fragile-window and --price the analysis, the gates the verdict.
   audit::SessionOptions session_options;
   session_options.tool = tool_info();
+  session_options.lean = true; // memory flat in the prompts and runs
   if (judging_of(options.judging).given.any() || options.price)
     session_options.adjust = [&options](core::AuditData& header) {
       return rejudge_config(options, header);

@@ -69,20 +69,24 @@ void write_rendered(const core::AuditReport& report, std::ostream& out) {
 
 core::Result<void> write_report_outputs(const core::AuditReport& report,
                                         const ReportOutputs& outputs) {
-  // The JSON report is the large one: it is streamed into its file a prompt at a time.
+  // The JSON, HTML and JUnit reports grow with the prompts: they are streamed into their files a
+  // prompt at a time, each prompt's detail read back from a lean report's file as it is written.
   const struct {
     const std::string& path;
     void (*write)(const core::AuditReport&, std::ostream&);
   } files[] = {{outputs.json, report::write_json},
-               {outputs.html, write_rendered<report::render_html>},
-               {outputs.junit, write_rendered<report::render_junit>},
+               {outputs.html, report::write_html},
+               {outputs.junit, report::write_junit},
                {outputs.markdown, write_rendered<report::render_markdown>}};
   for (const auto& file : files) {
     if (file.path.empty()) continue;
-    if (auto written =
-            write_file_atomically(file.path, [&](std::ostream& out) { file.write(report, out); });
-        !written)
-      return written;
+    auto written = write_file_atomically(file.path, [&](std::ostream& out) {
+      file.write(report, out);
+      // A detail that could not be read back leaves the file unwritten.
+      if (report.details && !report.details->error()) out.setstate(std::ios::badbit);
+    });
+    if (report.details) LLMREPRO_TRY(report.details->error());
+    if (!written) return written;
   }
   return {};
 }

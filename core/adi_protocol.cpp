@@ -29,48 +29,56 @@ std::optional<double> modal_completion_share(const PromptAnalysis& prompt) {
   return static_cast<double>(modal) / runs;
 }
 
-AdiSummary adi_summary(const AuditAnalysis& analysis, const AuditConfig& config) {
-  AdiSummary summary;
-  summary.burst = config.plan.levels.empty() ? k_adi_burst : config.plan.levels.back();
-  summary.serial_runs = config.plan.serial_runs.value_or(config.plan.runs);
-  summary.serial_spacing_s = config.requests.serial_spacing_s;
-  std::vector<int> bytes;
-  std::vector<int> characters;
-  double share_total = 0.0;
-  for (const PromptAnalysis& prompt : analysis.prompts) {
-    const auto share = modal_completion_share(prompt);
-    if (!share) continue;
-    ++summary.cases;
-    share_total += *share;
-    summary.min_modal_share = std::min(summary.min_modal_share.value_or(1.0), *share);
-    const bool diverged = prompt.unique_completions > 1;
-    if (diverged) ++summary.diverged;
-    if (const LevelAnalysis* burst = level_of(prompt, summary.burst)) {
-      if (burst->unique_completions > 1) ++summary.burst_diverged;
-      if (burst->differs_from_serial) ++summary.burst_differs_from_serial;
-    }
-    if (const LevelAnalysis* serial = level_of(prompt, 1); serial && serial->unique_completions > 1)
-      ++summary.serial_diverged;
-    if (prompt.text_divergence) {
-      bytes.push_back(prompt.text_divergence->bytes);
-      characters.push_back(prompt.text_divergence->characters);
-    }
-    if (prompt.fingerprints > 1) {
-      ++summary.fingerprint_drift_cases;
-      if (diverged) ++summary.diverged_with_fingerprint_drift;
-    }
+AdiTally::AdiTally(const AuditConfig& config) {
+  m_summary.burst = config.plan.levels.empty() ? k_adi_burst : config.plan.levels.back();
+  m_summary.serial_runs = config.plan.serial_runs.value_or(config.plan.runs);
+  m_summary.serial_spacing_s = config.requests.serial_spacing_s;
+}
+
+void AdiTally::add(const PromptAnalysis& prompt) {
+  AdiSummary& summary = m_summary;
+  const auto share = modal_completion_share(prompt);
+  if (!share) return;
+  ++summary.cases;
+  m_share_total += *share;
+  summary.min_modal_share = std::min(summary.min_modal_share.value_or(1.0), *share);
+  const bool diverged = prompt.unique_completions > 1;
+  if (diverged) ++summary.diverged;
+  if (const LevelAnalysis* burst = level_of(prompt, summary.burst)) {
+    if (burst->unique_completions > 1) ++summary.burst_diverged;
+    if (burst->differs_from_serial) ++summary.burst_differs_from_serial;
   }
-  if (summary.cases > 0) summary.mean_modal_share = share_total / summary.cases;
-  summary.text_diverged = static_cast<int>(bytes.size());
-  if (!bytes.empty()) {
-    summary.min_divergence_bytes = *std::min_element(bytes.begin(), bytes.end());
-    summary.min_divergence_characters = *std::min_element(characters.begin(), characters.end());
-    summary.median_divergence_bytes = median_of(bytes);
-    summary.median_divergence_characters = median_of(characters);
+  if (const LevelAnalysis* serial = level_of(prompt, 1); serial && serial->unique_completions > 1)
+    ++summary.serial_diverged;
+  if (prompt.text_divergence) {
+    m_bytes.push_back(prompt.text_divergence->bytes);
+    m_characters.push_back(prompt.text_divergence->characters);
   }
-  for (const auto& [fingerprint, count] : analysis.summary.fingerprints_seen)
+  if (prompt.fingerprints > 1) {
+    ++summary.fingerprint_drift_cases;
+    if (diverged) ++summary.diverged_with_fingerprint_drift;
+  }
+}
+
+AdiSummary AdiTally::finish(const AuditSummary& analysed) const {
+  AdiSummary summary = m_summary;
+  if (summary.cases > 0) summary.mean_modal_share = m_share_total / summary.cases;
+  summary.text_diverged = static_cast<int>(m_bytes.size());
+  if (!m_bytes.empty()) {
+    summary.min_divergence_bytes = *std::min_element(m_bytes.begin(), m_bytes.end());
+    summary.min_divergence_characters = *std::min_element(m_characters.begin(), m_characters.end());
+    summary.median_divergence_bytes = median_of(m_bytes);
+    summary.median_divergence_characters = median_of(m_characters);
+  }
+  for (const auto& [fingerprint, count] : analysed.fingerprints_seen)
     if (!fingerprint.empty() && count > 0) ++summary.fingerprints;
   return summary;
+}
+
+AdiSummary adi_summary(const AuditAnalysis& analysis, const AuditConfig& config) {
+  AdiTally tally(config);
+  for (const PromptAnalysis& prompt : analysis.prompts) tally.add(prompt);
+  return tally.finish(analysis.summary);
 }
 
 std::vector<std::string> adi_lines(const AdiSummary& s) {

@@ -45,6 +45,21 @@ struct AdiSummary {
 // `config` (its spacing).
 AdiSummary adi_summary(const AuditAnalysis& analysis, const AuditConfig& config);
 
+// adi_summary a prompt at a time: each prompt added as it is analysed (it reads nothing the
+// global passes judge later), then the figures of the analysis's summary.
+class AdiTally {
+public:
+  explicit AdiTally(const AuditConfig& config);
+  void add(const PromptAnalysis& prompt);
+  AdiSummary finish(const AuditSummary& summary) const;
+
+private:
+  AdiSummary m_summary;
+  std::vector<int> m_bytes;
+  std::vector<int> m_characters;
+  double m_share_total = 0.0;
+};
+
 // A case's modal completion share: the most frequent completion's count over every recorded run
 // (successful and failed); empty without a recorded run.
 std::optional<double> modal_completion_share(const PromptAnalysis& prompt);

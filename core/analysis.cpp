@@ -32,6 +32,14 @@
 
 namespace llmrepro::core {
 
+// A prompt's window gaps (window_gaps), read when the prompt is added, so that the flip
+// probability, judged once every prompt is in, needs no completion kept in memory. Outside the
+// anonymous namespace: AnalysisBuilder::Totals holds them.
+struct AnalysisWindowGaps {
+  std::optional<std::vector<double>> gaps;
+  std::string reason; // why there are none
+};
+
 const char* to_string(PromptStatus status) {
   switch (status) {
   case PromptStatus::stable: return "stable";
@@ -517,10 +525,13 @@ std::optional<std::vector<double>> window_gaps(const PromptAnalysis& prompt,
 }
 
 // p_flip per level and overall (docs/design.md "Noise and the flip probability").
-void judge_flip_probability(PromptAnalysis& prompt, const std::map<int, NoiseDistribution>& noise,
-                            const AnalysisConfig& config) {
-  const auto gaps = window_gaps(prompt, config, prompt.p_flip_reason);
-  if (!gaps) return;
+void judge_flip_probability(PromptAnalysis& prompt, const AnalysisWindowGaps& window,
+                            const std::map<int, NoiseDistribution>& noise) {
+  if (!window.gaps) {
+    prompt.p_flip_reason = window.reason;
+    return;
+  }
+  const std::vector<double>* gaps = &*window.gaps;
   // The lowest level with a run holds the reference's own run, and its noise the reference's.
   const NoiseDistribution* reference_noise = nullptr;
   std::vector<LevelChances> chances;
@@ -574,6 +585,7 @@ struct AnalysisBuilder::Totals {
   int worst = 0;
   // Usage and time per level, from the raw records.
   std::map<int, LevelAccount> levels;
+  std::vector<AnalysisWindowGaps> windows; // of each prompt kept, in its order
   FailureGroups failure_reasons;
   LevelNoise noise;
 };
@@ -589,10 +601,10 @@ AnalysisBuilder::AnalysisBuilder(AnalysisBuilder&&) noexcept = default;
 AnalysisBuilder& AnalysisBuilder::operator=(AnalysisBuilder&&) noexcept = default;
 AnalysisBuilder::~AnalysisBuilder() = default;
 
-void AnalysisBuilder::add_prompt(int prompt_index,
-                                 const std::vector<const RequestRecord*>& records) {
+PromptAnalysis* AnalysisBuilder::add_prompt(int prompt_index,
+                                            const std::vector<const RequestRecord*>& records) {
   const auto index = static_cast<std::size_t>(prompt_index);
-  if (prompt_index < 0 || index >= m_suite->prompts.size()) return;
+  if (prompt_index < 0 || index >= m_suite->prompts.size()) return nullptr;
   std::vector<const RequestRecord*> mine;
   for (const auto* record : records) {
     if (record->planned.endpoint_index != m_analysis.endpoint_index) continue;
@@ -600,7 +612,7 @@ void AnalysisBuilder::add_prompt(int prompt_index,
     if (record->planned.prompt_index != prompt_index) continue;
     mine.push_back(record);
   }
-  if (mine.empty()) return;
+  if (mine.empty()) return nullptr;
 
   const Prompt& suite_prompt = m_suite->prompts[index];
   Totals& totals = *m_totals;
@@ -611,6 +623,8 @@ void AnalysisBuilder::add_prompt(int prompt_index,
   if (m_config.compare_on == CompareOn::tool_calls && !prompt.completions.empty())
     prompt.tool_call_divergence = first_tool_call_divergence(prompt.completions[0].text, mine);
   judge_text_divergence(prompt);
+  AnalysisWindowGaps& window = totals.windows.emplace_back();
+  window.gaps = window_gaps(prompt, m_config, window.reason);
   AuditSummary& summary = m_analysis.summary;
   if (prompt.fingerprints > 1) ++summary.fingerprint_drift_prompts;
   ++summary.prompts;
@@ -668,7 +682,7 @@ void AnalysisBuilder::add_prompt(int prompt_index,
     }
     totals.levels[record->planned.concurrency].add(*record);
   }
-  m_analysis.prompts.push_back(std::move(prompt));
+  return &m_analysis.prompts.emplace_back(std::move(prompt));
 }
 
 AuditAnalysis AnalysisBuilder::finish() {
@@ -706,8 +720,9 @@ AuditAnalysis AnalysisBuilder::finish() {
   std::vector<double> predicted;
   std::vector<double> gap_rule;
   std::vector<bool> observed;
-  for (PromptAnalysis& prompt : analysis.prompts) {
-    judge_flip_probability(prompt, noise, m_config);
+  for (std::size_t i = 0; i < analysis.prompts.size(); ++i) {
+    PromptAnalysis& prompt = analysis.prompts[i];
+    judge_flip_probability(prompt, totals.windows[i], noise);
     if (m_config.fragile_p) judge_fragility_by_probability(prompt, *m_config.fragile_p);
     if (prompt.fragile == true) ++summary.fragile_prompts;
     if (!prompt.fragile) ++summary.fragility_unknown_prompts;

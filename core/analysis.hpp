@@ -2,6 +2,7 @@
 // Definitions follow docs/design.md "Analysis: definitions"; see analysis.cpp.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -174,6 +175,9 @@ struct PromptAnalysis {
   // A failed request counts as a run that did not pass.
   std::optional<int> passes;
   int checked_runs = 0;
+  // Where core::PromptDetails keeps this prompt's completions, answer texts and own noise (the
+  // prompt is slim meanwhile); -1 while they are here (core/prompt_details.hpp).
+  std::int64_t detail = -1;
 };
 
 // Fragile (predicted) against unstable (observed), over prompts.
@@ -308,8 +312,9 @@ public:
   ~AnalysisBuilder();
 
   // The records of prompt `prompt_index` (those of other endpoints, probe kinds or prompts are
-  // skipped), in recording order. Prompts in ascending index order, each at most once.
-  void add_prompt(int prompt_index, const std::vector<const RequestRecord*>& records);
+  // skipped), in recording order. Prompts in ascending index order, each at most once. Returns
+  // the prompt's analysis as kept (valid until the next call), null where no record was its.
+  PromptAnalysis* add_prompt(int prompt_index, const std::vector<const RequestRecord*>& records);
   // The analysis of every prompt added; the builder is spent.
   AuditAnalysis finish();
 

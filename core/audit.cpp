@@ -24,6 +24,10 @@ std::string header_name(const std::string& line) {
   return line.substr(begin, end - begin);
 }
 
+std::size_t recorded_requests(const AuditData& data) {
+  return data.records.size() + data.records_not_kept;
+}
+
 TemperatureMode temperature_in_effect(const AuditData& data) {
   if (data.config.plan.temperature == TemperatureMode::provider_default)
     return TemperatureMode::provider_default;

@@ -288,7 +288,10 @@ struct AuditData {
   std::vector<EndpointInfo> endpoints;
   Suite suite;
   std::vector<RequestRecord> records; // in the order they were recorded
-  std::vector<std::string> errors;    // audit-level problems worth reporting (not per request)
+  // Records a streaming load counted but did not keep (successes, store::AuditDatabase::load
+  // with KeptRecords::failures): recorded_requests() counts them with `records`.
+  std::size_t records_not_kept = 0;
+  std::vector<std::string> errors; // audit-level problems worth reporting (not per request)
   std::vector<ProbeActivity> probe_activity; // per endpoint, counted by the last run; stored
   // Semantic agreement of endpoint 0's distinct completions (--embeddings); empty when not
   // measured.
@@ -299,6 +302,9 @@ struct AuditData {
   // that `report` names the budget; empty otherwise.
   std::string budget_stop;
 };
+
+// Every request recorded: the records kept and those a streaming load only counted.
+std::size_t recorded_requests(const AuditData& data);
 
 // The temperature an audit ran at: the provider's default where it was requested, or where the
 // preflight found temperature 0 refused or ignored at any endpoint (distribution mode,

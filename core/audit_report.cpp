@@ -99,6 +99,12 @@ AuditReportBuilder::AuditReportBuilder(const AuditData& data)
   m_observed.resize(m_endpoints.size());
   m_top_logprobs = data.config.plan.top_logprobs;
   m_determinism = data.config.plan.profile == AuditProfile::deterministic;
+  if (data.config.plan.profile == AuditProfile::adi)
+    m_adi.assign(m_endpoints.size(), AdiTally(data.config));
+}
+
+void AuditReportBuilder::keep_details(std::shared_ptr<PromptDetails> details) {
+  m_details = std::move(details);
 }
 
 void AuditReportBuilder::add_prompt(int prompt_index, const std::vector<RequestRecord>& records) {
@@ -110,9 +116,19 @@ void AuditReportBuilder::add_prompt(int prompt_index, const std::vector<RequestR
 
 void AuditReportBuilder::add_prompt(int prompt_index,
                                     const std::vector<const RequestRecord*>& records) {
-  for (auto& endpoint : m_endpoints) endpoint.add_prompt(prompt_index, records);
+  // Every analysis of the prompt, each endpoint's primary kind first (null where it had none).
+  std::vector<PromptAnalysis*> added;
+  for (auto& endpoint : m_endpoints) added.push_back(endpoint.add_prompt(prompt_index, records));
+  if (m_endpoints.size() > 1 && added.front() != nullptr) {
+    const std::vector<const PromptAnalysis*> others(added.begin() + 1, added.end());
+    PromptComparison row = compare_prompt(*added.front(), others);
+    if (row.all_agree) ++m_comparison.agreeing_prompts;
+    m_comparison.prompts.push_back(std::move(row));
+  }
+  for (std::size_t e = 0; e < m_adi.size(); ++e)
+    if (added[e] != nullptr) m_adi[e].add(*added[e]);
   for (auto& [endpoint, probe] : m_other_probes) {
-    probe.analysis->add_prompt(prompt_index, records);
+    added.push_back(probe.analysis->add_prompt(prompt_index, records));
     // Only the determinism check reads the other endpoints' prefix and restart sides.
     if (!probe_has_sides(probe.probe) || !m_determinism) continue;
     auto drift =
@@ -127,13 +143,16 @@ void AuditReportBuilder::add_prompt(int prompt_index,
     ++m_observed[e].fingerprints[record->outcome.completion.system_fingerprint];
   }
   for (auto& probe : m_probes) {
-    if (probe.analysis) probe.analysis->add_prompt(prompt_index, records);
+    if (probe.analysis) added.push_back(probe.analysis->add_prompt(prompt_index, records));
     if (!probe_has_sides(probe.probe)) continue;
     auto drift = prefix_drift_of_prompt(*m_suite, prompt_index, records, m_config, 0, probe.probe);
     if (!drift) continue;
     if (drift->drift) ++probe.prefix_drift_prompts;
     probe.prefix.push_back(std::move(*drift));
   }
+  if (m_details)
+    for (PromptAnalysis* prompt : added)
+      if (prompt != nullptr) m_details->keep(*prompt);
 }
 
 AuditReport AuditReportBuilder::finish(const ToolInfo& tool, const AuditData& data) {
@@ -164,7 +183,7 @@ AuditReport AuditReportBuilder::finish_unjudged(const ToolInfo& tool, const Audi
     report.other_endpoint_probes.push_back(std::move(analysis));
     report.other_endpoint_indices.push_back(endpoint);
   }
-  if (report.endpoints.size() > 1) report.comparison = compare_endpoints(report.endpoints);
+  if (report.endpoints.size() > 1) report.comparison = std::move(m_comparison);
   // Every shift test the gates judge, levels and endpoints alike, is one Holm family.
   std::vector<AuditAnalysis*> scopes;
   for (auto& endpoint : report.endpoints) scopes.push_back(&endpoint);
@@ -172,9 +191,23 @@ AuditReport AuditReportBuilder::finish_unjudged(const ToolInfo& tool, const Audi
     if (probe.probe != m_primary_probe) scopes.push_back(&probe.analysis);
   for (auto& probe : report.other_endpoint_probes) scopes.push_back(&probe.analysis);
   judge_shifts(scopes, report.comparison ? &*report.comparison : nullptr);
-  report.analysis = report.endpoints.front();
+  // Summary-only copies in a lean report (AuditReport::details): its prompts are kept once.
+  const auto summary_of = [](const AuditAnalysis& analysis) {
+    AuditAnalysis summary;
+    summary.endpoint_index = analysis.endpoint_index;
+    summary.summary = analysis.summary;
+    return summary;
+  };
+  if (m_details) {
+    report.analysis = std::move(report.endpoints.front());
+    report.endpoints.front() = summary_of(report.analysis);
+  } else {
+    report.analysis = report.endpoints.front();
+  }
   for (auto& probe : report.probes)
-    if (probe.probe == m_primary_probe) probe.analysis = report.analysis;
+    if (probe.probe == m_primary_probe)
+      probe.analysis = m_details ? summary_of(report.analysis) : report.analysis;
+  report.details = m_details;
   report.observed = std::move(m_observed);
   // An adaptive audit planned what its decisions asked for; a fixed one, its whole plan.
   report.planned_requests =
@@ -185,9 +218,8 @@ AuditReport AuditReportBuilder::finish_unjudged(const ToolInfo& tool, const Audi
   report.tara = report.analysis.summary.tara;
   report.warnings = audit_warnings(report, m_top_logprobs);
   if (m_determinism) report.determinism = determinism_checks(report);
-  if (data.config.plan.profile == AuditProfile::adi)
-    for (const AuditAnalysis& endpoint : report.endpoints)
-      report.adi.push_back(adi_summary(endpoint, data.config));
+  for (std::size_t e = 0; e < m_adi.size(); ++e)
+    report.adi.push_back(m_adi[e].finish(report.endpoints[e].summary));
   return report;
 }
 
@@ -209,7 +241,7 @@ std::vector<JudgedScope> judged_scopes(const AuditReport& report) {
 RunFacts stored_run_facts(const AuditReport& report) {
   RunFacts facts;
   facts.planned_requests = report.planned_requests;
-  facts.recorded_requests = report.data != nullptr ? report.data->records.size() : 0;
+  facts.recorded_requests = report.data != nullptr ? recorded_requests(*report.data) : 0;
   if (report.data != nullptr) {
     facts.budget_stop = report.data->budget_stop;
     facts.distribution = temperature_in_effect(*report.data) == TemperatureMode::provider_default;
@@ -239,14 +271,15 @@ std::vector<DeterminismCheck> determinism_checks(const AuditReport& report) {
     return recorded ? &report.data->probe_activity[e] : nullptr;
   };
   std::size_t endpoint = 0;
-  const auto input_of = [&](const ProbeAnalysis& probe) {
+  const auto input_of = [&](const ProbeAnalysis& probe, const AuditAnalysis& analysis) {
     const bool prefix = probe.probe == ProbeKind::prefix;
-    return DeterminismInput{probe.probe, &probe.analysis,
+    return DeterminismInput{probe.probe, &analysis,
                             probe_has_sides(probe.probe) ? &probe.prefix : nullptr,
                             prefix ? cold_mode_of(endpoint) : std::string(), activity_of(endpoint)};
   };
   std::vector<DeterminismInput> inputs;
-  for (const auto& probe : report.probes) inputs.push_back(input_of(probe));
+  for (const auto& probe : report.probes)
+    inputs.push_back(input_of(probe, analysis_of(report, probe)));
   checks.push_back(check_determinism(inputs));
   for (std::size_t e = 1; e < report.endpoints.size(); ++e) {
     endpoint = e;
@@ -255,10 +288,21 @@ std::vector<DeterminismCheck> determinism_checks(const AuditReport& report) {
       inputs.push_back({report.primary_probe, &report.endpoints[e], nullptr, "", activity_of(e)});
     for (std::size_t i = 0; i < report.other_endpoint_probes.size(); ++i)
       if (report.other_endpoint_indices[i] == static_cast<int>(e))
-        inputs.push_back(input_of(report.other_endpoint_probes[i]));
+        inputs.push_back(
+            input_of(report.other_endpoint_probes[i], report.other_endpoint_probes[i].analysis));
     checks.push_back(check_determinism(inputs));
   }
   return checks;
+}
+
+const AuditAnalysis& analysis_of(const AuditReport& report, const ProbeAnalysis& probe) {
+  // A whole report's copy of the primary kind is its own (a test may make it differ).
+  return report.details && probe.probe == report.primary_probe ? report.analysis : probe.analysis;
+}
+
+const PromptAnalysis& detailed(const AuditReport& report, const PromptAnalysis& prompt,
+                               PromptAnalysis& scratch) {
+  return detailed(report.details.get(), prompt, scratch);
 }
 
 AuditReport make_audit_report(const AuditData& data, const ToolInfo& tool) {

@@ -12,6 +12,7 @@
 #include "core/audit.hpp"
 #include "core/determinism_check.hpp"
 #include "core/probe_analysis.hpp"
+#include "core/prompt_details.hpp"
 #include "core/verdict.hpp"
 
 namespace llmrepro::core {
@@ -47,7 +48,21 @@ struct AuditReport {
   // --profile adi: the leaderboard protocol's figures of each endpoint (core/adi_protocol.hpp);
   // empty under the other profiles.
   std::vector<AdiSummary> adi;
+  // Where the report is lean (AuditReportBuilder::keep_details): the detail of every prompt
+  // analysis, which is slim (core/prompt_details.hpp); the prompts of endpoint 0's primary
+  // probe kind are then in `analysis` alone, `endpoints[0]` and that kind's entry of `probes`
+  // holding their summaries only (analysis_of). Null: every prompt is whole, as analysed.
+  std::shared_ptr<const PromptDetails> details;
 };
+
+// The analysis of one of endpoint 0's probe kinds: in a lean report `analysis` for the primary
+// kind (the one copy of its prompts it keeps), else the probe's own.
+const AuditAnalysis& analysis_of(const AuditReport& report, const ProbeAnalysis& probe);
+
+// `prompt` (of one of the report's analyses) with its detail: itself where it is whole, else
+// `scratch` made the whole prompt (core::detailed).
+const PromptAnalysis& detailed(const AuditReport& report, const PromptAnalysis& prompt,
+                               PromptAnalysis& scratch);
 
 // Every scope the gates judge: endpoint 0's primary probe kind first, then endpoint 0's other
 // kinds, then each further endpoint's kinds. Pointers into `report`.
@@ -70,6 +85,12 @@ public:
   // `header` is the audit without its records (configuration, endpoints, suite); what the
   // builder needs of it is copied.
   explicit AuditReportBuilder(const AuditData& header);
+
+  // Makes the report lean: each prompt analysis, once every pass that reads it whole has, keeps
+  // its detail in `details` and stays in memory slim, so that memory does not grow with the
+  // prompts; renderers read the detail back a prompt at a time (AuditReport::details). Before
+  // the first prompt is added.
+  void keep_details(std::shared_ptr<PromptDetails> details);
 
   // Every record of prompt `prompt_index` (all endpoints and probe kinds), in recording order.
   // Prompts in ascending index order, each at most once.
@@ -102,6 +123,11 @@ private:
   std::vector<EndpointObservations> m_observed;
   int m_top_logprobs = 2;
   bool m_determinism = false; // --profile deterministic
+  // Built as the prompts are added: the endpoint comparison (two or more endpoints) and, under
+  // --profile adi, each endpoint's figures.
+  EndpointComparison m_comparison;
+  std::vector<AdiTally> m_adi;
+  std::shared_ptr<PromptDetails> m_details; // lean: keep_details
 };
 
 // Analyses the stored audit (endpoint 0's primary probe at top level; every probe kind and

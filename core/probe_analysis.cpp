@@ -139,6 +139,40 @@ prefix_drift_of_prompt(const Suite& suite, int prompt_index,
   return drift;
 }
 
+PromptComparison compare_prompt(const PromptAnalysis& prompt,
+                                const std::vector<const PromptAnalysis*>& others) {
+  PromptComparison row;
+  row.id = prompt.id;
+  row.prompt_index = prompt.prompt_index;
+  const DistinctCompletion* base = reference_of(prompt);
+  row.all_agree = base != nullptr;
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    EndpointDivergence divergence;
+    divergence.endpoint_index = static_cast<int>(i + 1);
+    const PromptAnalysis* found = others[i];
+    const DistinctCompletion* other = found == nullptr ? nullptr : reference_of(*found);
+    divergence.has_reference = other != nullptr;
+    if (found != nullptr) {
+      const auto base_answers = answer_counts(prompt);
+      const auto other_answers = answer_counts(*found);
+      ShiftTest shift = shift_test(base_answers, other_answers);
+      if (shift.a_answers > 0 && shift.b_answers > 0) {
+        divergence.shift = std::move(shift);
+        divergence.answer_distance = answer_distance(base_answers, other_answers);
+      }
+    }
+    if (base && other) {
+      divergence.agrees = same_completion(*base, *other);
+      if (!divergence.agrees)
+        divergence.first_difference =
+            shared_prefix_length(as_completion(*base), as_completion(*other));
+    }
+    if (!divergence.agrees) row.all_agree = false;
+    row.endpoints.push_back(divergence);
+  }
+  return row;
+}
+
 EndpointComparison compare_endpoints(const std::vector<AuditAnalysis>& per_endpoint) {
   EndpointComparison comparison;
   if (per_endpoint.empty()) return comparison;
@@ -146,36 +180,12 @@ EndpointComparison compare_endpoints(const std::vector<AuditAnalysis>& per_endpo
   for (const auto& analysis : per_endpoint) indexed.push_back(by_index(analysis));
 
   for (const auto& prompt : per_endpoint.front().prompts) {
-    PromptComparison row;
-    row.id = prompt.id;
-    row.prompt_index = prompt.prompt_index;
-    const DistinctCompletion* base = reference_of(prompt);
-    row.all_agree = base != nullptr;
+    std::vector<const PromptAnalysis*> others;
     for (std::size_t e = 1; e < per_endpoint.size(); ++e) {
-      EndpointDivergence divergence;
-      divergence.endpoint_index = static_cast<int>(e);
       const auto found = indexed[e].find(prompt.prompt_index);
-      const DistinctCompletion* other =
-          found == indexed[e].end() ? nullptr : reference_of(*found->second);
-      divergence.has_reference = other != nullptr;
-      if (found != indexed[e].end()) {
-        const auto base_answers = answer_counts(prompt);
-        const auto other_answers = answer_counts(*found->second);
-        ShiftTest shift = shift_test(base_answers, other_answers);
-        if (shift.a_answers > 0 && shift.b_answers > 0) {
-          divergence.shift = std::move(shift);
-          divergence.answer_distance = answer_distance(base_answers, other_answers);
-        }
-      }
-      if (base && other) {
-        divergence.agrees = same_completion(*base, *other);
-        if (!divergence.agrees)
-          divergence.first_difference =
-              shared_prefix_length(as_completion(*base), as_completion(*other));
-      }
-      if (!divergence.agrees) row.all_agree = false;
-      row.endpoints.push_back(divergence);
+      others.push_back(found == indexed[e].end() ? nullptr : found->second);
     }
+    PromptComparison row = compare_prompt(prompt, others);
     if (row.all_agree) ++comparison.agreeing_prompts;
     comparison.prompts.push_back(std::move(row));
   }

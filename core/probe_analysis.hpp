@@ -103,4 +103,9 @@ struct EndpointComparison {
 // answers by the shift test (its Holm adjustment is judge_shifts', over the whole audit).
 EndpointComparison compare_endpoints(const std::vector<AuditAnalysis>& per_endpoint);
 
+// compare_endpoints' row of one prompt: endpoint 0's analysis of it against each further
+// endpoint's (others[i] is endpoint i + 1's, null where that endpoint has none).
+PromptComparison compare_prompt(const PromptAnalysis& base,
+                                const std::vector<const PromptAnalysis*>& others);
+
 } // namespace llmrepro::core

@@ -2,6 +2,7 @@
 #include "report/detail/html_audit_sections.hpp"
 
 #include <fmt/format.h>
+#include <ostream>
 
 #include "report/detail/drift_text.hpp"
 #include "report/detail/html_style.hpp"
@@ -148,8 +149,9 @@ std::string render_probe_sections(const core::AuditReport& report) {
   std::string out = "<section id=\"probes\"><h2>Probe kinds</h2>";
   for (const auto& probe : report.probes) {
     const char* name = core::to_string(probe.probe);
+    const core::AuditAnalysis& analysis = core::analysis_of(report, probe);
     out += fmt::format("<div class=\"panel probe\" id=\"probe-{0}\"><h3>{0}</h3>", name);
-    out += summary_line(probe.analysis.summary, distinct_completions(probe.analysis));
+    out += summary_line(probe.analysis.summary, distinct_completions(analysis));
     out += activity_line(report.data, probe.probe);
     out += render_levels_table(probe.analysis.summary.by_concurrency);
     if (probe.probe == core::ProbeKind::prefix) out += prefix_table(probe);
@@ -157,8 +159,8 @@ std::string render_probe_sections(const core::AuditReport& report) {
       out += fmt::format("<h3>First after restart against later</h3><p><b>{}</b> of {} prompts "
                          "answer differently later than first after a restart.</p>",
                          probe.prefix_drift_prompts, probe.prefix.size());
-    out += "<details><summary>Prompts</summary>" + probe_prompts_table(probe.analysis) +
-           "</details></div>";
+    out +=
+        "<details><summary>Prompts</summary>" + probe_prompts_table(analysis) + "</details></div>";
   }
   return out + "</section>\n";
 }
@@ -243,27 +245,30 @@ std::string render_semantic_section(const core::AuditReport& report) {
   return out + "</tbody></table></section>\n";
 }
 
-std::string render_distribution_section(const core::AuditReport& report) {
-  if (!distribution_shown(report)) return {};
+void write_distribution_section(const core::AuditReport& report, std::ostream& stream) {
+  if (!distribution_shown(report)) return;
   const bool endpoints = report.comparison.has_value();
-  std::string out =
-      "<section class=\"panel\" id=\"distribution\"><h2>Answer distributions</h2><p>" +
-      html_escape(distribution_summary_line(report)) + "</p>";
-  out += "<table class=\"distribution\"><thead><tr><th>prompt</th><th class=\"num\">distinct "
-         "answers</th><th>modal answer</th><th>modal share [95%]</th><th>shifted at</th>" +
-         std::string(endpoints ? "<th>shifted from endpoint 0</th>" : "") + "</tr></thead><tbody>";
+  stream << "<section class=\"panel\" id=\"distribution\"><h2>Answer distributions</h2><p>" +
+                html_escape(distribution_summary_line(report)) + "</p>";
+  stream << "<table class=\"distribution\"><thead><tr><th>prompt</th><th class=\"num\">distinct "
+            "answers</th><th>modal answer</th><th>modal share [95%]</th><th>shifted at</th>" +
+                std::string(endpoints ? "<th>shifted from endpoint 0</th>" : "") +
+                "</tr></thead><tbody>";
   // A shift beyond the test is tagged; "–" where none.
   const auto shift_cell = [](const std::string& text) {
     return text == "\u2013" ? text : "<span class=\"tag fail\">" + html_escape(text) + "</span>";
   };
+  core::PromptAnalysis scratch;
   for (const core::PromptAnalysis* p : distribution_rows(report, report.analysis.prompts.size()))
-    out += fmt::format("<tr><td><code>{}</code></td><td class=\"num\">{}</td><td><code>{}</code>"
-                       "</td><td>{}</td><td>{}</td>{}</tr>",
-                       html_escape(p->id), p->answers.size(), html_escape(p->modal.answer),
-                       modal_share_text(p->modal), shift_cell(shifted_levels_text(*p)),
-                       endpoints ? "<td>" + shift_cell(shifted_endpoints_text(report, *p)) + "</td>"
-                                 : std::string());
-  return out + "</tbody></table></section>\n";
+    stream << fmt::format("<tr><td><code>{}</code></td><td class=\"num\">{}</td><td><code>{}</code>"
+                          "</td><td>{}</td><td>{}</td>{}</tr>",
+                          html_escape(p->id), p->answers.size(),
+                          html_escape(core::detailed(report, *p, scratch).modal.answer),
+                          modal_share_text(p->modal), shift_cell(shifted_levels_text(*p)),
+                          endpoints
+                              ? "<td>" + shift_cell(shifted_endpoints_text(report, *p)) + "</td>"
+                              : std::string());
+  stream << "</tbody></table></section>\n";
 }
 
 } // namespace llmrepro::report

@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <ostream>
 #include <set>
+#include <sstream>
 
 #include "core/adaptive.hpp"
 #include "core/budget.hpp"
@@ -30,6 +32,10 @@ namespace llmrepro::report {
 namespace {
 
 constexpr std::size_t k_worst_shown = 5;
+
+void write_text(std::ostream& stream, std::string_view text) {
+  stream.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
 
 std::string gap_text(const std::optional<double>& gap) {
   return gap ? fmt::format("{:.3g}", *gap) : std::string("\u2013");
@@ -437,11 +443,13 @@ std::string render_charts(const core::AuditReport& report) {
   };
   double divergence_total = 0.0;
   double token_total = 0.0;
-  for (const core::PromptAnalysis& p : analysis.prompts) {
-    if (p.gap_at_divergence) {
-      at_divergence[bin_of(*p.gap_at_divergence)] += 1.0;
+  core::PromptAnalysis scratch;
+  for (const core::PromptAnalysis& prompt : analysis.prompts) {
+    if (prompt.gap_at_divergence) {
+      at_divergence[bin_of(*prompt.gap_at_divergence)] += 1.0;
       divergence_total += 1.0;
     }
+    const core::PromptAnalysis& p = core::detailed(report, prompt, scratch);
     for (const core::DistinctCompletion& c : p.completions) {
       if (!c.is_reference) continue;
       for (const core::TokenLogprob& token : c.tokens) {
@@ -498,7 +506,8 @@ std::string sort_value(const std::optional<int>& v) {
   return v ? std::to_string(*v) : std::string();
 }
 
-std::string render_table(const core::AuditReport& report) {
+// Written a row at a time: the table grows with the prompts.
+void write_table(const core::AuditReport& report, std::ostream& stream) {
   const core::AuditAnalysis& analysis = report.analysis;
   std::vector<int> levels;
   for (const core::LevelSummary& level : analysis.summary.by_concurrency)
@@ -525,7 +534,9 @@ std::string render_table(const core::AuditReport& report) {
   out += "<th class=\"sortable\">status</th><th class=\"sortable\">fragile</th>"
          "<th class=\"sortable\">tier</th><th class=\"sortable num\">logprob drift</th></tr>"
          "</thead><tbody>";
+  write_text(stream, out);
   for (const core::PromptAnalysis& p : analysis.prompts) {
+    out.clear();
     const bool problem = p.status != core::PromptStatus::stable || p.fragile == true;
     const int rank = p.status == core::PromptStatus::inconclusive ? 2
                      : p.status == core::PromptStatus::unstable   ? 1
@@ -581,28 +592,33 @@ std::string render_table(const core::AuditReport& report) {
                          drift_nats(p.logprob_drift.max_abs));
     else
       out += "<td class=\"num\" data-sort=\"\">\u2013</td></tr>";
+    write_text(stream, out);
   }
-  return out + "</tbody></table></section>\n";
+  write_text(stream, "</tbody></table></section>\n");
 }
 
-std::string render_details(const core::AuditReport& report) {
+// Written a prompt at a time, each read back whole from the report's detail.
+void write_details(const core::AuditReport& report, std::ostream& stream) {
   const double tau = report.data != nullptr ? report.data->config.analysis.fragile_gap
                                             : core::k_default_fragile_gap;
   const auto worst = core::worst_prompts(report.analysis, 1);
-  std::string out = "<section id=\"details\"><h2>Per prompt</h2>";
+  write_text(stream, "<section id=\"details\"><h2>Per prompt</h2>");
+  std::string out;
+  core::PromptAnalysis scratch;
   for (const core::PromptAnalysis& p : report.analysis.prompts) {
     const bool open = !worst.empty() && worst.front() == &p;
-    out += fmt::format(
+    out = fmt::format(
         "<details class=\"prompt\" id=\"{}\"{}><summary><span class=\"id\">{}</span> {} "
         "<span class=\"muted\">{} runs \u00b7 first divergence {} \u00b7 min gap {}",
         prompt_anchor(p), open ? " open" : "", html_escape(core::truncate_utf8(p.id, 80)),
         status_tags(p), p.runs, position_text(p.first_divergence), gap_text(p.min_gap));
     if (p.min_gap_position) out += fmt::format(" at token {}", *p.min_gap_position);
     out += "</span></summary><div class=\"body\">";
-    out += render_prompt_detail(p, tau);
+    out += render_prompt_detail(core::detailed(report, p, scratch), tau);
     out += "</div></details>";
+    write_text(stream, out);
   }
-  return out + "</section>\n";
+  write_text(stream, "</section>\n");
 }
 
 // Sorting, filtering and opening a prompt's section from a link. A constant: no data inside.
@@ -667,7 +683,7 @@ constexpr std::string_view k_script = R"js(
 
 } // namespace
 
-std::string render_html(const core::AuditReport& report) {
+void write_html(const core::AuditReport& report, std::ostream& stream) {
   std::string title = "llmrepro audit";
   if (report.data != nullptr && !report.data->info.id.empty()) title += " " + report.data->info.id;
   std::string out = html_document_head(title);
@@ -683,17 +699,24 @@ std::string render_html(const core::AuditReport& report) {
   out += render_probe_sections(report);
   out += render_comparison_section(report);
   out += render_semantic_section(report);
-  out += render_distribution_section(report);
-  out += render_table(report);
-  out += render_details(report);
-  out += "<footer>Written by llmrepro";
+  write_text(stream, out);
+  write_distribution_section(report, stream);
+  write_table(report, stream);
+  write_details(report, stream);
+  out = "<footer>Written by llmrepro";
   if (!report.tool.version.empty()) out += " " + html_escape(report.tool.version);
   if (!report.tool.build.empty()) out += " \u00b7 " + html_escape(report.tool.build);
   out += ". Self-contained: this page fetches nothing.</footer>\n</main>\n<script "
          "id=\"llmrepro-script\">";
   out += k_script;
   out += "</script>\n</body>\n</html>\n";
-  return out;
+  write_text(stream, out);
+}
+
+std::string render_html(const core::AuditReport& report) {
+  std::ostringstream out;
+  write_html(report, out);
+  return std::move(out).str();
 }
 
 } // namespace llmrepro::report

@@ -2,6 +2,7 @@
 // fetched when it opens), with the verdict and the worst prompts above the fold.
 #pragma once
 
+#include <ostream>
 #include <string>
 
 #include "core/audit_report.hpp"
@@ -18,5 +19,9 @@ namespace llmrepro::report {
 // model text is escaped; the page holds exactly one <script> element, ours, and no model text
 // inside it.
 std::string render_html(const core::AuditReport& report);
+
+// The same page written to `out` as it is rendered, a prompt at a time, so that the page of a
+// large audit is never held whole in memory.
+void write_html(const core::AuditReport& report, std::ostream& out);
 
 } // namespace llmrepro::report

@@ -79,7 +79,7 @@ Json audit_json(const core::AuditReport& report, const core::AuditData& data) {
           {"finished", complete ? Json(format_iso_utc_ms(data.info.finished_ms)) : Json(nullptr)},
           {"status", complete ? "complete" : "partial"},
           {"planned_requests", report.planned_requests},
-          {"recorded_requests", data.records.size()}};
+          {"recorded_requests", core::recorded_requests(data)}};
 }
 
 Json endpoints_json(const core::AuditReport& report, const core::AuditData& data) {
@@ -580,7 +580,7 @@ Json probes_json(const core::AuditReport& report, const core::AuditData& data) {
   Json probes = Json::array();
   for (const auto& probe : report.probes) {
     Json prompts = Json::array();
-    for (const auto& prompt : probe.analysis.prompts)
+    for (const auto& prompt : core::analysis_of(report, probe).prompts)
       prompts.push_back({{"id", prompt.id},
                          {"status", core::to_string(prompt.status)},
                          {"runs", prompt.runs},
@@ -762,9 +762,10 @@ void write_json(const core::AuditReport& report, std::ostream& out) {
   write(whole.substr(0, at));
   write("\n  \"prompts\": [");
   std::string one;
+  core::PromptAnalysis scratch;
   for (std::size_t i = 0; i < report.analysis.prompts.size(); ++i) {
-    one =
-        prompt_json(report.analysis.prompts[i]).dump(2, ' ', false, Json::error_handler_t::replace);
+    one = prompt_json(core::detailed(report, report.analysis.prompts[i], scratch))
+              .dump(2, ' ', false, Json::error_handler_t::replace);
     write(i == 0 ? "\n    " : ",\n    ");
     // Indented as an element of the top-level array; JSON strings hold no raw newline.
     const std::string_view element = one;

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <ostream>
+#include <sstream>
 #include <vector>
 
 #include "core/text_utf8.hpp"
@@ -70,7 +72,9 @@ std::string failure_message(const core::PromptAnalysis& p, Outcome outcome, doub
 }
 
 // Details in the failure body: the per-level counts and each distinct completion.
-std::string failure_details(const core::PromptAnalysis& p) {
+std::string failure_details(const core::AuditReport& report, const core::PromptAnalysis& prompt) {
+  core::PromptAnalysis scratch;
+  const core::PromptAnalysis& p = core::detailed(report, prompt, scratch);
   std::string out;
   for (const core::LevelAnalysis& level : p.by_concurrency) {
     out += fmt::format("concurrency {}: {}, {} runs, {} distinct, {} failed{}\n", level.concurrency,
@@ -259,12 +263,68 @@ std::string class_of(const core::JudgedScope& scope, bool first) {
 
 } // namespace
 
+namespace {
+
+// How one prompt's test case counts.
+struct PromptCase {
+  bool failed = false;
+  bool skipped = false;
+};
+
+// One prompt's test case: how it counts and, where `text` is given, its XML appended there (the
+// prompt's detail read back for its failure body).
+PromptCase prompt_case(const core::AuditReport& report, const core::JudgedScope& scope,
+                       const core::PromptAnalysis& p, const std::string& classname, double tau,
+                       std::string* text) {
+  PromptCase counted;
+  std::vector<Naming> namings;
+  for (const core::GateResult& gate : report.verdict.gates)
+    if (auto naming = naming_of(gate, scope, p, report, tau)) namings.push_back(*naming);
+  std::string finding;
+  if (namings.empty()) {
+    finding = finding_of(p, tau);
+    counted.skipped = !finding.empty() && p.status == core::PromptStatus::inconclusive;
+  }
+  counted.failed = !namings.empty();
+  if (text == nullptr) return counted;
+  std::string& cases = *text;
+  cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"0\"", classname,
+                       xml_escape(p.id, true));
+  if (!namings.empty()) {
+    // The reason, then each gate that names the prompt (unless the reason names it).
+    std::string message = namings.front().message;
+    std::string flags;
+    for (const Naming& naming : namings)
+      if (message.find(naming.gate->flag) == std::string::npos &&
+          flags.find(naming.gate->flag) == std::string::npos)
+        flags += (flags.empty() ? "" : ", ") + naming.gate->flag;
+    if (!flags.empty()) message += " (" + flags + ")";
+    cases +=
+        fmt::format(">\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>\n",
+                    xml_escape(message, true), namings.front().type,
+                    xml_escape(failure_details(report, p), false));
+  } else if (finding.empty()) {
+    cases += "/>\n";
+  } else if (counted.skipped) {
+    cases += fmt::format(">\n      <skipped message=\"{}\"/>\n      <system-out>{}</system-out>\n"
+                         "    </testcase>\n",
+                         xml_escape(finding, true), xml_escape(failure_details(report, p), false));
+  } else {
+    cases += fmt::format(">\n      <system-out>finding, no gate failed on it: {}\n\n{}"
+                         "</system-out>\n    </testcase>\n",
+                         xml_escape(finding, false), xml_escape(failure_details(report, p), false));
+  }
+  return counted;
+}
+
+} // namespace
+
 // One test case per gate and one per prompt of each judged scope. A gate's case fails when the
 // gate failed; a prompt's case fails when a failing gate names it (naming_of), so the suite fails
 // exactly when the exit code does and for the same gates. What no failing gate names (an
 // unstable prompt with no stability gate, a fragile one without --fail-on fragile) is a finding:
 // written to the case's <system-out>, or, for a prompt that could not be judged, <skipped>.
-std::string render_junit(const core::AuditReport& report) {
+void write_junit(const core::AuditReport& report, std::ostream& stream) {
   const core::AuditData* data = report.data;
   const core::Verdict& verdict = report.verdict;
   const double tau =
@@ -313,47 +373,15 @@ std::string render_junit(const core::AuditReport& report) {
         xml_escape(named.empty() ? std::string("no prompt named\n") : "prompts: " + named + "\n",
                    false));
   }
-  for (std::size_t s = 0; s < scopes.size(); ++s) {
-    const core::JudgedScope& scope = scopes[s];
-    const std::string classname = xml_escape(class_of(scope, s == 0), true);
+  // The counts lead the document: the prompts' cases are counted first, without their text, and
+  // written after the properties a case at a time.
+  for (const core::JudgedScope& scope : scopes)
     for (const core::PromptAnalysis& p : scope.analysis->prompts) {
       ++tests;
-      cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"0\"", classname,
-                           xml_escape(p.id, true));
-      std::vector<Naming> namings;
-      for (const core::GateResult& gate : verdict.gates)
-        if (auto naming = naming_of(gate, scope, p, report, tau)) namings.push_back(*naming);
-      if (!namings.empty()) {
-        ++failures;
-        // The reason, then each gate that names the prompt (unless the reason names it).
-        std::string message = namings.front().message;
-        std::string flags;
-        for (const Naming& naming : namings)
-          if (message.find(naming.gate->flag) == std::string::npos &&
-              flags.find(naming.gate->flag) == std::string::npos)
-            flags += (flags.empty() ? "" : ", ") + naming.gate->flag;
-        if (!flags.empty()) message += " (" + flags + ")";
-        cases += fmt::format(
-            ">\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>\n",
-            xml_escape(message, true), namings.front().type, xml_escape(failure_details(p), false));
-        continue;
-      }
-      const std::string finding = finding_of(p, tau);
-      if (finding.empty()) {
-        cases += "/>\n";
-      } else if (p.status == core::PromptStatus::inconclusive) {
-        ++skipped;
-        cases +=
-            fmt::format(">\n      <skipped message=\"{}\"/>\n      <system-out>{}</system-out>\n"
-                        "    </testcase>\n",
-                        xml_escape(finding, true), xml_escape(failure_details(p), false));
-      } else {
-        cases += fmt::format(">\n      <system-out>finding, no gate failed on it: {}\n\n{}"
-                             "</system-out>\n    </testcase>\n",
-                             xml_escape(finding, false), xml_escape(failure_details(p), false));
-      }
+      const PromptCase counted = prompt_case(report, scope, p, {}, tau, nullptr);
+      failures += counted.failed ? 1 : 0;
+      skipped += counted.skipped ? 1 : 0;
     }
-  }
 
   double seconds = 0.0;
   std::string timestamp;
@@ -412,8 +440,22 @@ std::string render_junit(const core::AuditReport& report) {
   if (!report.tool.version.empty()) property("llmrepro", report.tool.version);
   out += "    </properties>\n";
   out += cases;
-  out += "  </testsuite>\n</testsuites>\n";
-  return out;
+  stream.write(out.data(), static_cast<std::streamsize>(out.size()));
+  for (std::size_t s = 0; s < scopes.size(); ++s) {
+    const std::string classname = xml_escape(class_of(scopes[s], s == 0), true);
+    for (const core::PromptAnalysis& p : scopes[s].analysis->prompts) {
+      out.clear();
+      prompt_case(report, scopes[s], p, classname, tau, &out);
+      stream.write(out.data(), static_cast<std::streamsize>(out.size()));
+    }
+  }
+  stream << "  </testsuite>\n</testsuites>\n";
+}
+
+std::string render_junit(const core::AuditReport& report) {
+  std::ostringstream out;
+  write_junit(report, out);
+  return std::move(out).str();
 }
 
 } // namespace llmrepro::report

@@ -2,6 +2,7 @@
 // prompts as failing tests natively.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,10 @@ namespace llmrepro::report {
 // <failure type="fragile">; one whose fragility is unknown a <failure type="fragility_unknown">
 // where the verdict judged --fail-on fragile. Well-formed XML 1.0 whatever the model wrote.
 std::string render_junit(const core::AuditReport& report);
+
+// The same document written to `out` a prompt's test case at a time (the prompts are counted
+// first, since the counts lead the document).
+void write_junit(const core::AuditReport& report, std::ostream& out);
 
 // Text made safe for XML 1.0 content and quoted attributes: invalid UTF-8 becomes U+FFFD,
 // characters XML 1.0 forbids (C0 controls but tab, LF, CR; U+FFFE, U+FFFF) are dropped, and

@@ -122,9 +122,9 @@ std::string probes_markdown(const core::AuditReport& report) {
     const core::AuditSummary& s = probe.analysis.summary;
     out += fmt::format(
         "| {} | {} | {} | {} | {} | {} ({}) | {} | {} | {} |\n", core::to_string(probe.probe),
-        unstable_text(s), distinct_completions(probe.analysis), percent_text(s.tarr),
-        percent_text(s.tara), s.requests, s.failed_requests, cost_text(s.by_concurrency),
-        s.bitwise_stable_prompts, max_drift_text(s.max_logprob_drift));
+        unstable_text(s), distinct_completions(core::analysis_of(report, probe)),
+        percent_text(s.tarr), percent_text(s.tara), s.requests, s.failed_requests,
+        cost_text(s.by_concurrency), s.bitwise_stable_prompts, max_drift_text(s.max_logprob_drift));
     if (probe.probe == core::ProbeKind::prefix) prefix = &probe;
     if (probe.probe == core::ProbeKind::restart) restart = &probe;
   }
@@ -403,9 +403,11 @@ std::string render_markdown(const core::AuditReport& report) {
            "\n\n| prompt | distinct answers | modal answer | modal share [95%] | shifted at |" +
            (endpoints ? " shifted from endpoint 0 |\n|---|---:|---|---|---|---|\n"
                       : "\n|---|---:|---|---|---|\n");
+    core::PromptAnalysis scratch;
     for (const core::PromptAnalysis* p : distribution_rows(report, k_rows_shown))
       out += fmt::format("| {} | {} | {} | {} | {} |{}\n", markdown_escape(p->id, 60),
-                         p->answers.size(), markdown_escape(p->modal.answer, 80),
+                         p->answers.size(),
+                         markdown_escape(core::detailed(report, *p, scratch).modal.answer, 80),
                          modal_share_text(p->modal), shifted_levels_text(*p),
                          endpoints ? " " + shifted_endpoints_text(report, *p) + " |" : "");
   }

@@ -290,7 +290,7 @@ std::string render_terminal_summary(const core::AuditReport& report, bool color)
                            ? std::string("complete")
                            : fmt::format("partial: {} of {} planned "
                                          "requests recorded",
-                                         data.records.size(), report.planned_requests);
+                                         core::recorded_requests(data), report.planned_requests);
   // The verdict leads, then what a reader must know before trusting the figures.
   verdict_lines(report.verdict, paint, line);
   if (!report.determinism.empty()) {

@@ -203,7 +203,8 @@ std::vector<core::PlannedRequest> keys_of(const std::vector<core::RequestRecord>
 
 void AuditDatabase::check_records_against_plan() { m_impl->plan_check = true; }
 
-Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit) const {
+Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit,
+                                            KeptRecords kept) const {
   const std::lock_guard lock(m_impl->mutex);
   const detail::Connection& connection = m_impl->connection;
   const detail::RecordReader reader = m_impl->reader();
@@ -212,7 +213,17 @@ Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit) c
   core::AuditData data;
   auto loaded = reader.read_header(data);
   if (loaded) loaded = detail::read_agent_prompts(connection, data.suite);
-  if (loaded) loaded = visit ? reader.stream_records(data, visit) : reader.read_records(data);
+  std::function<bool(const core::RequestRecord&)> keep;
+  core::PlanConfig plan;
+  if (loaded && kept == KeptRecords::failures) {
+    plan = core::plan_config_of(data.config, static_cast<int>(data.endpoints.size()));
+    const bool plan_check = m_impl->plan_check;
+    keep = [&plan, &data, plan_check](const core::RequestRecord& record) {
+      return !record.outcome.ok ||
+             (plan_check && !core::plan_contains(plan, data.suite.prompts.size(), record.planned));
+    };
+  }
+  if (loaded) loaded = visit ? reader.stream_records(data, visit, keep) : reader.read_records(data);
   if (loaded && m_impl->plan_check) loaded = check_in_plan(connection, data, keys_of(data.records));
   if (loaded) loaded = reader.read_probe_activity(data);
   if (loaded) {

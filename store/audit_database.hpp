@@ -81,7 +81,12 @@ public:
   // With `visit`, the records are streamed instead: each prompt's records are read, handed to
   // `visit`, and kept in the result without their completion text and tokens, so memory holds
   // one prompt's tokens at a time however large the audit. An error from `visit` stops the load.
-  core::Result<core::AuditData> load(const PromptRecordsVisitor& visit = {}) const;
+  // KeptRecords::failures keeps only the failed records (and any outside the plan, which the
+  // plan check refuses), counting the others in AuditData::records_not_kept, so that memory does
+  // not grow with the records either.
+  enum class KeptRecords { all, failures };
+  core::Result<core::AuditData> load(const PromptRecordsVisitor& visit = {},
+                                     KeptRecords kept = KeptRecords::all) const;
 
   // Stores one finished request with its tokens in one transaction. A record whose key
   // (endpoint, prompt, concurrency, probe, repeat) is already stored replaces the old record and

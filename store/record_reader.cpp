@@ -278,8 +278,10 @@ Result<void> RecordReader::read_token_table(const char* table, const std::vector
 
 // Requests in (prompt, id) order; each prompt's tokens are read by request (a primary-key range
 // of the tokens table) just before the prompt is handed over, then dropped.
-Result<void> RecordReader::stream_records(core::AuditData& data,
-                                          const AuditDatabase::PromptRecordsVisitor& visit) const {
+Result<void>
+RecordReader::stream_records(core::AuditData& data,
+                             const AuditDatabase::PromptRecordsVisitor& visit,
+                             const std::function<bool(const core::RequestRecord&)>& keep) const {
   const Connection& db = m_connection;
   Statement requests;
   LLMREPRO_TRY_ASSIGN(requests,
@@ -307,7 +309,8 @@ Result<void> RecordReader::stream_records(core::AuditData& data,
                                                        ErrorCode::input));
   }
   const core::AuditData& header = data; // records are added only once every prompt is visited
-  std::vector<std::pair<std::int64_t, core::RequestRecord>> kept; // (id, trimmed record)
+  std::vector<std::pair<std::int64_t, core::RequestRecord>> kept;         // (id, trimmed record)
+  std::vector<std::set<std::string>> fingerprints(data.endpoints.size()); // of records not kept
   std::vector<core::RequestRecord> group;
   std::vector<std::int64_t> group_ids;
   std::vector<TextsFromTokens> group_from_tokens;
@@ -350,12 +353,22 @@ Result<void> RecordReader::stream_records(core::AuditData& data,
     }
     LLMREPRO_TRY(visit(header, group_prompt, group));
     for (std::size_t i = 0; i < group.size(); ++i) {
+      if (keep && !keep(group[i])) {
+        // What derive_fingerprints reads of a record is kept apart.
+        const auto& outcome = group[i].outcome;
+        const auto endpoint = static_cast<std::size_t>(group[i].planned.endpoint_index);
+        if (outcome.ok && !outcome.completion.system_fingerprint.empty() &&
+            endpoint < fingerprints.size())
+          fingerprints[endpoint].insert(outcome.completion.system_fingerprint);
+        ++data.records_not_kept;
+        continue;
+      }
       auto& completion = group[i].outcome.completion;
-      // Assigned fresh: `= {}` would clear but keep the capacity.
-      completion.text = std::string();
-      completion.tokens = std::vector<core::TokenLogprob>();
-      completion.reasoning_text = std::string();
-      completion.reasoning_tokens = std::vector<core::TokenLogprob>();
+      // Swapped with empty ones: assigning `{}`, or an empty string, keeps the capacity.
+      std::string().swap(completion.text);
+      std::vector<core::TokenLogprob>().swap(completion.tokens);
+      std::string().swap(completion.reasoning_text);
+      std::vector<core::TokenLogprob>().swap(completion.reasoning_tokens);
       kept.emplace_back(group_ids[i], std::move(group[i]));
     }
     group.clear();
@@ -385,6 +398,9 @@ Result<void> RecordReader::stream_records(core::AuditData& data,
             [](const auto& a, const auto& b) { return a.first < b.first; });
   data.records.reserve(kept.size());
   for (auto& entry : kept) data.records.push_back(std::move(entry.second));
+  // derive_fingerprints adds the kept records' fingerprints to these.
+  for (std::size_t e = 0; e < fingerprints.size(); ++e)
+    data.endpoints[e].fingerprints.assign(fingerprints[e].begin(), fingerprints[e].end());
   return {};
 }
 
@@ -426,6 +442,10 @@ Result<std::vector<core::PlannedRequest>> RecordReader::read_successes() const {
 
 void derive_fingerprints(core::AuditData& data) {
   std::vector<std::set<std::string>> fingerprints(data.endpoints.size());
+  // Those of the records a streaming load did not keep (stream_records).
+  for (std::size_t i = 0; i < data.endpoints.size(); ++i)
+    fingerprints[i].insert(data.endpoints[i].fingerprints.begin(),
+                           data.endpoints[i].fingerprints.end());
   for (const auto& record : data.records) {
     const auto index = static_cast<std::size_t>(record.planned.endpoint_index);
     const auto& fingerprint = record.outcome.completion.system_fingerprint;

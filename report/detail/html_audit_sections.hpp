@@ -4,6 +4,7 @@
 // to one concern; every model text and URL is escaped with html_escape.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,7 @@ std::string render_semantic_section(const core::AuditReport& report);
 
 // Distribution mode (where distribution_shown): each prompt's distinct answers, modal answer and
 // share with its interval, and the levels its answers shifted at; every answer is model text,
-// escaped.
-std::string render_distribution_section(const core::AuditReport& report);
+// escaped. Written to `stream` a row at a time; nothing where distribution mode is not shown.
+void write_distribution_section(const core::AuditReport& report, std::ostream& stream);
 
 } // namespace llmrepro::report

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,9 +41,11 @@ public:
 
   // Hands each prompt's records, with text and tokens, to `visit` in ascending prompt order
   // (`data` is the header then), then appends them to data.records in recorded order without
-  // their text and tokens. An error from `visit` stops the read and is returned.
-  core::Result<void> stream_records(core::AuditData& data,
-                                    const AuditDatabase::PromptRecordsVisitor& visit) const;
+  // their text and tokens: those `keep` accepts (every one where it is empty), the others
+  // counted in data.records_not_kept. An error from `visit` stops the read and is returned.
+  core::Result<void>
+  stream_records(core::AuditData& data, const AuditDatabase::PromptRecordsVisitor& visit,
+                 const std::function<bool(const core::RequestRecord&)>& keep = {}) const;
 
   // Fills data.probe_activity; empty when none was stored.
   core::Result<void> read_probe_activity(core::AuditData& data) const;

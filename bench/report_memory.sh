@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# `llmrepro report --json --html` as the audit grows, for this checkout against a baseline build,
+# in one run on one machine: peak RSS and seconds at 1x, 2x and 4x the prompts (200, 400, 800
+# prompts x 50 runs x 256 tokens) and at 2x and 4x the runs (200 prompts x 100 and 200 runs),
+# and user+sys CPU seconds, each against one SQL scan of the token blobs (`SELECT sum(length(answer))
+# FROM packed_tokens`, timed by sqlite3).
+# The audits are bench/analysis_audits.sh's (recorded from bench/responder, grown in SQL). Each
+# figure is the best of LLMREPRO_BENCH_REPEAT runs (default 3), the two builds alternating, and
+# the script checks that both builds write the same JSON and HTML bytes. Prints one table.
+#   LLMREPRO_BENCH_BASELINE_REF  the baseline commit (default: the parent of the commit that added
+#                                core/prompt_details.hpp, the lean report)
+#   LLMREPRO_BENCH_BINARY, LLMREPRO_BENCH_BASELINE_BINARY  optimised builds to use instead
+#   LLMREPRO_BENCH_SCALE         below 1: the audits start from 50 prompts (a smoke run)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+# shellcheck disable=SC2034 # read by bench/release_builds.sh
+jobs=${LLMREPRO_JOBS:-$(nproc)}
+repeat=${LLMREPRO_BENCH_REPEAT:-3}
+small=$(python3 -c "import sys; print(int(float(sys.argv[1]) < 1))" "${LLMREPRO_BENCH_SCALE:-1}")
+work=$(mktemp -d "${TMPDIR:-/tmp}/llmrepro-report-memory.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+log() { printf 'report-memory: %s\n' "$*" >&2; }
+source bench/analysis_audits.sh
+
+ref=${LLMREPRO_BENCH_BASELINE_REF:-}
+if [[ -z $ref && -z ${LLMREPRO_BENCH_BASELINE_BINARY:-} ]]; then
+  added=$(git log --format=%H --diff-filter=A -- core/prompt_details.hpp | tail -1)
+  [[ -n $added ]] || { log "no commit adds core/prompt_details.hpp: give LLMREPRO_BENCH_BASELINE_REF"; exit 2; }
+  ref=$added^
+fi
+source bench/release_builds.sh
+# Unity builds, as CI's, to spend less of a shared machine on two builds.
+unity=-DCMAKE_UNITY_BUILD=ON
+if [[ -n ${LLMREPRO_BENCH_BASELINE_BINARY:-} ]]; then
+  base=$(realpath "$LLMREPRO_BENCH_BASELINE_BINARY")
+  base_name=given
+else
+  baseline=$(git rev-parse --verify "$ref^{commit}")
+  base_name=${baseline:0:7}
+  log "building the baseline ${baseline:0:12} (Release) in build-bench-base"
+  release_build "$(baseline_source "$root/build-bench-base" "$baseline")" \
+    "$root/build-bench-base/build" "$unity"
+  base=$root/build-bench-base/build/cli/llmrepro
+fi
+head_name=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo "+changes")
+if [[ -n ${LLMREPRO_BENCH_BINARY:-} ]]; then
+  head=$(realpath "$LLMREPRO_BENCH_BINARY")
+else
+  log "building $head_name (Release) in build-bench"
+  release_build "$root" "$root/build-bench" "$unity"
+  head=$root/build-bench/cli/llmrepro
+fi
+mkdir -p build-bench/bench
+g++ -std=c++20 -O2 -pthread bench/responder.cpp -o build-bench/bench/responder
+
+log "recording the analysis audits (50 prompts x 50 runs, grown in SQL)"
+analysis_audits "$head" build-bench/bench/responder "$work" "$small"
+
+# "<seconds> <cpu seconds> <peak MiB>" of one command (cpu: user + sys).
+measure() {
+  /usr/bin/time -f '%e %U %S %M' -o "$work/m" "$@" >/dev/null 2>&1 || true # a gate's exit code
+  tail -1 "$work/m" | awk '{printf "%.2f %.2f %.1f\n", $1, $2 + $3, $4 / 1024}'
+}
+# Seconds of the scan, as sqlite3's timer gives them (milliseconds; /usr/bin/time has 10).
+scan_seconds() {
+  printf '.timer on\nSELECT sum(length(answer)) FROM packed_tokens;\n' | sqlite3 "$1" |
+    awk '/^Run Time:/ {print $4}'
+}
+best() { printf '%s\n' "$@" | sort -g | head -1; }
+ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'inf')" "$1" "$2"; }
+
+sizes=(x1 x2 x4 r2 r4)
+declare -A prompts runs tokens scan base_s base_cpu base_mb head_s head_cpu head_mb same
+for size in "${sizes[@]}"; do
+  db=$work/$size.db
+  read -r prompts[$size] runs[$size] tokens[$size] < <(sqlite3 -separator ' ' "$db" \
+    "SELECT (SELECT COUNT(*) FROM prompts), (SELECT MAX(repeat) + 1 FROM requests), (SELECT SUM(completion_tokens) FROM requests)")
+  s=(); bs=(); bc=(); bm=(); hs=(); hc=(); hm=()
+  for _ in $(seq "$repeat"); do
+    s+=("$(scan_seconds "$db")")
+    read -r t c m < <(measure "$base" report --db "$db" --json "$work/base.json" --html "$work/base.html" --quiet)
+    bs+=("$t"); bc+=("$c"); bm+=("$m")
+    read -r t c m < <(measure "$head" report --db "$db" --json "$work/head.json" --html "$work/head.html" --quiet)
+    hs+=("$t"); hc+=("$c"); hm+=("$m")
+  done
+  scan[$size]=$(best "${s[@]}")
+  base_s[$size]=$(best "${bs[@]}"); base_cpu[$size]=$(best "${bc[@]}"); base_mb[$size]=$(best "${bm[@]}")
+  head_s[$size]=$(best "${hs[@]}"); head_cpu[$size]=$(best "${hc[@]}"); head_mb[$size]=$(best "${hm[@]}")
+  same[$size]=no
+  if [[ -s $work/head.json && -s $work/head.html ]] && cmp -s "$work/base.json" "$work/head.json" &&
+    cmp -s "$work/base.html" "$work/head.html"; then same[$size]=yes; fi
+  log "$size: baseline ${base_s[$size]} s ${base_mb[$size]} MiB, head ${head_s[$size]} s ${head_mb[$size]} MiB, scan ${scan[$size]} s, same bytes: ${same[$size]}"
+done
+
+echo
+echo "llmrepro report --json --html: baseline $base_name against $head_name ($(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); best of $repeat)"
+echo
+printf '%-4s %7s %4s %8s | %6s %6s %5s | %7s %7s %5s | %8s %8s %5s | %6s %9s | %4s\n' size prompts \
+  runs tokens 'base s' 'head s' 'h/b' 'base cpu' 'head cpu' 'h/b' 'base MiB' 'head MiB' 'h/b' \
+  'scan s' 'head/scan' same
+for size in "${sizes[@]}"; do
+  printf '%-4s %7s %4s %8s | %6s %6s %5s | %7s %7s %5s | %8s %8s %5s | %6s %9s | %4s\n' "$size" \
+    "${prompts[$size]}" "${runs[$size]}" "${tokens[$size]}" "${base_s[$size]}" "${head_s[$size]}" \
+    "$(ratio "${head_s[$size]}" "${base_s[$size]}")" "${base_cpu[$size]}" "${head_cpu[$size]}" \
+    "$(ratio "${head_cpu[$size]}" "${base_cpu[$size]}")" "${base_mb[$size]}" "${head_mb[$size]}" \
+    "$(ratio "${head_mb[$size]}" "${base_mb[$size]}")" "${scan[$size]}" \
+    "$(ratio "${head_s[$size]}" "${scan[$size]}" | cut -d. -f1)" "${same[$size]}"
+done
+echo
+echo "peak MiB against x1 (1x prompts, 1x runs):"
+for size in x2 x4 r2 r4; do
+  printf '  %s: baseline %s, head %s\n' "$size" "$(ratio "${base_mb[$size]}" "${base_mb[x1]}")" \
+    "$(ratio "${head_mb[$size]}" "${head_mb[x1]}")"
+done
+echo "x2, x4: twice and four times the prompts; r2, r4: the same prompts with twice and four times the runs"
+echo "cpu: user + sys seconds; scan: SELECT sum(length(answer)) FROM packed_tokens, by sqlite3's timer"
+echo "targets: head peak MiB within 10% of x1 at x2, x4, r2, r4; head seconds within 2x of the scan"
