@@ -10,36 +10,7 @@
 # are the audit's, so the copies name the same ids); doubling the runs copies every request under
 # new repeat numbers.
 
-# The requests columns after `id`, copied as they are.
-analysis_columns="endpoint_index, prompt_index, concurrency, probe, repeat, ok, http_status, error,
-  attempts, started_ms, finished_ms, text, has_logprobs, finish_reason, system_fingerprint, model,
-  completion_tokens, numbers_nan, numbers_infinity, numbers_negative_infinity, numbers_overflow,
-  numbers_null, reasoning_text, reasoning_split, usage_prompt_tokens, usage_reasoning_tokens"
-
-double_prompts() { # db
-  sqlite3 "$1" <<SQL
-BEGIN;
-CREATE TEMP TABLE k AS SELECT (SELECT MAX(idx) + 1 FROM prompts) AS p, (SELECT MAX(id) FROM requests) AS r;
-INSERT INTO prompts SELECT idx + (SELECT p FROM k), id || '-' || (SELECT p FROM k), text, messages,
-  max_tokens, tags, expect, extract, response_format, source_line FROM prompts;
-INSERT INTO requests (id, $analysis_columns) SELECT id + (SELECT r FROM k),
-  ${analysis_columns/prompt_index/prompt_index + (SELECT p FROM k)} FROM requests;
-INSERT INTO packed_tokens SELECT request_id + (SELECT r FROM k), answer, reasoning FROM packed_tokens;
-COMMIT;
-SQL
-}
-
-double_runs() { # db
-  sqlite3 "$1" <<SQL
-BEGIN;
-CREATE TEMP TABLE k AS SELECT (SELECT MAX(repeat) + 1 FROM requests) AS n, (SELECT MAX(id) FROM requests) AS r;
-INSERT INTO requests (id, $analysis_columns) SELECT id + (SELECT r FROM k),
-  ${analysis_columns/repeat,/repeat + (SELECT n FROM k),} FROM requests;
-INSERT INTO packed_tokens SELECT request_id + (SELECT r FROM k), answer, reasoning FROM packed_tokens;
-UPDATE audit SET config = json_set(config, '\$.runs', json_extract(config, '\$.runs') * 2);
-COMMIT;
-SQL
-}
+source bench/double_audit.sh
 
 analysis_audits() { # llmrepro responder work [small]
   local llmrepro=$1 responder=$2 work=$3 small=${4:-0} port pid
@@ -60,12 +31,12 @@ for i in range(50):
     --api openai-chat --model bench-model --runs 50 --concurrency 64 --max-tokens 256 \
     --db "$work/base.db" --quiet || true
   kill "$pid"; wait "$pid" 2>/dev/null || true
-  if [[ $small != 1 ]]; then double_prompts "$work/base.db"; double_prompts "$work/base.db"; fi
+  if [[ $small != 1 ]]; then double "$work/base.db"; double "$work/base.db"; fi
   cp "$work/base.db" "$work/x1.db"
   cp "$work/base.db" "$work/r2.db"; double_runs "$work/r2.db"
   cp "$work/r2.db" "$work/r4.db"; double_runs "$work/r4.db"
-  double_prompts "$work/base.db"
-  cp "$work/base.db" "$work/x2.db"; double_prompts "$work/base.db"
+  double "$work/base.db"
+  cp "$work/base.db" "$work/x2.db"; double "$work/base.db"
   mv "$work/base.db" "$work/x4.db"
   rm -f "$work/base.db.lock"
 }
