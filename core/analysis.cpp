@@ -24,7 +24,6 @@
 #include "core/failure_groups.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -299,10 +298,10 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
   });
   const Completion* drift_reference = nullptr;
   std::string drift_reference_key;
-  // Drift is over every pair of agreeing runs (the prompt's, and each level's), not against the
-  // reference alone: two runs moved ±d from it differ by 2d.
+  // Drift spans every pair of agreeing runs (the prompt's, each level's), not the reference's
+  // pairs alone: two runs moved ±d from it differ by 2d.
   std::vector<const Completion*> drift_runs;
-  std::map<int, std::vector<const Completion*>> level_drift_runs;
+  std::map<int, LogprobDriftTree> level_drift_runs;
   std::map<int, NoiseSamples> own_noise;
   for (const auto* record : by_repeat) {
     if (!record->outcome.ok) continue;
@@ -325,11 +324,14 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     note_reference_agreement(levels[record->planned.concurrency], *drift_reference,
                              drift_reference_key, completion, mode);
     drift_runs.push_back(&completion);
-    level_drift_runs[record->planned.concurrency].push_back(&completion);
+    level_drift_runs[record->planned.concurrency].add(completion);
   }
-  result.logprob_drift = logprob_drift_of(drift_runs);
   for (const auto& [concurrency, runs] : level_drift_runs)
-    levels[concurrency].logprob_drift = logprob_drift_of(runs);
+    levels[concurrency].logprob_drift = runs.drift();
+  // With one level its runs are the prompt's, and so is its drift.
+  result.logprob_drift = level_drift_runs.size() == 1
+                             ? levels[level_drift_runs.begin()->first].logprob_drift
+                             : logprob_drift_of(drift_runs);
   for (const auto& [concurrency, samples] : own_noise)
     levels[concurrency].own_noise = samples.distribution();
 

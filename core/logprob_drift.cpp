@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <map>
 #include <string_view>
 
 #include "core/flip_probability.hpp"
@@ -17,19 +16,6 @@
 
 namespace llmrepro::core {
 namespace {
-
-// The smallest and largest of the values seen; the spread is their difference.
-struct Range {
-  int count = 0;
-  double low = 0;
-  double high = 0;
-  void add(double value) {
-    low = count == 0 ? value : std::min(low, value);
-    high = count == 0 ? value : std::max(high, value);
-    ++count;
-  }
-  double spread() const { return count < 2 ? 0.0 : high - low; }
-};
 
 // A value drift may compare: a number above the floor. A logprob at the floor (-Infinity as the
 // endpoint sent it) says "impossible", not how far it moved; a runner-up that falls to it from
@@ -46,45 +32,67 @@ const TokenCandidate* runner_up(const TokenLogprob& token) {
 
 } // namespace
 
-LogprobDrift logprob_drift_of(const std::vector<const Completion*>& runs) {
+void LogprobDriftTree::Range::add(double value) {
+  low = count == 0 ? value : std::min(low, value);
+  high = count == 0 ? value : std::max(high, value);
+  ++count;
+}
+
+std::size_t LogprobDriftTree::child(std::size_t parent, const std::string& token, int position) {
+  std::size_t last = 0;
+  for (std::size_t at = m_nodes[parent].first_child; at != 0; at = m_nodes[at].next_sibling) {
+    if (m_nodes[at].token == token) return at;
+    last = at;
+  }
+  const std::size_t added = m_nodes.size();
+  Node node;
+  node.token = token;
+  node.position = position;
+  m_nodes.push_back(std::move(node));
+  (last == 0 ? m_nodes[parent].first_child : m_nodes[last].next_sibling) = added;
+  return added;
+}
+
+void LogprobDriftTree::add(const Completion& run) {
+  std::size_t node = 0;
+  for (std::size_t position = 0; position < run.tokens.size(); ++position) {
+    const TokenLogprob& at = run.tokens[position];
+    node = child(node, at.token, static_cast<int>(position));
+    Node& here = m_nodes[node];
+    ++here.runs;
+    if (comparable(at.logprob)) here.chosen.add(at.logprob);
+    if (const auto g = measured_gap(at)) here.gap.add(*g);
+    const TokenCandidate* rival = runner_up(at);
+    if (rival == nullptr || !comparable(rival->logprob)) continue;
+    auto seen = std::find_if(here.runner_ups.begin(), here.runner_ups.end(),
+                             [&](const RunnerUp& r) { return r.token == rival->token; });
+    if (seen == here.runner_ups.end())
+      seen = here.runner_ups.insert(here.runner_ups.end(), RunnerUp{rival->token, {}});
+    seen->range.add(rival->logprob);
+  }
+}
+
+LogprobDrift LogprobDriftTree::drift() const {
   LogprobDrift drift;
-  // The runs that agree on every token so far, in groups; a group of one has nothing to compare.
-  std::vector<std::vector<const Completion*>> groups(1);
-  for (const Completion* run : runs)
-    if (run != nullptr) groups.front().push_back(run);
-  for (std::size_t position = 0; !groups.empty(); ++position) {
-    std::vector<std::vector<const Completion*>> next;
-    for (const auto& group : groups) {
-      // Split by this position's token; runs that ended leave.
-      std::map<std::string_view, std::vector<const Completion*>> by_token;
-      for (const Completion* run : group)
-        if (position < run->tokens.size()) by_token[run->tokens[position].token].push_back(run);
-      for (auto& [token, agreeing] : by_token) {
-        if (agreeing.size() < 2) continue;
-        Range chosen;
-        Range gap;
-        std::map<std::string_view, Range> runner_ups; // by the runner-up's token
-        for (const Completion* run : agreeing) {
-          const TokenLogprob& at = run->tokens[position];
-          if (comparable(at.logprob)) chosen.add(at.logprob);
-          if (const auto g = measured_gap(at)) gap.add(*g);
-          const TokenCandidate* rival = runner_up(at);
-          if (rival != nullptr && comparable(rival->logprob))
-            runner_ups[rival->token].add(rival->logprob);
-        }
-        double moved = chosen.spread();
-        for (const auto& [rival, range] : runner_ups) moved = std::max(moved, range.spread());
-        drift.max_abs = std::max(drift.max_abs, moved);
-        drift.max_abs_gap = std::max(drift.max_abs_gap, gap.spread());
-        if (chosen.count >= 2) drift.positions_compared += chosen.count - 1;
-        if ((moved > 0 || gap.spread() > 0) && !drift.first_position)
-          drift.first_position = static_cast<int>(position);
-        next.push_back(std::move(agreeing));
-      }
-    }
-    groups = std::move(next);
+  for (const Node& node : m_nodes) {
+    if (node.runs < 2) continue; // one run has nothing to compare (the root has none)
+    double moved = node.chosen.spread();
+    for (const RunnerUp& rival : node.runner_ups) moved = std::max(moved, rival.range.spread());
+    drift.max_abs = std::max(drift.max_abs, moved);
+    drift.max_abs_gap = std::max(drift.max_abs_gap, node.gap.spread());
+    if (node.chosen.count >= 2) drift.positions_compared += node.chosen.count - 1;
+    if ((moved > 0 || node.gap.spread() > 0) &&
+        (!drift.first_position || node.position < *drift.first_position))
+      drift.first_position = node.position;
   }
   return drift;
+}
+
+LogprobDrift logprob_drift_of(const std::vector<const Completion*>& runs) {
+  LogprobDriftTree tree;
+  for (const Completion* run : runs)
+    if (run != nullptr) tree.add(*run);
+  return tree.drift();
 }
 
 void join_logprob_drift(LogprobDrift& drift, const LogprobDrift& other) {
@@ -97,7 +105,35 @@ void join_logprob_drift(LogprobDrift& drift, const LogprobDrift& other) {
 }
 
 void add_logprob_drift(LogprobDrift& drift, const Completion& reference, const Completion& other) {
-  join_logprob_drift(drift, logprob_drift_of({&reference, &other}));
+  // Two runs agree until their first differing token: the tree of two is a single path, walked
+  // here without building it (this runs once for every run of an audit).
+  LogprobDrift pair;
+  const auto spread = [](double a, double b) { return std::max(a, b) - std::min(a, b); };
+  const auto limit = std::min(reference.tokens.size(), other.tokens.size());
+  for (std::size_t position = 0; position < limit; ++position) {
+    const TokenLogprob& a = reference.tokens[position];
+    const TokenLogprob& b = other.tokens[position];
+    if (a.token != b.token) break;
+    double moved = 0;
+    if (comparable(a.logprob) && comparable(b.logprob)) {
+      moved = spread(a.logprob, b.logprob);
+      ++pair.positions_compared;
+    }
+    const TokenCandidate* rival_a = runner_up(a);
+    const TokenCandidate* rival_b = runner_up(b);
+    if (rival_a != nullptr && rival_b != nullptr && rival_a->token == rival_b->token &&
+        comparable(rival_a->logprob) && comparable(rival_b->logprob))
+      moved = std::max(moved, spread(rival_a->logprob, rival_b->logprob));
+    double gap_moved = 0;
+    const auto gap_a = measured_gap(a);
+    const auto gap_b = measured_gap(b);
+    if (gap_a && gap_b) gap_moved = spread(*gap_a, *gap_b);
+    pair.max_abs = std::max(pair.max_abs, moved);
+    pair.max_abs_gap = std::max(pair.max_abs_gap, gap_moved);
+    if ((moved > 0 || gap_moved > 0) && !pair.first_position)
+      pair.first_position = static_cast<int>(position);
+  }
+  join_logprob_drift(drift, pair);
 }
 
 } // namespace llmrepro::core

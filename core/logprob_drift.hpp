@@ -2,7 +2,9 @@
 // tokens, the second axis of stability beside the tokens themselves.
 #pragma once
 
+#include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/completion.hpp"
@@ -29,6 +31,44 @@ struct LogprobDrift {
 // number, which is the largest |Δ| over their pairs, in time linear in the runs per position.
 // Measured against one reference run instead, two runs moved ±d from it read d, not 2d.
 LogprobDrift logprob_drift_of(const std::vector<const Completion*>& runs);
+
+// logprob_drift_of, fed one run at a time: the runs that agree on every token so far share a
+// node of a prefix tree, which holds the ranges of that position's numbers, so that a run can be
+// dropped once it is added and the memory follows the distinct prefixes, not the runs. The
+// result is the same, to the bit, whatever order the runs come in.
+class LogprobDriftTree {
+public:
+  void add(const Completion& run);
+  LogprobDrift drift() const;
+
+private:
+  // The smallest and largest of the values seen; the spread is their difference.
+  struct Range {
+    int count = 0;
+    double low = 0;
+    double high = 0;
+    void add(double value);
+    double spread() const { return count < 2 ? 0.0 : high - low; }
+  };
+  struct RunnerUp {
+    std::string token;
+    Range range;
+  };
+  // The runs that chose `token` here after agreeing on every earlier token.
+  struct Node {
+    std::string token;
+    int position = 0;
+    int runs = 0;
+    Range chosen;
+    Range gap;
+    std::vector<RunnerUp> runner_ups; // by the runner-up's token, in the order first seen
+    std::size_t first_child = 0;      // 0: none (the root is never a child)
+    std::size_t next_sibling = 0;
+  };
+  std::size_t child(std::size_t parent, const std::string& token, int position);
+
+  std::vector<Node> m_nodes{Node{}}; // m_nodes[0]: the root, before the first token
+};
 
 // Joins `other` into `drift`: the larger maxima, the positions summed, the earlier first
 // position.

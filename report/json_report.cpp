@@ -12,6 +12,7 @@
 #include "core/probe_text.hpp"
 #include "core/statistics.hpp"
 #include "report/detail/iso_time.hpp"
+#include "report/detail/json_tokens.hpp"
 #include "report/detail/adi_json.hpp"
 #include "report/detail/capabilities_json.hpp"
 #include "report/detail/server_json.hpp"
@@ -402,15 +403,11 @@ Json summary_json(const core::AuditReport& report) {
           {"verdict", verdict_json(report.verdict)}};
 }
 
+// A completion's members before "tokens", its last, which write_prompt appends as text.
 Json completion_json(const core::DistinctCompletion& completion) {
   Json counts = Json::object();
   for (const auto& [level, count] : completion.count_by_concurrency)
     counts[std::to_string(level)] = count;
-  Json tokens = Json::array();
-  for (const auto& token : completion.tokens)
-    tokens.push_back({{"token", token.token},
-                      {"logprob", number(token.logprob)},
-                      {"top", candidates(token.top)}});
   return {{"text", completion.text},
           {"count", completion.count},
           {"reference", completion.is_reference},
@@ -419,10 +416,10 @@ Json completion_json(const core::DistinctCompletion& completion) {
           {"count_by_concurrency", counts},
           {"finish_reasons", counts_json(completion.finish_reasons)},
           {"models", counts_json(completion.models)},
-          {"fingerprints", counts_json(completion.fingerprints)},
-          {"tokens", tokens}};
+          {"fingerprints", counts_json(completion.fingerprints)}};
 }
 
+// A prompt's members before "completions", its last, which write_prompt appends as text.
 Json prompt_json(const core::PromptAnalysis& prompt) {
   Json levels = Json::array();
   for (const auto& level : prompt.by_concurrency)
@@ -438,9 +435,6 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
          {"logprob_drift", drift_json(level.logprob_drift)},
          {"p_flip", optional_number(level.p_flip)},
          {"distribution", level_distribution_json(level)}});
-  Json completions = Json::array();
-  for (const auto& completion : prompt.completions)
-    completions.push_back(completion_json(completion));
   Json answers = Json::array();
   for (const auto& [answer, count] : prompt.answers)
     answers.push_back({{"answer", answer}, {"count", count}});
@@ -485,8 +479,7 @@ Json prompt_json(const core::PromptAnalysis& prompt) {
           {"shifted", prompt.shifted},
           {"passes", optional_int(prompt.passes)},
           {"checked_runs", prompt.checked_runs},
-          {"by_concurrency", levels},
-          {"completions", completions}};
+          {"by_concurrency", levels}};
 }
 
 // The stability and cost of one analysis, without its prompts.
@@ -728,6 +721,33 @@ Json errors_json(const core::AuditReport& report, const core::AuditData& data) {
   return errors;
 }
 
+// Model text may hold invalid UTF-8 (a BPE token can split a character); the replace handler
+// writes U+FFFD instead of throwing.
+std::string dump(const Json& json) {
+  return json.dump(2, ' ', false, Json::error_handler_t::replace);
+}
+
+// One element of "prompts" at `indent`, as dump(2) writes the whole tree; the tokens as text.
+void write_prompt(std::string& out, const core::PromptAnalysis& prompt, int indent) {
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  detail::append_open_object(out, dump(prompt_json(prompt)), indent);
+  out += ",\n" + pad + "  \"completions\": ";
+  if (prompt.completions.empty()) {
+    out += "[]";
+  } else {
+    out += '[';
+    for (std::size_t i = 0; i < prompt.completions.size(); ++i) {
+      out += (i == 0 ? "\n" : ",\n") + pad + "    ";
+      detail::append_open_object(out, dump(completion_json(prompt.completions[i])), indent + 4);
+      out += ",\n" + pad + "      \"tokens\": ";
+      detail::append_tokens_json(out, prompt.completions[i].tokens, indent + 6);
+      detail::close_object(out, indent + 4);
+    }
+    out += '\n' + pad + "  ]";
+  }
+  detail::close_object(out, indent);
+}
+
 } // namespace
 
 void write_json(const core::AuditReport& report, std::ostream& out) {
@@ -744,9 +764,7 @@ void write_json(const core::AuditReport& report, std::ostream& out) {
       {"errors", errors_json(report, data)}, {"probe", core::to_string(report.primary_probe)},
       {"probes", probes_json(report, data)}, {"comparison", comparison_json(report, data)},
       {"semantic", semantic_json(data)},     {"adaptive", adaptive_json(data)}};
-  // Model text may hold invalid UTF-8 (a BPE token can split a character); the replace handler
-  // writes U+FFFD instead of throwing.
-  const std::string skeleton = json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  const std::string skeleton = dump(json) + "\n";
   // The top-level member is the only "prompts" at two spaces of indentation.
   const std::string_view placeholder = "\n  \"prompts\": [],\n";
   const std::size_t at =
@@ -761,22 +779,12 @@ void write_json(const core::AuditReport& report, std::ostream& out) {
   const std::string_view whole = skeleton;
   write(whole.substr(0, at));
   write("\n  \"prompts\": [");
-  std::string one;
+  std::string element;
   core::PromptAnalysis scratch;
   for (std::size_t i = 0; i < report.analysis.prompts.size(); ++i) {
-    one = prompt_json(core::detailed(report, report.analysis.prompts[i], scratch))
-              .dump(2, ' ', false, Json::error_handler_t::replace);
-    write(i == 0 ? "\n    " : ",\n    ");
-    // Indented as an element of the top-level array; JSON strings hold no raw newline.
-    const std::string_view element = one;
-    std::size_t from = 0;
-    for (std::size_t newline = element.find('\n'); newline != std::string_view::npos;
-         newline = element.find('\n', from)) {
-      write(element.substr(from, newline + 1 - from));
-      write("    ");
-      from = newline + 1;
-    }
-    write(element.substr(from));
+    element.assign(i == 0 ? "\n    " : ",\n    ");
+    write_prompt(element, core::detailed(report, report.analysis.prompts[i], scratch), 4);
+    write(element);
   }
   write("\n  ],\n");
   write(whole.substr(at + placeholder.size()));

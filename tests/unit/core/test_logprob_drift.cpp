@@ -1,12 +1,17 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/analysis.hpp"
+#include "core/flip_probability.hpp"
 #include "core/logprob_drift.hpp"
+#include "core/random.hpp"
 #include "tests/support/request_records.hpp"
 
 using namespace llmrepro::core;
@@ -335,4 +340,115 @@ TEST_CASE("analysis: a prompt's drift spans every pair of its runs") {
   CHECK(prompt.by_concurrency[1].logprob_drift.max_abs ==
         doctest::Approx(0.0078125).epsilon(1e-12));
   CHECK(analysis.summary.max_logprob_drift == doctest::Approx(0.0078125).epsilon(1e-12));
+}
+
+namespace {
+
+// The definition of docs/design.md, written the plain way: at each position, the runs that agree
+// on every token so far are split by this position's token, and each group's spreads are read.
+// The tree and the pair walk must give exactly this, bit for bit.
+LogprobDrift drift_by_definition(const std::vector<const Completion*>& runs) {
+  const auto comparable = [](double v) { return std::isfinite(v) && v > -9999.0; };
+  const auto rival_of = [](const TokenLogprob& t) -> const TokenCandidate* {
+    for (const auto& c : t.top)
+      if (c.token != t.token) return &c;
+    return nullptr;
+  };
+  const auto spread = [](const std::vector<double>& v) {
+    if (v.size() < 2) return 0.0;
+    const auto [low, high] = std::minmax_element(v.begin(), v.end());
+    return *high - *low;
+  };
+  LogprobDrift drift;
+  std::vector<std::vector<const Completion*>> groups{runs};
+  for (std::size_t position = 0; !groups.empty(); ++position) {
+    std::vector<std::vector<const Completion*>> next;
+    for (const auto& group : groups) {
+      std::map<std::string, std::vector<const Completion*>> by_token;
+      for (const Completion* run : group)
+        if (position < run->tokens.size()) by_token[run->tokens[position].token].push_back(run);
+      for (auto& [token, agreeing] : by_token) {
+        if (agreeing.size() < 2) continue;
+        std::vector<double> chosen, gaps;
+        std::map<std::string, std::vector<double>> rivals;
+        for (const Completion* run : agreeing) {
+          const TokenLogprob& at = run->tokens[position];
+          if (comparable(at.logprob)) chosen.push_back(at.logprob);
+          if (const auto g = measured_gap(at)) gaps.push_back(*g);
+          if (const auto* r = rival_of(at); r != nullptr && comparable(r->logprob))
+            rivals[r->token].push_back(r->logprob);
+        }
+        double moved = spread(chosen);
+        for (const auto& [name, values] : rivals) moved = std::max(moved, spread(values));
+        drift.max_abs = std::max(drift.max_abs, moved);
+        drift.max_abs_gap = std::max(drift.max_abs_gap, spread(gaps));
+        if (chosen.size() >= 2) drift.positions_compared += static_cast<int>(chosen.size()) - 1;
+        if ((moved > 0 || spread(gaps) > 0) && !drift.first_position)
+          drift.first_position = static_cast<int>(position);
+        next.push_back(agreeing);
+      }
+    }
+    groups = std::move(next);
+  }
+  return drift;
+}
+
+// A run of up to 12 tokens from an alphabet of three, with logprobs on a coarse grid (so that
+// equal values are common), sometimes unknown or at the floor, and one to three candidates whose
+// order sometimes puts the chosen token second.
+Completion random_run(SplitMix64& random) {
+  const char* texts[] = {"a", "b", "c"};
+  const auto value = [&]() -> double {
+    switch (random.below(12)) {
+    case 0: return k_unknown_logprob;
+    case 1: return -9999.0;
+    default: return -static_cast<double>(random.below(8)) / 8.0;
+    }
+  };
+  Completion run;
+  run.has_logprobs = true;
+  const auto length = random.below(13);
+  for (std::uint64_t i = 0; i < length; ++i) {
+    TokenLogprob token;
+    token.token = texts[random.below(i < 4 ? 2 : 3)];
+    token.logprob = value();
+    const auto candidates = random.below(4);
+    for (std::uint64_t c = 0; c < candidates; ++c)
+      token.top.push_back({c == random.below(2) ? token.token : texts[random.below(3)], value()});
+    run.tokens.push_back(std::move(token));
+  }
+  return run;
+}
+
+bool same_drift(const LogprobDrift& a, const LogprobDrift& b) {
+  return a.max_abs == b.max_abs && a.max_abs_gap == b.max_abs_gap &&
+         a.positions_compared == b.positions_compared && a.first_position == b.first_position;
+}
+
+} // namespace
+
+TEST_CASE("logprob drift: the tree and the pair walk equal the definition on 3,000 random audits") {
+  SplitMix64 random(20261207);
+  int drifting = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<Completion> runs;
+    const auto count = random.below(9);
+    for (std::uint64_t i = 0; i < count; ++i) runs.push_back(random_run(random));
+    std::vector<const Completion*> pointers;
+    for (const auto& run : runs) pointers.push_back(&run);
+    const LogprobDrift expected = drift_by_definition(pointers);
+    if (has_drift(expected)) ++drifting;
+    CHECK(same_drift(logprob_drift_of(pointers), expected));
+    // Any order of the runs: the same figures.
+    LogprobDriftTree reversed;
+    for (auto it = pointers.rbegin(); it != pointers.rend(); ++it) reversed.add(**it);
+    CHECK(same_drift(reversed.drift(), expected));
+    if (runs.size() >= 2) {
+      LogprobDrift pair;
+      add_logprob_drift(pair, runs[0], runs[1]);
+      CHECK(same_drift(pair, drift_by_definition({&runs[0], &runs[1]})));
+    }
+  }
+  // The random audits exercise drift, not only its absence.
+  CHECK(drifting > 300);
 }
