@@ -21,6 +21,7 @@
 #include "core/analysis.hpp"
 
 #include "core/answer_check.hpp"
+#include "core/completion_identity.hpp"
 #include "core/failure_groups.hpp"
 
 #include <algorithm>
@@ -77,64 +78,11 @@ const char* to_string(DivergenceKind kind) {
 
 namespace {
 
-enum class IdentityMode { tokens, text };
-
-// A collision-free key for a completion. By tokens, two completions are the same only when their
-// token sequences and their texts are both equal: an endpoint can return equal token strings for
-// different text (byte fragments written as U+FFFD, a stream chunk whose logprobs were null).
-std::string identity_key(const Completion& completion, IdentityMode mode) {
-  if (mode == IdentityMode::text) return completion.text;
-  std::string key;
-  for (const auto& token : completion.tokens) {
-    key += std::to_string(token.token.size());
-    key += ':';
-    key += token.token;
-  }
-  key += '|';
-  key += completion.text;
-  return key;
-}
-
-bool is_utf8_continuation(char byte) { return (static_cast<unsigned char>(byte) & 0xC0) == 0x80; }
-
-// Code points in `text`: the unit of text-mode positions (`divergence_unit: "char"`).
-std::size_t code_points_in(std::string_view text) {
-  std::size_t characters = 0;
-  for (char byte : text)
-    if (!is_utf8_continuation(byte)) ++characters;
-  return characters;
-}
-
-// Leading bytes the two texts share.
-std::size_t shared_bytes(const std::string& a, const std::string& b) {
-  const auto limit = std::min(a.size(), b.size());
-  std::size_t i = 0;
-  while (i < limit && a[i] == b[i]) ++i;
-  return i;
-}
-
-int shared_prefix(const Completion& a, const Completion& b, IdentityMode mode) {
-  if (mode == IdentityMode::text) {
-    // In characters: the first differing byte, moved back to the start of its character.
-    std::size_t i = shared_bytes(a.text, b.text);
-    while (i > 0 && i < a.text.size() && is_utf8_continuation(a.text[i])) --i;
-    return static_cast<int>(code_points_in(std::string_view(a.text).substr(0, i)));
-  }
-  const auto limit = std::min(a.tokens.size(), b.tokens.size());
-  std::size_t i = 0;
-  while (i < limit && a.tokens[i].token == b.tokens[i].token) ++i;
-  if (i == a.tokens.size() && i == b.tokens.size() && a.text != b.text) {
-    // Equal tokens, different texts: the tokens do not describe the text. Place the divergence
-    // at the reference token whose bytes cover the first byte where the texts part.
-    const std::size_t byte = shared_bytes(a.text, b.text);
-    std::size_t covered = 0;
-    for (std::size_t t = 0; t < a.tokens.size(); ++t) {
-      covered += token_bytes(a.tokens[t].token).size();
-      if (covered > byte) return static_cast<int>(t);
-    }
-  }
-  return static_cast<int>(i);
-}
+using detail::code_points_in;
+using detail::identity_key;
+using detail::IdentityMode;
+using detail::same_identity;
+using detail::shared_prefix;
 
 // How `other` leaves `reference` after `shared` common units: at a unit both have, or where one
 // of them ends.
@@ -151,10 +99,9 @@ DivergenceKind divergence_kind(const Completion& reference, const Completion& ot
 // One run of a level against the prompt's drift reference, for the determinism check: its
 // logprobs while the tokens agree, and where it leaves the reference when it differs.
 void note_reference_agreement(LevelAnalysis& level, const Completion& reference,
-                              const std::string& reference_key, const Completion& run,
-                              IdentityMode mode) {
+                              const Completion& run, IdentityMode mode) {
   add_logprob_drift(level.drift_from_reference, reference, run);
-  if (identity_key(run, mode) == reference_key) return;
+  if (same_identity(run, reference, mode)) return;
   const int shared = shared_prefix(reference, run, mode);
   if (!level.divergence_from_reference || shared < *level.divergence_from_reference)
     level.divergence_from_reference = shared;
@@ -297,7 +244,6 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
            std::pair(b->planned.concurrency, b->planned.repeat);
   });
   const Completion* drift_reference = nullptr;
-  std::string drift_reference_key;
   // Drift spans every pair of agreeing runs (the prompt's, each level's), not the reference's
   // pairs alone: two runs moved ±d from it differ by 2d.
   std::vector<const Completion*> drift_runs;
@@ -310,7 +256,6 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     NoiseSamples& level_noise = noise[record->planned.concurrency];
     if (!drift_reference) {
       drift_reference = &completion;
-      drift_reference_key = identity_key(completion, mode);
     } else {
       std::vector<double> deviations;
       level_noise.leave_out(add_gap_noise(deviations, *drift_reference, completion));
@@ -321,8 +266,8 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
         own.add(deviation);
       }
     }
-    note_reference_agreement(levels[record->planned.concurrency], *drift_reference,
-                             drift_reference_key, completion, mode);
+    note_reference_agreement(levels[record->planned.concurrency], *drift_reference, completion,
+                             mode);
     drift_runs.push_back(&completion);
     level_drift_runs[record->planned.concurrency].add(completion);
   }
