@@ -216,14 +216,19 @@ Result<void> RecordReader::read_records(core::AuditData& data) const {
 
 Result<void> decode_packed_row(const Connection& connection, sqlite3_stmt* row, int first,
                                std::int64_t request_id, const TokenTexts& texts,
-                               core::Completion& completion) {
+                               core::Completion& completion, SpareTokenLists* spare) {
   for (const bool reasoning : {false, true}) {
     const int column = first + (reasoning ? 1 : 0);
     if (column_is_null(row, column)) continue;
+    auto& tokens = reasoning ? completion.reasoning_tokens : completion.tokens;
+    if (spare != nullptr && !spare->empty()) {
+      tokens.swap(spare->back());
+      spare->pop_back();
+    }
     const auto* bytes = static_cast<const char*>(sqlite3_column_blob(row, column));
     const auto size = static_cast<std::size_t>(sqlite3_column_bytes(row, column));
-    auto decoded = decode_token_blob(std::string_view(bytes == nullptr ? "" : bytes, size), texts,
-                                     reasoning ? completion.reasoning_tokens : completion.tokens);
+    auto decoded =
+        decode_token_blob(std::string_view(bytes == nullptr ? "" : bytes, size), texts, tokens);
     if (!decoded)
       return connection.corrupt(std::string(reasoning ? "reasoning tokens" : "tokens") +
                                 " of request " + std::to_string(request_id) + ": " +
@@ -314,6 +319,7 @@ RecordReader::stream_records(core::AuditData& data,
   std::vector<core::RequestRecord> group;
   std::vector<std::int64_t> group_ids;
   std::vector<TextsFromTokens> group_from_tokens;
+  SpareTokenLists spare; // the token lists of the prompt before, decoded into again
   int group_prompt = 0;
 
   const auto read_version_1 = [&](std::int64_t request_id,
@@ -337,10 +343,10 @@ RecordReader::stream_records(core::AuditData& data,
   const auto read_packed = [&](std::int64_t request_id,
                                core::Completion& completion) -> Result<void> {
     sqlite3_bind_int64(tokens.get(), 1, request_id);
-    return db.for_each_row(tokens.get(), "cannot read the tokens",
-                           [&](sqlite3_stmt* row) -> Result<void> {
-                             return decode_packed_row(db, row, 0, request_id, texts, completion);
-                           });
+    return db.for_each_row(
+        tokens.get(), "cannot read the tokens", [&](sqlite3_stmt* row) -> Result<void> {
+          return decode_packed_row(db, row, 0, request_id, texts, completion, &spare);
+        });
   };
 
   const auto flush = [&]() -> Result<void> {
@@ -352,8 +358,14 @@ RecordReader::stream_records(core::AuditData& data,
       fill_texts(group_from_tokens[i], completion);
     }
     LLMREPRO_TRY(visit(header, group_prompt, group));
+    const auto lend = [&spare](std::vector<core::TokenLogprob>& list) {
+      if (list.capacity() > 0) spare.push_back(std::move(list));
+    };
     for (std::size_t i = 0; i < group.size(); ++i) {
-      if (keep && !keep(group[i])) {
+      const bool kept_record = !keep || keep(group[i]);
+      lend(group[i].outcome.completion.tokens);
+      lend(group[i].outcome.completion.reasoning_tokens);
+      if (!kept_record) {
         // What derive_fingerprints reads of a record is kept apart.
         const auto& outcome = group[i].outcome;
         const auto endpoint = static_cast<std::size_t>(group[i].planned.endpoint_index);
@@ -364,11 +376,12 @@ RecordReader::stream_records(core::AuditData& data,
         continue;
       }
       auto& completion = group[i].outcome.completion;
-      // Swapped with empty ones: assigning `{}`, or an empty string, keeps the capacity.
+      // Swapped with empty ones: assigning `{}`, or an empty string, keeps the capacity. (The
+      // token lists were lent to `spare` above.)
       std::string().swap(completion.text);
-      std::vector<core::TokenLogprob>().swap(completion.tokens);
       std::string().swap(completion.reasoning_text);
-      std::vector<core::TokenLogprob>().swap(completion.reasoning_tokens);
+      completion.tokens = {};
+      completion.reasoning_tokens = {};
       kept.emplace_back(group_ids[i], std::move(group[i]));
     }
     group.clear();

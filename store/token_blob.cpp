@@ -465,9 +465,10 @@ Result<void> decode_token_blob(std::string_view blob, const TokenTexts& texts,
       return core::make_error(ErrorCode::input, "unknown token text id " + std::to_string(id));
     return &texts.text[id];
   };
-  tokens.reserve(tokens.size() + count);
+  tokens.reserve(count);
   for (std::uint64_t i = 0; i < count; ++i) {
-    core::TokenLogprob token;
+    core::TokenLogprob& token = i < tokens.size() ? tokens[i] : tokens.emplace_back();
+    token.top.clear();
     std::uint64_t head = 0;
     LLMREPRO_TRY_ASSIGN(head, cursor.varint());
     // Version 1: the text id; version 2: the text id and, in the low bit, whether the token is
@@ -475,7 +476,7 @@ Result<void> decode_token_blob(std::string_view blob, const TokenTexts& texts,
     const bool regular = !version_1 && (head & 1) == 0;
     const std::string* text = nullptr;
     LLMREPRO_TRY_ASSIGN(text, text_of(version_1 ? head : head >> 1));
-    token.token = *text;
+    token.token.assign(*text);
     LLMREPRO_TRY_ASSIGN(token.logprob, regular ? read_form(cursor, form) : read_tagged(cursor));
     if (regular) {
       if (usual > 0) {
@@ -497,8 +498,8 @@ Result<void> decode_token_blob(std::string_view blob, const TokenTexts& texts,
       LLMREPRO_TRY_ASSIGN(shape, cursor.varint());
       LLMREPRO_TRY(read_shaped_candidates(cursor, shape, text_of, token));
     }
-    tokens.push_back(std::move(token));
   }
+  tokens.resize(count);
   if (cursor.left() != 0)
     return core::make_error(ErrorCode::input,
                             std::to_string(cursor.left()) + " bytes after the last token");

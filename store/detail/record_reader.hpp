@@ -92,13 +92,19 @@ core::Result<void> append_version_1_token(const Connection& connection, sqlite3_
                                           std::int64_t request_id,
                                           std::vector<core::TokenLogprob>& tokens);
 
-// Appends the tokens of a packed_tokens row's `answer` blob (column `first` of `row`) and its
-// `reasoning` blob (column `first` + 1), each NULL where its list is empty, to `completion`'s
-// tokens and reasoning_tokens. A corrupt blob is ErrorCode::input naming request `request_id` and
-// which list ("audit database 'X': reasoning tokens of request 7: truncated").
+// Token lists done with, kept to be decoded into again (decode_token_blob overwrites a list's
+// elements in place): a streaming load reads a prompt's runs into the lists of the prompt before.
+using SpareTokenLists = std::vector<std::vector<core::TokenLogprob>>;
+
+// Decodes a packed_tokens row's `answer` blob (column `first` of `row`) and its `reasoning` blob
+// (column `first` + 1), each NULL where its list is empty, into `completion`'s tokens and
+// reasoning_tokens, which must be empty; a non-empty list takes its storage from `spare` where it
+// has one. A corrupt blob is ErrorCode::input naming request `request_id` and which list ("audit
+// database 'X': reasoning tokens of request 7: truncated").
 core::Result<void> decode_packed_row(const Connection& connection, sqlite3_stmt* row, int first,
                                      std::int64_t request_id, const TokenTexts& texts,
-                                     core::Completion& completion);
+                                     core::Completion& completion,
+                                     SpareTokenLists* spare = nullptr);
 
 // Sets each endpoint's fingerprints to the distinct non-empty system_fingerprint values of its
 // successful records, sorted.

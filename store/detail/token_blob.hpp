@@ -34,8 +34,10 @@ struct TokenTexts {
 std::string encode_token_blob(const std::vector<core::TokenLogprob>& tokens,
                               const std::function<std::uint64_t(const std::string&)>& text_id);
 
-// Appends the tokens packed in `blob` (version 1 or 2) to `tokens`, their texts taken from
-// `texts`. A blob of another version, a truncated or overlong one, or an id absent from `texts` is
+// Decodes the tokens packed in `blob` (version 1 or 2) into `tokens`, their texts taken from
+// `texts`, in place of what it held: its elements are overwritten, so that a vector handed back
+// from an earlier decode lends its tokens' and candidate lists' storage instead of a malloc a
+// token. A blob of another version, a truncated or overlong one, or an id absent from `texts` is
 // ErrorCode::input saying what is wrong ("truncated", "unknown token text id 7", ...); the caller
 // names the request. `tokens` may then hold part of the list.
 core::Result<void> decode_token_blob(std::string_view blob, const TokenTexts& texts,

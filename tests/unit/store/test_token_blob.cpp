@@ -55,13 +55,8 @@ std::string bytes(std::initializer_list<int> values) {
   return out;
 }
 
-// Decodes `blob` and checks that it holds exactly `tokens`: texts, values bit for bit (every NaN
-// as unknown), candidates in order.
-void check_decodes_to(const std::string& blob, const TokenTexts& texts,
-                      const std::vector<core::TokenLogprob>& tokens) {
-  std::vector<core::TokenLogprob> decoded;
-  const auto result = decode_token_blob(blob, texts, decoded);
-  REQUIRE_MESSAGE(result, (result ? "" : result.error().message));
+void check_same_tokens(const std::vector<core::TokenLogprob>& decoded,
+                       const std::vector<core::TokenLogprob>& tokens) {
   REQUIRE(decoded.size() == tokens.size());
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     CAPTURE(i);
@@ -73,6 +68,25 @@ void check_decodes_to(const std::string& blob, const TokenTexts& texts,
       CHECK(decoded[i].top[k].token == tokens[i].top[k].token);
       CHECK(same_bits(decoded[i].top[k].logprob, tokens[i].top[k].logprob));
     }
+  }
+}
+
+// Decodes `blob` and checks that it holds exactly `tokens`: texts, values bit for bit (every NaN
+// as unknown), candidates in order; and the same into lists that held other tokens before (a
+// streaming load decodes into the lists of the prompt before), longer and shorter.
+void check_decodes_to(const std::string& blob, const TokenTexts& texts,
+                      const std::vector<core::TokenLogprob>& tokens) {
+  std::vector<core::TokenLogprob> decoded;
+  const auto result = decode_token_blob(blob, texts, decoded);
+  REQUIRE_MESSAGE(result, (result ? "" : result.error().message));
+  check_same_tokens(decoded, tokens);
+  const core::TokenLogprob stale{"a stale token's text, longer than the short-string buffer", -7.0,
+                                 {{"x", -1.0}, {"y", -2.0}, {"z", -3.0}, {"w", -4.0}}};
+  for (const std::size_t held : {tokens.size() + 3, tokens.size() / 2}) {
+    CAPTURE(held);
+    std::vector<core::TokenLogprob> reused(held, stale);
+    REQUIRE(decode_token_blob(blob, texts, reused));
+    check_same_tokens(reused, tokens);
   }
 }
 
