@@ -80,7 +80,8 @@ void check_decodes_to(const std::string& blob, const TokenTexts& texts,
   const auto result = decode_token_blob(blob, texts, decoded);
   REQUIRE_MESSAGE(result, (result ? "" : result.error().message));
   check_same_tokens(decoded, tokens);
-  const core::TokenLogprob stale{"a stale token's text, longer than the short-string buffer", -7.0,
+  const core::TokenLogprob stale{"a stale token's text, longer than the short-string buffer",
+                                 -7.0,
                                  {{"x", -1.0}, {"y", -2.0}, {"z", -3.0}, {"w", -4.0}}};
   for (const std::size_t held : {tokens.size() + 3, tokens.size() / 2}) {
     CAPTURE(held);
