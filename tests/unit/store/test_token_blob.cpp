@@ -40,8 +40,15 @@ struct Interned {
   }
 };
 
+// Encodes `tokens` with the ids `interned` gives their texts, in the order TextInterner::intern()
+// takes them: each token's text, then its candidates'.
 std::string encode(const std::vector<core::TokenLogprob>& tokens, Interned& interned) {
-  return encode_token_blob(tokens, [&](const std::string& text) { return interned(text); });
+  std::vector<std::uint64_t> ids;
+  for (const auto& token : tokens) {
+    ids.push_back(interned(token.token));
+    for (const auto& candidate : token.top) ids.push_back(interned(candidate.token));
+  }
+  return encode_token_blob(tokens, ids);
 }
 
 bool same_bits(double a, double b) {
