@@ -1,6 +1,7 @@
 #include "store/detail/record_writer.hpp"
 
 #include <optional>
+#include <span>
 
 #include "core/result.hpp"
 #include "core/tool_calls.hpp"
@@ -198,14 +199,18 @@ Result<void> RecordWriter::write_record(const core::RequestRecord& record) {
 Result<void> RecordWriter::write_tokens(sqlite3_int64 request_id,
                                         const core::Completion& completion) {
   if (completion.tokens.empty() && completion.reasoning_tokens.empty()) return {};
-  LLMREPRO_TRY(m_texts.intern(completion.tokens));
-  LLMREPRO_TRY(m_texts.intern(completion.reasoning_tokens));
-  const auto id_of = [&](const std::string& text) { return m_texts.id_of(text); };
-  const std::string answer =
-      completion.tokens.empty() ? std::string() : encode_token_blob(completion.tokens, id_of);
-  const std::string reasoning = completion.reasoning_tokens.empty()
-                                    ? std::string()
-                                    : encode_token_blob(completion.reasoning_tokens, id_of);
+  m_text_ids.clear();
+  LLMREPRO_TRY(m_texts.intern(completion.tokens, m_text_ids));
+  const std::size_t answer_ids = m_text_ids.size();
+  LLMREPRO_TRY(m_texts.intern(completion.reasoning_tokens, m_text_ids));
+  const std::span<const std::uint64_t> ids(m_text_ids);
+  const std::string answer = completion.tokens.empty()
+                                 ? std::string()
+                                 : encode_token_blob(completion.tokens, ids.first(answer_ids));
+  const std::string reasoning =
+      completion.reasoning_tokens.empty()
+          ? std::string()
+          : encode_token_blob(completion.reasoning_tokens, ids.subspan(answer_ids));
   sqlite3_stmt* statement = m_insert_tokens.get();
   sqlite3_bind_int64(statement, 1, request_id);
   bind_blob(statement, 2, completion.tokens, answer);

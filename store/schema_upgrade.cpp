@@ -20,15 +20,20 @@ namespace {
 using core::ErrorCode;
 using core::Result;
 
-// Binds `tokens` packed (kept alive in `blob`), or NULL where the list is empty.
-void bind_packed(sqlite3_stmt* statement, int index, const std::vector<core::TokenLogprob>& tokens,
-                 TextInterner& texts, std::string& blob) {
+// Binds `tokens` packed (kept alive in `blob`), or NULL where the list is empty; interns their
+// texts first.
+Result<void> bind_packed(sqlite3_stmt* statement, int index,
+                         const std::vector<core::TokenLogprob>& tokens, TextInterner& texts,
+                         std::string& blob) {
   if (tokens.empty()) {
     sqlite3_bind_null(statement, index);
-    return;
+    return {};
   }
-  blob = encode_token_blob(tokens, [&](const std::string& text) { return texts.id_of(text); });
+  std::vector<std::uint64_t> ids;
+  LLMREPRO_TRY(texts.intern(tokens, ids));
+  blob = encode_token_blob(tokens, ids);
   sqlite3_bind_blob64(statement, index, blob.data(), blob.size(), SQLITE_STATIC);
+  return {};
 }
 
 // Version 1: packs every request's rows of `table` (tokens or reasoning_tokens) into `column` of
@@ -54,9 +59,8 @@ Result<std::int64_t> pack_table(const Connection& connection, TextInterner& text
   std::string blob;
   const auto flush = [&]() -> Result<void> {
     if (tokens.empty()) return {};
-    LLMREPRO_TRY(texts.intern(tokens));
     sqlite3_bind_int64(store.get(), 1, current);
-    bind_packed(store.get(), 2, tokens, texts, blob);
+    LLMREPRO_TRY(bind_packed(store.get(), 2, tokens, texts, blob));
     LLMREPRO_TRY(connection.step_done(store.get(), "cannot store packed tokens"));
     packed += static_cast<std::int64_t>(tokens.size());
     tokens.clear();
@@ -141,11 +145,9 @@ Result<std::int64_t> repack_version_2(const Connection& connection, TextInterner
         const std::int64_t request_id = column_int64(row, 0);
         core::Completion tokens;
         LLMREPRO_TRY(decode_packed_row(connection, row, 1, request_id, by_id, tokens));
-        LLMREPRO_TRY(texts.intern(tokens.tokens));
-        LLMREPRO_TRY(texts.intern(tokens.reasoning_tokens));
         sqlite3_bind_int64(store.get(), 1, request_id);
-        bind_packed(store.get(), 2, tokens.tokens, texts, answer_blob);
-        bind_packed(store.get(), 3, tokens.reasoning_tokens, texts, reasoning_blob);
+        LLMREPRO_TRY(bind_packed(store.get(), 2, tokens.tokens, texts, answer_blob));
+        LLMREPRO_TRY(bind_packed(store.get(), 3, tokens.reasoning_tokens, texts, reasoning_blob));
         repacked +=
             static_cast<std::int64_t>(tokens.tokens.size() + tokens.reasoning_tokens.size());
         return connection.step_done(store.get(), "cannot store packed tokens");

@@ -6,16 +6,17 @@
 // the whole blob: a token of that shape (the common one) is its text id with a flag bit and its
 // values in that form, with no tag or header byte; any other token says its shape and tags each
 // value, as every token of version 1 (schema version 2) did, which is still read. The encoder
-// proves each value's forms by decoding them, and picks the blob's form that writes fewest bytes.
+// proves each value's decimal by decoding it (store/decimal.cpp), and picks the blob's form that
+// writes fewest bytes.
 #include "store/detail/token_blob.hpp"
 
 #include <array>
 #include <bit>
-#include <charconv>
 #include <cmath>
-#include <cstring>
 #include <limits>
-#include <optional>
+#include <span>
+
+#include "store/detail/decimal.hpp"
 
 namespace llmrepro::store::detail {
 namespace {
@@ -46,36 +47,25 @@ enum Form : std::uint8_t {
 };
 constexpr std::size_t k_form_count = 4;
 
-// A few bytes on the stack: one value in one form (at most a tag, a 10-byte varint and a byte).
-class Piece {
-public:
-  void push_back(char c) { m_bytes[m_size++] = c; }
-  std::size_t size() const { return m_size; }
-  bool empty() const { return m_size == 0; }
-  std::string_view view() const { return {m_bytes.data(), m_size}; }
-
-private:
-  std::array<char, 15> m_bytes{};
-  std::uint8_t m_size = 0;
-};
-
-template <typename Out> void put_varint(Out& out, std::uint64_t value) {
+char* put_varint(char* out, std::uint64_t value) {
   while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    *out++ = static_cast<char>((value & 0x7f) | 0x80);
     value >>= 7;
   }
-  out.push_back(static_cast<char>(value));
+  *out++ = static_cast<char>(value);
+  return out;
 }
 
-std::size_t varint_size(std::uint64_t value) {
-  std::size_t size = 1;
-  for (; value >= 0x80; value >>= 7) ++size;
-  return size;
-}
-
-template <typename Out, typename Word> void put_little_endian(Out& out, Word word) {
+template <typename Word> char* put_little_endian(char* out, Word word) {
   for (std::size_t i = 0; i < sizeof(Word); ++i)
-    out.push_back(static_cast<char>((word >> (8 * i)) & 0xff));
+    *out++ = static_cast<char>((word >> (8 * i)) & 0xff);
+  return out;
+}
+
+// Whether the double `value` is exactly a float32 (what engines computing in float32 send).
+bool is_float32(double value) {
+  return std::bit_cast<std::uint64_t>(static_cast<double>(static_cast<float>(value))) ==
+         std::bit_cast<std::uint64_t>(value);
 }
 
 // Reads the blob front to back; every read checks the bytes left.
@@ -124,36 +114,6 @@ double known_or_unknown(double value) {
   return std::isnan(value) ? core::k_unknown_logprob : value;
 }
 
-// The value of a decimal entry: `mantissa` x 10^`exponent`, negated when `negative`, read as
-// the nearest double (std::from_chars, round to nearest).
-Result<double> decimal_value(bool negative, std::uint64_t mantissa, int exponent) {
-  // A mantissa up to 2^53 and a power of ten up to 10^22 are exact doubles, so one product or
-  // quotient is the nearest double, as from_chars reads it (Clinger's fast path): most log
-  // probabilities a response held (-0.0123 is 123 x 10^-4) take no text at all.
-  static constexpr double k_powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                               1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                               1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-  if (mantissa <= (std::uint64_t{1} << 53) && exponent >= -22 && exponent <= 22) {
-    const auto exact = static_cast<double>(mantissa);
-    const double value =
-        exponent < 0 ? exact / k_powers_of_ten[-exponent] : exact * k_powers_of_ten[exponent];
-    return negative ? -value : value;
-  }
-  // At most "-" + 20 digits + "e" + "-128": to_chars cannot run out of room.
-  char text[64] = {};
-  char* const limit = text + sizeof(text);
-  char* end = text;
-  if (negative) *end++ = '-';
-  end = std::to_chars(end, limit - 8, mantissa).ptr;
-  *end++ = 'e';
-  end = std::to_chars(end, limit, exponent).ptr;
-  double value = 0.0;
-  const auto parsed = std::from_chars(text, end, value);
-  if (parsed.ec != std::errc() || parsed.ptr != end)
-    return core::make_error(ErrorCode::input, "a decimal log probability is out of range");
-  return value;
-}
-
 Result<double> read_float32(Cursor& cursor) {
   std::uint32_t bits = 0;
   LLMREPRO_TRY_ASSIGN(bits, cursor.little_endian<std::uint32_t>());
@@ -200,93 +160,70 @@ Result<double> read_form(Cursor& cursor, Form form) {
   return core::make_error(ErrorCode::internal, "no such log probability form");
 }
 
-// The shortest round-trip decimal of a finite `value` as sign, mantissa and exponent, when they
-// fit (the exponent in a signed byte); reads_back() proves it.
-struct Decimal {
-  bool negative = false;
-  std::uint64_t mantissa = 0;
-  int exponent = 0;
+// One log probability as the encoder may write it: the bytes it takes in each form (0 where the
+// form cannot hold it), with what writing it needs.
+struct Value {
+  double value = 0.0;
+  Tag tag = k_unknown; // of its shortest tagged form
+  Decimal decimal;     // where its decimal form or tag is written
+  std::array<std::uint8_t, k_form_count> sizes{};
 };
-std::optional<Decimal> decimal_of(double value) {
-  char text[64];
-  const auto written =
-      std::to_chars(text, text + sizeof(text), value, std::chars_format::scientific);
-  if (written.ec != std::errc()) return std::nullopt;
-  const std::string_view shortest(text, static_cast<std::size_t>(written.ptr - text));
-  const std::size_t e = shortest.find('e');
-  if (e == std::string_view::npos) return std::nullopt;
-  Decimal decimal;
-  decimal.negative = shortest.front() == '-';
-  int digits_after_point = 0;
-  bool after_point = false;
-  for (std::size_t i = decimal.negative ? 1 : 0; i < e; ++i) {
-    const char c = shortest[i];
-    if (c == '.') {
-      after_point = true;
-      continue;
-    }
-    if (decimal.mantissa > std::numeric_limits<std::uint64_t>::max() / 10) return std::nullopt;
-    decimal.mantissa = decimal.mantissa * 10 + static_cast<std::uint64_t>(c - '0');
-    if (after_point) ++digits_after_point;
-  }
-  const auto parsed = std::from_chars(shortest.data() + e + 1 + (shortest[e + 1] == '+' ? 1 : 0),
-                                      shortest.data() + shortest.size(), decimal.exponent);
-  if (parsed.ec != std::errc()) return std::nullopt;
-  decimal.exponent -= digits_after_point;
-  if (decimal.exponent < -128 || decimal.exponent > 127) return std::nullopt;
-  return decimal;
-}
 
-// Whether `decimal` reads back as exactly `value`, decoded as the decoder will.
-bool reads_back(const Decimal& decimal, double value) {
-  const auto read = decimal_value(decimal.negative, decimal.mantissa, decimal.exponent);
-  return read && std::bit_cast<std::uint64_t>(*read) == std::bit_cast<std::uint64_t>(value);
-}
-
-// One log probability in every form that holds it exactly: forms[k_form_tagged] (the shortest
-// tagged value) always, each other form where it can (empty where it cannot).
-using Forms = std::array<Piece, k_form_count>;
-
-Forms forms_of(double value) {
-  Forms forms;
-  Piece& tagged = forms[k_form_tagged];
-  if (std::isnan(value)) {
-    tagged.push_back(static_cast<char>(k_unknown));
-    return forms;
-  }
+// Describes `value` in `out`, a fresh Value (filled in place: there is one for every value).
+void describe(Value& out, double value) {
+  out.value = value;
+  out.sizes[k_form_tagged] = 1;
+  if (std::isnan(value)) return;
   if (std::isinf(value)) {
-    tagged.push_back(static_cast<char>(value > 0 ? k_positive_infinity : k_negative_infinity));
-    return forms;
+    out.tag = value > 0 ? k_positive_infinity : k_negative_infinity;
+    return;
   }
-  const auto bits = std::bit_cast<std::uint64_t>(value);
-  put_little_endian(forms[k_form_float64], bits);
-  tagged.push_back(static_cast<char>(k_float64));
-  put_little_endian(tagged, bits);
-  const auto narrow = static_cast<float>(value);
-  if (std::bit_cast<std::uint64_t>(static_cast<double>(narrow)) == bits) {
-    put_little_endian(forms[k_form_float32], std::bit_cast<std::uint32_t>(narrow));
-    tagged = Piece();
-    tagged.push_back(static_cast<char>(k_float32));
-    put_little_endian(tagged, std::bit_cast<std::uint32_t>(narrow));
-  }
-  if (const auto decimal = decimal_of(value)) {
-    Piece digits;
-    put_varint(digits, decimal->mantissa);
-    digits.push_back(static_cast<char>(static_cast<std::int8_t>(decimal->exponent)));
-    // A decimal longer than the binary form it would replace (binary32 where the value is a
-    // float32, binary64 otherwise) is not offered, nor parsed back (the costly part, for the
-    // decoder too): such as the 17 digits of a float32 printed as a double.
-    const std::size_t binary = forms[k_form_float32].empty() ? 8 : 4;
-    if (digits.size() > binary || !reads_back(*decimal, value)) return forms;
-    if (decimal->negative) forms[k_form_decimal] = digits;
-    if (1 + digits.size() < tagged.size()) {
-      tagged = Piece();
-      tagged.push_back(
-          static_cast<char>(decimal->negative ? k_negative_decimal : k_positive_decimal));
-      for (const char c : digits.view()) tagged.push_back(c);
+  const bool float32 = is_float32(value);
+  const std::size_t binary = float32 ? 4 : 8;
+  out.tag = float32 ? k_float32 : k_float64;
+  out.sizes[k_form_tagged] = static_cast<std::uint8_t>(1 + binary);
+  out.sizes[k_form_float64] = 8;
+  if (float32) out.sizes[k_form_float32] = 4;
+  if (written_decimal(value, binary, out.decimal)) {
+    const auto digits = static_cast<std::uint8_t>(varint_size(out.decimal.mantissa) + 1);
+    if (out.decimal.negative) out.sizes[k_form_decimal] = digits;
+    if (1 + digits < out.sizes[k_form_tagged]) {
+      out.tag = out.decimal.negative ? k_negative_decimal : k_positive_decimal;
+      out.sizes[k_form_tagged] = static_cast<std::uint8_t>(1 + digits);
     }
   }
-  return forms;
+}
+
+char* put_decimal(char* out, const Decimal& decimal) {
+  out = put_varint(out, decimal.mantissa);
+  *out++ = static_cast<char>(static_cast<std::int8_t>(decimal.exponent));
+  return out;
+}
+
+char* put_float32(char* out, double value) {
+  return put_little_endian(out, std::bit_cast<std::uint32_t>(static_cast<float>(value)));
+}
+
+char* put_float64(char* out, double value) {
+  return put_little_endian(out, std::bit_cast<std::uint64_t>(value));
+}
+
+// Writes `value` in `form`, one that holds it, at `out`; returns the end.
+char* put_value(char* out, const Value& value, std::size_t form) {
+  switch (form) {
+  case k_form_float32: return put_float32(out, value.value);
+  case k_form_decimal: return put_decimal(out, value.decimal);
+  case k_form_float64: return put_float64(out, value.value);
+  default: break;
+  }
+  *out++ = static_cast<char>(value.tag);
+  switch (value.tag) {
+  case k_float32: return put_float32(out, value.value);
+  case k_float64: return put_float64(out, value.value);
+  case k_negative_decimal:
+  case k_positive_decimal: return put_decimal(out, value.decimal);
+  default: return out; // unknown and infinite: no payload
+  }
 }
 
 // Whether two log probabilities are stored the same: bit for bit, or both unknown.
@@ -295,9 +232,10 @@ bool same_stored(double a, double b) {
   return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
 }
 
-bool first_is_token(const core::TokenLogprob& token) {
-  return !token.top.empty() && token.top[0].token == token.token &&
-         same_stored(token.top[0].logprob, token.logprob);
+// Whether the first candidate of `token` is the token itself; `ids` are the token's text id and
+// its candidates', which name texts one to one, so equal ids are equal texts.
+bool first_is_token(const core::TokenLogprob& token, std::span<const std::uint64_t> ids) {
+  return !token.top.empty() && ids[1] == ids[0] && same_stored(token.top[0].logprob, token.logprob);
 }
 
 // The candidate count of most tokens (the smallest of the most common).
@@ -353,21 +291,26 @@ Result<void> read_shaped_candidates(Cursor& cursor, std::uint64_t shape, const T
 } // namespace
 
 std::string encode_token_blob(const std::vector<core::TokenLogprob>& tokens,
-                              const std::function<std::uint64_t(const std::string&)>& text_id) {
+                              std::span<const std::uint64_t> text_ids) {
   // Each token's written values (its log probability, then its candidates but a first that is
   // the token itself) with their text ids, in writing order.
-  std::vector<Forms> values;
-  std::vector<std::uint64_t> ids;
+  std::size_t value_count = 0; // a bound: a first candidate that is the token is not written
+  for (const auto& token : tokens) value_count += 1 + token.top.size();
+  std::vector<Value> values(value_count);
+  std::vector<std::uint64_t> ids(value_count);
   std::vector<std::uint8_t> first_same(tokens.size());
+  std::size_t text = 0; // text_ids[text]: the token's, then its candidates'
+  std::size_t written = 0;
   for (std::size_t t = 0; t < tokens.size(); ++t) {
     const auto& token = tokens[t];
-    first_same[t] = first_is_token(token) ? 1 : 0;
-    ids.push_back(text_id(token.token));
-    values.push_back(forms_of(token.logprob));
+    first_same[t] = first_is_token(token, text_ids.subspan(text, 1 + token.top.size())) ? 1 : 0;
+    ids[written] = text_ids[text];
+    describe(values[written++], token.logprob);
     for (std::size_t k = first_same[t]; k < token.top.size(); ++k) {
-      ids.push_back(text_id(token.top[k].token));
-      values.push_back(forms_of(token.top[k].logprob));
+      ids[written] = text_ids[text + 1 + k];
+      describe(values[written++], token.top[k].logprob);
     }
+    text += 1 + token.top.size();
   }
   // The blob's shape: the usual candidate count, the first being the token itself; and its form,
   // whichever writes fewest bytes, each token written regular where that is shorter.
@@ -391,10 +334,10 @@ std::string encode_token_blob(const std::vector<core::TokenLogprob>& tokens,
     fits.fill(tokens[t].top.size() == usual && (usual == 0 || first_same[t] != 0));
     for (std::size_t v = at; v < end; ++v) {
       id_bytes += v == at ? 0 : varint_size(ids[v]);
-      tagged_bytes += values[v][k_form_tagged].size();
+      tagged_bytes += values[v].sizes[k_form_tagged];
       for (std::size_t f = 0; f < k_form_count; ++f) {
-        form_bytes[f] += values[v][f].size();
-        fits[f] = fits[f] && !values[v][f].empty();
+        form_bytes[f] += values[v].sizes[f];
+        fits[f] = fits[f] && values[v].sizes[f] != 0;
       }
     }
     Sizes& bytes = sizes[t];
@@ -411,26 +354,30 @@ std::string encode_token_blob(const std::vector<core::TokenLogprob>& tokens,
   for (std::size_t f = 1; f < k_form_count; ++f)
     if (cost[f] < cost[form]) form = f;
 
-  std::string out;
-  out.reserve(8 + cost[form]);
-  out.push_back(static_cast<char>(k_token_blob_version));
-  put_varint(out, tokens.size());
-  if (tokens.empty()) return out;
-  put_varint(out, usual);
-  out.push_back(static_cast<char>(form));
+  // The version, the token count and (for a non-empty list) the usual count and the form byte,
+  // then exactly cost[form] bytes of tokens.
+  std::string out(1 + 2 * 10 + 1 + cost[form], '\0');
+  char* end = out.data();
+  *end++ = static_cast<char>(k_token_blob_version);
+  end = put_varint(end, tokens.size());
+  if (!tokens.empty()) {
+    end = put_varint(end, usual);
+    *end++ = static_cast<char>(form);
+  }
   for (std::size_t t = 0; t < tokens.size(); ++t) {
     const std::size_t at = starts[t];
     const bool regular = written_regular(sizes[t].regular[form], sizes[t].irregular);
     const std::size_t written_form = regular ? form : std::size_t{k_form_tagged};
     // As version 1 wrote every token: the text, the log probability, the shape, the candidates.
-    put_varint(out, (ids[at] << 1) | (regular ? 0 : 1));
-    out += values[at][written_form].view();
-    if (!regular) put_varint(out, shape_of(tokens[t], first_same[t] != 0));
+    end = put_varint(end, (ids[at] << 1) | (regular ? 0 : 1));
+    end = put_value(end, values[at], written_form);
+    if (!regular) end = put_varint(end, shape_of(tokens[t], first_same[t] != 0));
     for (std::size_t v = at + 1; v < starts[t + 1]; ++v) {
-      put_varint(out, ids[v]);
-      out += values[v][written_form].view();
+      end = put_varint(end, ids[v]);
+      end = put_value(end, values[v], written_form);
     }
   }
+  out.resize(static_cast<std::size_t>(end - out.data()));
   return out;
 }
 

@@ -26,8 +26,8 @@ Result<void> TextInterner::prepare() {
   return {};
 }
 
-Result<void> TextInterner::intern_text(const std::string& text) {
-  if (m_ids.count(text) != 0) return {};
+Result<std::uint64_t> TextInterner::intern_text(const std::string& text) {
+  if (const auto cached = m_ids.find(text)) return *cached;
   {
     const StatementUse use(m_find.get());
     bind_bytes(m_find.get(), 1, text);
@@ -35,35 +35,40 @@ Result<void> TextInterner::intern_text(const std::string& text) {
     if (step == SQLITE_ROW) {
       // Committed before this transaction began (this one's own texts are in m_ids already), so
       // it stays whatever becomes of this transaction.
-      m_ids.emplace(text, static_cast<std::uint64_t>(sqlite3_column_int64(m_find.get(), 0)));
-      return {};
+      const auto id = static_cast<std::uint64_t>(sqlite3_column_int64(m_find.get(), 0));
+      m_ids.insert(text, id, false);
+      return id;
     }
     if (step != SQLITE_DONE)
       return m_connection.failure(ErrorCode::environment, "cannot look up a token text");
   }
   bind_bytes(m_insert.get(), 1, text);
   LLMREPRO_TRY(m_connection.step_done(m_insert.get(), "cannot store a token text"));
-  m_ids.emplace(text, static_cast<std::uint64_t>(sqlite3_last_insert_rowid(m_connection.handle())));
-  m_added.push_back(text);
-  return {};
+  const auto id = static_cast<std::uint64_t>(sqlite3_last_insert_rowid(m_connection.handle()));
+  m_ids.insert(text, id, true);
+  return id;
 }
 
-Result<void> TextInterner::intern(const std::vector<core::TokenLogprob>& tokens) {
+Result<void> TextInterner::intern(const std::vector<core::TokenLogprob>& tokens,
+                                  std::vector<std::uint64_t>& ids) {
   for (const auto& token : tokens) {
-    LLMREPRO_TRY(intern_text(token.token));
-    for (const auto& candidate : token.top) LLMREPRO_TRY(intern_text(candidate.token));
+    std::uint64_t id = 0;
+    LLMREPRO_TRY_ASSIGN(id, intern_text(token.token));
+    ids.push_back(id);
+    // A token's first candidate is usually the token itself: its id is known without a lookup.
+    for (const auto& candidate : token.top) {
+      std::uint64_t candidate_id = id;
+      if (candidate.token != token.token)
+        LLMREPRO_TRY_ASSIGN(candidate_id, intern_text(candidate.token));
+      ids.push_back(candidate_id);
+    }
   }
   return {};
 }
 
-std::uint64_t TextInterner::id_of(const std::string& text) const { return m_ids.at(text); }
+void TextInterner::commit() { m_ids.keep_added(); }
 
-void TextInterner::commit() { m_added.clear(); }
-
-void TextInterner::rollback() {
-  for (const auto& text : m_added) m_ids.erase(text);
-  m_added.clear();
-}
+void TextInterner::rollback() { m_ids.forget_added(); }
 
 Result<TokenTexts> read_token_texts(const Connection& connection) {
   Statement statement;

@@ -58,6 +58,7 @@ private:
   Statement m_delete_request;
   Statement m_insert_request;
   Statement m_insert_tokens;
+  std::vector<std::uint64_t> m_text_ids; // write_tokens()'s, kept for the next request's room
 };
 
 } // namespace llmrepro::store::detail

@@ -5,7 +5,7 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,11 +28,12 @@ struct TokenTexts {
   bool has(std::uint64_t id) const { return id < present.size() && present[id]; }
 };
 
-// Packs `tokens`; `text_id` gives the id of each token and candidate text (the caller interns
-// them first). Every log probability is kept bit for bit, except that every NaN reads back as
-// core::k_unknown_logprob, as version 1 kept them.
+// Packs `tokens`; `text_ids` holds the token_texts id of each of their texts, token after token:
+// the token's, then each of its candidates' (TextInterner::intern() gives them), one id for each
+// distinct text and one text for each id. Every log probability is kept bit for bit, except that
+// every NaN reads back as core::k_unknown_logprob, as version 1 kept them.
 std::string encode_token_blob(const std::vector<core::TokenLogprob>& tokens,
-                              const std::function<std::uint64_t(const std::string&)>& text_id);
+                              std::span<const std::uint64_t> text_ids);
 
 // Decodes the tokens packed in `blob` (version 1 or 2) into `tokens`, their texts taken from
 // `texts`, in place of what it held: its elements are overwritten, so that a vector handed back

@@ -4,12 +4,12 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/completion.hpp"
 #include "core/result.hpp"
 #include "store/detail/sqlite.hpp"
+#include "store/detail/text_id_cache.hpp"
 #include "store/detail/token_blob.hpp"
 
 namespace llmrepro::store::detail {
@@ -25,12 +25,11 @@ public:
 
   core::Result<void> prepare();
 
-  // Makes sure every token and candidate text of `tokens` has an id (inside the caller's write
-  // transaction), so that id_of() can answer for each.
-  core::Result<void> intern(const std::vector<core::TokenLogprob>& tokens);
-
-  // The id of a text intern() has seen in this transaction or a committed one.
-  std::uint64_t id_of(const std::string& text) const;
+  // Appends to `ids` the id of every text of `tokens`, token after token: the token's, then each
+  // of its candidates' (as encode_token_blob() takes them); texts not stored yet are added, in
+  // that order, inside the caller's write transaction.
+  core::Result<void> intern(const std::vector<core::TokenLogprob>& tokens,
+                            std::vector<std::uint64_t>& ids);
 
   // The caller's transaction committed: the ids it added stay cached.
   void commit();
@@ -38,13 +37,12 @@ public:
   void rollback();
 
 private:
-  core::Result<void> intern_text(const std::string& text);
+  core::Result<std::uint64_t> intern_text(const std::string& text);
 
   const Connection& m_connection;
   Statement m_find;
   Statement m_insert;
-  std::unordered_map<std::string, std::uint64_t> m_ids;
-  std::vector<std::string> m_added; // the texts this transaction added to m_ids
+  TextIdCache m_ids;
 };
 
 // Every stored token text, by id. Inside the caller's read transaction.

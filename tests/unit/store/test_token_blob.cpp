@@ -40,8 +40,15 @@ struct Interned {
   }
 };
 
+// Encodes `tokens` with the ids `interned` gives their texts, in the order TextInterner::intern()
+// takes them: each token's text, then its candidates'.
 std::string encode(const std::vector<core::TokenLogprob>& tokens, Interned& interned) {
-  return encode_token_blob(tokens, [&](const std::string& text) { return interned(text); });
+  std::vector<std::uint64_t> ids;
+  for (const auto& token : tokens) {
+    ids.push_back(interned(token.token));
+    for (const auto& candidate : token.top) ids.push_back(interned(candidate.token));
+  }
+  return encode_token_blob(tokens, ids);
 }
 
 bool same_bits(double a, double b) {
@@ -374,4 +381,187 @@ TEST_CASE("token blob: short decimals are read back exactly") {
     CAPTURE(tokens[i].logprob);
     CHECK(same_bits(decoded[i].logprob, tokens[i].logprob));
   }
+}
+
+namespace {
+
+std::string hex(const std::string& blob) {
+  static constexpr char k_digits[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : blob) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += k_digits[byte >> 4];
+    out += k_digits[byte & 0xf];
+  }
+  return out;
+}
+
+// A token whose first candidate is itself (the usual shape), then `others`.
+core::TokenLogprob usual(const std::string& text, double logprob,
+                         std::vector<core::TokenCandidate> others) {
+  core::TokenLogprob token{text, logprob, {{text, logprob}}};
+  for (auto& other : others) token.top.push_back(std::move(other));
+  return token;
+}
+
+// One log probability of the kinds endpoints send, drawn from `random`: short decimals (what a
+// JSON response usually holds), long ones, float32 values as their doubles, arbitrary bits,
+// quotients, and the special values. Only raw engine output and strtod/strtof (correctly rounded)
+// are used, so that the list is the same on every platform.
+double corpus_value(std::mt19937_64& random) {
+  const std::uint64_t r = random();
+  const auto decimal = [&](int most_digits, int most_scale) {
+    const std::string digits = std::to_string(random() % 100000000000000000ULL);
+    const auto kept =
+        static_cast<std::size_t>(1 + random() % static_cast<std::uint64_t>(most_digits));
+    const std::string text = "-" + digits.substr(0, kept) + "e-" +
+                             std::to_string(random() % static_cast<std::uint64_t>(most_scale + 1));
+    return text;
+  };
+  switch (r % 9) {
+  case 0: return std::strtod(decimal(6, 12).c_str(), nullptr);
+  case 1: return std::strtod(decimal(17, 40).c_str(), nullptr);
+  case 2: return static_cast<double>(std::strtof(decimal(9, 12).c_str(), nullptr));
+  case 3: return static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(r >> 32)));
+  case 4: return std::bit_cast<double>(random());
+  case 5: return -static_cast<double>(random() % 1000) / static_cast<double>(1 + random() % 997);
+  case 6: return -static_cast<double>(random() % 100000) * 0.001;
+  case 7: return std::strtod(decimal(15, 22).c_str(), nullptr);
+  default: {
+    const double specials[] = {core::k_unknown_logprob,
+                               -std::numeric_limits<double>::infinity(),
+                               std::numeric_limits<double>::infinity(),
+                               -9999.0,
+                               -0.0,
+                               0.0,
+                               -4.9406564584124654e-324,
+                               -1e-128,
+                               -1e-129,
+                               -1.1920928955078125e-07,
+                               static_cast<double>(-std::numeric_limits<float>::denorm_min())};
+    return specials[(r >> 8) % std::size(specials)];
+  }
+  }
+}
+
+// A completion's tokens drawn from `random`: mostly the usual shape with `top` candidates, some
+// tokens of other shapes, texts from a small vocabulary (so that they repeat) with a few odd ones.
+std::vector<core::TokenLogprob> corpus_tokens(std::mt19937_64& random, std::size_t count,
+                                              std::size_t top) {
+  const auto text = [&] {
+    const std::uint64_t r = random() % 64;
+    if (r == 0) return std::string();
+    if (r == 1) return std::string("\xff\x00\xfe", 3);
+    return " w" + std::to_string(r % 40);
+  };
+  std::vector<core::TokenLogprob> tokens;
+  for (std::size_t i = 0; i < count; ++i) {
+    core::TokenLogprob token{text(), corpus_value(random), {}};
+    const std::uint64_t shape = random() % 16;
+    const std::size_t candidates = shape == 0 ? 0 : shape == 1 ? 1 + random() % 25 : top;
+    for (std::size_t k = 0; k < candidates; ++k) {
+      if (k == 0 && shape != 2)
+        token.top.push_back({token.token, token.logprob});
+      else
+        token.top.push_back({text(), corpus_value(random)});
+    }
+    tokens.push_back(std::move(token));
+  }
+  return tokens;
+}
+
+// FNV-1a, 64 bits: a digest of many blobs that any changed byte changes.
+std::uint64_t digest(std::uint64_t hash, const std::string& bytes) {
+  for (const char c : bytes) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+} // namespace
+
+TEST_CASE("token blob: the encoder writes the same bytes as ever") {
+  // The format is fixed (schema version 3, blob version 2) and the blob's choices (its form, each
+  // value's shortest exact encoding, each token regular or not) are part of it: the same tokens
+  // must give these bytes, as the builds that stored existing audits wrote them.
+  const double nan = core::k_unknown_logprob;
+  const double infinity = std::numeric_limits<double>::infinity();
+  const auto f = [](float value) { return static_cast<double>(value); };
+  const auto check = [](const std::vector<core::TokenLogprob>& tokens, const char* expected) {
+    Interned interned;
+    const std::string blob = encode(tokens, interned);
+    CHECK(hex(blob) == expected);
+    check_decodes_to(blob, interned.texts, tokens);
+  };
+  SUBCASE("float32 values") {
+    check(
+        {usual("a", f(-0.0123f), {{"b", f(-1.1f)}}), usual("c", f(-3.5f), {{"a", f(-2.125f)}}),
+         usual("d", -1.1920928955078125e-07, {{"e", f(-17.0001f)}}),
+         usual("a", -9999.0, {{"f", f(-0.3f)}})},
+        "0204020102f08549bc02cdcc8cbf06000060c001000008c008000000b405340088c102003c1cc6069a9999be");
+  }
+  SUBCASE("short decimals") {
+    check({usual("a", -0.0123, {{"b", -4.5}}), usual("c", -0.25, {{"d", -1e-5}}),
+           usual("e", -12.75, {{"a", -0.1}}), usual("b", -0.016, {{"c", -123456.789}}),
+           usual("a", -9999.0, {{"c", -0.000001234567}})},
+          "02050202027bfc022dff0619fe0401fb0afb09fe0101ff0410fd03959aef3afd028f4e000387ad4bf4");
+  }
+  SUBCASE("values that need 17 digits") {
+    check({usual("a", -0.1234567890123456789, {{"b", -0.7000000000000001}}),
+           usual("c", -1.0 / 3, {{"d", -2.0 / 3 * 1e-10}}),
+           usual("a", -0.30000000000000004, {{"e", -9007199254740993.0}})},
+          "02030203025ff64637dd9abfbf02676666666666e6bf06555555555555d5bf04d2d38fe63f53d2bd03033433"
+          "33333333d3bf050504000000da");
+  }
+  SUBCASE("unknown and infinite values, and the -9999 floor") {
+    check({usual("a", nan, {{"b", -9999.0}}), usual("c", -infinity, {{"d", nan}}),
+           usual("e", -9999.0, {{"a", infinity}}), usual("b", -0.5, {{"c", -9999.0}})},
+          "02040200020002058f4e00060204000a058f4e000101040505ff03058f4e00");
+  }
+  SUBCASE("many candidates") {
+    std::vector<core::TokenCandidate> others;
+    for (int k = 1; k < 20; ++k)
+      others.push_back({"c" + std::to_string(k), -0.01 * k - (k % 3 == 0 ? 1e-17 : 0.0)});
+    check({usual("a", -0.001, others), usual("b", f(-0.002f), others),
+           usual("a", -1.0 / 7, {{"c1", -2.5}})},
+          "02031400020501fd020501fe030502fe0403bb1e85eb51b89ebf050504fe060505fe0703b91e85eb51b8aebf"
+          "080507fe090508fe0a030bd7a3703d0ab7bf0b0501ff0c050bfe0d03b91e85eb51b8bebf0e050dfe0f050efe"
+          "10050ffe110510fe120511fe130512fe140513fe2a046f1203bb020501fe030502fe0403bb1e85eb51b89ebf"
+          "050504fe060505fe0703b91e85eb51b8aebf080507fe090508fe0a030bd7a3703d0ab7bf0b0501ff0c050bfe"
+          "0d03b91e85eb51b8bebf0e050dfe0f050efe10050ffe110510fe120511fe130512fe140513fe030392244992"
+          "2449c2bf05020519ff");
+  }
+  SUBCASE("no candidates") {
+    check({{"a", -0.0123, {}}, {"b", f(-1.1f), {}}, {"", -1.0 / 3, {}}, {"a", nan, {}}},
+          "0204000002057bfc0404cdcc8cbf0603555555555555d5bf0200");
+  }
+  SUBCASE("every shape and sign together") {
+    check({usual("a", -0.0, {{"b", 0.0}}),
+           {"c", -1e-128, {{"d", -1e-129}, {"c", -1e-128}}},
+           {"e", 1e300, {{"e", 1e300}}},
+           usual("f", -4.9406564584124654e-324, {{"g", -2.2250738585072009e-308}, {"h", -1.5}}),
+           {"\xff\xfe", -0.5, {{"\xff\xfe", -0.25}, {"a", -0.75}}},
+           usual("a", -0.0123, {{"b", -4.5}})},
+          "0206020203050000050206000007050180040403b0dfd6726d2e26a5030501800b039c7500883ce4377e030d"
+          "030100000000000080070703ffffffffffff0f8008050fff130505ff04090519fe01054bfe027bfc022dff");
+  }
+}
+
+TEST_CASE("token blob: the encoder writes the same bytes as ever, over many completions") {
+  // Many completions of every kind of value and shape, as one digest: the choice of each value's
+  // form is pinned far beyond the cases above.
+  std::mt19937_64 random(20240611);
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  std::size_t size = 0;
+  for (int completion = 0; completion < 300; ++completion) {
+    const auto tokens = corpus_tokens(random, 1 + random() % 300, random() % 6);
+    Interned interned;
+    const std::string blob = encode(tokens, interned);
+    hash = digest(hash, blob);
+    size += blob.size();
+    if (completion % 50 == 0) check_decodes_to(blob, interned.texts, tokens);
+  }
+  CHECK(size == 1145161);
+  CHECK(hash == 2359249246051441483ULL);
 }
