@@ -53,13 +53,11 @@ build() { # source_dir build_dir
   g++ -std=c++20 -O2 -DNDEBUG -I "$1" bench/parse_bench.cpp "$2/probes/libllmrepro_probes.a" \
     "$2/core/libllmrepro_core.a" "${curl_libs[@]}" -lfmt -o "$2/parse_bench"
 }
-# The baseline's source is exported (git archive), not checked out, so the repository is left as it is.
-base_src=$root/build-bench-base/src
-if [[ $(cat "$root/build-bench-base/commit" 2>/dev/null) != "$baseline" ]]; then
-  rm -rf "$base_src" && mkdir -p "$base_src"
-  git archive "$baseline" | tar -x -C "$base_src"
-  echo "$baseline" >"$root/build-bench-base/commit"
-fi
+# The baseline's source: a worktree of its own (bench/release_builds.sh), so that what its build
+# compiled is what that commit holds (an exported tree keeps the commit's old mtimes, which let
+# ninja keep objects of another commit built in the same folder).
+source bench/release_builds.sh
+base_src=$(baseline_source "$root/build-bench-base" "$baseline")
 log "building the baseline ${baseline:0:12} (Release) in build-bench-base"
 build "$base_src" "$root/build-bench-base/build"
 log "building $head (Release) in build-bench"

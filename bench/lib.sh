@@ -33,13 +33,10 @@ bench_build() { # source_dir build_dir
   ninja -C "$2" -j "${LLMREPRO_JOBS:-$(nproc)}" llmrepro >/dev/null
 }
 
-# Builds commit `ref` in folder/build from a worktree of it at folder/src (added the first time,
-# checked out after); the binary is folder/build/cli/llmrepro.
+# Builds commit `ref` in folder/build from a worktree of it at folder/src (bench/release_builds.sh's
+# baseline_source); the binary is folder/build/cli/llmrepro.
 bench_build_commit() { # ref folder
-  local src=$PWD/$2/src
-  if [[ -d $src ]]; then git -C "$src" checkout -q --detach "$1"
-  else mkdir -p "$2"; git worktree add -q --detach "$src" "$1"; fi
-  bench_build "$src" "$PWD/$2/build"
+  bench_build "$(baseline_source "$PWD/$2" "$1")" "$PWD/$2/build"
 }
 
 # Compiles bench/responder.cpp into build-bench/bench/responder.
@@ -113,6 +110,7 @@ for i in range(int(sys.argv[1])):
 }
 
 source bench/double_audit.sh
+source bench/release_builds.sh
 
 # "<cpu ms per request>": user+sys of one audit of $work/suite.jsonl at concurrency 64 against
 # $url (`bench/responder`) into db, over its successful requests.

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Release builds for the benchmarks that measure this checkout against a baseline commit in one
-# run, sourced (bash) by bench/storage.sh and bench/report_memory.sh, with `jobs` set:
+# run, sourced (bash) by bench/storage.sh, bench/report_memory.sh, bench/driver.sh and
+# bench/lib.sh, with `jobs` set (release_build only):
 #   release_build SRC BUILD [CMAKE_ARGS...]  llmrepro at -O2 from the sources in SRC into BUILD
 #   baseline_source DIR COMMIT               a detached git worktree of COMMIT at DIR/src (made,
 #                                            or moved to COMMIT), whose path it prints
@@ -18,7 +19,15 @@ release_build() {
 
 baseline_source() {
   local src=$1/src
-  if [[ -d $src ]]; then git -C "$src" checkout -q --detach "$2"
-  else mkdir -p "$1"; git worktree add -q --detach "$src" "$2"; fi
+  # Only a worktree of its own is moved. `git -C` in a folder without its own .git (an exported
+  # tree, a worktree whose record was pruned) would move this checkout instead.
+  if [[ -e $src/.git ]] && git -C "$src" checkout -q --detach "$2" 2>/dev/null; then
+    echo "$src"
+    return
+  fi
+  rm -rf "$src"
+  git worktree prune
+  mkdir -p "$1"
+  git worktree add -q --detach "$src" "$2" >&2
   echo "$src"
 }
