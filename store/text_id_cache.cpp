@@ -1,6 +1,7 @@
 #include "store/detail/text_id_cache.hpp"
 
 #include <algorithm>
+#include <random>
 #include <utility>
 
 namespace llmrepro::store::detail {
@@ -15,10 +16,21 @@ std::uint64_t mix(std::uint64_t value) {
   return value ^ (value >> 31);
 }
 
-// A hash of a token text, 8 bytes at a time (most texts are a few bytes). Only this process sees
-// it, so the bytes are read in the machine's order.
+// This process's key for the hash: token texts come from the endpoint, and a table probed by a
+// hash anyone can compute lets a hostile server send texts that all land in one run of slots,
+// each lookup then as slow as the table is full. Ids never depend on it.
+std::uint64_t process_key() {
+  static const std::uint64_t key = [] {
+    std::random_device device;
+    return (static_cast<std::uint64_t>(device()) << 32) ^ device();
+  }();
+  return key;
+}
+
+// A keyed hash of a token text, 8 bytes at a time (most texts are a few bytes). Only this process
+// sees it, so the bytes are read in the machine's order.
 std::uint64_t hash_of(std::string_view text) {
-  std::uint64_t hash = text.size();
+  std::uint64_t hash = mix(process_key() ^ text.size());
   std::size_t at = 0;
   for (; at + 8 <= text.size(); at += 8) {
     std::uint64_t word = 0;

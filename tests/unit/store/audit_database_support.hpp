@@ -257,9 +257,11 @@ inline std::vector<core::TokenLogprob> stored_tokens(const std::string& path, bo
     if (sqlite3_column_type(statement->get(), 0) == SQLITE_NULL) continue;
     const auto* bytes = static_cast<const char*>(sqlite3_column_blob(statement->get(), 0));
     const auto size = static_cast<std::size_t>(sqlite3_column_bytes(statement->get(), 0));
+    std::vector<core::TokenLogprob> request_tokens; // decode_token_blob replaces, not appends
     const auto decoded =
-        store::detail::decode_token_blob(std::string_view(bytes, size), *texts, tokens);
+        store::detail::decode_token_blob(std::string_view(bytes, size), *texts, request_tokens);
     REQUIRE_MESSAGE(decoded, (decoded ? "" : decoded.error().message));
+    tokens.insert(tokens.end(), request_tokens.begin(), request_tokens.end());
   }
   return tokens;
 }
