@@ -5,9 +5,9 @@ namespace {
 
 constexpr std::string_view k_replacement = "\xEF\xBF\xBD";
 
-// Length of the well-formed sequence starting at text[i], or 0 when it is not one. Follows the
-// table of well-formed byte sequences in the Unicode standard (chapter 3, table 3-7).
-std::size_t valid_sequence_length(std::string_view text, std::size_t i) {
+} // namespace
+
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
   const unsigned char b0 = byte(i);
   if (b0 < 0x80) return 1;
@@ -35,14 +35,12 @@ std::size_t valid_sequence_length(std::string_view text, std::size_t i) {
   return length;
 }
 
-} // namespace
-
 std::string sanitize_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   std::size_t i = 0;
   while (i < text.size()) {
-    const std::size_t length = valid_sequence_length(text, i);
+    const std::size_t length = utf8_sequence_length(text, i);
     if (length == 0) {
       out += k_replacement;
       ++i;
@@ -58,7 +56,7 @@ std::vector<std::string> utf8_code_points(std::string_view text) {
   std::vector<std::string> points;
   std::size_t i = 0;
   while (i < text.size()) {
-    const std::size_t length = valid_sequence_length(text, i);
+    const std::size_t length = utf8_sequence_length(text, i);
     if (length == 0) {
       points.emplace_back(k_replacement);
       ++i;

@@ -9,6 +9,11 @@
 
 namespace llmrepro::core {
 
+// The length of the well-formed UTF-8 sequence starting at text[i] (1 for ASCII; i within
+// `text`), or 0 where none does: the Unicode standard's table of well-formed byte sequences
+// (chapter 3, table 3-7), so no overlong form, surrogate or code point above U+10FFFF.
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i);
+
 // Returns `text` with every invalid UTF-8 sequence (stray continuation bytes, truncated or
 // overlong sequences, surrogates, code points above U+10FFFF) replaced by U+FFFD.
 std::string sanitize_utf8(std::string_view text);

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "core/text_utf8.hpp"
+
 namespace llmrepro::report::detail {
 namespace {
 
@@ -14,36 +16,15 @@ namespace {
 // surrogate, nothing above U+10FFFF: what nlohmann's decoder accepts) without a byte that JSON
 // escapes. Anything else goes through nlohmann's own escaping.
 bool writes_verbatim(std::string_view text) {
-  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-  const std::size_t size = text.size();
-  std::size_t i = 0;
-  while (i < size) {
-    const unsigned char lead = bytes[i];
-    if (lead < 0x80) {
-      if (lead < 0x20 || lead == '"' || lead == '\\') return false;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x80) {
+      if (byte < 0x20 || byte == '"' || byte == '\\') return false;
       ++i;
       continue;
     }
-    std::size_t length = 0;
-    unsigned char low = 0x80;
-    unsigned char high = 0xBF;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-      length = 2;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      length = 3;
-      if (lead == 0xE0) low = 0xA0;
-      if (lead == 0xED) high = 0x9F;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length = 4;
-      if (lead == 0xF0) low = 0x90;
-      if (lead == 0xF4) high = 0x8F;
-    } else {
-      return false;
-    }
-    if (i + length > size) return false;
-    if (bytes[i + 1] < low || bytes[i + 1] > high) return false;
-    for (std::size_t k = 2; k < length; ++k)
-      if (bytes[i + k] < 0x80 || bytes[i + k] > 0xBF) return false;
+    const std::size_t length = core::utf8_sequence_length(text, i);
+    if (length == 0) return false;
     i += length;
   }
   return true;
