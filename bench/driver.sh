@@ -18,16 +18,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 rounds=${LLMREPRO_BENCH_ROUNDS:-3}
-scale=${LLMREPRO_BENCH_SCALE:-1}
 jobs=${LLMREPRO_JOBS:-$(nproc)}
-work=$(mktemp -d "${TMPDIR:-/tmp}/llmrepro-driver.XXXXXX")
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-log() { printf 'driver: %s\n' "$*" >&2; }
+# work (removed at exit), pids, log(), count(): bench/lib.sh
+source bench/lib.sh
+bench_start driver
 
 ref=${LLMREPRO_BENCH_BASELINE_REF:-}
 if [[ -z $ref ]]; then

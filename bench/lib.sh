@@ -1,5 +1,5 @@
 # What the benchmark scripts share, sourced from the repository root (`source bench/lib.sh`) by
-# bench/run.sh, bench/storage.sh and bench/storage_bytes.sh: optimised builds of the checkout and of
+# bench/run.sh, bench/storage.sh, bench/storage_bytes.sh and bench/driver.sh: optimised builds of the checkout and of
 # a baseline commit, the responder, the suite, growing an audit in SQL, and the table's arithmetic.
 # Reads LLMREPRO_JOBS (default: every CPU).
 

@@ -19,17 +19,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-scale=${LLMREPRO_BENCH_SCALE:-1}
 jobs=${LLMREPRO_JOBS:-$(nproc)}
-work=$(mktemp -d "${TMPDIR:-/tmp}/llmrepro-storage.XXXXXX")
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-log() { printf 'storage: %s\n' "$*" >&2; }
-count() { python3 -c "import sys; print(max(int(float(sys.argv[1]) * float(sys.argv[2])), 1))" "$1" "$scale"; }
+# work (removed at exit), pids, log(), count(): bench/lib.sh
+source bench/lib.sh
+bench_start storage
 
 ref=${LLMREPRO_BENCH_BASELINE_REF:-}
 if [[ -z $ref ]]; then
