@@ -1,6 +1,7 @@
 # What the benchmark scripts share, sourced from the repository root (`source bench/lib.sh`) by
-# bench/run.sh, bench/storage.sh, bench/storage_bytes.sh and bench/driver.sh: optimised builds of the checkout and of
-# a baseline commit, the responder, the suite, growing an audit in SQL, and the table's arithmetic.
+# bench/run.sh, bench/storage.sh, bench/storage_bytes.sh and bench/driver.sh: optimised builds of
+# the checkout and of a baseline commit, the responder, the suite, growing an audit in SQL, and
+# the table's arithmetic.
 # Reads LLMREPRO_JOBS (default: every CPU).
 
 # A script's start: its scratch folder `work` (removed at exit, with every process whose id is in
