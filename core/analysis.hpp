@@ -156,7 +156,7 @@ struct PromptAnalysis {
   // reference's (core::first_tool_call_divergence); empty otherwise and when all agree.
   std::optional<ToolCallDifference> tool_call_divergence;
   // The candidates of the reference completion at first_divergence (top-1 first), for reports.
-  std::vector<TokenCandidate> candidates_at_divergence;
+  TokenCandidates candidates_at_divergence;
   std::vector<LevelAnalysis> by_concurrency;
   std::vector<DistinctCompletion> completions; // reference first, then by count, then first seen
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/inline_vector.hpp"
 #include "core/tool_calls.hpp"
 
 namespace llmrepro::core {
@@ -22,13 +23,16 @@ struct TokenCandidate {
   double logprob = 0.0; // k_unknown_logprob where the endpoint sent no usable number
 };
 
+// A position's candidates: the two an audit asks for kept inline, any more on the heap.
+using TokenCandidates = InlineVector<TokenCandidate, 2>;
+
 // One generated token with the candidates the endpoint returned for its position.
 struct TokenLogprob {
   std::string token;
   double logprob = 0.0; // k_unknown_logprob where the endpoint sent no usable number
   // Sorted by logprob, highest first, unknown values last (adapters sort: vLLM lists the
   // sampled token first).
-  std::vector<TokenCandidate> top;
+  TokenCandidates top;
 
   // logprob(top-1) - logprob(top-2) in nats; empty when fewer than two candidates came back or
   // either of the two has an unknown log probability.

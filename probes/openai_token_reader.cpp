@@ -239,7 +239,7 @@ void OpenAiTokenReader::append_to(core::Completion& completion) {
 }
 
 bool OpenAiTokenReader::entry(JsonScanner& scanner, std::string& token, double& logprob,
-                              std::vector<core::TokenCandidate>* top) {
+                              core::TokenCandidates* top) {
   Cursor cursor(scanner);
   if (!cursor.take('{')) return false;
   std::string& raw = m_raw[top == nullptr ? 1 : 0];
@@ -325,7 +325,7 @@ bool OpenAiTokenReader::logprob(JsonScanner& scanner, double& value) {
   return true;
 }
 
-bool OpenAiTokenReader::candidates(JsonScanner& scanner, std::vector<core::TokenCandidate>& top) {
+bool OpenAiTokenReader::candidates(JsonScanner& scanner, core::TokenCandidates& top) {
   if (scanner.peek() == 'n') return scanner.literal("null");
   if (!scanner.consume('[')) return false;
   if (scanner.consume(']')) return true;

@@ -62,7 +62,7 @@ Json optional_kind(const std::optional<core::DivergenceKind>& kind) {
   return kind ? Json(core::to_string(*kind)) : Json(nullptr);
 }
 
-Json candidates(const std::vector<core::TokenCandidate>& top) {
+Json candidates(const core::TokenCandidates& top) {
   Json json = Json::array();
   for (const auto& candidate : top)
     json.push_back({{"token", candidate.token}, {"logprob", number(candidate.logprob)}});

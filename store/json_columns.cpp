@@ -599,14 +599,14 @@ Result<std::vector<std::string>> decode_strings(const std::string& text, const s
   return strings;
 }
 
-std::string encode_candidates(const std::vector<core::TokenCandidate>& top, std::size_t first) {
+std::string encode_candidates(const core::TokenCandidates& top, std::size_t first) {
   Json rest = Json::array();
   for (std::size_t i = first; i < top.size(); ++i)
     rest.push_back(Json::array({top[i].token, logprob_to_json(top[i].logprob)}));
   return dump(rest);
 }
 
-Result<void> decode_candidates(const std::string& text, std::vector<core::TokenCandidate>& top,
+Result<void> decode_candidates(const std::string& text, core::TokenCandidates& top,
                                const std::string& where) {
   Json json;
   LLMREPRO_TRY_ASSIGN(json, parse(text, where));

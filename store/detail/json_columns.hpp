@@ -45,10 +45,9 @@ core::Result<std::vector<std::string>> decode_strings(const std::string& text,
 // fixture); an unknown logprob
 // (core::k_unknown_logprob, NaN) is written as null, an infinite one as the string "-inf" or
 // "inf" because JSON has no infinities. Null and the string "nan" (written before) read as NaN.
-std::string encode_candidates(const std::vector<core::TokenCandidate>& top, std::size_t first);
+std::string encode_candidates(const core::TokenCandidates& top, std::size_t first);
 // Appends the decoded candidates to `top`.
-core::Result<void> decode_candidates(const std::string& text,
-                                     std::vector<core::TokenCandidate>& top,
+core::Result<void> decode_candidates(const std::string& text, core::TokenCandidates& top,
                                      const std::string& where);
 
 } // namespace llmrepro::store::detail

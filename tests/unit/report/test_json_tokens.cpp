@@ -61,8 +61,7 @@ std::string written(const std::vector<core::TokenLogprob>& tokens, int indent) {
   return out;
 }
 
-core::TokenLogprob token_of(std::string text, double logprob,
-                            std::vector<core::TokenCandidate> top) {
+core::TokenLogprob token_of(std::string text, double logprob, core::TokenCandidates top) {
   core::TokenLogprob token;
   token.token = std::move(text);
   token.logprob = logprob;
@@ -101,7 +100,7 @@ TEST_CASE("json tokens: hostile texts and every kind of number, as dump(2) write
                                        -1e300, 1e21, nan,    inf,    -inf,   -0.1,      -1.0 / 3.0};
   std::vector<core::TokenLogprob> tokens;
   for (std::size_t i = 0; i < texts.size(); ++i) {
-    std::vector<core::TokenCandidate> top;
+    core::TokenCandidates top;
     for (std::size_t k = 0; k < i % 4; ++k)
       top.push_back({texts[(i + k) % texts.size()], numbers[(i + k) % numbers.size()]});
     tokens.push_back(token_of(texts[i], numbers[i % numbers.size()], top));

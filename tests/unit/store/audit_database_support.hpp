@@ -76,8 +76,7 @@ inline core::AuditData make_header() {
   return header;
 }
 
-inline core::TokenLogprob token(std::string text, double logprob,
-                                std::vector<core::TokenCandidate> top) {
+inline core::TokenLogprob token(std::string text, double logprob, core::TokenCandidates top) {
   return core::TokenLogprob{std::move(text), logprob, std::move(top)};
 }
 

@@ -397,8 +397,7 @@ std::string hex(const std::string& blob) {
 }
 
 // A token whose first candidate is itself (the usual shape), then `others`.
-core::TokenLogprob usual(const std::string& text, double logprob,
-                         std::vector<core::TokenCandidate> others) {
+core::TokenLogprob usual(const std::string& text, double logprob, core::TokenCandidates others) {
   core::TokenLogprob token{text, logprob, {{text, logprob}}};
   for (auto& other : others) token.top.push_back(std::move(other));
   return token;
@@ -520,7 +519,7 @@ TEST_CASE("token blob: the encoder writes the same bytes as ever") {
           "02040200020002058f4e00060204000a058f4e000101040505ff03058f4e00");
   }
   SUBCASE("many candidates") {
-    std::vector<core::TokenCandidate> others;
+    core::TokenCandidates others;
     for (int k = 1; k < 20; ++k)
       others.push_back({"c" + std::to_string(k), -0.01 * k - (k % 3 == 0 ? 1e-17 : 0.0)});
     check({usual("a", -0.001, others), usual("b", f(-0.002f), others),
