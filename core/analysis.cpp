@@ -109,7 +109,8 @@ void note_reference_agreement(LevelAnalysis& level, const Completion& reference,
 
 // vLLM's return_tokens_as_token_ids spells every token "token_id:N": no text to compare.
 bool tokens_are_ids(const Completion& completion) {
-  return !completion.tokens.empty() && completion.tokens.front().token.rfind("token_id:", 0) == 0;
+  return !completion.tokens.empty() &&
+         completion.tokens.front().token.view().starts_with("token_id:");
 }
 
 struct Distinct {

@@ -68,9 +68,9 @@ int hex_digit(char c) {
 
 } // namespace
 
-std::string token_bytes(const std::string& token) {
+std::string token_bytes(std::string_view token) {
   constexpr std::string_view prefix = "bytes:";
-  if (token.size() <= prefix.size() || token.compare(0, prefix.size(), prefix) != 0) return token;
+  if (token.size() <= prefix.size() || !token.starts_with(prefix)) return std::string(token);
   std::string bytes;
   std::size_t i = prefix.size();
   while (i < token.size()) {
@@ -83,7 +83,7 @@ std::string token_bytes(const std::string& token) {
         continue;
       }
     }
-    return token; // not the escaped form: an ordinary token that starts with "bytes:"
+    return std::string(token); // not the escaped form: an ordinary token that starts with "bytes:"
   }
   return bytes;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/inline_vector.hpp"
+#include "core/token_text.hpp"
 #include "core/tool_calls.hpp"
 
 namespace llmrepro::core {
@@ -19,7 +20,7 @@ inline bool is_known_logprob(double logprob) { return std::isfinite(logprob); }
 
 // One alternative the model considered at a position, with its log probability in nats.
 struct TokenCandidate {
-  std::string token;
+  TokenText token;
   double logprob = 0.0; // k_unknown_logprob where the endpoint sent no usable number
 };
 
@@ -28,7 +29,7 @@ using TokenCandidates = InlineVector<TokenCandidate, 2>;
 
 // One generated token with the candidates the endpoint returned for its position.
 struct TokenLogprob {
-  std::string token;
+  TokenText token;
   double logprob = 0.0; // k_unknown_logprob where the endpoint sent no usable number
   // Sorted by logprob, highest first, unknown values last (adapters sort: vLLM lists the
   // sampled token first).
@@ -133,7 +134,7 @@ void sort_candidates(Completion& completion);
 // The bytes a token stands for: the token string, or for a byte-fragment token written as
 // "bytes:\xe2\x80" (OpenAI's spelling, which adapters use where an endpoint sends `bytes` that
 // are not the UTF-8 of its token string) the bytes it names.
-std::string token_bytes(const std::string& token);
+std::string token_bytes(std::string_view token);
 
 // Whether the tokens' bytes concatenate to the completion's text.
 bool tokens_match_text(const Completion& completion);

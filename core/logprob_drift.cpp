@@ -38,7 +38,7 @@ void LogprobDriftTree::Range::add(double value) {
   ++count;
 }
 
-std::size_t LogprobDriftTree::child(std::size_t parent, const std::string& token, int position) {
+std::size_t LogprobDriftTree::child(std::size_t parent, std::string_view token, int position) {
   std::size_t last = 0;
   for (std::size_t at = m_nodes[parent].first_child; at != 0; at = m_nodes[at].next_sibling) {
     if (m_nodes[at].token == token) return at;

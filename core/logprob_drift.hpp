@@ -51,12 +51,12 @@ private:
     double spread() const { return count < 2 ? 0.0 : high - low; }
   };
   struct RunnerUp {
-    std::string token;
+    TokenText token;
     Range range;
   };
   // The runs that chose `token` here after agreeing on every earlier token.
   struct Node {
-    std::string token;
+    TokenText token;
     int position = 0;
     int runs = 0;
     Range chosen;
@@ -65,7 +65,7 @@ private:
     std::size_t first_child = 0;      // 0: none (the root is never a child)
     std::size_t next_sibling = 0;
   };
-  std::size_t child(std::size_t parent, const std::string& token, int position);
+  std::size_t child(std::size_t parent, std::string_view token, int position);
 
   std::vector<Node> m_nodes{Node{}}; // m_nodes[0]: the root, before the first token
 };

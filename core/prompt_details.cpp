@@ -32,7 +32,7 @@ public:
     std::memcpy(bytes, &value, sizeof value);
     m_out.append(bytes, sizeof value);
   }
-  void text(const std::string& value) {
+  void text(std::string_view value) {
     count(value.size());
     m_out += value;
   }

@@ -120,13 +120,13 @@ std::vector<bool> covered_bytes(std::string_view text, const std::vector<std::st
 // pieces goes too: the pieces' concatenation comes out as redact() of the whole, the k_redacted
 // of each covered run in the piece where the run starts, the rest of the run dropped from the
 // pieces after it.
-void redact_pieces(const std::vector<std::string*>& pieces, const std::vector<std::string>& forms) {
+void redact_pieces(const std::vector<TokenText*>& pieces, const std::vector<std::string>& forms) {
   std::string joined;
-  for (const std::string* piece : pieces) joined += *piece;
+  for (const TokenText* piece : pieces) joined += *piece;
   const std::vector<bool> covered = covered_bytes(joined, forms);
   if (std::find(covered.begin(), covered.end(), true) == covered.end()) return;
   std::size_t offset = 0;
-  for (std::string* piece : pieces) {
+  for (TokenText* piece : pieces) {
     std::string out;
     for (std::size_t i = 0; i < piece->size(); ++i) {
       const std::size_t at = offset + i;
@@ -137,7 +137,7 @@ void redact_pieces(const std::vector<std::string*>& pieces, const std::vector<st
       }
     }
     offset += piece->size();
-    *piece = std::move(out);
+    piece->assign(out);
   }
 }
 
@@ -280,7 +280,7 @@ void Redactor::redact_record(RequestRecord& record) const {
   completion.model = redact(completion.model);
   const std::lock_guard lock(m_mutex);
   for (auto* tokens : {&completion.tokens, &completion.reasoning_tokens}) {
-    std::vector<std::string*> pieces;
+    std::vector<TokenText*> pieces;
     for (TokenLogprob& token : *tokens) pieces.push_back(&token.token);
     redact_pieces(pieces, m_forms);
     for (TokenLogprob& token : *tokens)

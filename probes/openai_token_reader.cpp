@@ -238,7 +238,7 @@ void OpenAiTokenReader::append_to(core::Completion& completion) {
   completion.numbers += m_numbers;
 }
 
-bool OpenAiTokenReader::entry(JsonScanner& scanner, std::string& token, double& logprob,
+bool OpenAiTokenReader::entry(JsonScanner& scanner, core::TokenText& token, double& logprob,
                               core::TokenCandidates* top) {
   Cursor cursor(scanner);
   if (!cursor.take('{')) return false;

@@ -338,7 +338,7 @@ std::vector<std::string> display_tokens(const core::DistinctCompletion& completi
   if (completion.tokens.empty()) return core::utf8_code_points(completion.text);
   std::vector<std::string> tokens;
   tokens.reserve(completion.tokens.size());
-  for (const core::TokenLogprob& token : completion.tokens) tokens.push_back(token.token);
+  for (const core::TokenLogprob& token : completion.tokens) tokens.push_back(token.token.str());
   return tokens;
 }
 

@@ -30,7 +30,7 @@ bool writes_verbatim(std::string_view text) {
   return true;
 }
 
-void append_string(std::string& out, const std::string& text) {
+void append_string(std::string& out, std::string_view text) {
   if (writes_verbatim(text)) {
     out += '"';
     out += text;

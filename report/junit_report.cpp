@@ -57,8 +57,8 @@ std::string failure_message(const core::PromptAnalysis& p, Outcome outcome, doub
     if (p.divergence_kind == core::DivergenceKind::length) out += " (one completion ends there)";
     if (p.candidates_at_divergence.size() >= 2) {
       const auto& c = p.candidates_at_divergence;
-      out += fmt::format(": {} ({:.4f}) vs {} ({:.4f})", quoted_candidate(c[0].token), c[0].logprob,
-                         quoted_candidate(c[1].token), c[1].logprob);
+      out += fmt::format(": {} ({:.4f}) vs {} ({:.4f})", quoted_candidate(c[0].token.str()),
+                         c[0].logprob, quoted_candidate(c[1].token.str()), c[1].logprob);
     }
     if (p.gap_at_divergence) out += fmt::format(", gap {:.4g} nats", *p.gap_at_divergence);
     if (p.fragile == true) out += "; also fragile";

@@ -159,9 +159,9 @@ std::string worst_line(const core::PromptAnalysis& prompt) {
     if (prompt.gap_at_divergence) line += fmt::format("  gap {:.4f}", *prompt.gap_at_divergence);
     const auto& candidates = prompt.candidates_at_divergence;
     if (candidates.size() >= 2)
-      line +=
-          fmt::format("  {} ({:.4f}) vs {} ({:.4f})", quoted(candidates[0].token),
-                      candidates[0].logprob, quoted(candidates[1].token), candidates[1].logprob);
+      line += fmt::format("  {} ({:.4f}) vs {} ({:.4f})", quoted(candidates[0].token.str()),
+                          candidates[0].logprob, quoted(candidates[1].token.str()),
+                          candidates[1].logprob);
   } else if (prompt.min_gap && prompt.min_gap_position) {
     line += fmt::format("  {}min gap {:.4f} at token {}",
                         prompt.status == core::PromptStatus::stable ? "stable, " : "",

@@ -12,8 +12,10 @@ namespace {
 
 // Token texts are bytes (an endpoint may split a UTF-8 character between tokens), so they are
 // bound and read as BLOBs: SQLite keeps them exactly and compares them bytewise.
-void bind_bytes(sqlite3_stmt* statement, int index, const std::string& bytes) {
-  sqlite3_bind_blob64(statement, index, bytes.data(), bytes.size(), SQLITE_STATIC);
+void bind_bytes(sqlite3_stmt* statement, int index, std::string_view bytes) {
+  // Never a null pointer: SQLite binds NULL for one, and an empty text is a text.
+  sqlite3_bind_blob64(statement, index, bytes.empty() ? "" : bytes.data(), bytes.size(),
+                      SQLITE_STATIC);
 }
 
 } // namespace
@@ -26,7 +28,7 @@ Result<void> TextInterner::prepare() {
   return {};
 }
 
-Result<std::uint64_t> TextInterner::intern_text(const std::string& text) {
+Result<std::uint64_t> TextInterner::intern_text(std::string_view text) {
   if (const auto cached = m_ids.find(text)) return *cached;
   {
     const StatementUse use(m_find.get());

@@ -32,7 +32,8 @@ public:
 private:
   // A token's object with its candidates into `top`, or a candidate's (`top` null: no list of
   // its own).
-  bool entry(JsonScanner& scanner, std::string& token, double& logprob, core::TokenCandidates* top);
+  bool entry(JsonScanner& scanner, core::TokenText& token, double& logprob,
+             core::TokenCandidates* top);
   // A log probability the plain path did not read: null, NaN and the like, an exponent.
   bool logprob(JsonScanner& scanner, double& value);
   bool candidates(JsonScanner& scanner, core::TokenCandidates& top);

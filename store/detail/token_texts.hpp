@@ -37,7 +37,7 @@ public:
   void rollback();
 
 private:
-  core::Result<std::uint64_t> intern_text(const std::string& text);
+  core::Result<std::uint64_t> intern_text(std::string_view text);
 
   const Connection& m_connection;
   Statement m_find;

@@ -366,7 +366,8 @@ LogprobDrift drift_by_definition(const std::vector<const Completion*>& runs) {
     for (const auto& group : groups) {
       std::map<std::string, std::vector<const Completion*>> by_token;
       for (const Completion* run : group)
-        if (position < run->tokens.size()) by_token[run->tokens[position].token].push_back(run);
+        if (position < run->tokens.size())
+          by_token[run->tokens[position].token.str()].push_back(run);
       for (auto& [token, agreeing] : by_token) {
         if (agreeing.size() < 2) continue;
         std::vector<double> chosen, gaps;
@@ -376,7 +377,7 @@ LogprobDrift drift_by_definition(const std::vector<const Completion*>& runs) {
           if (comparable(at.logprob)) chosen.push_back(at.logprob);
           if (const auto g = measured_gap(at)) gaps.push_back(*g);
           if (const auto* r = rival_of(at); r != nullptr && comparable(r->logprob))
-            rivals[r->token].push_back(r->logprob);
+            rivals[r->token.str()].push_back(r->logprob);
         }
         double moved = spread(chosen);
         for (const auto& [name, values] : rivals) moved = std::max(moved, spread(values));

@@ -30,7 +30,7 @@ Completion streamed(const std::vector<std::string>& tokens, const std::string& a
 
 std::vector<std::string> token_strings(const std::vector<TokenLogprob>& tokens) {
   std::vector<std::string> strings;
-  for (const auto& token : tokens) strings.push_back(token.token);
+  for (const auto& token : tokens) strings.push_back(token.token.str());
   return strings;
 }
 

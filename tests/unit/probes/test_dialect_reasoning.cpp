@@ -23,7 +23,7 @@ namespace {
 
 std::vector<std::string> token_strings(const std::vector<core::TokenLogprob>& tokens) {
   std::vector<std::string> strings;
-  for (const auto& token : tokens) strings.push_back(token.token);
+  for (const auto& token : tokens) strings.push_back(token.token.str());
   return strings;
 }
 

@@ -409,11 +409,11 @@ inline std::string version_1_blob(const std::vector<core::TokenLogprob>& tokens,
                             (std::bit_cast<std::uint64_t>(token.top[0].logprob) ==
                                  std::bit_cast<std::uint64_t>(token.logprob) ||
                              (std::isnan(token.top[0].logprob) && std::isnan(token.logprob)));
-    varint(ids.at(token.token));
+    varint(ids.at(token.token.str()));
     value(token.logprob);
     varint((token.top.size() << 1) | (first_same ? 1 : 0));
     for (std::size_t k = first_same ? 1 : 0; k < token.top.size(); ++k) {
-      varint(ids.at(token.top[k].token));
+      varint(ids.at(token.top[k].token.str()));
       value(token.top[k].logprob);
     }
   }

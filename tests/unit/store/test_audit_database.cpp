@@ -153,7 +153,7 @@ TEST_CASE("AuditDatabase::record") {
       tokens.clear();
       for (std::size_t i = 0; i < length; ++i) {
         auto token = pattern[i % pattern.size()];
-        token.token += "#" + std::to_string(i);
+        token.token = token.token + ("#" + std::to_string(i));
         token.logprob -= static_cast<double>(i) / 64.0;
         tokens.push_back(token);
       }

@@ -28,7 +28,7 @@ struct Interned {
   std::map<std::string, std::uint64_t> ids;
   TokenTexts texts;
 
-  std::uint64_t operator()(const std::string& text) {
+  std::uint64_t operator()(std::string_view text) {
     auto [it, added] = ids.emplace(text, ids.size() + 1);
     if (added) {
       texts.text.resize(it->second + 1);

@@ -1,0 +1,146 @@
+// A token's text: 16 bytes, the text inside them up to 15 bytes (nearly every token a tokenizer
+// has) and on the heap past them. std::string takes 32 for the same short texts; a response's
+// tokens and their candidates are three texts a position, and a report holds a prompt's runs
+// whole, so the text's size is most of what a report's memory grows by in the runs.
+//
+// Any bytes (a token may be part of a UTF-8 sequence, or NUL). Read it as a std::string_view,
+// which it converts to; std::string(text) where a std::string is needed.
+#pragma once
+
+#include <bit>
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace llmrepro::core {
+
+class TokenText {
+public:
+  static constexpr std::size_t k_inline = 15;
+
+  TokenText() noexcept { set_inline_size(0); }
+  TokenText(std::string_view text) { init(text.data(), text.size()); }
+  TokenText(const char* text) : TokenText(std::string_view(text)) {}
+  TokenText(const std::string& text) : TokenText(std::string_view(text)) {}
+  TokenText(const TokenText& other) { init(other.data(), other.size()); }
+  TokenText(TokenText&& other) noexcept {
+    std::memcpy(m_bytes, other.m_bytes, sizeof m_bytes);
+    other.set_inline_size(0);
+  }
+  ~TokenText() { free_heap(); }
+
+  TokenText& operator=(const TokenText& other) {
+    if (this != &other) assign(other.data(), other.size());
+    return *this;
+  }
+  TokenText& operator=(TokenText&& other) noexcept {
+    if (this != &other) {
+      free_heap();
+      std::memcpy(m_bytes, other.m_bytes, sizeof m_bytes);
+      other.set_inline_size(0);
+    }
+    return *this;
+  }
+  TokenText& operator=(std::string_view text) {
+    assign(text.data(), text.size());
+    return *this;
+  }
+  TokenText& operator=(const std::string& text) { return *this = std::string_view(text); }
+  TokenText& operator=(const char* text) { return *this = std::string_view(text); }
+
+  // `text` may be this text's own bytes.
+  void assign(const char* text, std::size_t size) {
+    char* old = is_inline() ? nullptr : m_heap.data;
+    init(text, size);
+    delete[] old;
+  }
+  void assign(std::string_view text) { assign(text.data(), text.size()); }
+  void clear() noexcept {
+    free_heap();
+    set_inline_size(0);
+  }
+
+  std::size_t size() const noexcept {
+    return is_inline() ? inline_size() : static_cast<std::size_t>(m_heap.size_tag & k_size_mask);
+  }
+  bool empty() const noexcept { return size() == 0; }
+  const char* data() const noexcept { return is_inline() ? m_bytes : m_heap.data; }
+  const char* begin() const noexcept { return data(); }
+  const char* end() const noexcept { return data() + size(); }
+  char operator[](std::size_t i) const noexcept { return data()[i]; }
+  bool is_inline() const noexcept { return tag() != k_heap_tag; }
+
+  std::string_view view() const noexcept { return {data(), size()}; }
+  operator std::string_view() const noexcept { return view(); }
+  std::string str() const { return std::string(view()); }
+
+  friend bool operator==(const TokenText& a, const TokenText& b) noexcept {
+    return a.view() == b.view();
+  }
+  friend bool operator==(const TokenText& a, std::string_view b) noexcept { return a.view() == b; }
+  friend bool operator==(const TokenText& a, const std::string& b) noexcept {
+    return a.view() == std::string_view(b);
+  }
+  friend bool operator==(const TokenText& a, const char* b) noexcept {
+    return a.view() == std::string_view(b);
+  }
+  friend std::strong_ordering operator<=>(const TokenText& a, const TokenText& b) noexcept {
+    return a.view() <=> b.view();
+  }
+  friend std::strong_ordering operator<=>(const TokenText& a, std::string_view b) noexcept {
+    return a.view() <=> b;
+  }
+
+private:
+  // The last byte tells the two forms apart: inline, it holds the size (0 to 15, the text in the
+  // bytes before it); on the heap, k_heap_tag, the top byte of the size's word.
+  static constexpr unsigned char k_heap_tag = 0xFF;
+  static constexpr std::uint64_t k_size_mask = (std::uint64_t{1} << 56) - 1;
+  struct Heap {
+    char* data;
+    std::uint64_t size_tag;
+  };
+
+  unsigned char tag() const noexcept { return static_cast<unsigned char>(m_bytes[15]); }
+  std::size_t inline_size() const noexcept { return tag(); }
+  void set_inline_size(std::size_t size) noexcept { m_bytes[15] = static_cast<char>(size); }
+
+  void init(const char* text, std::size_t size) {
+    if (size <= k_inline) {
+      if (size > 0) std::memmove(m_bytes, text, size);
+      set_inline_size(size);
+    } else {
+      // The size's top byte is the tag: 2^56 bytes is beyond any response.
+      m_heap.data = new char[size];
+      std::memcpy(m_heap.data, text, size);
+      m_heap.size_tag = static_cast<std::uint64_t>(size) | (std::uint64_t{k_heap_tag} << 56);
+    }
+  }
+  void free_heap() noexcept {
+    if (!is_inline()) delete[] m_heap.data;
+  }
+
+  union {
+    char m_bytes[16];
+    Heap m_heap;
+  };
+};
+
+static_assert(sizeof(TokenText) == 16);
+static_assert(std::endian::native == std::endian::little,
+              "the tag is the size word's top byte, the text's last byte");
+
+inline std::string& operator+=(std::string& out, const TokenText& text) {
+  return out.append(text.data(), text.size());
+}
+inline std::string operator+(std::string a, const TokenText& b) { return a += b; }
+inline std::string operator+(const TokenText& a, std::string_view b) {
+  std::string out = a.str();
+  out.append(b);
+  return out;
+}
+
+} // namespace llmrepro::core
