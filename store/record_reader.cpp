@@ -1,6 +1,8 @@
 #include "store/detail/record_reader.hpp"
 
 #include <algorithm>
+#include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -25,7 +27,62 @@ std::string select_tokens(const char* table) {
          table + " ";
 }
 
+// Puts `ids` in ascending order and each vector of `parallel` (as many elements) in the same
+// order, in place with swaps, so that no second group is allocated. `order` is scratch.
+template <typename... Parallel>
+void sort_by_ids(std::vector<std::int64_t>& ids, std::vector<std::size_t>& order,
+                 std::vector<Parallel>&... parallel) {
+  if (std::is_sorted(ids.begin(), ids.end())) return;
+  order.resize(ids.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&ids](std::size_t a, std::size_t b) { return ids[a] < ids[b]; });
+  // Position k takes the element at order[k]: each cycle of the permutation is walked once, every
+  // swap leaving one position final.
+  for (std::size_t start = 0; start < order.size(); ++start) {
+    std::size_t k = start;
+    while (order[k] != start) {
+      const std::size_t next = order[k];
+      std::swap(ids[k], ids[next]);
+      (std::swap(parallel[k], parallel[next]), ...);
+      order[k] = k;
+      k = next;
+    }
+    order[k] = k;
+  }
+}
+
 } // namespace
+
+Result<bool> has_endpoint_prompt_index(const Connection& db) {
+  Statement indexes;
+  LLMREPRO_TRY_ASSIGN(indexes, db.prepare("SELECT name FROM pragma_index_list('requests') WHERE "
+                                          "NOT partial",
+                                          ErrorCode::input));
+  Statement keys;
+  LLMREPRO_TRY_ASSIGN(keys, db.prepare("SELECT name, desc, coll FROM pragma_index_xinfo(?1) WHERE "
+                                       "key ORDER BY seqno LIMIT 2",
+                                       ErrorCode::input));
+  bool found = false;
+  auto read = db.for_each_row(
+      indexes.get(), "cannot read the indexes of requests",
+      [&](sqlite3_stmt* index) -> Result<void> {
+        const std::string name = column_text(index, 0);
+        bind_text(keys.get(), 1, name);
+        std::vector<std::string> leading;
+        LLMREPRO_TRY(db.for_each_row(keys.get(), "cannot read the indexes of requests",
+                                     [&](sqlite3_stmt* key) -> Result<void> {
+                                       if (column_int(key, 1) == 0 &&
+                                           column_text(key, 2) == "BINARY")
+                                         leading.push_back(column_text(key, 0));
+                                       return Result<void>{};
+                                     }));
+        found = found || leading == std::vector<std::string>{"endpoint_index", "prompt_index"};
+        return Result<void>{};
+      });
+  if (!read) return read.error();
+  return found;
+}
 
 RecordReader::RecordReader(const Connection& connection, LaterColumns columns, int schema_version)
     : m_connection(connection), m_columns(columns), m_schema_version(schema_version) {}
@@ -97,7 +154,7 @@ Result<void> RecordReader::read_header(core::AuditData& data) const {
 
 // Zeros stand in for numbers_*, no reasoning for the reasoning and NULL (unknown) for the usage,
 // where the database lacks them.
-std::string RecordReader::requests_query(const char* order) const {
+std::string RecordReader::requests_query(const char* rest) const {
   return std::string("SELECT id, endpoint_index, prompt_index, concurrency, probe, repeat, ok, "
                      "http_status, error, attempts, started_ms, finished_ms, text, has_logprobs, "
                      "finish_reason, system_fingerprint, model, completion_tokens, ") +
@@ -108,7 +165,7 @@ std::string RecordReader::requests_query(const char* order) const {
          (m_columns.usage ? ", usage_prompt_tokens, usage_reasoning_tokens" : ", NULL, NULL") +
          (m_columns.text ? ", lone_surrogates" : ", 0") +
          (m_columns.cache ? ", usage_cached_prompt_tokens" : ", NULL") +
-         (m_columns.tool_calls ? ", tool_calls" : ", NULL") + " FROM requests ORDER BY " + order;
+         (m_columns.tool_calls ? ", tool_calls" : ", NULL") + " FROM requests " + rest;
 }
 
 Result<void> RecordReader::read_record(sqlite3_stmt* row, core::RequestRecord& record,
@@ -191,7 +248,8 @@ Result<void> append_version_1_token(const Connection& connection, sqlite3_stmt* 
 Result<void> RecordReader::read_records(core::AuditData& data) const {
   const Connection& db = m_connection;
   Statement statement;
-  LLMREPRO_TRY_ASSIGN(statement, db.prepare(requests_query("id").c_str(), ErrorCode::input));
+  LLMREPRO_TRY_ASSIGN(statement,
+                      db.prepare(requests_query("ORDER BY id").c_str(), ErrorCode::input));
   std::vector<std::int64_t> ids;
   std::vector<TextsFromTokens> from_tokens;
   auto read = db.for_each_row(statement.get(), "cannot read the records",
@@ -281,16 +339,51 @@ Result<void> RecordReader::read_token_table(const char* table, const std::vector
       });
 }
 
-// Requests in (prompt, id) order; each prompt's tokens are read by request (a primary-key range
-// of the tokens table) just before the prompt is handed over, then dropped.
+Result<std::vector<Statement>> RecordReader::requests_by_prompt() const {
+  const Connection& db = m_connection;
+  std::vector<Statement> cursors;
+  bool indexed = false;
+  LLMREPRO_TRY_ASSIGN(indexed, has_endpoint_prompt_index(db));
+  if (!indexed) {
+    Statement all;
+    LLMREPRO_TRY_ASSIGN(
+        all, db.prepare(requests_query("ORDER BY prompt_index, id").c_str(), ErrorCode::input));
+    cursors.push_back(std::move(all));
+    return cursors;
+  }
+  // The distinct values come from a walk of the index too. IS rather than =, so that a NULL
+  // endpoint_index (a file made by hand) is read like any other value.
+  Statement endpoints;
+  LLMREPRO_TRY_ASSIGN(endpoints,
+                      db.prepare("SELECT DISTINCT endpoint_index FROM requests", ErrorCode::input));
+  const std::string query = requests_query("WHERE endpoint_index IS ?1 ORDER BY prompt_index");
+  auto read = db.for_each_row(
+      endpoints.get(), "cannot read the records", [&](sqlite3_stmt* row) -> Result<void> {
+        Statement cursor;
+        LLMREPRO_TRY_ASSIGN(cursor, db.prepare(query.c_str(), ErrorCode::input));
+        sqlite3_bind_value(cursor.get(), 1, sqlite3_column_value(row, 0));
+        cursors.push_back(std::move(cursor));
+        return Result<void>{};
+      });
+  if (!read) return read.error();
+  return cursors;
+}
+
+// Requests prompt by prompt, in ascending prompt_index: one cursor per endpoint walks the plan
+// key's index, which lists that endpoint's requests in prompt order (requests_by_prompt), and a
+// prompt's group is every cursor's rows of that prompt, put in id (recorded) order here. So
+// SQLite sorts nothing and memory holds one prompt's requests, where one `ORDER BY prompt_index,
+// id` query would have SQLite's sorter hold every request row until the scan ends (what a file
+// without that index still gets). Each prompt's tokens are read by request (a packed_tokens key,
+// or a primary-key range of the version 1 token tables) just before the prompt is handed over,
+// then dropped.
 Result<void>
 RecordReader::stream_records(core::AuditData& data,
                              const AuditDatabase::PromptRecordsVisitor& visit,
                              const std::function<bool(const core::RequestRecord&)>& keep) const {
   const Connection& db = m_connection;
-  Statement requests;
-  LLMREPRO_TRY_ASSIGN(requests,
-                      db.prepare(requests_query("prompt_index, id").c_str(), ErrorCode::input));
+  std::vector<Statement> cursors;
+  LLMREPRO_TRY_ASSIGN(cursors, requests_by_prompt());
   // Versions 2 and 3: one key probe of packed_tokens per request. Version 1: the request's rows
   // of the token tables, a primary-key range each.
   const bool packed = m_schema_version >= 2;
@@ -390,21 +483,45 @@ RecordReader::stream_records(core::AuditData& data,
     return {};
   };
 
-  auto read = db.for_each_row(requests.get(), "cannot read the records",
-                              [&](sqlite3_stmt* row) -> Result<void> {
-                                core::RequestRecord record;
-                                TextsFromTokens from_tokens;
-                                LLMREPRO_TRY(read_record(row, record, from_tokens));
-                                if (!group.empty() && record.planned.prompt_index != group_prompt)
-                                  LLMREPRO_TRY(flush());
-                                group_prompt = record.planned.prompt_index;
-                                group_ids.push_back(column_int64(row, 0));
-                                group_from_tokens.push_back(from_tokens);
-                                group.push_back(std::move(record));
-                                return Result<void>{};
-                              });
-  if (!read) return read;
-  LLMREPRO_TRY(flush());
+  // Whether each cursor stands on a row.
+  std::vector<char> at_row(cursors.size(), 0);
+  const auto advance = [&](std::size_t c) -> Result<void> {
+    const int step = sqlite3_step(cursors[c].get());
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+      return db.failure(ErrorCode::input, "cannot read the records");
+    at_row[c] = step == SQLITE_ROW ? 1 : 0;
+    return {};
+  };
+  for (std::size_t c = 0; c < cursors.size(); ++c) LLMREPRO_TRY(advance(c));
+  std::vector<std::size_t> order; // sort_by_ids' scratch
+  for (;;) {
+    // The next group: the lowest prompt_index a cursor stands on. Every row read is added to the
+    // group and the cursor stepped, so each row is read once, whatever its values.
+    std::optional<std::int64_t> prompt;
+    for (std::size_t c = 0; c < cursors.size(); ++c) {
+      if (at_row[c] == 0) continue;
+      const std::int64_t at = column_int64(cursors[c].get(), 2);
+      if (!prompt || at < *prompt) prompt = at;
+    }
+    if (!prompt) break;
+    for (std::size_t c = 0; c < cursors.size(); ++c) {
+      sqlite3_stmt* row = cursors[c].get();
+      while (at_row[c] != 0 && column_int64(row, 2) == *prompt) {
+        core::RequestRecord record;
+        TextsFromTokens from_tokens;
+        LLMREPRO_TRY(read_record(row, record, from_tokens));
+        group_ids.push_back(column_int64(row, 0));
+        group_from_tokens.push_back(from_tokens);
+        group.push_back(std::move(record));
+        LLMREPRO_TRY(advance(c));
+      }
+    }
+    group_prompt = group.front().planned.prompt_index;
+    // Recorded order within the prompt, as the visitor is promised; one cursor per endpoint gives
+    // plan key order.
+    sort_by_ids(group_ids, order, group, group_from_tokens);
+    LLMREPRO_TRY(flush());
+  }
 
   // Recorded order, as read_records() gives it.
   std::sort(kept.begin(), kept.end(),

@@ -61,8 +61,13 @@ private:
     bool reasoning_text = false;
   };
 
-  // The requests query with columns read_record() reads, in `order`.
-  std::string requests_query(const char* order) const;
+  // The requests query with columns read_record() reads, then `rest` (its WHERE and ORDER BY).
+  std::string requests_query(const char* rest) const;
+  // stream_records()' cursors over the requests, each in ascending prompt_index (rows of one
+  // prompt_index in no particular order): one per distinct endpoint_index, walking the index of
+  // the plan key from that endpoint's first entry. Where the file has no such index (made by
+  // hand), one cursor over the whole table in (prompt_index, id) order, which SQLite sorts.
+  core::Result<std::vector<Statement>> requests_by_prompt() const;
   // One row of requests_query(), without its tokens; `from_tokens` says which texts wait for them.
   core::Result<void> read_record(sqlite3_stmt* row, core::RequestRecord& record,
                                  TextsFromTokens& from_tokens) const;
@@ -105,6 +110,12 @@ core::Result<void> decode_packed_row(const Connection& connection, sqlite3_stmt*
                                      std::int64_t request_id, const TokenTexts& texts,
                                      core::Completion& completion,
                                      SpareTokenLists* spare = nullptr);
+
+// Whether the requests table has an index that lists one endpoint's requests in prompt order
+// (endpoint_index and prompt_index its first keys, ascending, BINARY, not partial), as the UNIQUE
+// constraint on the plan key gives every schema version. Without one, a streaming load reads the
+// requests in one query that SQLite sorts.
+core::Result<bool> has_endpoint_prompt_index(const Connection& connection);
 
 // Sets each endpoint's fingerprints to the distinct non-empty system_fingerprint values of its
 // successful records, sorted.
