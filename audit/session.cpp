@@ -3,11 +3,29 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdlib> // defines __GLIBC__ where the C library is glibc
 #include <optional>
 #include <utility>
 #include <vector>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace llmrepro::audit {
+
+namespace {
+
+// Gives the pages of freed memory back to the system. The scan's token lists (a prompt's runs,
+// reused prompt after prompt) are freed when it ends, in the middle of malloc's heap, where the
+// summary's buffers that come next do not fit; glibc keeps such pages resident, so the report's
+// peak would be the scan's lists and the summary's buffers together, and grow with the runs.
+void return_freed_pages() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+} // namespace
 
 core::Result<store::AuditDatabase> open_audit_database(const std::string& path,
                                                        const Notify& notify) {
@@ -69,6 +87,7 @@ core::Result<Session> load_session(const store::AuditDatabase& database,
       options.lean ? store::AuditDatabase::KeptRecords::failures
                    : store::AuditDatabase::KeptRecords::all);
   if (!loaded) return loaded.error();
+  return_freed_pages();
   if (details) LLMREPRO_TRY(details->error());
   session.data = std::make_unique<core::AuditData>(std::move(*loaded));
   session.successes.resize(std::max(session.successes.size(), session.data->suite.prompts.size()),
