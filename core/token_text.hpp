@@ -110,13 +110,39 @@ private:
 
   void init(const char* text, std::size_t size) {
     if (size <= k_inline) {
-      if (size > 0) std::memmove(m_bytes, text, size);
+      copy_short(m_bytes, text, size);
       set_inline_size(size);
     } else {
       // The size's top byte is the tag: 2^56 bytes is beyond any response.
       m_heap.data = new char[size];
       std::memcpy(m_heap.data, text, size);
       m_heap.size_tag = static_cast<std::uint64_t>(size) | (std::uint64_t{k_heap_tag} << 56);
+    }
+  }
+  // Up to 15 bytes with at most two overlapping loads, both before any store, so that `from`
+  // may be these bytes themselves: a call to memmove for a few bytes cost more than the copy.
+  static void copy_short(char* to, const char* from, std::size_t size) noexcept {
+    if (size >= 8) {
+      std::uint64_t head = 0;
+      std::uint64_t tail = 0;
+      std::memcpy(&head, from, 8);
+      std::memcpy(&tail, from + size - 8, 8);
+      std::memcpy(to, &head, 8);
+      std::memcpy(to + size - 8, &tail, 8);
+    } else if (size >= 4) {
+      std::uint32_t head = 0;
+      std::uint32_t tail = 0;
+      std::memcpy(&head, from, 4);
+      std::memcpy(&tail, from + size - 4, 4);
+      std::memcpy(to, &head, 4);
+      std::memcpy(to + size - 4, &tail, 4);
+    } else if (size > 0) {
+      const char first = from[0];
+      const char middle = from[size / 2];
+      const char last = from[size - 1];
+      to[0] = first;
+      to[size / 2] = middle;
+      to[size - 1] = last;
     }
   }
   void free_heap() noexcept {

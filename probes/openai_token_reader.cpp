@@ -1,6 +1,7 @@
 #include "probes/detail/openai_token_reader.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -56,6 +57,30 @@ Member member_of(std::string_view key, bool token) {
   default: return Member::other;
   }
 }
+
+// Each byte value as JSON writes it in a `bytes` list (no sign, no leading zero): what the list
+// holds where it spells the token's text, compared in place instead of read as a number.
+// Its digits as the first bytes of a little-endian word, `mask` covering them.
+struct ByteSpelling {
+  std::uint32_t digits = 0;
+  std::uint32_t mask = 0;
+  std::uint32_t size = 0;
+};
+constexpr std::array<ByteSpelling, 256> k_byte_spellings = [] {
+  std::array<ByteSpelling, 256> table{};
+  for (unsigned value = 0; value < 256; ++value) {
+    ByteSpelling& spelling = table[value];
+    const auto add = [&spelling](unsigned digit) {
+      spelling.digits |= ('0' + digit) << (8 * spelling.size);
+      spelling.mask |= 0xFFU << (8 * spelling.size);
+      ++spelling.size;
+    };
+    if (value >= 100) add(value / 100);
+    if (value >= 10) add(value / 10 % 10);
+    add(value % 10);
+  }
+  return table;
+}();
 
 // The first bytes of `text` (at most 8) as one little-endian word, as std::memcpy loads them.
 constexpr std::uint64_t word_of(std::string_view text) {
@@ -161,7 +186,21 @@ public:
     raw.clear();
     std::size_t matched = 0;
     bool matching = known;
-    do {
+    for (;;) {
+      // The text's next byte spelled as it is, followed by no further digit: the usual case,
+      // without reading a number (byte_value() below would read the same value).
+      if (matching && matched < text.size()) {
+        const ByteSpelling& spelling = k_byte_spellings[static_cast<unsigned char>(text[matched])];
+        std::uint32_t word = 0;
+        if (m_end - m_p >= 4) std::memcpy(&word, m_p, sizeof word);
+        const char after = static_cast<char>(word >> (8 * spelling.size)); // size < 4
+        if ((word & spelling.mask) == spelling.digits && (after < '0' || after > '9')) {
+          m_p += spelling.size;
+          ++matched;
+          if (!take(',')) break;
+          continue;
+        }
+      }
       // A value other than 0 to 255 as JSON writes it (a fraction, a sign, another type) is left
       // to the tape.
       m_p = JsonScanner::after_whitespace(m_p, m_end);
@@ -170,12 +209,13 @@ public:
       const char byte = static_cast<char>(static_cast<unsigned char>(value));
       if (matching && matched < text.size() && text[matched] == byte) {
         ++matched;
-        continue;
+      } else {
+        if (matching) raw.assign(text.substr(0, matched));
+        matching = false;
+        raw.push_back(byte);
       }
-      if (matching) raw.assign(text.substr(0, matched));
-      matching = false;
-      raw.push_back(byte);
-    } while (take(','));
+      if (!take(',')) break;
+    }
     if (!take(']')) return false;
     usable = true;
     same = matching && matched == text.size();

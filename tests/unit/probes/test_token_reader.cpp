@@ -160,7 +160,10 @@ void check_mutations(Dialect dialect, const std::string& seed, bool stream, int 
 std::string random_entry(std::mt19937& random, int depth) {
   static const std::vector<std::string> texts = {"a",       " w1",    "\\u00e9",   "\xC3\xA9",
                                                  "\\ud800", "tab\\t", "\\\"q\\\"", ""};
-  static const std::vector<std::string> bytes = {"null", "[]", "[97]", "[226,128]", "[0, 255]"};
+  // Some spell a text above (" w1", "é"), some only begin to.
+  static const std::vector<std::string> bytes = {"null",         "[]",        "[97]",
+                                                 "[226,128]",    "[0, 255]",  "[32,119,49]",
+                                                 "[32, 119 ,4]", "[195,169]", "[32,119,49,0]"};
   static const std::vector<std::string> logprobs = {"-0.5",
                                                     "-0",
                                                     "0",
@@ -273,6 +276,20 @@ TEST_CASE("token reader: the same completions and errors as the tape") {
         {R"([null])", false},
         {R"([{"token":"a","logprob":-0.1},])", false},
         {R"([{"token":"a","logprob":-0.1,"bytes":[01]}])", false},
+        // Byte lists that begin to spell the text (read in place) and then part from it.
+        {R"([{"token":"a","logprob":-0.1,"bytes":[097]}])", false},
+        {R"([{"token":"a","logprob":-0.1,"bytes":[975]}])", false},
+        {R"([{"token":"a","logprob":-0.1,"bytes":[97.5]}])", false},
+        {R"([{"token":"a","logprob":-0.1,"bytes":[9,7]}])", true},
+        {R"([{"token":"\u0001","logprob":-0.1,"bytes":[10]}])", true}, // "1" begins "10"
+        {R"([{"token":"ab","logprob":-0.1,"bytes":[97 , 98 ]}])", true},
+        {R"([{"token":"ab","logprob":-0.1,"bytes":[97]}])", true},
+        {R"([{"token":"a","logprob":-0.1,"bytes":[97,98]}])", true},
+        {R"([{"token":"a","logprob":-0.1,"bytes":[97,0]}])", true},
+        {R"([{"token":"ÿ","logprob":-0.1,"bytes":[195,191]}])", true},
+        {R"([{"token":"ÿ","logprob":-0.1,"bytes":[195,19]}])", true},
+        {R"([{"token":" w0","logprob":-0.1,"bytes":[32,119,48]}])", true},
+        {R"([{"token":"0","logprob":-0.1,"bytes":[48)", false},
         {R"([{"token":"a","logprob":01}])", false},
         {R"([{"token":"a\x","logprob":-0.1}])", false},
     };
