@@ -26,8 +26,9 @@ llmrepro::store::detail::TokenTexts make_texts() {
 std::vector<std::uint64_t> text_ids(const std::vector<llmrepro::core::TokenLogprob>& tokens) {
   std::vector<std::uint64_t> ids;
   for (const auto& token : tokens) {
-    ids.push_back(std::stoull(token.token.substr(1)));
-    for (const auto& candidate : token.top) ids.push_back(std::stoull(candidate.token.substr(1)));
+    ids.push_back(std::stoull(token.token.str().substr(1)));
+    for (const auto& candidate : token.top)
+      ids.push_back(std::stoull(candidate.token.str().substr(1)));
   }
   return ids;
 }
