@@ -13,7 +13,9 @@ namespace llmrepro::core {
 
 namespace {
 
-bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+// The C locale's white space (space, \t \n \v \f \r) whatever the process's locale, without
+// a call a byte: every run's answer goes through here.
+bool is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 std::string collapse_whitespace(std::string_view text) {
   std::string out;
