@@ -26,13 +26,6 @@ std::size_t decade_of(double value) {
 
 } // namespace
 
-std::optional<double> measured_gap(const TokenLogprob& token) {
-  const auto gap = token.gap();
-  if (!gap || token.top[0].logprob <= k_logprob_floor || token.top[1].logprob <= k_logprob_floor)
-    return std::nullopt;
-  return gap;
-}
-
 bool chose_below_runner_up(const Completion& completion) {
   if (!completion.has_logprobs) return false;
   return std::any_of(completion.tokens.begin(), completion.tokens.end(), [](const auto& token) {

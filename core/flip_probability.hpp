@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/completion.hpp"
+#include "core/logprob_floor.hpp"
 #include "core/random.hpp"
 
 namespace llmrepro::core {
@@ -20,7 +21,13 @@ namespace llmrepro::core {
 // endpoint sends itself). Such a candidate has no measured probability, and its "gap" is the
 // distance to the floor: one floored runner-up beside a finite one would read as thousands of
 // nats of noise.
-std::optional<double> measured_gap(const TokenLogprob& token);
+// Inline: the analysis asks it of every token, some of them once a pair of runs.
+inline std::optional<double> measured_gap(const TokenLogprob& token) {
+  const auto gap = token.gap();
+  if (!gap || token.top[0].logprob <= k_logprob_floor || token.top[1].logprob <= k_logprob_floor)
+    return std::nullopt;
+  return gap;
+}
 
 // A chosen token whose own logprob is below another candidate's by more than this (nats) was not
 // the greedy choice; less is rounding in the endpoint's numbers.
