@@ -123,19 +123,9 @@ private:
   // may be these bytes themselves: a call to memmove for a few bytes cost more than the copy.
   static void copy_short(char* to, const char* from, std::size_t size) noexcept {
     if (size >= 8) {
-      std::uint64_t head = 0;
-      std::uint64_t tail = 0;
-      std::memcpy(&head, from, 8);
-      std::memcpy(&tail, from + size - 8, 8);
-      std::memcpy(to, &head, 8);
-      std::memcpy(to + size - 8, &tail, 8);
+      copy_ends<std::uint64_t>(to, from, size);
     } else if (size >= 4) {
-      std::uint32_t head = 0;
-      std::uint32_t tail = 0;
-      std::memcpy(&head, from, 4);
-      std::memcpy(&tail, from + size - 4, 4);
-      std::memcpy(to, &head, 4);
-      std::memcpy(to + size - 4, &tail, 4);
+      copy_ends<std::uint32_t>(to, from, size);
     } else if (size > 0) {
       const char first = from[0];
       const char middle = from[size / 2];
@@ -144,6 +134,16 @@ private:
       to[size / 2] = middle;
       to[size - 1] = last;
     }
+  }
+  // The first and the last sizeof(Word) bytes of `size` (at least that many, at most twice).
+  template <typename Word>
+  static void copy_ends(char* to, const char* from, std::size_t size) noexcept {
+    Word head = 0;
+    Word tail = 0;
+    std::memcpy(&head, from, sizeof head);
+    std::memcpy(&tail, from + size - sizeof tail, sizeof tail);
+    std::memcpy(to, &head, sizeof head);
+    std::memcpy(to + size - sizeof tail, &tail, sizeof tail);
   }
   void free_heap() noexcept {
     if (!is_inline()) delete[] m_heap.data;
