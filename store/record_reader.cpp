@@ -344,6 +344,19 @@ Result<std::vector<Statement>> RecordReader::requests_by_prompt() const {
   std::vector<Statement> cursors;
   bool indexed = false;
   LLMREPRO_TRY_ASSIGN(indexed, has_endpoint_prompt_index(db));
+  // An audit has a handful of endpoints; a file with more distinct values than this (made by
+  // hand, or to cost a reader a prepared statement each) is read with the sorted query instead.
+  constexpr int k_most_cursors = 256;
+  if (indexed) {
+    Statement count;
+    LLMREPRO_TRY_ASSIGN(count, db.prepare("SELECT COUNT(*) FROM (SELECT DISTINCT endpoint_index "
+                                          "FROM requests LIMIT ?1)",
+                                          ErrorCode::input));
+    sqlite3_bind_int(count.get(), 1, k_most_cursors + 1);
+    if (sqlite3_step(count.get()) == SQLITE_ROW &&
+        sqlite3_column_int(count.get(), 0) > k_most_cursors)
+      indexed = false;
+  }
   if (!indexed) {
     Statement all;
     LLMREPRO_TRY_ASSIGN(

@@ -56,9 +56,9 @@ void record_interleaved(const std::string& path) {
 // load with its prompt_index, in the whole load's order, tokens included. Then the streaming
 // load that keeps only the failures: they in recorded order, the rest counted, the fingerprints
 // those of the whole load.
-void check_streamed_in_order(const AuditDatabase& database) {
+void check_streamed_in_order(const AuditDatabase& database, std::size_t stored = 13) {
   const auto whole = load_or_fail(database);
-  REQUIRE(whole.records.size() == 13);
+  REQUIRE(whole.records.size() == stored);
   std::vector<int> prompts;
   std::vector<core::RequestRecord> visited;
   const auto streamed = database.load(
@@ -167,6 +167,15 @@ TEST_CASE("a streaming load hands prompts over in ascending order, each in recor
                      "CREATE INDEX partial ON requests (endpoint_index, prompt_index) WHERE ok");
     CHECK_FALSE(indexed(path));
     check_streamed_in_order(open_or_fail(path));
+  }
+  SUBCASE("more endpoint values than a reader opens cursors for: the sorted query, same order") {
+    {
+      auto database = open_or_fail(path);
+      for (int endpoint = 1000; endpoint < 1300; ++endpoint)
+        REQUIRE(database.record(record_of(endpoint, 9, 1, 0, false)));
+    }
+    CHECK(indexed(path));
+    check_streamed_in_order(open_or_fail(path), 13 + 300);
   }
   SUBCASE("a hand-made index is walked, a NULL endpoint_index read like any other value") {
     rebuild_requests(path, k_unique, "");
