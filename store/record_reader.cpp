@@ -348,37 +348,30 @@ Result<std::vector<Statement>> RecordReader::requests_by_prompt() const {
   // hand, or to cost a reader a prepared statement each) is read with the sorted query instead.
   constexpr int k_most_cursors = 256;
   if (indexed) {
-    Statement count;
-    LLMREPRO_TRY_ASSIGN(count, db.prepare("SELECT COUNT(*) FROM (SELECT DISTINCT endpoint_index "
-                                          "FROM requests LIMIT ?1)",
-                                          ErrorCode::input));
-    sqlite3_bind_int(count.get(), 1, k_most_cursors + 1);
-    if (sqlite3_step(count.get()) == SQLITE_ROW &&
-        sqlite3_column_int(count.get(), 0) > k_most_cursors)
-      indexed = false;
+    // The distinct values come from a walk of the index too. IS rather than =, so that a NULL
+    // endpoint_index (a file made by hand) is read like any other value.
+    Statement endpoints;
+    LLMREPRO_TRY_ASSIGN(endpoints, db.prepare("SELECT DISTINCT endpoint_index FROM requests "
+                                              "LIMIT ?1",
+                                              ErrorCode::input));
+    sqlite3_bind_int(endpoints.get(), 1, k_most_cursors + 1);
+    const std::string query = requests_query("WHERE endpoint_index IS ?1 ORDER BY prompt_index");
+    auto read = db.for_each_row(
+        endpoints.get(), "cannot read the records", [&](sqlite3_stmt* row) -> Result<void> {
+          Statement cursor;
+          LLMREPRO_TRY_ASSIGN(cursor, db.prepare(query.c_str(), ErrorCode::input));
+          sqlite3_bind_value(cursor.get(), 1, sqlite3_column_value(row, 0));
+          cursors.push_back(std::move(cursor));
+          return Result<void>{};
+        });
+    if (!read) return read.error();
+    if (cursors.size() <= k_most_cursors) return cursors;
+    cursors.clear();
   }
-  if (!indexed) {
-    Statement all;
-    LLMREPRO_TRY_ASSIGN(
-        all, db.prepare(requests_query("ORDER BY prompt_index, id").c_str(), ErrorCode::input));
-    cursors.push_back(std::move(all));
-    return cursors;
-  }
-  // The distinct values come from a walk of the index too. IS rather than =, so that a NULL
-  // endpoint_index (a file made by hand) is read like any other value.
-  Statement endpoints;
-  LLMREPRO_TRY_ASSIGN(endpoints,
-                      db.prepare("SELECT DISTINCT endpoint_index FROM requests", ErrorCode::input));
-  const std::string query = requests_query("WHERE endpoint_index IS ?1 ORDER BY prompt_index");
-  auto read = db.for_each_row(
-      endpoints.get(), "cannot read the records", [&](sqlite3_stmt* row) -> Result<void> {
-        Statement cursor;
-        LLMREPRO_TRY_ASSIGN(cursor, db.prepare(query.c_str(), ErrorCode::input));
-        sqlite3_bind_value(cursor.get(), 1, sqlite3_column_value(row, 0));
-        cursors.push_back(std::move(cursor));
-        return Result<void>{};
-      });
-  if (!read) return read.error();
+  Statement all;
+  LLMREPRO_TRY_ASSIGN(
+      all, db.prepare(requests_query("ORDER BY prompt_index, id").c_str(), ErrorCode::input));
+  cursors.push_back(std::move(all));
   return cursors;
 }
 
