@@ -21,26 +21,38 @@ class TokenText {
 public:
   static constexpr std::size_t k_inline = 15;
 
-  TokenText() noexcept { set_inline_size(0); }
+  TokenText() noexcept { set_empty(); }
   TokenText(std::string_view text) { init(text.data(), text.size()); }
   TokenText(const char* text) : TokenText(std::string_view(text)) {}
   TokenText(const std::string& text) : TokenText(std::string_view(text)) {}
-  TokenText(const TokenText& other) { init(other.data(), other.size()); }
+  // An inline text is copied as its 16 bytes.
+  TokenText(const TokenText& other) {
+    if (other.is_inline())
+      std::memcpy(m_bytes, other.m_bytes, sizeof m_bytes);
+    else
+      init(other.data(), other.size());
+  }
   TokenText(TokenText&& other) noexcept {
     std::memcpy(m_bytes, other.m_bytes, sizeof m_bytes);
-    other.set_inline_size(0);
+    other.set_empty();
   }
   ~TokenText() { free_heap(); }
 
   TokenText& operator=(const TokenText& other) {
-    if (this != &other) assign(other.data(), other.size());
+    if (this == &other) return *this;
+    if (other.is_inline()) {
+      free_heap();
+      std::memcpy(m_bytes, other.m_bytes, sizeof m_bytes);
+    } else {
+      assign(other.data(), other.size());
+    }
     return *this;
   }
   TokenText& operator=(TokenText&& other) noexcept {
     if (this != &other) {
       free_heap();
       std::memcpy(m_bytes, other.m_bytes, sizeof m_bytes);
-      other.set_inline_size(0);
+      other.set_empty();
     }
     return *this;
   }
@@ -60,7 +72,7 @@ public:
   void assign(std::string_view text) { assign(text.data(), text.size()); }
   void clear() noexcept {
     free_heap();
-    set_inline_size(0);
+    set_empty();
   }
 
   std::size_t size() const noexcept {
@@ -77,7 +89,12 @@ public:
   operator std::string_view() const noexcept { return view(); }
   std::string str() const { return std::string(view()); }
 
+  // Two inline texts are equal when their 16 bytes are (the bytes past the text are zero and the
+  // last holds the size), and an inline text never equals one on the heap (15 bytes or fewer
+  // against more): two word compares instead of a call to memcmp, for the analysis compares
+  // every token of a run with another run's.
   friend bool operator==(const TokenText& a, const TokenText& b) noexcept {
+    if (a.is_inline() || b.is_inline()) return a.words() == b.words();
     return a.view() == b.view();
   }
   friend bool operator==(const TokenText& a, std::string_view b) noexcept { return a.view() == b; }
@@ -96,7 +113,8 @@ public:
 
 private:
   // The last byte tells the two forms apart: inline, it holds the size (0 to 15, the text in the
-  // bytes before it); on the heap, k_heap_tag, the top byte of the size's word.
+  // bytes before it, zeros after the text); on the heap, k_heap_tag, the top byte of the size's
+  // word.
   static constexpr unsigned char k_heap_tag = 0xFF;
   static constexpr std::uint64_t k_size_mask = (std::uint64_t{1} << 56) - 1;
   struct Heap {
@@ -106,12 +124,26 @@ private:
 
   unsigned char tag() const noexcept { return static_cast<unsigned char>(m_bytes[15]); }
   std::size_t inline_size() const noexcept { return tag(); }
-  void set_inline_size(std::size_t size) noexcept { m_bytes[15] = static_cast<char>(size); }
+  void set_empty() noexcept { std::memset(m_bytes, 0, sizeof m_bytes); }
+  struct Words {
+    std::uint64_t low;
+    std::uint64_t high;
+    friend bool operator==(const Words&, const Words&) = default;
+  };
+  Words words() const noexcept {
+    Words words;
+    std::memcpy(&words, m_bytes, sizeof words);
+    return words;
+  }
 
   void init(const char* text, std::size_t size) {
     if (size <= k_inline) {
-      copy_short(m_bytes, text, size);
-      set_inline_size(size);
+      // Built aside and stored whole: the bytes past the text stay zero (operator== reads them),
+      // and `text` may be these bytes themselves.
+      char bytes[16] = {};
+      copy_short(bytes, text, size);
+      bytes[15] = static_cast<char>(size);
+      std::memcpy(m_bytes, bytes, sizeof m_bytes);
     } else {
       // The size's top byte is the tag: 2^56 bytes is beyond any response.
       m_heap.data = new char[size];
@@ -119,8 +151,8 @@ private:
       m_heap.size_tag = static_cast<std::uint64_t>(size) | (std::uint64_t{k_heap_tag} << 56);
     }
   }
-  // Up to 15 bytes with at most two overlapping loads, both before any store, so that `from`
-  // may be these bytes themselves: a call to memmove for a few bytes cost more than the copy.
+  // Up to 15 bytes with at most two overlapping loads: a call to memmove for a few bytes cost
+  // more than the copy.
   static void copy_short(char* to, const char* from, std::size_t size) noexcept {
     if (size >= 8) {
       copy_ends<std::uint64_t>(to, from, size);

@@ -12,9 +12,19 @@ using namespace llmrepro::core;
 namespace {
 
 // Sizes around the inline limit and past it, with any byte (NUL, 0xFF: the heap's tag value).
+// Half of them are prefixes of one text, so that equal texts reached by different histories
+// (a long text shortened, a moved-from one refilled) are compared often.
 std::string random_text(SplitMix64& random) {
   static const std::size_t sizes[] = {0, 1, 7, 14, 15, 16, 17, 31, 100};
-  std::string text(sizes[random.below(std::size(sizes))], '\0');
+  static const std::string shared = [] {
+    SplitMix64 bytes(99);
+    std::string text(100, '\0');
+    for (char& c : text) c = static_cast<char>(bytes.below(256));
+    return text;
+  }();
+  const std::size_t size = sizes[random.below(std::size(sizes))];
+  if (random.below(2) == 0) return shared.substr(0, size);
+  std::string text(size, '\0');
   for (char& c : text) c = static_cast<char>(random.below(256));
   return text;
 }
@@ -52,6 +62,30 @@ TEST_CASE("TokenText: assigned its own bytes, inline and on the heap") {
     text = same;
     CHECK(text.size() == size - 1);
   }
+}
+
+TEST_CASE("TokenText: equal texts compare equal whatever their bytes held before") {
+  TokenText shortened(std::string(15, 'z'));
+  shortened = "ab"; // the 13 bytes after "ab" held 'z'
+  CHECK(shortened == TokenText("ab"));
+  TokenText from_heap(std::string(40, 'z'));
+  from_heap = "ab";
+  CHECK(from_heap == shortened);
+  TokenText moved_from("abcdefghijklmno");
+  const TokenText taken(std::move(moved_from));
+  CHECK(moved_from == TokenText());
+  moved_from = "a";
+  CHECK(moved_from == TokenText("a"));
+  TokenText cleared("abcdefgh");
+  cleared.clear();
+  CHECK(cleared == TokenText(""));
+  TokenText self("abcdefghijk");
+  self = self.view().substr(9); // its own last two bytes, "jk"
+  CHECK(self == TokenText("jk"));
+  CHECK_FALSE(TokenText(std::string(15, 'a')) == TokenText(std::string(16, 'a')));
+  CHECK(TokenText(std::string(16, 'a')) == TokenText(std::string(16, 'a')));
+  CHECK_FALSE(TokenText(std::string(16, 'a')) == TokenText(std::string(17, 'a')));
+  CHECK_FALSE(TokenText(std::string("a\0", 2)) == TokenText("a"));
 }
 
 TEST_CASE("TokenText: behaves as std::string over 20,000 random operations") {
