@@ -17,9 +17,6 @@
 namespace llmrepro::store::detail {
 namespace {
 
-using core::ErrorCode;
-using core::Result;
-
 // The powers of ten that are exact doubles, 10^0 to 10^22.
 constexpr double k_powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
@@ -162,7 +159,7 @@ Search short_decimal_of(double value, int digits, Decimal& decimal) {
 
 } // namespace
 
-Result<double> decimal_value(bool negative, std::uint64_t mantissa, int exponent) {
+std::optional<double> decimal_value(bool negative, std::uint64_t mantissa, int exponent) {
   if (has_exact_value(mantissa, exponent)) return exact_value(negative, mantissa, exponent);
   // At most "-" + 20 digits + "e" + "-128": to_chars cannot run out of room.
   char text[64] = {};
@@ -174,8 +171,7 @@ Result<double> decimal_value(bool negative, std::uint64_t mantissa, int exponent
   end = std::to_chars(end, limit, exponent).ptr;
   double value = 0.0;
   const auto parsed = std::from_chars(text, end, value);
-  if (parsed.ec != std::errc() || parsed.ptr != end)
-    return core::make_error(ErrorCode::input, "a decimal log probability is out of range");
+  if (parsed.ec != std::errc() || parsed.ptr != end) return std::nullopt;
   return value;
 }
 

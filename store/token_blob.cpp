@@ -68,33 +68,45 @@ bool is_float32(double value) {
          std::bit_cast<std::uint64_t>(value);
 }
 
-// Reads the blob front to back; every read checks the bytes left.
+// Reads the blob front to back; every read checks the bytes left. A read past the end or of a
+// malformed value fails the cursor: it keeps the first failure's message, reads nothing more, and
+// returns zeros, so that the decoder asks failed() once a token instead of carrying an error value
+// out of every byte it reads (a Result a byte cost more than the reading).
 class Cursor {
 public:
   explicit Cursor(std::string_view bytes) : m_bytes(bytes) {}
 
   std::size_t left() const { return m_bytes.size() - m_at; }
+  bool failed() const { return m_failed; }
+  core::Error error() const { return core::make_error(ErrorCode::input, m_failure); }
+  // Fails with `what` unless a failure came first.
+  void fail(std::string what) {
+    if (!m_failed) m_failure = std::move(what);
+    m_failed = true;
+    m_at = m_bytes.size();
+  }
 
-  Result<std::uint8_t> byte() {
-    if (m_at == m_bytes.size()) return truncated();
+  std::uint8_t byte() {
+    if (m_at == m_bytes.size()) {
+      fail(k_truncated);
+      return 0;
+    }
     return static_cast<std::uint8_t>(m_bytes[m_at++]);
   }
 
-  Result<std::uint64_t> varint() {
-    std::uint64_t value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      std::uint8_t next = 0;
-      LLMREPRO_TRY_ASSIGN(next, byte());
-      if (shift == 63 && next > 1)
-        return core::make_error(ErrorCode::input, "a varint overflows 64 bits");
-      value |= static_cast<std::uint64_t>(next & 0x7f) << shift;
-      if ((next & 0x80) == 0) return value;
-    }
-    return core::make_error(ErrorCode::input, "a varint overflows 64 bits");
+  // Nearly every varint of a blob is one byte (a text id below 64 with its flag bit, a
+  // mantissa below 128): read inline, the rest out of line.
+  std::uint64_t varint() {
+    if (m_at < m_bytes.size() && (static_cast<std::uint8_t>(m_bytes[m_at]) & 0x80) == 0)
+      return static_cast<std::uint8_t>(m_bytes[m_at++]);
+    return long_varint();
   }
 
-  template <typename Word> Result<Word> little_endian() {
-    if (left() < sizeof(Word)) return truncated();
+  template <typename Word> Word little_endian() {
+    if (left() < sizeof(Word)) {
+      fail(k_truncated);
+      return 0;
+    }
     Word word = 0;
     for (std::size_t i = 0; i < sizeof(Word); ++i)
       word |= static_cast<Word>(static_cast<std::uint8_t>(m_bytes[m_at + i])) << (8 * i);
@@ -102,11 +114,27 @@ public:
     return word;
   }
 
-  static core::Error truncated() { return core::make_error(ErrorCode::input, "truncated"); }
+  static constexpr const char* k_truncated = "truncated";
+  static core::Error truncated() { return core::make_error(ErrorCode::input, k_truncated); }
 
 private:
+  [[gnu::noinline]] std::uint64_t long_varint() {
+    std::uint64_t value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      const std::uint8_t next = byte();
+      if (failed()) return 0;
+      if (shift == 63 && next > 1) break;
+      value |= static_cast<std::uint64_t>(next & 0x7f) << shift;
+      if ((next & 0x80) == 0) return value;
+    }
+    fail("a varint overflows 64 bits");
+    return 0;
+  }
+
   std::string_view m_bytes;
   std::size_t m_at = 0;
+  bool m_failed = false;
+  std::string m_failure; // the first failure's message
 };
 
 // Every NaN reads back as the unknown value, whatever its bits.
@@ -114,29 +142,27 @@ double known_or_unknown(double value) {
   return std::isnan(value) ? core::k_unknown_logprob : value;
 }
 
-Result<double> read_float32(Cursor& cursor) {
-  std::uint32_t bits = 0;
-  LLMREPRO_TRY_ASSIGN(bits, cursor.little_endian<std::uint32_t>());
-  return known_or_unknown(static_cast<double>(std::bit_cast<float>(bits)));
+double read_float32(Cursor& cursor) {
+  return known_or_unknown(
+      static_cast<double>(std::bit_cast<float>(cursor.little_endian<std::uint32_t>())));
 }
 
-Result<double> read_float64(Cursor& cursor) {
-  std::uint64_t bits = 0;
-  LLMREPRO_TRY_ASSIGN(bits, cursor.little_endian<std::uint64_t>());
-  return known_or_unknown(std::bit_cast<double>(bits));
+double read_float64(Cursor& cursor) {
+  return known_or_unknown(std::bit_cast<double>(cursor.little_endian<std::uint64_t>()));
 }
 
-Result<double> read_decimal(Cursor& cursor, bool negative) {
-  std::uint64_t mantissa = 0;
-  LLMREPRO_TRY_ASSIGN(mantissa, cursor.varint());
-  std::uint8_t exponent = 0;
-  LLMREPRO_TRY_ASSIGN(exponent, cursor.byte());
-  return decimal_value(negative, mantissa, static_cast<int>(static_cast<std::int8_t>(exponent)));
+double read_decimal(Cursor& cursor, bool negative) {
+  const std::uint64_t mantissa = cursor.varint();
+  const auto exponent = static_cast<std::int8_t>(cursor.byte());
+  if (cursor.failed()) return 0.0;
+  const auto value = decimal_value(negative, mantissa, exponent);
+  if (!value) cursor.fail("a decimal log probability is out of range");
+  return value.value_or(0.0);
 }
 
-Result<double> read_tagged(Cursor& cursor) {
-  std::uint8_t tag = 0;
-  LLMREPRO_TRY_ASSIGN(tag, cursor.byte());
+double read_tagged(Cursor& cursor) {
+  const std::uint8_t tag = cursor.byte();
+  if (cursor.failed()) return 0.0;
   switch (tag) {
   case k_unknown: return core::k_unknown_logprob;
   case k_positive_infinity: return std::numeric_limits<double>::infinity();
@@ -145,19 +171,19 @@ Result<double> read_tagged(Cursor& cursor) {
   case k_float32: return read_float32(cursor);
   case k_negative_decimal:
   case k_positive_decimal: return read_decimal(cursor, tag == k_negative_decimal);
-  default:
-    return core::make_error(ErrorCode::input, "unknown log probability tag " + std::to_string(tag));
+  default: cursor.fail("unknown log probability tag " + std::to_string(tag)); return 0.0;
   }
 }
 
-Result<double> read_form(Cursor& cursor, Form form) {
+double read_form(Cursor& cursor, Form form) {
   switch (form) {
   case k_form_tagged: return read_tagged(cursor);
   case k_form_float32: return read_float32(cursor);
   case k_form_decimal: return read_decimal(cursor, true);
   case k_form_float64: return read_float64(cursor);
   }
-  return core::make_error(ErrorCode::internal, "no such log probability form");
+  cursor.fail("no such log probability form");
+  return 0.0;
 }
 
 // One log probability as the encoder may write it: the bytes it takes in each form (0 where the
@@ -265,27 +291,21 @@ bool written_regular(std::size_t regular, std::size_t irregular) {
 // Reads the rest of a token with an explicit shape (every version 1 token, an irregular version 2
 // one) after its text and log probability: the candidates its shape counts, tagged.
 template <typename TextOf>
-Result<void> read_shaped_candidates(Cursor& cursor, std::uint64_t shape, const TextOf& text_of,
-                                    core::TokenLogprob& token) {
+void read_shaped_candidates(Cursor& cursor, std::uint64_t shape, const TextOf& text_of,
+                            core::TokenLogprob& token) {
   const std::uint64_t candidates = shape >> 1;
   const bool first_same = (shape & 1) != 0;
   if (first_same && candidates == 0)
-    return core::make_error(ErrorCode::input, "a token repeats a candidate it does not have");
+    return cursor.fail("a token repeats a candidate it does not have");
   const std::uint64_t written = candidates - (first_same ? 1 : 0);
-  if (written > cursor.left() / 2) return Cursor::truncated();
+  if (written > cursor.left() / 2) return cursor.fail(Cursor::k_truncated);
   token.top.reserve(candidates);
   if (first_same) token.top.push_back({token.token, token.logprob});
-  for (std::uint64_t k = 0; k < written; ++k) {
-    core::TokenCandidate candidate;
-    std::uint64_t id = 0;
-    LLMREPRO_TRY_ASSIGN(id, cursor.varint());
-    const std::string* text = nullptr;
-    LLMREPRO_TRY_ASSIGN(text, text_of(id));
-    candidate.token = *text;
-    LLMREPRO_TRY_ASSIGN(candidate.logprob, read_tagged(cursor));
-    token.top.push_back(std::move(candidate));
+  for (std::uint64_t k = 0; k < written && !cursor.failed(); ++k) {
+    core::TokenCandidate& candidate = token.top.emplace_back();
+    candidate.token = text_of(cursor.varint());
+    candidate.logprob = read_tagged(cursor);
   }
-  return {};
 }
 
 } // namespace
@@ -384,67 +404,61 @@ std::string encode_token_blob(const std::vector<core::TokenLogprob>& tokens,
 Result<void> decode_token_blob(std::string_view blob, const TokenTexts& texts,
                                std::vector<core::TokenLogprob>& tokens) {
   Cursor cursor(blob);
-  std::uint8_t version = 0;
-  LLMREPRO_TRY_ASSIGN(version, cursor.byte());
+  const std::uint8_t version = cursor.byte();
+  if (cursor.failed()) return cursor.error();
   if (version != k_token_blob_version && version != k_token_blob_version_1)
     return core::make_error(ErrorCode::input, "token blob version " + std::to_string(version) +
                                                   " is neither 1 nor " +
                                                   std::to_string(k_token_blob_version));
-  std::uint64_t count = 0;
-  LLMREPRO_TRY_ASSIGN(count, cursor.varint());
+  const std::uint64_t count = cursor.varint();
   // Every token takes at least 2 bytes (version 1: 3), and version 2 writes the blob's shape
   // first: a count beyond that is a corrupt blob, not a reason to allocate.
   const bool version_1 = version == k_token_blob_version_1;
   std::uint64_t usual = 0;
   auto form = k_form_tagged;
   if (!version_1 && count > 0) {
-    LLMREPRO_TRY_ASSIGN(usual, cursor.varint());
-    std::uint8_t form_byte = 0;
-    LLMREPRO_TRY_ASSIGN(form_byte, cursor.byte());
-    if (form_byte >= k_form_count)
+    usual = cursor.varint();
+    const std::uint8_t form_byte = cursor.byte();
+    if (!cursor.failed() && form_byte >= k_form_count)
       return core::make_error(ErrorCode::input,
                               "unknown log probability form " + std::to_string(form_byte));
     form = static_cast<Form>(form_byte);
   }
+  if (cursor.failed()) return cursor.error();
   if (count > cursor.left() / (version_1 ? 3 : 2)) return Cursor::truncated();
-  const auto text_of = [&](std::uint64_t id) -> Result<const std::string*> {
-    if (!texts.has(id))
-      return core::make_error(ErrorCode::input, "unknown token text id " + std::to_string(id));
-    return &texts.text[id];
+  static const core::TokenText no_text;
+  const auto text_of = [&](std::uint64_t id) -> const core::TokenText& {
+    if (texts.has(id)) return texts.text[id];
+    if (!cursor.failed()) cursor.fail("unknown token text id " + std::to_string(id));
+    return no_text;
   };
   tokens.reserve(count);
   for (std::uint64_t i = 0; i < count; ++i) {
     core::TokenLogprob& token = i < tokens.size() ? tokens[i] : tokens.emplace_back();
     token.top.clear();
-    std::uint64_t head = 0;
-    LLMREPRO_TRY_ASSIGN(head, cursor.varint());
     // Version 1: the text id; version 2: the text id and, in the low bit, whether the token is
     // irregular (says its shape and tags its values).
+    const std::uint64_t head = cursor.varint();
     const bool regular = !version_1 && (head & 1) == 0;
-    const std::string* text = nullptr;
-    LLMREPRO_TRY_ASSIGN(text, text_of(version_1 ? head : head >> 1));
-    token.token.assign(*text);
-    LLMREPRO_TRY_ASSIGN(token.logprob, regular ? read_form(cursor, form) : read_tagged(cursor));
+    token.token = text_of(version_1 ? head : head >> 1);
     if (regular) {
+      token.logprob = read_form(cursor, form);
       if (usual > 0) {
-        if (usual - 1 > cursor.left() / 2) return Cursor::truncated();
+        if (usual - 1 > cursor.left() / 2) cursor.fail(Cursor::k_truncated);
+        if (cursor.failed()) return cursor.error(); // before a reserve a corrupt count asks for
         token.top.reserve(usual);
         token.top.push_back({token.token, token.logprob});
       }
       for (std::uint64_t k = 1; k < usual; ++k) {
-        core::TokenCandidate candidate;
-        std::uint64_t id = 0;
-        LLMREPRO_TRY_ASSIGN(id, cursor.varint());
-        LLMREPRO_TRY_ASSIGN(text, text_of(id));
-        candidate.token = *text;
-        LLMREPRO_TRY_ASSIGN(candidate.logprob, read_form(cursor, form));
-        token.top.push_back(std::move(candidate));
+        core::TokenCandidate& candidate = token.top.emplace_back();
+        candidate.token = text_of(cursor.varint());
+        candidate.logprob = read_form(cursor, form);
       }
     } else {
-      std::uint64_t shape = 0;
-      LLMREPRO_TRY_ASSIGN(shape, cursor.varint());
-      LLMREPRO_TRY(read_shaped_candidates(cursor, shape, text_of, token));
+      token.logprob = read_tagged(cursor);
+      read_shaped_candidates(cursor, cursor.varint(), text_of, token);
     }
+    if (cursor.failed()) return cursor.error();
   }
   tokens.resize(count);
   if (cursor.left() != 0)

@@ -5,8 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
-
-#include "core/result.hpp"
+#include <optional>
 
 namespace llmrepro::store::detail {
 
@@ -18,9 +17,8 @@ struct Decimal {
 };
 
 // The value of a stored decimal: the nearest double to ±`mantissa` x 10^`exponent`, as
-// std::from_chars reads it (round to nearest). A value beyond a double's range is
-// ErrorCode::input.
-core::Result<double> decimal_value(bool negative, std::uint64_t mantissa, int exponent);
+// std::from_chars reads it (round to nearest); empty for a value beyond a double's range.
+std::optional<double> decimal_value(bool negative, std::uint64_t mantissa, int exponent);
 
 // Whether the encoder writes the finite `value` as a decimal, which it then sets `decimal` to: the
 // shortest that reads back as `value` exactly (the digits std::to_chars prints), where its

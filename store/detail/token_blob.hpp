@@ -21,7 +21,7 @@ inline constexpr std::uint8_t k_token_blob_version = 2;
 
 // The token texts of one audit by id (token_texts.id); ids never stored are absent.
 struct TokenTexts {
-  std::vector<std::string> text;
+  std::vector<core::TokenText> text;
   std::vector<bool> present;
 
   // Whether `id` names a stored text.

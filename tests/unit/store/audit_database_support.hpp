@@ -432,7 +432,7 @@ inline void downgrade_to_version_2(const std::string& path,
     auto texts = store::detail::read_token_texts(*connection);
     REQUIRE(texts);
     for (std::size_t id = 0; id < texts->text.size(); ++id)
-      if (texts->present[id]) ids[texts->text[id]] = id;
+      if (texts->present[id]) ids[texts->text[id].str()] = id;
   }
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
