@@ -25,7 +25,9 @@
 #include "core/failure_groups.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -79,7 +81,7 @@ const char* to_string(DivergenceKind kind) {
 namespace {
 
 using detail::code_points_in;
-using detail::identity_key;
+using detail::identity_hash;
 using detail::IdentityMode;
 using detail::same_identity;
 using detail::shared_prefix;
@@ -232,7 +234,8 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
   result.text_mode = mode == IdentityMode::text;
 
   std::vector<Distinct> distinct;
-  std::unordered_map<std::string, std::size_t> index_of;
+  // The distinct completions' indexes by identity_hash.
+  std::unordered_multimap<std::uint64_t, std::size_t> index_of;
   std::map<int, LevelAnalysis> levels;
   // Per level, how often each distinct completion (by index) appeared.
   std::map<int, std::map<std::size_t, int>> seen_at_level;
@@ -293,15 +296,22 @@ PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
     ++level.runs;
     const Completion& completion = record->outcome.completion;
     if (chose_below_runner_up(completion)) ++level.below_runner_up_runs;
-    auto [it, inserted] = index_of.try_emplace(identity_key(completion, mode), distinct.size());
-    if (inserted) distinct.push_back(Distinct{&completion, 0, {}, distinct.size(), {}, {}, {}});
-    Distinct& entry = distinct[it->second];
+    const std::uint64_t hash = identity_hash(completion, mode);
+    std::optional<std::size_t> index;
+    for (auto [at, end] = index_of.equal_range(hash); at != end && !index; ++at)
+      if (same_identity(completion, *distinct[at->second].first, mode)) index = at->second;
+    if (!index) {
+      index = distinct.size();
+      index_of.emplace(hash, *index);
+      distinct.push_back(Distinct{&completion, 0, {}, distinct.size(), {}, {}, {}});
+    }
+    Distinct& entry = distinct[*index];
     ++entry.count;
     ++entry.count_by_concurrency[record->planned.concurrency];
     ++entry.finish_reasons[completion.finish_reason];
     ++entry.models[completion.model];
     ++entry.fingerprints[completion.system_fingerprint];
-    ++seen_at_level[record->planned.concurrency][it->second];
+    ++seen_at_level[record->planned.concurrency][*index];
   }
 
   result.unique_completions = static_cast<int>(distinct.size());
@@ -727,7 +737,7 @@ AuditAnalysis AnalysisBuilder::finish() {
   }
   for (auto& [concurrency, level] : levels) {
     if (const auto level_noise = totals.noise.find(concurrency); level_noise != totals.noise.end())
-      level.noise = level_noise->second.estimate();
+      level.noise = level_noise->second.estimate(noise.at(concurrency));
     if (const auto found = totals.levels.find(concurrency); found != totals.levels.end()) {
       level.tokens_per_second = found->second.tokens_per_second();
       level.mean_latency_ms = found->second.mean_latency_ms();

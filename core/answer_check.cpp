@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <regex>
 #include <vector>
 
@@ -17,18 +18,22 @@ namespace {
 // a call a byte: every run's answer goes through here.
 bool is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
+// Words copied whole into a string sized once: every run's answer goes through here.
 std::string collapse_whitespace(std::string_view text) {
-  std::string out;
-  bool pending_space = false;
-  for (char c : text) {
-    if (is_space(c)) {
-      pending_space = !out.empty();
-      continue;
-    }
-    if (pending_space) out += ' ';
-    pending_space = false;
-    out += c;
+  std::string out(text.size(), '\0');
+  char* to = out.data();
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t spaces = at;
+    while (at < text.size() && is_space(text[at])) ++at;
+    if (at == text.size()) break; // trailing white space is dropped
+    if (at > spaces && to != out.data()) *to++ = ' ';
+    const std::size_t word = at;
+    while (at < text.size() && !is_space(text[at])) ++at;
+    std::memcpy(to, text.data() + word, at - word);
+    to += at - word;
   }
+  out.resize(static_cast<std::size_t>(to - out.data()));
   return out;
 }
 

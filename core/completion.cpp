@@ -89,13 +89,20 @@ std::string token_bytes(std::string_view token) {
 }
 
 bool tokens_match_text(const Completion& completion) {
-  std::string joined;
-  joined.reserve(completion.text.size());
+  // Compared in place, token after token: only a "bytes:" spelling differs from its bytes.
+  const std::string_view text = completion.text;
+  std::size_t at = 0;
+  const auto next_is = [&](std::string_view bytes) {
+    if (text.size() - at < bytes.size() || text.compare(at, bytes.size(), bytes) != 0) return false;
+    at += bytes.size();
+    return true;
+  };
   for (const auto& token : completion.tokens) {
-    joined += token_bytes(token.token);
-    if (joined.size() > completion.text.size()) return false;
+    const std::string_view spelled = token.token;
+    if (!(spelled.starts_with("bytes:") ? next_is(token_bytes(spelled)) : next_is(spelled)))
+      return false;
   }
-  return joined == completion.text;
+  return at == text.size();
 }
 
 } // namespace llmrepro::core

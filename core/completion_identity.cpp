@@ -2,6 +2,8 @@
 #include "core/completion_identity.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <string_view>
 
 namespace llmrepro::core::detail {
 namespace {
@@ -18,17 +20,13 @@ std::size_t shared_bytes(const std::string& a, const std::string& b) {
 
 } // namespace
 
-std::string identity_key(const Completion& completion, IdentityMode mode) {
-  if (mode == IdentityMode::text) return completion.text;
-  std::string key;
-  for (const auto& token : completion.tokens) {
-    key += std::to_string(token.token.size());
-    key += ':';
-    key += token.token;
-  }
-  key += '|';
-  key += completion.text;
-  return key;
+std::uint64_t identity_hash(const Completion& completion, IdentityMode mode) {
+  std::uint64_t hash = std::hash<std::string_view>{}(completion.text);
+  if (mode == IdentityMode::text) return hash;
+  // The tokens' sizes stand for the tokens: nearly always they spell the text, which is hashed
+  // already, and where they do not same_identity tells the completions apart.
+  for (const auto& token : completion.tokens) hash = (hash ^ token.token.size()) * 0x100000001b3;
+  return hash ^ completion.tokens.size();
 }
 
 bool same_identity(const Completion& a, const Completion& b, IdentityMode mode) {

@@ -45,17 +45,18 @@ int add_gap_noise(std::vector<double>& deviations, const Completion& reference,
   for (std::size_t i = 0; i < limit; ++i) {
     const TokenLogprob& a = reference.tokens[i];
     const TokenLogprob& b = other.tokens[i];
-    const auto gap_a = measured_gap(a);
-    const auto gap_b = measured_gap(b);
-    if (!gap_a || !gap_b) ++left_out;
+    const double gap_a = measured_gap_or_nan(a);
+    const double gap_b = measured_gap_or_nan(b);
+    const bool both_measured = !std::isnan(gap_a) && !std::isnan(gap_b);
+    if (!both_measured) ++left_out;
     if (a.token == b.token) {
-      if (gap_a && gap_b) deviations.push_back(std::abs(*gap_b - *gap_a));
+      if (both_measured) deviations.push_back(std::abs(gap_b - gap_a));
       continue;
     }
     // The runs part here; a swap of the top two is the flip itself, measured.
     const bool swapped =
-        gap_a && gap_b && a.top[0].token == b.top[1].token && a.top[1].token == b.top[0].token;
-    if (swapped) deviations.push_back(*gap_a + *gap_b);
+        both_measured && a.top[0].token == b.top[1].token && a.top[1].token == b.top[0].token;
+    if (swapped) deviations.push_back(gap_a + gap_b);
     break;
   }
   return left_out;
@@ -219,8 +220,8 @@ void NoiseSamples::add(double deviation) {
 
 NoiseDistribution NoiseSamples::distribution() const { return NoiseDistribution(m_kept); }
 
-NoiseEstimate NoiseSamples::estimate() const {
-  NoiseEstimate estimate = estimate_of(distribution());
+NoiseEstimate NoiseSamples::estimate(const NoiseDistribution& kept) const {
+  NoiseEstimate estimate = estimate_of(kept);
   estimate.left_out = static_cast<int>(m_left_out);
   if (m_seen == 0) return estimate;
   estimate.positions = static_cast<int>(m_seen);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -21,11 +22,20 @@ namespace llmrepro::core {
 // endpoint sends itself). Such a candidate has no measured probability, and its "gap" is the
 // distance to the floor: one floored runner-up beside a finite one would read as thousands of
 // nats of noise.
-// Inline: the analysis asks it of every token, some of them once a pair of runs.
+// As a double, NaN where it is empty: the form for the loops that ask it of every token of every
+// run (an std::optional<double> is built and read back through memory, which stalled them).
+inline double measured_gap_or_nan(const TokenLogprob& token) {
+  if (token.top.size() < 2) return k_unknown_logprob;
+  const double first = token.top[0].logprob;
+  const double second = token.top[1].logprob;
+  if (!is_known_logprob(first) || !is_known_logprob(second) || first <= k_logprob_floor ||
+      second <= k_logprob_floor)
+    return k_unknown_logprob;
+  return first - second;
+}
 inline std::optional<double> measured_gap(const TokenLogprob& token) {
-  const auto gap = token.gap();
-  if (!gap || token.top[0].logprob <= k_logprob_floor || token.top[1].logprob <= k_logprob_floor)
-    return std::nullopt;
+  const double gap = measured_gap_or_nan(token);
+  if (std::isnan(gap)) return std::nullopt;
   return gap;
 }
 
@@ -159,7 +169,9 @@ public:
   // The kept samples' distribution.
   NoiseDistribution distribution() const;
   // Exact counts and maximum, with the quantiles of the kept samples.
-  NoiseEstimate estimate() const;
+  NoiseEstimate estimate() const { return estimate(distribution()); }
+  // The same, from distribution() built already (sorting the kept samples is most of the cost).
+  NoiseEstimate estimate(const NoiseDistribution& kept) const;
 
 private:
   std::size_t m_capacity;

@@ -8,8 +8,8 @@
 #include "core/logprob_drift.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
-#include <string_view>
 
 #include "core/flip_probability.hpp"
 #include "core/logprob_floor.hpp"
@@ -38,7 +38,7 @@ void LogprobDriftTree::Range::add(double value) {
   ++count;
 }
 
-std::size_t LogprobDriftTree::child(std::size_t parent, std::string_view token, int position) {
+std::size_t LogprobDriftTree::child(std::size_t parent, const TokenText& token, int position) {
   std::size_t last = 0;
   for (std::size_t at = m_nodes[parent].first_child; at != 0; at = m_nodes[at].next_sibling) {
     if (m_nodes[at].token == token) return at;
@@ -61,7 +61,7 @@ void LogprobDriftTree::add(const Completion& run) {
     Node& here = m_nodes[node];
     ++here.runs;
     if (comparable(at.logprob)) here.chosen.add(at.logprob);
-    if (const auto g = measured_gap(at)) here.gap.add(*g);
+    if (const double gap = measured_gap_or_nan(at); !std::isnan(gap)) here.gap.add(gap);
     const TokenCandidate* rival = runner_up(at);
     if (rival == nullptr || !comparable(rival->logprob)) continue;
     auto seen = std::find_if(here.runner_ups.begin(), here.runner_ups.end(),
@@ -125,9 +125,9 @@ void add_logprob_drift(LogprobDrift& drift, const Completion& reference, const C
         comparable(rival_a->logprob) && comparable(rival_b->logprob))
       moved = std::max(moved, spread(rival_a->logprob, rival_b->logprob));
     double gap_moved = 0;
-    const auto gap_a = measured_gap(a);
-    const auto gap_b = measured_gap(b);
-    if (gap_a && gap_b) gap_moved = spread(*gap_a, *gap_b);
+    const double gap_a = measured_gap_or_nan(a);
+    const double gap_b = measured_gap_or_nan(b);
+    if (!std::isnan(gap_a) && !std::isnan(gap_b)) gap_moved = spread(gap_a, gap_b);
     pair.max_abs = std::max(pair.max_abs, moved);
     pair.max_abs_gap = std::max(pair.max_abs_gap, gap_moved);
     if ((moved > 0 || gap_moved > 0) && !pair.first_position)

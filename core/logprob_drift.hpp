@@ -65,7 +65,7 @@ private:
     std::size_t first_child = 0;      // 0: none (the root is never a child)
     std::size_t next_sibling = 0;
   };
-  std::size_t child(std::size_t parent, std::string_view token, int position);
+  std::size_t child(std::size_t parent, const TokenText& token, int position);
 
   std::vector<Node> m_nodes{Node{}}; // m_nodes[0]: the root, before the first token
 };
