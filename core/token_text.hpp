@@ -138,12 +138,7 @@ private:
 
   void init(const char* text, std::size_t size) {
     if (size <= k_inline) {
-      // Built aside and stored whole: the bytes past the text stay zero (operator== reads them),
-      // and `text` may be these bytes themselves.
-      char bytes[16] = {};
-      copy_short(bytes, text, size);
-      bytes[15] = static_cast<char>(size);
-      std::memcpy(m_bytes, bytes, sizeof m_bytes);
+      store(short_words(text, size));
     } else {
       // The size's top byte is the tag: 2^56 bytes is beyond any response.
       m_heap.data = new char[size];
@@ -151,31 +146,32 @@ private:
       m_heap.size_tag = static_cast<std::uint64_t>(size) | (std::uint64_t{k_heap_tag} << 56);
     }
   }
-  // Up to 15 bytes with at most two overlapping loads: a call to memmove for a few bytes cost
-  // more than the copy.
-  static void copy_short(char* to, const char* from, std::size_t size) noexcept {
+  void store(const Words& words) noexcept { std::memcpy(m_bytes, &words, sizeof m_bytes); }
+  // The inline form of a text of up to 15 bytes, built in two registers from at most two
+  // overlapping loads: a call to memmove for a few bytes cost more than the copy, and bytes
+  // stored one by one and read back as words stall the read. `from` may be this text's bytes.
+  static Words short_words(const char* from, std::size_t size) noexcept {
+    Words words{0, static_cast<std::uint64_t>(size) << 56};
     if (size >= 8) {
-      copy_ends<std::uint64_t>(to, from, size);
+      std::memcpy(&words.low, from, 8);
+      if (size > 8) { // the last size - 8 bytes, the top of the last word's
+        std::uint64_t tail = 0;
+        std::memcpy(&tail, from + size - 8, 8);
+        words.high |= tail >> (8 * (16 - size));
+      }
     } else if (size >= 4) {
-      copy_ends<std::uint32_t>(to, from, size);
+      std::uint32_t head = 0;
+      std::uint32_t tail = 0;
+      std::memcpy(&head, from, 4);
+      std::memcpy(&tail, from + size - 4, 4);
+      words.low = head | (std::uint64_t{tail} << (8 * (size - 4))); // the overlap is the same
     } else if (size > 0) {
-      const char first = from[0];
-      const char middle = from[size / 2];
-      const char last = from[size - 1];
-      to[0] = first;
-      to[size / 2] = middle;
-      to[size - 1] = last;
+      const auto byte = [&](std::size_t at) {
+        return std::uint64_t{static_cast<unsigned char>(from[at])} << (8 * at);
+      };
+      words.low = byte(0) | byte(size / 2) | byte(size - 1);
     }
-  }
-  // The first and the last sizeof(Word) bytes of `size` (at least that many, at most twice).
-  template <typename Word>
-  static void copy_ends(char* to, const char* from, std::size_t size) noexcept {
-    Word head = 0;
-    Word tail = 0;
-    std::memcpy(&head, from, sizeof head);
-    std::memcpy(&tail, from + size - sizeof tail, sizeof tail);
-    std::memcpy(to, &head, sizeof head);
-    std::memcpy(to + size - sizeof tail, &tail, sizeof tail);
+    return words;
   }
   void free_heap() noexcept {
     if (!is_inline()) delete[] m_heap.data;
