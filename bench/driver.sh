@@ -9,7 +9,8 @@
 #   2. Parse: bench/parse_bench.cpp, built against each build's own libraries, parsing the
 #      responder's body whole and as its SSE stream: MB/s of thread CPU, the best of the rounds
 #      (each the best of five), the builds alternating.
-# Prints one table with the ratios new/baseline and the targets.
+# Prints one table with the ratios new/baseline and the targets, and the driver's target as a ratio
+# against the baseline (0.2 ms of the 0.52 the baseline takes on a quiet machine).
 #   LLMREPRO_BENCH_BASELINE_REF  the baseline commit (default: the commit before the driver work,
 #                                the parent of the one that added probes' token reader)
 #   LLMREPRO_BENCH_ROUNDS        audits and parse rounds per build (default 3)
@@ -147,4 +148,10 @@ for name, old, new, target, held in rows:
     fmt = "{:.3f}" if "ms" in name else "{:.0f}"
     mark = "" if held is None else (" (holds)" if held else " (not met)")
     print(f"| {name} | {fmt.format(old)} | {fmt.format(new)} | {new / old:.2f} | {target}{mark} |")
+# The issue set 0.2 ms where this baseline took 0.52 ms a request on a quiet machine: as a ratio
+# against the baseline in the same run, which the machine's load moves far less, 0.2 / 0.52.
+ratio_target = 0.2 / 0.52
+held = " (holds)" if a1 / a0 <= ratio_target else " (not met)"
+print(f"\nAudit CPU as a ratio: {a1 / a0:.2f} of the baseline against {ratio_target:.3f} "
+      f"(the target's 0.2 ms of the baseline's 0.52 on a quiet machine){held}.")
 EOF
