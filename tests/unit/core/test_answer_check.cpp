@@ -1,7 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <string>
+#include <string_view>
+
 #include "core/analysis.hpp"
 #include "core/answer_check.hpp"
+#include "core/random.hpp"
 
 using namespace llmrepro::core;
 
@@ -9,6 +13,28 @@ TEST_CASE("extract_answer") {
   SUBCASE("none collapses whitespace") {
     CHECK(extract_answer({}, "  Paris \n\n is  nice ") == "Paris is nice");
     CHECK_FALSE(extract_answer({}, " \n ").has_value());
+    CHECK(extract_answer({}, "\ta\vb\fc\rd") == "a b c d");
+    CHECK(extract_answer({}, std::string("x\0y z", 5)) == std::string("x\0y z", 5)); // NUL is no space
+    // Against words split on the six white space bytes and joined by one space, over random text.
+    SplitMix64 random(5);
+    const char alphabet[] = {' ', '\t', '\n', '\v', '\f', '\r', 'a', 'b', '\0', '\xe2'};
+    for (int trial = 0; trial < 2000; ++trial) {
+      std::string text(random.below(12), ' ');
+      for (char& c : text) c = alphabet[random.below(sizeof alphabet)];
+      std::string expected;
+      std::string word;
+      for (const char c : text + " ") {
+        if (std::string_view(" \t\n\v\f\r").find(c) == std::string_view::npos) {
+          word += c;
+        } else if (!word.empty()) {
+          expected += (expected.empty() ? "" : " ") + word;
+          word.clear();
+        }
+      }
+      const auto answer = extract_answer({}, text);
+      CHECK(answer.value_or("") == expected);
+      CHECK(answer.has_value() == !expected.empty());
+    }
   }
   SUBCASE("number takes the last number, normalised") {
     const Extraction number{Extraction::Kind::number, ""};
