@@ -14,7 +14,8 @@ TEST_CASE("extract_answer") {
     CHECK(extract_answer({}, "  Paris \n\n is  nice ") == "Paris is nice");
     CHECK_FALSE(extract_answer({}, " \n ").has_value());
     CHECK(extract_answer({}, "\ta\vb\fc\rd") == "a b c d");
-    CHECK(extract_answer({}, std::string("x\0y z", 5)) == std::string("x\0y z", 5)); // NUL is no space
+    CHECK(extract_answer({}, std::string("x\0y z", 5)) ==
+          std::string("x\0y z", 5)); // NUL is no space
     // Against words split on the six white space bytes and joined by one space, over random text.
     SplitMix64 random(5);
     const char alphabet[] = {' ', '\t', '\n', '\v', '\f', '\r', 'a', 'b', '\0', '\xe2'};
