@@ -211,10 +211,10 @@ AuditReport AuditReportBuilder::finish_unjudged(const ToolInfo& tool, const Audi
   report.observed = std::move(m_observed);
   // An adaptive audit planned what its decisions asked for; a fixed one, its whole plan.
   report.planned_requests =
-      data.adaptive ? data.adaptive->planned_requests()
-                    : make_plan(data.suite, plan_config_of(data.config,
-                                                           static_cast<int>(data.endpoints.size())))
-                          .size();
+      data.adaptive
+          ? data.adaptive->planned_requests()
+          : planned_request_count(
+                data.suite, plan_config_of(data.config, static_cast<int>(data.endpoints.size())));
   report.tara = report.analysis.summary.tara;
   report.warnings = audit_warnings(report, m_top_logprobs);
   if (m_determinism) report.determinism = determinism_checks(report);

@@ -85,6 +85,20 @@ int planned_repeats(const PlanConfig& config, ProbeKind probe, int level) {
   return level == 1 && config.serial_runs ? *config.serial_runs : config.runs;
 }
 
+std::size_t planned_request_count(const Suite& suite, const PlanConfig& config) {
+  // Every wave plans each of the shard's prompts `repeats` times, whatever its order.
+  const auto shard_count = static_cast<std::size_t>(std::max(config.shard_count, 1));
+  std::size_t prompts = 0;
+  for (std::size_t p = 0; p < suite.prompts.size(); ++p)
+    if (static_cast<int>(p % shard_count) == config.shard_index) ++prompts;
+  std::size_t total = 0;
+  for (int endpoint = 0; endpoint < config.endpoints; ++endpoint)
+    for (ProbeKind probe : config.probes)
+      for (int level : probe_is_serial(probe) ? std::vector<int>{1} : config.levels)
+        total += prompts * static_cast<std::size_t>(planned_repeats(config, probe, level));
+  return total;
+}
+
 Plan make_plan(const Suite& suite, const PlanConfig& config) {
   Plan plan;
   // One generator for the whole plan: the same seed and suite give the same order every time.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/plan.hpp"
+#include "core/random.hpp"
 #include "tests/support/request_records.hpp"
 
 using namespace llmrepro::core;
@@ -186,4 +187,28 @@ TEST_CASE("make_plan: the restart probe keeps its rounds in order") {
   CHECK_FALSE(plan_contains(config, suite.prompts.size(), {0, 0, 8, ProbeKind::restart, 0}));
   CHECK(parse_probe_kind("restart").value() == ProbeKind::restart);
   CHECK(std::string(to_string(ProbeKind::restart)) == "restart");
+}
+
+TEST_CASE("planned_request_count: make_plan's size, over random configurations") {
+  llmrepro::core::SplitMix64 random(3);
+  const ProbeKind kinds[] = {ProbeKind::sweep,       ProbeKind::mixed,   ProbeKind::prefix,
+                             ProbeKind::long_prompt, ProbeKind::restart, ProbeKind::mixed_sampling};
+  for (int trial = 0; trial < 300; ++trial) {
+    const Suite suite = numbered_suite(static_cast<int>(random.below(9)));
+    PlanConfig config;
+    config.endpoints = static_cast<int>(random.below(3));
+    config.levels.clear();
+    for (auto n = random.below(4); n > 0; --n)
+      config.levels.push_back(static_cast<int>(1 + random.below(4)));
+    config.probes.clear();
+    for (auto n = random.below(4); n > 0; --n) config.probes.push_back(kinds[random.below(6)]);
+    config.runs = static_cast<int>(random.below(5));
+    if (random.below(2) == 0) config.serial_runs = static_cast<int>(random.below(4));
+    config.bursts = random.below(2) == 0;
+    config.serial_rounds = random.below(2) == 0;
+    config.shard_count = static_cast<int>(random.below(4)); // 0: one shard, as make_plan reads it
+    config.shard_index = static_cast<int>(random.below(3));
+    CAPTURE(trial);
+    CHECK(planned_request_count(suite, config) == make_plan(suite, config).size());
+  }
 }
