@@ -14,7 +14,7 @@ namespace llmrepro::core {
 namespace {
 
 // The C locale's white space (space, \t \n \v \f \r) whatever the process's locale, without
-// a call a byte: every run's answer goes through here.
+// a call a byte.
 bool is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 // Into a string sized once: every run's answer goes through here.

@@ -8,6 +8,13 @@ namespace llmrepro::core {
 
 namespace {
 
+// Whether shard `config.shard_index` of `config.shard_count` (fewer than 1: one shard) plans the
+// prompt at `prompt_index`.
+bool in_shard(const PlanConfig& config, std::size_t prompt_index) {
+  const auto shard_count = static_cast<std::size_t>(std::max(config.shard_count, 1));
+  return static_cast<int>(prompt_index % shard_count) == config.shard_index;
+}
+
 // Fisher-Yates over requests[begin, end) with our own generator: std::shuffle's algorithm is
 // unspecified.
 void shuffle_requests(std::vector<PlannedRequest>& requests, std::size_t begin, std::size_t end,
@@ -87,10 +94,9 @@ int planned_repeats(const PlanConfig& config, ProbeKind probe, int level) {
 
 std::size_t planned_request_count(const Suite& suite, const PlanConfig& config) {
   // Every wave plans each of the shard's prompts `repeats` times, whatever its order.
-  const auto shard_count = static_cast<std::size_t>(std::max(config.shard_count, 1));
   std::size_t prompts = 0;
   for (std::size_t p = 0; p < suite.prompts.size(); ++p)
-    if (static_cast<int>(p % shard_count) == config.shard_index) ++prompts;
+    if (in_shard(config, p)) ++prompts;
   std::size_t total = 0;
   for (int endpoint = 0; endpoint < config.endpoints; ++endpoint)
     for (ProbeKind probe : config.probes)
@@ -103,10 +109,6 @@ Plan make_plan(const Suite& suite, const PlanConfig& config) {
   Plan plan;
   // One generator for the whole plan: the same seed and suite give the same order every time.
   SplitMix64 random(config.seed ^ 0x6C6C6D726570726FULL);
-  const int shard_count = config.shard_count < 1 ? 1 : config.shard_count;
-  const auto in_shard = [&](std::size_t p) {
-    return static_cast<int>(p % static_cast<std::size_t>(shard_count)) == config.shard_index;
-  };
   for (int endpoint = 0; endpoint < config.endpoints; ++endpoint) {
     for (ProbeKind probe : config.probes) {
       const bool serial = probe_is_serial(probe);
@@ -120,7 +122,8 @@ Plan make_plan(const Suite& suite, const PlanConfig& config) {
           // The shard's prompts in one shuffled order.
           std::vector<PlannedRequest> prompts;
           for (std::size_t p = 0; p < suite.prompts.size(); ++p)
-            if (in_shard(p)) prompts.push_back({endpoint, static_cast<int>(p), level, probe, 0});
+            if (in_shard(config, p))
+              prompts.push_back({endpoint, static_cast<int>(p), level, probe, 0});
           // The restart probe shuffles each round's prompts afresh; the serial rounds keep one
           // order, so that a prompt's requests are a round apart.
           if (probe != ProbeKind::restart) shuffle_requests(prompts, 0, prompts.size(), random);
@@ -144,7 +147,7 @@ Plan make_plan(const Suite& suite, const PlanConfig& config) {
           continue;
         }
         for (std::size_t p = 0; p < suite.prompts.size(); ++p) {
-          if (!in_shard(p)) continue;
+          if (!in_shard(config, p)) continue;
           for (int repeat = 0; repeat < repeats; ++repeat)
             wave.requests.push_back({endpoint, static_cast<int>(p), level, probe, repeat});
         }
@@ -158,11 +161,10 @@ Plan make_plan(const Suite& suite, const PlanConfig& config) {
 
 bool plan_contains(const PlanConfig& config, std::size_t prompt_count,
                    const PlannedRequest& request) {
-  const int shard_count = config.shard_count < 1 ? 1 : config.shard_count;
   if (request.endpoint_index < 0 || request.endpoint_index >= std::max(config.endpoints, 1))
     return false;
   if (request.prompt_index < 0 || static_cast<std::size_t>(request.prompt_index) >= prompt_count ||
-      request.prompt_index % shard_count != config.shard_index)
+      !in_shard(config, static_cast<std::size_t>(request.prompt_index)))
     return false;
   if (std::find(config.probes.begin(), config.probes.end(), request.probe) == config.probes.end())
     return false;

@@ -429,7 +429,7 @@ Result<void> decode_token_blob(std::string_view blob, const TokenTexts& texts,
   static const core::TokenText no_text;
   const auto text_of = [&](std::uint64_t id) -> const core::TokenText& {
     if (texts.has(id)) return texts.text[id];
-    if (!cursor.failed()) cursor.fail("unknown token text id " + std::to_string(id));
+    cursor.fail("unknown token text id " + std::to_string(id)); // kept unless a failure came first
     return no_text;
   };
   tokens.reserve(count);
@@ -449,7 +449,7 @@ Result<void> decode_token_blob(std::string_view blob, const TokenTexts& texts,
         token.top.reserve(usual);
         token.top.push_back({token.token, token.logprob});
       }
-      for (std::uint64_t k = 1; k < usual; ++k) {
+      for (std::uint64_t k = 1; k < usual && !cursor.failed(); ++k) {
         core::TokenCandidate& candidate = token.top.emplace_back();
         candidate.token = text_of(cursor.varint());
         candidate.logprob = read_form(cursor, form);
