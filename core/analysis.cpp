@@ -26,7 +26,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -186,139 +188,38 @@ void judge_fragility(PromptAnalysis& result, const Completion& ref, const Analys
   }
 }
 
-// The noise samples of each level (concurrency -> |Δgap|), which analyse_prompt adds to.
+// Lowest level first, recording order within a level: "first seen at the lowest level".
+std::vector<const RequestRecord*> by_level(std::vector<const RequestRecord*> in_order) {
+  std::stable_sort(in_order.begin(), in_order.end(), [](const auto* a, const auto* b) {
+    return a->planned.concurrency < b->planned.concurrency;
+  });
+  return in_order;
+}
+
+// The noise samples of each level (concurrency -> |Δgap|), which a prompt's runs add to.
 using LevelNoise = std::map<int, NoiseSamples>;
 
-// `records` as compared (core::compared_records), `answers` the same records as recorded: the
-// answer that extraction and checkers read is never the compared part of a reasoning model.
-PromptAnalysis analyse_prompt(const Prompt& prompt, int prompt_index,
-                              const std::vector<const RequestRecord*>& records,
-                              const std::vector<const RequestRecord*>& answers,
-                              const AnalysisConfig& config, LevelNoise& noise) {
-  PromptAnalysis result;
-  result.id = prompt.id;
-  result.prompt_index = prompt_index;
-
-  // Lowest level first, recording order within a level: "first seen at the lowest level".
-  const auto by_level = [](std::vector<const RequestRecord*> in_order) {
-    std::stable_sort(in_order.begin(), in_order.end(), [](const auto* a, const auto* b) {
-      return a->planned.concurrency < b->planned.concurrency;
-    });
-    return in_order;
-  };
-  const std::vector<const RequestRecord*> ordered = by_level(records);
-
-  // An empty completion (no text, no tokens) is an empty token sequence, not a lack of tokens.
-  bool all_have_tokens = true;
-  bool all_have_logprobs = true;
-  for (const auto* record : ordered) {
-    if (!record->outcome.ok) continue;
-    const Completion& completion = record->outcome.completion;
-    if (completion.tokens.empty() && !completion.text.empty()) all_have_tokens = false;
-    if (!completion.has_logprobs) all_have_logprobs = false;
-    result.numbers += completion.numbers;
-    result.lone_surrogates += completion.lone_surrogates;
-    // A reasoning model's compared text is a parsed part, whose markers and stripped whitespace
-    // its tokens keep: only a raw completion's tokens must spell its text.
-    if (completion.reasoning_split == ReasoningSplit::none && !completion.tokens.empty() &&
-        !tokens_are_ids(completion) && !tokens_match_text(completion))
-      ++result.token_text_mismatch;
-    if (completion.has_logprobs)
-      for (const auto& token : completion.tokens) {
-        const int candidates = static_cast<int>(token.top.size());
-        if (!result.min_candidates || candidates < *result.min_candidates)
-          result.min_candidates = candidates;
-      }
-  }
-  const IdentityMode mode = all_have_tokens ? IdentityMode::tokens : IdentityMode::text;
-  result.text_mode = mode == IdentityMode::text;
-
+// The distinct completions of a prompt, in the order first seen (lowest level first, recording
+// order within a level), with how each level saw them (level -> index -> count).
+struct DistinctCompletions {
   std::vector<Distinct> distinct;
-  // The distinct completions' indexes by identity_hash.
-  std::unordered_multimap<std::uint64_t, std::size_t> index_of;
-  std::map<int, LevelAnalysis> levels;
-  // Per level, how often each distinct completion (by index) appeared.
   std::map<int, std::map<std::size_t, int>> seen_at_level;
-  // The references of logprob drift: the successful run of the lowest repeat at the lowest
-  // level, and at each level. By repeat, not by recording order, so that a merged or resumed
-  // audit measures what the uninterrupted one does.
-  std::vector<const RequestRecord*> by_repeat = ordered;
-  std::stable_sort(by_repeat.begin(), by_repeat.end(), [](const auto* a, const auto* b) {
-    return std::pair(a->planned.concurrency, a->planned.repeat) <
-           std::pair(b->planned.concurrency, b->planned.repeat);
-  });
-  const Completion* drift_reference = nullptr;
-  // Drift spans every pair of agreeing runs (the prompt's, each level's), not the reference's
-  // pairs alone: two runs moved ±d from it differ by 2d.
-  std::vector<const Completion*> drift_runs;
-  std::map<int, LogprobDriftTree> level_drift_runs;
-  std::map<int, NoiseSamples> own_noise;
-  for (const auto* record : by_repeat) {
-    if (!record->outcome.ok) continue;
-    const Completion& completion = record->outcome.completion;
-    // Every level with a successful run is in the map, sampled or not.
-    NoiseSamples& level_noise = noise[record->planned.concurrency];
-    if (!drift_reference) {
-      drift_reference = &completion;
-    } else {
-      std::vector<double> deviations;
-      level_noise.leave_out(add_gap_noise(deviations, *drift_reference, completion));
-      NoiseSamples& own =
-          own_noise.try_emplace(record->planned.concurrency, k_own_noise_capacity).first->second;
-      for (double deviation : deviations) {
-        level_noise.add(deviation);
-        own.add(deviation);
-      }
-    }
-    note_reference_agreement(levels[record->planned.concurrency], *drift_reference, completion,
-                             mode);
-    drift_runs.push_back(&completion);
-    level_drift_runs[record->planned.concurrency].add(completion);
-  }
-  for (const auto& [concurrency, runs] : level_drift_runs)
-    levels[concurrency].logprob_drift = runs.drift();
-  // With one level its runs are the prompt's, and so is its drift.
-  result.logprob_drift = level_drift_runs.size() == 1
-                             ? levels[level_drift_runs.begin()->first].logprob_drift
-                             : logprob_drift_of(drift_runs);
-  for (const auto& [concurrency, samples] : own_noise)
-    levels[concurrency].own_noise = samples.distribution();
+};
 
-  for (const auto* record : ordered) {
-    auto& level = levels[record->planned.concurrency];
-    level.concurrency = record->planned.concurrency;
-    if (!record->outcome.ok) {
-      ++result.failed;
-      ++level.failed;
-      continue;
-    }
-    ++result.runs;
-    ++level.runs;
-    const Completion& completion = record->outcome.completion;
-    if (chose_below_runner_up(completion)) ++level.below_runner_up_runs;
-    const std::uint64_t hash = identity_hash(completion, mode);
-    std::optional<std::size_t> index;
-    for (auto [at, end] = index_of.equal_range(hash); at != end && !index; ++at)
-      if (same_identity(completion, *distinct[at->second].first, mode)) index = at->second;
-    if (!index) {
-      index = distinct.size();
-      index_of.emplace(hash, *index);
-      distinct.push_back(Distinct{&completion, 0, {}, distinct.size(), {}, {}, {}});
-    }
-    Distinct& entry = distinct[*index];
-    ++entry.count;
-    ++entry.count_by_concurrency[record->planned.concurrency];
-    ++entry.finish_reasons[completion.finish_reason];
-    ++entry.models[completion.model];
-    ++entry.fingerprints[completion.system_fingerprint];
-    ++seen_at_level[record->planned.concurrency][*index];
-  }
-
+// What the prompt's analysis reads once its runs are counted: the distinct completions, by
+// `mode`, and the levels. `answers` are the prompt's records as recorded, in recording order: the
+// answer that extraction and checkers read is never the compared part of a reasoning model.
+PromptAnalysis judge_prompt(PromptAnalysis result, const Prompt& prompt,
+                            std::map<int, LevelAnalysis> levels, DistinctCompletions completions,
+                            IdentityMode mode, const std::vector<const RequestRecord*>& answers,
+                            const AnalysisConfig& config) {
+  std::vector<Distinct>& distinct = completions.distinct;
+  auto& seen_at_level = completions.seen_at_level;
+  result.text_mode = mode == IdentityMode::text;
   result.unique_completions = static_cast<int>(distinct.size());
   result.status = status_of(result.runs, result.failed, result.unique_completions);
   result.unstable = result.status == PromptStatus::unstable;
   result.tier = stability_tier(result.status, result.logprob_drift);
-  result.has_logprobs = result.runs > 0 && all_have_logprobs;
 
   std::size_t reference = 0;
   for (std::size_t i = 1; i < distinct.size(); ++i)
@@ -532,6 +433,241 @@ int shared_prefix_length(const Completion& a, const Completion& b) {
   return shared_prefix(a, b, tokens ? IdentityMode::tokens : IdentityMode::text);
 }
 
+// A prompt's runs as they come, one at a time in analysis order (analysis_order): everything the
+// analysis reads of a run's tokens is taken from it as it is added, and the only completions
+// kept are those read again when the prompt is judged: the drift reference and the first of
+// each distinct completion. They are kept by pointer where the runs outlive the prompt, else as
+// copies, so that a prompt streamed from a file holds a few completions, not its runs.
+//
+// The order the runs come in is the drift's (by level, then repeat), not the recording order
+// that decides which of equal completions is "first seen": each distinct completion keeps the
+// run of the lowest (level, recorded position), and the distinct completions are numbered by it
+// when the prompt is judged. Identity is by tokens while the runs come in (token classes are
+// never coarser than text ones); when a run without tokens puts the prompt in text mode, the
+// classes with the same text are joined at the end.
+struct AnalysisBuilder::OpenPrompt {
+  // The runs with one identity by tokens.
+  struct Class {
+    const Completion* first = nullptr; // of the lowest (level, position) seen
+    int concurrency = 0;
+    std::size_t position = 0;
+    int count = 0;
+    std::map<int, int> count_by_concurrency;
+    std::map<std::string, int> finish_reasons;
+    std::map<std::string, int> models;
+    std::map<std::string, int> fingerprints;
+
+    // Whether the run at `level` and `at` was recorded before this class's first.
+    bool comes_after(int level, std::size_t at) const {
+      return std::pair(level, at) < std::pair(concurrency, position);
+    }
+    void join(const Class& other) {
+      if (comes_after(other.concurrency, other.position)) {
+        first = other.first;
+        concurrency = other.concurrency;
+        position = other.position;
+      }
+      count += other.count;
+      for (const auto& [level, n] : other.count_by_concurrency) count_by_concurrency[level] += n;
+      for (const auto& [value, n] : other.finish_reasons) finish_reasons[value] += n;
+      for (const auto& [value, n] : other.models) models[value] += n;
+      for (const auto& [value, n] : other.fingerprints) fingerprints[value] += n;
+    }
+  };
+
+  OpenPrompt(int index, bool copy_kept) : prompt_index(index), copies(copy_kept) {}
+
+  int prompt_index;
+  bool copies; // the runs do not outlive add(): keep copies
+  PromptAnalysis result;
+  bool all_have_tokens = true;
+  bool all_have_logprobs = true;
+  std::map<int, LevelAnalysis> levels;
+  std::vector<Class> classes;                                   // in the order first added
+  std::unordered_multimap<std::uint64_t, std::size_t> class_of; // by identity_hash
+  std::map<int, std::map<std::size_t, int>> seen_at_level;      // level -> class -> runs
+  // The references of logprob drift: the successful run of the lowest repeat at the lowest
+  // level, and at each level. By repeat, not by recording order, so that a merged or resumed
+  // audit measures what the uninterrupted one does.
+  const Completion* drift_reference = nullptr;
+  // Drift spans every pair of agreeing runs (the prompt's, each level's), not the reference's
+  // pairs alone: two runs moved ±d from it differ by 2d.
+  std::map<int, LogprobDriftTree> level_drift;
+  std::optional<LogprobDriftTree> prompt_drift; // once a second level comes
+  std::map<int, NoiseSamples> own_noise;
+  std::deque<Completion> kept; // the copies
+
+  void add(const RequestRecord& record, std::size_t position, LevelNoise& noise);
+  PromptAnalysis finish(const Prompt& prompt, const std::vector<const RequestRecord*>& answers,
+                        const AnalysisConfig& config);
+
+private:
+  // The distinct completions in the order first seen, by `mode`.
+  DistinctCompletions distinct_completions(IdentityMode mode);
+};
+
+// `record` as compared (core::compared_records), at `position` in the prompt's recording order.
+void AnalysisBuilder::OpenPrompt::add(const RequestRecord& record, std::size_t position,
+                                      LevelNoise& noise) {
+  const int concurrency = record.planned.concurrency;
+  LevelAnalysis& level = levels[concurrency];
+  level.concurrency = concurrency;
+  if (!record.outcome.ok) {
+    ++result.failed;
+    ++level.failed;
+    return;
+  }
+  ++result.runs;
+  ++level.runs;
+  const Completion& completion = record.outcome.completion;
+  const Completion* kept_copy = nullptr;
+  const auto keep = [&]() -> const Completion* {
+    if (!copies) return &completion;
+    if (kept_copy == nullptr) kept_copy = &kept.emplace_back(completion);
+    return kept_copy;
+  };
+
+  // An empty completion (no text, no tokens) is an empty token sequence, not a lack of tokens.
+  if (completion.tokens.empty() && !completion.text.empty()) all_have_tokens = false;
+  if (!completion.has_logprobs) all_have_logprobs = false;
+  result.numbers += completion.numbers;
+  result.lone_surrogates += completion.lone_surrogates;
+  // A reasoning model's compared text is a parsed part, whose markers and stripped whitespace
+  // its tokens keep: only a raw completion's tokens must spell its text.
+  if (completion.reasoning_split == ReasoningSplit::none && !completion.tokens.empty() &&
+      !tokens_are_ids(completion) && !tokens_match_text(completion))
+    ++result.token_text_mismatch;
+  if (completion.has_logprobs)
+    for (const auto& token : completion.tokens) {
+      const int candidates = static_cast<int>(token.top.size());
+      if (!result.min_candidates || candidates < *result.min_candidates)
+        result.min_candidates = candidates;
+    }
+  if (chose_below_runner_up(completion)) ++level.below_runner_up_runs;
+
+  // Every level with a successful run is in the map, sampled or not.
+  NoiseSamples& level_noise = noise[concurrency];
+  if (drift_reference == nullptr) {
+    drift_reference = keep();
+  } else {
+    std::vector<double> deviations;
+    level_noise.leave_out(add_gap_noise(deviations, *drift_reference, completion));
+    NoiseSamples& own = own_noise.try_emplace(concurrency, k_own_noise_capacity).first->second;
+    for (double deviation : deviations) {
+      level_noise.add(deviation);
+      own.add(deviation);
+    }
+  }
+  // In text mode the divergence from the reference is measured again when the prompt is judged.
+  note_reference_agreement(level, *drift_reference, completion, IdentityMode::tokens);
+  // The runs come level by level: those before a second level are all the first level's.
+  if (!prompt_drift && !level_drift.empty() && !level_drift.contains(concurrency))
+    prompt_drift = level_drift.begin()->second;
+  level_drift[concurrency].add(completion);
+  if (prompt_drift) prompt_drift->add(completion);
+
+  const std::uint64_t hash = identity_hash(completion, IdentityMode::tokens);
+  std::optional<std::size_t> index;
+  for (auto [at, end] = class_of.equal_range(hash); at != end && !index; ++at)
+    if (same_identity(completion, *classes[at->second].first, IdentityMode::tokens))
+      index = at->second;
+  if (!index) {
+    index = classes.size();
+    class_of.emplace(hash, *index);
+    Class& added = classes.emplace_back();
+    added.first = keep();
+    added.concurrency = concurrency;
+    added.position = position;
+  }
+  Class& entry = classes[*index];
+  if (entry.comes_after(concurrency, position)) {
+    entry.first = keep();
+    entry.concurrency = concurrency;
+    entry.position = position;
+  }
+  ++entry.count;
+  ++entry.count_by_concurrency[concurrency];
+  ++entry.finish_reasons[completion.finish_reason];
+  ++entry.models[completion.model];
+  ++entry.fingerprints[completion.system_fingerprint];
+  ++seen_at_level[concurrency][*index];
+}
+
+DistinctCompletions AnalysisBuilder::OpenPrompt::distinct_completions(IdentityMode mode) {
+  // Text mode: the token classes of one text are one completion.
+  std::vector<std::size_t> joined_into(classes.size());
+  std::vector<Class> joined;
+  if (mode == IdentityMode::text) {
+    std::unordered_map<std::string_view, std::size_t> by_text;
+    for (std::size_t i = 0; i < classes.size(); ++i) {
+      const auto [at, added] = by_text.try_emplace(classes[i].first->text, joined.size());
+      if (added)
+        joined.push_back(std::move(classes[i]));
+      else
+        joined[at->second].join(classes[i]);
+      joined_into[i] = at->second;
+    }
+  } else {
+    for (std::size_t i = 0; i < classes.size(); ++i) joined_into[i] = i;
+    joined = std::move(classes);
+  }
+  // Numbered by the run each was first seen in.
+  std::vector<std::size_t> order(joined.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return joined[b].comes_after(joined[a].concurrency, joined[a].position);
+  });
+  std::vector<std::size_t> number(joined.size());
+  DistinctCompletions out;
+  for (std::size_t n = 0; n < order.size(); ++n) {
+    Class& entry = joined[order[n]];
+    number[order[n]] = n;
+    out.distinct.push_back(Distinct{entry.first, entry.count, std::move(entry.count_by_concurrency),
+                                    n, std::move(entry.finish_reasons), std::move(entry.models),
+                                    std::move(entry.fingerprints)});
+  }
+  for (const auto& [concurrency, seen] : seen_at_level)
+    for (const auto& [index, count] : seen)
+      out.seen_at_level[concurrency][number[joined_into[index]]] += count;
+  return out;
+}
+
+PromptAnalysis AnalysisBuilder::OpenPrompt::finish(const Prompt& prompt,
+                                                   const std::vector<const RequestRecord*>& answers,
+                                                   const AnalysisConfig& config) {
+  result.id = prompt.id;
+  result.prompt_index = prompt_index;
+  for (const auto& [concurrency, drift] : level_drift)
+    levels[concurrency].logprob_drift = drift.drift();
+  // With one level its runs are the prompt's, and so is its drift.
+  if (level_drift.size() == 1)
+    result.logprob_drift = levels[level_drift.begin()->first].logprob_drift;
+  else
+    result.logprob_drift = prompt_drift ? prompt_drift->drift() : LogprobDriftTree().drift();
+  for (const auto& [concurrency, samples] : own_noise)
+    levels[concurrency].own_noise = samples.distribution();
+  result.has_logprobs = result.runs > 0 && all_have_logprobs;
+
+  const IdentityMode mode = all_have_tokens ? IdentityMode::tokens : IdentityMode::text;
+  DistinctCompletions seen = distinct_completions(mode);
+  if (mode == IdentityMode::text) {
+    // Where each level's runs leave the reference, by text: a class's runs share its text.
+    for (auto& [concurrency, level] : levels) level.divergence_from_reference.reset();
+    for (const auto& [concurrency, counts] : seen.seen_at_level) {
+      LevelAnalysis& level = levels[concurrency];
+      for (const auto& [index, count] : counts) {
+        const Completion& run = *seen.distinct[index].first;
+        if (same_identity(run, *drift_reference, mode)) continue;
+        const int shared = shared_prefix(*drift_reference, run, mode);
+        if (!level.divergence_from_reference || shared < *level.divergence_from_reference)
+          level.divergence_from_reference = shared;
+      }
+    }
+  }
+  return judge_prompt(std::move(result), prompt, std::move(levels), std::move(seen), mode, answers,
+                      config);
+}
+
 // The builder's running totals: everything the summary needs that is not in the kept prompts.
 struct AnalysisBuilder::Totals {
   int agreeing = 0;
@@ -559,25 +695,96 @@ AnalysisBuilder::AnalysisBuilder(AnalysisBuilder&&) noexcept = default;
 AnalysisBuilder& AnalysisBuilder::operator=(AnalysisBuilder&&) noexcept = default;
 AnalysisBuilder::~AnalysisBuilder() = default;
 
+namespace {
+
+template <typename Records, typename Read>
+std::vector<std::size_t> order_for_analysis(const Records& records, Read read) {
+  std::vector<std::size_t> order(records.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const PlannedRequest& x = read(records[a]);
+    const PlannedRequest& y = read(records[b]);
+    return std::pair(x.concurrency, x.repeat) < std::pair(y.concurrency, y.repeat);
+  });
+  return order;
+}
+
+} // namespace
+
+std::vector<std::size_t> analysis_order(const std::vector<const RequestRecord*>& records) {
+  return order_for_analysis(
+      records, [](const RequestRecord* r) -> const PlannedRequest& { return r->planned; });
+}
+
+std::vector<std::size_t> analysis_order(const std::vector<RequestRecord>& records) {
+  return order_for_analysis(
+      records, [](const RequestRecord& r) -> const PlannedRequest& { return r.planned; });
+}
+
+bool AnalysisBuilder::counts(const RequestRecord& record, int prompt_index) const {
+  return record.planned.endpoint_index == m_analysis.endpoint_index &&
+         (!m_probe || record.planned.probe == *m_probe) &&
+         record.planned.prompt_index == prompt_index;
+}
+
 PromptAnalysis* AnalysisBuilder::add_prompt(int prompt_index,
                                             const std::vector<const RequestRecord*>& records) {
   const auto index = static_cast<std::size_t>(prompt_index);
   if (prompt_index < 0 || index >= m_suite->prompts.size()) return nullptr;
   std::vector<const RequestRecord*> mine;
-  for (const auto* record : records) {
-    if (record->planned.endpoint_index != m_analysis.endpoint_index) continue;
-    if (m_probe && record->planned.probe != *m_probe) continue;
-    if (record->planned.prompt_index != prompt_index) continue;
-    mine.push_back(record);
-  }
+  for (const auto* record : records)
+    if (counts(*record, prompt_index)) mine.push_back(record);
   if (mine.empty()) return nullptr;
-
-  const Prompt& suite_prompt = m_suite->prompts[index];
-  Totals& totals = *m_totals;
+  // The records outlive the prompt's analysis: it keeps pointers, not copies.
   std::vector<RequestRecord> compared_copies;
   const auto compared = compared_records(mine, m_config.compare_on, compared_copies);
-  PromptAnalysis prompt =
-      analyse_prompt(suite_prompt, prompt_index, compared, mine, m_config, totals.noise);
+  m_open = std::make_unique<OpenPrompt>(prompt_index, false);
+  for (std::size_t i : analysis_order(mine)) add_counted_run(*mine[i], *compared[i], i);
+  return close_prompt(mine);
+}
+
+void AnalysisBuilder::begin_prompt(int prompt_index) {
+  m_open.reset();
+  const auto index = static_cast<std::size_t>(prompt_index);
+  if (prompt_index < 0 || index >= m_suite->prompts.size()) return;
+  m_open = std::make_unique<OpenPrompt>(prompt_index, true);
+}
+
+void AnalysisBuilder::add_run(const RequestRecord& record, std::size_t position) {
+  if (!m_open || !counts(record, m_open->prompt_index)) return;
+  if (compares_part(record, m_config.compare_on))
+    add_counted_run(record, compared_record(record, m_config.compare_on), position);
+  else
+    add_counted_run(record, record, position);
+}
+
+PromptAnalysis* AnalysisBuilder::end_prompt(const std::vector<const RequestRecord*>& records) {
+  if (!m_open) return nullptr;
+  std::vector<const RequestRecord*> mine;
+  for (const auto* record : records)
+    if (counts(*record, m_open->prompt_index)) mine.push_back(record);
+  if (mine.empty()) {
+    m_open.reset();
+    return nullptr;
+  }
+  return close_prompt(mine);
+}
+
+// What is read of a run's tokens is read here, while the run has them.
+void AnalysisBuilder::add_counted_run(const RequestRecord& record, const RequestRecord& compared,
+                                      std::size_t position) {
+  Totals& totals = *m_totals;
+  m_open->add(compared, position, totals.noise);
+  if (record.outcome.ok) m_analysis.summary.reasoning.add(record.outcome.completion);
+  totals.levels[record.planned.concurrency].add(record);
+}
+
+PromptAnalysis* AnalysisBuilder::close_prompt(const std::vector<const RequestRecord*>& mine) {
+  const int prompt_index = m_open->prompt_index;
+  const Prompt& suite_prompt = m_suite->prompts[static_cast<std::size_t>(prompt_index)];
+  Totals& totals = *m_totals;
+  PromptAnalysis prompt = m_open->finish(suite_prompt, mine, m_config);
+  m_open.reset();
   if (m_config.compare_on == CompareOn::tool_calls && !prompt.completions.empty())
     prompt.tool_call_divergence = first_tool_call_divergence(prompt.completions[0].text, mine);
   judge_text_divergence(prompt);
@@ -632,13 +839,11 @@ PromptAnalysis* AnalysisBuilder::add_prompt(int prompt_index,
 
   for (const auto* record : mine) {
     if (record->outcome.ok) {
-      summary.reasoning.add(record->outcome.completion);
       ++summary.models_seen[record->outcome.completion.model];
       ++summary.fingerprints_seen[record->outcome.completion.system_fingerprint];
     } else {
       totals.failure_reasons.add(record->outcome);
     }
-    totals.levels[record->planned.concurrency].add(*record);
   }
   return &m_analysis.prompts.emplace_back(std::move(prompt));
 }

@@ -315,17 +315,40 @@ public:
   // skipped), in recording order. Prompts in ascending index order, each at most once. Returns
   // the prompt's analysis as kept (valid until the next call), null where no record was its.
   PromptAnalysis* add_prompt(int prompt_index, const std::vector<const RequestRecord*>& records);
+
+  // add_prompt for records whose tokens are read one record at a time (a prompt streamed from
+  // an audit file), so that memory holds one run's tokens and a few completions, not the
+  // prompt's runs: begin_prompt; add_run with each record of the prompt, in analysis_order,
+  // while it has its tokens (`position`: its index in the prompt's records in recording order);
+  // end_prompt with every record of the prompt in recording order, whose tokens may be gone
+  // (their text, tool calls and the rest are read). The same analysis as add_prompt.
+  void begin_prompt(int prompt_index);
+  void add_run(const RequestRecord& record, std::size_t position);
+  PromptAnalysis* end_prompt(const std::vector<const RequestRecord*>& records);
+
   // The analysis of every prompt added; the builder is spent.
   AuditAnalysis finish();
 
 private:
   struct Totals;
+  struct OpenPrompt; // a prompt begun, its runs counted so far
+  bool counts(const RequestRecord& record, int prompt_index) const;
+  void add_counted_run(const RequestRecord& record, const RequestRecord& compared,
+                       std::size_t position);
+  PromptAnalysis* close_prompt(const std::vector<const RequestRecord*>& mine);
+
   const Suite* m_suite;
   AnalysisConfig m_config;
   std::optional<ProbeKind> m_probe;
   AuditAnalysis m_analysis;
   std::unique_ptr<Totals> m_totals;
+  std::unique_ptr<OpenPrompt> m_open;
 };
+
+// The order in which AnalysisBuilder::add_run takes a prompt's records (given in recording
+// order): by level, then repeat, recording order among equals; indexes into `records`.
+std::vector<std::size_t> analysis_order(const std::vector<const RequestRecord*>& records);
+std::vector<std::size_t> analysis_order(const std::vector<RequestRecord>& records);
 
 // Analyses the records of one endpoint (records of other endpoints are ignored) against the
 // suite's prompts; with `probe`, only that probe kind's records, so that one probe's drift is

@@ -118,34 +118,39 @@ bool has_reasoning(const Completion& completion) {
          completion.reasoning_split == ReasoningSplit::joined;
 }
 
+bool compares_part(const RequestRecord& record, CompareOn compare_on) {
+  return record.outcome.ok &&
+         (compare_on == CompareOn::reasoning || compare_on == CompareOn::tool_calls ||
+          has_reasoning(record.outcome.completion));
+}
+
+RequestRecord compared_record(const RequestRecord& record, CompareOn compare_on) {
+  RequestRecord copy;
+  copy.planned = record.planned;
+  const RequestOutcome& outcome = record.outcome;
+  copy.outcome.ok = outcome.ok;
+  copy.outcome.http_status = outcome.http_status;
+  copy.outcome.error = outcome.error;
+  copy.outcome.attempts = outcome.attempts;
+  copy.outcome.started_ms = outcome.started_ms;
+  copy.outcome.finished_ms = outcome.finished_ms;
+  copy.outcome.completion = compared_part(outcome.completion, compare_on);
+  return copy;
+}
+
 std::vector<const RequestRecord*> compared_records(const std::vector<const RequestRecord*>& records,
                                                    CompareOn compare_on,
                                                    std::vector<RequestRecord>& storage) {
   std::vector<const RequestRecord*> compared = records;
-  const auto changes = [&](const RequestRecord* record) {
-    return record->outcome.ok &&
-           (compare_on == CompareOn::reasoning || compare_on == CompareOn::tool_calls ||
-            has_reasoning(record->outcome.completion));
-  };
   std::size_t changed = 0;
   for (const RequestRecord* record : records)
-    if (changes(record)) ++changed;
+    if (compares_part(*record, compare_on)) ++changed;
   if (changed == 0) return compared;
   storage.clear();
   storage.reserve(changed); // no reallocation: the pointers below stay valid
   for (std::size_t i = 0; i < records.size(); ++i) {
-    if (!changes(records[i])) continue;
-    RequestRecord& copy = storage.emplace_back();
-    copy.planned = records[i]->planned;
-    const RequestOutcome& outcome = records[i]->outcome;
-    copy.outcome.ok = outcome.ok;
-    copy.outcome.http_status = outcome.http_status;
-    copy.outcome.error = outcome.error;
-    copy.outcome.attempts = outcome.attempts;
-    copy.outcome.started_ms = outcome.started_ms;
-    copy.outcome.finished_ms = outcome.finished_ms;
-    copy.outcome.completion = compared_part(outcome.completion, compare_on);
-    compared[i] = &copy;
+    if (!compares_part(*records[i], compare_on)) continue;
+    compared[i] = &storage.emplace_back(compared_record(*records[i], compare_on));
   }
   return compared;
 }

@@ -50,6 +50,12 @@ bool has_reasoning(const Completion& completion);
 // A completion without reasoning comes back unchanged under `answer` and `both`.
 Completion compared_part(const Completion& completion, CompareOn compare_on);
 
+// Whether `record` is compared as a copy holding compared_part() under `compare_on` (a
+// successful one with reasoning, or any successful one under `reasoning` and `tool_calls`).
+bool compares_part(const RequestRecord& record, CompareOn compare_on);
+// `record` with its completion replaced by compared_part().
+RequestRecord compared_record(const RequestRecord& record, CompareOn compare_on);
+
 // The records as the audit compares them under `compare_on`: the pointers of `records` where a
 // completion is compared as it is, else pointers to copies holding compared_part(), which
 // `storage` receives and must outlive the result. Failed records pass through unchanged.
