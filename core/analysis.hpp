@@ -303,6 +303,8 @@ struct AuditAnalysis {
 // Builds one endpoint's analysis a prompt at a time, so that an audit never has to be held in
 // memory whole: `report` streams each prompt's records from the database into it. Fed every
 // prompt in suite order, it gives exactly what analyse() gives for the same records.
+class PromptRuns; // core/prompt_runs.hpp
+
 class AnalysisBuilder {
 public:
   AnalysisBuilder(const Suite& suite, const AnalysisConfig& config, int endpoint_index = 0,
@@ -331,7 +333,6 @@ public:
 
 private:
   struct Totals;
-  struct OpenPrompt; // a prompt begun, its runs counted so far
   bool counts(const RequestRecord& record, int prompt_index) const;
   void add_counted_run(const RequestRecord& record, const RequestRecord& compared,
                        std::size_t position);
@@ -342,7 +343,7 @@ private:
   std::optional<ProbeKind> m_probe;
   AuditAnalysis m_analysis;
   std::unique_ptr<Totals> m_totals;
-  std::unique_ptr<OpenPrompt> m_open;
+  std::unique_ptr<PromptRuns> m_open; // the prompt begun, its runs counted so far
 };
 
 // The order in which AnalysisBuilder::add_run takes a prompt's records (given in recording
