@@ -15,10 +15,10 @@ namespace llmrepro::audit {
 
 namespace {
 
-// Gives the pages of freed memory back to the system. The scan's token lists (a prompt's runs,
-// reused prompt after prompt) are freed when it ends, in the middle of malloc's heap, where the
-// summary's buffers that come next do not fit; glibc keeps such pages resident, so the report's
-// peak would be the scan's lists and the summary's buffers together, and grow with the runs.
+// Gives the pages of freed memory back to the system. The scan's token lists (reused record after
+// record) and the completions the analyses kept are freed when it ends, in the middle of malloc's
+// heap, where the summary's buffers that come next do not fit; glibc keeps such pages resident,
+// so the report's peak would be the scan's lists and the summary's buffers together.
 void return_freed_pages() {
 #if defined(__GLIBC__)
   malloc_trim(0);
@@ -68,21 +68,23 @@ core::Result<Session> load_session(const store::AuditDatabase& database,
     return {};
   };
   Session session;
-  std::vector<const core::RequestRecord*> kept;
-  auto loaded = database.load(
+  std::vector<std::size_t> kept;
+  // Each record's tokens are read as the analyses take it, one record at a time.
+  auto loaded = database.load_streamed(
       [&](const core::AuditData& stored, int prompt_index,
-          const std::vector<core::RequestRecord>& records) -> core::Result<void> {
+          const std::vector<core::RequestRecord>& records,
+          core::RecordTokens& tokens) -> core::Result<void> {
         if (!builder) LLMREPRO_TRY(start(stored));
         kept.clear();
-        for (const core::RequestRecord& record : records) {
-          if (!options.keep || options.keep(record)) kept.push_back(&record);
+        for (std::size_t i = 0; i < records.size(); ++i) {
+          const core::RequestRecord& record = records[i];
+          if (!options.keep || options.keep(record)) kept.push_back(i);
           const auto prompt = static_cast<std::size_t>(record.planned.prompt_index);
           if (!record.outcome.ok || record.planned.prompt_index < 0) continue;
           if (prompt >= session.successes.size()) session.successes.resize(prompt + 1, 0);
           ++session.successes[prompt];
         }
-        builder->add_prompt(prompt_index, kept);
-        return {};
+        return builder->add_streamed_prompt(prompt_index, records, kept, tokens);
       },
       options.lean ? store::AuditDatabase::KeptRecords::failures
                    : store::AuditDatabase::KeptRecords::all);

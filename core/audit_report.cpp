@@ -114,27 +114,78 @@ void AuditReportBuilder::add_prompt(int prompt_index, const std::vector<RequestR
   add_prompt(prompt_index, pointers);
 }
 
+std::vector<AnalysisBuilder*> AuditReportBuilder::analyses() {
+  std::vector<AnalysisBuilder*> out;
+  for (auto& endpoint : m_endpoints) out.push_back(&endpoint);
+  for (auto& [endpoint, probe] : m_other_probes) out.push_back(&*probe.analysis);
+  for (auto& probe : m_probes)
+    if (probe.analysis) out.push_back(&*probe.analysis);
+  return out;
+}
+
+bool AuditReportBuilder::reads_prompts_whole() const {
+  for (const auto& probe : m_probes)
+    if (probe_has_sides(probe.probe)) return true;
+  if (m_determinism)
+    for (const auto& [endpoint, probe] : m_other_probes)
+      if (probe_has_sides(probe.probe)) return true;
+  return false;
+}
+
 void AuditReportBuilder::add_prompt(int prompt_index,
                                     const std::vector<const RequestRecord*>& records) {
-  // Every analysis of the prompt, each endpoint's primary kind first (null where it had none).
   std::vector<PromptAnalysis*> added;
-  for (auto& endpoint : m_endpoints) added.push_back(endpoint.add_prompt(prompt_index, records));
+  for (AnalysisBuilder* analysis : analyses())
+    added.push_back(analysis->add_prompt(prompt_index, records));
+  prompt_added(prompt_index, records, added);
+}
+
+Result<void> AuditReportBuilder::add_streamed_prompt(int prompt_index,
+                                                     const std::vector<RequestRecord>& records,
+                                                     const std::vector<std::size_t>& use,
+                                                     RecordTokens& tokens) {
+  std::vector<const RequestRecord*> used;
+  used.reserve(use.size());
+  for (std::size_t index : use) used.push_back(&records[index]);
+  if (reads_prompts_whole()) {
+    for (std::size_t index : use) LLMREPRO_TRY(tokens.read(index));
+    add_prompt(prompt_index, used);
+    return {};
+  }
+  const std::vector<AnalysisBuilder*> builders = analyses();
+  for (AnalysisBuilder* analysis : builders) analysis->begin_prompt(prompt_index);
+  for (std::size_t position : analysis_order(used)) {
+    const std::size_t index = use[position];
+    LLMREPRO_TRY(tokens.read(index));
+    for (AnalysisBuilder* analysis : builders) analysis->add_run(records[index], position);
+    tokens.drop(index);
+  }
+  std::vector<PromptAnalysis*> added;
+  for (AnalysisBuilder* analysis : builders) added.push_back(analysis->end_prompt(used));
+  prompt_added(prompt_index, used, added);
+  return {};
+}
+
+void AuditReportBuilder::prompt_added(int prompt_index,
+                                      const std::vector<const RequestRecord*>& records,
+                                      const std::vector<PromptAnalysis*>& added) {
   if (m_endpoints.size() > 1 && added.front() != nullptr) {
-    const std::vector<const PromptAnalysis*> others(added.begin() + 1, added.end());
+    const std::vector<const PromptAnalysis*> others(
+        added.begin() + 1, added.begin() + static_cast<std::ptrdiff_t>(m_endpoints.size()));
     PromptComparison row = compare_prompt(*added.front(), others);
     if (row.all_agree) ++m_comparison.agreeing_prompts;
     m_comparison.prompts.push_back(std::move(row));
   }
   for (std::size_t e = 0; e < m_adi.size(); ++e)
     if (added[e] != nullptr) m_adi[e].add(*added[e]);
-  for (auto& [endpoint, probe] : m_other_probes) {
-    added.push_back(probe.analysis->add_prompt(prompt_index, records));
-    // Only the determinism check reads the other endpoints' prefix and restart sides.
-    if (!probe_has_sides(probe.probe) || !m_determinism) continue;
-    auto drift =
-        prefix_drift_of_prompt(*m_suite, prompt_index, records, m_config, endpoint, probe.probe);
-    if (drift) probe.prefix.push_back(std::move(*drift));
-  }
+  // Only the determinism check reads the other endpoints' prefix and restart sides.
+  if (m_determinism)
+    for (auto& [endpoint, probe] : m_other_probes) {
+      if (!probe_has_sides(probe.probe)) continue;
+      auto drift =
+          prefix_drift_of_prompt(*m_suite, prompt_index, records, m_config, endpoint, probe.probe);
+      if (drift) probe.prefix.push_back(std::move(*drift));
+    }
   for (const auto* record : records) {
     const auto e = static_cast<std::size_t>(record->planned.endpoint_index);
     if (!record->outcome.ok || record->planned.endpoint_index < 0 || e >= m_observed.size())
@@ -143,7 +194,6 @@ void AuditReportBuilder::add_prompt(int prompt_index,
     ++m_observed[e].fingerprints[record->outcome.completion.system_fingerprint];
   }
   for (auto& probe : m_probes) {
-    if (probe.analysis) added.push_back(probe.analysis->add_prompt(prompt_index, records));
     if (!probe_has_sides(probe.probe)) continue;
     auto drift = prefix_drift_of_prompt(*m_suite, prompt_index, records, m_config, 0, probe.probe);
     if (!drift) continue;

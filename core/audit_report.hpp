@@ -13,6 +13,7 @@
 #include "core/determinism_check.hpp"
 #include "core/probe_analysis.hpp"
 #include "core/prompt_details.hpp"
+#include "core/record_tokens.hpp"
 #include "core/verdict.hpp"
 
 namespace llmrepro::core {
@@ -96,6 +97,14 @@ public:
   // Prompts in ascending index order, each at most once.
   void add_prompt(int prompt_index, const std::vector<RequestRecord>& records);
   void add_prompt(int prompt_index, const std::vector<const RequestRecord*>& records);
+  // add_prompt for a prompt streamed from an audit file: `records` in recording order, whose
+  // tokens `tokens` reads by index into `records`; `use` lists, ascending, the indexes of those
+  // to add. Each is read, added to every analysis and dropped in turn, so that memory holds one
+  // record's tokens and a few completions, not the prompt's runs; where a probe with sides
+  // compares them (prefix cache, restart), every record is read first, as add_prompt needs. An
+  // error reading tokens is returned, and the prompt is not added.
+  Result<void> add_streamed_prompt(int prompt_index, const std::vector<RequestRecord>& records,
+                                   const std::vector<std::size_t>& use, RecordTokens& tokens);
 
   // The report of every prompt added, over `data` (the same audit; it must outlive the report,
   // and its records are read by renderers only for their outcomes), judged by data's gates and
@@ -107,6 +116,16 @@ public:
   AuditReport finish_unjudged(const ToolInfo& tool, const AuditData& data);
 
 private:
+  // The analyses a prompt is added to: each endpoint's primary kind, then the other endpoints'
+  // other kinds, then endpoint 0's other kinds.
+  std::vector<AnalysisBuilder*> analyses();
+  // Whether a prompt's analysis reads its records whole: a probe with sides.
+  bool reads_prompts_whole() const;
+  // What add_prompt does once `added` (analyses() order, null where one had none of the prompt's
+  // records) holds the prompt's analyses.
+  void prompt_added(int prompt_index, const std::vector<const RequestRecord*>& records,
+                    const std::vector<PromptAnalysis*>& added);
+
   struct ProbeBuilder {
     ProbeKind probe;
     std::optional<AnalysisBuilder> analysis; // empty for the primary kind: endpoint 0's is reused

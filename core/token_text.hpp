@@ -1,7 +1,8 @@
 // A token's text: 16 bytes, the text inside them up to 15 bytes (nearly every token a tokenizer
 // has) and on the heap past them. std::string takes 32 for the same short texts; a response's
-// tokens and their candidates are three texts a position, and a report holds a prompt's runs
-// whole, so the text's size is most of what a report's memory grows by in the runs.
+// tokens and their candidates are three texts a position, and what a report holds of a prompt
+// is the run it reads and the completions the prompt's analysis keeps, so the text's size is
+// most of what that costs.
 //
 // Any bytes (a token may be part of a UTF-8 sequence, or NUL). Read it as a std::string_view,
 // which it converts to; std::string(text) where a std::string is needed.

@@ -205,6 +205,23 @@ void AuditDatabase::check_records_against_plan() { m_impl->plan_check = true; }
 
 Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit,
                                             KeptRecords kept) const {
+  if (!visit) return load_records(nullptr, kept);
+  const PromptStreamVisitor read_whole = [&visit](const core::AuditData& header, int prompt_index,
+                                                  const std::vector<core::RequestRecord>& records,
+                                                  core::RecordTokens& tokens) -> Result<void> {
+    for (std::size_t i = 0; i < records.size(); ++i) LLMREPRO_TRY(tokens.read(i));
+    return visit(header, prompt_index, records);
+  };
+  return load_records(&read_whole, kept);
+}
+
+Result<core::AuditData> AuditDatabase::load_streamed(const PromptStreamVisitor& visit,
+                                                     KeptRecords kept) const {
+  return load_records(visit ? &visit : nullptr, kept);
+}
+
+Result<core::AuditData> AuditDatabase::load_records(const PromptStreamVisitor* visit,
+                                                    KeptRecords kept) const {
   const std::lock_guard lock(m_impl->mutex);
   const detail::Connection& connection = m_impl->connection;
   const detail::RecordReader reader = m_impl->reader();
@@ -223,7 +240,8 @@ Result<core::AuditData> AuditDatabase::load(const PromptRecordsVisitor& visit,
              (plan_check && !core::plan_contains(plan, data.suite.prompts.size(), record.planned));
     };
   }
-  if (loaded) loaded = visit ? reader.stream_records(data, visit, keep) : reader.read_records(data);
+  if (loaded)
+    loaded = visit ? reader.stream_records(data, *visit, keep) : reader.read_records(data);
   if (loaded && m_impl->plan_check) loaded = check_in_plan(connection, data, keys_of(data.records));
   if (loaded) loaded = reader.read_probe_activity(data);
   if (loaded) {

@@ -13,6 +13,7 @@
 #include "core/audit.hpp"
 #include "core/budget.hpp"
 #include "core/plan.hpp"
+#include "core/record_tokens.hpp"
 #include "core/request_record.hpp"
 #include "core/result.hpp"
 #include "core/semantic_agreement.hpp"
@@ -87,6 +88,17 @@ public:
   enum class KeptRecords { all, failures };
   core::Result<core::AuditData> load(const PromptRecordsVisitor& visit = {},
                                      KeptRecords kept = KeptRecords::all) const;
+
+  // Receives the header and every record of one prompt, as PromptRecordsVisitor does, before
+  // their tokens are read: `tokens` reads a record's tokens (and the text the file spells by
+  // them) when the visitor asks, and drops them again, so that memory need hold only the tokens
+  // of the record being read. A record the visitor does not read is kept without them as any.
+  using PromptStreamVisitor = std::function<core::Result<void>(
+      const core::AuditData& header, int prompt_index, const std::vector<core::RequestRecord>&,
+      core::RecordTokens& tokens)>;
+  // load() with `visit` reading each record's tokens as it goes.
+  core::Result<core::AuditData> load_streamed(const PromptStreamVisitor& visit,
+                                              KeptRecords kept = KeptRecords::all) const;
 
   // Stores one finished request with its tokens in one transaction. A record whose key
   // (endpoint, prompt, concurrency, probe, repeat) is already stored replaces the old record and
@@ -163,6 +175,9 @@ public:
 private:
   struct Impl;
   explicit AuditDatabase(std::unique_ptr<Impl> impl);
+  // load() and load_streamed(): every record whole where `visit` is null.
+  core::Result<core::AuditData> load_records(const PromptStreamVisitor* visit,
+                                             KeptRecords kept) const;
   std::unique_ptr<Impl> m_impl;
 };
 

@@ -384,8 +384,7 @@ Result<std::vector<Statement>> RecordReader::requests_by_prompt() const {
 // or a primary-key range of the version 1 token tables) just before the prompt is handed over,
 // then dropped.
 Result<void>
-RecordReader::stream_records(core::AuditData& data,
-                             const AuditDatabase::PromptRecordsVisitor& visit,
+RecordReader::stream_records(core::AuditData& data, const AuditDatabase::PromptStreamVisitor& visit,
                              const std::function<bool(const core::RequestRecord&)>& keep) const {
   const Connection& db = m_connection;
   std::vector<Statement> cursors;
@@ -448,18 +447,58 @@ RecordReader::stream_records(core::AuditData& data,
         });
   };
 
+  const auto lend = [&spare](std::vector<core::TokenLogprob>& list) {
+    if (list.capacity() > 0) spare.push_back(std::move(list));
+    list = {};
+  };
+  // The group's tokens as the visitor reads them: each record's state, whether its tokens are
+  // in and whether its texts were ever filled from them.
+  class GroupTokens final : public core::RecordTokens {
+  public:
+    GroupTokens(std::vector<core::RequestRecord>& records,
+                std::function<Result<void>(std::size_t, bool)> read_tokens,
+                std::function<void(core::Completion&)> drop_tokens)
+        : m_records(records), m_read(std::move(read_tokens)), m_drop(std::move(drop_tokens)),
+          m_state(records.size(), State::unread) {}
+    Result<void> read(std::size_t index) override {
+      if (index >= m_state.size())
+        return core::make_error(core::ErrorCode::internal,
+                                "no record " + std::to_string(index) + " in the prompt's group");
+      if (m_state[index] == State::in) return {};
+      LLMREPRO_TRY(m_read(index, m_state[index] == State::unread));
+      m_state[index] = State::in;
+      return {};
+    }
+    void drop(std::size_t index) override {
+      if (index >= m_state.size() || m_state[index] != State::in) return;
+      m_drop(m_records[index].outcome.completion);
+      m_state[index] = State::dropped;
+    }
+
+  private:
+    enum class State : unsigned char { unread, in, dropped };
+    std::vector<core::RequestRecord>& m_records;
+    std::function<Result<void>(std::size_t, bool)> m_read;
+    std::function<void(core::Completion&)> m_drop;
+    std::vector<State> m_state;
+  };
+
   const auto flush = [&]() -> Result<void> {
     if (group.empty()) return {};
-    for (std::size_t i = 0; i < group.size(); ++i) {
-      auto& completion = group[i].outcome.completion;
-      LLMREPRO_TRY(packed ? read_packed(group_ids[i], completion)
-                          : read_version_1(group_ids[i], completion));
-      fill_texts(group_from_tokens[i], completion);
-    }
-    LLMREPRO_TRY(visit(header, group_prompt, group));
-    const auto lend = [&spare](std::vector<core::TokenLogprob>& list) {
-      if (list.capacity() > 0) spare.push_back(std::move(list));
-    };
+    GroupTokens group_tokens(
+        group,
+        [&](std::size_t i, bool first) -> Result<void> {
+          auto& completion = group[i].outcome.completion;
+          LLMREPRO_TRY(packed ? read_packed(group_ids[i], completion)
+                              : read_version_1(group_ids[i], completion));
+          if (first) fill_texts(group_from_tokens[i], completion);
+          return {};
+        },
+        [&lend](core::Completion& completion) {
+          lend(completion.tokens);
+          lend(completion.reasoning_tokens);
+        });
+    LLMREPRO_TRY(visit(header, group_prompt, group, group_tokens));
     for (std::size_t i = 0; i < group.size(); ++i) {
       const bool kept_record = !keep || keep(group[i]);
       lend(group[i].outcome.completion.tokens);
@@ -475,12 +514,10 @@ RecordReader::stream_records(core::AuditData& data,
         continue;
       }
       auto& completion = group[i].outcome.completion;
-      // Swapped with empty ones: assigning `{}`, or an empty string, keeps the capacity. (The
-      // token lists were lent to `spare` above.)
+      // Swapped with empty ones: assigning an empty string keeps the capacity. (The token lists
+      // were lent to `spare` above.)
       std::string().swap(completion.text);
       std::string().swap(completion.reasoning_text);
-      completion.tokens = {};
-      completion.reasoning_tokens = {};
       kept.emplace_back(group_ids[i], std::move(group[i]));
     }
     group.clear();

@@ -39,12 +39,13 @@ public:
   // (the reasoning's included).
   core::Result<void> read_records(core::AuditData& data) const;
 
-  // Hands each prompt's records, with text and tokens, to `visit` in ascending prompt order
-  // (`data` is the header then), then appends them to data.records in recorded order without
-  // their text and tokens: those `keep` accepts (every one where it is empty), the others
-  // counted in data.records_not_kept. An error from `visit` stops the read and is returned.
+  // Hands each prompt's records, and a reader of their tokens, to `visit` in ascending prompt
+  // order (`data` is the header then), then appends them to data.records in recorded order
+  // without their text and tokens: those `keep` accepts (every one where it is empty), the
+  // others counted in data.records_not_kept. An error from `visit` stops the read and is
+  // returned.
   core::Result<void>
-  stream_records(core::AuditData& data, const AuditDatabase::PromptRecordsVisitor& visit,
+  stream_records(core::AuditData& data, const AuditDatabase::PromptStreamVisitor& visit,
                  const std::function<bool(const core::RequestRecord&)>& keep = {}) const;
 
   // Fills data.probe_activity; empty when none was stored.
@@ -98,7 +99,8 @@ core::Result<void> append_version_1_token(const Connection& connection, sqlite3_
                                           std::vector<core::TokenLogprob>& tokens);
 
 // Token lists done with, kept to be decoded into again (decode_token_blob overwrites a list's
-// elements in place): a streaming load reads a prompt's runs into the lists of the prompt before.
+// elements in place): a streaming load reads each record's tokens into a list an earlier record
+// dropped.
 using SpareTokenLists = std::vector<std::vector<core::TokenLogprob>>;
 
 // Decodes a packed_tokens row's `answer` blob (column `first` of `row`) and its `reasoning` blob

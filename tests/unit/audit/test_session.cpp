@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <random>
 
 #include "audit/session.hpp"
 #include "core/audit_report.hpp"
@@ -187,5 +189,89 @@ TEST_CASE("load_session") {
     REQUIRE_FALSE(loaded);
     CHECK(loaded.error().message == "visitor refused");
     CHECK(visits == 1);
+  }
+}
+
+TEST_CASE("a streamed report holds one record's tokens at a time and is the whole audit's") {
+  // Random audits without a probe with sides, so the report takes each prompt's records one at
+  // a time: recorded in a shuffled order, at two levels and two endpoints, with failures, a
+  // prompt whose completions differ in their tokens and logprobs, one whose runs sometimes come
+  // back without tokens (text mode), and one that reasons.
+  const core::ToolInfo tool{"test", "test build", "not compiled"};
+  for (unsigned seed = 1; seed <= 12; ++seed) {
+    CAPTURE(seed);
+    std::mt19937 random(seed);
+    const testing::TempDir dir("streamed-" + std::to_string(seed));
+    core::AuditData header = make_header();
+    header.config.plan.runs = 5;
+    header.config.plan.levels = {1, 4};
+    header.config.plan.probes = {core::ProbeKind::sweep};
+    auto database = store::AuditDatabase::create(dir.file("audit.db"), header);
+    REQUIRE(database);
+    std::vector<core::RequestRecord> records;
+    for (int endpoint : {0, 1})
+      for (int prompt : {0, 1, 2})
+        for (int level : {1, 4})
+          for (int repeat = 0; repeat < 5; ++repeat) {
+            const bool flipped = std::uniform_int_distribution<int>(0, 3)(random) == 0;
+            const bool failed = std::uniform_int_distribution<int>(0, 9)(random) == 0;
+            core::RequestRecord record = make_record(
+                endpoint, prompt, level, core::ProbeKind::sweep, repeat, flipped, !failed);
+            auto& completion = record.outcome.completion;
+            if (!failed) {
+              // Every run's own logprobs: drift to measure.
+              const double moved = std::uniform_real_distribution<double>(0.0, 0.01)(random);
+              completion.tokens[2].logprob -= moved;
+              completion.tokens[2].top[0].logprob -= moved;
+            }
+            if (!failed && prompt == 1 && std::uniform_int_distribution<int>(0, 4)(random) == 0)
+              completion.tokens.clear(); // text mode
+            if (!failed && prompt == 2) {
+              completion.reasoning_text = "think";
+              completion.reasoning_tokens = {token("think", -0.3, -1.0)};
+              completion.reasoning_split = core::ReasoningSplit::separate;
+            }
+            records.push_back(std::move(record));
+          }
+    std::shuffle(records.begin(), records.end(), random);
+    REQUIRE(database->record_batch(records));
+
+    auto whole = database->load();
+    REQUIRE(whole);
+    const auto expected = core::make_audit_report(*whole, tool);
+    // What the visitor is handed: no tokens until it reads them, and one record's at a time.
+    std::size_t most_held = 0;
+    auto checked = database->load_streamed([&](const core::AuditData&, int,
+                                               const std::vector<core::RequestRecord>& group,
+                                               core::RecordTokens& tokens) -> core::Result<void> {
+      const auto held = [&group] {
+        return static_cast<std::size_t>(
+            std::count_if(group.begin(), group.end(), [](const core::RequestRecord& record) {
+              return !record.outcome.completion.tokens.empty();
+            }));
+      };
+      CHECK(held() == 0);
+      for (std::size_t i = 0; i < group.size(); ++i) {
+        LLMREPRO_TRY(tokens.read(i));
+        most_held = std::max(most_held, held());
+        const std::string text = group[i].outcome.completion.text;
+        tokens.drop(i);
+        CHECK(group[i].outcome.completion.tokens.empty());
+        CHECK(group[i].outcome.completion.text == text); // the text stays
+        // Read again, the same tokens come back.
+        LLMREPRO_TRY(tokens.read(i));
+        tokens.drop(i);
+      }
+      return {};
+    });
+    REQUIRE(checked);
+    CHECK(most_held == 1);
+
+    auto streamed = audit::load_session(*database, {.tool = tool});
+    REQUIRE(streamed);
+    CHECK(report::render_json(streamed->report) == report::render_json(expected));
+    auto lean = audit::load_session(*database, {.tool = tool, .lean = true});
+    REQUIRE(lean);
+    CHECK(lean->report.analysis.summary.requests == expected.analysis.summary.requests);
   }
 }

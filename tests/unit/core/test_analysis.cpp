@@ -398,3 +398,95 @@ TEST_CASE("who answered and how each completion ended") {
   CHECK(p.numbers.negative_infinity == 2);
   CHECK(analysis.summary.numbers.total() == 4);
 }
+
+namespace {
+
+// The prompt's analysis from `records` both ways: add_prompt, and streamed (begin_prompt,
+// add_run in analysis_order, end_prompt), each record's tokens cleared once added, as a streamed
+// load drops them.
+std::pair<PromptAnalysis, PromptAnalysis> analysed_both_ways(const std::vector<RequestRecord>& in) {
+  const Suite suite = numbered_suite(1);
+  AnalysisBuilder whole(suite, AnalysisConfig{});
+  std::vector<const RequestRecord*> pointers;
+  for (const auto& record : in) pointers.push_back(&record);
+  const PromptAnalysis* added = whole.add_prompt(0, pointers);
+  REQUIRE(added != nullptr);
+
+  std::vector<RequestRecord> records = in;
+  AnalysisBuilder streamed(suite, AnalysisConfig{});
+  streamed.begin_prompt(0);
+  for (std::size_t position : analysis_order(records)) {
+    streamed.add_run(records[position], position);
+    records[position].outcome.completion.tokens.clear();
+  }
+  pointers.clear();
+  for (const auto& record : records) pointers.push_back(&record);
+  const PromptAnalysis* ended = streamed.end_prompt(pointers);
+  REQUIRE(ended != nullptr);
+  return {*added, *ended};
+}
+
+} // namespace
+
+TEST_CASE("the first of a completion is the first recorded at the lowest level, whatever order "
+          "the repeats came in") {
+  // Recorded: repeat 2 (B), repeat 0 (A), repeat 1 (B), then level 8's repeat 0 (A). The runs
+  // are added by repeat, so B's repeat 1 comes before its repeat 2, which was recorded first.
+  auto b_first = completion_of({{"x", 1.0}, {"b", 0.5}});
+  b_first.tokens[1].logprob = -0.25;
+  b_first.tokens[1].top[0].logprob = -0.25;
+  const auto a = completion_of({{"x", 1.0}, {"a", 0.5}});
+  const auto b_later = completion_of({{"x", 1.0}, {"b", 0.5}});
+  const std::vector<RequestRecord> records{ok_record(0, 1, 2, b_first), ok_record(0, 1, 0, a),
+                                           ok_record(0, 1, 1, b_later), ok_record(0, 8, 0, a)};
+  const auto [whole, streamed] = analysed_both_ways(records);
+  for (const PromptAnalysis* p : {&whole, &streamed}) {
+    CAPTURE(p == &streamed);
+    REQUIRE(p->completions.size() == 2);
+    // A tie (2 and 2): the reference is the one recorded first at level 1, B.
+    CHECK(p->completions[0].text == "xb");
+    CHECK(p->completions[0].is_reference);
+    CHECK(p->completions[0].tokens[1].logprob == -0.25); // repeat 2's, the first recorded
+    CHECK(p->completions[1].text == "xa");
+    CHECK(p->completions[1].divergence == 1);
+    CHECK(p->first_divergence == 1);
+    REQUIRE(p->by_concurrency.size() == 2);
+    // The drift reference is the lowest repeat at level 1 (A): level 1's B runs leave it at 1.
+    CHECK(p->by_concurrency[0].divergence_from_reference == 1);
+    CHECK_FALSE(p->by_concurrency[1].divergence_from_reference.has_value());
+    CHECK(p->by_concurrency[1].differs_from_serial); // level 8 saw only A
+    // B's two runs differ in one logprob by 0.15: the prompt's drift spans them.
+    CHECK(p->logprob_drift.max_abs == doctest::Approx(0.15));
+    CHECK(p->by_concurrency[1].logprob_drift.positions_compared == 0);
+  }
+}
+
+TEST_CASE("a run without tokens joins the completions of one text") {
+  // "xb" came back as x+b and as xb+(nothing): two token sequences, one text. One run without
+  // tokens puts the prompt in text mode, where they are one completion.
+  const auto split = completion_of({{"x", 1.0}, {"b", 0.5}});
+  const auto whole_token = completion_of({{"xb", 1.0}});
+  Completion no_tokens;
+  no_tokens.text = "xc";
+  const std::vector<RequestRecord> records{ok_record(0, 1, 1, whole_token),
+                                           ok_record(0, 1, 0, split), ok_record(0, 1, 2, no_tokens),
+                                           ok_record(0, 4, 0, whole_token)};
+  const auto [whole, streamed] = analysed_both_ways(records);
+  for (const PromptAnalysis* p : {&whole, &streamed}) {
+    CAPTURE(p == &streamed);
+    CHECK(p->text_mode);
+    CHECK(p->unique_completions == 2);
+    REQUIRE(p->completions.size() == 2);
+    CHECK(p->completions[0].text == "xb");
+    CHECK(p->completions[0].count == 3);
+    CHECK(p->completions[0].count_by_concurrency == std::map<int, int>{{1, 2}, {4, 1}});
+    REQUIRE(p->completions[0].tokens.size() == 1); // the first recorded: the whole token's
+    CHECK(p->completions[1].text == "xc");
+    CHECK(p->completions[1].divergence == 1); // in characters
+    REQUIRE(p->by_concurrency.size() == 2);
+    CHECK(p->by_concurrency[0].unique_completions == 2);
+    // The drift reference is repeat 0 at level 1 (x+b): by text, only "xc" leaves it.
+    CHECK(p->by_concurrency[0].divergence_from_reference == 1);
+    CHECK_FALSE(p->by_concurrency[1].divergence_from_reference.has_value());
+  }
+}

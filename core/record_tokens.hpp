@@ -1,0 +1,22 @@
+// The tokens of a prompt's records as an audit file streams them (store::AuditDatabase::
+// load_streamed): read into a record on demand and dropped again, so that a reader that takes the
+// records one at a time holds one record's tokens, not the prompt's.
+#pragma once
+
+#include <cstddef>
+
+#include "core/result.hpp"
+
+namespace llmrepro::core {
+
+class RecordTokens {
+public:
+  virtual ~RecordTokens() = default;
+  // Reads record `index`'s tokens (its reasoning's too) into it, and any text the file spells by
+  // them. A record whose tokens are in already is left as it is.
+  virtual Result<void> read(std::size_t index) = 0;
+  // Drops record `index`'s tokens; its text stays.
+  virtual void drop(std::size_t index) = 0;
+};
+
+} // namespace llmrepro::core
