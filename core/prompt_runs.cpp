@@ -294,76 +294,76 @@ PromptAnalysis judge_prompt(PromptAnalysis result, const Prompt& prompt,
 // `record` as compared (core::compared_records), at `position` in the prompt's recording order.
 void PromptRuns::add(const RequestRecord& record, std::size_t position, LevelNoise& noise) {
   const int concurrency = record.planned.concurrency;
-  LevelAnalysis& level = levels[concurrency];
+  LevelAnalysis& level = m_levels[concurrency];
   level.concurrency = concurrency;
   if (!record.outcome.ok) {
-    ++result.failed;
+    ++m_result.failed;
     ++level.failed;
     return;
   }
-  ++result.runs;
+  ++m_result.runs;
   ++level.runs;
   const Completion& completion = record.outcome.completion;
   const Completion* kept_copy = nullptr;
   const auto keep = [&]() -> const Completion* {
-    if (!copies) return &completion;
-    if (kept_copy == nullptr) kept_copy = &kept.emplace_back(completion);
+    if (!m_copies) return &completion;
+    if (kept_copy == nullptr) kept_copy = &m_kept.emplace_back(completion);
     return kept_copy;
   };
 
   // An empty completion (no text, no tokens) is an empty token sequence, not a lack of tokens.
-  if (completion.tokens.empty() && !completion.text.empty()) all_have_tokens = false;
-  if (!completion.has_logprobs) all_have_logprobs = false;
-  result.numbers += completion.numbers;
-  result.lone_surrogates += completion.lone_surrogates;
+  if (completion.tokens.empty() && !completion.text.empty()) m_all_have_tokens = false;
+  if (!completion.has_logprobs) m_all_have_logprobs = false;
+  m_result.numbers += completion.numbers;
+  m_result.lone_surrogates += completion.lone_surrogates;
   // A reasoning model's compared text is a parsed part, whose markers and stripped whitespace
   // its tokens keep: only a raw completion's tokens must spell its text.
   if (completion.reasoning_split == ReasoningSplit::none && !completion.tokens.empty() &&
       !tokens_are_ids(completion) && !tokens_match_text(completion))
-    ++result.token_text_mismatch;
+    ++m_result.token_text_mismatch;
   if (completion.has_logprobs)
     for (const auto& token : completion.tokens) {
       const int candidates = static_cast<int>(token.top.size());
-      if (!result.min_candidates || candidates < *result.min_candidates)
-        result.min_candidates = candidates;
+      if (!m_result.min_candidates || candidates < *m_result.min_candidates)
+        m_result.min_candidates = candidates;
     }
   if (chose_below_runner_up(completion)) ++level.below_runner_up_runs;
 
   // Every level with a successful run is in the map, sampled or not.
   NoiseSamples& level_noise = noise[concurrency];
-  if (drift_reference == nullptr) {
-    drift_reference = keep();
+  if (m_drift_reference == nullptr) {
+    m_drift_reference = keep();
   } else {
     std::vector<double> deviations;
-    level_noise.leave_out(add_gap_noise(deviations, *drift_reference, completion));
-    NoiseSamples& own = own_noise.try_emplace(concurrency, k_own_noise_capacity).first->second;
+    level_noise.leave_out(add_gap_noise(deviations, *m_drift_reference, completion));
+    NoiseSamples& own = m_own_noise.try_emplace(concurrency, k_own_noise_capacity).first->second;
     for (double deviation : deviations) {
       level_noise.add(deviation);
       own.add(deviation);
     }
   }
   // In text mode the divergence from the reference is measured again when the prompt is judged.
-  note_reference_agreement(level, *drift_reference, completion, IdentityMode::tokens);
+  note_reference_agreement(level, *m_drift_reference, completion, IdentityMode::tokens);
   // The runs come level by level: those before a second level are all the first level's.
-  if (!prompt_drift && !level_drift.empty() && !level_drift.contains(concurrency))
-    prompt_drift = level_drift.begin()->second;
-  level_drift[concurrency].add(completion);
-  if (prompt_drift) prompt_drift->add(completion);
+  if (!m_prompt_drift && !m_level_drift.empty() && !m_level_drift.contains(concurrency))
+    m_prompt_drift = m_level_drift.begin()->second;
+  m_level_drift[concurrency].add(completion);
+  if (m_prompt_drift) m_prompt_drift->add(completion);
 
   const std::uint64_t hash = identity_hash(completion, IdentityMode::tokens);
   std::optional<std::size_t> index;
-  for (auto [at, end] = class_of.equal_range(hash); at != end && !index; ++at)
-    if (same_identity(completion, *classes[at->second].first, IdentityMode::tokens))
+  for (auto [at, end] = m_class_of.equal_range(hash); at != end && !index; ++at)
+    if (same_identity(completion, *m_classes[at->second].first, IdentityMode::tokens))
       index = at->second;
   if (!index) {
-    index = classes.size();
-    class_of.emplace(hash, *index);
-    Class& added = classes.emplace_back();
+    index = m_classes.size();
+    m_class_of.emplace(hash, *index);
+    Class& added = m_classes.emplace_back();
     added.first = keep();
     added.concurrency = concurrency;
     added.position = position;
   }
-  Class& entry = classes[*index];
+  Class& entry = m_classes[*index];
   if (entry.comes_after(concurrency, position)) {
     entry.first = keep();
     entry.concurrency = concurrency;
@@ -374,7 +374,7 @@ void PromptRuns::add(const RequestRecord& record, std::size_t position, LevelNoi
   ++entry.finish_reasons[completion.finish_reason];
   ++entry.models[completion.model];
   ++entry.fingerprints[completion.system_fingerprint];
-  ++seen_at_level[concurrency][*index];
+  ++m_seen_at_level[concurrency][*index];
 }
 
 namespace {
@@ -428,37 +428,37 @@ distinct_completions(std::vector<PromptRuns::Class>& classes,
 PromptAnalysis PromptRuns::finish(const Prompt& prompt,
                                   const std::vector<const RequestRecord*>& answers,
                                   const AnalysisConfig& config) {
-  result.id = prompt.id;
-  result.prompt_index = m_prompt_index;
-  for (const auto& [concurrency, drift] : level_drift)
-    levels[concurrency].logprob_drift = drift.drift();
+  m_result.id = prompt.id;
+  m_result.prompt_index = m_prompt_index;
+  for (const auto& [concurrency, drift] : m_level_drift)
+    m_levels[concurrency].logprob_drift = drift.drift();
   // With one level its runs are the prompt's, and so is its drift.
-  if (level_drift.size() == 1)
-    result.logprob_drift = levels[level_drift.begin()->first].logprob_drift;
+  if (m_level_drift.size() == 1)
+    m_result.logprob_drift = m_levels[m_level_drift.begin()->first].logprob_drift;
   else
-    result.logprob_drift = prompt_drift ? prompt_drift->drift() : LogprobDriftTree().drift();
-  for (const auto& [concurrency, samples] : own_noise)
-    levels[concurrency].own_noise = samples.distribution();
-  result.has_logprobs = result.runs > 0 && all_have_logprobs;
+    m_result.logprob_drift = m_prompt_drift ? m_prompt_drift->drift() : LogprobDriftTree().drift();
+  for (const auto& [concurrency, samples] : m_own_noise)
+    m_levels[concurrency].own_noise = samples.distribution();
+  m_result.has_logprobs = m_result.runs > 0 && m_all_have_logprobs;
 
-  const IdentityMode mode = all_have_tokens ? IdentityMode::tokens : IdentityMode::text;
-  DistinctCompletions seen = distinct_completions(classes, seen_at_level, mode);
+  const IdentityMode mode = m_all_have_tokens ? IdentityMode::tokens : IdentityMode::text;
+  DistinctCompletions seen = distinct_completions(m_classes, m_seen_at_level, mode);
   if (mode == IdentityMode::text) {
     // Where each level's runs leave the reference, by text: a class's runs share its text.
-    for (auto& [concurrency, level] : levels) level.divergence_from_reference.reset();
+    for (auto& [concurrency, level] : m_levels) level.divergence_from_reference.reset();
     for (const auto& [concurrency, counts] : seen.seen_at_level) {
-      LevelAnalysis& level = levels[concurrency];
+      LevelAnalysis& level = m_levels[concurrency];
       for (const auto& [index, count] : counts) {
         const Completion& run = *seen.distinct[index].first;
-        if (same_identity(run, *drift_reference, mode)) continue;
-        const int shared = shared_prefix(*drift_reference, run, mode);
+        if (same_identity(run, *m_drift_reference, mode)) continue;
+        const int shared = shared_prefix(*m_drift_reference, run, mode);
         if (!level.divergence_from_reference || shared < *level.divergence_from_reference)
           level.divergence_from_reference = shared;
       }
     }
   }
-  return judge_prompt(std::move(result), prompt, std::move(levels), std::move(seen), mode, answers,
-                      config);
+  return judge_prompt(std::move(m_result), prompt, std::move(m_levels), std::move(seen), mode,
+                      answers, config);
 }
 
 namespace {

@@ -63,12 +63,13 @@ public:
   };
 
   // `copy_kept`: the runs added do not outlive add(), so what is kept of them is copied.
-  PromptRuns(int prompt_index, bool copy_kept) : m_prompt_index(prompt_index), copies(copy_kept) {}
+  PromptRuns(int prompt_index, bool copy_kept)
+      : m_prompt_index(prompt_index), m_copies(copy_kept) {}
 
   int prompt_index() const { return m_prompt_index; }
 
   // `record` as compared (core::compared_records), at `position` in the prompt's records in
-  // recording order; the prompt's records in analysis_order. Adds the run's noise samples to
+  // recording order; the records come in analysis_order. Adds the run's noise samples to
   // `noise`.
   void add(const RequestRecord& record, std::size_t position, LevelNoise& noise);
   // The prompt's analysis; `answers` are its records as recorded, in recording order (their
@@ -78,24 +79,24 @@ public:
 
 private:
   int m_prompt_index;
-  bool copies;
-  PromptAnalysis result;
-  bool all_have_tokens = true;
-  bool all_have_logprobs = true;
-  std::map<int, LevelAnalysis> levels;
-  std::vector<Class> classes;                                   // in the order first added
-  std::unordered_multimap<std::uint64_t, std::size_t> class_of; // by identity_hash
-  std::map<int, std::map<std::size_t, int>> seen_at_level;      // level -> class -> runs
+  bool m_copies;
+  PromptAnalysis m_result;
+  bool m_all_have_tokens = true;
+  bool m_all_have_logprobs = true;
+  std::map<int, LevelAnalysis> m_levels;
+  std::vector<Class> m_classes;                                   // in the order first added
+  std::unordered_multimap<std::uint64_t, std::size_t> m_class_of; // by identity_hash
+  std::map<int, std::map<std::size_t, int>> m_seen_at_level;      // level -> class -> runs
   // The references of logprob drift: the successful run of the lowest repeat at the lowest
   // level, and at each level. By repeat, not by recording order, so that a merged or resumed
   // audit measures what the uninterrupted one does.
-  const Completion* drift_reference = nullptr;
+  const Completion* m_drift_reference = nullptr;
   // Drift spans every pair of agreeing runs (the prompt's, each level's), not the reference's
   // pairs alone: two runs moved ±d from it differ by 2d.
-  std::map<int, LogprobDriftTree> level_drift;
-  std::optional<LogprobDriftTree> prompt_drift; // once a second level comes
-  std::map<int, NoiseSamples> own_noise;
-  std::deque<Completion> kept; // the copies
+  std::map<int, LogprobDriftTree> m_level_drift;
+  std::optional<LogprobDriftTree> m_prompt_drift; // once a second level comes
+  std::map<int, NoiseSamples> m_own_noise;
+  std::deque<Completion> m_kept; // the copies
 };
 
 } // namespace llmrepro::core
