@@ -380,9 +380,9 @@ Result<std::vector<Statement>> RecordReader::requests_by_prompt() const {
 // prompt's group is every cursor's rows of that prompt, put in id (recorded) order here. So
 // SQLite sorts nothing and memory holds one prompt's requests, where one `ORDER BY prompt_index,
 // id` query would have SQLite's sorter hold every request row until the scan ends (what a file
-// without that index still gets). Each prompt's tokens are read by request (a packed_tokens key,
-// or a primary-key range of the version 1 token tables) just before the prompt is handed over,
-// then dropped.
+// without that index still gets). A record's tokens are read by request (a packed_tokens key, or
+// a primary-key range of the version 1 token tables) when the visitor asks for them, and dropped
+// when it is done with them or the prompt is.
 Result<void>
 RecordReader::stream_records(core::AuditData& data, const AuditDatabase::PromptStreamVisitor& visit,
                              const std::function<bool(const core::RequestRecord&)>& keep) const {
