@@ -123,13 +123,22 @@ std::vector<AnalysisBuilder*> AuditReportBuilder::analyses() {
   return out;
 }
 
-bool AuditReportBuilder::reads_prompts_whole() const {
-  for (const auto& probe : m_probes)
-    if (probe_has_sides(probe.probe)) return true;
+std::vector<AuditReportBuilder::SidedProbe> AuditReportBuilder::sided_probes() {
+  std::vector<SidedProbe> out;
+  // Only the determinism check reads the other endpoints' prefix and restart sides.
   if (m_determinism)
-    for (const auto& [endpoint, probe] : m_other_probes)
-      if (probe_has_sides(probe.probe)) return true;
-  return false;
+    for (auto& [endpoint, probe] : m_other_probes)
+      if (probe_has_sides(probe.probe)) out.push_back({endpoint, &probe, false});
+  for (auto& probe : m_probes)
+    if (probe_has_sides(probe.probe)) out.push_back({0, &probe, true});
+  return out;
+}
+
+void AuditReportBuilder::keep_prefix_drift(const SidedProbe& sided,
+                                           std::optional<PrefixPromptDrift> drift) {
+  if (!drift) return;
+  if (sided.counts_drift && drift->drift) ++sided.probe->prefix_drift_prompts;
+  sided.probe->prefix.push_back(std::move(*drift));
 }
 
 void AuditReportBuilder::add_prompt(int prompt_index,
@@ -137,7 +146,10 @@ void AuditReportBuilder::add_prompt(int prompt_index,
   std::vector<PromptAnalysis*> added;
   for (AnalysisBuilder* analysis : analyses())
     added.push_back(analysis->add_prompt(prompt_index, records));
-  prompt_added(prompt_index, records, added);
+  for (const SidedProbe& sided : sided_probes())
+    keep_prefix_drift(sided, prefix_drift_of_prompt(*m_suite, prompt_index, records, m_config,
+                                                    sided.endpoint, sided.probe->probe));
+  prompt_added(records, added);
 }
 
 Result<void> AuditReportBuilder::add_streamed_prompt(int prompt_index,
@@ -147,27 +159,37 @@ Result<void> AuditReportBuilder::add_streamed_prompt(int prompt_index,
   std::vector<const RequestRecord*> used;
   used.reserve(use.size());
   for (std::size_t index : use) used.push_back(&records[index]);
-  if (reads_prompts_whole()) {
-    for (std::size_t index : use) LLMREPRO_TRY(tokens.read(index));
-    add_prompt(prompt_index, used);
-    return {};
-  }
   const std::vector<AnalysisBuilder*> builders = analyses();
   for (AnalysisBuilder* analysis : builders) analysis->begin_prompt(prompt_index);
+  // A probe's sides are compared with its first cold trial, read first (and again in turn).
+  const std::vector<SidedProbe> sided = sided_probes();
+  std::vector<PrefixDriftRuns> sides;
+  for (const SidedProbe& probe : sided) {
+    PrefixDriftRuns& runs =
+        sides.emplace_back(*m_suite, m_config, prompt_index, probe.endpoint, probe.probe->probe);
+    const auto reference = runs.reference_of(used);
+    if (!reference) continue;
+    const std::size_t index = use[*reference];
+    LLMREPRO_TRY(tokens.read(index));
+    runs.set_reference(records[index].outcome.completion);
+    tokens.drop(index);
+  }
   for (std::size_t position : analysis_order(used)) {
     const std::size_t index = use[position];
     LLMREPRO_TRY(tokens.read(index));
     for (AnalysisBuilder* analysis : builders) analysis->add_run(records[index], position);
+    for (PrefixDriftRuns& runs : sides) runs.add_run(records[index], position);
     tokens.drop(index);
   }
   std::vector<PromptAnalysis*> added;
   for (AnalysisBuilder* analysis : builders) added.push_back(analysis->end_prompt(used));
-  prompt_added(prompt_index, used, added);
+  for (std::size_t i = 0; i < sided.size(); ++i)
+    keep_prefix_drift(sided[i], sides[i].end_prompt(used));
+  prompt_added(used, added);
   return {};
 }
 
-void AuditReportBuilder::prompt_added(int prompt_index,
-                                      const std::vector<const RequestRecord*>& records,
+void AuditReportBuilder::prompt_added(const std::vector<const RequestRecord*>& records,
                                       const std::vector<PromptAnalysis*>& added) {
   if (m_endpoints.size() > 1 && added.front() != nullptr) {
     const std::vector<const PromptAnalysis*> others(
@@ -178,27 +200,12 @@ void AuditReportBuilder::prompt_added(int prompt_index,
   }
   for (std::size_t e = 0; e < m_adi.size(); ++e)
     if (added[e] != nullptr) m_adi[e].add(*added[e]);
-  // Only the determinism check reads the other endpoints' prefix and restart sides.
-  if (m_determinism)
-    for (auto& [endpoint, probe] : m_other_probes) {
-      if (!probe_has_sides(probe.probe)) continue;
-      auto drift =
-          prefix_drift_of_prompt(*m_suite, prompt_index, records, m_config, endpoint, probe.probe);
-      if (drift) probe.prefix.push_back(std::move(*drift));
-    }
   for (const auto* record : records) {
     const auto e = static_cast<std::size_t>(record->planned.endpoint_index);
     if (!record->outcome.ok || record->planned.endpoint_index < 0 || e >= m_observed.size())
       continue;
     ++m_observed[e].models[record->outcome.completion.model];
     ++m_observed[e].fingerprints[record->outcome.completion.system_fingerprint];
-  }
-  for (auto& probe : m_probes) {
-    if (!probe_has_sides(probe.probe)) continue;
-    auto drift = prefix_drift_of_prompt(*m_suite, prompt_index, records, m_config, 0, probe.probe);
-    if (!drift) continue;
-    if (drift->drift) ++probe.prefix_drift_prompts;
-    probe.prefix.push_back(std::move(*drift));
   }
   if (m_details)
     for (PromptAnalysis* prompt : added)

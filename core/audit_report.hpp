@@ -100,9 +100,9 @@ public:
   // add_prompt for a prompt streamed from an audit file: `records` in recording order, whose
   // tokens `tokens` reads by index into `records`; `use` lists, ascending, the indexes of those
   // to add. Each is read, added to every analysis and dropped in turn, so that memory holds one
-  // record's tokens and a few completions, not the prompt's runs; where a probe with sides
-  // compares them (prefix cache, restart), every record is read first, as add_prompt needs. An
-  // error reading tokens is returned, and the prompt is not added.
+  // record's tokens and a few completions, not the prompt's runs (a probe's first cold trial,
+  // which its sides are compared with, is read once more first). An error reading tokens is
+  // returned, and the prompt is not added.
   Result<void> add_streamed_prompt(int prompt_index, const std::vector<RequestRecord>& records,
                                    const std::vector<std::size_t>& use, RecordTokens& tokens);
 
@@ -119,11 +119,10 @@ private:
   // The analyses a prompt is added to: each endpoint's primary kind, then the other endpoints'
   // other kinds, then endpoint 0's other kinds.
   std::vector<AnalysisBuilder*> analyses();
-  // Whether a prompt's analysis reads its records whole: a probe with sides.
-  bool reads_prompts_whole() const;
   // What add_prompt does once `added` (analyses() order, null where one had none of the prompt's
-  // records) holds the prompt's analyses.
-  void prompt_added(int prompt_index, const std::vector<const RequestRecord*>& records,
+  // records) holds the prompt's analyses and the prefix drifts are kept: the comparison across
+  // endpoints, the ADI tallies, the models seen, the details.
+  void prompt_added(const std::vector<const RequestRecord*>& records,
                     const std::vector<PromptAnalysis*>& added);
 
   struct ProbeBuilder {
@@ -132,6 +131,15 @@ private:
     std::vector<PrefixPromptDrift> prefix;
     int prefix_drift_prompts = 0;
   };
+  // A probe kind whose two sides are compared (prefix cache, restart), at `endpoint`.
+  struct SidedProbe {
+    int endpoint;
+    ProbeBuilder* probe;
+    bool counts_drift; // endpoint 0's: prefix_drift_prompts counts the prompts that drift
+  };
+  // The other endpoints' (for the determinism check), then endpoint 0's.
+  std::vector<SidedProbe> sided_probes();
+  static void keep_prefix_drift(const SidedProbe& sided, std::optional<PrefixPromptDrift> drift);
   std::unique_ptr<Suite> m_suite; // the analysis builders point at it
   AnalysisConfig m_config;
   ProbeKind m_primary_probe;

@@ -45,34 +45,6 @@ bool same_run(const Completion& a, const Completion& b) {
   return true;
 }
 
-// Every trial of `endpoint` against its first cold trial (lowest repeat, successful): what the
-// determinism check asks of the prefix probe. Cold trials after a flush must equal one another,
-// and warm trials, which reuse cached KV, must equal them too.
-void compare_with_first_cold(const std::vector<const RequestRecord*>& cold,
-                             const std::vector<const RequestRecord*>& warm, int endpoint,
-                             PrefixPromptDrift& drift) {
-  const RequestRecord* reference = nullptr;
-  for (const auto* record : cold)
-    if (record->planned.endpoint_index == endpoint && record->outcome.ok &&
-        (!reference || record->planned.repeat < reference->planned.repeat))
-      reference = record;
-  if (!reference) return;
-  const Completion& base = reference->outcome.completion;
-  const auto compare = [&](const std::vector<const RequestRecord*>& side, LogprobDrift& side_drift,
-                           std::optional<int>& divergence) {
-    for (const auto* record : side) {
-      if (record->planned.endpoint_index != endpoint || !record->outcome.ok) continue;
-      const Completion& run = record->outcome.completion;
-      add_logprob_drift(side_drift, base, run);
-      if (same_run(base, run)) continue;
-      const int shared = shared_prefix_length(base, run);
-      if (!divergence || shared < *divergence) divergence = shared;
-    }
-  };
-  compare(cold, drift.cold_drift_from_reference, drift.cold_divergence_from_reference);
-  compare(warm, drift.warm_drift_from_reference, drift.warm_divergence_from_reference);
-}
-
 } // namespace
 
 ProbeKind primary_probe(const std::vector<ProbeKind>& probes) {
@@ -85,58 +57,133 @@ bool probe_has_sides(ProbeKind probe) {
   return probe == ProbeKind::prefix || probe == ProbeKind::restart;
 }
 
+// The two sides of one prompt, analysed as its records come, and every trial of the endpoint
+// against its first cold trial: what the determinism check asks of the prefix probe. Cold trials
+// after a flush must equal one another, and warm trials, which reuse cached KV, must equal them
+// too.
+struct PrefixDriftRuns::Sides {
+  Sides(const Suite& of, const AnalysisConfig& config, int prompt, int endpoint_index,
+        ProbeKind kind)
+      : suite(&of), cold(of, config, endpoint_index, kind), warm(of, config, endpoint_index, kind),
+        prompt_index(prompt), endpoint(endpoint_index), probe(kind) {
+    cold.begin_prompt(prompt);
+    warm.begin_prompt(prompt);
+  }
+
+  // The restart probe's later requests, the prefix probe's warm trials.
+  bool later(const RequestRecord& record) const {
+    const int repeat = record.planned.repeat;
+    return probe == ProbeKind::restart ? restart_request_is_later(repeat)
+                                       : prefix_trial_is_warm(repeat);
+  }
+
+  const Suite* suite;
+  AnalysisBuilder cold;
+  AnalysisBuilder warm;
+  int prompt_index;
+  int endpoint;
+  ProbeKind probe;
+  std::optional<Completion> reference; // the first cold trial's completion
+  PrefixPromptDrift compared;          // the *_from_reference fields, as the trials come
+};
+
+PrefixDriftRuns::PrefixDriftRuns(const Suite& suite, const AnalysisConfig& config, int prompt_index,
+                                 int endpoint_index, ProbeKind probe)
+    : m_sides(std::make_unique<Sides>(suite, config, prompt_index, endpoint_index, probe)) {}
+PrefixDriftRuns::PrefixDriftRuns(PrefixDriftRuns&&) noexcept = default;
+PrefixDriftRuns& PrefixDriftRuns::operator=(PrefixDriftRuns&&) noexcept = default;
+PrefixDriftRuns::~PrefixDriftRuns() = default;
+
+std::optional<std::size_t>
+PrefixDriftRuns::reference_of(const std::vector<const RequestRecord*>& records) const {
+  const Sides& sides = *m_sides;
+  std::optional<std::size_t> reference;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const RequestRecord& record = *records[i];
+    if (record.planned.probe != sides.probe || sides.later(record) ||
+        record.planned.endpoint_index != sides.endpoint || !record.outcome.ok)
+      continue;
+    if (!reference || record.planned.repeat < records[*reference]->planned.repeat) reference = i;
+  }
+  return reference;
+}
+
+void PrefixDriftRuns::set_reference(const Completion& reference) { m_sides->reference = reference; }
+
+void PrefixDriftRuns::add_run(const RequestRecord& record, std::size_t position) {
+  Sides& sides = *m_sides;
+  if (record.planned.probe != sides.probe) return;
+  const bool later = sides.later(record);
+  (later ? sides.warm : sides.cold).add_run(record, position);
+  if (!sides.reference || record.planned.endpoint_index != sides.endpoint || !record.outcome.ok)
+    return;
+  PrefixPromptDrift& compared = sides.compared;
+  const Completion& base = *sides.reference;
+  const Completion& run = record.outcome.completion;
+  add_logprob_drift(later ? compared.warm_drift_from_reference : compared.cold_drift_from_reference,
+                    base, run);
+  if (same_run(base, run)) return;
+  std::optional<int>& divergence =
+      later ? compared.warm_divergence_from_reference : compared.cold_divergence_from_reference;
+  const int shared = shared_prefix_length(base, run);
+  if (!divergence || shared < *divergence) divergence = shared;
+}
+
 std::optional<PrefixPromptDrift>
-prefix_drift_of_prompt(const Suite& suite, int prompt_index,
-                       const std::vector<const RequestRecord*>& records,
-                       const AnalysisConfig& config, int endpoint_index, ProbeKind probe) {
+PrefixDriftRuns::end_prompt(const std::vector<const RequestRecord*>& records) {
+  Sides& sides = *m_sides;
   std::vector<const RequestRecord*> cold;
   std::vector<const RequestRecord*> warm;
-  for (const auto* record : records) {
-    if (record->planned.probe != probe) continue;
-    const int repeat = record->planned.repeat;
-    const bool later = probe == ProbeKind::restart ? restart_request_is_later(repeat)
-                                                   : prefix_trial_is_warm(repeat);
-    (later ? warm : cold).push_back(record);
-  }
-  AnalysisBuilder cold_builder(suite, config, endpoint_index, probe);
-  AnalysisBuilder warm_builder(suite, config, endpoint_index, probe);
-  cold_builder.add_prompt(prompt_index, cold);
-  warm_builder.add_prompt(prompt_index, warm);
-  const AuditAnalysis cold_analysis = cold_builder.finish();
-  const AuditAnalysis warm_analysis = warm_builder.finish();
+  for (const auto* record : records)
+    if (record->planned.probe == sides.probe)
+      (sides.later(*record) ? warm : cold).push_back(record);
+  sides.cold.end_prompt(cold);
+  sides.warm.end_prompt(warm);
+  const AuditAnalysis cold_analysis = sides.cold.finish();
+  const AuditAnalysis warm_analysis = sides.warm.finish();
   if (cold_analysis.prompts.empty() && warm_analysis.prompts.empty()) return std::nullopt;
 
-  PrefixPromptDrift drift;
-  drift.id = suite.prompts[static_cast<std::size_t>(prompt_index)].id;
-  drift.prompt_index = prompt_index;
+  PrefixPromptDrift drift = std::move(sides.compared);
+  drift.id = sides.suite->prompts[static_cast<std::size_t>(sides.prompt_index)].id;
+  drift.prompt_index = sides.prompt_index;
   const DistinctCompletion* cold_reference = nullptr;
   const DistinctCompletion* warm_reference = nullptr;
   if (!cold_analysis.prompts.empty()) {
     drift.cold_runs = cold_analysis.prompts.front().runs;
     drift.cold_unique = cold_analysis.prompts.front().unique_completions;
-    cold_reference = reference_of(cold_analysis.prompts.front());
+    cold_reference = core::reference_of(cold_analysis.prompts.front());
   }
   if (!warm_analysis.prompts.empty()) {
     drift.warm_runs = warm_analysis.prompts.front().runs;
     drift.warm_unique = warm_analysis.prompts.front().unique_completions;
-    warm_reference = reference_of(warm_analysis.prompts.front());
+    warm_reference = core::reference_of(warm_analysis.prompts.front());
   }
   if (cold_reference && warm_reference && !same_completion(*cold_reference, *warm_reference)) {
     drift.drift = true;
     drift.divergence =
         shared_prefix_length(as_completion(*cold_reference), as_completion(*warm_reference));
   }
-  compare_with_first_cold(cold, warm, endpoint_index, drift);
   // Where the server counts the prompt tokens its cache served, a cold trial that says it
   // served some was not cold, whatever was asked of it. (A restart's first request may find a
   // cache the server kept across its restart: that is what the restart probe measures.)
-  if (probe != ProbeKind::prefix) return drift;
+  if (sides.probe != ProbeKind::prefix) return drift;
   for (const RequestRecord* record : cold) {
-    if (record->planned.endpoint_index != endpoint_index || !record->outcome.ok) continue;
+    if (record->planned.endpoint_index != sides.endpoint || !record->outcome.ok) continue;
     const std::optional<long>& cached = record->outcome.completion.usage.cached_prompt;
     if (cached && *cached > 0) ++drift.cold_cache_reused;
   }
   return drift;
+}
+
+std::optional<PrefixPromptDrift>
+prefix_drift_of_prompt(const Suite& suite, int prompt_index,
+                       const std::vector<const RequestRecord*>& records,
+                       const AnalysisConfig& config, int endpoint_index, ProbeKind probe) {
+  PrefixDriftRuns runs(suite, config, prompt_index, endpoint_index, probe);
+  if (const auto reference = runs.reference_of(records))
+    runs.set_reference(records[*reference]->outcome.completion);
+  for (std::size_t position : analysis_order(records)) runs.add_run(*records[position], position);
+  return runs.end_prompt(records);
 }
 
 PromptComparison compare_prompt(const PromptAnalysis& prompt,

@@ -2,6 +2,7 @@
 // against cold trials, and the same plan's outcomes compared across endpoints.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +60,38 @@ bool probe_has_sides(ProbeKind probe);
 std::optional<PrefixPromptDrift> prefix_drift_of_prompt(
     const Suite& suite, int prompt_index, const std::vector<const RequestRecord*>& records,
     const AnalysisConfig& config, int endpoint_index, ProbeKind probe = ProbeKind::prefix);
+
+// prefix_drift_of_prompt taken one record at a time, for a prompt streamed from an audit file
+// (core::AuditReportBuilder::add_streamed_prompt): the two sides' analyses
+// (AnalysisBuilder::add_run) and the comparison with the first cold trial are made as each
+// record comes, so that no more than that trial and each side's distinct completions are kept.
+// For one prompt: construct, set_reference with reference_of's record (its tokens read), add_run
+// with every record of the prompt in analysis_order, then end_prompt.
+class PrefixDriftRuns {
+public:
+  PrefixDriftRuns(const Suite& suite, const AnalysisConfig& config, int prompt_index,
+                  int endpoint_index, ProbeKind probe);
+  PrefixDriftRuns(PrefixDriftRuns&&) noexcept;
+  PrefixDriftRuns& operator=(PrefixDriftRuns&&) noexcept;
+  ~PrefixDriftRuns();
+
+  // The index in `records` of the first cold trial (the successful cold trial of the lowest
+  // repeat, the first recorded among equals) every trial is compared with; empty where none. Read
+  // off the records' keys and outcomes, not their tokens.
+  std::optional<std::size_t> reference_of(const std::vector<const RequestRecord*>& records) const;
+  // That trial's completion, copied.
+  void set_reference(const Completion& reference);
+  // `record` (any endpoint or probe kind; the others are skipped) at `position` in the prompt's
+  // records in recording order.
+  void add_run(const RequestRecord& record, std::size_t position);
+  // The drift, as prefix_drift_of_prompt gives it, from every record of the prompt in recording
+  // order (their tokens are not read).
+  std::optional<PrefixPromptDrift> end_prompt(const std::vector<const RequestRecord*>& records);
+
+private:
+  struct Sides;
+  std::unique_ptr<Sides> m_sides;
+};
 
 // The probe kind whose analysis is the audit's top-level one: the sweep when it ran, otherwise
 // the first configured kind.

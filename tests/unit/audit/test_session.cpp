@@ -193,10 +193,11 @@ TEST_CASE("load_session") {
 }
 
 TEST_CASE("a streamed report holds one record's tokens at a time and is the whole audit's") {
-  // Random audits without a probe with sides, so the report takes each prompt's records one at
-  // a time: recorded in a shuffled order, at two levels and two endpoints, with failures, a
-  // prompt whose completions differ in their tokens and logprobs, one whose runs sometimes come
-  // back without tokens (text mode), and one that reasons.
+  // Random audits, recorded in a shuffled order, at two levels and two endpoints, with failures,
+  // a prompt whose completions differ in their tokens and logprobs, one whose runs sometimes come
+  // back without tokens (text mode), and one that reasons; every other one with prefix-cache
+  // trials whose warm side flips, half of those in the determinism profile, which compares
+  // endpoint 1's sides too.
   const core::ToolInfo tool{"test", "test build", "not compiled"};
   for (unsigned seed = 1; seed <= 12; ++seed) {
     CAPTURE(seed);
@@ -205,7 +206,10 @@ TEST_CASE("a streamed report holds one record's tokens at a time and is the whol
     core::AuditData header = make_header();
     header.config.plan.runs = 5;
     header.config.plan.levels = {1, 4};
+    const bool prefix = seed % 2 == 0;
     header.config.plan.probes = {core::ProbeKind::sweep};
+    if (prefix) header.config.plan.probes.push_back(core::ProbeKind::prefix);
+    if (seed % 4 == 0) header.config.plan.profile = core::AuditProfile::deterministic;
     auto database = store::AuditDatabase::create(dir.file("audit.db"), header);
     REQUIRE(database);
     std::vector<core::RequestRecord> records;
@@ -233,6 +237,15 @@ TEST_CASE("a streamed report holds one record's tokens at a time and is the whol
             }
             records.push_back(std::move(record));
           }
+    for (int endpoint : {0, 1})
+      for (int prompt : {0, 1, 2})
+        for (int repeat = 0; prefix && repeat < 6; ++repeat) {
+          const bool warm = core::prefix_trial_is_warm(repeat);
+          const bool flipped = warm && std::uniform_int_distribution<int>(0, 2)(random) == 0;
+          const bool failed = std::uniform_int_distribution<int>(0, 9)(random) == 0;
+          records.push_back(
+              make_record(endpoint, prompt, 1, core::ProbeKind::prefix, repeat, flipped, !failed));
+        }
     std::shuffle(records.begin(), records.end(), random);
     REQUIRE(database->record_batch(records));
 
@@ -270,6 +283,13 @@ TEST_CASE("a streamed report holds one record's tokens at a time and is the whol
     auto streamed = audit::load_session(*database, {.tool = tool});
     REQUIRE(streamed);
     CHECK(report::render_json(streamed->report) == report::render_json(expected));
+    REQUIRE(streamed->report.probes.size() == (prefix ? 2U : 1U));
+    if (prefix) {
+      // Every prompt's sides compared, each with its first cold trial.
+      const auto& sides = streamed->report.probes[1].prefix;
+      REQUIRE(sides.size() == 3);
+      for (const auto& drift : sides) CHECK(drift.cold_drift_from_reference.positions_compared > 0);
+    }
     auto lean = audit::load_session(*database, {.tool = tool, .lean = true});
     REQUIRE(lean);
     CHECK(lean->report.analysis.summary.requests == expected.analysis.summary.requests);
