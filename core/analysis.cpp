@@ -185,19 +185,28 @@ AnalysisBuilder::AnalysisBuilder(AnalysisBuilder&&) noexcept = default;
 AnalysisBuilder& AnalysisBuilder::operator=(AnalysisBuilder&&) noexcept = default;
 AnalysisBuilder::~AnalysisBuilder() = default;
 
+bool AnalysisBuilder::in_suite(int prompt_index) const {
+  return prompt_index >= 0 && static_cast<std::size_t>(prompt_index) < m_suite->prompts.size();
+}
+
 bool AnalysisBuilder::counts(const RequestRecord& record, int prompt_index) const {
   return record.planned.endpoint_index == m_analysis.endpoint_index &&
          (!m_probe || record.planned.probe == *m_probe) &&
          record.planned.prompt_index == prompt_index;
 }
 
-PromptAnalysis* AnalysisBuilder::add_prompt(int prompt_index,
-                                            const std::vector<const RequestRecord*>& records) {
-  const auto index = static_cast<std::size_t>(prompt_index);
-  if (prompt_index < 0 || index >= m_suite->prompts.size()) return nullptr;
+std::vector<const RequestRecord*>
+AnalysisBuilder::mine_of(const std::vector<const RequestRecord*>& records, int prompt_index) const {
   std::vector<const RequestRecord*> mine;
   for (const auto* record : records)
     if (counts(*record, prompt_index)) mine.push_back(record);
+  return mine;
+}
+
+PromptAnalysis* AnalysisBuilder::add_prompt(int prompt_index,
+                                            const std::vector<const RequestRecord*>& records) {
+  if (!in_suite(prompt_index)) return nullptr;
+  const std::vector<const RequestRecord*> mine = mine_of(records, prompt_index);
   if (mine.empty()) return nullptr;
   // The records outlive the prompt's analysis: it keeps pointers, not copies.
   std::vector<RequestRecord> compared_copies;
@@ -209,9 +218,7 @@ PromptAnalysis* AnalysisBuilder::add_prompt(int prompt_index,
 
 void AnalysisBuilder::begin_prompt(int prompt_index) {
   m_open.reset();
-  const auto index = static_cast<std::size_t>(prompt_index);
-  if (prompt_index < 0 || index >= m_suite->prompts.size()) return;
-  m_open = std::make_unique<PromptRuns>(prompt_index, true);
+  if (in_suite(prompt_index)) m_open = std::make_unique<PromptRuns>(prompt_index, true);
 }
 
 void AnalysisBuilder::add_run(const RequestRecord& record, std::size_t position) {
@@ -224,9 +231,7 @@ void AnalysisBuilder::add_run(const RequestRecord& record, std::size_t position)
 
 PromptAnalysis* AnalysisBuilder::end_prompt(const std::vector<const RequestRecord*>& records) {
   if (!m_open) return nullptr;
-  std::vector<const RequestRecord*> mine;
-  for (const auto* record : records)
-    if (counts(*record, m_open->prompt_index())) mine.push_back(record);
+  const std::vector<const RequestRecord*> mine = mine_of(records, m_open->prompt_index());
   if (mine.empty()) {
     m_open.reset();
     return nullptr;

@@ -333,7 +333,11 @@ public:
 
 private:
   struct Totals;
+  bool in_suite(int prompt_index) const;
+  // Whether `record` is of this builder's endpoint, probe kind (if any) and prompt.
   bool counts(const RequestRecord& record, int prompt_index) const;
+  std::vector<const RequestRecord*> mine_of(const std::vector<const RequestRecord*>& records,
+                                            int prompt_index) const;
   void add_counted_run(const RequestRecord& record, const RequestRecord& compared,
                        std::size_t position);
   PromptAnalysis* close_prompt(const std::vector<const RequestRecord*>& mine);
@@ -349,7 +353,6 @@ private:
 // The order in which AnalysisBuilder::add_run takes a prompt's records (given in recording
 // order): by level, then repeat, recording order among equals; indexes into `records`.
 std::vector<std::size_t> analysis_order(const std::vector<const RequestRecord*>& records);
-std::vector<std::size_t> analysis_order(const std::vector<RequestRecord>& records);
 
 // Analyses the records of one endpoint (records of other endpoints are ignored) against the
 // suite's prompts; with `probe`, only that probe kind's records, so that one probe's drift is

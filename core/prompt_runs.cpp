@@ -461,30 +461,15 @@ PromptAnalysis PromptRuns::finish(const Prompt& prompt,
                       answers, config);
 }
 
-namespace {
-
-template <typename Records, typename Read>
-std::vector<std::size_t> order_for_analysis(const Records& records, Read read) {
+std::vector<std::size_t> analysis_order(const std::vector<const RequestRecord*>& records) {
   std::vector<std::size_t> order(records.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const PlannedRequest& x = read(records[a]);
-    const PlannedRequest& y = read(records[b]);
+    const PlannedRequest& x = records[a]->planned;
+    const PlannedRequest& y = records[b]->planned;
     return std::pair(x.concurrency, x.repeat) < std::pair(y.concurrency, y.repeat);
   });
   return order;
-}
-
-} // namespace
-
-std::vector<std::size_t> analysis_order(const std::vector<const RequestRecord*>& records) {
-  return order_for_analysis(
-      records, [](const RequestRecord* r) -> const PlannedRequest& { return r->planned; });
-}
-
-std::vector<std::size_t> analysis_order(const std::vector<RequestRecord>& records) {
-  return order_for_analysis(
-      records, [](const RequestRecord& r) -> const PlannedRequest& { return r.planned; });
 }
 
 } // namespace llmrepro::core

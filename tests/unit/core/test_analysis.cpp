@@ -413,14 +413,14 @@ std::pair<PromptAnalysis, PromptAnalysis> analysed_both_ways(const std::vector<R
   REQUIRE(added != nullptr);
 
   std::vector<RequestRecord> records = in;
+  pointers.clear();
+  for (const auto& record : records) pointers.push_back(&record);
   AnalysisBuilder streamed(suite, AnalysisConfig{});
   streamed.begin_prompt(0);
-  for (std::size_t position : analysis_order(records)) {
+  for (std::size_t position : analysis_order(pointers)) {
     streamed.add_run(records[position], position);
     records[position].outcome.completion.tokens.clear();
   }
-  pointers.clear();
-  for (const auto& record : records) pointers.push_back(&record);
   const PromptAnalysis* ended = streamed.end_prompt(pointers);
   REQUIRE(ended != nullptr);
   return {*added, *ended};
