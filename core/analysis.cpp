@@ -289,10 +289,9 @@ PromptAnalysis* AnalysisBuilder::close_prompt(const std::vector<const RequestRec
   if (suite_prompt.expect.kind != Expectation::Kind::none) {
     ++totals.prompts_checked;
     int passed_runs = 0;
+    TextAnswers read(suite_prompt.extract, suite_prompt.expect);
     for (const auto* record : mine) {
-      const bool passed =
-          record->outcome.ok &&
-          check_answer(suite_prompt.expect, record->outcome.completion.text).value_or(false);
+      const bool passed = record->outcome.ok && read.passes(record->outcome.completion.text);
       RunAccuracy& run = totals.runs[{record->planned.concurrency, record->planned.repeat}];
       run.concurrency = record->planned.concurrency;
       run.repeat = record->planned.repeat;

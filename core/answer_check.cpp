@@ -263,4 +263,16 @@ std::optional<bool> check_answer(const Expectation& expectation, std::string_vie
   return std::nullopt;
 }
 
+const std::optional<std::string>& TextAnswers::answer(std::string_view text) {
+  const auto found = m_answers.find(text);
+  if (found != m_answers.end()) return found->second;
+  return m_answers.emplace(text, extract_answer(*m_extraction, text)).first->second;
+}
+
+bool TextAnswers::passes(std::string_view text) {
+  const auto found = m_passes.find(text);
+  if (found != m_passes.end()) return found->second;
+  return m_passes.emplace(text, check_answer(*m_expectation, text).value_or(false)).first->second;
+}
+
 } // namespace llmrepro::core

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "core/suite.hpp"
 
@@ -22,5 +23,24 @@ std::optional<std::string> extract_answer(const Extraction& extraction, std::str
 
 // Whether a completion satisfies the prompt's checker. A prompt without a checker has no verdict.
 std::optional<bool> check_answer(const Expectation& expectation, std::string_view text);
+
+// extract_answer and check_answer of one prompt's runs, each read once a text: the runs of a
+// reproducible endpoint mostly repeat one text, and reading it (white space collapsed over the
+// whole text, a regex searched) is most of what judging them costs. The texts are kept by view:
+// they must outlive this object.
+class TextAnswers {
+public:
+  TextAnswers(const Extraction& extraction, const Expectation& expectation)
+      : m_extraction(&extraction), m_expectation(&expectation) {}
+
+  const std::optional<std::string>& answer(std::string_view text);
+  bool passes(std::string_view text); // false without a checker, as check_answer's empty
+
+private:
+  const Extraction* m_extraction;
+  const Expectation* m_expectation;
+  std::unordered_map<std::string_view, std::optional<std::string>> m_answers;
+  std::unordered_map<std::string_view, bool> m_passes;
+};
 
 } // namespace llmrepro::core

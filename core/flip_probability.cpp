@@ -17,10 +17,14 @@ namespace llmrepro::core {
 namespace {
 
 // The decade bin of a sample: 0 for exactly zero, then (0, 1e-6], (1e-6, 1e-5], ..., and > 1.
+static_assert(std::is_sorted(k_noise_decades.begin(), k_noise_decades.end()));
+
 std::size_t decade_of(double value) {
   if (!(value > 0)) return 0;
+  // The bounds rise, so the bin is one past the bounds the value exceeds: counted without a
+  // branch a bound, for every noise sample of an audit comes here.
   std::size_t bin = 1;
-  while (bin <= k_noise_decades.size() && value > k_noise_decades[bin - 1]) ++bin;
+  for (double bound : k_noise_decades) bin += value > bound ? 1 : 0;
   return bin;
 }
 
@@ -203,6 +207,10 @@ NoiseEstimate estimate_of(const NoiseDistribution& noise) {
 }
 
 NoiseSamples::NoiseSamples(std::size_t capacity) : m_capacity(std::max<std::size_t>(capacity, 1)) {}
+
+void NoiseSamples::add(const std::vector<double>& deviations) {
+  for (double deviation : deviations) add(deviation);
+}
 
 void NoiseSamples::add(double deviation) {
   ++m_seen;

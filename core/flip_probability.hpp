@@ -164,6 +164,7 @@ public:
   explicit NoiseSamples(std::size_t capacity = k_noise_sample_capacity);
 
   void add(double deviation);
+  void add(const std::vector<double>& deviations); // in order, as add() one at a time
   // Counts positions that gave no sample (add_gap_noise's return value).
   void leave_out(int positions) { m_left_out += static_cast<std::uint64_t>(positions); }
   // The kept samples' distribution.

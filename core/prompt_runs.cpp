@@ -243,18 +243,19 @@ PromptAnalysis judge_prompt(PromptAnalysis result, const Prompt& prompt,
   const bool has_checker = prompt.expect.kind != Expectation::Kind::none;
   int passes = 0;
   std::vector<RunAnswer> run_answers; // every run: distribution mode
+  TextAnswers read(prompt.extract, prompt.expect);
   for (const auto* record : by_level(answers)) {
     if (has_checker) ++result.checked_runs;
     run_answers.push_back({record->planned.concurrency, std::nullopt});
     if (!record->outcome.ok) continue;
     const std::string& text = record->outcome.completion.text;
-    if (const auto answer = extract_answer(prompt.extract, text)) {
+    if (const auto& answer = read.answer(text)) {
       ++answer_counts[*answer];
       run_answers.back().answer = *answer;
     } else {
       ++result.answer_failures;
     }
-    if (has_checker && check_answer(prompt.expect, text).value_or(false)) ++passes;
+    if (has_checker && read.passes(text)) ++passes;
   }
   for (const auto& entry : answer_counts) result.answers.push_back(entry);
   std::stable_sort(result.answers.begin(), result.answers.end(),
@@ -334,13 +335,10 @@ void PromptRuns::add(const RequestRecord& record, std::size_t position, LevelNoi
   if (m_drift_reference == nullptr) {
     m_drift_reference = keep();
   } else {
-    std::vector<double> deviations;
-    level_noise.leave_out(add_gap_noise(deviations, *m_drift_reference, completion));
-    NoiseSamples& own = m_own_noise.try_emplace(concurrency, k_own_noise_capacity).first->second;
-    for (double deviation : deviations) {
-      level_noise.add(deviation);
-      own.add(deviation);
-    }
+    m_deviations.clear();
+    level_noise.leave_out(add_gap_noise(m_deviations, *m_drift_reference, completion));
+    level_noise.add(m_deviations);
+    m_own_noise.try_emplace(concurrency, k_own_noise_capacity).first->second.add(m_deviations);
   }
   // In text mode the divergence from the reference is measured again when the prompt is judged.
   note_reference_agreement(level, *m_drift_reference, completion, IdentityMode::tokens);

@@ -96,7 +96,8 @@ private:
   std::map<int, LogprobDriftTree> m_level_drift;
   std::optional<LogprobDriftTree> m_prompt_drift; // once a second level comes
   std::map<int, NoiseSamples> m_own_noise;
-  std::deque<Completion> m_kept; // the copies
+  std::vector<double> m_deviations; // one run's noise samples, the buffer reused run after run
+  std::deque<Completion> m_kept;    // the copies
 };
 
 } // namespace llmrepro::core

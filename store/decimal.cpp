@@ -17,28 +17,6 @@
 namespace llmrepro::store::detail {
 namespace {
 
-// The powers of ten that are exact doubles, 10^0 to 10^22.
-constexpr double k_powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-constexpr int k_largest_exact_power = 22;
-
-// Whether ±`mantissa` x 10^`exponent` reads back without text: a mantissa up to 2^53 and a power
-// of ten up to 10^22 are exact doubles, so one product or quotient is the nearest double, as
-// from_chars reads it (Clinger's fast path). Most log probabilities a response held take this way.
-bool has_exact_value(std::uint64_t mantissa, int exponent) {
-  return mantissa <= (std::uint64_t{1} << 53) && exponent >= -k_largest_exact_power &&
-         exponent <= k_largest_exact_power;
-}
-
-// The value of a decimal that has_exact_value().
-double exact_value(bool negative, std::uint64_t mantissa, int exponent) {
-  const auto exact = static_cast<double>(mantissa);
-  const double value =
-      exponent < 0 ? exact / k_powers_of_ten[-exponent] : exact * k_powers_of_ten[exponent];
-  return negative ? -value : value;
-}
-
 bool same_bits(double a, double b) {
   return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
 }
@@ -159,8 +137,7 @@ Search short_decimal_of(double value, int digits, Decimal& decimal) {
 
 } // namespace
 
-std::optional<double> decimal_value(bool negative, std::uint64_t mantissa, int exponent) {
-  if (has_exact_value(mantissa, exponent)) return exact_value(negative, mantissa, exponent);
+std::optional<double> decimal_value_by_text(bool negative, std::uint64_t mantissa, int exponent) {
   // At most "-" + 20 digits + "e" + "-128": to_chars cannot run out of room.
   char text[64] = {};
   char* const limit = text + sizeof(text);

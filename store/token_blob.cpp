@@ -94,11 +94,24 @@ public:
     return static_cast<std::uint8_t>(m_bytes[m_at++]);
   }
 
-  // Nearly every varint of a blob is one byte (a text id below 64 with its flag bit, a
-  // mantissa below 128): read inline, the rest out of line.
+  // Nearly every varint of a blob is one or two bytes (a text id below 64 or 8,192 with its
+  // flag bit, a mantissa below 128 or 16,384, as the 2125 of -2.125): read inline, the rest out
+  // of line.
   std::uint64_t varint() {
-    if (m_at < m_bytes.size() && (static_cast<std::uint8_t>(m_bytes[m_at]) & 0x80) == 0)
+    if (left() >= 2) {
+      const auto first = static_cast<std::uint8_t>(m_bytes[m_at]);
+      if ((first & 0x80) == 0) {
+        ++m_at;
+        return first;
+      }
+      const auto second = static_cast<std::uint8_t>(m_bytes[m_at + 1]);
+      if ((second & 0x80) == 0) {
+        m_at += 2;
+        return (first & 0x7fu) | (std::uint64_t{second} << 7);
+      }
+    } else if (left() == 1 && (static_cast<std::uint8_t>(m_bytes[m_at]) & 0x80) == 0) {
       return static_cast<std::uint8_t>(m_bytes[m_at++]);
+    }
     return long_varint();
   }
 

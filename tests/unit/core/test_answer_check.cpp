@@ -2,6 +2,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/analysis.hpp"
 #include "core/answer_check.hpp"
@@ -87,6 +88,49 @@ TEST_CASE("check_answer") {
   CHECK(*check_answer(quoted, "```json\n{\"answer\": \"Tokyo\"}\n```"));
   Expectation number_path{Expectation::Kind::json_path, "3", "$.n", 0, 0};
   CHECK(*check_answer(number_path, "{\"n\": 3}"));
+}
+
+TEST_CASE("TextAnswers: each text read once, the same answers and checks as reading every run") {
+  // Texts with repeats, texts that differ only in white space (the same answer, separate
+  // entries), and texts with no answer; each extraction and checker kind.
+  const std::vector<std::string> texts = {"Answer: B\n",
+                                          "Answer: B\n",
+                                          "answer:  b",
+                                          "{\"answer\": \"Tokyo\"}",
+                                          "",
+                                          "  ",
+                                          "It is 100.4 degrees",
+                                          "It is 100.4 degrees",
+                                          "hot and  warm",
+                                          "Answer: B\n",
+                                          "(C)"};
+  const std::vector<Extraction> extractions = {{},
+                                               {Extraction::Kind::regex, "([a-z]+)"},
+                                               {Extraction::Kind::number, ""},
+                                               {Extraction::Kind::choice, ""},
+                                               {Extraction::Kind::json_path, "$.answer"},
+                                               {Extraction::Kind::last_line, ""}};
+  const std::vector<Expectation> expectations = {
+      {},
+      {Expectation::Kind::contains, "B"},
+      {Expectation::Kind::equals, "Answer: B"},
+      {Expectation::Kind::regex, "^\\s*(hot|warm)\\b"},
+      {Expectation::Kind::choice, "B"},
+      {Expectation::Kind::number, "", "", 100.0, 0.5},
+      {Expectation::Kind::json_path, "Tokyo", "$.answer", 0, 0}};
+  for (const Extraction& extraction : extractions)
+    for (const Expectation& expectation : expectations) {
+      // The second pass reads copies, which outlive `read` as its texts must: entries are found
+      // by a text's bytes, not by where they are.
+      const std::vector<std::string> copies = texts;
+      TextAnswers read(extraction, expectation);
+      for (const std::vector<std::string>* pass : {&texts, &copies})
+        for (const std::string& text : *pass) {
+          CAPTURE(text);
+          CHECK(read.answer(text) == extract_answer(extraction, text));
+          CHECK(read.passes(text) == check_answer(expectation, text).value_or(false));
+        }
+    }
 }
 
 TEST_CASE("analyse answers and checks") {
