@@ -3,7 +3,8 @@
 # in one run on one machine: peak RSS and seconds at 1x, 2x and 4x the prompts (200, 400, 800
 # prompts x 50 runs x 256 tokens) and at 2x and 4x the runs (200 prompts x 100 and 200 runs),
 # and user+sys CPU seconds, each against one SQL scan of the token blobs (`SELECT sum(length(answer))
-# FROM packed_tokens`, timed by sqlite3).
+# FROM packed_tokens`, timed by sqlite3); and `report --quiet`, the analysis without writing its
+# outputs, against a scan that reads every blob's bytes (`sum(instr(answer, ...))`).
 # The audits are bench/analysis_audits.sh's (recorded from bench/responder, grown in SQL). Each
 # figure is the best of LLMREPRO_BENCH_REPEAT runs (default 3), the two builds alternating, and
 # the script checks that both builds write the same JSON and HTML bytes. Prints one table.
@@ -62,35 +63,49 @@ measure() {
   /usr/bin/time -f '%e %U %S %M' -o "$work/m" "$@" >/dev/null 2>&1 || true # a gate's exit code
   tail -1 "$work/m" | awk '{printf "%.2f %.2f %.1f\n", $1, $2 + $3, $4 / 1024}'
 }
-# Seconds of the scan, as sqlite3's timer gives them (milliseconds; /usr/bin/time has 10).
+# Seconds of a scan, as sqlite3's timer gives them (milliseconds; /usr/bin/time has 10). The
+# issue's scan, sum(length(answer)), reads no blob's bytes: SQLite takes a blob's length from its
+# record header. The byte scan searches every blob for eight bytes no blob holds, so it reads
+# them all, as a report must.
 scan_seconds() {
   printf '.timer on\nSELECT sum(length(answer)) FROM packed_tokens;\n' | sqlite3 "$1" |
     awk '/^Run Time:/ {print $4}'
+}
+byte_scan_seconds() {
+  printf ".timer on\nSELECT sum(instr(answer, x'fffefdfcfbfaf9f8')) FROM packed_tokens;\n" |
+    sqlite3 "$1" | awk '/^Run Time:/ {print $4}'
 }
 best() { printf '%s\n' "$@" | sort -g | head -1; }
 ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'inf')" "$1" "$2"; }
 
 sizes=(x1 x2 x4 r2 r4)
-declare -A prompts runs tokens scan base_s base_cpu base_mb head_s head_cpu head_mb same
+declare -A prompts runs tokens scan byte_scan base_s base_cpu base_mb head_s head_cpu head_mb same \
+  base_q head_q
 for size in "${sizes[@]}"; do
   db=$work/$size.db
   read -r prompts[$size] runs[$size] tokens[$size] < <(sqlite3 -separator ' ' "$db" \
     "SELECT (SELECT COUNT(*) FROM prompts), (SELECT MAX(repeat) + 1 FROM requests), (SELECT SUM(completion_tokens) FROM requests)")
-  s=(); bs=(); bc=(); bm=(); hs=(); hc=(); hm=()
+  s=(); bytes=(); bs=(); bc=(); bm=(); hs=(); hc=(); hm=(); bq=(); hq=()
   for _ in $(seq "$repeat"); do
     s+=("$(scan_seconds "$db")")
+    bytes+=("$(byte_scan_seconds "$db")")
     read -r t c m < <(measure "$base" report --db "$db" --json "$work/base.json" --html "$work/base.html" --quiet)
     bs+=("$t"); bc+=("$c"); bm+=("$m")
     read -r t c m < <(measure "$head" report --db "$db" --json "$work/head.json" --html "$work/head.html" --quiet)
     hs+=("$t"); hc+=("$c"); hm+=("$m")
+    # The analysis alone, without writing the outputs (74 MB of JSON at x1).
+    read -r t _ _ < <(measure "$base" report --db "$db" --quiet); bq+=("$t")
+    read -r t _ _ < <(measure "$head" report --db "$db" --quiet); hq+=("$t")
   done
   scan[$size]=$(best "${s[@]}")
+  byte_scan[$size]=$(best "${bytes[@]}")
+  base_q[$size]=$(best "${bq[@]}"); head_q[$size]=$(best "${hq[@]}")
   base_s[$size]=$(best "${bs[@]}"); base_cpu[$size]=$(best "${bc[@]}"); base_mb[$size]=$(best "${bm[@]}")
   head_s[$size]=$(best "${hs[@]}"); head_cpu[$size]=$(best "${hc[@]}"); head_mb[$size]=$(best "${hm[@]}")
   same[$size]=no
   if [[ -s $work/head.json && -s $work/head.html ]] && cmp -s "$work/base.json" "$work/head.json" &&
     cmp -s "$work/base.html" "$work/head.html"; then same[$size]=yes; fi
-  log "$size: baseline ${base_s[$size]} s ${base_mb[$size]} MiB, head ${head_s[$size]} s ${head_mb[$size]} MiB, scan ${scan[$size]} s, same bytes: ${same[$size]}"
+  log "$size: baseline ${base_s[$size]} s ${base_mb[$size]} MiB, head ${head_s[$size]} s ${head_mb[$size]} MiB, scan ${scan[$size]} s, byte scan ${byte_scan[$size]} s, same bytes: ${same[$size]}"
 done
 
 echo
@@ -108,6 +123,16 @@ for size in "${sizes[@]}"; do
     "$(ratio "${head_s[$size]}" "${scan[$size]}" | cut -d. -f1)" "${same[$size]}"
 done
 echo
+echo "llmrepro report --quiet (the analysis, no output written), against the scan that reads the bytes:"
+printf '%-4s | %6s %6s %5s | %11s %10s %11s\n' size 'base s' 'head s' 'h/b' 'byte scan s' 'head/bytes' \
+  'ns a token'
+for size in "${sizes[@]}"; do
+  printf '%-4s | %6s %6s %5s | %11s %10s %11s\n' "$size" "${base_q[$size]}" "${head_q[$size]}" \
+    "$(ratio "${head_q[$size]}" "${base_q[$size]}")" "${byte_scan[$size]}" \
+    "$(ratio "${head_q[$size]}" "${byte_scan[$size]}")" \
+    "$(python3 -c "import sys; print(round(float(sys.argv[1]) * 1e9 / int(sys.argv[2])))" "${head_q[$size]}" "${tokens[$size]}")"
+done
+echo
 echo "peak MiB against x1 (1x prompts, 1x runs):"
 for size in x2 x4 r2 r4; do
   printf '  %s: baseline %s, head %s\n' "$size" "$(ratio "${base_mb[$size]}" "${base_mb[x1]}")" \
@@ -115,4 +140,5 @@ for size in x2 x4 r2 r4; do
 done
 echo "x2, x4: twice and four times the prompts; r2, r4: the same prompts with twice and four times the runs"
 echo "cpu: user + sys seconds; scan: SELECT sum(length(answer)) FROM packed_tokens, by sqlite3's timer"
+echo "byte scan: SELECT sum(instr(answer, x'fffefdfcfbfaf9f8')) FROM packed_tokens, which reads every blob's bytes"
 echo "targets: head peak MiB within 10% of x1 at x2, x4, r2, r4; head seconds within 2x of the scan"
