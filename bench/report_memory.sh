@@ -54,6 +54,15 @@ else
 fi
 mkdir -p build-bench/bench
 g++ -std=c++20 -O2 -pthread bench/responder.cpp -o build-bench/bench/responder
+# The scan that reads every token as the report does, with nothing analysed: this checkout's
+# store, built against build-bench's libraries (none where LLMREPRO_BENCH_BINARY is given).
+token_scan=
+if [[ -z ${LLMREPRO_BENCH_BINARY:-} ]]; then
+  token_scan=build-bench/bench/token_scan
+  g++ -std=c++20 -O2 -DNDEBUG -I . -I build-bench bench/token_scan.cpp \
+    build-bench/store/libllmrepro_store.a build-bench/core/libllmrepro_core.a -lsqlite3 -lfmt \
+    -o "$token_scan"
+fi
 
 log "recording the analysis audits (50 prompts x 50 runs, grown in SQL)"
 analysis_audits "$head" build-bench/bench/responder "$work" "$small"
@@ -66,7 +75,9 @@ measure() {
 # Seconds of a scan, as sqlite3's timer gives them (milliseconds; /usr/bin/time has 10). The
 # issue's scan, sum(length(answer)), reads no blob's bytes: SQLite takes a blob's length from its
 # record header. The byte scan searches every blob for eight bytes no blob holds, so it reads
-# them all, as a report must.
+# them all, as a report must. The token scan (bench/token_scan.cpp) reads every record's tokens
+# as the report streams them, decoded, and analyses nothing: the floor of a report that reads
+# every token.
 scan_seconds() {
   printf '.timer on\nSELECT sum(length(answer)) FROM packed_tokens;\n' | sqlite3 "$1" |
     awk '/^Run Time:/ {print $4}'
@@ -79,16 +90,17 @@ best() { printf '%s\n' "$@" | sort -g | head -1; }
 ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'inf')" "$1" "$2"; }
 
 sizes=(x1 x2 x4 r2 r4)
-declare -A prompts runs tokens scan byte_scan base_s base_cpu base_mb head_s head_cpu head_mb same \
+declare -A prompts runs tokens scan byte_scan token_scan_s base_s base_cpu base_mb head_s head_cpu head_mb same \
   base_q head_q
 for size in "${sizes[@]}"; do
   db=$work/$size.db
   read -r prompts[$size] runs[$size] tokens[$size] < <(sqlite3 -separator ' ' "$db" \
     "SELECT (SELECT COUNT(*) FROM prompts), (SELECT MAX(repeat) + 1 FROM requests), (SELECT SUM(completion_tokens) FROM requests)")
-  s=(); bytes=(); bs=(); bc=(); bm=(); hs=(); hc=(); hm=(); bq=(); hq=()
+  s=(); bytes=(); decoded=(); bs=(); bc=(); bm=(); hs=(); hc=(); hm=(); bq=(); hq=()
   for _ in $(seq "$repeat"); do
     s+=("$(scan_seconds "$db")")
     bytes+=("$(byte_scan_seconds "$db")")
+    if [[ -n $token_scan ]]; then decoded+=("$("$token_scan" "$db" 1 | cut -d' ' -f1)"); fi
     read -r t c m < <(measure "$base" report --db "$db" --json "$work/base.json" --html "$work/base.html" --quiet)
     bs+=("$t"); bc+=("$c"); bm+=("$m")
     read -r t c m < <(measure "$head" report --db "$db" --json "$work/head.json" --html "$work/head.html" --quiet)
@@ -99,6 +111,8 @@ for size in "${sizes[@]}"; do
   done
   scan[$size]=$(best "${s[@]}")
   byte_scan[$size]=$(best "${bytes[@]}")
+  token_scan_s[$size]=-
+  if [[ -n $token_scan ]]; then token_scan_s[$size]=$(best "${decoded[@]}"); fi
   base_q[$size]=$(best "${bq[@]}"); head_q[$size]=$(best "${hq[@]}")
   base_s[$size]=$(best "${bs[@]}"); base_cpu[$size]=$(best "${bc[@]}"); base_mb[$size]=$(best "${bm[@]}")
   head_s[$size]=$(best "${hs[@]}"); head_cpu[$size]=$(best "${hc[@]}"); head_mb[$size]=$(best "${hm[@]}")
@@ -123,13 +137,17 @@ for size in "${sizes[@]}"; do
     "$(ratio "${head_s[$size]}" "${scan[$size]}" | cut -d. -f1)" "${same[$size]}"
 done
 echo
-echo "llmrepro report --quiet (the analysis, no output written), against the scan that reads the bytes:"
-printf '%-4s | %6s %6s %5s | %11s %10s %11s\n' size 'base s' 'head s' 'h/b' 'byte scan s' 'head/bytes' \
-  'ns a token'
+echo "llmrepro report --quiet (the analysis, no output written), against the scans that read the bytes and the tokens:"
+printf '%-4s | %6s %6s %5s | %11s %10s | %12s %11s | %10s\n' size 'base s' 'head s' 'h/b' \
+  'byte scan s' 'head/bytes' 'token scan s' 'head/tokens' 'ns a token'
 for size in "${sizes[@]}"; do
-  printf '%-4s | %6s %6s %5s | %11s %10s %11s\n' "$size" "${base_q[$size]}" "${head_q[$size]}" \
-    "$(ratio "${head_q[$size]}" "${base_q[$size]}")" "${byte_scan[$size]}" \
-    "$(ratio "${head_q[$size]}" "${byte_scan[$size]}")" \
+  against_tokens=-
+  if [[ ${token_scan_s[$size]} != - ]]; then
+    against_tokens=$(ratio "${head_q[$size]}" "${token_scan_s[$size]}")
+  fi
+  printf '%-4s | %6s %6s %5s | %11s %10s | %12s %11s | %10s\n' "$size" "${base_q[$size]}" \
+    "${head_q[$size]}" "$(ratio "${head_q[$size]}" "${base_q[$size]}")" "${byte_scan[$size]}" \
+    "$(ratio "${head_q[$size]}" "${byte_scan[$size]}")" "${token_scan_s[$size]}" "$against_tokens" \
     "$(python3 -c "import sys; print(round(float(sys.argv[1]) * 1e9 / int(sys.argv[2])))" "${head_q[$size]}" "${tokens[$size]}")"
 done
 echo
@@ -141,4 +159,5 @@ done
 echo "x2, x4: twice and four times the prompts; r2, r4: the same prompts with twice and four times the runs"
 echo "cpu: user + sys seconds; scan: SELECT sum(length(answer)) FROM packed_tokens, by sqlite3's timer"
 echo "byte scan: SELECT sum(instr(answer, x'fffefdfcfbfaf9f8')) FROM packed_tokens, which reads every blob's bytes"
+echo "token scan: bench/token_scan.cpp, every record's tokens read and decoded as the report streams them, nothing analysed"
 echo "targets: head peak MiB within 10% of x1 at x2, x4, r2, r4; head seconds within 2x of the scan"
