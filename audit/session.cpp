@@ -1,10 +1,13 @@
 #include "audit/session.hpp"
 
+#include "audit/read_ahead.hpp"
+
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cstdlib> // defines __GLIBC__ where the C library is glibc
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 #if defined(__GLIBC__)
@@ -14,6 +17,10 @@
 namespace llmrepro::audit {
 
 namespace {
+
+// Records read ahead of the analysis at most: a few records' tokens (80 bytes a token), and the
+// reader wakes once every half of them.
+constexpr std::size_t k_read_ahead_depth = 8;
 
 // Gives the pages of freed memory back to the system. The scan's token lists (reused record after
 // record) and the completions the analyses kept are freed when it ends, in the middle of malloc's
@@ -69,7 +76,8 @@ core::Result<Session> load_session(const store::AuditDatabase& database,
   };
   Session session;
   std::vector<std::size_t> kept;
-  // Each record's tokens are read as the analyses take it, one record at a time.
+  const bool read_ahead = options.read_ahead && std::thread::hardware_concurrency() >= 2;
+  // Each record's tokens are read as the analyses take it, a few records ahead of them.
   auto loaded = database.load_streamed(
       [&](const core::AuditData& stored, int prompt_index,
           const std::vector<core::RequestRecord>& records,
@@ -84,7 +92,11 @@ core::Result<Session> load_session(const store::AuditDatabase& database,
           if (prompt >= session.successes.size()) session.successes.resize(prompt + 1, 0);
           ++session.successes[prompt];
         }
-        return builder->add_streamed_prompt(prompt_index, records, kept, tokens);
+        if (!read_ahead) return builder->add_streamed_prompt(prompt_index, records, kept, tokens);
+        ReadAhead ahead(tokens, k_read_ahead_depth);
+        return ahead.run([&](core::RecordTokens& read) {
+          return builder->add_streamed_prompt(prompt_index, records, kept, read);
+        });
       },
       options.lean ? store::AuditDatabase::KeptRecords::failures
                    : store::AuditDatabase::KeptRecords::all);

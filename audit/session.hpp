@@ -51,6 +51,9 @@ struct SessionOptions {
   // (store::AuditDatabase::KeptRecords::failures), so that memory stays flat however many
   // prompts and runs the audit holds.
   bool lean = false;
+  // Each prompt's records read on this thread while another analyses them (audit::ReadAhead),
+  // where the machine runs two threads or more: the same report, sooner.
+  bool read_ahead = true;
 };
 
 // Reads the audit in `database` in one snapshot and analyses it a prompt at a time, in bounded

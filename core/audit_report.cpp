@@ -164,23 +164,34 @@ Result<void> AuditReportBuilder::add_streamed_prompt(int prompt_index,
   // A probe's sides are compared with its first cold trial, read first (and again in turn).
   const std::vector<SidedProbe> sided = sided_probes();
   std::vector<PrefixDriftRuns> sides;
+  std::vector<std::optional<std::size_t>> references; // by side: its reference's record
   for (const SidedProbe& probe : sided) {
     PrefixDriftRuns& runs =
         sides.emplace_back(*m_suite, m_config, prompt_index, probe.endpoint, probe.probe->probe);
     const auto reference = runs.reference_of(used);
-    if (!reference) continue;
-    const std::size_t index = use[*reference];
+    references.push_back(reference ? std::optional(use[*reference]) : std::nullopt);
+  }
+  const std::vector<std::size_t> order = analysis_order(used);
+  std::vector<std::size_t> reads;
+  for (const auto& reference : references)
+    if (reference) reads.push_back(*reference);
+  for (std::size_t position : order) reads.push_back(use[position]);
+  tokens.will_read(reads);
+  for (std::size_t side = 0; side < sides.size(); ++side) {
+    if (!references[side]) continue;
+    const std::size_t index = *references[side];
     LLMREPRO_TRY(tokens.read(index));
-    runs.set_reference(records[index].outcome.completion);
+    sides[side].set_reference(records[index].outcome.completion);
     tokens.drop(index);
   }
-  for (std::size_t position : analysis_order(used)) {
+  for (std::size_t position : order) {
     const std::size_t index = use[position];
     LLMREPRO_TRY(tokens.read(index));
     for (AnalysisBuilder* analysis : builders) analysis->add_run(records[index], position);
     for (PrefixDriftRuns& runs : sides) runs.add_run(records[index], position);
     tokens.drop(index);
   }
+  tokens.settle(); // every record without its tokens again, as the prompt is judged
   std::vector<PromptAnalysis*> added;
   for (AnalysisBuilder* analysis : builders) added.push_back(analysis->end_prompt(used));
   for (std::size_t i = 0; i < sided.size(); ++i)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "core/result.hpp"
 
@@ -17,6 +18,12 @@ public:
   virtual Result<void> read(std::size_t index) = 0;
   // Drops record `index`'s tokens; its text stays.
   virtual void drop(std::size_t index) = 0;
+
+  // For a reader that reads ahead (audit::ReadAhead): the records about to be read, in order,
+  // each read dropped before its record is read again; and a wait until every drop asked for has
+  // taken effect, before the records are looked at whole again. Nothing to do here.
+  virtual void will_read(const std::vector<std::size_t>& order) { static_cast<void>(order); }
+  virtual void settle() {}
 };
 
 } // namespace llmrepro::core

@@ -115,7 +115,7 @@ if [[ ${LLMREPRO_TEST_QUICK:-0} != 1 ]]; then
     tests build-asan 'slow|unsanitized' 'unit|unit-tsan' e2e
 
   step "TSan build and tests"
-  LLMREPRO_TARGETS="test_probes test_engine test_store" scripts/build.sh build-tsan \
+  LLMREPRO_TARGETS="test_probes test_engine test_store test_audit" scripts/build.sh build-tsan \
     -DLLMREPRO_WERROR=ON -DCMAKE_UNITY_BUILD=ON -DLLMREPRO_CUDA=OFF -DLLMREPRO_SANITIZE=thread \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" >/dev/null
   # The batch-invariance case drives the engine's thread pool as the other engine cases do, for

@@ -97,6 +97,10 @@ TEST_CASE("load_session") {
     auto streamed = audit::load_session(*database, {.tool = tool});
     REQUIRE(streamed);
     CHECK(report::render_json(streamed->report) == report::render_json(expected));
+    // Read on the analysis's own thread, as on a machine of one: the same report.
+    auto alone = audit::load_session(*database, {.tool = tool, .read_ahead = false});
+    REQUIRE(alone);
+    CHECK(report::render_json(alone->report) == report::render_json(expected));
     CHECK(streamed->report.analysis.summary.unstable_prompts == 1);
     CHECK(streamed->report.analysis.summary.failed_requests == 0);
     CHECK(streamed->report.endpoints.at(1).summary.failed_requests == 1);
@@ -283,6 +287,10 @@ TEST_CASE("a streamed report holds one record's tokens at a time and is the whol
     auto streamed = audit::load_session(*database, {.tool = tool});
     REQUIRE(streamed);
     CHECK(report::render_json(streamed->report) == report::render_json(expected));
+    // Read on the analysis's own thread, as on a machine of one: the same report.
+    auto alone = audit::load_session(*database, {.tool = tool, .read_ahead = false});
+    REQUIRE(alone);
+    CHECK(report::render_json(alone->report) == report::render_json(expected));
     REQUIRE(streamed->report.probes.size() == (prefix ? 2U : 1U));
     if (prefix) {
       // Every prompt's sides compared, each with its first cold trial.
