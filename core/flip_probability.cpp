@@ -208,8 +208,23 @@ NoiseEstimate estimate_of(const NoiseDistribution& noise) {
 
 NoiseSamples::NoiseSamples(std::size_t capacity) : m_capacity(std::max<std::size_t>(capacity, 1)) {}
 
+// add() one sample at a time, in loops of one kind each: the counts over every sample, which the
+// compiler unrolls, then the reservoir's, which alone draws (the same draws, in the same order).
 void NoiseSamples::add(const std::vector<double>& deviations) {
-  for (double deviation : deviations) add(deviation);
+  for (double deviation : deviations) {
+    if (deviation > 0) ++m_nonzero;
+    m_max = std::max(m_max, deviation);
+    ++m_decade_counts[decade_of(deviation)];
+  }
+  auto next = deviations.begin();
+  for (; next != deviations.end() && m_kept.size() < m_capacity; ++next) {
+    ++m_seen;
+    m_kept.push_back(*next);
+  }
+  for (; next != deviations.end(); ++next) {
+    const std::uint64_t slot = m_random.below(++m_seen);
+    if (slot < m_capacity) m_kept[slot] = *next;
+  }
 }
 
 void NoiseSamples::add(double deviation) {

@@ -472,6 +472,29 @@ TEST_CASE("NoiseSamples: exact counts, a bounded sample") {
     for (int i = 0; i < 1000; ++i) again.add(i % 10 == 0 ? 0.0 : i / 1000.0);
     CHECK(again.distribution().sorted() == samples.distribution().sorted());
   }
+  SUBCASE("a run's samples added at once keep what adding them one at a time keeps") {
+    SplitMix64 random(11);
+    for (std::size_t capacity : {1U, 7U, 256U}) {
+      NoiseSamples one(capacity);
+      NoiseSamples batch(capacity);
+      for (int run = 0; run < 60; ++run) {
+        std::vector<double> deviations(random.below(40));
+        for (double& deviation : deviations)
+          deviation = random.below(3) == 0 ? 0.0 : random.uniform() * 2.0 - 0.5; // some below 0
+        for (double deviation : deviations) one.add(deviation);
+        batch.add(deviations);
+      }
+      CAPTURE(capacity);
+      CHECK(batch.distribution().sorted() == one.distribution().sorted());
+      const NoiseEstimate a = one.estimate();
+      const NoiseEstimate b = batch.estimate();
+      CHECK(b.positions == a.positions);
+      CHECK(b.nonzero == a.nonzero);
+      CHECK(b.max == a.max);
+      CHECK(b.decade_counts == a.decade_counts);
+      CHECK(b.median == a.median);
+    }
+  }
   SUBCASE("a uniform sample: its exceedance tracks the whole stream's") {
     NoiseSamples samples(4096);
     for (int i = 0; i < 100000; ++i) samples.add((i % 1000) / 1000.0);
