@@ -57,13 +57,16 @@ core::Result<void> ReadAhead::read(std::size_t index) {
   if (m_order[m_used] != index)
     return core::make_error(core::ErrorCode::internal,
                             "a record read out of the order its analysis announced");
-  const auto ready = [&] { return m_read > m_used || m_failure.has_value(); };
+  const auto ready = [&] { return m_read > m_used || m_failure.has_value() || m_reader_gone; };
   if (!ready()) {
     m_analysis_waits = true;
     m_analysis.wait(lock, ready);
     m_analysis_waits = false;
   }
-  if (m_read == m_used) return *m_failure; // this entry's read failed
+  if (m_read == m_used) { // this entry's read failed, or the reader is gone
+    if (m_failure) return *m_failure;
+    return core::make_error(core::ErrorCode::internal, "the records' reader stopped");
+  }
   ++m_used;
   wake_reader();
   return {};
@@ -77,7 +80,7 @@ void ReadAhead::drop(std::size_t index) {
 
 void ReadAhead::settle() {
   std::unique_lock lock(m_mutex);
-  const auto settled = [&] { return m_drops.empty() && m_dropping == 0; };
+  const auto settled = [&] { return (m_drops.empty() && m_dropping == 0) || m_reader_gone; };
   if (settled()) return;
   m_settling = true;
   wake_reader();
@@ -153,7 +156,17 @@ ReadAhead::run(const std::function<core::Result<void>(core::RecordTokens&)>& ana
     m_done = true;
     if (m_reader_waits) m_reader.notify_one();
   });
-  serve();
+  try {
+    serve();
+  } catch (...) { // the reader threw (out of memory): the analysis ends, then the exception goes on
+    {
+      const std::lock_guard lock(m_mutex);
+      m_reader_gone = true;
+      m_analysis.notify_one();
+    }
+    analysis.join();
+    throw;
+  }
   analysis.join();
   if (thrown) std::rethrow_exception(thrown);
   return std::move(*outcome);

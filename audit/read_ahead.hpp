@@ -59,6 +59,7 @@ private:
   std::vector<int> m_held;              // by record: reads not yet dropped
   bool m_settling = false;              // the analysis waits for its drops to be done
   bool m_done = false;                  // the analysis has returned
+  bool m_reader_gone = false;           // the reading thread threw: nothing more is read
 };
 
 } // namespace llmrepro::audit

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,7 @@ public:
     log.push_back("read " + std::to_string(index));
     if (fail_at && reads == *fail_at)
       return core::make_error(core::ErrorCode::input, "record " + std::to_string(index));
+    if (throw_at && reads == *throw_at) throw std::runtime_error("reader");
     ++reads;
     m_tokens[index] = {static_cast<int>(index)};
     held = std::max(
@@ -46,8 +48,9 @@ public:
 
   std::vector<std::string> log;
   std::size_t reads = 0;
-  std::size_t held = 0;               // the most records holding tokens at once
-  std::optional<std::size_t> fail_at; // the read (counted from 0) that fails
+  std::size_t held = 0;                // the most records holding tokens at once
+  std::optional<std::size_t> fail_at;  // the read (counted from 0) that fails
+  std::optional<std::size_t> throw_at; // the read that throws
   bool wrong_thread = false;
 
 private:
@@ -170,6 +173,20 @@ TEST_CASE("ReadAhead: an analysis that returns early or throws leaves nothing he
   }),
                   std::runtime_error);
   CHECK(thrown.none_held());
+
+  // The reader throws (out of memory): the analysis ends, waiting for a record or for its drops,
+  // and the exception goes on from run().
+  for (std::size_t throw_at = 0; throw_at < 5; ++throw_at) { // each of the five reads
+    CAPTURE(throw_at);
+    FakeTokens source_throws(4);
+    source_throws.throw_at = throw_at;
+    std::vector<std::string> seen;
+    audit::ReadAhead reader_throws(source_throws, 2);
+    CHECK_THROWS_AS(reader_throws.run([&](core::RecordTokens& tokens) {
+      return analyse(tokens, source_throws, {2, 0, 1, 2, 3}, true, seen);
+    }),
+                    std::runtime_error);
+  }
 
   // A read outside the announced order is a bug in the analysis, said as one.
   FakeTokens strayed(4);
