@@ -16,9 +16,9 @@
 namespace llmrepro::core {
 namespace {
 
-// The decade bin of a sample: 0 for exactly zero, then (0, 1e-6], (1e-6, 1e-5], ..., and > 1.
 static_assert(std::is_sorted(k_noise_decades.begin(), k_noise_decades.end()));
 
+// The decade bin of a sample: 0 for exactly zero, then (0, 1e-6], (1e-6, 1e-5], ..., and > 1.
 std::size_t decade_of(double value) {
   if (!(value > 0)) return 0;
   // The bounds rise, so the bin is one past the bounds the value exceeds: counted without a
@@ -208,9 +208,9 @@ NoiseEstimate estimate_of(const NoiseDistribution& noise) {
 
 NoiseSamples::NoiseSamples(std::size_t capacity) : m_capacity(std::max<std::size_t>(capacity, 1)) {}
 
-// add() one sample at a time, in loops of one kind each: the counts over every sample, which the
-// compiler unrolls, then the reservoir's, which alone draws (the same draws, in the same order).
-void NoiseSamples::add(const std::vector<double>& deviations) {
+// In loops of one kind each: the counts over every sample, which the compiler unrolls, then the
+// reservoir's, which alone draws (one draw a sample beyond the capacity, in order).
+void NoiseSamples::add(std::span<const double> deviations) {
   for (double deviation : deviations) {
     if (deviation > 0) ++m_nonzero;
     m_max = std::max(m_max, deviation);
@@ -221,24 +221,11 @@ void NoiseSamples::add(const std::vector<double>& deviations) {
     ++m_seen;
     m_kept.push_back(*next);
   }
+  // Algorithm R: the n-th sample replaces a kept one with probability capacity / n.
   for (; next != deviations.end(); ++next) {
     const std::uint64_t slot = m_random.below(++m_seen);
     if (slot < m_capacity) m_kept[slot] = *next;
   }
-}
-
-void NoiseSamples::add(double deviation) {
-  ++m_seen;
-  if (deviation > 0) ++m_nonzero;
-  m_max = std::max(m_max, deviation);
-  ++m_decade_counts[decade_of(deviation)];
-  if (m_kept.size() < m_capacity) {
-    m_kept.push_back(deviation);
-    return;
-  }
-  // Algorithm R: the n-th sample replaces a kept one with probability capacity / n.
-  const std::uint64_t slot = m_random.below(m_seen);
-  if (slot < m_capacity) m_kept[slot] = deviation;
 }
 
 NoiseDistribution NoiseSamples::distribution() const { return NoiseDistribution(m_kept); }

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "core/completion.hpp"
@@ -163,8 +164,8 @@ class NoiseSamples {
 public:
   explicit NoiseSamples(std::size_t capacity = k_noise_sample_capacity);
 
-  void add(double deviation);
-  void add(const std::vector<double>& deviations); // in order, as add() one at a time
+  void add(double deviation) { add(std::span<const double>(&deviation, 1)); }
+  void add(std::span<const double> deviations); // in order
   // Counts positions that gave no sample (add_gap_noise's return value).
   void leave_out(int positions) { m_left_out += static_cast<std::uint64_t>(positions); }
   // The kept samples' distribution.

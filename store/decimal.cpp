@@ -137,7 +137,8 @@ Search short_decimal_of(double value, int digits, Decimal& decimal) {
 
 } // namespace
 
-std::optional<double> decimal_value_by_text(bool negative, std::uint64_t mantissa, int exponent) {
+std::optional<double> decimal_value(bool negative, std::uint64_t mantissa, int exponent) {
+  if (has_exact_value(mantissa, exponent)) return exact_value(negative, mantissa, exponent);
   // At most "-" + 20 digits + "e" + "-128": to_chars cannot run out of room.
   char text[64] = {};
   char* const limit = text + sizeof(text);

@@ -172,7 +172,7 @@ double read_decimal(Cursor& cursor, bool negative) {
   // paths goes through the stack, whose 16-byte reload of two smaller stores stalled every
   // decimal of every blob.
   if (has_exact_value(mantissa, exponent)) return exact_value(negative, mantissa, exponent);
-  const auto value = decimal_value_by_text(negative, mantissa, exponent);
+  const auto value = decimal_value(negative, mantissa, exponent);
   if (!value) cursor.fail("a decimal log probability is out of range");
   return value.value_or(0.0);
 }

@@ -24,7 +24,8 @@ inline constexpr int k_largest_exact_power = 22;
 
 // Whether ±`mantissa` x 10^`exponent` reads back without text: a mantissa up to 2^53 and a power
 // of ten up to 10^22 are exact doubles, so one product or quotient is the nearest double, as
-// from_chars reads it (Clinger's fast path). Most log probabilities a response held take this way.
+// from_chars reads it (Clinger's fast path). Most log probabilities a response held take this way,
+// so the decoder takes it inline and calls decimal_value() for the rest.
 inline bool has_exact_value(std::uint64_t mantissa, int exponent) {
   return mantissa <= (std::uint64_t{1} << 53) && exponent >= -k_largest_exact_power &&
          exponent <= k_largest_exact_power;
@@ -38,16 +39,9 @@ inline double exact_value(bool negative, std::uint64_t mantissa, int exponent) {
   return negative ? -value : value;
 }
 
-// decimal_value() beyond the fast path: printed and read back by std::from_chars.
-std::optional<double> decimal_value_by_text(bool negative, std::uint64_t mantissa, int exponent);
-
 // The value of a stored decimal: the nearest double to ±`mantissa` x 10^`exponent`, as
-// std::from_chars reads it (round to nearest); empty for a value beyond a double's range. Inline,
-// for the decoder reads one a log probability.
-inline std::optional<double> decimal_value(bool negative, std::uint64_t mantissa, int exponent) {
-  if (has_exact_value(mantissa, exponent)) return exact_value(negative, mantissa, exponent);
-  return decimal_value_by_text(negative, mantissa, exponent);
-}
+// std::from_chars reads it (round to nearest); empty for a value beyond a double's range.
+std::optional<double> decimal_value(bool negative, std::uint64_t mantissa, int exponent);
 
 // Whether the encoder writes the finite `value` as a decimal, which it then sets `decimal` to: the
 // shortest that reads back as `value` exactly (the digits std::to_chars prints), where its
