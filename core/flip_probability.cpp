@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/logprob_floor.hpp"
+#include "core/run_numbers.hpp"
 
 namespace llmrepro::core {
 namespace {
@@ -32,27 +33,36 @@ std::size_t decade_of(double value) {
 
 bool chose_below_runner_up(const Completion& completion) {
   if (!completion.has_logprobs) return false;
-  return std::any_of(completion.tokens.begin(), completion.tokens.end(), [](const auto& token) {
-    if (!is_known_logprob(token.logprob) || token.logprob <= k_logprob_floor) return false;
-    return std::any_of(token.top.begin(), token.top.end(), [&](const TokenCandidate& candidate) {
-      return is_known_logprob(candidate.logprob) &&
-             candidate.logprob > token.logprob + k_greedy_tolerance;
-    });
-  });
+  // Plain loops: std::any_of's unrolled search cost more than two candidates' comparisons.
+  for (const TokenLogprob& token : completion.tokens) {
+    if (!is_known_logprob(token.logprob) || token.logprob <= k_logprob_floor) continue;
+    const double above = token.logprob + k_greedy_tolerance;
+    for (const TokenCandidate& candidate : token.top)
+      if (is_known_logprob(candidate.logprob) && candidate.logprob > above) return true;
+  }
+  return false;
 }
 
 int add_gap_noise(std::vector<double>& deviations, const Completion& reference,
                   const Completion& other) {
   if (!reference.has_logprobs || !other.has_logprobs) return 0;
+  std::vector<PositionNumbers> numbers[2];
+  read_run_numbers(reference, numbers[0]);
+  read_run_numbers(other, numbers[1]);
+  return add_gap_noise(deviations, numbers[0], numbers[1]);
+}
+
+int add_gap_noise(std::vector<double>& deviations, std::span<const PositionNumbers> reference,
+                  std::span<const PositionNumbers> other) {
   int left_out = 0;
-  const auto limit = std::min(reference.tokens.size(), other.tokens.size());
+  const auto limit = std::min(reference.size(), other.size());
   for (std::size_t i = 0; i < limit; ++i) {
-    const TokenLogprob& a = reference.tokens[i];
-    const TokenLogprob& b = other.tokens[i];
-    const double gap_a = measured_gap_or_nan(a);
-    const double gap_b = measured_gap_or_nan(b);
+    const double gap_a = reference[i].gap;
+    const double gap_b = other[i].gap;
     const bool both_measured = !std::isnan(gap_a) && !std::isnan(gap_b);
     if (!both_measured) ++left_out;
+    const TokenLogprob& a = *reference[i].token;
+    const TokenLogprob& b = *other[i].token;
     if (a.token == b.token) {
       if (both_measured) deviations.push_back(std::abs(gap_b - gap_a));
       continue;

@@ -15,22 +15,6 @@
 #include "core/logprob_floor.hpp"
 
 namespace llmrepro::core {
-namespace {
-
-// A value drift may compare: a number above the floor. A logprob at the floor (-Infinity as the
-// endpoint sent it) says "impossible", not how far it moved; a runner-up that falls to it from
-// -1 would otherwise read as 9998 nats of drift. Kept out as the noise samples keep it out
-// (measured_gap).
-bool comparable(double logprob) { return is_known_logprob(logprob) && logprob > k_logprob_floor; }
-
-// The best candidate other than the chosen token: the one a flip would choose.
-const TokenCandidate* runner_up(const TokenLogprob& token) {
-  for (const auto& candidate : token.top)
-    if (candidate.token != token.token) return &candidate;
-  return nullptr;
-}
-
-} // namespace
 
 void LogprobDriftTree::Range::add(double value) {
   low = count == 0 ? value : std::min(low, value);
@@ -39,6 +23,14 @@ void LogprobDriftTree::Range::add(double value) {
 }
 
 std::size_t LogprobDriftTree::child(std::size_t parent, const TokenText& token, int position) {
+  // Nearly every run takes the first child: the runs agree on most tokens.
+  const std::size_t first = m_nodes[parent].first_child;
+  if (first != 0 && m_nodes[first].token == token) return first;
+  return other_child(parent, token, position);
+}
+
+std::size_t LogprobDriftTree::other_child(std::size_t parent, const TokenText& token,
+                                          int position) {
   std::size_t last = 0;
   for (std::size_t at = m_nodes[parent].first_child; at != 0; at = m_nodes[at].next_sibling) {
     if (m_nodes[at].token == token) return at;
@@ -54,21 +46,28 @@ std::size_t LogprobDriftTree::child(std::size_t parent, const TokenText& token, 
 }
 
 void LogprobDriftTree::add(const Completion& run) {
+  read_run_numbers(run, m_numbers);
+  add(m_numbers);
+}
+
+void LogprobDriftTree::add(std::span<const PositionNumbers> run) {
   std::size_t node = 0;
-  for (std::size_t position = 0; position < run.tokens.size(); ++position) {
-    const TokenLogprob& at = run.tokens[position];
-    node = child(node, at.token, static_cast<int>(position));
+  for (std::size_t position = 0; position < run.size(); ++position) {
+    const PositionNumbers& at = run[position];
+    node = child(node, at.token->token, static_cast<int>(position));
     Node& here = m_nodes[node];
     ++here.runs;
-    if (comparable(at.logprob)) here.chosen.add(at.logprob);
-    if (const double gap = measured_gap_or_nan(at); !std::isnan(gap)) here.gap.add(gap);
-    const TokenCandidate* rival = runner_up(at);
-    if (rival == nullptr || !comparable(rival->logprob)) continue;
-    auto seen = std::find_if(here.runner_ups.begin(), here.runner_ups.end(),
-                             [&](const RunnerUp& r) { return r.token == rival->token; });
-    if (seen == here.runner_ups.end())
-      seen = here.runner_ups.insert(here.runner_ups.end(), RunnerUp{rival->token, {}});
-    seen->range.add(rival->logprob);
+    if (!std::isnan(at.chosen)) here.chosen.add(at.chosen);
+    if (!std::isnan(at.gap)) here.gap.add(at.gap);
+    if (at.rival == nullptr) continue;
+    auto& rivals = here.runner_ups;
+    // Nearly always the runner-up the first run named here.
+    auto seen = !rivals.empty() && rivals.front().token == at.rival->token
+                    ? rivals.begin()
+                    : std::find_if(rivals.begin(), rivals.end(),
+                                   [&](const RunnerUp& r) { return r.token == at.rival->token; });
+    if (seen == rivals.end()) seen = rivals.insert(rivals.end(), RunnerUp{at.rival->token, {}});
+    seen->range.add(at.rival->logprob);
   }
 }
 
@@ -105,29 +104,32 @@ void join_logprob_drift(LogprobDrift& drift, const LogprobDrift& other) {
 }
 
 void add_logprob_drift(LogprobDrift& drift, const Completion& reference, const Completion& other) {
+  std::vector<PositionNumbers> numbers[2];
+  read_run_numbers(reference, numbers[0]);
+  read_run_numbers(other, numbers[1]);
+  add_logprob_drift(drift, numbers[0], numbers[1]);
+}
+
+void add_logprob_drift(LogprobDrift& drift, std::span<const PositionNumbers> reference,
+                       std::span<const PositionNumbers> other) {
   // Two runs agree until their first differing token: the tree of two is a single path, walked
   // here without building it (this runs once for every run of an audit).
   LogprobDrift pair;
   const auto spread = [](double a, double b) { return std::max(a, b) - std::min(a, b); };
-  const auto limit = std::min(reference.tokens.size(), other.tokens.size());
+  const auto limit = std::min(reference.size(), other.size());
   for (std::size_t position = 0; position < limit; ++position) {
-    const TokenLogprob& a = reference.tokens[position];
-    const TokenLogprob& b = other.tokens[position];
-    if (a.token != b.token) break;
+    const PositionNumbers& a = reference[position];
+    const PositionNumbers& b = other[position];
+    if (!(a.token->token == b.token->token)) break;
     double moved = 0;
-    if (comparable(a.logprob) && comparable(b.logprob)) {
-      moved = spread(a.logprob, b.logprob);
+    if (!std::isnan(a.chosen) && !std::isnan(b.chosen)) {
+      moved = spread(a.chosen, b.chosen);
       ++pair.positions_compared;
     }
-    const TokenCandidate* rival_a = runner_up(a);
-    const TokenCandidate* rival_b = runner_up(b);
-    if (rival_a != nullptr && rival_b != nullptr && rival_a->token == rival_b->token &&
-        comparable(rival_a->logprob) && comparable(rival_b->logprob))
-      moved = std::max(moved, spread(rival_a->logprob, rival_b->logprob));
+    if (a.rival != nullptr && b.rival != nullptr && a.rival->token == b.rival->token)
+      moved = std::max(moved, spread(a.rival->logprob, b.rival->logprob));
     double gap_moved = 0;
-    const double gap_a = measured_gap_or_nan(a);
-    const double gap_b = measured_gap_or_nan(b);
-    if (!std::isnan(gap_a) && !std::isnan(gap_b)) gap_moved = spread(gap_a, gap_b);
+    if (!std::isnan(a.gap) && !std::isnan(b.gap)) gap_moved = spread(a.gap, b.gap);
     pair.max_abs = std::max(pair.max_abs, moved);
     pair.max_abs_gap = std::max(pair.max_abs_gap, gap_moved);
     if ((moved > 0 || gap_moved > 0) && !pair.first_position)

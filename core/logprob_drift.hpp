@@ -4,10 +4,12 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/completion.hpp"
+#include "core/run_numbers.hpp"
 
 namespace llmrepro::core {
 
@@ -39,6 +41,8 @@ LogprobDrift logprob_drift_of(const std::vector<const Completion*>& runs);
 class LogprobDriftTree {
 public:
   void add(const Completion& run);
+  // The same run, its numbers read already (read_run_numbers).
+  void add(std::span<const PositionNumbers> run);
   LogprobDrift drift() const;
 
 private:
@@ -65,9 +69,13 @@ private:
     std::size_t first_child = 0;      // 0: none (the root is never a child)
     std::size_t next_sibling = 0;
   };
+  // The child of `parent` that chose `token`, added where there is none.
   std::size_t child(std::size_t parent, const TokenText& token, int position);
+  [[gnu::noinline]] std::size_t other_child(std::size_t parent, const TokenText& token,
+                                            int position);
 
-  std::vector<Node> m_nodes{Node{}}; // m_nodes[0]: the root, before the first token
+  std::vector<Node> m_nodes{Node{}};     // m_nodes[0]: the root, before the first token
+  std::vector<PositionNumbers> m_numbers; // add(Completion)'s, the buffer reused
 };
 
 // Joins `other` into `drift`: the larger maxima, the positions summed, the earlier first
@@ -77,6 +85,9 @@ void join_logprob_drift(LogprobDrift& drift, const LogprobDrift& other);
 // Adds to `drift` the comparison of `other` with `reference` (logprob_drift_of the two, joined
 // by join_logprob_drift).
 void add_logprob_drift(LogprobDrift& drift, const Completion& reference, const Completion& other);
+// The same, the two runs' numbers read already (read_run_numbers).
+void add_logprob_drift(LogprobDrift& drift, std::span<const PositionNumbers> reference,
+                       std::span<const PositionNumbers> other);
 
 // Whether any compared logprob or gap differed.
 inline bool has_drift(const LogprobDrift& drift) {

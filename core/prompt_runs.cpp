@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <span>
 #include <string_view>
 #include <utility>
 
@@ -54,8 +55,10 @@ DivergenceKind divergence_kind(const Completion& reference, const Completion& ot
 // One run of a level against the prompt's drift reference, for the determinism check: its
 // logprobs while the tokens agree, and where it leaves the reference when it differs.
 void note_reference_agreement(LevelAnalysis& level, const Completion& reference,
-                              const Completion& run, IdentityMode mode) {
-  add_logprob_drift(level.drift_from_reference, reference, run);
+                              std::span<const PositionNumbers> reference_numbers,
+                              const Completion& run, std::span<const PositionNumbers> run_numbers,
+                              IdentityMode mode) {
+  add_logprob_drift(level.drift_from_reference, reference_numbers, run_numbers);
   if (same_identity(run, reference, mode)) return;
   const int shared = shared_prefix(reference, run, mode);
   if (!level.divergence_from_reference || shared < *level.divergence_from_reference)
@@ -332,21 +335,25 @@ void PromptRuns::add(const RequestRecord& record, std::size_t position, LevelNoi
 
   // Every level with a successful run is in the map, sampled or not.
   NoiseSamples& level_noise = noise[concurrency];
+  read_run_numbers(completion, m_numbers);
   if (m_drift_reference == nullptr) {
     m_drift_reference = keep();
+    read_run_numbers(*m_drift_reference, m_reference_numbers);
   } else {
     m_deviations.clear();
-    level_noise.leave_out(add_gap_noise(m_deviations, *m_drift_reference, completion));
+    if (m_drift_reference->has_logprobs && completion.has_logprobs)
+      level_noise.leave_out(add_gap_noise(m_deviations, m_reference_numbers, m_numbers));
     level_noise.add(m_deviations);
     m_own_noise.try_emplace(concurrency, k_own_noise_capacity).first->second.add(m_deviations);
   }
   // In text mode the divergence from the reference is measured again when the prompt is judged.
-  note_reference_agreement(level, *m_drift_reference, completion, IdentityMode::tokens);
+  note_reference_agreement(level, *m_drift_reference, m_reference_numbers, completion, m_numbers,
+                           IdentityMode::tokens);
   // The runs come level by level: those before a second level are all the first level's.
   if (!m_prompt_drift && !m_level_drift.empty() && !m_level_drift.contains(concurrency))
     m_prompt_drift = m_level_drift.begin()->second;
-  m_level_drift[concurrency].add(completion);
-  if (m_prompt_drift) m_prompt_drift->add(completion);
+  m_level_drift[concurrency].add(m_numbers);
+  if (m_prompt_drift) m_prompt_drift->add(m_numbers);
 
   const std::uint64_t hash = identity_hash(completion, IdentityMode::tokens);
   std::optional<std::size_t> index;

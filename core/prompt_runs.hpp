@@ -13,6 +13,7 @@
 #include "core/analysis.hpp"
 #include "core/flip_probability.hpp"
 #include "core/logprob_drift.hpp"
+#include "core/run_numbers.hpp"
 
 namespace llmrepro::core {
 
@@ -97,6 +98,8 @@ private:
   std::optional<LogprobDriftTree> m_prompt_drift; // once a second level comes
   std::map<int, NoiseSamples> m_own_noise;
   std::vector<double> m_deviations; // one run's noise samples, the buffer reused run after run
+  std::vector<PositionNumbers> m_reference_numbers; // of m_drift_reference
+  std::vector<PositionNumbers> m_numbers;           // of the run being added, reused
   std::deque<Completion> m_kept;    // the copies
 };
 

@@ -90,12 +90,14 @@ public:
   operator std::string_view() const noexcept { return view(); }
   std::string str() const { return std::string(view()); }
 
-  // Two inline texts are equal when their 16 bytes are (the bytes past the text are zero and the
-  // last holds the size), and an inline text never equals one on the heap (15 bytes or fewer
-  // against more): two word compares instead of a call to memcmp, for the analysis compares
-  // every token of a run with another run's.
+  // Two inline texts are equal exactly when their 16 bytes are (the bytes past the text are zero
+  // and the last holds the size), an inline text never equals one on the heap (15 bytes or fewer
+  // against more), and two heap texts with the same bytes share pointer and size: two word
+  // compares decide nearly every case without a call to memcmp, for the analysis compares every
+  // token of a run with another run's, and its candidates.
   friend bool operator==(const TokenText& a, const TokenText& b) noexcept {
-    if (a.is_inline() || b.is_inline()) return a.words() == b.words();
+    if (a.words() == b.words()) return true;
+    if (a.is_inline() || b.is_inline()) return false;
     return a.view() == b.view();
   }
   friend bool operator==(const TokenText& a, std::string_view b) noexcept { return a.view() == b; }

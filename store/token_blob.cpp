@@ -115,6 +115,31 @@ public:
     return long_varint();
   }
 
+  // A stored decimal's mantissa (a varint) and exponent (a signed byte). Nearly every one is a
+  // mantissa of one or two bytes with bytes to spare, read in one bounds check. False once the
+  // cursor has failed.
+  bool decimal(std::uint64_t& mantissa, int& exponent) {
+    if (left() >= 3) {
+      const auto first = static_cast<std::uint8_t>(m_bytes[m_at]);
+      const auto second = static_cast<std::uint8_t>(m_bytes[m_at + 1]);
+      if ((first & 0x80) == 0) {
+        mantissa = first;
+        exponent = static_cast<std::int8_t>(second);
+        m_at += 2;
+        return true;
+      }
+      if ((second & 0x80) == 0) {
+        mantissa = (first & 0x7fu) | (std::uint64_t{second} << 7);
+        exponent = static_cast<std::int8_t>(m_bytes[m_at + 2]);
+        m_at += 3;
+        return true;
+      }
+    }
+    mantissa = varint();
+    exponent = static_cast<std::int8_t>(byte());
+    return !failed();
+  }
+
   template <typename Word> Word little_endian() {
     if (left() < sizeof(Word)) {
       fail(k_truncated);
@@ -164,17 +189,23 @@ double read_float64(Cursor& cursor) {
   return known_or_unknown(std::bit_cast<double>(cursor.little_endian<std::uint64_t>()));
 }
 
-double read_decimal(Cursor& cursor, bool negative) {
-  const std::uint64_t mantissa = cursor.varint();
-  const auto exponent = static_cast<std::int8_t>(cursor.byte());
-  if (cursor.failed()) return 0.0;
+// A decimal without an exact double's fast path: read as text is.
+[[gnu::noinline]] double inexact_decimal(Cursor& cursor, bool negative, std::uint64_t mantissa,
+                                         int exponent) {
+  const auto value = decimal_value(negative, mantissa, exponent);
+  if (!value) cursor.fail("a decimal log probability is out of range");
+  return value.value_or(0.0);
+}
+
+[[gnu::always_inline]] inline double read_decimal(Cursor& cursor, bool negative) {
+  std::uint64_t mantissa = 0;
+  int exponent = 0;
+  if (!cursor.decimal(mantissa, exponent)) return 0.0;
   // The fast path returns its double in a register: an std::optional<double> built from two
   // paths goes through the stack, whose 16-byte reload of two smaller stores stalled every
   // decimal of every blob.
   if (has_exact_value(mantissa, exponent)) return exact_value(negative, mantissa, exponent);
-  const auto value = decimal_value(negative, mantissa, exponent);
-  if (!value) cursor.fail("a decimal log probability is out of range");
-  return value.value_or(0.0);
+  return inexact_decimal(cursor, negative, mantissa, exponent);
 }
 
 double read_tagged(Cursor& cursor) {
@@ -192,15 +223,12 @@ double read_tagged(Cursor& cursor) {
   }
 }
 
-double read_form(Cursor& cursor, Form form) {
-  switch (form) {
-  case k_form_tagged: return read_tagged(cursor);
-  case k_form_float32: return read_float32(cursor);
-  case k_form_decimal: return read_decimal(cursor, true);
-  case k_form_float64: return read_float64(cursor);
-  }
-  cursor.fail("no such log probability form");
-  return 0.0;
+// A value in the blob's form, which the decoder's loop over the tokens is compiled for.
+template <Form F> [[gnu::always_inline]] inline double read_form(Cursor& cursor) {
+  if constexpr (F == k_form_float32) return read_float32(cursor);
+  else if constexpr (F == k_form_decimal) return read_decimal(cursor, true);
+  else if constexpr (F == k_form_float64) return read_float64(cursor);
+  else return read_tagged(cursor);
 }
 
 // One log probability as the encoder may write it: the bytes it takes in each form (0 where the
@@ -325,6 +353,68 @@ void read_shaped_candidates(Cursor& cursor, std::uint64_t shape, const TextOf& t
   }
 }
 
+// What the blob's head says of its tokens.
+struct Blob {
+  std::uint64_t count = 0;
+  std::uint64_t usual = 0; // the candidates of a regular token (version 2)
+  bool version_1 = false;
+};
+
+const core::TokenText k_no_text;
+
+[[gnu::noinline, gnu::cold]] const core::TokenText& unknown_text(Cursor& cursor,
+                                                                 std::uint64_t id) {
+  cursor.fail("unknown token text id " + std::to_string(id)); // kept unless a failure came first
+  return k_no_text;
+}
+
+// The text `id` names; an unknown id fails the cursor.
+inline const core::TokenText& text_of(Cursor& cursor, const TokenTexts& texts, std::uint64_t id) {
+  if (texts.has(id)) [[likely]]
+    return texts.text[id];
+  return unknown_text(cursor, id);
+}
+
+// Reads the blob's tokens after its head into `tokens`, each regular one's values in form F;
+// stops at the first failure, which the cursor keeps.
+template <Form F>
+void decode_tokens(Cursor& cursor, const Blob& blob, const TokenTexts& texts,
+                   std::vector<core::TokenLogprob>& tokens) {
+  const auto text = [&](std::uint64_t id) -> const core::TokenText& {
+    return text_of(cursor, texts, id);
+  };
+  tokens.reserve(blob.count);
+  for (std::uint64_t i = 0; i < blob.count; ++i) {
+    core::TokenLogprob& token = i < tokens.size() ? tokens[i] : tokens.emplace_back();
+    token.top.clear();
+    // Version 1: the text id; version 2: the text id and, in the low bit, whether the token is
+    // irregular (says its shape and tags its values).
+    const std::uint64_t head = cursor.varint();
+    const bool regular = !blob.version_1 && (head & 1) == 0;
+    token.token = text(blob.version_1 ? head : head >> 1);
+    if (regular) {
+      token.logprob = read_form<F>(cursor);
+      if (blob.usual > 0) {
+        if (blob.usual - 1 > cursor.left() / 2) cursor.fail(Cursor::k_truncated);
+        if (cursor.failed()) return; // before a reserve a corrupt count asks for
+        token.top.reserve(blob.usual);
+        core::TokenCandidate& first = token.top.emplace_back();
+        first.token = token.token;
+        first.logprob = token.logprob;
+      }
+      for (std::uint64_t k = 1; k < blob.usual && !cursor.failed(); ++k) {
+        core::TokenCandidate& candidate = token.top.emplace_back();
+        candidate.token = text(cursor.varint());
+        candidate.logprob = read_form<F>(cursor);
+      }
+    } else {
+      token.logprob = read_tagged(cursor);
+      read_shaped_candidates(cursor, cursor.varint(), text, token);
+    }
+    if (cursor.failed()) return;
+  }
+}
+
 } // namespace
 
 std::string encode_token_blob(const std::vector<core::TokenLogprob>& tokens,
@@ -443,40 +533,14 @@ Result<void> decode_token_blob(std::string_view blob, const TokenTexts& texts,
   }
   if (cursor.failed()) return cursor.error();
   if (count > cursor.left() / (version_1 ? 3 : 2)) return Cursor::truncated();
-  static const core::TokenText no_text;
-  const auto text_of = [&](std::uint64_t id) -> const core::TokenText& {
-    if (texts.has(id)) return texts.text[id];
-    cursor.fail("unknown token text id " + std::to_string(id)); // kept unless a failure came first
-    return no_text;
-  };
-  tokens.reserve(count);
-  for (std::uint64_t i = 0; i < count; ++i) {
-    core::TokenLogprob& token = i < tokens.size() ? tokens[i] : tokens.emplace_back();
-    token.top.clear();
-    // Version 1: the text id; version 2: the text id and, in the low bit, whether the token is
-    // irregular (says its shape and tags its values).
-    const std::uint64_t head = cursor.varint();
-    const bool regular = !version_1 && (head & 1) == 0;
-    token.token = text_of(version_1 ? head : head >> 1);
-    if (regular) {
-      token.logprob = read_form(cursor, form);
-      if (usual > 0) {
-        if (usual - 1 > cursor.left() / 2) cursor.fail(Cursor::k_truncated);
-        if (cursor.failed()) return cursor.error(); // before a reserve a corrupt count asks for
-        token.top.reserve(usual);
-        token.top.push_back({token.token, token.logprob});
-      }
-      for (std::uint64_t k = 1; k < usual && !cursor.failed(); ++k) {
-        core::TokenCandidate& candidate = token.top.emplace_back();
-        candidate.token = text_of(cursor.varint());
-        candidate.logprob = read_form(cursor, form);
-      }
-    } else {
-      token.logprob = read_tagged(cursor);
-      read_shaped_candidates(cursor, cursor.varint(), text_of, token);
-    }
-    if (cursor.failed()) return cursor.error();
+  const Blob shape{count, usual, version_1};
+  switch (form) {
+  case k_form_float32: decode_tokens<k_form_float32>(cursor, shape, texts, tokens); break;
+  case k_form_decimal: decode_tokens<k_form_decimal>(cursor, shape, texts, tokens); break;
+  case k_form_float64: decode_tokens<k_form_float64>(cursor, shape, texts, tokens); break;
+  default: decode_tokens<k_form_tagged>(cursor, shape, texts, tokens); break;
   }
+  if (cursor.failed()) return cursor.error();
   tokens.resize(count);
   if (cursor.left() != 0)
     return core::make_error(ErrorCode::input,

@@ -96,10 +96,10 @@ Result<TokenTexts> read_token_texts(const Connection& connection) {
     return connection.corrupt("token text id " + std::to_string(largest) + " is out of range");
   TokenTexts texts;
   texts.text.resize(static_cast<std::size_t>(largest) + 1);
-  texts.present.resize(static_cast<std::size_t>(largest) + 1, false);
+  texts.present.resize(static_cast<std::size_t>(largest) + 1, 0);
   for (auto& [id, text] : rows) {
     texts.text[static_cast<std::size_t>(id)] = std::move(text);
-    texts.present[static_cast<std::size_t>(id)] = true;
+    texts.present[static_cast<std::size_t>(id)] = 1;
   }
   return texts;
 }

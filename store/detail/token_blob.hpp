@@ -22,10 +22,12 @@ inline constexpr std::uint8_t k_token_blob_version = 2;
 // The token texts of one audit by id (token_texts.id); ids never stored are absent.
 struct TokenTexts {
   std::vector<core::TokenText> text;
-  std::vector<bool> present;
+  // A byte an id, not std::vector<bool>: the decoder asks for every text it reads, and a bit's
+  // shifts and masks cost more than the rest of the lookup.
+  std::vector<std::uint8_t> present;
 
   // Whether `id` names a stored text.
-  bool has(std::uint64_t id) const { return id < present.size() && present[id]; }
+  bool has(std::uint64_t id) const { return id < present.size() && present[id] != 0; }
 };
 
 // Packs `tokens`; `text_ids` holds the token_texts id of each of their texts, token after token:
