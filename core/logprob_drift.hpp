@@ -74,7 +74,7 @@ private:
   [[gnu::noinline]] std::size_t other_child(std::size_t parent, const TokenText& token,
                                             int position);
 
-  std::vector<Node> m_nodes{Node{}};     // m_nodes[0]: the root, before the first token
+  std::vector<Node> m_nodes{Node{}};      // m_nodes[0]: the root, before the first token
   std::vector<PositionNumbers> m_numbers; // add(Completion)'s, the buffer reused
 };
 

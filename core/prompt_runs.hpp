@@ -100,7 +100,7 @@ private:
   std::vector<double> m_deviations; // one run's noise samples, the buffer reused run after run
   std::vector<PositionNumbers> m_reference_numbers; // of m_drift_reference
   std::vector<PositionNumbers> m_numbers;           // of the run being added, reused
-  std::deque<Completion> m_kept;    // the copies
+  std::deque<Completion> m_kept;                    // the copies
 };
 
 } // namespace llmrepro::core

@@ -225,10 +225,14 @@ double read_tagged(Cursor& cursor) {
 
 // A value in the blob's form, which the decoder's loop over the tokens is compiled for.
 template <Form F> [[gnu::always_inline]] inline double read_form(Cursor& cursor) {
-  if constexpr (F == k_form_float32) return read_float32(cursor);
-  else if constexpr (F == k_form_decimal) return read_decimal(cursor, true);
-  else if constexpr (F == k_form_float64) return read_float64(cursor);
-  else return read_tagged(cursor);
+  if constexpr (F == k_form_float32)
+    return read_float32(cursor);
+  else if constexpr (F == k_form_decimal)
+    return read_decimal(cursor, true);
+  else if constexpr (F == k_form_float64)
+    return read_float64(cursor);
+  else
+    return read_tagged(cursor);
 }
 
 // One log probability as the encoder may write it: the bytes it takes in each form (0 where the
@@ -362,8 +366,7 @@ struct Blob {
 
 const core::TokenText k_no_text;
 
-[[gnu::noinline, gnu::cold]] const core::TokenText& unknown_text(Cursor& cursor,
-                                                                 std::uint64_t id) {
+[[gnu::noinline, gnu::cold]] const core::TokenText& unknown_text(Cursor& cursor, std::uint64_t id) {
   cursor.fail("unknown token text id " + std::to_string(id)); // kept unless a failure came first
   return k_no_text;
 }
