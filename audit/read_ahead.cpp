@@ -11,8 +11,16 @@
 
 namespace llmrepro::audit {
 
-ReadAhead::ReadAhead(core::RecordTokens& source, std::size_t depth)
-    : m_source(&source), m_depth(std::max<std::size_t>(depth, 2)) {}
+ReadAhead::ReadAhead(core::RecordTokens& source, std::size_t depth,
+                     const std::vector<core::RequestRecord>* records)
+    : m_source(&source), m_depth(std::max<std::size_t>(depth, 2)), m_records(records) {
+  if (m_records != nullptr) m_facts.resize(m_records->size());
+}
+
+const core::CompletionFacts* ReadAhead::facts(std::size_t index) const {
+  if (index >= m_facts.size() || !m_facts[index]) return nullptr;
+  return &*m_facts[index];
+}
 
 int& ReadAhead::held(std::size_t index) {
   if (index >= m_held.size()) m_held.resize(index + 1, 0);
@@ -121,6 +129,11 @@ void ReadAhead::serve() {
       ++held(index);
       lock.unlock();
       auto read = m_source->read(index);
+      if (read && index < m_facts.size()) {
+        const core::RequestRecord& record = (*m_records)[index];
+        m_facts[index].reset();
+        if (record.outcome.ok) m_facts[index] = core::completion_facts(record.outcome.completion);
+      }
       lock.lock();
       if (read) {
         ++m_read;

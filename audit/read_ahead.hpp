@@ -12,14 +12,17 @@
 #include <vector>
 
 #include "core/record_tokens.hpp"
+#include "core/request_record.hpp"
 
 namespace llmrepro::audit {
 
 class ReadAhead final : public core::RecordTokens {
 public:
   // `source` is read on the thread that calls run(); at most `depth` records are read ahead of
-  // the analysis.
-  ReadAhead(core::RecordTokens& source, std::size_t depth);
+  // the analysis. Where `records` are given (those `source` reads into), each successful one's
+  // core::completion_facts are computed on the reading thread as it is read (facts()).
+  ReadAhead(core::RecordTokens& source, std::size_t depth,
+            const std::vector<core::RequestRecord>* records = nullptr);
 
   // Runs `analyse` (which reads its records through this object) on a thread of its own while
   // the calling thread reads for it, and returns what `analyse` returned. An analysis that does
@@ -31,6 +34,7 @@ public:
   core::Result<void> read(std::size_t index) override;
   void drop(std::size_t index) override;
   void settle() override;
+  const core::CompletionFacts* facts(std::size_t index) const override;
 
 private:
   std::size_t in_flight() const { return m_read - m_used; }
@@ -45,6 +49,10 @@ private:
 
   core::RecordTokens* m_source;
   std::size_t m_depth;
+  const std::vector<core::RequestRecord>* m_records;
+  // By record: its facts, written by the reader before the read is handed over (under the
+  // mutex), read by the analysis after; a record is read again only once dropped.
+  std::vector<std::optional<core::CompletionFacts>> m_facts;
   std::mutex m_mutex;
   std::condition_variable m_reader;   // the reading thread waits on it
   std::condition_variable m_analysis; // the analysis waits on it

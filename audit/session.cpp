@@ -93,7 +93,7 @@ core::Result<Session> load_session(const store::AuditDatabase& database,
           ++session.successes[prompt];
         }
         if (!read_ahead) return builder->add_streamed_prompt(prompt_index, records, kept, tokens);
-        ReadAhead ahead(tokens, k_read_ahead_depth);
+        ReadAhead ahead(tokens, k_read_ahead_depth, &records);
         return ahead.run([&](core::RecordTokens& read) {
           return builder->add_streamed_prompt(prompt_index, records, kept, read);
         });

@@ -221,12 +221,14 @@ void AnalysisBuilder::begin_prompt(int prompt_index) {
   if (in_suite(prompt_index)) m_open = std::make_unique<PromptRuns>(prompt_index, true);
 }
 
-void AnalysisBuilder::add_run(const RequestRecord& record, std::size_t position) {
+void AnalysisBuilder::add_run(const RequestRecord& record, std::size_t position,
+                              const CompletionFacts* facts) {
   if (!m_open || !counts(record, m_open->prompt_index())) return;
+  // The facts are of the record as read, not of a part compared instead.
   if (compares_part(record, m_config.compare_on))
     add_counted_run(record, compared_record(record, m_config.compare_on), position);
   else
-    add_counted_run(record, record, position);
+    add_counted_run(record, record, position, facts);
 }
 
 PromptAnalysis* AnalysisBuilder::end_prompt(const std::vector<const RequestRecord*>& records) {
@@ -241,9 +243,9 @@ PromptAnalysis* AnalysisBuilder::end_prompt(const std::vector<const RequestRecor
 
 // What is read of a run's tokens is read here, while the run has them.
 void AnalysisBuilder::add_counted_run(const RequestRecord& record, const RequestRecord& compared,
-                                      std::size_t position) {
+                                      std::size_t position, const CompletionFacts* facts) {
   Totals& totals = *m_totals;
-  m_open->add(compared, position, totals.noise);
+  m_open->add(compared, position, totals.noise, facts);
   if (record.outcome.ok) m_analysis.summary.reasoning.add(record.outcome.completion);
   totals.levels[record.planned.concurrency].add(record);
 }

@@ -17,6 +17,7 @@
 #include "core/flip_probability.hpp"
 #include "core/logprob_drift.hpp"
 #include "core/reasoning.hpp"
+#include "core/completion_facts.hpp"
 #include "core/text_divergence.hpp"
 #include "core/tool_calls.hpp"
 #include "core/usage_summary.hpp"
@@ -323,9 +324,11 @@ public:
   // prompt's runs: begin_prompt; add_run with each record of the prompt, in analysis_order,
   // while it has its tokens (`position`: its index in the prompt's records in recording order);
   // end_prompt with every record of the prompt in recording order, whose tokens may be gone
-  // (their text, tool calls and the rest are read). The same analysis as add_prompt.
+  // (their text, tool calls and the rest are read). The same analysis as add_prompt. `facts`:
+  // completion_facts of the record, where they were computed as it was read (RecordTokens::facts).
   void begin_prompt(int prompt_index);
-  void add_run(const RequestRecord& record, std::size_t position);
+  void add_run(const RequestRecord& record, std::size_t position,
+               const CompletionFacts* facts = nullptr);
   PromptAnalysis* end_prompt(const std::vector<const RequestRecord*>& records);
 
   // The analysis of every prompt added; the builder is spent.
@@ -339,7 +342,7 @@ private:
   std::vector<const RequestRecord*> mine_of(const std::vector<const RequestRecord*>& records,
                                             int prompt_index) const;
   void add_counted_run(const RequestRecord& record, const RequestRecord& compared,
-                       std::size_t position);
+                       std::size_t position, const CompletionFacts* facts = nullptr);
   PromptAnalysis* close_prompt(const std::vector<const RequestRecord*>& mine);
 
   const Suite* m_suite;

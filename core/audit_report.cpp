@@ -187,7 +187,8 @@ Result<void> AuditReportBuilder::add_streamed_prompt(int prompt_index,
   for (std::size_t position : order) {
     const std::size_t index = use[position];
     LLMREPRO_TRY(tokens.read(index));
-    for (AnalysisBuilder* analysis : builders) analysis->add_run(records[index], position);
+    const CompletionFacts* facts = tokens.facts(index);
+    for (AnalysisBuilder* analysis : builders) analysis->add_run(records[index], position, facts);
     for (PrefixDriftRuns& runs : sides) runs.add_run(records[index], position);
     tokens.drop(index);
   }

@@ -24,6 +24,7 @@
 #include "core/answer_check.hpp"
 #include "core/completion_identity.hpp"
 #include "core/reasoning.hpp"
+#include "core/completion_facts.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -35,7 +36,6 @@ namespace llmrepro::core {
 namespace {
 
 using detail::code_points_in;
-using detail::identity_hash;
 using detail::IdentityMode;
 using detail::same_identity;
 using detail::shared_prefix;
@@ -63,12 +63,6 @@ void note_reference_agreement(LevelAnalysis& level, const Completion& reference,
   const int shared = shared_prefix(reference, run, mode);
   if (!level.divergence_from_reference || shared < *level.divergence_from_reference)
     level.divergence_from_reference = shared;
-}
-
-// vLLM's return_tokens_as_token_ids spells every token "token_id:N": no text to compare.
-bool tokens_are_ids(const Completion& completion) {
-  return !completion.tokens.empty() &&
-         completion.tokens.front().token.view().starts_with("token_id:");
 }
 
 struct Distinct {
@@ -296,7 +290,8 @@ PromptAnalysis judge_prompt(PromptAnalysis result, const Prompt& prompt,
 } // namespace
 
 // `record` as compared (core::compared_records), at `position` in the prompt's recording order.
-void PromptRuns::add(const RequestRecord& record, std::size_t position, LevelNoise& noise) {
+void PromptRuns::add(const RequestRecord& record, std::size_t position, LevelNoise& noise,
+                     const CompletionFacts* read_facts) {
   const int concurrency = record.planned.concurrency;
   LevelAnalysis& level = m_levels[concurrency];
   level.concurrency = concurrency;
@@ -315,23 +310,18 @@ void PromptRuns::add(const RequestRecord& record, std::size_t position, LevelNoi
     return kept_copy;
   };
 
+  const CompletionFacts facts = read_facts != nullptr ? *read_facts : completion_facts(completion);
+
   // An empty completion (no text, no tokens) is an empty token sequence, not a lack of tokens.
   if (completion.tokens.empty() && !completion.text.empty()) m_all_have_tokens = false;
   if (!completion.has_logprobs) m_all_have_logprobs = false;
   m_result.numbers += completion.numbers;
   m_result.lone_surrogates += completion.lone_surrogates;
-  // A reasoning model's compared text is a parsed part, whose markers and stripped whitespace
-  // its tokens keep: only a raw completion's tokens must spell its text.
-  if (completion.reasoning_split == ReasoningSplit::none && !completion.tokens.empty() &&
-      !tokens_are_ids(completion) && !tokens_match_text(completion))
-    ++m_result.token_text_mismatch;
-  if (completion.has_logprobs)
-    for (const auto& token : completion.tokens) {
-      const int candidates = static_cast<int>(token.top.size());
-      if (!m_result.min_candidates || candidates < *m_result.min_candidates)
-        m_result.min_candidates = candidates;
-    }
-  if (chose_below_runner_up(completion)) ++level.below_runner_up_runs;
+  if (facts.token_text_mismatch) ++m_result.token_text_mismatch;
+  if (facts.min_candidates &&
+      (!m_result.min_candidates || *facts.min_candidates < *m_result.min_candidates))
+    m_result.min_candidates = facts.min_candidates;
+  if (facts.below_runner_up) ++level.below_runner_up_runs;
 
   // Every level with a successful run is in the map, sampled or not.
   NoiseSamples& level_noise = noise[concurrency];
@@ -355,7 +345,7 @@ void PromptRuns::add(const RequestRecord& record, std::size_t position, LevelNoi
   m_level_drift[concurrency].add(m_numbers);
   if (m_prompt_drift) m_prompt_drift->add(m_numbers);
 
-  const std::uint64_t hash = identity_hash(completion, IdentityMode::tokens);
+  const std::uint64_t hash = facts.identity;
   std::optional<std::size_t> index;
   for (auto [at, end] = m_class_of.equal_range(hash); at != end && !index; ++at)
     if (same_identity(completion, *m_classes[at->second].first, IdentityMode::tokens))

@@ -13,6 +13,7 @@
 #include "core/analysis.hpp"
 #include "core/flip_probability.hpp"
 #include "core/logprob_drift.hpp"
+#include "core/completion_facts.hpp"
 #include "core/run_numbers.hpp"
 
 namespace llmrepro::core {
@@ -71,8 +72,9 @@ public:
 
   // `record` as compared (core::compared_records), at `position` in the prompt's records in
   // recording order; the records come in analysis_order. Adds the run's noise samples to
-  // `noise`.
-  void add(const RequestRecord& record, std::size_t position, LevelNoise& noise);
+  // `noise`. `facts`: completion_facts of the record, where they were computed as it was read.
+  void add(const RequestRecord& record, std::size_t position, LevelNoise& noise,
+           const CompletionFacts* facts = nullptr);
   // The prompt's analysis; `answers` are its records as recorded, in recording order (their
   // tokens are not read). The runs are spent.
   PromptAnalysis finish(const Prompt& prompt, const std::vector<const RequestRecord*>& answers,

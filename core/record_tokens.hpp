@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "core/completion_facts.hpp"
 
 namespace llmrepro::core {
 
@@ -24,6 +25,12 @@ public:
   // taken effect, before the records are looked at whole again. Nothing to do here.
   virtual void will_read(const std::vector<std::size_t>& order) { static_cast<void>(order); }
   virtual void settle() {}
+  // completion_facts of record `index`'s completion, where they were computed as it was read (null:
+  // they were not); valid while its tokens are in.
+  virtual const CompletionFacts* facts(std::size_t index) const {
+    static_cast<void>(index);
+    return nullptr;
+  }
 };
 
 } // namespace llmrepro::core

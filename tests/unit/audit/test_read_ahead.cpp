@@ -199,3 +199,83 @@ TEST_CASE("ReadAhead: an analysis that returns early or throws leaves nothing he
   CHECK(misread.error().code == core::ErrorCode::internal);
   CHECK(strayed.none_held());
 }
+
+namespace {
+
+// Records whose read fills their completion (token i spells "t<i>" with a runner-up above it at
+// odd records), as the store reads into the records it handed the analysis.
+class RecordsTokens final : public core::RecordTokens {
+public:
+  explicit RecordsTokens(std::vector<core::RequestRecord>& records) : m_records(&records) {}
+  core::Result<void> read(std::size_t index) override {
+    core::Completion& completion = (*m_records)[index].outcome.completion;
+    completion.has_logprobs = true;
+    completion.text.clear();
+    for (std::size_t i = 0; i <= index; ++i) {
+      core::TokenLogprob token;
+      token.token = "t" + std::to_string(i);
+      token.logprob = -0.5;
+      token.top.push_back({token.token, token.logprob});
+      token.top.push_back({"u", index % 2 == 1 ? -0.25 : -2.0});
+      completion.text += token.token.view();
+      completion.tokens.push_back(token);
+    }
+    if (index % 3 == 2) completion.text += "!"; // the tokens no longer spell the text
+    return {};
+  }
+  void drop(std::size_t index) override { (*m_records)[index].outcome.completion.tokens.clear(); }
+
+private:
+  std::vector<core::RequestRecord>* m_records;
+};
+
+} // namespace
+
+TEST_CASE("ReadAhead: each read record's completion facts, computed by the reader") {
+  std::vector<core::RequestRecord> records(7);
+  for (std::size_t i = 0; i < records.size(); ++i) records[i].outcome.ok = i != 4;
+  RecordsTokens source(records);
+  audit::ReadAhead ahead(source, 2, &records);
+  std::vector<std::string> problems;
+  const auto outcome = ahead.run([&](core::RecordTokens& tokens) -> core::Result<void> {
+    const std::vector<std::size_t> order = {5, 0, 1, 2, 3, 4, 5, 6};
+    tokens.will_read(order);
+    for (std::size_t index : order) {
+      LLMREPRO_TRY(tokens.read(index));
+      const core::CompletionFacts* facts = tokens.facts(index);
+      const auto name = std::to_string(index);
+      if (!records[index].outcome.ok) {
+        if (facts != nullptr) problems.push_back(name + ": facts of a failed record");
+      } else if (facts == nullptr) {
+        problems.push_back(name + ": no facts");
+      } else {
+        const auto own = core::completion_facts(records[index].outcome.completion);
+        if (facts->identity != own.identity || facts->min_candidates != own.min_candidates ||
+            facts->below_runner_up != own.below_runner_up ||
+            facts->token_text_mismatch != own.token_text_mismatch)
+          problems.push_back(name + ": facts differ from the analysis's own");
+        if (facts->below_runner_up != (index % 2 == 1))
+          problems.push_back(name + ": below the runner-up is wrong");
+        if (facts->token_text_mismatch != (index % 3 == 2))
+          problems.push_back(name + ": the spelling is wrong");
+        if (facts->min_candidates != 2) problems.push_back(name + ": candidates are wrong");
+      }
+      tokens.drop(index);
+    }
+    return {};
+  });
+  REQUIRE(outcome);
+  CHECK(problems.empty());
+  for (const auto& problem : problems) MESSAGE(problem);
+  // Without the records, no facts: the analysis computes its own.
+  RecordsTokens plain_source(records);
+  audit::ReadAhead plain(plain_source, 2);
+  const auto plain_outcome = plain.run([&](core::RecordTokens& tokens) -> core::Result<void> {
+    LLMREPRO_TRY(tokens.read(1));
+    if (tokens.facts(1) != nullptr) problems.push_back("facts without records");
+    tokens.drop(1);
+    return {};
+  });
+  REQUIRE(plain_outcome);
+  CHECK(problems.empty());
+}
