@@ -11,6 +11,7 @@
 #include <cmath>
 #include <utility>
 
+#include "core/logprob_drift.hpp"
 #include "core/logprob_floor.hpp"
 #include "core/run_numbers.hpp"
 
@@ -54,26 +55,7 @@ int add_gap_noise(std::vector<double>& deviations, const Completion& reference,
 
 int add_gap_noise(std::vector<double>& deviations, std::span<const PositionNumbers> reference,
                   std::span<const PositionNumbers> other) {
-  int left_out = 0;
-  const auto limit = std::min(reference.size(), other.size());
-  for (std::size_t i = 0; i < limit; ++i) {
-    const double gap_a = reference[i].gap;
-    const double gap_b = other[i].gap;
-    const bool both_measured = !std::isnan(gap_a) && !std::isnan(gap_b);
-    if (!both_measured) ++left_out;
-    const TokenLogprob& a = *reference[i].token;
-    const TokenLogprob& b = *other[i].token;
-    if (a.token == b.token) {
-      if (both_measured) deviations.push_back(std::abs(gap_b - gap_a));
-      continue;
-    }
-    // The runs part here; a swap of the top two is the flip itself, measured.
-    const bool swapped =
-        both_measured && a.top[0].token == b.top[1].token && a.top[1].token == b.top[0].token;
-    if (swapped) deviations.push_back(gap_a + gap_b);
-    break;
-  }
-  return left_out;
+  return compare_runs(reference, other, &deviations).left_out;
 }
 
 NoiseDistribution::NoiseDistribution(std::vector<double> deviations)

@@ -112,15 +112,33 @@ void add_logprob_drift(LogprobDrift& drift, const Completion& reference, const C
 
 void add_logprob_drift(LogprobDrift& drift, std::span<const PositionNumbers> reference,
                        std::span<const PositionNumbers> other) {
+  join_logprob_drift(drift, compare_runs(reference, other, nullptr).drift);
+}
+
+RunComparison compare_runs(std::span<const PositionNumbers> reference,
+                           std::span<const PositionNumbers> other,
+                           std::vector<double>* deviations) {
   // Two runs agree until their first differing token: the tree of two is a single path, walked
-  // here without building it (this runs once for every run of an audit).
-  LogprobDrift pair;
+  // here without building it.
+  RunComparison out;
+  LogprobDrift& pair = out.drift;
   const auto spread = [](double a, double b) { return std::max(a, b) - std::min(a, b); };
   const auto limit = std::min(reference.size(), other.size());
   for (std::size_t position = 0; position < limit; ++position) {
     const PositionNumbers& a = reference[position];
     const PositionNumbers& b = other[position];
-    if (!(a.token->token == b.token->token)) break;
+    const bool both_measured = !std::isnan(a.gap) && !std::isnan(b.gap);
+    if (deviations != nullptr && !both_measured) ++out.left_out;
+    if (!(a.token->token == b.token->token)) {
+      // The runs part here; a swap of the top two is the flip itself, measured.
+      if (deviations != nullptr && both_measured &&
+          a.token->top[0].token == b.token->top[1].token &&
+          a.token->top[1].token == b.token->top[0].token)
+        deviations->push_back(a.gap + b.gap);
+      break;
+    }
+    ++out.shared;
+    if (deviations != nullptr && both_measured) deviations->push_back(std::abs(b.gap - a.gap));
     double moved = 0;
     if (!std::isnan(a.chosen) && !std::isnan(b.chosen)) {
       moved = spread(a.chosen, b.chosen);
@@ -128,14 +146,13 @@ void add_logprob_drift(LogprobDrift& drift, std::span<const PositionNumbers> ref
     }
     if (a.rival != nullptr && b.rival != nullptr && a.rival->token == b.rival->token)
       moved = std::max(moved, spread(a.rival->logprob, b.rival->logprob));
-    double gap_moved = 0;
-    if (!std::isnan(a.gap) && !std::isnan(b.gap)) gap_moved = spread(a.gap, b.gap);
+    const double gap_moved = both_measured ? spread(a.gap, b.gap) : 0.0;
     pair.max_abs = std::max(pair.max_abs, moved);
     pair.max_abs_gap = std::max(pair.max_abs_gap, gap_moved);
     if ((moved > 0 || gap_moved > 0) && !pair.first_position)
       pair.first_position = static_cast<int>(position);
   }
-  join_logprob_drift(drift, pair);
+  return out;
 }
 
 } // namespace llmrepro::core

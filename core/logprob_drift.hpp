@@ -89,6 +89,18 @@ void add_logprob_drift(LogprobDrift& drift, const Completion& reference, const C
 void add_logprob_drift(LogprobDrift& drift, std::span<const PositionNumbers> reference,
                        std::span<const PositionNumbers> other);
 
+// A run walked against a reference once, while their tokens agree: the pair's drift (what
+// add_logprob_drift joins), its noise samples (add_gap_noise's, added to `deviations` where it is
+// given), and the leading tokens the two share. Each run of an audit is compared with its
+// prompt's reference this way, so the walk is made once for the three.
+struct RunComparison {
+  LogprobDrift drift;
+  int left_out = 0;       // add_gap_noise's count (0 without `deviations`)
+  std::size_t shared = 0; // leading tokens the two runs share
+};
+RunComparison compare_runs(std::span<const PositionNumbers> reference,
+                           std::span<const PositionNumbers> other, std::vector<double>* deviations);
+
 // Whether any compared logprob or gap differed.
 inline bool has_drift(const LogprobDrift& drift) {
   return drift.max_abs > 0 || drift.max_abs_gap > 0;

@@ -28,7 +28,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <span>
 #include <string_view>
 #include <utility>
 
@@ -53,14 +52,16 @@ DivergenceKind divergence_kind(const Completion& reference, const Completion& ot
 }
 
 // One run of a level against the prompt's drift reference, for the determinism check: its
-// logprobs while the tokens agree, and where it leaves the reference when it differs.
+// logprobs while the tokens agree, and where it leaves the reference when it differs (by tokens).
 void note_reference_agreement(LevelAnalysis& level, const Completion& reference,
-                              std::span<const PositionNumbers> reference_numbers,
-                              const Completion& run, std::span<const PositionNumbers> run_numbers,
-                              IdentityMode mode) {
-  add_logprob_drift(level.drift_from_reference, reference_numbers, run_numbers);
-  if (same_identity(run, reference, mode)) return;
-  const int shared = shared_prefix(reference, run, mode);
+                              const Completion& run, const RunComparison& compared) {
+  join_logprob_drift(level.drift_from_reference, compared.drift);
+  const bool same_tokens =
+      compared.shared == reference.tokens.size() && compared.shared == run.tokens.size();
+  if (same_tokens && run.text == reference.text) return; // the same completion
+  // Equal tokens with different texts: shared_prefix places the divergence by the texts.
+  const int shared = same_tokens ? shared_prefix(reference, run, IdentityMode::tokens)
+                                 : static_cast<int>(compared.shared);
   if (!level.divergence_from_reference || shared < *level.divergence_from_reference)
     level.divergence_from_reference = shared;
 }
@@ -326,19 +327,24 @@ void PromptRuns::add(const RequestRecord& record, std::size_t position, LevelNoi
   // Every level with a successful run is in the map, sampled or not.
   NoiseSamples& level_noise = noise[concurrency];
   read_run_numbers(completion, m_numbers);
-  if (m_drift_reference == nullptr) {
+  const bool is_reference = m_drift_reference == nullptr;
+  if (is_reference) {
     m_drift_reference = keep();
     read_run_numbers(*m_drift_reference, m_reference_numbers);
-  } else {
-    m_deviations.clear();
-    if (m_drift_reference->has_logprobs && completion.has_logprobs)
-      level_noise.leave_out(add_gap_noise(m_deviations, m_reference_numbers, m_numbers));
+  }
+  // Walked once against the reference: the drift, the noise samples (none of the reference
+  // itself, none without logprobs) and where the two part.
+  m_deviations.clear();
+  const bool sampled = !is_reference && m_drift_reference->has_logprobs && completion.has_logprobs;
+  const RunComparison compared =
+      compare_runs(m_reference_numbers, m_numbers, sampled ? &m_deviations : nullptr);
+  if (!is_reference) {
+    level_noise.leave_out(compared.left_out);
     level_noise.add(m_deviations);
     m_own_noise.try_emplace(concurrency, k_own_noise_capacity).first->second.add(m_deviations);
   }
   // In text mode the divergence from the reference is measured again when the prompt is judged.
-  note_reference_agreement(level, *m_drift_reference, m_reference_numbers, completion, m_numbers,
-                           IdentityMode::tokens);
+  note_reference_agreement(level, *m_drift_reference, completion, compared);
   // The runs come level by level: those before a second level are all the first level's.
   if (!m_prompt_drift && !m_level_drift.empty() && !m_level_drift.contains(concurrency))
     m_prompt_drift = m_level_drift.begin()->second;
