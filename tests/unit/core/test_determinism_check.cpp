@@ -490,6 +490,34 @@ TEST_CASE("analyse: drift_from_reference and divergence_from_reference per level
   CHECK(check.first_break->drift == 0.25);
 }
 
+TEST_CASE("analyse: where a level's runs leave the reference, at its end and past it") {
+  Suite suite;
+  suite.prompts.push_back(Prompt{.id = "p", .text = "x"});
+  // The same tokens spelling another text: placed at the token covering the first differing
+  // byte ("ab|c" against "ab|d": the third token).
+  Completion respelled = run_of({{"ab", -0.5}, {"c", -1.0}, {"d", -1.0}});
+  respelled.text = "abcX";
+  const std::vector<RequestRecord> records{
+      record_of(1, 0, run_of({{"ab", -0.5}, {"c", -1.0}, {"d", -1.0}})),
+      record_of(1, 1, run_of({{"ab", -0.5}, {"c", -1.0}, {"d", -1.0}})),
+      record_of(2, 0, run_of({{"ab", -0.5}, {"c", -1.0}})),                           // shorter
+      record_of(4, 0, run_of({{"ab", -0.5}, {"c", -1.0}, {"d", -1.0}, {"e", -1.0}})), // longer
+      record_of(8, 0, std::move(respelled))};
+  const AuditAnalysis analysis = analyse(suite, records, AnalysisConfig{});
+  REQUIRE(analysis.prompts.size() == 1);
+  const auto& levels = analysis.prompts[0].by_concurrency;
+  REQUIRE(levels.size() == 4);
+  CHECK_FALSE(levels[0].divergence_from_reference);
+  CHECK(levels[1].divergence_from_reference == 2);
+  CHECK(levels[2].divergence_from_reference == 3);
+  CHECK(levels[3].divergence_from_reference == 2);
+  // Every shared position compared, the reference's own included.
+  CHECK(levels[0].drift_from_reference.positions_compared == 6);
+  CHECK(levels[1].drift_from_reference.positions_compared == 2);
+  CHECK(levels[2].drift_from_reference.positions_compared == 3);
+  CHECK(levels[3].drift_from_reference.positions_compared == 3);
+}
+
 TEST_CASE("prefix_drift_of_prompt compares every trial with the first cold one") {
   Suite suite;
   suite.prompts.push_back(Prompt{.id = "p", .text = "x"});
