@@ -389,7 +389,6 @@ void decode_tokens(Cursor& cursor, const Blob& blob, const TokenTexts& texts,
   tokens.reserve(blob.count);
   for (std::uint64_t i = 0; i < blob.count; ++i) {
     core::TokenLogprob& token = i < tokens.size() ? tokens[i] : tokens.emplace_back();
-    token.top.clear();
     // Version 1: the text id; version 2: the text id and, in the low bit, whether the token is
     // irregular (says its shape and tags its values).
     const std::uint64_t head = cursor.varint();
@@ -397,20 +396,25 @@ void decode_tokens(Cursor& cursor, const Blob& blob, const TokenTexts& texts,
     token.token = text(blob.version_1 ? head : head >> 1);
     if (regular) {
       token.logprob = read_form<F>(cursor);
+      if (blob.usual > 0 && blob.usual - 1 > cursor.left() / 2) cursor.fail(Cursor::k_truncated);
+      if (cursor.failed()) return; // before a resize a corrupt count asks for
+      // A list lent from an earlier decode nearly always has the usual count already: its
+      // candidates are overwritten in place, not destroyed and built again.
+      if (token.top.size() != blob.usual) {
+        token.top.clear();
+        token.top.resize(blob.usual);
+      }
+      core::TokenCandidate* const top = token.top.data();
       if (blob.usual > 0) {
-        if (blob.usual - 1 > cursor.left() / 2) cursor.fail(Cursor::k_truncated);
-        if (cursor.failed()) return; // before a reserve a corrupt count asks for
-        token.top.reserve(blob.usual);
-        core::TokenCandidate& first = token.top.emplace_back();
-        first.token = token.token;
-        first.logprob = token.logprob;
+        top[0].token = token.token;
+        top[0].logprob = token.logprob;
       }
       for (std::uint64_t k = 1; k < blob.usual && !cursor.failed(); ++k) {
-        core::TokenCandidate& candidate = token.top.emplace_back();
-        candidate.token = text(cursor.varint());
-        candidate.logprob = read_form<F>(cursor);
+        top[k].token = text(cursor.varint());
+        top[k].logprob = read_form<F>(cursor);
       }
     } else {
+      token.top.clear();
       token.logprob = read_tagged(cursor);
       read_shaped_candidates(cursor, cursor.varint(), text, token);
     }

@@ -87,15 +87,22 @@ void check_decodes_to(const std::string& blob, const TokenTexts& texts,
   const auto result = decode_token_blob(blob, texts, decoded);
   REQUIRE_MESSAGE(result, (result ? "" : result.error().message));
   check_same_tokens(decoded, tokens);
+  // Lists lent from an earlier decode: candidates of another count, and of the usual two (which
+  // the decoder overwrites in place), with texts on the heap.
   const core::TokenLogprob stale{"a stale token's text, longer than the short-string buffer",
                                  -7.0,
                                  {{"x", -1.0}, {"y", -2.0}, {"z", -3.0}, {"w", -4.0}}};
-  for (const std::size_t held : {tokens.size() + 3, tokens.size() / 2}) {
-    CAPTURE(held);
-    std::vector<core::TokenLogprob> reused(held, stale);
-    REQUIRE(decode_token_blob(blob, texts, reused));
-    check_same_tokens(reused, tokens);
-  }
+  const core::TokenLogprob stale_two{
+      "another stale token's text, on the heap too",
+      -7.0,
+      {{"a stale candidate's text, on the heap too", -1.0}, {"y", -2.0}}};
+  for (const auto& lent : {stale, stale_two})
+    for (const std::size_t held : {tokens.size() + 3, tokens.size() / 2}) {
+      CAPTURE(held);
+      std::vector<core::TokenLogprob> reused(held, lent);
+      REQUIRE(decode_token_blob(blob, texts, reused));
+      check_same_tokens(reused, tokens);
+    }
 }
 
 // Every kind of double a log probability can be: signed zeros, denormals (binary64 and binary32),
