@@ -59,10 +59,6 @@ bool chose_below_runner_up(const Completion& completion);
 // because a gap was not measured (a runner-up missing, unknown or at the floor, in either run).
 int add_gap_noise(std::vector<double>& deviations, const Completion& reference,
                   const Completion& other);
-// The same, of two runs with logprobs, their numbers read already (core/run_numbers.hpp).
-struct PositionNumbers;
-int add_gap_noise(std::vector<double>& deviations, std::span<const PositionNumbers> reference,
-                  std::span<const PositionNumbers> other);
 
 // The distribution of one level's noise samples: the empirical distribution of |Δgap|, with no
 // shape assumed, so that a few large deviations move the tail and nothing else.

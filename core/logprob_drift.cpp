@@ -107,12 +107,7 @@ void add_logprob_drift(LogprobDrift& drift, const Completion& reference, const C
   std::vector<PositionNumbers> numbers[2];
   read_run_numbers(reference, numbers[0]);
   read_run_numbers(other, numbers[1]);
-  add_logprob_drift(drift, numbers[0], numbers[1]);
-}
-
-void add_logprob_drift(LogprobDrift& drift, std::span<const PositionNumbers> reference,
-                       std::span<const PositionNumbers> other) {
-  join_logprob_drift(drift, compare_runs(reference, other, nullptr).drift);
+  join_logprob_drift(drift, compare_runs(numbers[0], numbers[1], nullptr).drift);
 }
 
 RunComparison compare_runs(std::span<const PositionNumbers> reference,

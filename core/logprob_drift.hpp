@@ -85,9 +85,6 @@ void join_logprob_drift(LogprobDrift& drift, const LogprobDrift& other);
 // Adds to `drift` the comparison of `other` with `reference` (logprob_drift_of the two, joined
 // by join_logprob_drift).
 void add_logprob_drift(LogprobDrift& drift, const Completion& reference, const Completion& other);
-// The same, the two runs' numbers read already (read_run_numbers).
-void add_logprob_drift(LogprobDrift& drift, std::span<const PositionNumbers> reference,
-                       std::span<const PositionNumbers> other);
 
 // A run walked against a reference once, while their tokens agree: the pair's drift (what
 // add_logprob_drift joins), its noise samples (add_gap_noise's, added to `deviations` where it is
